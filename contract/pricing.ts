@@ -1,0 +1,62 @@
+import { z } from 'zod';
+
+/** Reseller prices are the supplier's marked up by `value` percent (-100 < value <= 1000). */
+export const PercentagePricingSchema = z
+  .object({
+    type: z.literal('percentage'),
+    value: z
+      .number()
+      .gt(-100)
+      .lte(1000)
+      .describe('Markup in percent that the reseller adds on top of the supplier price.'),
+  })
+  .strict();
+
+const PriceRuleSchema = z.discriminatedUnion('op', [
+  z
+    .object({
+      field: z.literal('price'),
+      op: z.literal('multiply'),
+      value: z.number().gt(0).lte(1000).describe('Factor applied to the unit price.'),
+    })
+    .strict(),
+  z
+    .object({
+      field: z.literal('price'),
+      op: z.literal('add'),
+      value: z.number().int().describe('Minor units added to the unit price (may be negative).'),
+    })
+    .strict(),
+  z
+    .object({
+      field: z.literal('price'),
+      op: z.literal('set'),
+      value: z.number().int().min(0).describe('Unit price in minor units.'),
+    })
+    .strict(),
+]);
+
+const TextRuleSchema = z
+  .object({
+    field: z.enum(['sku', 'title']),
+    op: z.enum(['set', 'prefix', 'suffix']),
+    value: z.string().max(200),
+  })
+  .strict();
+
+export const PricingRuleSchema = z.union([PriceRuleSchema, TextRuleSchema]);
+
+/** An ordered list of rules applied to each routed line. */
+export const FieldRulesPricingSchema = z
+  .object({
+    type: z.literal('field_rules'),
+    rules: z.array(PricingRuleSchema).max(50),
+  })
+  .strict();
+
+export const PricingConfigSchema = z.discriminatedUnion('type', [PercentagePricingSchema, FieldRulesPricingSchema]);
+export const PricingModeSchema = z.enum(['percentage', 'field_rules']);
+
+export type PricingConfig = z.infer<typeof PricingConfigSchema>;
+export type PricingRule = z.infer<typeof PricingRuleSchema>;
+export type PricingMode = z.infer<typeof PricingModeSchema>;

@@ -1,0 +1,70 @@
+/** The service's own view of orders, independent of any platform's wire format. */
+
+export const PLATFORMS = ['platform_a', 'platform_b', 'custom'] as const;
+export type Platform = (typeof PLATFORMS)[number];
+
+export interface PostalAddress {
+  name: string | null;
+  address1: string | null;
+  address2: string | null;
+  city: string | null;
+  province: string | null;
+  zip: string | null;
+  countryCode: string | null;
+  phone: string | null;
+}
+
+/** One line of a reseller's order, as the storefront sold it. */
+export interface OrderLine {
+  sku: string;
+  title: string;
+  vendor: string;
+  quantity: number;
+  /** Unit price in the order currency's minor units. */
+  unitPriceMinor: number;
+}
+
+/** A customer's order on the reseller storefront, normalised from any platform. */
+export interface ResellerOrder {
+  /** Numeric order id on the reseller platform, as a string. */
+  externalOrderId: string;
+  currency: string;
+  email: string | null;
+  shippingAddress: PostalAddress | null;
+  lines: OrderLine[];
+}
+
+/** A line sent to a supplier, after pricing rules were applied. */
+export interface SupplierOrderLine {
+  sku: string;
+  title: string;
+  quantity: number;
+  unitPriceMinor: number;
+}
+
+/** The part of a reseller order that one supplier (source store) fulfils. */
+export interface SupplierOrder {
+  /** Our sync job id; put on the supplier's order so it can be found again. */
+  reference: string;
+  /** The reseller platform's order id, for the supplier's information. */
+  resellerOrderId: string;
+  currency: string;
+  email: string | null;
+  shippingAddress: PostalAddress | null;
+  lines: SupplierOrderLine[];
+}
+
+export interface Tracking {
+  numbers: string[];
+  urls: string[];
+  company: string | null;
+}
+
+/** A fulfillment reported by a supplier's platform webhook. */
+export interface SourceFulfillment {
+  /** The supplier platform's order id (our sync job's sourceOrderId). */
+  sourceOrderId: string;
+  /** The platform's own fulfillment id when its payload carries one. */
+  fulfillmentId: string | null;
+  tracking: Tracking;
+}

@@ -1,0 +1,51 @@
+import type { Platform, ResellerOrder, SourceFulfillment, SupplierOrder, Tracking } from '../orders/types.ts';
+
+/** What an adapter needs to call one store. The token is decrypted only for the call. */
+export interface StoreConnection {
+  platform: Platform;
+  shopDomain: string;
+  accessToken: string;
+}
+
+export interface PlatformAdapter {
+  readonly platform: Platform;
+  /** Reads an order from the store and normalises it. */
+  getOrder(store: StoreConnection, orderId: string): Promise<ResellerOrder>;
+  /** Places an order; a repeat with the same idempotency key returns the first order. */
+  createOrder(store: StoreConnection, order: SupplierOrder, idempotencyKey: string): Promise<{ id: string }>;
+  /** Adds a fulfillment with tracking to an order and notifies the customer. */
+  createFulfillment(
+    store: StoreConnection,
+    orderId: string,
+    tracking: Tracking,
+    idempotencyKey: string,
+  ): Promise<{ id: string }>;
+  /** Reads an orders/create webhook body; throws PayloadError when it is not a valid order. */
+  parseOrderWebhook(body: unknown): ResellerOrder;
+  /** Reads a fulfillments/create webhook body; throws PayloadError when it is not valid. */
+  parseFulfillmentWebhook(body: unknown): SourceFulfillment;
+}
+
+/** A platform call that did not succeed. `retryable` separates 429/5xx/network from 4xx. */
+export class PlatformError extends Error {
+  constructor(
+    message: string,
+    readonly retryable: boolean,
+    readonly status: number | null = null,
+    readonly retryAfterMs: number | null = null,
+  ) {
+    super(message);
+    this.name = 'PlatformError';
+  }
+}
+
+/** A webhook body that verified but is not a valid payload for the platform. */
+export class PayloadError extends Error {
+  constructor(
+    message: string,
+    readonly path: string | null = null,
+  ) {
+    super(message);
+    this.name = 'PayloadError';
+  }
+}
