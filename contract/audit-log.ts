@@ -1,0 +1,35 @@
+import { z } from 'zod';
+import { auth, authErrors, c, ErrorSchema, listOf, PageQuery, Timestamp } from './common.ts';
+
+const AuditEntry = z.object({
+  id: z.string(),
+  resellerStoreId: z.string(),
+  action: z
+    .string()
+    .describe(
+      'What happened, e.g. `sync_job.created`, `sync_job.retried`, `sync_job.dead`, `sync_job.completed`, `reseller_store.created`, `source_store.deleted`, `order.lines_unmatched`.',
+    ),
+  resourceType: z.string(),
+  resourceId: z.string(),
+  metadata: z.record(z.unknown()),
+  actorId: z.string().describe('The user, API key or `system` that caused the action.'),
+  createdAt: Timestamp,
+});
+
+export const auditLogContract = c.router(
+  {
+    list: {
+      method: 'GET',
+      path: '/v1/audit_log',
+      query: PageQuery.extend({
+        reseller_store_id: z.string().max(64).optional(),
+        action: z.string().max(64).optional(),
+        resource_id: z.string().max(64).optional(),
+      }),
+      responses: { 200: listOf(AuditEntry), 400: ErrorSchema },
+      summary: 'Read the audit log',
+      description: 'Entries of the current user\'s reseller stores, newest first. Written only by the system.',
+    },
+  },
+  { commonResponses: authErrors, metadata: auth('bearer') },
+);

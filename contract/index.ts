@@ -1,0 +1,27 @@
+import { apiKeysContract } from './api-keys.ts';
+import { auditLogContract } from './audit-log.ts';
+import { authContract } from './auth.ts';
+import { c } from './common.ts';
+import { healthContract } from './health.ts';
+import { resellerStoresContract } from './reseller-stores.ts';
+import { sourceStoresContract } from './source-stores.ts';
+import { syncJobsContract } from './sync-jobs.ts';
+import { webhooksContract } from './webhooks.ts';
+
+/** The whole API. The Express router and openapi.json are both generated from this. */
+export const contract = c.router(
+  {
+    auth: authContract,
+    apiKeys: apiKeysContract,
+    resellerStores: resellerStoresContract,
+    sourceStores: sourceStoresContract,
+    syncJobs: syncJobsContract,
+    auditLog: auditLogContract,
+    webhooks: webhooksContract,
+    health: healthContract,
+  },
+  { strictStatusCodes: true },
+);
+
+export type Contract = typeof contract;
+export { ERROR_CODES, ERROR_STATUS, type ErrorCode } from './errors.ts';

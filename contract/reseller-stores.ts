@@ -1,0 +1,87 @@
+import { z } from 'zod';
+import {
+  auth,
+  authErrors,
+  c,
+  ErrorSchema,
+  IdParam,
+  listOf,
+  NameSchema,
+  NullableTimestamp,
+  PageQuery,
+  PlatformSchema,
+  RequestId,
+  ShopDomainSchema,
+  Timestamp,
+} from './common.ts';
+
+export const StoreCredentials = z.object({
+  accessToken: z.string().min(1).max(4096).describe('Write-only: the credential for the store on its platform.'),
+  webhookSecret: z
+    .string()
+    .min(1)
+    .max(1024)
+    .describe('Write-only: the secret the platform signs webhooks with.'),
+});
+
+const ResellerStoreFields = z.object({
+  id: z.string(),
+  ownerId: z.string(),
+  name: z.string(),
+  platform: PlatformSchema,
+  shopDomain: z.string(),
+  createdAt: Timestamp,
+  deletedAt: NullableTimestamp,
+});
+const ResellerStore = ResellerStoreFields.extend({ request_id: RequestId });
+
+export const resellerStoresContract = c.router(
+  {
+    create: {
+      method: 'POST',
+      path: '/v1/reseller_stores',
+      body: z
+        .object({ name: NameSchema, platform: PlatformSchema, shopDomain: ShopDomainSchema })
+        .merge(StoreCredentials),
+      responses: { 201: ResellerStore, 400: ErrorSchema, 409: ErrorSchema },
+      summary: 'Connect a reseller store',
+      description:
+        'Connects the storefront where customers order. `shopDomain` must not be used by another active reseller store (409 `shop_domain_taken`).',
+    },
+    list: {
+      method: 'GET',
+      path: '/v1/reseller_stores',
+      query: PageQuery,
+      responses: { 200: listOf(ResellerStoreFields), 400: ErrorSchema },
+      summary: 'List reseller stores',
+      description: 'Active reseller stores of the current user, newest first.',
+    },
+    get: {
+      method: 'GET',
+      path: '/v1/reseller_stores/:id',
+      pathParams: IdParam,
+      responses: { 200: ResellerStore, 404: ErrorSchema },
+      summary: 'Get a reseller store',
+      description: 'One reseller store of the current user, also after it was deleted.',
+    },
+    update: {
+      method: 'PATCH',
+      path: '/v1/reseller_stores/:id',
+      pathParams: IdParam,
+      body: z.object({ name: NameSchema.optional() }).strict(),
+      responses: { 200: ResellerStore, 400: ErrorSchema, 404: ErrorSchema },
+      summary: 'Rename a reseller store',
+      description: 'Only the name can be updated.',
+    },
+    remove: {
+      method: 'DELETE',
+      path: '/v1/reseller_stores/:id',
+      pathParams: IdParam,
+      body: c.noBody(),
+      responses: { 204: c.noBody(), 404: ErrorSchema },
+      summary: 'Delete a reseller store',
+      description: 'Soft delete: the store stops accepting webhooks; its record, jobs and audit log are kept.',
+    },
+  },
+  { commonResponses: authErrors, metadata: auth('bearer') },
+);

@@ -1,0 +1,99 @@
+import { z } from 'zod';
+import {
+  auth,
+  authErrors,
+  c,
+  ErrorSchema,
+  listOf,
+  NameSchema,
+  NullableTimestamp,
+  PageQuery,
+  PlatformSchema,
+  RequestId,
+  ShopDomainSchema,
+  Timestamp,
+} from './common.ts';
+import { PricingConfigSchema, PricingModeSchema } from './pricing.ts';
+import { StoreCredentials } from './reseller-stores.ts';
+
+const SourceStoreFields = z.object({
+  id: z.string(),
+  resellerStoreId: z.string(),
+  name: z.string(),
+  platform: PlatformSchema,
+  shopDomain: z.string(),
+  vendorTag: z.string(),
+  pricingMode: PricingModeSchema,
+  pricingConfig: PricingConfigSchema,
+  createdAt: Timestamp,
+  deletedAt: NullableTimestamp,
+});
+const SourceStore = SourceStoreFields.extend({ request_id: RequestId });
+
+const StoreParam = z.object({ rst_id: z.string().min(1).max(64) });
+const SourceStoreParams = StoreParam.extend({ id: z.string().min(1).max(64) });
+
+const VendorTag = z.string().trim().min(1).max(200).describe('Matched against line-item vendors: exact after trimming, case-insensitive.');
+
+export const sourceStoresContract = c.router(
+  {
+    create: {
+      method: 'POST',
+      path: '/v1/reseller_stores/:rst_id/source_stores',
+      pathParams: StoreParam,
+      body: z
+        .object({
+          name: NameSchema,
+          platform: PlatformSchema,
+          shopDomain: ShopDomainSchema,
+          vendorTag: VendorTag,
+          pricingMode: PricingModeSchema,
+          pricingConfig: PricingConfigSchema,
+        })
+        .merge(StoreCredentials),
+      responses: { 201: SourceStore, 400: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema },
+      summary: 'Add a source store (supplier)',
+      description:
+        '`pricingConfig.type` must equal `pricingMode`. `vendorTag` is unique among the reseller store\'s active source stores (409 `vendor_tag_taken`).',
+    },
+    list: {
+      method: 'GET',
+      path: '/v1/reseller_stores/:rst_id/source_stores',
+      pathParams: StoreParam,
+      query: PageQuery,
+      responses: { 200: listOf(SourceStoreFields), 400: ErrorSchema, 404: ErrorSchema },
+      summary: 'List source stores',
+      description: 'Active source stores of a reseller store, newest first.',
+    },
+    get: {
+      method: 'GET',
+      path: '/v1/reseller_stores/:rst_id/source_stores/:id',
+      pathParams: SourceStoreParams,
+      responses: { 200: SourceStore, 404: ErrorSchema },
+      summary: 'Get a source store',
+      description: 'One source store, also after it was deleted.',
+    },
+    update: {
+      method: 'PATCH',
+      path: '/v1/reseller_stores/:rst_id/source_stores/:id',
+      pathParams: SourceStoreParams,
+      body: z
+        .object({ name: NameSchema.optional(), pricingMode: PricingModeSchema.optional(), pricingConfig: PricingConfigSchema.optional() })
+        .strict(),
+      responses: { 200: SourceStore, 400: ErrorSchema, 404: ErrorSchema },
+      summary: 'Update a source store',
+      description:
+        'Name and pricing can be changed. The pricing mode and config must agree: changing the mode requires a config of that type.',
+    },
+    remove: {
+      method: 'DELETE',
+      path: '/v1/reseller_stores/:rst_id/source_stores/:id',
+      pathParams: SourceStoreParams,
+      body: c.noBody(),
+      responses: { 204: c.noBody(), 404: ErrorSchema },
+      summary: 'Delete a source store',
+      description: 'Soft delete: `deletedAt` is set, the record is kept and no new orders are routed to it.',
+    },
+  },
+  { commonResponses: authErrors, metadata: auth('bearer') },
+);

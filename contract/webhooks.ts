@@ -1,0 +1,46 @@
+import { z } from 'zod';
+import { auth, c, ErrorSchema, RequestId } from './common.ts';
+
+const WebhookHeaders = z.object({
+  'x-platform-hmac-sha256': z.string().optional().describe('Base64 HMAC-SHA256 of the raw body, keyed with the store\'s webhook secret.'),
+  'x-platform-shop-domain': z.string().optional().describe('The sending store\'s domain.'),
+  'x-platform-topic': z.string().optional(),
+  'x-platform-webhook-id': z.string().optional().describe('Repeated by redeliveries of one event.'),
+});
+
+const Received = z.object({
+  received: z.literal(true),
+  syncJobIds: z.array(z.string()).optional().describe('Sync jobs created or found for the order.'),
+  request_id: RequestId,
+});
+
+const webhookErrors = { 400: ErrorSchema, 401: ErrorSchema, 413: ErrorSchema, 415: ErrorSchema, 500: ErrorSchema, 503: ErrorSchema };
+
+/** The body is the platform's own order / fulfillment object (see platforms.md). */
+const PlatformPayload = z.record(z.unknown());
+
+export const webhooksContract = c.router(
+  {
+    orders: {
+      method: 'POST',
+      path: '/v1/orders/webhook',
+      headers: WebhookHeaders,
+      body: PlatformPayload,
+      responses: { 200: Received, ...webhookErrors },
+      summary: 'Receive an orders/create webhook',
+      description:
+        'Sent by a reseller store\'s platform. Verified over the raw bytes before anything else; routes the order\'s lines to source stores by vendor and creates one sync job per matched source store. Redeliveries create nothing new.',
+    },
+    fulfillments: {
+      method: 'POST',
+      path: '/v1/fulfillments/webhook',
+      headers: WebhookHeaders,
+      body: PlatformPayload,
+      responses: { 200: Received, ...webhookErrors },
+      summary: 'Receive a fulfillments/create webhook',
+      description:
+        'Sent by a source store\'s platform. Queues the tracking to be added to the reseller order, once per fulfillment.',
+    },
+  },
+  { metadata: auth('webhook') },
+);

@@ -1,0 +1,85 @@
+import { RequestContext } from '@mikro-orm/core';
+import { createExpressEndpoints } from '@ts-rest/express';
+import cookieParser from 'cookie-parser';
+import express, { type Express } from 'express';
+import { rateLimit } from 'express-rate-limit';
+import { pinoHttp } from 'pino-http';
+import { contract } from '../contract/index.ts';
+import { buildOpenApiDocument } from '../contract/openapi.ts';
+import { apiKeyRoutes } from './api-keys/routes.ts';
+import { auditLogRoutes } from './audit-log/routes.ts';
+import { authRoutes } from './auth/routes.ts';
+import type { AppContext } from './context.ts';
+import { healthRoutes } from './health/routes.ts';
+import { authenticate } from './http/authenticate.ts';
+import { jsonBody, requireJson } from './http/body.ts';
+import { errorHandler, notFoundHandler, sendError } from './http/errors.ts';
+import { requestId } from './http/request-id.ts';
+import { onRequestValidationError } from './http/validation.ts';
+import { resellerStoreRoutes } from './reseller-stores/routes.ts';
+import type { Services } from './services.ts';
+import { AppError } from './shared/errors.ts';
+import { sourceStoreRoutes } from './source-stores/routes.ts';
+
+export function createApp(ctx: AppContext, services: Services): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', ctx.config.trustProxy);
+  app.set('etag', false);
+
+  app.use(requestId);
+  app.use(
+    pinoHttp({
+      logger: ctx.logger,
+      genReqId: (req) => (req as express.Request).requestId,
+      customProps: (req) => ({ request_id: (req as express.Request).requestId }),
+      serializers: {
+        req: (req: { method: string; url: string }) => ({ method: req.method, url: req.url }),
+        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+      },
+      autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/metrics' },
+    }),
+  );
+  app.use(requireJson, jsonBody, cookieParser());
+  // One ORM identity map per request; services read it through `orm.em`.
+  app.use((_req, _res, next) => RequestContext.create(ctx.orm.em, next));
+
+  const authLimiter = rateLimit({
+    windowMs: 60_000,
+    limit: ctx.config.authRateLimitPerMinute,
+    standardHeaders: 'draft-7',
+    legacyHeaders: false,
+    handler: (req, res) => {
+      const resetTime = (req as express.Request & { rateLimit?: { resetTime?: Date } }).rateLimit?.resetTime;
+      const retryAfterSeconds = Math.max(1, Math.ceil(((resetTime?.getTime() ?? Date.now() + 60_000) - Date.now()) / 1000));
+      sendError(req, res, new AppError('rate_limited', { retryAfterSeconds }));
+    },
+  });
+  app.use(['/v1/auth/register', '/v1/auth/login', '/v1/auth/refresh'], authLimiter);
+
+  const openApiDocument = buildOpenApiDocument();
+  app.get('/openapi.json', (_req, res) => {
+    res.json(openApiDocument);
+  });
+
+  const options = {
+    globalMiddleware: [authenticate(services.apiKeys, ctx.tokens)],
+    requestValidationErrorHandler: onRequestValidationError,
+    responseValidation: true,
+  } as const;
+  const routers = [
+    [contract.health, healthRoutes(ctx)],
+    [contract.auth, authRoutes(services.auth, ctx.config)],
+    [contract.apiKeys, apiKeyRoutes(services.apiKeys)],
+    [contract.resellerStores, resellerStoreRoutes(services.resellerStores)],
+    [contract.sourceStores, sourceStoreRoutes(services.sourceStores)],
+    [contract.auditLog, auditLogRoutes(services.auditLog)],
+  ] as const;
+  for (const [routes, implementation] of routers) {
+    createExpressEndpoints(routes, implementation as never, app, options as never);
+  }
+
+  app.use(notFoundHandler);
+  app.use(errorHandler(ctx.logger));
+  return app;
+}

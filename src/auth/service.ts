@@ -1,0 +1,108 @@
+import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/postgresql';
+import argon2 from 'argon2';
+import type { AppContext } from '../context.ts';
+import { newId } from '../shared/ids.ts';
+import { AppError, conflict } from '../shared/errors.ts';
+import { sha256Hex } from '../shared/secrets.ts';
+import { User } from '../users/entity.ts';
+import { RefreshToken } from './entity.ts';
+import { newOpaqueToken, REFRESH_TOKEN_TTL_SECONDS, type AccessToken } from './tokens.ts';
+
+export interface Session extends AccessToken {
+  refreshToken: string;
+  refreshExpiresAt: Date;
+}
+
+const ARGON2_OPTIONS = { type: argon2.argon2id } as const;
+
+export class AuthService {
+  /** Verified against when the email is unknown, so both failures take the same time. */
+  private readonly decoyHash = argon2.hash('decoy password for timing', ARGON2_OPTIONS);
+
+  constructor(private readonly ctx: AppContext) {}
+
+  private get em(): EntityManager {
+    return this.ctx.orm.em;
+  }
+
+  async register(email: string, password: string): Promise<Session> {
+    const user = this.em.create(User, {
+      id: newId('user'),
+      email,
+      passwordHash: await argon2.hash(password, ARGON2_OPTIONS),
+      createdAt: new Date(),
+    });
+    try {
+      await this.em.flush();
+    } catch (error) {
+      if (error instanceof UniqueConstraintViolationException) {
+        throw conflict('email_taken', 'A user with this email already exists.', 'email');
+      }
+      throw error;
+    }
+    return this.startSession(user.id, newId('refreshToken'));
+  }
+
+  async login(email: string, password: string): Promise<Session> {
+    const user = await this.em.findOne(User, { email });
+    const valid = await argon2.verify(user?.passwordHash ?? (await this.decoyHash), password);
+    if (!user || !valid) throw new AppError('invalid_credentials');
+    return this.startSession(user.id, newId('refreshToken'));
+  }
+
+  /**
+   * Rotates a refresh token. A token that was already rotated is being replayed (stolen or a
+   * race lost): the whole family is revoked, so the thief's and the owner's sessions both end.
+   */
+  async refresh(presented: string | undefined): Promise<Session> {
+    if (!presented) throw new AppError('unauthorized', { message: 'No refresh token cookie.' });
+    const token = await this.em.findOne(RefreshToken, { tokenHash: sha256Hex(presented) });
+    if (!token || token.revokedAt || token.expiresAt <= new Date()) {
+      throw new AppError('unauthorized', { message: 'The refresh token is not valid.' });
+    }
+    const claimed = await this.em.nativeUpdate(
+      RefreshToken,
+      { id: token.id, rotatedAt: null, revokedAt: null },
+      { rotatedAt: new Date() },
+    );
+    if (claimed === 0) {
+      await this.revokeFamily(token.familyId);
+      throw new AppError('unauthorized', { message: 'The refresh token was already used; the session is revoked.' });
+    }
+    return this.startSession(token.userId, token.familyId);
+  }
+
+  async logout(presented: string | undefined): Promise<void> {
+    if (!presented) return;
+    const token = await this.em.findOne(RefreshToken, { tokenHash: sha256Hex(presented) });
+    if (token) await this.revokeFamily(token.familyId);
+  }
+
+  async me(userId: string): Promise<User> {
+    const user = await this.em.findOne(User, { id: userId });
+    if (!user) throw new AppError('unauthorized');
+    return user;
+  }
+
+  private async revokeFamily(familyId: string): Promise<void> {
+    await this.em.nativeUpdate(RefreshToken, { familyId, revokedAt: null }, { revokedAt: new Date() });
+  }
+
+  private async startSession(userId: string, familyId: string): Promise<Session> {
+    const refreshToken = newOpaqueToken();
+    const now = new Date();
+    const refreshExpiresAt = new Date(now.getTime() + REFRESH_TOKEN_TTL_SECONDS * 1000);
+    this.em.create(RefreshToken, {
+      id: newId('refreshToken'),
+      userId,
+      familyId,
+      tokenHash: sha256Hex(refreshToken),
+      expiresAt: refreshExpiresAt,
+      rotatedAt: null,
+      revokedAt: null,
+      createdAt: now,
+    });
+    await this.em.flush();
+    return { ...(await this.ctx.tokens.issue(userId, now)), refreshToken, refreshExpiresAt };
+  }
+}

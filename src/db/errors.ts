@@ -1,0 +1,35 @@
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  '57P01', // admin_shutdown
+  '57P02', // crash_shutdown
+  '57P03', // cannot_connect_now
+  '53300', // too_many_connections
+  '08000',
+  '08003',
+  '08006',
+  '08001',
+  '08004',
+]);
+
+const UNAVAILABLE_MESSAGES = [
+  'Connection terminated',
+  'timeout exceeded when trying to connect',
+  'Client has encountered a connection error',
+  'Connection terminated unexpectedly',
+  'the database system is shutting down',
+  'the database system is starting up',
+];
+
+/** True when an error means "the database cannot be reached right now" rather than a bug. */
+export function isDatabaseUnavailable(error: unknown): boolean {
+  for (let current = error, depth = 0; current && depth < 5; depth++) {
+    const { code, message } = current as { code?: string; message?: string };
+    if (code && UNAVAILABLE_CODES.has(code)) return true;
+    if (message && UNAVAILABLE_MESSAGES.some((text) => message.includes(text))) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
+}

@@ -1,0 +1,20 @@
+import pg from 'pg';
+import type { Orm } from './orm.ts';
+
+const MIGRATION_LOCK = 4_201_337;
+
+/**
+ * Applies pending migrations while holding a PostgreSQL advisory lock, so API and worker
+ * processes starting together against one database migrate it exactly once.
+ */
+export async function migrate(orm: Orm, clientUrl: string): Promise<void> {
+  const client = new pg.Client({ connectionString: clientUrl, application_name: 'order-routing-migrate' });
+  await client.connect();
+  try {
+    await client.query('select pg_advisory_lock($1)', [MIGRATION_LOCK]);
+    await orm.migrator.up();
+  } finally {
+    await client.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK]).catch(() => {});
+    await client.end();
+  }
+}

@@ -1,0 +1,38 @@
+import { initServer } from '@ts-rest/express';
+import { contract } from '../../contract/index.ts';
+import type { AppContext } from '../context.ts';
+import { withRequestId } from '../http/request-id.ts';
+
+const CHECK_TIMEOUT_MS = 2_000;
+
+async function check(probe: () => Promise<unknown>): Promise<'ok' | 'failing'> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error('timed out')), CHECK_TIMEOUT_MS);
+  });
+  try {
+    await Promise.race([probe(), timeout]);
+    return 'ok';
+  } catch {
+    return 'failing';
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export function healthRoutes(ctx: AppContext) {
+  const s = initServer();
+  return s.router(contract.health, {
+    live: async ({ req }) => ({ status: 200, body: withRequestId(req, { status: 'ok' as const }) }),
+    ready: async ({ req }) => {
+      const checks = {
+        database: await check(() => ctx.orm.em.getConnection().execute('select 1')),
+        queue: await check(() => ctx.queue.boss.getQueue('sync-job.process')),
+      };
+      const ready = Object.values(checks).every((state) => state === 'ok');
+      return ready
+        ? { status: 200, body: withRequestId(req, { status: 'ok' as const, checks }) }
+        : { status: 503, body: withRequestId(req, { status: 'unavailable' as const, checks }) };
+    },
+  });
+}

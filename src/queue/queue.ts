@@ -1,0 +1,100 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { fromKysely, PgBoss, type KyselyTransactionLike, type Queue as QueueDefinition } from 'pg-boss';
+import type { Logger } from 'pino';
+import { z } from 'zod';
+
+/**
+ * Every queue, its message schema and its options in one place. A queue message only names the
+ * record to move and the message id that record expects; everything else is read from the row.
+ */
+export const QUEUES = {
+  syncJob: {
+    name: 'sync-job.process',
+    schema: z.object({ syncJobId: z.string() }),
+  },
+  fulfillment: {
+    name: 'fulfillment.propagate',
+    schema: z.object({ fulfillmentId: z.string() }),
+  },
+} as const;
+
+export type QueueKey = keyof typeof QUEUES;
+export type QueueMessage<K extends QueueKey> = z.infer<(typeof QUEUES)[K]['schema']>;
+
+/**
+ * Business retries are scheduled by the lifecycle machines as new messages; pg-boss's own retries
+ * only cover a worker that died or lost its database mid-message (the heartbeat lapses and the
+ * same message is delivered again).
+ */
+const QUEUE_OPTIONS: Omit<QueueDefinition, 'name'> = {
+  retryLimit: 20,
+  retryDelay: 1,
+  retryBackoff: true,
+  retryDelayMax: 60,
+  heartbeatSeconds: 10,
+  expireInSeconds: 15 * 60,
+  deleteAfterSeconds: 24 * 60 * 60,
+  notify: true,
+};
+
+export interface QueueOptions {
+  connectionString: string;
+  logger: Logger;
+  /** Run pg-boss maintenance (expiry, retention); only processes that run workers need it. */
+  supervise: boolean;
+  poolMax?: number;
+}
+
+export class Queue {
+  private constructor(readonly boss: PgBoss) {}
+
+  static async start(options: QueueOptions): Promise<Queue> {
+    const boss = new PgBoss({
+      connectionString: options.connectionString,
+      schema: 'pgboss',
+      max: options.poolMax ?? 5,
+      supervise: options.supervise,
+      schedule: false,
+      migrate: true,
+      useListenNotify: options.supervise,
+      application_name: 'order-routing-queue',
+    });
+    boss.on('error', (error) => options.logger.error({ err: error }, 'queue error'));
+    await boss.start();
+    for (const queue of Object.values(QUEUES)) {
+      await boss.createQueue(queue.name, QUEUE_OPTIONS);
+    }
+    return new Queue(boss);
+  }
+
+  /**
+   * Enqueues inside the caller's ORM transaction, so the message exists exactly when the state
+   * change that needs it commits. Returns the message id, which the caller stores on its row.
+   */
+  async enqueue<K extends QueueKey>(
+    em: EntityManager,
+    key: K,
+    message: QueueMessage<K>,
+    options: { id: string; startAfter?: Date },
+  ): Promise<void> {
+    const trx = em.getTransactionContext<KyselyTransactionLike>();
+    if (!trx) throw new Error('enqueue must run inside a transaction');
+    await this.boss.send(QUEUES[key].name, message, {
+      id: options.id,
+      ...(options.startAfter && { startAfter: options.startAfter }),
+      db: fromKysely(trx),
+    });
+  }
+
+  async depth(): Promise<Record<string, number>> {
+    const depths: Record<string, number> = {};
+    for (const queue of Object.values(QUEUES)) {
+      depths[queue.name] = (await this.boss.getQueue(queue.name))?.queuedCount ?? 0;
+    }
+    return depths;
+  }
+
+  stop(timeoutMs = 30_000): Promise<void> {
+    return this.boss.stop({ graceful: true, timeout: timeoutMs });
+  }
+}

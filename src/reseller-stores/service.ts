@@ -1,0 +1,101 @@
+import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/postgresql';
+import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
+import { recordAudit } from '../audit-log/service.ts';
+import type { AppContext } from '../context.ts';
+import type { Platform } from '../orders/types.ts';
+import { SourceStore } from '../source-stores/entity.ts';
+import { conflict, notFound } from '../shared/errors.ts';
+import { newId } from '../shared/ids.ts';
+import { findPage, type Page, type PageQuery } from '../shared/paging.ts';
+import { ResellerStore } from './entity.ts';
+
+export interface NewResellerStore {
+  name: string;
+  platform: Platform;
+  shopDomain: string;
+  accessToken: string;
+  webhookSecret: string;
+}
+
+export class ResellerStoreService {
+  constructor(private readonly ctx: AppContext) {}
+
+  private get em(): EntityManager {
+    return this.ctx.orm.em;
+  }
+
+  async create(principal: Principal, input: NewResellerStore): Promise<ResellerStore> {
+    const id = newId('resellerStore');
+    const store = this.em.create(ResellerStore, {
+      id,
+      ownerId: principal.userId,
+      name: input.name,
+      platform: input.platform,
+      shopDomain: input.shopDomain,
+      accessTokenEncrypted: this.ctx.secrets.encrypt(input.accessToken, id),
+      webhookSecretEncrypted: this.ctx.secrets.encrypt(input.webhookSecret, id),
+      createdAt: new Date(),
+      deletedAt: null,
+    });
+    this.audit(principal, store, 'reseller_store.created', { shopDomain: store.shopDomain, platform: store.platform });
+    try {
+      await this.em.flush();
+    } catch (error) {
+      if (error instanceof UniqueConstraintViolationException) {
+        throw conflict('shop_domain_taken', 'Another active reseller store uses this shop domain.', 'shopDomain');
+      }
+      throw error;
+    }
+    return store;
+  }
+
+  list(principal: Principal, page: PageQuery): Promise<Page<ResellerStore>> {
+    return findPage(this.em, ResellerStore, { ownerId: principal.userId, deletedAt: null }, page);
+  }
+
+  /** The caller's store (deleted ones included); another user's store is "not found". */
+  async get(principal: Principal, id: string): Promise<ResellerStore> {
+    const store = await this.em.findOne(ResellerStore, { id, ownerId: principal.userId });
+    if (!store) throw notFound();
+    return store;
+  }
+
+  async getActive(principal: Principal, id: string): Promise<ResellerStore> {
+    const store = await this.get(principal, id);
+    if (store.deletedAt) throw notFound();
+    return store;
+  }
+
+  async rename(principal: Principal, id: string, name: string | undefined): Promise<ResellerStore> {
+    const store = await this.getActive(principal, id);
+    if (name !== undefined && name !== store.name) {
+      this.audit(principal, store, 'reseller_store.updated', { name: { from: store.name, to: name } });
+      store.name = name;
+      await this.em.flush();
+    }
+    return store;
+  }
+
+  /** Soft-deletes the store and its source stores: nothing is routed through them any more. */
+  async remove(principal: Principal, id: string): Promise<void> {
+    const store = await this.getActive(principal, id);
+    await this.em.transactional(async (em) => {
+      const now = new Date();
+      store.deletedAt = now;
+      await em.nativeUpdate(SourceStore, { resellerStoreId: store.id, deletedAt: null }, { deletedAt: now });
+      this.audit(principal, store, 'reseller_store.deleted', {}, em);
+    });
+  }
+
+  private audit(principal: Principal, store: ResellerStore, action: string, metadata: Record<string, unknown>, em = this.em) {
+    recordAudit(em, {
+      ownerId: store.ownerId,
+      resellerStoreId: store.id,
+      action,
+      resourceType: 'reseller_store',
+      resourceId: store.id,
+      actorId: actorOf(principal),
+      metadata: { ...metadata, ...auditContext(principal) },
+    });
+  }
+}

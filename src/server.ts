@@ -1,0 +1,97 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Logger } from 'pino';
+import { createApp } from './app.ts';
+import { AccessTokens } from './auth/tokens.ts';
+import type { Config } from './config/index.ts';
+import type { AppContext } from './context.ts';
+import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.ts';
+import { connectOrm } from './db/orm.ts';
+import { createPlatformAdapters } from './platforms/index.ts';
+import { Queue } from './queue/queue.ts';
+import { createServices } from './services.ts';
+import { SecretBox } from './shared/secrets.ts';
+
+export interface RunningService {
+  /** Base URL of the HTTP API, when this process serves it. */
+  url: string | null;
+  ctx: AppContext;
+  stop: () => Promise<void>;
+}
+
+/**
+ * Starts everything this process's ROLE needs, in dependency order: the database (embedded when
+ * no DATABASE_URL), migrations, the queue, then the HTTP API and/or the workers. `stop` undoes it
+ * in reverse, letting requests and jobs in flight finish.
+ */
+export async function startService(config: Config, logger: Logger): Promise<RunningService> {
+  const stack: (() => Promise<void>)[] = [];
+  const stop = async () => {
+    while (stack.length > 0) await stack.pop()!().catch((error) => logger.error({ err: error }, 'shutdown step failed'));
+  };
+  try {
+    const databaseUrl = config.databaseUrl ?? (await startEmbedded(config, logger, stack));
+    const orm = await connectOrm(databaseUrl);
+    stack.push(() => orm.close());
+    const queue = await Queue.start({ connectionString: databaseUrl, logger, supervise: config.runsWorker });
+    stack.push(() => queue.stop());
+
+    const ctx: AppContext = {
+      config,
+      orm,
+      logger,
+      queue,
+      secrets: new SecretBox(config.encryptionKey),
+      tokens: new AccessTokens(config.jwtSecret),
+      platforms: createPlatformAdapters({
+        baseUrlTemplate: config.platformBaseUrl ?? undefined,
+        timeoutMs: config.platformTimeoutMs,
+      }),
+    };
+    const services = createServices(ctx);
+    const url = config.runsApi ? await listen(createApp(ctx, services), config, logger, stack) : null;
+    return { url, ctx, stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
+
+async function startEmbedded(config: Config, logger: Logger, stack: (() => Promise<void>)[]): Promise<string> {
+  const db: EmbeddedDatabase = await startEmbeddedPostgres({
+    dataDir: config.dataDir,
+    onLog: (line) => logger.debug({ component: 'postgres' }, line),
+  });
+  stack.push(() => db.stop());
+  logger.info({ port: db.port, dataDir: config.dataDir }, 'embedded PostgreSQL started');
+  return db.url();
+}
+
+async function listen(
+  app: ReturnType<typeof createApp>,
+  config: Config,
+  logger: Logger,
+  stack: (() => Promise<void>)[],
+): Promise<string> {
+  const server: Server = await new Promise((resolve, reject) => {
+    const s = app.listen(config.port, config.host, () => resolve(s));
+    s.once('error', reject);
+  });
+  // A platform waits 5 s for a webhook answer; keep-alive a little longer than typical LBs.
+  server.keepAliveTimeout = 65_000;
+  stack.push(() => closeServer(server));
+  const { port } = server.address() as AddressInfo;
+  const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
+  const url = `http://${host}:${port}`;
+  logger.info({ port, url }, 'HTTP API listening');
+  return url;
+}
+
+/** Stops accepting connections and waits for requests in flight; idle keep-alive sockets close now. */
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+    setTimeout(() => server.closeAllConnections(), 10_000).unref();
+  });
+}

@@ -1,0 +1,19 @@
+import { ApiKeyService } from './api-keys/service.ts';
+import { AuditLogService } from './audit-log/service.ts';
+import { AuthService } from './auth/service.ts';
+import type { AppContext } from './context.ts';
+import { ResellerStoreService } from './reseller-stores/service.ts';
+import { SourceStoreService } from './source-stores/service.ts';
+
+export type Services = ReturnType<typeof createServices>;
+
+export function createServices(ctx: AppContext) {
+  const resellerStores = new ResellerStoreService(ctx);
+  return {
+    auth: new AuthService(ctx),
+    apiKeys: new ApiKeyService(ctx),
+    resellerStores,
+    sourceStores: new SourceStoreService(ctx, resellerStores),
+    auditLog: new AuditLogService(ctx),
+  };
+}

@@ -1,0 +1,22 @@
+import { v7 as uuidv7 } from 'uuid';
+
+export const ID_PREFIXES = {
+  user: 'usr',
+  resellerStore: 'rst',
+  sourceStore: 'sst',
+  syncJob: 'job',
+  apiKey: 'key',
+  auditEntry: 'aud',
+  fulfillment: 'ful',
+  refreshToken: 'rtk',
+} as const;
+
+export type IdKind = keyof typeof ID_PREFIXES;
+
+/**
+ * `rst_0192f3...`: a type prefix and a UUIDv7 body. UUIDv7 starts with the millisecond time and is
+ * monotonic within a process, so ids sort by creation time and serve as paging cursors.
+ */
+export function newId(kind: IdKind): string {
+  return `${ID_PREFIXES[kind]}_${uuidv7().replaceAll('-', '')}`;
+}

@@ -1,0 +1,134 @@
+import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/postgresql';
+import type { PricingConfig, PricingMode } from '../../contract/pricing.ts';
+import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
+import { recordAudit } from '../audit-log/service.ts';
+import type { AppContext } from '../context.ts';
+import type { Platform } from '../orders/types.ts';
+import { normaliseVendor } from '../pricing/index.ts';
+import type { ResellerStoreService } from '../reseller-stores/service.ts';
+import { conflict, notFound, validationFailed } from '../shared/errors.ts';
+import { newId } from '../shared/ids.ts';
+import { findPage, type Page, type PageQuery } from '../shared/paging.ts';
+import { SourceStore } from './entity.ts';
+
+export interface NewSourceStore {
+  name: string;
+  platform: Platform;
+  shopDomain: string;
+  vendorTag: string;
+  pricingMode: PricingMode;
+  pricingConfig: PricingConfig;
+  accessToken: string;
+  webhookSecret: string;
+}
+
+export interface SourceStoreChanges {
+  name?: string | undefined;
+  pricingMode?: PricingMode | undefined;
+  pricingConfig?: PricingConfig | undefined;
+}
+
+export class SourceStoreService {
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly resellerStores: ResellerStoreService,
+  ) {}
+
+  private get em(): EntityManager {
+    return this.ctx.orm.em;
+  }
+
+  async create(principal: Principal, resellerStoreId: string, input: NewSourceStore): Promise<SourceStore> {
+    const parent = await this.resellerStores.getActive(principal, resellerStoreId);
+    assertPricingAgrees(input.pricingMode, input.pricingConfig);
+    const id = newId('sourceStore');
+    const store = this.em.create(SourceStore, {
+      id,
+      ownerId: parent.ownerId,
+      resellerStoreId: parent.id,
+      name: input.name,
+      platform: input.platform,
+      shopDomain: input.shopDomain,
+      vendorTag: input.vendorTag,
+      vendorKey: normaliseVendor(input.vendorTag),
+      pricingMode: input.pricingMode,
+      pricingConfig: input.pricingConfig,
+      accessTokenEncrypted: this.ctx.secrets.encrypt(input.accessToken, id),
+      webhookSecretEncrypted: this.ctx.secrets.encrypt(input.webhookSecret, id),
+      createdAt: new Date(),
+      deletedAt: null,
+    });
+    this.audit(principal, store, 'source_store.created', { vendorTag: store.vendorTag, platform: store.platform });
+    try {
+      await this.em.flush();
+    } catch (error) {
+      if (error instanceof UniqueConstraintViolationException) {
+        throw conflict('vendor_tag_taken', 'Another active source store of this reseller store has this vendor tag.', 'vendorTag');
+      }
+      throw error;
+    }
+    return store;
+  }
+
+  async list(principal: Principal, resellerStoreId: string, page: PageQuery): Promise<Page<SourceStore>> {
+    const parent = await this.resellerStores.get(principal, resellerStoreId);
+    return findPage(this.em, SourceStore, { resellerStoreId: parent.id, deletedAt: null }, page);
+  }
+
+  async get(principal: Principal, resellerStoreId: string, id: string): Promise<SourceStore> {
+    const store = await this.em.findOne(SourceStore, { id, resellerStoreId, ownerId: principal.userId });
+    if (!store) throw notFound();
+    return store;
+  }
+
+  /** An active source store of the caller, found by id alone (for POST /v1/sync_jobs). */
+  async findActiveById(principal: Principal, id: string): Promise<SourceStore | null> {
+    return this.em.findOne(SourceStore, { id, ownerId: principal.userId, deletedAt: null });
+  }
+
+  async update(principal: Principal, resellerStoreId: string, id: string, changes: SourceStoreChanges): Promise<SourceStore> {
+    const store = await this.getActive(principal, resellerStoreId, id);
+    const pricingMode = changes.pricingMode ?? store.pricingMode;
+    const pricingConfig = changes.pricingConfig ?? store.pricingConfig;
+    assertPricingAgrees(pricingMode, pricingConfig);
+    const changed = Object.fromEntries(
+      Object.entries(changes).filter(([field, value]) => value !== undefined && JSON.stringify(value) !== JSON.stringify(store[field as keyof SourceStoreChanges])),
+    );
+    if (Object.keys(changed).length === 0) return store;
+    this.em.assign(store, { ...changed, pricingMode, pricingConfig });
+    this.audit(principal, store, 'source_store.updated', { changed: Object.keys(changed) });
+    await this.em.flush();
+    return store;
+  }
+
+  async remove(principal: Principal, resellerStoreId: string, id: string): Promise<void> {
+    const store = await this.getActive(principal, resellerStoreId, id);
+    store.deletedAt = new Date();
+    this.audit(principal, store, 'source_store.deleted', {});
+    await this.em.flush();
+  }
+
+  private async getActive(principal: Principal, resellerStoreId: string, id: string): Promise<SourceStore> {
+    const store = await this.get(principal, resellerStoreId, id);
+    if (store.deletedAt) throw notFound();
+    return store;
+  }
+
+  private audit(principal: Principal, store: SourceStore, action: string, metadata: Record<string, unknown>) {
+    recordAudit(this.em, {
+      ownerId: store.ownerId,
+      resellerStoreId: store.resellerStoreId,
+      action,
+      resourceType: 'source_store',
+      resourceId: store.id,
+      actorId: actorOf(principal),
+      metadata: { ...metadata, ...auditContext(principal) },
+    });
+  }
+}
+
+function assertPricingAgrees(mode: PricingMode, config: PricingConfig): void {
+  if (config.type !== mode) {
+    throw validationFailed('pricingConfig.type', `pricingConfig.type must be "${mode}" to match pricingMode.`);
+  }
+}
