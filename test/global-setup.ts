@@ -1,2 +1,44 @@
-// Filled in by the foundation work: starts one embedded PostgreSQL for the whole run.
-export default async function setup(): Promise<void> {}
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import pino from 'pino';
+import type { TestProject } from 'vitest/node';
+import { startEmbeddedPostgres } from '../src/db/embedded.ts';
+import { connectOrm } from '../src/db/orm.ts';
+import { Queue } from '../src/queue/queue.ts';
+
+export const TEMPLATE_DATABASE = 'service_template';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** Connection string of the run's PostgreSQL `postgres` database (for creating test databases). */
+    pgAdminUrl: string;
+  }
+}
+
+/**
+ * One embedded PostgreSQL for the whole run. A template database gets the migrations and the
+ * queue schema once; every test file then clones it (CREATE DATABASE ... TEMPLATE), which takes
+ * milliseconds and keeps files independent.
+ */
+export default async function setup(project: TestProject) {
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'ors-test-'));
+  const db = await startEmbeddedPostgres({ dataDir });
+  const admin = new pg.Client({ connectionString: db.url() });
+  await admin.connect();
+  await admin.query(`create database ${TEMPLATE_DATABASE}`);
+  await admin.end();
+
+  const templateUrl = db.url(TEMPLATE_DATABASE);
+  const orm = await connectOrm(templateUrl, 2);
+  await orm.close();
+  const queue = await Queue.start({ connectionString: templateUrl, logger: pino({ level: 'silent' }), supervise: false });
+  await queue.stop();
+
+  project.provide('pgAdminUrl', db.url());
+  return async () => {
+    await db.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  };
+}

@@ -1,0 +1,46 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { Writable } from 'node:stream';
+import { loadConfig } from '../../src/config/index.ts';
+import { startService, type RunningService } from '../../src/server.ts';
+import { createLogger } from '../../src/shared/logger.ts';
+import { createTestDatabase } from './database.ts';
+import { ApiClient } from './api.ts';
+
+export interface TestService extends RunningService {
+  url: string;
+  databaseUrl: string;
+  api: ApiClient;
+  /** Every log line the service wrote, for assertions (e.g. that no secret was logged). */
+  logs: string[];
+}
+
+/** Starts the real service in-process on a fresh database and a free loopback port. */
+export async function startTestService(env: Record<string, string> = {}): Promise<TestService> {
+  const databaseUrl = env.DATABASE_URL ?? (await createTestDatabase());
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    DATABASE_URL: databaseUrl,
+    PORT: '0',
+    HOST: '127.0.0.1',
+    DATA_DIR: mkdtempSync(path.join(tmpdir(), 'ors-svc-')),
+    JWT_SECRET: randomBytes(32).toString('hex'),
+    ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+    LOG_LEVEL: 'info',
+    SYNC_RETRY_BASE_DELAY_MS: '100',
+    AUTH_RATE_LIMIT_PER_MINUTE: '10000',
+    ...env,
+  });
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk, _encoding, done) {
+      logs.push(...String(chunk).split('\n').filter(Boolean));
+      done();
+    },
+  });
+  const service = await startService(config, createLogger(config.logLevel, sink));
+  if (!service.url) throw new Error('the test service must run the API');
+  return { ...service, url: service.url, databaseUrl, api: new ApiClient(service.url), logs };
+}
