@@ -20,6 +20,7 @@ import { resellerStoreRoutes } from './reseller-stores/routes.ts';
 import type { Services } from './services.ts';
 import { AppError } from './shared/errors.ts';
 import { sourceStoreRoutes } from './source-stores/routes.ts';
+import { syncJobRoutes } from './sync-jobs/routes.ts';
 
 export function createApp(ctx: AppContext, services: Services): Express {
   const app = express();
@@ -73,6 +74,7 @@ export function createApp(ctx: AppContext, services: Services): Express {
     [contract.apiKeys, apiKeyRoutes(services.apiKeys)],
     [contract.resellerStores, resellerStoreRoutes(services.resellerStores)],
     [contract.sourceStores, sourceStoreRoutes(services.sourceStores)],
+    [contract.syncJobs, syncJobRoutes(services.syncJobs)],
     [contract.auditLog, auditLogRoutes(services.auditLog)],
   ] as const;
   for (const [routes, implementation] of routers) {

@@ -11,6 +11,7 @@ import { createPlatformAdapters } from './platforms/index.ts';
 import { Queue } from './queue/queue.ts';
 import { createServices } from './services.ts';
 import { SecretBox } from './shared/secrets.ts';
+import { startWorkers } from './workers/index.ts';
 
 export interface RunningService {
   /** Base URL of the HTTP API, when this process serves it. */
@@ -49,6 +50,8 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       }),
     };
     const services = createServices(ctx);
+    // Workers stop with the queue (graceful: jobs in flight finish), which the stack stops after HTTP.
+    if (config.runsWorker) await startWorkers(ctx, services);
     const url = config.runsApi ? await listen(createApp(ctx, services), config, logger, stack) : null;
     return { url, ctx, stop };
   } catch (error) {

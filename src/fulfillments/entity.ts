@@ -1,4 +1,5 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import type { PersistedSnapshot } from '../../machines/fulfillment.machine.ts';
 import type { Tracking } from '../orders/types.ts';
 import { SYNC_JOB_STATUSES } from '../sync-jobs/entity.ts';
 
@@ -9,6 +10,7 @@ export const Fulfillment = defineEntity({
   properties: {
     id: p.string().primary(),
     ownerId: p.string(),
+    resellerStoreId: p.string(),
     syncJobId: p.string(),
     /** Identifies the supplier's fulfillment event: its id, else the webhook id, else a body hash. */
     dedupeKey: p.string().length(200),
@@ -20,7 +22,8 @@ export const Fulfillment = defineEntity({
     completedAt: p.datetime().nullable(),
     failedAt: p.datetime().nullable(),
     deadAt: p.datetime().nullable(),
-    machineState: p.json<{ value: string; context: Record<string, unknown> }>(),
+    /** The lifecycle machine's persisted snapshot (machines/fulfillment.machine.ts). */
+    machineState: p.json<PersistedSnapshot>(),
     queueMessageId: p.string().nullable(),
     version: p.integer().version(),
     createdAt: p.datetime(),

@@ -1,4 +1,5 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import type { PersistedSnapshot } from '../../machines/sync-job.machine.ts';
 import type { ResellerOrder } from '../orders/types.ts';
 
 export const SYNC_JOB_STATUSES = ['pending', 'processing', 'completed', 'failed', 'dead'] as const;
@@ -24,8 +25,8 @@ export const SyncJob = defineEntity({
     completedAt: p.datetime().nullable(),
     failedAt: p.datetime().nullable(),
     deadAt: p.datetime().nullable(),
-    /** `{ value, context }` of the lifecycle machine (machines/sync-job.machine.ts). */
-    machineState: p.json<{ value: string; context: Record<string, unknown> }>(),
+    /** The lifecycle machine's persisted snapshot (machines/sync-job.machine.ts). */
+    machineState: p.json<PersistedSnapshot>(),
     /** The reseller order as the webhook delivered it; null for manual jobs (read from the platform). */
     order: p.json<ResellerOrder>().nullable(),
     /** Id of the only queue message allowed to move this job; older messages are stale. */

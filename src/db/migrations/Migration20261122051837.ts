@@ -1,8 +1,8 @@
 import { Migration } from '@mikro-orm/migrations';
 
-export class Migration20261122050703 extends Migration {
+export class Migration20261122051837 extends Migration {
 
-  override name = 'Migration20261122050703';
+  override name = 'Migration20261122051837';
 
   override up(): void | Promise<void> {
     this.addSql(`create table "api_keys" ("id" varchar(255) not null, "owner_id" varchar(255) not null, "environment" text not null, "prefix" varchar(16) not null, "name" varchar(200) not null, "key_hash" varchar(64) not null, "last_used_at" timestamptz null, "created_at" timestamptz not null, "revoked_at" timestamptz null, primary key ("id"));`);
@@ -14,7 +14,7 @@ export class Migration20261122050703 extends Migration {
     this.addSql(`create index "audit_entries_reseller_store_id_id_index" on "audit_entries" ("reseller_store_id", "id");`);
     this.addSql(`create index "audit_entries_resource_id_index" on "audit_entries" ("resource_id");`);
 
-    this.addSql(`create table "fulfillments" ("id" varchar(255) not null, "owner_id" varchar(255) not null, "sync_job_id" varchar(255) not null, "dedupe_key" varchar(200) not null, "status" text not null, "attempts" int not null, "tracking" jsonb not null, "reseller_fulfillment_id" varchar(255) null, "error_message" text null, "completed_at" timestamptz null, "failed_at" timestamptz null, "dead_at" timestamptz null, "machine_state" jsonb not null, "queue_message_id" varchar(255) null, "version" int not null default 1, "created_at" timestamptz not null, "updated_at" timestamptz not null, primary key ("id"));`);
+    this.addSql(`create table "fulfillments" ("id" varchar(255) not null, "owner_id" varchar(255) not null, "reseller_store_id" varchar(255) not null, "sync_job_id" varchar(255) not null, "dedupe_key" varchar(200) not null, "status" text not null, "attempts" int not null, "tracking" jsonb not null, "reseller_fulfillment_id" varchar(255) null, "error_message" text null, "completed_at" timestamptz null, "failed_at" timestamptz null, "dead_at" timestamptz null, "machine_state" jsonb not null, "queue_message_id" varchar(255) null, "version" int not null default 1, "created_at" timestamptz not null, "updated_at" timestamptz not null, primary key ("id"));`);
     this.addSql(`alter table "fulfillments" add constraint "fulfillments_job_dedupe_unique" unique ("sync_job_id", "dedupe_key");`);
 
     this.addSql(`create table "refresh_tokens" ("id" varchar(255) not null, "user_id" varchar(255) not null, "family_id" varchar(255) not null, "token_hash" varchar(64) not null, "expires_at" timestamptz not null, "rotated_at" timestamptz null, "revoked_at" timestamptz null, "created_at" timestamptz not null, primary key ("id"));`);

@@ -1,0 +1,168 @@
+/**
+ * The lifecycle shared by every piece of queued work that calls a platform: taken by a worker,
+ * completed or failed, retried automatically a few times, then dead until someone retries it.
+ * Each kind of work names the id it keeps on success (`resultKey`).
+ */
+
+import { assign, initialTransition, not, setup, transition, type Snapshot, type SnapshotFrom } from 'xstate';
+
+/** Automatic retries after the first failed attempt, so a job that always fails runs 4 times. */
+export const MAX_AUTO_RETRIES = 3;
+
+export type AttemptStatus = 'pending' | 'processing' | 'completed' | 'failed' | 'dead';
+
+/** What every kind of attempt keeps, whatever it produces. */
+export interface AttemptBookkeeping {
+  attempts: number;
+  retriesLeft: number;
+  errorMessage: string | null;
+  completedAt: string | null;
+  failedAt: string | null;
+  deadAt: string | null;
+}
+
+export type AttemptContext<TResultKey extends string> = AttemptBookkeeping & Record<TResultKey, string | null>;
+
+/** `at` is the ISO-8601 time of the event: the machine never reads a clock. */
+export type AttemptEvent<TResultKey extends string> =
+  | { type: 'TAKE'; at: string }
+  | ({ type: 'SUCCEED'; at: string } & Record<TResultKey, string>)
+  | { type: 'FAIL'; error: string; at: string }
+  | { type: 'RETRY'; at: string };
+
+/** What a row keeps: enough to rebuild the machine's snapshot, since the machine is flat. */
+export interface PersistedAttempt<TResultKey extends string> {
+  status: AttemptStatus;
+  context: AttemptContext<TResultKey>;
+}
+
+/** XState's JSON-serialisable snapshot (`machine.getPersistedSnapshot`). */
+export type PersistedSnapshot = Snapshot<unknown>;
+
+export interface AttemptState<TResultKey extends string> extends PersistedAttempt<TResultKey> {
+  snapshot: PersistedSnapshot;
+}
+
+/** Exponential backoff before the next automatic retry: base, 2 × base, 4 × base. */
+export function nextRetryDelayMs(baseDelayMs: number, context: Pick<AttemptBookkeeping, 'retriesLeft'>): number {
+  const retriesUsed = MAX_AUTO_RETRIES - context.retriesLeft;
+  return baseDelayMs * 2 ** retriesUsed;
+}
+
+function initialContext<TResultKey extends string>(resultKey: TResultKey): AttemptContext<TResultKey> {
+  const bookkeeping: AttemptBookkeeping = {
+    attempts: 0,
+    retriesLeft: MAX_AUTO_RETRIES,
+    errorMessage: null,
+    completedAt: null,
+    failedAt: null,
+    deadAt: null,
+  };
+  // TypeScript widens a computed key to an index signature, hence the assertion.
+  return { ...bookkeeping, [resultKey]: null } as AttemptContext<TResultKey>;
+}
+
+function createAttemptMachine<const TResultKey extends string>(id: string, resultKey: TResultKey) {
+  return setup({
+    types: {
+      context: {} as AttemptContext<TResultKey>,
+      events: {} as AttemptEvent<TResultKey>,
+    },
+    guards: {
+      hasRetriesLeft: ({ context }) => context.retriesLeft > 0,
+    },
+    // Function assigners spreading the context, and `event.type` checks rather than assertEvent:
+    // xstate's property assigners and assertEvent cannot resolve types with a generic result key.
+    actions: {
+      countAttempt: assign(({ context }) => ({ ...context, attempts: context.attempts + 1 })),
+      spendRetry: assign(({ context }) => ({ ...context, retriesLeft: context.retriesLeft - 1 })),
+      recordSuccess: assign(({ context, event }) => {
+        if (event.type !== 'SUCCEED') return context;
+        return { ...context, errorMessage: null, completedAt: event.at, [resultKey]: event[resultKey] };
+      }),
+      recordFailure: assign(({ context, event }) => {
+        if (event.type !== 'FAIL') return context;
+        return { ...context, errorMessage: event.error, failedAt: event.at };
+      }),
+      // Runs on the eventless transition out of `failed`, so the event is the FAIL that led there.
+      recordDeath: assign(({ context, event }) => ({ ...context, deadAt: event.at })),
+      resetForManualRetry: assign(({ context }) => ({
+        ...context,
+        retriesLeft: MAX_AUTO_RETRIES,
+        errorMessage: null,
+        failedAt: null,
+        deadAt: null,
+      })),
+    },
+  }).createMachine({
+    id,
+    initial: 'pending',
+    context: initialContext(resultKey),
+    states: {
+      pending: {
+        on: {
+          TAKE: { target: 'processing', actions: 'countAttempt' },
+        },
+      },
+      processing: {
+        on: {
+          // The queue redelivers the message when a worker died mid-attempt.
+          TAKE: { actions: 'countAttempt' },
+          SUCCEED: { target: 'completed', actions: 'recordSuccess' },
+          FAIL: { target: 'failed', actions: 'recordFailure' },
+        },
+      },
+      failed: {
+        always: { guard: not('hasRetriesLeft'), target: 'dead', actions: 'recordDeath' },
+        on: {
+          TAKE: { guard: 'hasRetriesLeft', target: 'processing', actions: ['countAttempt', 'spendRetry'] },
+          RETRY: { target: 'pending', actions: 'resetForManualRetry' },
+        },
+      },
+      dead: {
+        on: {
+          RETRY: { target: 'pending', actions: 'resetForManualRetry' },
+        },
+      },
+      completed: { type: 'final' },
+    },
+  });
+}
+
+/** Pure helpers over rows: rebuild the snapshot, ask the machine, return the next row. */
+export function createAttemptLifecycle<const TResultKey extends string>(id: string, resultKey: TResultKey) {
+  const machine = createAttemptMachine(id, resultKey);
+
+  function toState(snapshot: SnapshotFrom<typeof machine>): AttemptState<TResultKey> {
+    return {
+      status: snapshot.value,
+      context: snapshot.context,
+      snapshot: machine.getPersistedSnapshot(snapshot),
+    };
+  }
+
+  function restore(persisted: PersistedAttempt<TResultKey>) {
+    return machine.resolveState({ value: persisted.status, context: persisted.context });
+  }
+
+  return {
+    machine,
+
+    initial(): AttemptState<TResultKey> {
+      const [snapshot] = initialTransition(machine);
+      return toState(snapshot);
+    },
+
+    /** The next state, or null when the machine refuses the event in the current state. */
+    apply(persisted: PersistedAttempt<TResultKey>, event: AttemptEvent<TResultKey>): AttemptState<TResultKey> | null {
+      const snapshot = restore(persisted);
+      if (!snapshot.can(event)) return null;
+      const [next] = transition(machine, snapshot, event);
+      return toState(next);
+    },
+
+    canApply(persisted: PersistedAttempt<TResultKey>, event: AttemptEvent<TResultKey>): boolean {
+      return restore(persisted).can(event);
+    },
+  };
+}

@@ -1,0 +1,34 @@
+import {
+  createAttemptLifecycle,
+  type AttemptContext,
+  type AttemptEvent,
+  type AttemptState,
+  type AttemptStatus,
+  type PersistedAttempt,
+} from './attempt.machine.ts';
+
+export { MAX_AUTO_RETRIES, nextRetryDelayMs, type PersistedSnapshot } from './attempt.machine.ts';
+
+/** One order placed on a source store; on success it keeps the source store's order id. */
+const syncJob = createAttemptLifecycle('syncJob', 'sourceOrderId');
+
+export type SyncJobStatus = AttemptStatus;
+export type SyncJobContext = AttemptContext<'sourceOrderId'>;
+export type SyncJobEvent = AttemptEvent<'sourceOrderId'>;
+export type PersistedSyncJob = PersistedAttempt<'sourceOrderId'>;
+export type SyncJobState = AttemptState<'sourceOrderId'>;
+
+export const syncJobMachine = syncJob.machine;
+
+export function initialSyncJob(): SyncJobState {
+  return syncJob.initial();
+}
+
+/** The job after `event`, or null when its current status does not allow the event. */
+export function applySyncJobEvent(persisted: PersistedSyncJob, event: SyncJobEvent): SyncJobState | null {
+  return syncJob.apply(persisted, event);
+}
+
+export function canApply(persisted: PersistedSyncJob, event: SyncJobEvent): boolean {
+  return syncJob.canApply(persisted, event);
+}

@@ -1,0 +1,71 @@
+import { initServer } from '@ts-rest/express';
+import { contract } from '../../contract/index.ts';
+import { principalOf } from '../auth/principal.ts';
+import type { Fulfillment } from '../fulfillments/entity.ts';
+import { listBody } from '../http/list.ts';
+import { withRequestId } from '../http/request-id.ts';
+import { iso, isoOrNull } from '../shared/time.ts';
+import type { SyncJob } from './entity.ts';
+import type { JobWithFulfillments, SyncJobService } from './service.ts';
+
+export function presentSyncJob(job: SyncJob) {
+  return {
+    id: job.id,
+    resellerStoreId: job.resellerStoreId,
+    sourceStoreId: job.sourceStoreId,
+    status: job.status,
+    attempts: job.attempts,
+    externalOrderId: job.externalOrderId,
+    sourceOrderId: job.sourceOrderId ?? null,
+    errorMessage: job.errorMessage ?? null,
+    completedAt: isoOrNull(job.completedAt),
+    failedAt: isoOrNull(job.failedAt),
+    deadAt: isoOrNull(job.deadAt),
+    createdAt: iso(job.createdAt),
+    updatedAt: iso(job.updatedAt),
+  };
+}
+
+function presentFulfillment(fulfillment: Fulfillment) {
+  return {
+    id: fulfillment.id,
+    status: fulfillment.status,
+    attempts: fulfillment.attempts,
+    trackingNumbers: fulfillment.tracking.numbers,
+    trackingUrls: fulfillment.tracking.urls,
+    trackingCompany: fulfillment.tracking.company,
+    resellerFulfillmentId: fulfillment.resellerFulfillmentId ?? null,
+    errorMessage: fulfillment.errorMessage ?? null,
+    completedAt: isoOrNull(fulfillment.completedAt),
+    deadAt: isoOrNull(fulfillment.deadAt),
+    createdAt: iso(fulfillment.createdAt),
+  };
+}
+
+const presentDetail = ({ job, fulfillments }: JobWithFulfillments) => ({
+  ...presentSyncJob(job),
+  fulfillments: fulfillments.map(presentFulfillment),
+});
+
+export function syncJobRoutes(jobs: SyncJobService) {
+  const s = initServer();
+  return s.router(contract.syncJobs, {
+    create: async ({ body, req }) => {
+      const { job, created } = await jobs.createManual(principalOf(req), body.source_store_id, body.external_order_id);
+      if (created) return { status: 201, body: withRequestId(req, presentDetail({ job, fulfillments: [] })) };
+      return { status: 200, body: withRequestId(req, presentDetail(await jobs.get(principalOf(req), job.id))) };
+    },
+    list: async ({ query, req }) => ({
+      status: 200,
+      body: listBody(req, await jobs.list(principalOf(req), query), presentSyncJob),
+    }),
+    get: async ({ params, req }) => ({
+      status: 200,
+      body: withRequestId(req, presentDetail(await jobs.get(principalOf(req), params.id))),
+    }),
+    retry: async ({ params, req }) => ({
+      status: 200,
+      body: withRequestId(req, presentDetail(await jobs.retry(principalOf(req), params.id))),
+    }),
+  });
+}

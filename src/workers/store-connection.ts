@@ -1,0 +1,19 @@
+import type { AppContext } from '../context.ts';
+import type { Platform } from '../orders/types.ts';
+import type { StoreConnection } from '../platforms/types.ts';
+
+interface StoreRow {
+  id: string;
+  platform: Platform;
+  shopDomain: string;
+  accessTokenEncrypted: string;
+}
+
+/** Decrypts a store's token only for the call that needs it; it is never kept or logged. */
+export function connectionOf(ctx: AppContext, store: StoreRow): StoreConnection {
+  return {
+    platform: store.platform,
+    shopDomain: store.shopDomain,
+    accessToken: ctx.secrets.decrypt(store.accessTokenEncrypted, store.id),
+  };
+}

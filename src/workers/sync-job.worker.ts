@@ -1,0 +1,45 @@
+import type { AppContext } from '../context.ts';
+import type { ResellerOrder } from '../orders/types.ts';
+import { buildSupplierOrder } from '../pricing/index.ts';
+import { ResellerStore } from '../reseller-stores/entity.ts';
+import { SourceStore } from '../source-stores/entity.ts';
+import { SyncJob } from '../sync-jobs/entity.ts';
+import { transitionJob } from '../sync-jobs/lifecycle.ts';
+import type { SyncJobService } from '../sync-jobs/service.ts';
+import { AttemptWorker } from './attempt-worker.ts';
+import { JobFailure } from './failure.ts';
+import { connectionOf } from './store-connection.ts';
+
+/** Places a sync job's order on its source store. */
+export function syncJobWorker(ctx: AppContext, jobs: SyncJobService): AttemptWorker<SyncJob, 'sourceOrderId'> {
+  /**
+   * The Idempotency-Key is the job's id, not the attempt's: when a worker dies after the platform
+   * accepted the order, the next attempt gets the same order back instead of creating a second.
+   */
+  async function placeOrder(job: SyncJob): Promise<string> {
+    const em = ctx.orm.em.fork();
+    const source = await em.findOne(SourceStore, { id: job.sourceStoreId });
+    if (!source || source.deletedAt) throw new JobFailure('the source store was deleted');
+    const order = job.order ?? (await readResellerOrder(job));
+    const supplierOrder = buildSupplierOrder(order, source, job.id);
+    const placed = await ctx.platforms[source.platform].createOrder(connectionOf(ctx, source), supplierOrder, `sync-job:${job.id}`);
+    return placed.id;
+  }
+
+  async function readResellerOrder(job: SyncJob): Promise<ResellerOrder> {
+    const reseller = await ctx.orm.em.fork().findOne(ResellerStore, { id: job.resellerStoreId });
+    if (!reseller || reseller.deletedAt) throw new JobFailure('the reseller store was deleted');
+    return ctx.platforms[reseller.platform].getOrder(connectionOf(ctx, reseller), job.externalOrderId);
+  }
+
+  return new AttemptWorker(ctx, {
+    entity: SyncJob,
+    resultKey: 'sourceOrderId',
+    logKey: 'job_id',
+    transition: transitionJob,
+    perform: placeOrder,
+    schedule: (em, job, delayMs) => jobs.schedule(em, job, delayMs),
+    onCompleted: (em, job) => jobs.audit(em, job, 'sync_job.completed', undefined, { sourceOrderId: job.sourceOrderId, attempts: job.attempts }),
+    onDead: (em, job) => jobs.audit(em, job, 'sync_job.dead', undefined, { attempts: job.attempts, errorMessage: job.errorMessage }),
+  });
+}
