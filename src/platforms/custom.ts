@@ -1,0 +1,135 @@
+import { z } from 'zod';
+import { fromMinorUnits } from '../money.ts';
+import type { ResellerOrder, SourceFulfillment, SupplierOrder, Tracking } from '../orders/types.ts';
+import { type HttpClientSettings, PlatformHttpClient } from './http.ts';
+import {
+  anyId,
+  distinct,
+  optionalText,
+  orderCurrency,
+  parsePayload,
+  postalAddress,
+  priceMinor,
+  quantity,
+  stringList,
+} from './payload.ts';
+import type { PlatformAdapter } from './types.ts';
+
+const ORDER = 'custom order';
+const FULFILLMENT = 'custom fulfillment';
+
+/** A supplier's own endpoint speaks the service's address shape. */
+const addressSchema = z.object({
+  name: optionalText,
+  address1: optionalText,
+  address2: optionalText,
+  city: optionalText,
+  province: optionalText,
+  zip: optionalText,
+  countryCode: optionalText,
+  phone: optionalText,
+});
+
+const orderSchema = z.object({
+  id: anyId,
+  currency: orderCurrency,
+  email: optionalText,
+  shippingAddress: addressSchema.nullish(),
+  lines: z.array(
+    z.object({
+      sku: z.string(),
+      title: z.string(),
+      vendor: z.string(),
+      quantity,
+      unitPrice: z.union([z.string(), z.number()]),
+    }),
+  ),
+});
+
+const fulfillmentSchema = z.object({
+  orderId: anyId,
+  trackingNumbers: stringList,
+  trackingUrls: stringList,
+  carrier: optionalText,
+});
+
+const createdResponse = z.object({ id: anyId });
+
+export function createCustomAdapter(settings: HttpClientSettings): PlatformAdapter {
+  const http = new PlatformHttpClient({
+    ...settings,
+    platform: 'custom',
+    authHeaders: (accessToken) => ({ Authorization: `Bearer ${accessToken}` }),
+  });
+  const readCreated = (what: string) => (body: unknown) => ({ id: parsePayload(createdResponse, body, what).id });
+  return {
+    platform: 'custom',
+    getOrder: (store, orderId) => http.get(store, `/orders/${encodeURIComponent(orderId)}`, readOrder),
+    createOrder: (store, order, idempotencyKey) =>
+      http.post(store, '/orders', orderRequest(order), idempotencyKey, readCreated(`created ${ORDER}`)),
+    createFulfillment: (store, orderId, tracking, idempotencyKey) =>
+      http.post(
+        store,
+        `/orders/${encodeURIComponent(orderId)}/fulfillments`,
+        fulfillmentRequest(tracking),
+        idempotencyKey,
+        readCreated(`created ${FULFILLMENT}`),
+      ),
+    parseOrderWebhook: readOrder,
+    parseFulfillmentWebhook: readFulfillment,
+  };
+}
+
+function readOrder(body: unknown): ResellerOrder {
+  const order = parsePayload(orderSchema, body, ORDER);
+  return {
+    externalOrderId: order.id,
+    currency: order.currency,
+    email: order.email,
+    shippingAddress: order.shippingAddress ? postalAddress(order.shippingAddress) : null,
+    lines: order.lines.map((line, index) => ({
+      sku: line.sku,
+      title: line.title,
+      vendor: line.vendor,
+      quantity: line.quantity,
+      unitPriceMinor: priceMinor(line.unitPrice, order.currency, ORDER, `lines.${index}.unitPrice`),
+    })),
+  };
+}
+
+function readFulfillment(body: unknown): SourceFulfillment {
+  const fulfillment = parsePayload(fulfillmentSchema, body, FULFILLMENT);
+  return {
+    sourceOrderId: fulfillment.orderId,
+    fulfillmentId: null,
+    tracking: {
+      numbers: distinct(fulfillment.trackingNumbers),
+      urls: distinct(fulfillment.trackingUrls),
+      company: fulfillment.carrier,
+    },
+  };
+}
+
+function orderRequest(order: SupplierOrder) {
+  return {
+    reference: order.reference,
+    currency: order.currency,
+    lines: order.lines.map((line) => ({
+      sku: line.sku,
+      title: line.title,
+      quantity: line.quantity,
+      unitPrice: fromMinorUnits(line.unitPriceMinor, order.currency),
+    })),
+    shippingAddress: order.shippingAddress ?? undefined,
+    email: order.email ?? undefined,
+  };
+}
+
+function fulfillmentRequest(tracking: Tracking) {
+  return {
+    trackingNumbers: tracking.numbers,
+    trackingUrls: tracking.urls,
+    carrier: tracking.company ?? undefined,
+    notifyCustomer: true,
+  };
+}

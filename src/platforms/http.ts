@@ -1,0 +1,222 @@
+import { STATUS_CODES } from 'node:http';
+import type { Platform } from '../orders/types.ts';
+import type { Pacer, TokenBucket } from './pacer.ts';
+import { PayloadError, PlatformError, type StoreConnection } from './types.ts';
+
+/** Settings shared by every platform's client. */
+export interface HttpClientSettings {
+  /** A store's base URL with a `{shopDomain}` placeholder, e.g. `https://{shopDomain}`. */
+  baseUrlTemplate: string;
+  timeoutMs: number;
+  /** A 429 whose Retry-After is at most this long is waited out inside the call. */
+  maxInlineRetryAfterMs: number;
+  pacer: Pacer;
+}
+
+export interface PlatformHttpClientOptions extends HttpClientSettings {
+  platform: Platform;
+  authHeaders(accessToken: string): Record<string, string>;
+}
+
+/** Turns a 2xx body into the caller's result; throws PayloadError when the body is not as expected. */
+export type ResponseReader<T> = (body: unknown) => T;
+
+interface PlatformRequest {
+  method: 'GET' | 'POST';
+  path: string;
+  body?: unknown;
+  idempotencyKey?: string;
+}
+
+interface RawResponse {
+  status: number;
+  retryAfter: string | null;
+  text: string;
+}
+
+interface ErrorFields {
+  retryable: boolean;
+  status?: number;
+  retryAfterMs?: number | null;
+}
+
+const MAX_INLINE_RETRIES = 3;
+const MAX_DETAIL_LENGTH = 300;
+const SHOP_DOMAIN = /^[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?(?::\d{1,5})?$/i;
+
+/**
+ * JSON over HTTP to one platform's stores: auth, pacing, timeouts, inline waits on short 429s,
+ * and every failure turned into a PlatformError that never carries the access token.
+ */
+export class PlatformHttpClient {
+  constructor(private readonly options: PlatformHttpClientOptions) {}
+
+  get<T>(store: StoreConnection, path: string, read: ResponseReader<T>): Promise<T> {
+    return this.#call(store, { method: 'GET', path }, read);
+  }
+
+  post<T>(
+    store: StoreConnection,
+    path: string,
+    body: unknown,
+    idempotencyKey: string,
+    read: ResponseReader<T>,
+  ): Promise<T> {
+    return this.#call(store, { method: 'POST', path, body, idempotencyKey }, read);
+  }
+
+  async #call<T>(store: StoreConnection, request: PlatformRequest, read: ResponseReader<T>): Promise<T> {
+    const url = this.#urlFor(store, request);
+    const bucket = this.options.pacer.bucketFor(this.options.platform, store.shopDomain);
+    for (let retries = 0; ; retries++) {
+      await this.#waitForTurn(bucket, store, request);
+      const response = await this.#exchange(url, store, request);
+      if (response.status >= 200 && response.status < 300) return this.#read(response, store, request, read);
+      const error = this.#httpError(response, store, request);
+      if (response.status === 429 && error.retryAfterMs !== null) {
+        // The paused bucket holds this retry, and every other call to the store, until Retry-After passes.
+        bucket.pause(error.retryAfterMs);
+        if (error.retryAfterMs <= this.options.maxInlineRetryAfterMs && retries < MAX_INLINE_RETRIES) continue;
+      }
+      throw error;
+    }
+  }
+
+  #urlFor(store: StoreConnection, request: PlatformRequest): string {
+    if (!SHOP_DOMAIN.test(store.shopDomain)) {
+      throw this.#error(store, request, 'not sent: the shop domain is not a host name', { retryable: false });
+    }
+    const base = this.options.baseUrlTemplate.replace('{shopDomain}', store.shopDomain).replace(/\/+$/, '');
+    return `${base}${request.path}`;
+  }
+
+  async #waitForTurn(bucket: TokenBucket, store: StoreConnection, request: PlatformRequest): Promise<void> {
+    const pausedForMs = bucket.pausedForMs();
+    if (pausedForMs > this.options.maxInlineRetryAfterMs) {
+      throw this.#error(store, request, `not sent: the store is rate limited for another ${pausedForMs} ms`, {
+        retryable: true,
+        retryAfterMs: pausedForMs,
+      });
+    }
+    await bucket.take();
+  }
+
+  async #exchange(url: string, store: StoreConnection, request: PlatformRequest): Promise<RawResponse> {
+    const headers: Record<string, string> = {
+      Accept: 'application/json',
+      ...this.options.authHeaders(store.accessToken),
+    };
+    if (request.body !== undefined) headers['Content-Type'] = 'application/json';
+    if (request.idempotencyKey !== undefined) headers['Idempotency-Key'] = request.idempotencyKey;
+    try {
+      const response = await fetch(url, {
+        method: request.method,
+        headers,
+        body: request.body === undefined ? undefined : JSON.stringify(request.body),
+        signal: AbortSignal.timeout(this.options.timeoutMs),
+        // Following a redirect would send the access token wherever Location points.
+        redirect: 'manual',
+      });
+      return { status: response.status, retryAfter: response.headers.get('retry-after'), text: await response.text() };
+    } catch (error) {
+      const reason = describeNetworkFailure(error, this.options.timeoutMs);
+      throw this.#error(store, request, `failed: ${reason}`, { retryable: true });
+    }
+  }
+
+  #read<T>(response: RawResponse, store: StoreConnection, request: PlatformRequest, read: ResponseReader<T>): T {
+    const unexpected = (detail: string) =>
+      this.#error(store, request, `answered ${response.status} with ${detail}`, {
+        retryable: false,
+        status: response.status,
+      });
+    let body: unknown;
+    try {
+      body = response.text === '' ? null : JSON.parse(response.text);
+    } catch {
+      throw unexpected('a body that is not JSON');
+    }
+    try {
+      return read(body);
+    } catch (error) {
+      if (error instanceof PayloadError) throw unexpected(`an unexpected body: ${error.message}`);
+      throw error;
+    }
+  }
+
+  #httpError(response: RawResponse, store: StoreConnection, request: PlatformRequest): PlatformError {
+    const { status } = response;
+    const detail = describeErrorBody(response.text) || STATUS_CODES[status] || 'no details';
+    return this.#error(store, request, `answered ${status}: ${detail}`, {
+      retryable: status === 429 || status >= 500,
+      status,
+      retryAfterMs: parseRetryAfter(response.retryAfter),
+    });
+  }
+
+  #error(store: StoreConnection, request: PlatformRequest, outcome: string, fields: ErrorFields): PlatformError {
+    const message = `${this.options.platform} ${store.shopDomain}: ${request.method} ${request.path} ${outcome}`;
+    return new PlatformError(
+      redact(message, store.accessToken),
+      fields.retryable,
+      fields.status ?? null,
+      fields.retryAfterMs ?? null,
+    );
+  }
+}
+
+/** Retry-After in milliseconds, from delay-seconds or an HTTP date; null when absent or unreadable. */
+export function parseRetryAfter(header: string | null, now: number = Date.now()): number | null {
+  if (header === null || header.trim() === '') return null;
+  const seconds = Number(header);
+  if (Number.isFinite(seconds)) return seconds >= 0 ? Math.ceil(seconds * 1000) : null;
+  const date = Date.parse(header);
+  return Number.isNaN(date) ? null : Math.max(0, date - now);
+}
+
+/** A one-line summary of an error body: `{"errors": ...}`, `{"message": ...}` or plain text. */
+export function describeErrorBody(text: string): string {
+  let summary = text;
+  try {
+    const parsed: unknown = JSON.parse(text);
+    summary = summarise(errorContent(parsed));
+  } catch {
+    // Not JSON (an HTML error page from a proxy, say): the text itself is the best detail.
+  }
+  return truncate(summary.replace(/\s+/g, ' ').trim(), MAX_DETAIL_LENGTH);
+}
+
+function errorContent(body: unknown): unknown {
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return body;
+  for (const key of ['errors', 'error', 'message']) {
+    if (key in body) return (body as Record<string, unknown>)[key];
+  }
+  return body;
+}
+
+function summarise(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (Array.isArray(value)) return value.map(summarise).join(', ');
+  if (value !== null && typeof value === 'object') {
+    return Object.entries(value)
+      .map(([key, inner]) => `${key}: ${summarise(inner)}`)
+      .join('; ');
+  }
+  return String(value);
+}
+
+function truncate(text: string, length: number): string {
+  return text.length <= length ? text : `${text.slice(0, length - 1)}…`;
+}
+
+function redact(message: string, secret: string): string {
+  return secret === '' ? message : message.replaceAll(secret, '[redacted]');
+}
+
+function describeNetworkFailure(error: unknown, timeoutMs: number): string {
+  if (error instanceof Error && error.name === 'TimeoutError') return `timed out after ${timeoutMs} ms`;
+  const cause = error instanceof Error && error.cause instanceof Error ? error.cause : error;
+  if (!(cause instanceof Error)) return String(cause);
+  const code = (cause as NodeJS.ErrnoException).code;
+  return code === undefined ? cause.message : `${cause.message} (${code})`;
+}

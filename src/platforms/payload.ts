@@ -1,0 +1,75 @@
+/** Building blocks for reading platform payloads into the service's own types. */
+import { z } from 'zod';
+import { currencyExponent, toMinorUnits } from '../money.ts';
+import type { PostalAddress } from '../orders/types.ts';
+import { PayloadError } from './types.ts';
+
+const DEFAULT_CURRENCY = 'USD';
+const REPORTED_ISSUES = 3;
+
+/** Optional free text; blank or missing becomes null. */
+export const optionalText = z
+  .string()
+  .nullish()
+  .transform((value) => value?.trim() || null);
+
+/** ISO 4217 code, upper-cased; platforms that omit it mean USD. */
+export const orderCurrency = z
+  .string()
+  .trim()
+  .toUpperCase()
+  .regex(/^[A-Z]{3}$/, 'expected an ISO 4217 currency code')
+  .nullish()
+  .transform((value) => value ?? DEFAULT_CURRENCY);
+
+/** An integer id sent as a JSON number or a digit string, carried as a string. */
+export const numericId = z
+  .union([z.number().int().positive(), z.string().regex(/^\d+$/, 'expected a numeric id')])
+  .transform(String);
+
+/** Any id a platform assigns, number or string, carried as a string. */
+export const anyId = z.union([z.number().int().nonnegative(), z.string().min(1)]).transform(String);
+
+export const quantity = z.number().int().positive();
+
+export const stringList = z
+  .array(z.string())
+  .nullish()
+  .transform((values) => values ?? []);
+
+/** Validates `body` against `schema`; throws PayloadError naming the first offending path. */
+export function parsePayload<T>(schema: z.ZodType<T, z.ZodTypeDef, unknown>, body: unknown, what: string): T {
+  const result = schema.safeParse(body);
+  if (result.success) return result.data;
+  const issues = result.error.issues.slice(0, REPORTED_ISSUES);
+  const details = issues.map((issue) => `${issue.path.join('.') || '(body)'}: ${issue.message}`).join('; ');
+  throw new PayloadError(`invalid ${what}: ${details}`, issues[0]?.path.join('.') || null);
+}
+
+/** A price in minor units; `path` names the field for the PayloadError when it is unusable. */
+export function priceMinor(amount: string | number, currencyCode: string, what: string, path: string): number {
+  let minor: number;
+  try {
+    minor = toMinorUnits(amount, currencyCode);
+  } catch (error) {
+    throw new PayloadError(`invalid ${what}: ${path}: ${(error as Error).message}`, path);
+  }
+  if (minor < 0) throw new PayloadError(`invalid ${what}: ${path}: must not be negative`, path);
+  return minor;
+}
+
+/** Rounds a floating-point amount (as some platforms compute prices) to the currency's minor unit. */
+export function roundedPriceMinor(amount: number, currencyCode: string, what: string, path: string): number {
+  return priceMinor(amount.toFixed(currencyExponent(currencyCode)), currencyCode, what, path);
+}
+
+/** The address, or null when the platform sent only blanks (orders that ship nothing). */
+export function postalAddress(address: PostalAddress): PostalAddress | null {
+  return Object.values(address).some((value) => value !== null) ? address : null;
+}
+
+/** Trimmed, non-blank, first occurrence only. */
+export function distinct(values: ReadonlyArray<string | null | undefined>): string[] {
+  const present = values.map((value) => value?.trim()).filter((value): value is string => !!value);
+  return [...new Set(present)];
+}

@@ -1,0 +1,154 @@
+import { z } from 'zod';
+import { fromMinorUnits } from '../money.ts';
+import type { PostalAddress, ResellerOrder, SourceFulfillment, SupplierOrder, Tracking } from '../orders/types.ts';
+import { type HttpClientSettings, PlatformHttpClient } from './http.ts';
+import {
+  anyId,
+  distinct,
+  numericId,
+  optionalText,
+  orderCurrency,
+  parsePayload,
+  postalAddress,
+  priceMinor,
+  quantity,
+  stringList,
+} from './payload.ts';
+import type { PlatformAdapter } from './types.ts';
+
+const API = '/admin/api/2025-01';
+const ORDER = 'platform_a order';
+const FULFILLMENT = 'platform_a fulfillment';
+const SYNC_TAG = 'reseller-sync';
+
+const addressSchema = z.object({
+  name: optionalText,
+  address1: optionalText,
+  address2: optionalText,
+  city: optionalText,
+  province: optionalText,
+  zip: optionalText,
+  country_code: optionalText,
+  phone: optionalText,
+});
+
+const orderSchema = z.object({
+  id: numericId,
+  currency: orderCurrency,
+  email: optionalText,
+  shipping_address: addressSchema.nullish(),
+  line_items: z.array(
+    z.object({ sku: z.string(), title: z.string(), vendor: z.string(), quantity, price: z.string() }),
+  ),
+});
+
+const fulfillmentSchema = z.object({
+  id: numericId,
+  order_id: numericId,
+  tracking_company: optionalText,
+  tracking_number: optionalText,
+  tracking_numbers: stringList,
+  tracking_url: optionalText,
+  tracking_urls: stringList,
+});
+
+const orderResponse = z.object({ order: z.unknown() });
+const createdOrderResponse = z.object({ order: z.object({ id: anyId }) });
+const createdFulfillmentResponse = z.object({ fulfillment: z.object({ id: anyId }) });
+
+export function createPlatformAAdapter(settings: HttpClientSettings): PlatformAdapter {
+  const http = new PlatformHttpClient({
+    ...settings,
+    platform: 'platform_a',
+    authHeaders: (accessToken) => ({ 'X-Platform-Access-Token': accessToken }),
+  });
+  return {
+    platform: 'platform_a',
+    getOrder: (store, orderId) =>
+      http.get(store, `${API}/orders/${encodeURIComponent(orderId)}.json`, (body) =>
+        readOrder(parsePayload(orderResponse, body, `${ORDER} response`).order),
+      ),
+    createOrder: (store, order, idempotencyKey) =>
+      http.post(store, `${API}/orders.json`, { order: orderRequest(order) }, idempotencyKey, (body) => ({
+        id: parsePayload(createdOrderResponse, body, `created ${ORDER}`).order.id,
+      })),
+    createFulfillment: (store, orderId, tracking, idempotencyKey) =>
+      http.post(
+        store,
+        `${API}/orders/${encodeURIComponent(orderId)}/fulfillments.json`,
+        { fulfillment: fulfillmentRequest(tracking) },
+        idempotencyKey,
+        (body) => ({ id: parsePayload(createdFulfillmentResponse, body, `created ${FULFILLMENT}`).fulfillment.id }),
+      ),
+    parseOrderWebhook: readOrder,
+    parseFulfillmentWebhook: readFulfillment,
+  };
+}
+
+function readOrder(body: unknown): ResellerOrder {
+  const order = parsePayload(orderSchema, body, ORDER);
+  return {
+    externalOrderId: order.id,
+    currency: order.currency,
+    email: order.email,
+    shippingAddress: order.shipping_address ? fromPlatformAddress(order.shipping_address) : null,
+    lines: order.line_items.map((line, index) => ({
+      sku: line.sku,
+      title: line.title,
+      vendor: line.vendor,
+      quantity: line.quantity,
+      unitPriceMinor: priceMinor(line.price, order.currency, ORDER, `line_items.${index}.price`),
+    })),
+  };
+}
+
+function readFulfillment(body: unknown): SourceFulfillment {
+  const fulfillment = parsePayload(fulfillmentSchema, body, FULFILLMENT);
+  return {
+    sourceOrderId: fulfillment.order_id,
+    fulfillmentId: fulfillment.id,
+    tracking: {
+      numbers: distinct([fulfillment.tracking_number, ...fulfillment.tracking_numbers]),
+      urls: distinct([fulfillment.tracking_url, ...fulfillment.tracking_urls]),
+      company: fulfillment.tracking_company,
+    },
+  };
+}
+
+function orderRequest(order: SupplierOrder) {
+  return {
+    line_items: order.lines.map((line) => ({
+      sku: line.sku,
+      title: line.title,
+      quantity: line.quantity,
+      price: fromMinorUnits(line.unitPriceMinor, order.currency),
+    })),
+    email: order.email ?? undefined,
+    shipping_address: order.shippingAddress ? toPlatformAddress(order.shippingAddress) : undefined,
+    currency: order.currency,
+    tags: SYNC_TAG,
+    note_attributes: [
+      { name: 'reseller_order_id', value: order.resellerOrderId },
+      { name: 'sync_reference', value: order.reference },
+    ],
+  };
+}
+
+function fulfillmentRequest(tracking: Tracking) {
+  return {
+    tracking_number: tracking.numbers[0],
+    tracking_numbers: tracking.numbers,
+    tracking_url: tracking.urls[0],
+    tracking_urls: tracking.urls,
+    tracking_company: tracking.company ?? undefined,
+    notify_customer: true,
+  };
+}
+
+function fromPlatformAddress({ country_code, ...rest }: z.infer<typeof addressSchema>): PostalAddress | null {
+  return postalAddress({ ...rest, countryCode: country_code });
+}
+
+function toPlatformAddress({ countryCode, ...rest }: PostalAddress) {
+  return { ...rest, country_code: countryCode };
+}

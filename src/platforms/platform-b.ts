@@ -1,0 +1,218 @@
+import { z } from 'zod';
+import { fromMinorUnits } from '../money.ts';
+import type {
+  OrderLine,
+  PostalAddress,
+  ResellerOrder,
+  SourceFulfillment,
+  SupplierOrder,
+  Tracking,
+} from '../orders/types.ts';
+import { type HttpClientSettings, PlatformHttpClient } from './http.ts';
+import {
+  anyId,
+  distinct,
+  numericId,
+  optionalText,
+  orderCurrency,
+  parsePayload,
+  postalAddress,
+  priceMinor,
+  quantity,
+  roundedPriceMinor,
+} from './payload.ts';
+import { PayloadError, PlatformError, type PlatformAdapter, type StoreConnection } from './types.ts';
+
+const API = '/wp-json/wc/v3';
+const ORDER = 'platform_b order';
+const FULFILLMENT = 'platform_b fulfillment';
+
+const lineSchema = z.object({
+  sku: z.string(),
+  name: z.string(),
+  quantity,
+  price: z.number().nullish(),
+  total: z.string().nullish(),
+  meta_data: z
+    .array(z.object({ key: z.string(), value: z.unknown() }))
+    .nullish()
+    .transform((entries) => entries ?? []),
+});
+
+const orderSchema = z.object({
+  id: numericId,
+  currency: orderCurrency,
+  billing: z.object({ email: optionalText }).nullish(),
+  shipping: z
+    .object({
+      first_name: optionalText,
+      last_name: optionalText,
+      address_1: optionalText,
+      address_2: optionalText,
+      city: optionalText,
+      state: optionalText,
+      postcode: optionalText,
+      country: optionalText,
+      phone: optionalText,
+    })
+    .nullish(),
+  line_items: z.array(lineSchema),
+});
+
+const fulfillmentSchema = z.object({
+  order_id: numericId,
+  tracking_provider: optionalText,
+  tracking_number: optionalText,
+  tracking_link: optionalText,
+});
+
+const createdOrderResponse = z.object({ id: anyId });
+const createdTrackingResponse = z.object({ tracking_id: anyId });
+
+type PlatformLine = z.infer<typeof lineSchema>;
+type PlatformShipping = NonNullable<z.infer<typeof orderSchema>['shipping']>;
+
+export function createPlatformBAdapter(settings: HttpClientSettings): PlatformAdapter {
+  const http = new PlatformHttpClient({
+    ...settings,
+    platform: 'platform_b',
+    authHeaders: (accessToken) => ({ Authorization: `Bearer ${accessToken}` }),
+  });
+
+  /** The platform takes one tracking number per call; the first tracking's id stands for the fulfillment. */
+  async function createFulfillment(
+    store: StoreConnection,
+    orderId: string,
+    tracking: Tracking,
+    idempotencyKey: string,
+  ): Promise<{ id: string }> {
+    const path = `${API}/orders/${encodeURIComponent(orderId)}/shipment-trackings`;
+    let first: { id: string } | undefined;
+    for (const [index, number] of tracking.numbers.entries()) {
+      const key = tracking.numbers.length > 1 ? `${idempotencyKey}-${index}` : idempotencyKey;
+      const body = {
+        tracking_provider: tracking.company ?? undefined,
+        tracking_number: number,
+        tracking_link: tracking.urls[index],
+      };
+      const created = await http.post(store, path, body, key, (response) => ({
+        id: parsePayload(createdTrackingResponse, response, `created ${FULFILLMENT}`).tracking_id,
+      }));
+      first ??= created;
+    }
+    if (first === undefined) {
+      throw new PlatformError(`platform_b ${store.shopDomain}: a shipment needs at least one tracking number`, false);
+    }
+    return first;
+  }
+
+  return {
+    platform: 'platform_b',
+    getOrder: (store, orderId) => http.get(store, `${API}/orders/${encodeURIComponent(orderId)}`, readOrder),
+    createOrder: (store, order, idempotencyKey) =>
+      http.post(store, `${API}/orders`, orderRequest(order), idempotencyKey, (body) => ({
+        id: parsePayload(createdOrderResponse, body, `created ${ORDER}`).id,
+      })),
+    createFulfillment,
+    parseOrderWebhook: readOrder,
+    parseFulfillmentWebhook: readFulfillment,
+  };
+}
+
+function readOrder(body: unknown): ResellerOrder {
+  const order = parsePayload(orderSchema, body, ORDER);
+  return {
+    externalOrderId: order.id,
+    currency: order.currency,
+    email: order.billing?.email ?? null,
+    shippingAddress: order.shipping ? fromPlatformShipping(order.shipping) : null,
+    lines: order.line_items.map((line, index) => readLine(line, index, order.currency)),
+  };
+}
+
+function readLine(line: PlatformLine, index: number, currencyCode: string): OrderLine {
+  const vendor = line.meta_data.find((entry) => entry.key === 'vendor')?.value;
+  if (typeof vendor !== 'string') {
+    const path = `line_items.${index}.meta_data`;
+    throw new PayloadError(`invalid ${ORDER}: ${path}: no "vendor" entry with a string value`, path);
+  }
+  return {
+    sku: line.sku,
+    title: line.name,
+    vendor,
+    quantity: line.quantity,
+    unitPriceMinor: unitPriceMinor(line, index, currencyCode),
+  };
+}
+
+/** `price` is the platform's float total/quantity, so it is rounded; without it, the exact total is divided. */
+function unitPriceMinor(line: PlatformLine, index: number, currencyCode: string): number {
+  const path = `line_items.${index}`;
+  if (line.price != null) return roundedPriceMinor(line.price, currencyCode, ORDER, `${path}.price`);
+  if (line.total == null) {
+    throw new PayloadError(`invalid ${ORDER}: ${path}: needs a price or a total`, `${path}.price`);
+  }
+  return Math.round(priceMinor(line.total, currencyCode, ORDER, `${path}.total`) / line.quantity);
+}
+
+function readFulfillment(body: unknown): SourceFulfillment {
+  const fulfillment = parsePayload(fulfillmentSchema, body, FULFILLMENT);
+  return {
+    sourceOrderId: fulfillment.order_id,
+    fulfillmentId: null,
+    tracking: {
+      numbers: distinct([fulfillment.tracking_number]),
+      urls: distinct([fulfillment.tracking_link]),
+      company: fulfillment.tracking_provider,
+    },
+  };
+}
+
+function orderRequest(order: SupplierOrder) {
+  return {
+    status: 'processing',
+    line_items: order.lines.map((line) => ({
+      sku: line.sku,
+      name: line.title,
+      quantity: line.quantity,
+      total: fromMinorUnits(line.unitPriceMinor * line.quantity, order.currency),
+    })),
+    shipping: order.shippingAddress ? toPlatformShipping(order.shippingAddress) : undefined,
+    billing: order.email ? { email: order.email } : undefined,
+    currency: order.currency,
+    meta_data: [
+      { key: 'sync_reference', value: order.reference },
+      { key: 'reseller_order_id', value: order.resellerOrderId },
+    ],
+  };
+}
+
+function fromPlatformShipping(shipping: PlatformShipping): PostalAddress | null {
+  const name = [shipping.first_name, shipping.last_name].filter(Boolean).join(' ');
+  return postalAddress({
+    name: name || null,
+    address1: shipping.address_1,
+    address2: shipping.address_2,
+    city: shipping.city,
+    province: shipping.state,
+    zip: shipping.postcode,
+    countryCode: shipping.country,
+    phone: shipping.phone,
+  });
+}
+
+/** The platform's address fields are strings, so unknown parts are left out rather than sent as null. */
+function toPlatformShipping(address: PostalAddress) {
+  const [firstName, ...lastNames] = (address.name ?? '').trim().split(/\s+/);
+  return {
+    first_name: firstName || undefined,
+    last_name: lastNames.join(' ') || undefined,
+    address_1: address.address1 ?? undefined,
+    address_2: address.address2 ?? undefined,
+    city: address.city ?? undefined,
+    state: address.province ?? undefined,
+    postcode: address.zip ?? undefined,
+    country: address.countryCode ?? undefined,
+    phone: address.phone ?? undefined,
+  };
+}

@@ -1,0 +1,565 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  PLATFORMS,
+  type Platform,
+  type ResellerOrder,
+  type SupplierOrder,
+  type Tracking,
+} from '../src/orders/types.ts';
+import {
+  type PlatformAdapter,
+  type PlatformAdapterOptions,
+  PayloadError,
+  PlatformError,
+  type StoreConnection,
+  createPlatformAdapters,
+} from '../src/platforms/index.ts';
+import { verifySignature } from '../src/webhooks/signature.ts';
+import {
+  SAMPLE_ADDRESS,
+  type Sandbox,
+  buildFulfillmentPayload,
+  buildOrderPayload,
+  startSandbox,
+} from './sandbox/server.ts';
+
+const UNPACED = { burst: 1_000, perSecond: 1_000 };
+
+let sandbox: Sandbox;
+let adapters: Record<Platform, PlatformAdapter>;
+let storeCount = 0;
+
+beforeAll(async () => {
+  sandbox = await startSandbox({ port: 0 });
+  adapters = adaptersWith();
+});
+
+afterAll(() => sandbox.close());
+
+function adaptersWith(options: PlatformAdapterOptions = {}): Record<Platform, PlatformAdapter> {
+  return createPlatformAdapters({
+    baseUrlTemplate: sandbox.baseUrlTemplate,
+    timeoutMs: 2_000,
+    maxInlineRetryAfterMs: 1_500,
+    pacing: { platform_a: UNPACED, platform_b: UNPACED, custom: UNPACED },
+    ...options,
+  });
+}
+
+/** A fresh registered store per test, so faults, logs and pacing never leak between tests. */
+function newStore(platform: Platform): StoreConnection {
+  storeCount += 1;
+  const store = { platform, shopDomain: `shop-${storeCount}.example`, accessToken: `shpat_secret_${storeCount}` };
+  sandbox.registerStore(store.shopDomain, { accessToken: store.accessToken });
+  return store;
+}
+
+const supplierOrder: SupplierOrder = {
+  reference: 'job-42',
+  resellerOrderId: '450789469',
+  currency: 'EUR',
+  email: 'ada@example.com',
+  shippingAddress: { ...SAMPLE_ADDRESS, phone: null },
+  lines: [
+    { sku: 'MUG-1', title: 'Mug', quantity: 2, unitPriceMinor: 1250 },
+    { sku: 'TEE-2', title: 'Tee', quantity: 1, unitPriceMinor: 1999 },
+  ],
+};
+
+const tracking: Tracking = {
+  numbers: ['1Z001', '1Z002'],
+  urls: ['https://track.example/1Z001', 'https://track.example/1Z002'],
+  company: 'UPS',
+};
+
+const resellerPayload = (platform: Platform) =>
+  buildOrderPayload(platform, {
+    id: platform === 'custom' ? 'ord_abc' : 450789469,
+    currency: 'EUR',
+    email: 'ada@example.com',
+    lines: [{ sku: 'MUG-1', title: 'Mug', vendor: 'Acme Mugs', quantity: 3, price: '12.50' }],
+  });
+
+const expectedResellerOrder = (platform: Platform): ResellerOrder => ({
+  externalOrderId: platform === 'custom' ? 'ord_abc' : '450789469',
+  currency: 'EUR',
+  email: 'ada@example.com',
+  shippingAddress: SAMPLE_ADDRESS,
+  lines: [{ sku: 'MUG-1', title: 'Mug', vendor: 'Acme Mugs', quantity: 3, unitPriceMinor: 1250 }],
+});
+
+/** Awaits a call expected to fail and checks the failure never reveals the store's token. */
+async function platformError(call: Promise<unknown>, store: StoreConnection): Promise<PlatformError> {
+  const error = await call.then(
+    () => expect.fail('expected the call to fail'),
+    (reason: unknown) => reason,
+  );
+  expect(error).toBeInstanceOf(PlatformError);
+  expect((error as PlatformError).message).not.toContain(store.accessToken);
+  return error as PlatformError;
+}
+
+function payloadError(parse: () => unknown): PayloadError {
+  try {
+    parse();
+  } catch (error) {
+    expect(error).toBeInstanceOf(PayloadError);
+    return error as PayloadError;
+  }
+  return expect.fail('expected a PayloadError');
+}
+
+describe('createOrder', () => {
+  it('sends platform_a an order with decimal-string prices, tags and note attributes', async () => {
+    const store = newStore('platform_a');
+    const { id } = await adapters.platform_a.createOrder(store, supplierOrder, 'key-a');
+    const [received] = sandbox.ordersFor(store.shopDomain);
+    expect(id).toBe(String(received?.id));
+    expect(received?.idempotencyKey).toBe('key-a');
+    expect(received?.body).toEqual({
+      order: {
+        line_items: [
+          { sku: 'MUG-1', title: 'Mug', quantity: 2, price: '12.50' },
+          { sku: 'TEE-2', title: 'Tee', quantity: 1, price: '19.99' },
+        ],
+        email: 'ada@example.com',
+        shipping_address: {
+          name: 'Ada Lovelace',
+          address1: '12 Analytical Row',
+          address2: null,
+          city: 'London',
+          province: 'England',
+          zip: 'EC1A 1BB',
+          country_code: 'GB',
+          phone: null,
+        },
+        currency: 'EUR',
+        tags: 'reseller-sync',
+        note_attributes: [
+          { name: 'reseller_order_id', value: '450789469' },
+          { name: 'sync_reference', value: 'job-42' },
+        ],
+      },
+    });
+  });
+
+  it('sends platform_b line totals, split names and meta data', async () => {
+    const store = newStore('platform_b');
+    const { id } = await adapters.platform_b.createOrder(store, supplierOrder, 'key-b');
+    const [received] = sandbox.ordersFor(store.shopDomain);
+    expect(id).toBe(String(received?.id));
+    expect(received?.body).toEqual({
+      status: 'processing',
+      line_items: [
+        { sku: 'MUG-1', name: 'Mug', quantity: 2, total: '25.00' },
+        { sku: 'TEE-2', name: 'Tee', quantity: 1, total: '19.99' },
+      ],
+      shipping: {
+        first_name: 'Ada',
+        last_name: 'Lovelace',
+        address_1: '12 Analytical Row',
+        city: 'London',
+        state: 'England',
+        postcode: 'EC1A 1BB',
+        country: 'GB',
+      },
+      billing: { email: 'ada@example.com' },
+      currency: 'EUR',
+      meta_data: [
+        { key: 'sync_reference', value: 'job-42' },
+        { key: 'reseller_order_id', value: '450789469' },
+      ],
+    });
+  });
+
+  it('sends custom endpoints the reference and unit prices, and returns their string id', async () => {
+    const store = newStore('custom');
+    const { id } = await adapters.custom.createOrder(store, supplierOrder, 'key-c');
+    const [received] = sandbox.ordersFor(store.shopDomain);
+    expect(id).toMatch(/^ord_\d+$/);
+    expect(id).toBe(received?.id);
+    expect(received?.body).toEqual({
+      reference: 'job-42',
+      currency: 'EUR',
+      lines: [
+        { sku: 'MUG-1', title: 'Mug', quantity: 2, unitPrice: '12.50' },
+        { sku: 'TEE-2', title: 'Tee', quantity: 1, unitPrice: '19.99' },
+      ],
+      shippingAddress: { ...SAMPLE_ADDRESS, phone: null },
+      email: 'ada@example.com',
+    });
+  });
+
+  it.each(PLATFORMS)('%s: a repeated idempotency key creates one order and returns its id', async (platform) => {
+    const store = newStore(platform);
+    const first = await adapters[platform].createOrder(store, supplierOrder, 'same-key');
+    const second = await adapters[platform].createOrder(store, supplierOrder, 'same-key');
+    expect(second).toEqual(first);
+    expect(sandbox.ordersFor(store.shopDomain)).toHaveLength(1);
+    expect(sandbox.requestsFor(store.shopDomain).map((request) => request.idempotentReplay)).toEqual([false, true]);
+  });
+
+  it.each(PLATFORMS)('%s: a lost response is retryable and the retry finds the first order', async (platform) => {
+    const store = newStore(platform);
+    sandbox.setFaults(store.shopDomain, { acceptThenDropNext: 1 });
+    const error = await platformError(adapters[platform].createOrder(store, supplierOrder, 'lost'), store);
+    expect(error.retryable).toBe(true);
+    const { id } = await adapters[platform].createOrder(store, supplierOrder, 'lost');
+    const orders = sandbox.ordersFor(store.shopDomain);
+    expect(orders).toHaveLength(1);
+    expect(id).toBe(String(orders[0]?.id));
+  });
+});
+
+describe('getOrder', () => {
+  it.each(PLATFORMS)('%s: normalises the platform order', async (platform) => {
+    const store = newStore(platform);
+    sandbox.seedOrder(store.shopDomain, platform, resellerPayload(platform));
+    const externalId = platform === 'custom' ? 'ord_abc' : '450789469';
+    await expect(adapters[platform].getOrder(store, externalId)).resolves.toEqual(expectedResellerOrder(platform));
+  });
+
+  it.each(PLATFORMS)('%s: reads back an order it created', async (platform) => {
+    const store = newStore(platform);
+    const { id } = await adapters[platform].createOrder(store, supplierOrder, 'created');
+    const order = await adapters[platform].getOrder(store, id);
+    expect(order.lines.map((line) => [line.sku, line.quantity, line.unitPriceMinor])).toEqual([
+      ['MUG-1', 2, 1250],
+      ['TEE-2', 1, 1999],
+    ]);
+  });
+
+  it.each(PLATFORMS)('%s: a missing order is a non-retryable 404', async (platform) => {
+    const store = newStore(platform);
+    const error = await platformError(adapters[platform].getOrder(store, '999'), store);
+    expect(error).toMatchObject({ retryable: false, status: 404 });
+    expect(error.message).toContain('Not Found');
+  });
+});
+
+describe('createFulfillment', () => {
+  async function orderOn(platform: Platform): Promise<{ store: StoreConnection; orderId: string }> {
+    const store = newStore(platform);
+    const { id } = await adapters[platform].createOrder(store, supplierOrder, 'order');
+    return { store, orderId: id };
+  }
+
+  it('posts platform_a one fulfillment carrying every tracking number', async () => {
+    const { store, orderId } = await orderOn('platform_a');
+    const { id } = await adapters.platform_a.createFulfillment(store, orderId, tracking, 'ful');
+    const [received] = sandbox.fulfillmentsFor(store.shopDomain);
+    expect(id).toBe(String(received?.id));
+    expect(received?.body).toEqual({
+      fulfillment: {
+        tracking_number: '1Z001',
+        tracking_numbers: ['1Z001', '1Z002'],
+        tracking_url: 'https://track.example/1Z001',
+        tracking_urls: ['https://track.example/1Z001', 'https://track.example/1Z002'],
+        tracking_company: 'UPS',
+        notify_customer: true,
+      },
+    });
+  });
+
+  it('posts platform_b one shipment tracking per number, each with its own idempotency key', async () => {
+    const { store, orderId } = await orderOn('platform_b');
+    const first = await adapters.platform_b.createFulfillment(store, orderId, tracking, 'ful');
+    const repeat = await adapters.platform_b.createFulfillment(store, orderId, tracking, 'ful');
+    const received = sandbox.fulfillmentsFor(store.shopDomain);
+    expect(repeat).toEqual(first);
+    expect(first.id).toBe(received[0]?.id);
+    expect(received.map((fulfillment) => [fulfillment.idempotencyKey, fulfillment.body])).toEqual([
+      ['ful-0', { tracking_provider: 'UPS', tracking_number: '1Z001', tracking_link: 'https://track.example/1Z001' }],
+      ['ful-1', { tracking_provider: 'UPS', tracking_number: '1Z002', tracking_link: 'https://track.example/1Z002' }],
+    ]);
+  });
+
+  it('posts custom endpoints tracking numbers, urls and carrier', async () => {
+    const { store, orderId } = await orderOn('custom');
+    const { id } = await adapters.custom.createFulfillment(store, orderId, tracking, 'ful');
+    const [received] = sandbox.fulfillmentsFor(store.shopDomain);
+    expect(id).toBe(received?.id);
+    expect(received?.body).toEqual({
+      trackingNumbers: ['1Z001', '1Z002'],
+      trackingUrls: ['https://track.example/1Z001', 'https://track.example/1Z002'],
+      carrier: 'UPS',
+      notifyCustomer: true,
+    });
+  });
+
+  it.each(PLATFORMS)('%s: the recorded fulfillment payload parses back to the tracking sent', async (platform) => {
+    const { store, orderId } = await orderOn(platform);
+    await adapters[platform].createFulfillment(store, orderId, tracking, 'ful');
+    const [received] = sandbox.fulfillmentsFor(store.shopDomain);
+    const parsed = adapters[platform].parseFulfillmentWebhook(received?.payload);
+    expect(parsed.sourceOrderId).toBe(orderId);
+    expect(parsed.tracking.numbers[0]).toBe('1Z001');
+    expect(parsed.tracking.company).toBe('UPS');
+  });
+});
+
+describe('failures', () => {
+  it.each(PLATFORMS)('%s: a 500 is retryable', async (platform) => {
+    const store = newStore(platform);
+    sandbox.setFaults(store.shopDomain, { failNext: 1 });
+    const error = await platformError(adapters[platform].createOrder(store, supplierOrder, 'k'), store);
+    expect(error).toMatchObject({ retryable: true, status: 500 });
+    expect(sandbox.ordersFor(store.shopDomain)).toHaveLength(0);
+  });
+
+  it.each(PLATFORMS)('%s: a 422 is not retryable and carries the platform message', async (platform) => {
+    const store = newStore(platform);
+    const error = await platformError(
+      adapters[platform].createOrder(store, { ...supplierOrder, lines: [] }, 'k'),
+      store,
+    );
+    expect(error).toMatchObject({ retryable: false, status: 422 });
+    expect(error.message).toMatch(/(line_items|lines): .*(blank|at least one line)/);
+  });
+
+  it.each(PLATFORMS)('%s: a bad token is a non-retryable 401 whose message hides the token', async (platform) => {
+    const store = newStore(platform);
+    const wrongToken = { ...store, accessToken: 'shpat_wrong_token' };
+    const error = await platformError(adapters[platform].getOrder(wrongToken, '1'), wrongToken);
+    expect(error).toMatchObject({ retryable: false, status: 401 });
+    expect(error.message).toContain('[redacted]');
+  });
+
+  it.each(PLATFORMS)('%s: a 429 with a short Retry-After is waited out inside the call', async (platform) => {
+    const store = newStore(platform);
+    sandbox.setFaults(store.shopDomain, { rateLimitNext: 1, retryAfterSeconds: 1 });
+    const started = performance.now();
+    await adapters[platform].createOrder(store, supplierOrder, 'k');
+    expect(performance.now() - started).toBeGreaterThanOrEqual(950);
+    expect(sandbox.ordersFor(store.shopDomain)).toHaveLength(1);
+    expect(sandbox.requestsFor(store.shopDomain).map((request) => request.status)).toEqual([429, 201]);
+  });
+
+  it('a 429 with a long Retry-After is thrown and holds back further calls to that store', async () => {
+    const store = newStore('platform_a');
+    sandbox.setFaults(store.shopDomain, { rateLimitNext: 1, retryAfterSeconds: 30 });
+    const error = await platformError(adapters.platform_a.createOrder(store, supplierOrder, 'k'), store);
+    expect(error).toMatchObject({ retryable: true, status: 429, retryAfterMs: 30_000 });
+
+    const held = await platformError(adapters.platform_a.getOrder(store, '1'), store);
+    expect(held.retryable).toBe(true);
+    expect(held.retryAfterMs).toBeGreaterThan(25_000);
+    expect(sandbox.requestsFor(store.shopDomain)).toHaveLength(1);
+  });
+
+  it.each(PLATFORMS)('%s: a timeout is retryable', async (platform) => {
+    const impatient = adaptersWith({ timeoutMs: 100 });
+    const store = newStore(platform);
+    sandbox.setFaults(store.shopDomain, { latencyMs: 400 });
+    const error = await platformError(impatient[platform].getOrder(store, '1'), store);
+    expect(error).toMatchObject({ retryable: true, status: null });
+    expect(error.message).toContain('timed out after 100 ms');
+  });
+
+  it.each(PLATFORMS)('%s: a dropped connection is retryable', async (platform) => {
+    const store = newStore(platform);
+    sandbox.setFaults(store.shopDomain, { dropNext: 1 });
+    const error = await platformError(adapters[platform].createOrder(store, supplierOrder, 'k'), store);
+    expect(error).toMatchObject({ retryable: true, status: null });
+    expect(sandbox.ordersFor(store.shopDomain)).toHaveLength(0);
+  });
+
+  it('refuses a shop domain that is not a host name before sending anything', async () => {
+    const store = { ...newStore('platform_a'), shopDomain: 'evil.example/steal?x=' };
+    const error = await platformError(adapters.platform_a.getOrder(store, '1'), store);
+    expect(error.retryable).toBe(false);
+  });
+});
+
+describe('pacing', () => {
+  it('spreads calls to one store at the configured rate after the burst', async () => {
+    const paced = adaptersWith({ pacing: { platform_b: { burst: 2, perSecond: 10 } } });
+    const store = newStore('platform_b');
+    sandbox.seedOrder(store.shopDomain, 'platform_b', resellerPayload('platform_b'));
+    const started = performance.now();
+    await Promise.all(Array.from({ length: 5 }, () => paced.platform_b.getOrder(store, '450789469')));
+    expect(performance.now() - started).toBeGreaterThanOrEqual(250);
+
+    const arrivals = sandbox.requestsFor(store.shopDomain).map((request) => Date.parse(request.at));
+    expect(arrivals).toHaveLength(5);
+    expect((arrivals[4] ?? 0) - (arrivals[0] ?? 0)).toBeGreaterThanOrEqual(250);
+  });
+
+  it('keeps stores apart: one store at its limit does not slow another', async () => {
+    const paced = adaptersWith({ pacing: { custom: { burst: 1, perSecond: 1 } } });
+    const busy = newStore('custom');
+    const idle = newStore('custom');
+    sandbox.seedOrder(busy.shopDomain, 'custom', resellerPayload('custom'));
+    sandbox.seedOrder(idle.shopDomain, 'custom', resellerPayload('custom'));
+    await paced.custom.getOrder(busy, 'ord_abc');
+    const started = performance.now();
+    await paced.custom.getOrder(idle, 'ord_abc');
+    expect(performance.now() - started).toBeLessThan(500);
+  });
+});
+
+describe('parseOrderWebhook', () => {
+  it.each(PLATFORMS)('%s: normalises the platform order', (platform) => {
+    expect(adapters[platform].parseOrderWebhook(resellerPayload(platform))).toEqual(expectedResellerOrder(platform));
+  });
+
+  it.each(PLATFORMS)('%s: defaults a missing currency to USD', (platform) => {
+    const { currency: _, ...payload } = resellerPayload(platform);
+    expect(adapters[platform].parseOrderWebhook(payload).currency).toBe('USD');
+  });
+
+  it('platform_b: derives the unit price from the line total when price is missing', () => {
+    const payload = buildOrderPayload('platform_b', {
+      id: 7,
+      lines: [{ sku: 'S', title: 'T', vendor: 'V', quantity: 4, price: '2.50' }],
+    });
+    const [line] = payload.line_items as Array<Record<string, unknown>>;
+    delete line?.price;
+    expect(adapters.platform_b.parseOrderWebhook(payload).lines[0]?.unitPriceMinor).toBe(250);
+  });
+
+  it('platform_b: rounds a floating-point price to minor units', () => {
+    const payload = resellerPayload('platform_b');
+    const [line] = payload.line_items as Array<Record<string, unknown>>;
+    Object.assign(line ?? {}, { price: 8.333333333333334, quantity: 3, total: '25.00' });
+    expect(adapters.platform_b.parseOrderWebhook(payload).lines[0]?.unitPriceMinor).toBe(833);
+  });
+
+  it('platform_b: treats blank shipping fields as absent', () => {
+    const payload = buildOrderPayload('platform_b', { id: 7, shippingAddress: null, lines: [] });
+    expect(adapters.platform_b.parseOrderWebhook(payload).shippingAddress).toBeNull();
+  });
+
+  const badOrders: Array<[Platform, string, (payload: Record<string, unknown>) => void, string]> = [
+    ['platform_a', 'a numeric price', (p) => (lineOf(p, 'line_items').price = 12.5), 'line_items.0.price'],
+    ['platform_a', 'a non-numeric id', (p) => (p.id = 'abc'), 'id'],
+    ['platform_a', 'a malformed price', (p) => (lineOf(p, 'line_items').price = '12,50'), 'line_items.0.price'],
+    ['platform_b', 'no vendor meta entry', (p) => (lineOf(p, 'line_items').meta_data = []), 'line_items.0.meta_data'],
+    ['platform_b', 'a fractional quantity', (p) => (lineOf(p, 'line_items').quantity = 1.5), 'line_items.0.quantity'],
+    ['custom', 'lines missing', (p) => delete p.lines, 'lines'],
+    ['custom', 'too many decimals', (p) => (lineOf(p, 'lines').unitPrice = '1.234'), 'lines.0.unitPrice'],
+    ['custom', 'a negative price', (p) => (lineOf(p, 'lines').unitPrice = '-1.00'), 'lines.0.unitPrice'],
+  ];
+
+  it.each(badOrders)('%s: rejects %s', (platform, _, spoil, path) => {
+    const payload = resellerPayload(platform);
+    spoil(payload);
+    const error = payloadError(() => adapters[platform].parseOrderWebhook(payload));
+    expect(error.path).toBe(path);
+    expect(error.message).toContain(path);
+  });
+
+  it.each(PLATFORMS)('%s: rejects a body that is not an order', (platform) => {
+    expect(payloadError(() => adapters[platform].parseOrderWebhook('hello')).message).toContain(platform);
+  });
+});
+
+describe('parseFulfillmentWebhook', () => {
+  it('platform_a: merges singular and plural tracking fields without duplicates', () => {
+    const payload = {
+      ...buildFulfillmentPayload('platform_a', {
+        orderId: 450789469,
+        fulfillmentId: 255858046,
+        trackingNumbers: ['1Z001', '1Z002'],
+        trackingUrls: ['https://track.example/1Z001'],
+        company: 'UPS',
+      }),
+      tracking_number: '1Z001',
+      tracking_url: 'https://track.example/1Z001',
+      extra_field: { ignored: true },
+    };
+    expect(adapters.platform_a.parseFulfillmentWebhook(payload)).toEqual({
+      sourceOrderId: '450789469',
+      fulfillmentId: '255858046',
+      tracking: { numbers: ['1Z001', '1Z002'], urls: ['https://track.example/1Z001'], company: 'UPS' },
+    });
+  });
+
+  it.each(['platform_b', 'custom'] as const)('%s: reads the tracking without a fulfillment id', (platform) => {
+    const payload = buildFulfillmentPayload(platform, {
+      orderId: platform === 'custom' ? 'ord_1' : 1001,
+      trackingNumbers: ['1Z001'],
+      trackingUrls: ['https://track.example/1Z001'],
+      company: 'UPS',
+    });
+    expect(adapters[platform].parseFulfillmentWebhook(payload)).toEqual({
+      sourceOrderId: platform === 'custom' ? 'ord_1' : '1001',
+      fulfillmentId: null,
+      tracking: { numbers: ['1Z001'], urls: ['https://track.example/1Z001'], company: 'UPS' },
+    });
+  });
+
+  it.each([
+    ['platform_a', { id: 1, tracking_numbers: ['1Z'] }, 'order_id'],
+    ['platform_b', { order_id: 'twelve', tracking_number: '1Z' }, 'order_id'],
+    ['custom', { orderId: 'ord_1', trackingNumbers: '1Z' }, 'trackingNumbers'],
+  ] as const)('%s: rejects an invalid fulfillment', (platform, payload, path) => {
+    expect(payloadError(() => adapters[platform].parseFulfillmentWebhook(payload)).path).toBe(path);
+  });
+});
+
+describe('sandbox control API and webhooks', () => {
+  let receiver: Server;
+  let receiverUrl: string;
+  const received: Array<{ headers: Record<string, unknown>; body: Buffer }> = [];
+
+  beforeAll(async () => {
+    receiver = createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => {
+        received.push({ headers: request.headers, body: Buffer.concat(chunks) });
+        response.writeHead(200, { 'Content-Type': 'application/json' }).end('{"ok":true}');
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    receiverUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/webhooks`;
+  });
+
+  afterAll(() => new Promise<void>((resolve) => receiver.close(() => resolve())));
+
+  it('injects faults and reports orders over HTTP', async () => {
+    const store = newStore('platform_a');
+    const control = `${sandbox.url}/_sandbox/stores/${store.shopDomain}`;
+    const faults = await fetch(`${control}/faults`, { method: 'POST', body: JSON.stringify({ failNext: 1 }) });
+    expect(faults.status).toBe(204);
+    await platformError(adapters.platform_a.createOrder(store, supplierOrder, 'k'), store);
+    await adapters.platform_a.createOrder(store, supplierOrder, 'k');
+    const orders = (await (await fetch(`${control}/orders`)).json()) as unknown[];
+    expect(orders).toHaveLength(1);
+  });
+
+  it('posts signed webhooks with the platform headers', async () => {
+    const payload = resellerPayload('platform_a');
+    const response = await fetch(`${sandbox.url}/_sandbox/webhooks`, {
+      method: 'POST',
+      body: JSON.stringify({
+        targetUrl: receiverUrl,
+        shopDomain: 'shop.example',
+        secret: 'whsec',
+        topic: 'orders/create',
+        payload,
+        webhookId: 'delivery-1',
+      }),
+    });
+    expect(await response.json()).toEqual({ status: 200, body: { ok: true }, webhookId: 'delivery-1' });
+    const [delivery] = received;
+    expect(delivery?.headers).toMatchObject({
+      'x-platform-shop-domain': 'shop.example',
+      'x-platform-topic': 'orders/create',
+      'x-platform-webhook-id': 'delivery-1',
+      'content-type': 'application/json',
+    });
+    const signature = String(delivery?.headers['x-platform-hmac-sha256']);
+    expect(verifySignature(delivery?.body ?? Buffer.alloc(0), 'whsec', signature)).toBe(true);
+    expect(JSON.parse(String(delivery?.body))).toEqual(payload);
+  });
+});
+
+function lineOf(payload: Record<string, unknown>, key: string): Record<string, unknown> {
+  const [line] = payload[key] as Array<Record<string, unknown>>;
+  if (line === undefined) throw new Error(`payload has no ${key}`);
+  return line;
+}

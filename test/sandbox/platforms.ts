@@ -1,0 +1,340 @@
+/** The three platforms' APIs as the sandbox plays them (spec/platforms.md). */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
+import { z } from 'zod';
+import { fromMinorUnits, toMinorUnits } from '../../src/money.ts';
+import type { Platform } from '../../src/orders/types.ts';
+import { NOT_FOUND, Refusal, accept, header, jsonBody } from './http.ts';
+import { buildFulfillmentPayload, buildOrderPayload, type JsonObject } from './payloads.ts';
+import type { Reply, SandboxState, StoreState } from './state.ts';
+
+export interface PlatformRequest {
+  shopDomain: string;
+  method: string;
+  /** Path below the shop domain, without the query string. */
+  path: string;
+  request: IncomingMessage;
+  text: string;
+}
+
+interface NewObject {
+  id: number;
+  shopDomain: string;
+  createdAt: string;
+}
+
+interface CreatedFulfillment {
+  id: number | string;
+  payload: JsonObject;
+  reply: unknown;
+}
+
+interface SimulatedPlatform {
+  platform: Platform;
+  /** Paths this platform serves. */
+  claims: RegExp;
+  /** GET; captures the order id. */
+  orderPath: RegExp;
+  /** POST creates an order. */
+  ordersPath: RegExp;
+  /** POST; captures the order id. */
+  fulfillmentsPath: RegExp;
+  token(request: IncomingMessage): string | undefined;
+  orderReply(order: JsonObject): unknown;
+  /** Builds the platform's order from a create request; throws Refusal when it would reject it. */
+  placeOrder(body: unknown, context: NewObject): JsonObject;
+  fulfill(body: unknown, order: JsonObject, context: NewObject): CreatedFulfillment;
+}
+
+const decimal = z.string().regex(/^\d+(\.\d+)?$/, 'must be a decimal string');
+const quantity = z.number().int().positive();
+const currency = z.string().regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code');
+
+const platformA: SimulatedPlatform = {
+  platform: 'platform_a',
+  claims: /^\/admin\/api\/2025-01\//,
+  orderPath: /^\/admin\/api\/2025-01\/orders\/([^/]+)\.json$/,
+  ordersPath: /^\/admin\/api\/2025-01\/orders\.json$/,
+  fulfillmentsPath: /^\/admin\/api\/2025-01\/orders\/([^/]+)\/fulfillments\.json$/,
+  token: (request) => header(request, 'x-platform-access-token'),
+  orderReply: (order) => ({ order }),
+  placeOrder(body, { id, shopDomain, createdAt }) {
+    const { order } = accept(
+      z.object({
+        order: z.object({
+          line_items: z
+            .array(z.object({ sku: z.string(), title: z.string(), quantity, price: decimal }))
+            .min(1, "can't be blank"),
+          email: z.string().optional(),
+          shipping_address: z.record(z.unknown()).optional(),
+          currency: currency.optional(),
+          tags: z.string().optional(),
+          note_attributes: z.array(z.object({ name: z.string(), value: z.string() })).optional(),
+        }),
+      }),
+      body,
+    );
+    const lines = order.line_items.map((line) => ({ ...line, vendor: shopDomain }));
+    const built = buildOrderPayload('platform_a', {
+      id,
+      currency: order.currency,
+      email: order.email,
+      shippingAddress: null,
+      lines,
+      createdAt,
+    });
+    return {
+      ...built,
+      shipping_address: order.shipping_address ?? null,
+      tags: order.tags ?? '',
+      note_attributes: order.note_attributes ?? [],
+    };
+  },
+  fulfill(body, order, { id }) {
+    const { fulfillment } = accept(
+      z.object({
+        fulfillment: z.object({
+          tracking_number: z.string().optional(),
+          tracking_numbers: z.array(z.string()).optional(),
+          tracking_url: z.string().optional(),
+          tracking_urls: z.array(z.string()).optional(),
+          tracking_company: z.string().optional(),
+          notify_customer: z.boolean().optional(),
+        }),
+      }),
+      body,
+    );
+    const payload = buildFulfillmentPayload('platform_a', {
+      orderId: String(order.id),
+      fulfillmentId: id,
+      trackingNumbers: distinct([fulfillment.tracking_number, ...(fulfillment.tracking_numbers ?? [])]),
+      trackingUrls: distinct([fulfillment.tracking_url, ...(fulfillment.tracking_urls ?? [])]),
+      company: fulfillment.tracking_company,
+    });
+    return { id, payload, reply: { fulfillment: payload } };
+  },
+};
+
+const platformB: SimulatedPlatform = {
+  platform: 'platform_b',
+  claims: /^\/wp-json\/wc\/v3\//,
+  orderPath: /^\/wp-json\/wc\/v3\/orders\/([^/]+)$/,
+  ordersPath: /^\/wp-json\/wc\/v3\/orders$/,
+  fulfillmentsPath: /^\/wp-json\/wc\/v3\/orders\/([^/]+)\/shipment-trackings$/,
+  token: bearerToken,
+  orderReply: (order) => order,
+  placeOrder(body, { id, shopDomain, createdAt }) {
+    const request = accept(
+      z.object({
+        status: z.string().optional(),
+        line_items: z
+          .array(z.object({ sku: z.string(), name: z.string(), quantity, total: decimal }))
+          .min(1, 'must have at least one line'),
+        shipping: z.record(z.unknown()).optional(),
+        billing: z.object({ email: z.string().optional() }).passthrough().optional(),
+        currency: currency.optional(),
+        meta_data: z.array(z.object({ key: z.string(), value: z.unknown() })).optional(),
+      }),
+      body,
+    );
+    const orderCurrency = request.currency ?? 'USD';
+    const lines = request.line_items.map((line) => ({
+      sku: line.sku,
+      title: line.name,
+      vendor: shopDomain,
+      quantity: line.quantity,
+      price: fromMinorUnits(Math.round(toMinorUnits(line.total, orderCurrency) / line.quantity), orderCurrency),
+    }));
+    const built = buildOrderPayload('platform_b', {
+      id,
+      currency: orderCurrency,
+      email: request.billing?.email,
+      shippingAddress: null,
+      lines,
+      createdAt,
+    });
+    return {
+      ...built,
+      status: request.status ?? 'pending',
+      shipping: { ...(built.shipping as JsonObject), ...request.shipping },
+      billing: { ...(built.billing as JsonObject), ...request.billing },
+      meta_data: request.meta_data ?? [],
+    };
+  },
+  fulfill(body, order) {
+    const tracking = accept(
+      z.object({
+        tracking_provider: z.string().optional(),
+        tracking_number: z.string().min(1),
+        tracking_link: z.string().optional(),
+      }),
+      body,
+    );
+    const trackingId = randomUUID().replaceAll('-', '');
+    const payload = buildFulfillmentPayload('platform_b', {
+      orderId: String(order.id),
+      trackingNumbers: [tracking.tracking_number],
+      trackingUrls: distinct([tracking.tracking_link]),
+      company: tracking.tracking_provider,
+    });
+    return {
+      id: trackingId,
+      payload,
+      reply: { tracking_id: trackingId, ...tracking, date_shipped: new Date().toISOString().slice(0, 10) },
+    };
+  },
+};
+
+const custom: SimulatedPlatform = {
+  platform: 'custom',
+  claims: /^\/orders(\/|$)/,
+  orderPath: /^\/orders\/([^/]+)$/,
+  ordersPath: /^\/orders$/,
+  fulfillmentsPath: /^\/orders\/([^/]+)\/fulfillments$/,
+  token: bearerToken,
+  orderReply: (order) => order,
+  placeOrder(body, { id, shopDomain, createdAt }) {
+    const request = accept(
+      z.object({
+        reference: z.string().min(1),
+        currency,
+        lines: z
+          .array(z.object({ sku: z.string(), title: z.string(), quantity, unitPrice: decimal }))
+          .min(1, 'must have at least one line'),
+        shippingAddress: z.record(z.unknown()).nullish(),
+        email: z.string().nullish(),
+      }),
+      body,
+    );
+    const lines = request.lines.map(({ unitPrice, ...line }) => ({ ...line, vendor: shopDomain, price: unitPrice }));
+    const built = buildOrderPayload('custom', {
+      id: `ord_${id}`,
+      currency: request.currency,
+      email: request.email,
+      shippingAddress: null,
+      lines,
+      createdAt,
+    });
+    return { ...built, reference: request.reference, shippingAddress: request.shippingAddress ?? null };
+  },
+  fulfill(body, order, { id }) {
+    const request = accept(
+      z.object({
+        trackingNumbers: z.array(z.string()).min(1, 'must have at least one tracking number'),
+        trackingUrls: z.array(z.string()).optional(),
+        carrier: z.string().optional(),
+        notifyCustomer: z.boolean().optional(),
+      }),
+      body,
+    );
+    const payload = buildFulfillmentPayload('custom', {
+      orderId: String(order.id),
+      trackingNumbers: request.trackingNumbers,
+      trackingUrls: request.trackingUrls,
+      company: request.carrier,
+    });
+    const fulfillmentId = `ful_${id}`;
+    return { id: fulfillmentId, payload, reply: { id: fulfillmentId, ...payload } };
+  },
+};
+
+const SIMULATED: readonly SimulatedPlatform[] = [platformA, platformB, custom];
+
+/**
+ * Answers an authenticated platform call. POSTs honour Idempotency-Key: a repeat gets the first
+ * successful reply; failures are not remembered, so a retry after one can still succeed.
+ */
+export function answerPlatformRequest(
+  state: SandboxState,
+  call: PlatformRequest,
+): { reply: Reply; idempotentReplay: boolean } {
+  const simulated = SIMULATED.find((candidate) => candidate.claims.test(call.path));
+  if (simulated === undefined) return { reply: NOT_FOUND, idempotentReplay: false };
+  const store = state.store(call.shopDomain);
+  const token = simulated.token(call.request);
+  if (!isAuthorised(store, token)) return { reply: unauthorised(token), idempotentReplay: false };
+  const idempotencyKey = call.method === 'POST' ? header(call.request, 'idempotency-key') : undefined;
+  const remembered = idempotencyKey === undefined ? undefined : store.rememberedReply(idempotencyKey);
+  if (remembered !== undefined) return { reply: remembered, idempotentReplay: true };
+  const reply = route(state, simulated, store, call, idempotencyKey ?? null);
+  if (idempotencyKey !== undefined && reply.status >= 200 && reply.status < 300) {
+    store.rememberReply(idempotencyKey, reply);
+  }
+  return { reply, idempotentReplay: false };
+}
+
+function route(
+  state: SandboxState,
+  simulated: SimulatedPlatform,
+  store: StoreState,
+  call: PlatformRequest,
+  idempotencyKey: string | null,
+): Reply {
+  const context = (): NewObject => ({
+    id: state.nextId(),
+    shopDomain: call.shopDomain,
+    createdAt: new Date().toISOString(),
+  });
+  try {
+    const orderMatch = simulated.orderPath.exec(call.path);
+    if (call.method === 'GET' && orderMatch) {
+      const order = store.order(simulated.platform, decodeURIComponent(orderMatch[1] ?? ''));
+      return order ? { status: 200, body: simulated.orderReply(order) } : NOT_FOUND;
+    }
+    if (call.method === 'POST' && simulated.ordersPath.test(call.path)) {
+      const body = jsonBody(call.text);
+      const created = context();
+      const order = simulated.placeOrder(body, created);
+      store.saveOrder(simulated.platform, order);
+      const id = order.id as number | string;
+      store.orders.push({ platform: simulated.platform, id, idempotencyKey, body, order, createdAt: created.createdAt });
+      return { status: 201, body: simulated.orderReply(order) };
+    }
+    const fulfillmentMatch = simulated.fulfillmentsPath.exec(call.path);
+    if (call.method === 'POST' && fulfillmentMatch) {
+      const orderId = decodeURIComponent(fulfillmentMatch[1] ?? '');
+      const order = store.order(simulated.platform, orderId);
+      if (order === undefined) return NOT_FOUND;
+      const body = jsonBody(call.text);
+      const created = context();
+      const { id, payload, reply } = simulated.fulfill(body, order, created);
+      store.fulfillments.push({
+        platform: simulated.platform,
+        id,
+        orderId,
+        idempotencyKey,
+        body,
+        payload,
+        createdAt: created.createdAt,
+      });
+      return { status: 201, body: reply };
+    }
+    return NOT_FOUND;
+  } catch (error) {
+    if (error instanceof Refusal) return error.reply;
+    throw error;
+  }
+}
+
+/** Registered stores want their own token; unregistered ones take any non-empty token. */
+function isAuthorised(store: StoreState, token: string | undefined): token is string {
+  if (!token) return false;
+  return store.accessToken === null || store.accessToken === token;
+}
+
+/** Echoes the presented token, as careless platforms do, so tests can prove adapters keep it out of errors. */
+function unauthorised(token: string | undefined): Reply {
+  const presented = token ? `: ${token}` : '';
+  return {
+    status: 401,
+    body: { errors: `[API] Invalid API key or access token (unrecognized login or wrong password)${presented}` },
+  };
+}
+
+function bearerToken(request: IncomingMessage): string | undefined {
+  return /^Bearer (.+)$/i.exec(header(request, 'authorization') ?? '')?.[1];
+}
+
+function distinct(values: ReadonlyArray<string | undefined>): string[] {
+  return [...new Set(values.filter((value): value is string => !!value))];
+}

@@ -1,0 +1,191 @@
+/** What the sandbox remembers per shop domain, and the faults it was told to inject. */
+import type { Platform } from '../../src/orders/types.ts';
+import type { JsonObject } from './payloads.ts';
+
+export interface Faults {
+  /** Delay before every request to the store is answered. */
+  latencyMs?: number;
+  /** The next N requests answer `status`. */
+  failNext?: number;
+  /** Status for failNext and alwaysFail; default 500. */
+  status?: number;
+  /** The next N requests answer 429 with Retry-After: retryAfterSeconds. */
+  rateLimitNext?: number;
+  /** Default 1. */
+  retryAfterSeconds?: number;
+  /** The next N requests get their connection destroyed without an answer. */
+  dropNext?: number;
+  /** The next N requests are carried out, then the connection is destroyed: a lost response. */
+  acceptThenDropNext?: number;
+  /** Every request answers `status` until the faults are cleared. */
+  alwaysFail?: boolean;
+}
+
+export interface Reply {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+export type FaultAction = { kind: 'drop' } | { kind: 'acceptThenDrop' } | { kind: 'reply'; reply: Reply };
+
+export interface ReceivedOrder {
+  platform: Platform;
+  /** The id the sandbox assigned: an integer on platform_a/platform_b, a string on custom. */
+  id: number | string;
+  idempotencyKey: string | null;
+  /** The request body as received. */
+  body: unknown;
+  /** The platform's order object, as GET returns it and a webhook would carry it. */
+  order: JsonObject;
+  createdAt: string;
+}
+
+export interface ReceivedFulfillment {
+  platform: Platform;
+  id: number | string;
+  orderId: string;
+  idempotencyKey: string | null;
+  body: unknown;
+  /** The platform's fulfillment object, as its fulfillments/create webhook would carry it. */
+  payload: JsonObject;
+  createdAt: string;
+}
+
+export interface RequestRecord {
+  method: string;
+  /** Path below the shop domain, with the query string. */
+  path: string;
+  /** Null when the connection was destroyed instead of answered. */
+  status: number | null;
+  /** True when an Idempotency-Key repeat was answered with the first result. */
+  idempotentReplay: boolean;
+  at: string;
+}
+
+const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
+
+export class StoreState {
+  accessToken: string | null = null;
+  faults: Faults = {};
+  readonly orders: ReceivedOrder[] = [];
+  readonly fulfillments: ReceivedFulfillment[] = [];
+  readonly requests: RequestRecord[] = [];
+  readonly #orderObjects = new Map<string, JsonObject>();
+  readonly #replies = new Map<string, { reply: Reply; expiresAt: number }>();
+
+  order(platform: Platform, id: string): JsonObject | undefined {
+    return this.#orderObjects.get(`${platform}:${id}`);
+  }
+
+  saveOrder(platform: Platform, order: JsonObject): void {
+    this.#orderObjects.set(`${platform}:${String(order.id)}`, order);
+  }
+
+  /** The first successful reply to a POST with this Idempotency-Key, for 24 hours. */
+  rememberedReply(idempotencyKey: string, now = Date.now()): Reply | undefined {
+    const entry = this.#replies.get(idempotencyKey);
+    if (entry === undefined) return undefined;
+    if (entry.expiresAt > now) return entry.reply;
+    this.#replies.delete(idempotencyKey);
+    return undefined;
+  }
+
+  rememberReply(idempotencyKey: string, reply: Reply, now = Date.now()): void {
+    this.#replies.set(idempotencyKey, { reply, expiresAt: now + IDEMPOTENCY_TTL_MS });
+  }
+
+  /** Consumes one injected fault for the request being handled, if any applies. */
+  takeFault(): FaultAction | null {
+    if (this.#consume('dropNext')) return { kind: 'drop' };
+    if (this.#consume('acceptThenDropNext')) return { kind: 'acceptThenDrop' };
+    if (this.#consume('rateLimitNext')) {
+      const headers = { 'Retry-After': String(this.faults.retryAfterSeconds ?? 1) };
+      return { kind: 'reply', reply: { status: 429, body: { errors: 'Too Many Requests' }, headers } };
+    }
+    if (this.#consume('failNext') || this.faults.alwaysFail) {
+      const status = this.faults.status ?? 500;
+      return { kind: 'reply', reply: { status, body: { errors: `Simulated failure (${status})` } } };
+    }
+    return null;
+  }
+
+  #consume(counter: 'dropNext' | 'acceptThenDropNext' | 'rateLimitNext' | 'failNext'): boolean {
+    const remaining = this.faults[counter] ?? 0;
+    if (remaining <= 0) return false;
+    this.faults[counter] = remaining - 1;
+    return true;
+  }
+}
+
+/** The in-process control surface; the /_sandbox HTTP API mirrors it. */
+export interface SandboxControls {
+  /** From now on the store answers 401 unless the request carries this token. */
+  registerStore(shopDomain: string, options: { accessToken: string }): void;
+  /** Stores a platform-shaped order (see buildOrderPayload) so GET returns it. */
+  seedOrder(shopDomain: string, platform: Platform, order: JsonObject): JsonObject;
+  ordersFor(shopDomain: string): ReceivedOrder[];
+  fulfillmentsFor(shopDomain: string): ReceivedFulfillment[];
+  requestsFor(shopDomain: string): RequestRecord[];
+  /** Replaces the store's faults. */
+  setFaults(shopDomain: string, faults: Faults): void;
+  clearFaults(shopDomain: string): void;
+  /** Forgets every store: tokens, orders, faults, logs and idempotency keys. */
+  reset(): void;
+}
+
+export class SandboxState implements SandboxControls {
+  readonly #stores = new Map<string, StoreState>();
+  /** Never reset, so ids stay unique for the sandbox's lifetime. */
+  #nextId = 1001;
+
+  store(shopDomain: string): StoreState {
+    const key = shopDomain.toLowerCase();
+    let store = this.#stores.get(key);
+    if (store === undefined) {
+      store = new StoreState();
+      this.#stores.set(key, store);
+    }
+    return store;
+  }
+
+  nextId(): number {
+    return this.#nextId++;
+  }
+
+  registerStore(shopDomain: string, { accessToken }: { accessToken: string }): void {
+    this.store(shopDomain).accessToken = accessToken;
+  }
+
+  seedOrder(shopDomain: string, platform: Platform, order: JsonObject): JsonObject {
+    if (typeof order.id !== 'number' && typeof order.id !== 'string') {
+      throw new TypeError('a seeded order needs an id');
+    }
+    this.store(shopDomain).saveOrder(platform, order);
+    return order;
+  }
+
+  ordersFor(shopDomain: string): ReceivedOrder[] {
+    return [...this.store(shopDomain).orders];
+  }
+
+  fulfillmentsFor(shopDomain: string): ReceivedFulfillment[] {
+    return [...this.store(shopDomain).fulfillments];
+  }
+
+  requestsFor(shopDomain: string): RequestRecord[] {
+    return [...this.store(shopDomain).requests];
+  }
+
+  setFaults(shopDomain: string, faults: Faults): void {
+    this.store(shopDomain).faults = { ...faults };
+  }
+
+  clearFaults(shopDomain: string): void {
+    this.store(shopDomain).faults = {};
+  }
+
+  reset(): void {
+    this.#stores.clear();
+  }
+}
