@@ -21,6 +21,8 @@ import type { Services } from './services.ts';
 import { AppError } from './shared/errors.ts';
 import { sourceStoreRoutes } from './source-stores/routes.ts';
 import { syncJobRoutes } from './sync-jobs/routes.ts';
+import { WEBHOOK_PATHS, webhookIntake } from './webhooks/intake.ts';
+import { webhookRoutes } from './webhooks/routes.ts';
 
 export function createApp(ctx: AppContext, services: Services): Express {
   const app = express();
@@ -41,6 +43,7 @@ export function createApp(ctx: AppContext, services: Services): Express {
       autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/metrics' },
     }),
   );
+  app.use([WEBHOOK_PATHS.orders, WEBHOOK_PATHS.fulfillments], webhookIntake(services.webhooks));
   app.use(requireJson, jsonBody, cookieParser());
   // One ORM identity map per request; services read it through `orm.em`.
   app.use((_req, _res, next) => RequestContext.create(ctx.orm.em, next));
@@ -76,6 +79,7 @@ export function createApp(ctx: AppContext, services: Services): Express {
     [contract.sourceStores, sourceStoreRoutes(services.sourceStores)],
     [contract.syncJobs, syncJobRoutes(services.syncJobs)],
     [contract.auditLog, auditLogRoutes(services.auditLog)],
+    [contract.webhooks, webhookRoutes(services.webhooks)],
   ] as const;
   for (const [routes, implementation] of routers) {
     createExpressEndpoints(routes, implementation as never, app, options as never);

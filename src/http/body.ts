@@ -16,7 +16,7 @@ function hasBody(req: Request): boolean {
 
 /** A request that carries a body must say it is JSON; everything else is 415, never a 500. */
 export function requireJson(req: Request, _res: Response, next: NextFunction): void {
-  if (hasBody(req) && !req.is(['application/json', 'application/*+json'])) {
+  if (req.rawBody === undefined && hasBody(req) && !req.is(['application/json', 'application/*+json'])) {
     return next(new AppError('unsupported_media_type'));
   }
   next();

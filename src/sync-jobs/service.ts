@@ -54,6 +54,7 @@ export class SyncJobService {
     const source = await this.sourceStores.findActiveById(principal, sourceStoreId);
     if (!source) throw validationFailed('source_store_id', 'No active source store with this id.');
     const [result] = await this.createJobs(
+      { resellerStoreId: source.resellerStoreId, externalOrderId },
       [{ ownerId: source.ownerId, resellerStoreId: source.resellerStoreId, sourceStoreId: source.id, externalOrderId, order: null }],
       { actorId: actorOf(principal), metadata: { origin: 'manual', ...auditContext(principal) } },
     );
@@ -65,9 +66,14 @@ export class SyncJobService {
    * audit entry, in one transaction. Concurrent deliveries of the same order are serialised by an
    * advisory lock on the order, so neither creates a duplicate (the unique index is the backstop).
    */
-  async createJobs(requests: JobRequest[], creator: JobCreator): Promise<{ job: SyncJob; created: boolean }[]> {
-    if (requests.length === 0) return [];
-    const { resellerStoreId, externalOrderId } = requests[0]!;
+  async createJobs(
+    order: { resellerStoreId: string; externalOrderId: string },
+    requests: JobRequest[],
+    creator: JobCreator,
+    /** Runs in the same transaction, under the order's lock, after the jobs are known. */
+    alsoInTransaction?: (em: EntityManager, results: { job: SyncJob; created: boolean }[]) => Promise<void>,
+  ): Promise<{ job: SyncJob; created: boolean }[]> {
+    const { resellerStoreId, externalOrderId } = order;
     return this.em.transactional(async (em) => {
       await em.execute('select pg_advisory_xact_lock(hashtext(?))', [`order:${resellerStoreId}:${externalOrderId}`]);
       const existing = await em.find(SyncJob, {
@@ -79,6 +85,7 @@ export class SyncJobService {
         const found = existing.find((job) => job.sourceStoreId === request.sourceStoreId);
         results.push(found ? { job: found, created: false } : { job: await this.insertJob(em, request, creator), created: true });
       }
+      await alsoInTransaction?.(em, results);
       return results;
     });
   }
