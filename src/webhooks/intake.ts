@@ -36,7 +36,7 @@ export function webhookIntake(webhooks: WebhookService) {
     const delivery = deliveryOf(req);
     req.rawBody = delivery.rawBody;
     req.webhook =
-      req.path === WEBHOOK_PATHS.orders
+      req.baseUrl === WEBHOOK_PATHS.orders
         ? { delivery, resellerStore: await webhooks.verifyResellerStore(delivery) }
         : { delivery, sourceStores: await webhooks.verifySourceStores(delivery) };
     if (!req.is(['application/json', 'application/*+json'])) throw new AppError('unsupported_media_type');
