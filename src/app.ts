@@ -14,6 +14,7 @@ import { healthRoutes } from './health/routes.ts';
 import { authenticate } from './http/authenticate.ts';
 import { jsonBody, requireJson } from './http/body.ts';
 import { errorHandler, notFoundHandler, sendError } from './http/errors.ts';
+import { recordHttpMetrics } from './http/metrics.ts';
 import { requestId } from './http/request-id.ts';
 import { onRequestValidationError } from './http/validation.ts';
 import { resellerStoreRoutes } from './reseller-stores/routes.ts';
@@ -31,6 +32,7 @@ export function createApp(ctx: AppContext, services: Services): Express {
   app.set('etag', false);
 
   app.use(requestId);
+  app.use(recordHttpMetrics(ctx.metrics));
   app.use(
     pinoHttp({
       logger: ctx.logger,
@@ -60,6 +62,10 @@ export function createApp(ctx: AppContext, services: Services): Express {
     },
   });
   app.use(['/v1/auth/register', '/v1/auth/login', '/v1/auth/refresh'], authLimiter);
+
+  app.get('/metrics', async (_req, res) => {
+    res.type(ctx.metrics.registry.contentType).send(await ctx.metrics.registry.metrics());
+  });
 
   const openApiDocument = buildOpenApiDocument();
   app.get('/openapi.json', (_req, res) => {

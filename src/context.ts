@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { AccessTokens } from './auth/tokens.ts';
 import type { Config } from './config/index.ts';
 import type { Orm } from './db/orm.ts';
+import type { Metrics } from './metrics/index.ts';
 import type { PlatformAdapter } from './platforms/types.ts';
 import type { Platform } from './orders/types.ts';
 import type { Queue } from './queue/queue.ts';
@@ -16,4 +17,5 @@ export interface AppContext {
   tokens: AccessTokens;
   platforms: Record<Platform, PlatformAdapter>;
   queue: Queue;
+  metrics: Metrics;
 }

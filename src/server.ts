@@ -8,6 +8,7 @@ import type { AppContext } from './context.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.ts';
 import { connectOrm } from './db/orm.ts';
 import { createPlatformAdapters } from './platforms/index.ts';
+import { Metrics } from './metrics/index.ts';
 import { Queue } from './queue/queue.ts';
 import { createServices } from './services.ts';
 import { SecretBox } from './shared/secrets.ts';
@@ -37,8 +38,10 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     const queue = await Queue.start({ connectionString: databaseUrl, logger, supervise: config.runsWorker });
     stack.push(() => queue.stop());
 
+    const metrics = new Metrics(() => queue.depth());
     const ctx: AppContext = {
       config,
+      metrics,
       orm,
       logger,
       queue,
@@ -47,6 +50,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       platforms: createPlatformAdapters({
         baseUrlTemplate: config.platformBaseUrl ?? undefined,
         timeoutMs: config.platformTimeoutMs,
+        observe: metrics.observePlatformCall,
       }),
     };
     const services = createServices(ctx);

@@ -17,7 +17,7 @@ export class FulfillmentService {
    * advisory lock; the unique index is the backstop.
    */
   async receive(job: SyncJob, tracking: Tracking, dedupeKey: string): Promise<{ fulfillment: Fulfillment; created: boolean }> {
-    return this.ctx.orm.em.fork().transactional(async (em) => {
+    const result = await this.ctx.orm.em.fork().transactional(async (em) => {
       await em.execute('select pg_advisory_xact_lock(hashtext(?))', [`fulfillment:${job.id}:${dedupeKey}`]);
       const existing = await em.findOne(Fulfillment, { syncJobId: job.id, dedupeKey });
       if (existing) return { fulfillment: existing, created: false };
@@ -38,6 +38,8 @@ export class FulfillmentService {
       this.audit(em, fulfillment, 'fulfillment.received', { trackingNumbers: tracking.numbers });
       return { fulfillment, created: true };
     });
+    if (result.created) this.ctx.metrics.transitions.inc({ kind: 'fulfillment', status: 'pending' });
+    return result;
   }
 
   async schedule(em: EntityManager, fulfillment: Fulfillment, delayMs = 0): Promise<void> {

@@ -11,6 +11,15 @@ export interface HttpClientSettings {
   /** A 429 whose Retry-After is at most this long is waited out inside the call. */
   maxInlineRetryAfterMs: number;
   pacer: Pacer;
+  /** Told about every finished call (for metrics). */
+  observe?: (call: PlatformCallObservation) => void;
+}
+
+export interface PlatformCallObservation {
+  platform: Platform;
+  method: 'GET' | 'POST';
+  outcome: 'success' | 'retryable_error' | 'error';
+  durationSeconds: number;
 }
 
 export interface PlatformHttpClientOptions extends HttpClientSettings {
@@ -52,7 +61,7 @@ export class PlatformHttpClient {
   constructor(private readonly options: PlatformHttpClientOptions) {}
 
   get<T>(store: StoreConnection, path: string, read: ResponseReader<T>): Promise<T> {
-    return this.#call(store, { method: 'GET', path }, read);
+    return this.#observed(store, { method: 'GET', path }, read);
   }
 
   post<T>(
@@ -62,7 +71,26 @@ export class PlatformHttpClient {
     idempotencyKey: string,
     read: ResponseReader<T>,
   ): Promise<T> {
-    return this.#call(store, { method: 'POST', path, body, idempotencyKey }, read);
+    return this.#observed(store, { method: 'POST', path, body, idempotencyKey }, read);
+  }
+
+  async #observed<T>(store: StoreConnection, request: PlatformRequest, read: ResponseReader<T>): Promise<T> {
+    const started = performance.now();
+    const report = (outcome: PlatformCallObservation['outcome']) =>
+      this.options.observe?.({
+        platform: this.options.platform,
+        method: request.method,
+        outcome,
+        durationSeconds: (performance.now() - started) / 1000,
+      });
+    try {
+      const result = await this.#call(store, request, read);
+      report('success');
+      return result;
+    } catch (error) {
+      report(error instanceof PlatformError && error.retryable ? 'retryable_error' : 'error');
+      throw error;
+    }
   }
 
   async #call<T>(store: StoreConnection, request: PlatformRequest, read: ResponseReader<T>): Promise<T> {

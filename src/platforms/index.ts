@@ -19,6 +19,8 @@ export interface PlatformAdapterOptions {
   pacing?: Partial<Record<Platform, PacingRate>>;
   /** A 429 asking to wait at most this long is waited out inside the call instead of thrown. */
   maxInlineRetryAfterMs?: number;
+  /** Told about every finished platform call (for metrics). */
+  observe?: HttpClientSettings['observe'];
 }
 
 const DEFAULT_BASE_URL_TEMPLATE = 'https://{shopDomain}';
@@ -32,6 +34,7 @@ export function createPlatformAdapters(options: PlatformAdapterOptions = {}): Re
     timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     maxInlineRetryAfterMs: options.maxInlineRetryAfterMs ?? DEFAULT_MAX_INLINE_RETRY_AFTER_MS,
     pacer: new Pacer({ ...DEFAULT_PACING, ...options.pacing }),
+    ...(options.observe && { observe: options.observe }),
   };
   if (!settings.baseUrlTemplate.includes('{shopDomain}')) {
     throw new RangeError(`baseUrlTemplate ${settings.baseUrlTemplate} has no {shopDomain} placeholder`);

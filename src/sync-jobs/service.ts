@@ -74,7 +74,7 @@ export class SyncJobService {
     alsoInTransaction?: (em: EntityManager, results: { job: SyncJob; created: boolean }[]) => Promise<void>,
   ): Promise<{ job: SyncJob; created: boolean }[]> {
     const { resellerStoreId, externalOrderId } = order;
-    return this.em.transactional(async (em) => {
+    const results = await this.em.transactional(async (em) => {
       await em.execute('select pg_advisory_xact_lock(hashtext(?))', [`order:${resellerStoreId}:${externalOrderId}`]);
       const existing = await em.find(SyncJob, {
         externalOrderId,
@@ -88,6 +88,8 @@ export class SyncJobService {
       await alsoInTransaction?.(em, results);
       return results;
     });
+    this.ctx.metrics.transitions.inc({ kind: 'sync_job', status: 'pending' }, results.filter((r) => r.created).length);
+    return results;
   }
 
   async get(principal: Principal, id: string): Promise<JobWithFulfillments> {
@@ -131,6 +133,7 @@ export class SyncJobService {
         this.audit(em, job, 'sync_job.retried', actorOf(principal), { attempts: job.attempts, ...auditContext(principal) });
         return job;
       });
+      this.ctx.metrics.transitions.inc({ kind: 'sync_job', status: 'pending' });
       return { job, fulfillments: await this.fulfillmentsOf(job.id) };
     } catch (error) {
       if (error instanceof OptimisticLockError) {

@@ -33,7 +33,7 @@ export class WebhookService {
   async verifyResellerStore(delivery: Delivery): Promise<ResellerStore> {
     const shopDomain = normaliseDomain(delivery.shopDomain);
     const store = shopDomain ? await this.ctx.orm.em.fork().findOne(ResellerStore, { shopDomain, deletedAt: null }) : null;
-    if (!store || !this.signedBy(store, delivery)) throw new AppError('invalid_signature');
+    if (!store || !this.signedBy(store, delivery)) throw this.refused('orders');
     return store;
   }
 
@@ -46,8 +46,13 @@ export class WebhookService {
     const shopDomain = normaliseDomain(delivery.shopDomain);
     const candidates = shopDomain ? await this.ctx.orm.em.fork().find(SourceStore, { shopDomain, deletedAt: null }) : [];
     const senders = candidates.filter((store) => this.signedBy(store, delivery));
-    if (senders.length === 0) throw new AppError('invalid_signature');
+    if (senders.length === 0) throw this.refused('fulfillments');
     return senders;
+  }
+
+  private refused(endpoint: 'orders' | 'fulfillments'): AppError {
+    this.ctx.metrics.webhookVerificationFailures.inc({ endpoint });
+    return new AppError('invalid_signature');
   }
 
   /**

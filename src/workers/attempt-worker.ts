@@ -18,6 +18,8 @@ type AttemptEvent<K extends string> =
 /** What differs between kinds of queued work; the attempt bookkeeping around it is shared. */
 export interface AttemptKind<T extends AttemptRecord, K extends string> {
   entity: EntityName<T>;
+  /** Names the kind of work in metrics. */
+  name: 'sync_job' | 'fulfillment';
   resultKey: K;
   logKey: string;
   transition(row: T, event: AttemptEvent<K>, at: Date): boolean;
@@ -50,6 +52,7 @@ export class AttemptWorker<T extends AttemptRecord, K extends string> {
       log.debug('stale message ignored');
       return;
     }
+    this.counted('processing');
     log.info({ attempt: row.attempts }, 'attempt started');
     const outcome = await this.kind.perform(row).then(
       (result): Outcome => ({ ok: true, result }),
@@ -72,16 +75,20 @@ export class AttemptWorker<T extends AttemptRecord, K extends string> {
     }
   }
 
+  private counted(status: string): void {
+    this.ctx.metrics.transitions.inc({ kind: this.kind.name, status });
+  }
+
   private async record(messageId: string, rowId: string, outcome: Outcome, log: Logger): Promise<void> {
-    await this.ctx.orm.em.fork().transactional(async (em) => {
+    const reached = await this.ctx.orm.em.fork().transactional(async (em) => {
       const row = await em.findOne(this.kind.entity, { id: rowId } as never);
-      if (!row || row.queueMessageId !== messageId) return;
+      if (!row || row.queueMessageId !== messageId) return null;
       const now = new Date();
       const at = now.toISOString();
       const event: AttemptEvent<K> = outcome.ok
         ? ({ type: 'SUCCEED', at, [this.kind.resultKey]: outcome.result } as AttemptEvent<K>)
         : { type: 'FAIL', error: failureMessage(outcome.error), at };
-      if (!this.kind.transition(row, event, now)) return;
+      if (!this.kind.transition(row, event, now)) return null;
 
       if (row.status === 'completed') {
         this.kind.onCompleted(em, row);
@@ -99,6 +106,8 @@ export class AttemptWorker<T extends AttemptRecord, K extends string> {
         await this.kind.schedule(em, row, delayMs);
         log.warn({ error: row.errorMessage, attempts: row.attempts, retry_in_ms: delayMs }, 'attempt failed; retry scheduled');
       }
+      return row.status;
     });
+    if (reached) this.counted(reached);
   }
 }

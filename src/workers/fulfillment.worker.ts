@@ -35,6 +35,7 @@ export function fulfillmentWorker(ctx: AppContext, fulfillments: FulfillmentServ
 
   return new AttemptWorker(ctx, {
     entity: Fulfillment,
+    name: 'fulfillment',
     resultKey: 'resellerFulfillmentId',
     logKey: 'fulfillment_id',
     transition: transitionFulfillment,

@@ -34,6 +34,7 @@ export function syncJobWorker(ctx: AppContext, jobs: SyncJobService): AttemptWor
 
   return new AttemptWorker(ctx, {
     entity: SyncJob,
+    name: 'sync_job',
     resultKey: 'sourceOrderId',
     logKey: 'job_id',
     transition: transitionJob,
