@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { auth, authErrors, c, ErrorSchema, IdParam, listOf, NameSchema, NullableTimestamp, PageQuery, RequestId, Timestamp } from './common.ts';
+import { auth, authErrors, bodyErrors, c, errorResponse, IdParam, listOf, openApi, NameSchema, NullableTimestamp, PageQuery, RequestId, Timestamp } from './common.ts';
 
-const ApiKeyFields = z.object({
+const ApiKeyFields = openApi(z.object({
   id: z.string(),
   ownerId: z.string(),
   prefix: z.enum(['sk_live_', 'sk_test_']),
@@ -10,12 +10,13 @@ const ApiKeyFields = z.object({
   lastUsedAt: NullableTimestamp,
   createdAt: Timestamp,
   revokedAt: NullableTimestamp,
-});
+}), { title: 'ApiKeySummary' });
 
-const ApiKey = ApiKeyFields.extend({ request_id: RequestId });
-const CreatedApiKey = ApiKey.extend({
-  raw_key: z.string().describe('The key itself. Shown only in this response; store it now.'),
-});
+const ApiKey = openApi(ApiKeyFields.extend({ request_id: RequestId }), { title: 'ApiKey' });
+const CreatedApiKey = openApi(
+  ApiKey.extend({ raw_key: z.string().describe('The key itself. Shown only in this response; store it now.') }),
+  { title: 'CreatedApiKey' },
+);
 
 export const apiKeysContract = c.router(
   {
@@ -26,7 +27,7 @@ export const apiKeysContract = c.router(
         name: NameSchema,
         environment: z.enum(['live', 'test']).describe('`live` keys start with sk_live_, `test` keys with sk_test_.'),
       }),
-      responses: { 201: CreatedApiKey, 400: ErrorSchema },
+      responses: { 201: CreatedApiKey, 400: errorResponse(400), ...bodyErrors },
       summary: 'Create an API key',
       description: 'The raw key is returned once. Both environments act as their owner.',
     },
@@ -34,7 +35,7 @@ export const apiKeysContract = c.router(
       method: 'GET',
       path: '/v1/api_keys',
       query: PageQuery,
-      responses: { 200: listOf(ApiKeyFields), 400: ErrorSchema },
+      responses: { 200: listOf(ApiKeyFields, 'ApiKeyList'), 400: errorResponse(400) },
       summary: 'List API keys',
       description: 'Keys of the current user, newest first, revoked ones included. Never the raw key.',
     },
@@ -42,7 +43,7 @@ export const apiKeysContract = c.router(
       method: 'GET',
       path: '/v1/api_keys/:id',
       pathParams: IdParam,
-      responses: { 200: ApiKey, 404: ErrorSchema },
+      responses: { 200: ApiKey, 400: errorResponse(400), 404: errorResponse(404) },
       summary: 'Get an API key',
       description: 'One key of the current user (never the raw key).',
     },
@@ -51,7 +52,7 @@ export const apiKeysContract = c.router(
       path: '/v1/api_keys/:id',
       pathParams: IdParam,
       body: c.noBody(),
-      responses: { 204: c.noBody(), 404: ErrorSchema },
+      responses: { 204: c.noBody(), 400: errorResponse(400), 404: errorResponse(404) },
       summary: 'Revoke an API key',
       description: 'Every later request with the key answers 401.',
     },

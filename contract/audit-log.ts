@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { auth, authErrors, c, ErrorSchema, listOf, PageQuery, Timestamp } from './common.ts';
+import { auth, authErrors, c, errorResponse, listOf, openApi, PageQuery, Timestamp } from './common.ts';
 
-const AuditEntry = z.object({
+const AuditEntry = openApi(z.object({
   id: z.string(),
   resellerStoreId: z.string(),
   action: z
@@ -14,7 +14,7 @@ const AuditEntry = z.object({
   metadata: z.record(z.unknown()),
   actorId: z.string().describe('The user, API key or `system` that caused the action.'),
   createdAt: Timestamp,
-});
+}), { title: 'AuditEntry' });
 
 export const auditLogContract = c.router(
   {
@@ -26,7 +26,7 @@ export const auditLogContract = c.router(
         action: z.string().max(64).optional(),
         resource_id: z.string().max(64).optional(),
       }),
-      responses: { 200: listOf(AuditEntry), 400: ErrorSchema },
+      responses: { 200: listOf(AuditEntry, 'AuditEntryList'), 400: errorResponse(400) },
       summary: 'Read the audit log',
       description: 'Entries of the current user\'s reseller stores, newest first. Written only by the system.',
     },

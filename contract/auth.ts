@@ -1,28 +1,28 @@
 import { z } from 'zod';
-import { auth, authErrors, c, ErrorSchema, RequestId, Timestamp } from './common.ts';
+import { auth, authErrors, bodyErrors, c, errorResponse, errors, openApi, RequestId, Timestamp } from './common.ts';
 
 const Credentials = z.object({
   email: z.string().trim().toLowerCase().max(320).email(),
   password: z.string().min(8).max(256),
 });
 
-const Session = z.object({
+const Session = openApi(z.object({
   accessToken: z.string().describe('JWT (HS256), valid for 15 minutes.'),
   expiresAt: z.number().int().describe('Expiry of the access token, Unix seconds.'),
   tokenType: z.literal('Bearer'),
   request_id: RequestId,
-});
+}), { title: 'Session' });
 
-const Me = z.object({ id: z.string(), email: z.string(), createdAt: Timestamp, request_id: RequestId });
+const Me = openApi(z.object({ id: z.string(), email: z.string(), createdAt: Timestamp, request_id: RequestId }), { title: 'User' });
 
-const publicErrors = { 400: ErrorSchema, 429: ErrorSchema, 500: ErrorSchema, 503: ErrorSchema } as const;
+const publicErrors = errors(400, 429, 500, 503);
 
 export const authContract = c.router({
   register: {
     method: 'POST',
     path: '/v1/auth/register',
     body: Credentials,
-    responses: { 201: Session, 409: ErrorSchema, ...publicErrors },
+    responses: { 201: Session, 409: errorResponse(409), ...publicErrors, ...bodyErrors },
     summary: 'Register a user',
     description: 'Creates a user and a session. The refresh token is set as the `refresh_token` cookie.',
     metadata: auth('none'),
@@ -31,7 +31,7 @@ export const authContract = c.router({
     method: 'POST',
     path: '/v1/auth/login',
     body: Credentials.extend({ password: z.string().min(1).max(256) }),
-    responses: { 200: Session, 401: ErrorSchema, ...publicErrors },
+    responses: { 200: Session, 401: errorResponse(401), ...publicErrors, ...bodyErrors },
     summary: 'Log in',
     description: 'Starts a session. A wrong email and a wrong password give the same `invalid_credentials`.',
     metadata: auth('none'),
@@ -40,7 +40,7 @@ export const authContract = c.router({
     method: 'POST',
     path: '/v1/auth/refresh',
     body: c.noBody(),
-    responses: { 200: Session, 401: ErrorSchema, ...publicErrors },
+    responses: { 200: Session, 401: errorResponse(401), ...publicErrors },
     summary: 'Refresh the access token',
     description:
       'Reads the `refresh_token` cookie, rotates it and returns a new access token. Presenting an already rotated refresh token revokes the whole session.',

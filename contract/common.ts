@@ -1,6 +1,6 @@
 import { initContract } from '@ts-rest/core';
 import { z } from 'zod';
-import { ERROR_CODES } from './errors.ts';
+import { ERROR_CODES, ERROR_STATUS, type ErrorCode } from './errors.ts';
 
 export const c = initContract();
 
@@ -12,24 +12,78 @@ export const RequestId = z.string().describe('Identifies this request in logs; a
 export const Timestamp = z.string().datetime().describe('ISO-8601 UTC timestamp.');
 export const NullableTimestamp = Timestamp.nullable();
 
-export const ErrorSchema = z
-  .object({
-    error: z.object({
-      code: z.enum(ERROR_CODES),
-      message: z.string(),
-      param: z.string().optional().describe('The request field the error is about, when there is one.'),
-      details: z.record(z.unknown()).optional(),
-    }),
-    request_id: RequestId,
-  })
-  .describe('Every error answers with this body.');
+/**
+ * Attaches OpenAPI metadata to a schema: this is what `extendApi` of @anatine/zod-openapi (the
+ * generator ts-rest uses) does; that package can't be a direct dependency (its openapi3-ts peer
+ * range excludes v4). A `title` makes contract/openapi.ts lift the schema into components.
+ */
+export function openApi<T extends z.ZodTypeAny>(schema: T, meta: Record<string, unknown>): T {
+  const annotated = schema as T & { metaOpenApi?: Record<string, unknown> };
+  annotated.metaOpenApi = { ...annotated.metaOpenApi, ...meta };
+  return schema;
+}
+
+const ERROR_NAMES: Record<number, string> = {
+  400: 'ValidationError',
+  401: 'AuthenticationError',
+  404: 'NotFoundError',
+  409: 'ConflictError',
+  413: 'PayloadTooLargeError',
+  415: 'UnsupportedMediaTypeError',
+  429: 'RateLimitedError',
+  500: 'InternalError',
+  503: 'UnavailableError',
+};
+
+const ERROR_EXAMPLES: Record<number, { code: ErrorCode; message: string; param?: string; details?: Record<string, unknown> }> = {
+  400: { code: 'validation_failed', message: 'name: String must contain at least 1 character(s)', param: 'name' },
+  401: { code: 'unauthorized', message: 'The access token is not valid or has expired.' },
+  404: { code: 'not_found', message: 'No such resource.' },
+  409: { code: 'conflict', message: 'Another active reseller store uses this shop domain.', param: 'shopDomain', details: { reason: 'shop_domain_taken' } },
+  413: { code: 'payload_too_large', message: 'The request body is larger than 1 MiB.' },
+  415: { code: 'unsupported_media_type', message: 'Request bodies must be JSON (Content-Type: application/json).' },
+  429: { code: 'rate_limited', message: 'Too many requests; retry after the time in the Retry-After header.' },
+  500: { code: 'internal_error', message: 'Something went wrong on our side.' },
+  503: { code: 'unavailable', message: 'The service is temporarily unavailable; retry shortly.' },
+};
+
+const errorSchemas = new Map<number, z.ZodTypeAny>();
+
+/** The error envelope for one HTTP status, its `code` limited to the codes of that status. */
+export function errorResponse(status: keyof typeof ERROR_NAMES & number) {
+  let schema = errorSchemas.get(status);
+  if (!schema) {
+    const codes = ERROR_CODES.filter((code) => ERROR_STATUS[code] === status) as [ErrorCode, ...ErrorCode[]];
+    schema = openApi(
+      z.object({
+        error: z.object({
+          code: z.enum(codes),
+          message: z.string().describe('Human-readable; may change. Branch on `code`.'),
+          param: z.string().optional().describe('The request field the error is about, when there is one.'),
+          details: z.record(z.string(), z.any()).optional().describe('Extra facts, e.g. `reason` of a conflict.'),
+        }),
+        request_id: RequestId,
+      }),
+      {
+        title: ERROR_NAMES[status],
+        description: `Error envelope of HTTP ${status}; codes: ${codes.join(', ')}.`,
+        example: { error: ERROR_EXAMPLES[status], request_id: 'req_5d3cc519db9d49029ca12ef17bf12787' },
+      },
+    );
+    errorSchemas.set(status, schema);
+  }
+  return schema;
+}
+
+/** Error responses of the given statuses, for a route's `responses`. */
+export const errors = <const S extends (keyof typeof ERROR_NAMES & number)[]>(...statuses: S) =>
+  Object.fromEntries(statuses.map((status) => [status, errorResponse(status)])) as { [K in S[number]]: z.ZodTypeAny };
 
 /** Error responses shared by every authenticated route. */
-export const authErrors = {
-  401: ErrorSchema,
-  500: ErrorSchema,
-  503: ErrorSchema,
-} as const;
+export const authErrors = errors(401, 500, 503);
+
+/** Error responses of every route that takes a JSON body. */
+export const bodyErrors = errors(413, 415);
 
 export const NameSchema = z.string().trim().min(1).max(200);
 
@@ -53,14 +107,14 @@ export const PageQuery = z.object({
   ending_before: z.string().max(64).optional().describe('Return the page before this id (newer items).'),
 });
 
-export function listOf<T extends z.ZodTypeAny>(item: T) {
-  return z.object({
+export function listOf<T extends z.ZodTypeAny>(item: T, title: string) {
+  return openApi(z.object({
     object: z.literal('list'),
     data: z.array(item),
     has_more: z.boolean(),
     url: z.string().describe('Path of this list endpoint.'),
     request_id: RequestId,
-  });
+  }), { title });
 }
 
 export const IdParam = z.object({ id: z.string().min(1).max(64) });

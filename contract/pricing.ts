@@ -1,60 +1,69 @@
 import { z } from 'zod';
+import { openApi } from './common.ts';
 
 /** Reseller prices are the supplier's marked up by `value` percent (-100 < value <= 1000). */
-export const PercentagePricingSchema = z
-  .object({
+export const PercentagePricingSchema = openApi(
+  z.object({
     type: z.literal('percentage'),
     value: z
       .number()
       .gt(-100)
       .lte(1000)
       .describe('Markup in percent that the reseller adds on top of the supplier price.'),
-  })
-  .strict();
+  }).strict(),
+  { title: 'PercentagePricing' },
+);
 
 const PriceRuleSchema = z.discriminatedUnion('op', [
-  z
-    .object({
+  openApi(
+    z.object({
       field: z.literal('price'),
       op: z.literal('multiply'),
       value: z.number().gt(0).lte(1000).describe('Factor applied to the unit price.'),
-    })
-    .strict(),
-  z
-    .object({
+    }).strict(),
+    { title: 'PriceMultiplyRule' },
+  ),
+  openApi(
+    z.object({
       field: z.literal('price'),
       op: z.literal('add'),
       value: z.number().int().describe('Minor units added to the unit price (may be negative).'),
-    })
-    .strict(),
-  z
-    .object({
+    }).strict(),
+    { title: 'PriceAddRule' },
+  ),
+  openApi(
+    z.object({
       field: z.literal('price'),
       op: z.literal('set'),
       value: z.number().int().min(0).describe('Unit price in minor units.'),
-    })
-    .strict(),
+    }).strict(),
+    { title: 'PriceSetRule' },
+  ),
 ]);
 
-const TextRuleSchema = z
-  .object({
+const TextRuleSchema = openApi(
+  z.object({
     field: z.enum(['sku', 'title']),
     op: z.enum(['set', 'prefix', 'suffix']),
     value: z.string().max(200),
-  })
-  .strict();
+  }).strict(),
+  { title: 'TextRule' },
+);
 
-export const PricingRuleSchema = z.union([PriceRuleSchema, TextRuleSchema]);
+export const PricingRuleSchema = openApi(z.union([PriceRuleSchema, TextRuleSchema]), { title: 'PricingRule' });
 
 /** An ordered list of rules applied to each routed line. */
-export const FieldRulesPricingSchema = z
-  .object({
+export const FieldRulesPricingSchema = openApi(
+  z.object({
     type: z.literal('field_rules'),
     rules: z.array(PricingRuleSchema).max(50),
-  })
-  .strict();
+  }).strict(),
+  { title: 'FieldRulesPricing' },
+);
 
-export const PricingConfigSchema = z.discriminatedUnion('type', [PercentagePricingSchema, FieldRulesPricingSchema]);
+export const PricingConfigSchema = openApi(z.discriminatedUnion('type', [PercentagePricingSchema, FieldRulesPricingSchema]), {
+  title: 'PricingConfig',
+});
 export const PricingModeSchema = z.enum(['percentage', 'field_rules']);
 
 export type PricingConfig = z.infer<typeof PricingConfigSchema>;

@@ -2,12 +2,13 @@ import { z } from 'zod';
 import {
   auth,
   authErrors,
+  bodyErrors,
   c,
-  ErrorSchema,
-  IdParam,
+  errorResponse, IdParam,
   listOf,
   NameSchema,
   NullableTimestamp,
+  openApi,
   PageQuery,
   PlatformSchema,
   RequestId,
@@ -24,7 +25,7 @@ export const StoreCredentials = z.object({
     .describe('Write-only: the secret the platform signs webhooks with.'),
 });
 
-const ResellerStoreFields = z.object({
+const ResellerStoreFields = openApi(z.object({
   id: z.string(),
   ownerId: z.string(),
   name: z.string(),
@@ -32,8 +33,8 @@ const ResellerStoreFields = z.object({
   shopDomain: z.string(),
   createdAt: Timestamp,
   deletedAt: NullableTimestamp,
-});
-const ResellerStore = ResellerStoreFields.extend({ request_id: RequestId });
+}), { title: 'ResellerStoreSummary' });
+const ResellerStore = openApi(ResellerStoreFields.extend({ request_id: RequestId }), { title: 'ResellerStore' });
 
 export const resellerStoresContract = c.router(
   {
@@ -43,7 +44,7 @@ export const resellerStoresContract = c.router(
       body: z
         .object({ name: NameSchema, platform: PlatformSchema, shopDomain: ShopDomainSchema })
         .merge(StoreCredentials),
-      responses: { 201: ResellerStore, 400: ErrorSchema, 409: ErrorSchema },
+      responses: { 201: ResellerStore, 400: errorResponse(400), 409: errorResponse(409), ...bodyErrors },
       summary: 'Connect a reseller store',
       description:
         'Connects the storefront where customers order. `shopDomain` must not be used by another active reseller store (409 `shop_domain_taken`).',
@@ -52,7 +53,7 @@ export const resellerStoresContract = c.router(
       method: 'GET',
       path: '/v1/reseller_stores',
       query: PageQuery,
-      responses: { 200: listOf(ResellerStoreFields), 400: ErrorSchema },
+      responses: { 200: listOf(ResellerStoreFields, 'ResellerStoreList'), 400: errorResponse(400) },
       summary: 'List reseller stores',
       description: 'Active reseller stores of the current user, newest first.',
     },
@@ -60,7 +61,7 @@ export const resellerStoresContract = c.router(
       method: 'GET',
       path: '/v1/reseller_stores/:id',
       pathParams: IdParam,
-      responses: { 200: ResellerStore, 404: ErrorSchema },
+      responses: { 200: ResellerStore, 400: errorResponse(400), 404: errorResponse(404) },
       summary: 'Get a reseller store',
       description: 'One reseller store of the current user, also after it was deleted.',
     },
@@ -69,7 +70,7 @@ export const resellerStoresContract = c.router(
       path: '/v1/reseller_stores/:id',
       pathParams: IdParam,
       body: z.object({ name: NameSchema.optional() }).strict(),
-      responses: { 200: ResellerStore, 400: ErrorSchema, 404: ErrorSchema },
+      responses: { 200: ResellerStore, 400: errorResponse(400), 404: errorResponse(404), ...bodyErrors },
       summary: 'Rename a reseller store',
       description: 'Only the name can be updated.',
     },
@@ -78,7 +79,7 @@ export const resellerStoresContract = c.router(
       path: '/v1/reseller_stores/:id',
       pathParams: IdParam,
       body: c.noBody(),
-      responses: { 204: c.noBody(), 404: ErrorSchema },
+      responses: { 204: c.noBody(), 400: errorResponse(400), 404: errorResponse(404) },
       summary: 'Delete a reseller store',
       description: 'Soft delete: the store stops accepting webhooks; its record, jobs and audit log are kept.',
     },

@@ -2,11 +2,12 @@ import { z } from 'zod';
 import {
   auth,
   authErrors,
+  bodyErrors,
   c,
-  ErrorSchema,
-  listOf,
+  errorResponse, listOf,
   NameSchema,
   NullableTimestamp,
+  openApi,
   PageQuery,
   PlatformSchema,
   RequestId,
@@ -16,7 +17,7 @@ import {
 import { PricingConfigSchema, PricingModeSchema } from './pricing.ts';
 import { StoreCredentials } from './reseller-stores.ts';
 
-const SourceStoreFields = z.object({
+const SourceStoreFields = openApi(z.object({
   id: z.string(),
   resellerStoreId: z.string(),
   name: z.string(),
@@ -27,8 +28,8 @@ const SourceStoreFields = z.object({
   pricingConfig: PricingConfigSchema,
   createdAt: Timestamp,
   deletedAt: NullableTimestamp,
-});
-const SourceStore = SourceStoreFields.extend({ request_id: RequestId });
+}), { title: 'SourceStoreSummary' });
+const SourceStore = openApi(SourceStoreFields.extend({ request_id: RequestId }), { title: 'SourceStore' });
 
 const StoreParam = z.object({ rst_id: z.string().min(1).max(64) });
 const SourceStoreParams = StoreParam.extend({ id: z.string().min(1).max(64) });
@@ -51,7 +52,7 @@ export const sourceStoresContract = c.router(
           pricingConfig: PricingConfigSchema,
         })
         .merge(StoreCredentials),
-      responses: { 201: SourceStore, 400: ErrorSchema, 404: ErrorSchema, 409: ErrorSchema },
+      responses: { 201: SourceStore, 400: errorResponse(400), 404: errorResponse(404), 409: errorResponse(409), ...bodyErrors },
       summary: 'Add a source store (supplier)',
       description:
         '`pricingConfig.type` must equal `pricingMode`. `vendorTag` is unique among the reseller store\'s active source stores (409 `vendor_tag_taken`).',
@@ -61,7 +62,7 @@ export const sourceStoresContract = c.router(
       path: '/v1/reseller_stores/:rst_id/source_stores',
       pathParams: StoreParam,
       query: PageQuery,
-      responses: { 200: listOf(SourceStoreFields), 400: ErrorSchema, 404: ErrorSchema },
+      responses: { 200: listOf(SourceStoreFields, 'SourceStoreList'), 400: errorResponse(400), 404: errorResponse(404) },
       summary: 'List source stores',
       description: 'Active source stores of a reseller store, newest first.',
     },
@@ -69,7 +70,7 @@ export const sourceStoresContract = c.router(
       method: 'GET',
       path: '/v1/reseller_stores/:rst_id/source_stores/:id',
       pathParams: SourceStoreParams,
-      responses: { 200: SourceStore, 404: ErrorSchema },
+      responses: { 200: SourceStore, 400: errorResponse(400), 404: errorResponse(404) },
       summary: 'Get a source store',
       description: 'One source store, also after it was deleted.',
     },
@@ -80,7 +81,7 @@ export const sourceStoresContract = c.router(
       body: z
         .object({ name: NameSchema.optional(), pricingMode: PricingModeSchema.optional(), pricingConfig: PricingConfigSchema.optional() })
         .strict(),
-      responses: { 200: SourceStore, 400: ErrorSchema, 404: ErrorSchema },
+      responses: { 200: SourceStore, 400: errorResponse(400), 404: errorResponse(404), ...bodyErrors },
       summary: 'Update a source store',
       description:
         'Name and pricing can be changed. The pricing mode and config must agree: changing the mode requires a config of that type.',
@@ -90,7 +91,7 @@ export const sourceStoresContract = c.router(
       path: '/v1/reseller_stores/:rst_id/source_stores/:id',
       pathParams: SourceStoreParams,
       body: c.noBody(),
-      responses: { 204: c.noBody(), 404: ErrorSchema },
+      responses: { 204: c.noBody(), 400: errorResponse(400), 404: errorResponse(404) },
       summary: 'Delete a source store',
       description: 'Soft delete: `deletedAt` is set, the record is kept and no new orders are routed to it.',
     },

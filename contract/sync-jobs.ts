@@ -1,9 +1,9 @@
 import { z } from 'zod';
-import { auth, authErrors, c, ErrorSchema, IdParam, listOf, NullableTimestamp, PageQuery, RequestId, Timestamp } from './common.ts';
+import { auth, authErrors, bodyErrors, c, errorResponse, IdParam, listOf, openApi, NullableTimestamp, PageQuery, RequestId, Timestamp } from './common.ts';
 
 export const SyncJobStatusSchema = z.enum(['pending', 'processing', 'completed', 'failed', 'dead']);
 
-const FulfillmentSchema = z.object({
+const FulfillmentSchema = openApi(z.object({
   id: z.string(),
   status: SyncJobStatusSchema,
   attempts: z.number().int(),
@@ -15,9 +15,9 @@ const FulfillmentSchema = z.object({
   completedAt: NullableTimestamp,
   deadAt: NullableTimestamp,
   createdAt: Timestamp,
-});
+}), { title: 'Fulfillment' });
 
-const SyncJobFields = z.object({
+const SyncJobFields = openApi(z.object({
   id: z.string(),
   resellerStoreId: z.string(),
   sourceStoreId: z.string(),
@@ -31,12 +31,12 @@ const SyncJobFields = z.object({
   deadAt: NullableTimestamp,
   createdAt: Timestamp,
   updatedAt: Timestamp,
-});
+}), { title: 'SyncJobSummary' });
 
-const SyncJob = SyncJobFields.extend({
+const SyncJob = openApi(SyncJobFields.extend({
   fulfillments: z.array(FulfillmentSchema).describe('Tracking pushed back to the reseller order, oldest first.'),
   request_id: RequestId,
-});
+}), { title: 'SyncJob' });
 
 export const syncJobsContract = c.router(
   {
@@ -47,7 +47,7 @@ export const syncJobsContract = c.router(
         source_store_id: z.string().min(1).max(64),
         external_order_id: z.string().regex(/^\d{1,20}$/, 'must be a numeric order id'),
       }),
-      responses: { 201: SyncJob, 200: SyncJob, 400: ErrorSchema },
+      responses: { 201: SyncJob, 200: SyncJob, 400: errorResponse(400), ...bodyErrors },
       summary: 'Create a sync job',
       description:
         'Places the source store\'s part of a reseller order. Idempotent: when a job already exists for the order and source store, it is returned with 200.',
@@ -61,7 +61,7 @@ export const syncJobsContract = c.router(
         source_store_id: z.string().max(64).optional(),
         external_order_id: z.string().max(32).optional(),
       }),
-      responses: { 200: listOf(SyncJobFields), 400: ErrorSchema },
+      responses: { 200: listOf(SyncJobFields, 'SyncJobList'), 400: errorResponse(400) },
       summary: 'List sync jobs',
       description: 'Sync jobs of the current user\'s stores, newest first, with optional filters.',
     },
@@ -69,7 +69,7 @@ export const syncJobsContract = c.router(
       method: 'GET',
       path: '/v1/sync_jobs/:id',
       pathParams: IdParam,
-      responses: { 200: SyncJob, 404: ErrorSchema },
+      responses: { 200: SyncJob, 404: errorResponse(404) },
       summary: 'Get a sync job',
       description: 'One sync job with the fulfillments propagated for it.',
     },
@@ -78,7 +78,7 @@ export const syncJobsContract = c.router(
       path: '/v1/sync_jobs/:id/retry',
       pathParams: IdParam,
       body: c.noBody(),
-      responses: { 200: SyncJob, 400: ErrorSchema, 404: ErrorSchema },
+      responses: { 200: SyncJob, 400: errorResponse(400), 404: errorResponse(404) },
       summary: 'Retry a failed or dead sync job',
       description:
         'Resets the job to pending, clears its error fields and grants three automatic retries again; `attempts` keeps counting. Any other status answers 400 `sync_job_not_retryable`.',

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { auth, c, ErrorSchema, RequestId } from './common.ts';
+import { auth, c, errors, RequestId } from './common.ts';
 
 const WebhookHeaders = z.object({
   'x-platform-hmac-sha256': z.string().optional().describe('Base64 HMAC-SHA256 of the raw body, keyed with the store\'s webhook secret.'),
@@ -14,7 +14,7 @@ const Received = z.object({
   request_id: RequestId,
 });
 
-const webhookErrors = { 400: ErrorSchema, 401: ErrorSchema, 413: ErrorSchema, 415: ErrorSchema, 500: ErrorSchema, 503: ErrorSchema };
+const webhookErrors = errors(400, 401, 413, 415, 500, 503);
 
 /** The body is the platform's own order / fulfillment object (see platforms.md). */
 const PlatformPayload = z.record(z.unknown());

@@ -1,0 +1,145 @@
+/** Example requests and responses for openapi.json, by operationId. Values are illustrative. */
+
+const ids = {
+  user: 'usr_01a201ac3e0e7107992e4fb8c2048f41',
+  reseller: 'rst_01a201ac56e574db9907451828c1b813',
+  source: 'sst_01a201ac5780728594e683911374dd9d',
+  job: 'job_01a201b57da7700ca35bfe9e14e57a5a',
+  key: 'key_01a201ac57987158b6cee14f086d16a9',
+  audit: 'aud_01a201ac578273cfa84c103a66b63260',
+  fulfillment: 'ful_01a201b47619708d95b4165a1a703a86',
+  request: 'req_5d3cc519db9d49029ca12ef17bf12787',
+};
+const at = '2026-11-22T05:13:21.382Z';
+
+const session = { accessToken: 'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiJ1c3JfMDEifQ.c2lnbmF0dXJl', expiresAt: 1795325295, tokenType: 'Bearer', request_id: ids.request };
+const credentials = { email: 'owner@reseller.example', password: 'correct horse battery' };
+const resellerStore = { id: ids.reseller, ownerId: ids.user, name: 'Demo Boutique', platform: 'platform_a', shopDomain: 'demo-boutique.example', createdAt: at, deletedAt: null };
+const sourceStore = {
+  id: ids.source,
+  resellerStoreId: ids.reseller,
+  name: 'Acme Anvils',
+  platform: 'platform_b',
+  shopDomain: 'acme-anvils.example',
+  vendorTag: 'Acme',
+  pricingMode: 'percentage',
+  pricingConfig: { type: 'percentage', value: 25 },
+  createdAt: at,
+  deletedAt: null,
+};
+const syncJob = {
+  id: ids.job,
+  resellerStoreId: ids.reseller,
+  sourceStoreId: ids.source,
+  status: 'completed',
+  attempts: 1,
+  externalOrderId: '450789469',
+  sourceOrderId: '1002',
+  errorMessage: null,
+  completedAt: at,
+  failedAt: null,
+  deadAt: null,
+  createdAt: at,
+  updatedAt: at,
+};
+const fulfillment = {
+  id: ids.fulfillment,
+  status: 'completed',
+  attempts: 1,
+  trackingNumbers: ['1Z999AA10123456784'],
+  trackingUrls: ['https://track.example/1Z999AA10123456784'],
+  trackingCompany: 'UPS',
+  resellerFulfillmentId: '255858046',
+  errorMessage: null,
+  completedAt: at,
+  deadAt: null,
+  createdAt: at,
+};
+const apiKey = { id: ids.key, ownerId: ids.user, prefix: 'sk_live_', environment: 'live', name: 'Warehouse integration', lastUsedAt: null, createdAt: at, revokedAt: null };
+const auditEntry = {
+  id: ids.audit,
+  resellerStoreId: ids.reseller,
+  action: 'sync_job.created',
+  resourceType: 'sync_job',
+  resourceId: ids.job,
+  metadata: { origin: 'webhook', externalOrderId: '450789469', sourceStoreId: ids.source },
+  actorId: 'system',
+  createdAt: at,
+};
+const list = (url: string, item: object) => ({ object: 'list', data: [item], has_more: false, url, request_id: ids.request });
+const one = (item: object) => ({ ...item, request_id: ids.request });
+const received = { received: true, syncJobIds: [ids.job], request_id: ids.request };
+
+export interface OperationExamples {
+  request?: unknown;
+  responses: Record<string, unknown>;
+}
+
+export const EXAMPLES: Record<string, OperationExamples> = {
+  authRegister: { request: credentials, responses: { 201: session } },
+  authLogin: { request: credentials, responses: { 200: session } },
+  authRefresh: { responses: { 200: session } },
+  authMe: { responses: { 200: { id: ids.user, email: credentials.email, createdAt: at, request_id: ids.request } } },
+  apiKeysCreate: {
+    request: { name: 'Warehouse integration', environment: 'live' },
+    responses: { 201: one({ ...apiKey, raw_key: 'sk_live_6qQxfNosRAgQLsNp61jbLFvyOl-B926hsajCkBHJGQk' }) },
+  },
+  apiKeysList: { responses: { 200: list('/v1/api_keys', apiKey) } },
+  apiKeysGet: { responses: { 200: one(apiKey) } },
+  resellerStoresCreate: {
+    request: { name: 'Demo Boutique', platform: 'platform_a', shopDomain: 'demo-boutique.example', accessToken: 'shpat_0123456789abcdef', webhookSecret: 'whsec_0123456789abcdef' },
+    responses: { 201: one(resellerStore) },
+  },
+  resellerStoresList: { responses: { 200: list('/v1/reseller_stores', resellerStore) } },
+  resellerStoresGet: { responses: { 200: one(resellerStore) } },
+  resellerStoresUpdate: { request: { name: 'Demo Boutique EU' }, responses: { 200: one({ ...resellerStore, name: 'Demo Boutique EU' }) } },
+  sourceStoresCreate: {
+    request: {
+      name: 'Acme Anvils',
+      platform: 'platform_b',
+      shopDomain: 'acme-anvils.example',
+      accessToken: 'ck_0123456789abcdef',
+      webhookSecret: 'whsec_acme_0123456789',
+      vendorTag: 'Acme',
+      pricingMode: 'percentage',
+      pricingConfig: { type: 'percentage', value: 25 },
+    },
+    responses: { 201: one(sourceStore) },
+  },
+  sourceStoresList: { responses: { 200: list(`/v1/reseller_stores/${ids.reseller}/source_stores`, sourceStore) } },
+  sourceStoresGet: { responses: { 200: one(sourceStore) } },
+  sourceStoresUpdate: {
+    request: { pricingMode: 'field_rules', pricingConfig: { type: 'field_rules', rules: [{ field: 'price', op: 'multiply', value: 0.7 }, { field: 'sku', op: 'prefix', value: 'AC-' }] } },
+    responses: { 200: one({ ...sourceStore, pricingMode: 'field_rules', pricingConfig: { type: 'field_rules', rules: [{ field: 'price', op: 'multiply', value: 0.7 }, { field: 'sku', op: 'prefix', value: 'AC-' }] } }) },
+  },
+  syncJobsCreate: {
+    request: { source_store_id: ids.source, external_order_id: '450789469' },
+    responses: { 201: one({ ...syncJob, status: 'pending', attempts: 0, sourceOrderId: null, completedAt: null, fulfillments: [] }), 200: one({ ...syncJob, fulfillments: [] }) },
+  },
+  syncJobsList: { responses: { 200: list('/v1/sync_jobs', syncJob) } },
+  syncJobsGet: { responses: { 200: one({ ...syncJob, fulfillments: [fulfillment] }) } },
+  syncJobsRetry: { responses: { 200: one({ ...syncJob, status: 'pending', attempts: 4, sourceOrderId: null, completedAt: null, fulfillments: [] }) } },
+  auditLogList: { responses: { 200: list('/v1/audit_log', auditEntry) } },
+  webhooksOrders: {
+    request: {
+      id: 450789469,
+      email: 'customer@example.com',
+      currency: 'EUR',
+      created_at: at,
+      line_items: [{ id: 1, variant_id: 11, sku: 'ANV-1', title: 'Anvil, 20 kg', vendor: 'Acme', quantity: 1, price: '125.00' }],
+      shipping_address: { name: 'Ada Lovelace', address1: '12 Analytical Row', address2: null, city: 'London', province: 'England', zip: 'EC1A 1BB', country_code: 'GB', phone: null },
+    },
+    responses: { 200: received },
+  },
+  webhooksFulfillments: {
+    request: { order_id: 1002, tracking_provider: 'UPS', tracking_number: '1Z999AA10123456784', tracking_link: 'https://track.example/1Z999AA10123456784' },
+    responses: { 200: received },
+  },
+  healthLive: { responses: { 200: { status: 'ok', request_id: ids.request } } },
+  healthReady: {
+    responses: {
+      200: { status: 'ok', checks: { database: 'ok', queue: 'ok' }, request_id: ids.request },
+      503: { status: 'unavailable', checks: { database: 'failing', queue: 'failing' }, request_id: ids.request },
+    },
+  },
+};
