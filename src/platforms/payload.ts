@@ -22,13 +22,16 @@ export const orderCurrency = z
   .nullish()
   .transform((value) => value ?? DEFAULT_CURRENCY);
 
-/** An integer id sent as a JSON number or a digit string, carried as a string. */
+/**
+ * An integer id sent as a JSON number or a digit string, carried as a string. A JSON number beyond
+ * 2^53 has already lost digits when parsed, so it is refused rather than read as another id.
+ */
 export const numericId = z
-  .union([z.number().int().positive(), z.string().regex(/^\d+$/, 'expected a numeric id')])
+  .union([z.number().int().positive().safe(), z.string().regex(/^\d+$/, 'expected a numeric id')])
   .transform(String);
 
 /** Any id a platform assigns, number or string, carried as a string. */
-export const anyId = z.union([z.number().int().nonnegative(), z.string().min(1)]).transform(String);
+export const anyId = z.union([z.number().int().nonnegative().safe(), z.string().min(1)]).transform(String);
 
 export const quantity = z.number().int().positive();
 

@@ -33,10 +33,13 @@ function deliveryOf(req: Request): Delivery {
  */
 export function webhookIntake(webhooks: WebhookService) {
   const verify = async (req: Request, _res: Response, next: NextFunction) => {
+    // Only POST is a delivery; anything else falls through to the router (404).
+    if (req.method !== 'POST') return next();
     const delivery = deliveryOf(req);
     req.rawBody = delivery.rawBody;
+    // Routes match case-insensitively, so the mount path must too (`/V1/Orders/Webhook` is the orders endpoint).
     req.webhook =
-      req.baseUrl === WEBHOOK_PATHS.orders
+      req.baseUrl.toLowerCase() === WEBHOOK_PATHS.orders
         ? { delivery, resellerStore: await webhooks.verifyResellerStore(delivery) }
         : { delivery, sourceStores: await webhooks.verifySourceStores(delivery) };
     if (!req.is(['application/json', 'application/*+json'])) throw new AppError('unsupported_media_type');

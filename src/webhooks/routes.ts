@@ -5,23 +5,26 @@ import { withRequestId } from '../http/request-id.ts';
 import { AppError } from '../shared/errors.ts';
 import type { WebhookService } from './service.ts';
 
-/** The sender verified by the intake middleware; its absence would be a wiring bug. */
-function verified(req: { webhook?: Request['webhook'] }) {
-  if (!req.webhook) throw new AppError('invalid_signature');
-  return req.webhook;
+type Sender = 'resellerStore' | 'sourceStores';
+
+/** The delivery and the sender the intake middleware verified for this endpoint; without one, nothing is trusted. */
+function verified<K extends Sender>(req: { webhook?: Request['webhook'] }, sender: K) {
+  const verifiedSender = req.webhook?.[sender];
+  if (!req.webhook || !verifiedSender) throw new AppError('invalid_signature');
+  return { delivery: req.webhook.delivery, sender: verifiedSender as NonNullable<NonNullable<Request['webhook']>[K]> };
 }
 
 export function webhookRoutes(webhooks: WebhookService) {
   const s = initServer();
   return s.router(contract.webhooks, {
     orders: async ({ body, req }) => {
-      const { delivery, resellerStore } = verified(req);
-      const syncJobIds = await webhooks.receiveOrder(resellerStore!, body, delivery);
+      const { delivery, sender } = verified(req, 'resellerStore');
+      const syncJobIds = await webhooks.receiveOrder(sender, body, delivery);
       return { status: 200, body: withRequestId(req, { received: true as const, syncJobIds }) };
     },
     fulfillments: async ({ body, req }) => {
-      const { delivery, sourceStores } = verified(req);
-      const syncJobIds = await webhooks.receiveFulfillment(sourceStores!, body, delivery);
+      const { delivery, sender } = verified(req, 'sourceStores');
+      const syncJobIds = await webhooks.receiveFulfillment(sender, body, delivery);
       return { status: 200, body: withRequestId(req, { received: true as const, syncJobIds }) };
     },
   });
