@@ -106,7 +106,8 @@ export class WebhookService {
       sourceOrderId: fulfillment.sourceOrderId,
     });
     if (!job) {
-      // Not an order we placed (or not recorded yet): acknowledged so the platform stops resending.
+      await this.refuseWhileOrdersUnrecorded(senders, fulfillment.sourceOrderId);
+      // Not an order we placed: acknowledged so the platform stops resending.
       this.ctx.logger.warn({ shop_domain: senders[0]!.shopDomain, source_order_id: fulfillment.sourceOrderId }, 'fulfillment for an unknown order');
       return [];
     }
@@ -117,6 +118,25 @@ export class WebhookService {
         : `body:${createHash('sha256').update(delivery.rawBody).digest('hex')}`;
     await this.fulfillments.receive(job, fulfillment.tracking, dedupeKey);
     return [job.id];
+  }
+
+  /**
+   * A fast supplier can fulfil before we recorded the order id it gave us (the worker is still
+   * between placing and recording, or died there and will be retried). While any of its jobs has
+   * no recorded outcome, answer 503 so the platform redelivers later instead of the tracking
+   * being acknowledged and lost.
+   */
+  private async refuseWhileOrdersUnrecorded(senders: SourceStore[], sourceOrderId: string): Promise<void> {
+    const unrecorded = await this.ctx.orm.em.fork().count(SyncJob, {
+      sourceStoreId: { $in: senders.map((store) => store.id) },
+      status: { $in: ['pending', 'processing', 'failed'] },
+    });
+    if (unrecorded > 0) {
+      throw new AppError('unavailable', {
+        message: `Order ${sourceOrderId} is not known yet; deliver the fulfillment again later.`,
+        retryAfterSeconds: 30,
+      });
+    }
   }
 
   private signedBy(store: { id: string; webhookSecretEncrypted: string }, delivery: Delivery): boolean {
