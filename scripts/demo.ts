@@ -21,7 +21,8 @@ const config = loadConfig({ ...process.env, DATA_DIR: dataDir, PORT: '0', HOST: 
 const service = await startService(config, createLogger(config.logLevel));
 const base = service.url!;
 
-async function call(method: string, route: string, body?: unknown, token?: string) {
+// The demo reads loosely typed JSON; the contract is checked by the test suite, not here.
+async function call(method: string, route: string, body?: unknown, token?: string): Promise<any> {
   const response = await fetch(`${base}${route}`, {
     method,
     headers: { ...(body !== undefined && { 'content-type': 'application/json' }), ...(token && { authorization: `Bearer ${token}` }) },

@@ -39,6 +39,10 @@ export function toAppError(error: unknown): AppError {
     case 'request.size.invalid':
       return new AppError('validation_failed', { message: 'The request body was incomplete.', param: 'body' });
   }
+  // The router could not percent-decode a path parameter (e.g. `/v1/reseller_stores/%FF`).
+  if (error instanceof URIError && (error as { status?: number }).status === 400) {
+    return new AppError('validation_failed', { message: 'The request path is not valid percent-encoded UTF-8.', param: 'path' });
+  }
   if (isDatabaseUnavailable(error)) return new AppError('unavailable', { retryAfterSeconds: 1 });
   return new AppError('internal_error');
 }

@@ -1,6 +1,6 @@
 import type { NextFunction, Request, Response } from 'express';
 import type { RequestValidationError } from '@ts-rest/express';
-import type { ZodError } from 'zod';
+import type { ZodError, ZodIssue } from 'zod';
 import { AppError } from '../shared/errors.ts';
 import { sendError } from './errors.ts';
 
@@ -15,10 +15,16 @@ export function onRequestValidationError(error: RequestValidationError, req: Req
   for (const [source, zodError] of sources) {
     const issue = zodError?.issues[0];
     if (!issue) continue;
-    const param = issue.path.length > 0 ? issue.path.join('.') : source;
-    const message = issue.path.length > 0 ? `${param}: ${issue.message}` : `The request ${source} is not valid: ${issue.message}`;
-    const details = { issues: zodError.issues.slice(0, 20).map((i) => ({ param: i.path.join('.') || source, message: i.message })) };
+    const path = pathOf(issue);
+    const param = path.length > 0 ? path.join('.') : source;
+    const message = path.length > 0 ? `${param}: ${issue.message}` : `The request ${source} is not valid: ${issue.message}`;
+    const details = { issues: zodError.issues.slice(0, 20).map((i) => ({ param: pathOf(i).join('.') || source, message: i.message })) };
     return sendError(req, res, new AppError('validation_failed', { param, message, details }));
   }
   sendError(req, res, new AppError('validation_failed'));
+}
+
+/** An unknown field is reported on the field itself (`shopDomain`), not on the object holding it. */
+function pathOf(issue: ZodIssue): (string | number)[] {
+  return issue.code === 'unrecognized_keys' && issue.keys[0] !== undefined ? [...issue.path, issue.keys[0]] : issue.path;
 }

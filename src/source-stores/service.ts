@@ -11,6 +11,9 @@ import { newId } from '../shared/ids.ts';
 import { findPage, type Page, type PageQuery } from '../shared/paging.ts';
 import { SourceStore } from './entity.ts';
 
+/** Length of the `vendor_key` column (src/source-stores/entity.ts). */
+const VENDOR_KEY_MAX_LENGTH = 200;
+
 export interface NewSourceStore {
   name: string;
   platform: Platform;
@@ -41,6 +44,11 @@ export class SourceStoreService {
   async create(principal: Principal, resellerStoreId: string, input: NewSourceStore): Promise<SourceStore> {
     const parent = await this.resellerStores.getActive(principal, resellerStoreId);
     assertPricingAgrees(input.pricingMode, input.pricingConfig);
+    const vendorKey = normaliseVendor(input.vendorTag);
+    // Lower-casing can lengthen a tag ('İ' becomes 'i̇'), past what the vendor_key column holds.
+    if (vendorKey.length > VENDOR_KEY_MAX_LENGTH) {
+      throw validationFailed('vendorTag', `vendorTag: must be at most ${VENDOR_KEY_MAX_LENGTH} characters once lower-cased.`);
+    }
     const id = newId('sourceStore');
     const store = this.em.create(SourceStore, {
       id,
@@ -50,7 +58,7 @@ export class SourceStoreService {
       platform: input.platform,
       shopDomain: input.shopDomain,
       vendorTag: input.vendorTag,
-      vendorKey: normaliseVendor(input.vendorTag),
+      vendorKey,
       pricingMode: input.pricingMode,
       pricingConfig: input.pricingConfig,
       accessTokenEncrypted: this.ctx.secrets.encrypt(input.accessToken, id),

@@ -1,5 +1,5 @@
 import express, { type NextFunction, type Request, type Response } from 'express';
-import { MAX_BODY_BYTES } from '../http/body.ts';
+import { MAX_BODY_BYTES, unstorable, unstorableIn } from '../http/body.ts';
 import { AppError } from '../shared/errors.ts';
 import type { ResellerStore } from '../reseller-stores/entity.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
@@ -48,6 +48,9 @@ export function webhookIntake(webhooks: WebhookService) {
     } catch {
       throw new AppError('validation_failed', { message: 'The webhook body is not valid JSON.', param: 'body' });
     }
+    // The order is kept with its jobs as jsonb, which cannot store NUL or lone surrogates.
+    const unstorablePath = unstorableIn(req.body);
+    if (unstorablePath !== null) throw unstorable(unstorablePath || 'body');
     next();
   };
   return [rawBody, verify];

@@ -1,3 +1,5 @@
+import { recordSecret } from './leaks.ts';
+
 export interface ApiResponse<T = any> {
   status: number;
   body: T;
@@ -10,6 +12,20 @@ export interface RequestOptions {
   /** Sent as-is instead of JSON-encoding `body`. */
   rawBody?: string | Buffer;
   headers?: Record<string, string>;
+}
+
+/** Fields of request bodies that carry a secret, and of response bodies that reveal one. */
+const SECRET_REQUEST_FIELDS = ['password', 'accessToken', 'webhookSecret'] as const;
+
+/** Remembers the secrets a request sends or an answer reveals, for the check that none is logged. */
+function recordSecretsOf(requestBody: unknown, responseBody: unknown): void {
+  if (requestBody && typeof requestBody === 'object') {
+    for (const field of SECRET_REQUEST_FIELDS) recordSecret(field, (requestBody as Record<string, unknown>)[field]);
+  }
+  if (responseBody && typeof responseBody === 'object') {
+    recordSecret('raw API key', (responseBody as Record<string, unknown>).raw_key);
+    recordSecret('access token (JWT)', (responseBody as Record<string, unknown>).accessToken);
+  }
 }
 
 /** Real HTTP against the service on loopback; bodies parsed as JSON when there is one. */
@@ -27,7 +43,9 @@ export class ApiClient {
     }
     const response = await fetch(`${this.baseUrl}${path}`, { method, headers, body });
     const text = await response.text();
-    return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
+    const parsed = text ? JSON.parse(text) : undefined;
+    recordSecretsOf(options.body, parsed);
+    return { status: response.status, body: parsed, headers: response.headers };
   }
 
   get = <T = any>(path: string, options?: RequestOptions) => this.request<T>('GET', path, options);

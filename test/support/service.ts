@@ -8,17 +8,32 @@ import { startService, type RunningService } from '../../src/server.ts';
 import { createLogger } from '../../src/shared/logger.ts';
 import { createTestDatabase } from './database.ts';
 import { ApiClient } from './api.ts';
+import { recordSecret, registerLogs } from './leaks.ts';
 
-export interface TestService extends RunningService {
-  url: string;
+export interface TestProcess extends RunningService {
   databaseUrl: string;
-  api: ApiClient;
   /** Every log line the service wrote, for assertions (e.g. that no secret was logged). */
   logs: string[];
 }
 
+export interface TestService extends TestProcess {
+  url: string;
+  api: ApiClient;
+}
+
 /** Starts the real service in-process on a fresh database and a free loopback port. */
 export async function startTestService(env: Record<string, string> = {}): Promise<TestService> {
+  const service = await startTestProcess(env);
+  if (!service.url) throw new Error('the test service must run the API');
+  return { ...service, url: service.url, api: new ApiClient(service.url) };
+}
+
+/**
+ * Starts the real service in-process with any ROLE, e.g. `{ROLE: 'worker', DATABASE_URL}` for one
+ * more worker process on a shared database. Processes sharing a database need the same
+ * ENCRYPTION_KEY (stored store tokens) and JWT_SECRET, so pass both explicitly then.
+ */
+export async function startTestProcess(env: Record<string, string> = {}): Promise<TestProcess> {
   const databaseUrl = env.DATABASE_URL ?? (await createTestDatabase());
   const config = loadConfig({
     NODE_ENV: 'test',
@@ -33,7 +48,10 @@ export async function startTestService(env: Record<string, string> = {}): Promis
     AUTH_RATE_LIMIT_PER_MINUTE: '10000',
     ...env,
   });
+  recordSecret('JWT_SECRET', config.jwtSecret);
+  recordSecret('ENCRYPTION_KEY', config.encryptionKey.toString('base64'));
   const logs: string[] = [];
+  registerLogs(`${config.role} service`, logs);
   const sink = new Writable({
     write(chunk, _encoding, done) {
       logs.push(...String(chunk).split('\n').filter(Boolean));
@@ -41,6 +59,5 @@ export async function startTestService(env: Record<string, string> = {}): Promis
     },
   });
   const service = await startService(config, createLogger(config.logLevel, sink));
-  if (!service.url) throw new Error('the test service must run the API');
-  return { ...service, url: service.url, databaseUrl, api: new ApiClient(service.url), logs };
+  return { ...service, databaseUrl, logs };
 }

@@ -1,0 +1,163 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config/index.ts';
+
+const dirs: string[] = [];
+const dataDir = () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'ors-config-'));
+  dirs.push(dir);
+  return dir;
+};
+afterAll(() => {
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+const JWT_SECRET = randomBytes(32).toString('hex');
+const ENCRYPTION_KEY = randomBytes(32).toString('base64');
+/** A complete, valid environment; each case changes one thing. */
+const valid = (overrides: Record<string, string | undefined> = {}) => ({
+  NODE_ENV: 'test',
+  DATA_DIR: dataDir(),
+  JWT_SECRET,
+  ENCRYPTION_KEY,
+  ...overrides,
+});
+
+function configError(env: Record<string, string | undefined>): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return error as ConfigError;
+  }
+  throw new Error(`loadConfig accepted ${JSON.stringify(env)}`);
+}
+
+describe('loadConfig', () => {
+  it('accepts a valid environment and applies the defaults', () => {
+    const config = loadConfig(valid());
+    expect(config).toMatchObject({
+      port: 3000,
+      role: 'all',
+      runsApi: true,
+      runsWorker: true,
+      databaseUrl: null,
+      platformBaseUrl: null,
+      syncRetryBaseDelayMs: 30_000,
+      logLevel: 'info',
+      jwtSecret: JWT_SECRET,
+    });
+    expect(config.encryptionKey.equals(Buffer.from(ENCRYPTION_KEY, 'base64'))).toBe(true);
+  });
+
+  it('reads the values it is given', () => {
+    const config = loadConfig(
+      valid({
+        PORT: '0',
+        ROLE: 'worker',
+        DATABASE_URL: 'postgresql://u:p@db.internal:5432/app',
+        PLATFORM_BASE_URL: 'http://127.0.0.1:4010/{shopDomain}',
+        SYNC_RETRY_BASE_DELAY_MS: '250',
+        LOG_LEVEL: 'debug',
+      }),
+    );
+    expect(config).toMatchObject({
+      port: 0,
+      role: 'worker',
+      runsApi: false,
+      runsWorker: true,
+      databaseUrl: 'postgresql://u:p@db.internal:5432/app',
+      platformBaseUrl: 'http://127.0.0.1:4010/{shopDomain}',
+      syncRetryBaseDelayMs: 250,
+      logLevel: 'debug',
+    });
+  });
+
+  it.each([
+    ['PORT', { PORT: 'abc' }],
+    ['PORT', { PORT: '' }],
+    ['PORT', { PORT: '1e3' }],
+    ['PORT', { PORT: '80.5' }],
+    ['PORT', { PORT: '70000' }],
+    ['PORT', { PORT: '-1' }],
+    ['ROLE', { ROLE: 'boss' }],
+    ['DATABASE_URL', { DATABASE_URL: 'mysql://x' }],
+    ['PLATFORM_BASE_URL', { PLATFORM_BASE_URL: 'http://127.0.0.1:4010/' }],
+    ['PLATFORM_BASE_URL', { PLATFORM_BASE_URL: 'ftp://127.0.0.1/{shopDomain}' }],
+    ['SYNC_RETRY_BASE_DELAY_MS', { SYNC_RETRY_BASE_DELAY_MS: 'soon' }],
+    ['SYNC_RETRY_BASE_DELAY_MS', { SYNC_RETRY_BASE_DELAY_MS: ' ' }],
+    ['LOG_LEVEL', { LOG_LEVEL: 'loud' }],
+    ['NODE_ENV', { NODE_ENV: 'staging' }],
+    ['JWT_SECRET', { JWT_SECRET: 'short' }],
+    ['ENCRYPTION_KEY', { ENCRYPTION_KEY: 'not-base64-32-bytes' }],
+    ['ENCRYPTION_KEY', { ENCRYPTION_KEY: randomBytes(16).toString('base64') }],
+  ])('rejects a bad %s with one line naming it', (variable, overrides) => {
+    const error = configError(valid(overrides));
+    expect(error.message).toContain(variable);
+    expect(error.message).not.toContain('\n');
+    expect(error.message.length).toBeLessThan(200);
+  });
+
+  it.each([
+    ['JWT_SECRET', { JWT_SECRET: undefined, ENCRYPTION_KEY: undefined }],
+    ['JWT_SECRET', { JWT_SECRET: undefined }],
+    ['ENCRYPTION_KEY', { ENCRYPTION_KEY: undefined }],
+  ])('requires %s when NODE_ENV=production, and writes no secret', (variable, overrides) => {
+    const env = valid({ NODE_ENV: 'production', ...overrides });
+    const error = configError(env);
+    expect(error.message).toContain(variable);
+    expect(error.message).toContain('production');
+    expect(error.message).not.toContain('\n');
+    expect(readdirSync(env.DATA_DIR!)).toEqual([]);
+  });
+
+  it('runs in production when given both secrets, without touching DATA_DIR', () => {
+    const env = valid({ NODE_ENV: 'production' });
+    const config = loadConfig(env);
+    expect(config.production).toBe(true);
+    expect(config.jwtSecret).toBe(JWT_SECRET);
+    expect(readdirSync(env.DATA_DIR!)).toEqual([]);
+  });
+
+  it('generates local secrets into DATA_DIR in development and reuses them', () => {
+    const dir = dataDir();
+    const env = { NODE_ENV: 'development', DATA_DIR: dir };
+    const first = loadConfig(env);
+    expect(first.jwtSecret.length).toBeGreaterThanOrEqual(32);
+    expect(first.encryptionKey).toHaveLength(32);
+
+    const secretsDir = path.join(dir, 'secrets');
+    expect(readdirSync(secretsDir).sort()).toEqual(['encryption-key', 'jwt-secret']);
+    for (const file of ['encryption-key', 'jwt-secret']) {
+      // Readable by the owner only.
+      expect(statSync(path.join(secretsDir, file)).mode & 0o077).toBe(0);
+    }
+    expect(readFileSync(path.join(secretsDir, 'jwt-secret'), 'utf8').trim()).toBe(first.jwtSecret);
+
+    const second = loadConfig(env);
+    expect(second.jwtSecret).toBe(first.jwtSecret);
+    expect(second.encryptionKey.equals(first.encryptionKey)).toBe(true);
+
+    // Another DATA_DIR gets its own secrets.
+    const other = loadConfig({ NODE_ENV: 'development', DATA_DIR: dataDir() });
+    expect(other.jwtSecret).not.toBe(first.jwtSecret);
+    expect(other.encryptionKey.equals(first.encryptionKey)).toBe(false);
+  });
+
+  it('prefers secrets from the environment over generated ones', () => {
+    const dir = dataDir();
+    loadConfig({ NODE_ENV: 'development', DATA_DIR: dir });
+    const config = loadConfig({ NODE_ENV: 'development', DATA_DIR: dir, JWT_SECRET, ENCRYPTION_KEY });
+    expect(config.jwtSecret).toBe(JWT_SECRET);
+    expect(config.encryptionKey.equals(Buffer.from(ENCRYPTION_KEY, 'base64'))).toBe(true);
+  });
+
+  it('defaults DATA_DIR to ./.data, resolved to an absolute path', () => {
+    const config = loadConfig({ NODE_ENV: 'test', JWT_SECRET, ENCRYPTION_KEY });
+    expect(config.dataDir).toBe(path.resolve('.data'));
+    expect(path.isAbsolute(loadConfig(valid({ DATA_DIR: 'relative/dir' })).dataDir)).toBe(true);
+  });
+});
