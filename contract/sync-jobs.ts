@@ -69,7 +69,7 @@ export const syncJobsContract = c.router(
       method: 'GET',
       path: '/v1/sync_jobs/:id',
       pathParams: IdParam,
-      responses: { 200: SyncJob, 404: errorResponse(404) },
+      responses: { 200: SyncJob, 400: errorResponse(400), 404: errorResponse(404) },
       summary: 'Get a sync job',
       description: 'One sync job with the fulfillments propagated for it.',
     },
