@@ -1,0 +1,119 @@
+/**
+ * A worker that dies after the platform accepted the order, before the job was recorded, must not
+ * cause a second order: the queue redelivers the same message, the next worker takes the job
+ * again and the platform answers the same Idempotency-Key (`sync-job:<jobId>`) with the first order.
+ *
+ * How the death is simulated: the API runs alone (ROLE api) and the first worker (ROLE worker, its
+ * own ORM and pg-boss, a separate in-process service) reaches the database only through a TCP relay
+ * the test controls (DbLink). Once that worker has read everything it needs and its order POST is on
+ * its way to a slow platform (latency 1.5 s), the test freezes the relay: from then on not one byte of
+ * that worker reaches the database or comes back, exactly as if its process had been killed. So the
+ * platform accepts the order, the worker gets the answer, and its attempt to record it never
+ * lands; its pg-boss heartbeat on the message stops too, leaving the row `processing` and the
+ * message `active`, as a crash would. pg-boss's supervisor fails a message whose heartbeat lapsed
+ * (heartbeatSeconds 10) and retries the same message id; the test waits for the lapse in real time
+ * and then runs that supervisor pass itself (`boss.supervise`) instead of waiting up to a minute for
+ * its timer. A second worker process, started afterwards, picks the redelivered message up.
+ */
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { QUEUES } from '../src/queue/queue.ts';
+import { startSandbox, type Sandbox } from './sandbox/server.ts';
+import { DbLink } from './support/db-link.ts';
+import { startTestProcess, startTestService, type TestProcess, type TestService } from './support/service.ts';
+import {
+  addSupplier,
+  createJob,
+  jobRow,
+  lineOf,
+  logLines,
+  openShop,
+  orderPosts,
+  queueMessage,
+  seedResellerOrder,
+  settled,
+} from './support/sync-jobs.ts';
+import { waitFor } from './support/wait.ts';
+
+let sandbox: Sandbox;
+let api: TestService;
+let link: DbLink;
+let doomed: TestProcess;
+let survivor: TestProcess | undefined;
+let shared: Record<string, string>;
+
+beforeAll(async () => {
+  sandbox = await startSandbox();
+  // Processes sharing one database share its secrets (store tokens are encrypted with the key).
+  shared = {
+    PLATFORM_BASE_URL: sandbox.baseUrlTemplate,
+    ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+    JWT_SECRET: randomBytes(32).toString('hex'),
+  };
+  api = await startTestService({ ...shared, ROLE: 'api' });
+  link = await DbLink.open(api.databaseUrl);
+  doomed = await startTestProcess({ ...shared, ROLE: 'worker', DATABASE_URL: link.databaseUrl });
+});
+
+afterAll(async () => {
+  // Let the frozen worker's buffered traffic through so it can shut down; the job is settled by then.
+  link?.thaw();
+  await survivor?.stop();
+  await doomed?.stop();
+  await api?.stop();
+  await link?.close();
+  await sandbox?.close();
+});
+
+it('a worker dying after the platform accepted the order: completed, with exactly one order', async () => {
+  const shop = await openShop(api.api);
+  const supplier = await addSupplier(api.api, shop, { vendorTag: 'Acme' });
+  sandbox.setFaults(supplier.shopDomain, { latencyMs: 1500 });
+  const orderId = seedResellerOrder(sandbox, shop, [lineOf('Acme')]);
+  const job = await createJob(api.api, shop.user.token, supplier.id, orderId);
+  const messageId = (await jobRow(api.databaseUrl, job.id)).queue_message_id!;
+
+  // The doomed worker took the job and read the reseller order: its last database read before the
+  // platform call. Its order POST now sits in the platform's 1.5 s latency (or is about to be sent).
+  await waitFor(async () => {
+    const readOrder = sandbox.requestsFor(shop.reseller.shopDomain).some((request) => request.method === 'GET' && request.status === 200);
+    const row = await jobRow(api.databaseUrl, job.id);
+    return readOrder && row.status === 'processing';
+  }, 10_000, 'the first worker to be calling the platform');
+  link.freeze();
+
+  // The platform accepts the order and answers; the worker can no longer record it.
+  await waitFor(async () => orderPosts(sandbox, supplier.shopDomain).length === 1, 10_000, 'the platform to answer');
+  expect(orderPosts(sandbox, supplier.shopDomain)[0]!.status).toBe(201);
+  expect(sandbox.ordersFor(supplier.shopDomain)).toHaveLength(1);
+  expect(await jobRow(api.databaseUrl, job.id)).toMatchObject({ status: 'processing', attempts: 1, queue_message_id: messageId });
+  expect(await queueMessage(api.databaseUrl, messageId)).toMatchObject({ state: 'active' });
+  expect(logLines(doomed.logs, 'attempt started')).toHaveLength(1);
+  expect(logLines(doomed.logs, 'attempt completed')).toHaveLength(0);
+
+  // The dead worker's heartbeat on the message lapses.
+  await waitFor(async () => (await queueMessage(api.databaseUrl, messageId))?.heartbeat_stale === true, 20_000, 'the heartbeat to lapse');
+  survivor = await startTestProcess({ ...shared, ROLE: 'worker', DATABASE_URL: api.databaseUrl });
+  // pg-boss's supervisor pass, now rather than at its next tick: fails the message for its heartbeat.
+  await survivor.ctx.queue.boss.supervise(QUEUES.syncJob.name);
+  expect(await queueMessage(api.databaseUrl, messageId)).toMatchObject({ state: expect.stringMatching(/^(retry|active|completed)$/) });
+
+  // The same message, redelivered, lets the surviving worker take the job again.
+  const done = await settled(api.api, shop.user.token, job.id, 15_000);
+  expect(done).toMatchObject({ status: 'completed', attempts: 2, errorMessage: null });
+  const orders = sandbox.ordersFor(supplier.shopDomain);
+  expect(orders).toHaveLength(1);
+  expect(done.sourceOrderId).toBe(String(orders[0]!.id));
+  expect(orderPosts(sandbox, supplier.shopDomain).map((post) => [post.status, post.idempotentReplay])).toEqual([
+    [201, false],
+    [201, true],
+  ]);
+  expect(logLines(survivor.logs, 'attempt started')).toEqual([expect.objectContaining({ job_id: job.id, message_id: messageId, attempt: 2 })]);
+  expect(await queueMessage(api.databaseUrl, messageId)).toMatchObject({ state: 'completed', retry_count: 1 });
+
+  // Should the "dead" worker come back (the partition heals), its late answer changes nothing.
+  link.thaw();
+  await doomed.stop();
+  expect(await jobRow(api.databaseUrl, job.id)).toMatchObject({ status: 'completed', attempts: 2 });
+  expect(sandbox.ordersFor(supplier.shopDomain)).toHaveLength(1);
+}, 45_000);
