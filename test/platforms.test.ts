@@ -436,7 +436,6 @@ describe('parseOrderWebhook', () => {
     ['platform_a', 'a numeric price', (p) => (lineOf(p, 'line_items').price = 12.5), 'line_items.0.price'],
     ['platform_a', 'a non-numeric id', (p) => (p.id = 'abc'), 'id'],
     ['platform_a', 'a malformed price', (p) => (lineOf(p, 'line_items').price = '12,50'), 'line_items.0.price'],
-    ['platform_b', 'no vendor meta entry', (p) => (lineOf(p, 'line_items').meta_data = []), 'line_items.0.meta_data'],
     ['platform_b', 'a fractional quantity', (p) => (lineOf(p, 'line_items').quantity = 1.5), 'line_items.0.quantity'],
     ['custom', 'lines missing', (p) => delete p.lines, 'lines'],
     ['custom', 'too many decimals', (p) => (lineOf(p, 'lines').unitPrice = '1.234'), 'lines.0.unitPrice'],
@@ -449,6 +448,18 @@ describe('parseOrderWebhook', () => {
     const error = payloadError(() => adapters[platform].parseOrderWebhook(payload));
     expect(error.path).toBe(path);
     expect(error.message).toContain(path);
+  });
+
+  const customItems: Array<[Platform, (payload: Record<string, unknown>) => void]> = [
+    ['platform_a', (p) => Object.assign(lineOf(p, 'line_items'), { sku: null, vendor: null })],
+    ['platform_b', (p) => Object.assign(lineOf(p, 'line_items'), { sku: null, meta_data: [] })],
+    ['custom', (p) => Object.assign(lineOf(p, 'lines'), { sku: null, vendor: null })],
+  ];
+
+  it.each(customItems)('%s: keeps a custom line item without sku or vendor, unroutable', (platform, strip) => {
+    const payload = resellerPayload(platform);
+    strip(payload);
+    expect(adapters[platform].parseOrderWebhook(payload).lines[0]).toMatchObject({ sku: '', vendor: '' });
   });
 
   it.each(PLATFORMS)('%s: rejects a body that is not an order', (platform) => {

@@ -5,6 +5,7 @@ import { type HttpClientSettings, PlatformHttpClient } from './http.ts';
 import {
   anyId,
   distinct,
+  lineText,
   optionalText,
   orderCurrency,
   parsePayload,
@@ -37,9 +38,9 @@ const orderSchema = z.object({
   shippingAddress: addressSchema.nullish(),
   lines: z.array(
     z.object({
-      sku: z.string(),
+      sku: lineText,
       title: z.string(),
-      vendor: z.string(),
+      vendor: lineText,
       quantity,
       unitPrice: z.union([z.string(), z.number()]),
     }),

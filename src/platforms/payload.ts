@@ -35,6 +35,16 @@ export const anyId = z.union([z.number().int().nonnegative().safe(), z.string().
 
 export const quantity = z.number().int().positive();
 
+/**
+ * A line's sku or vendor. Storefronts allow custom line items without either; such a line is kept
+ * with '' (a blank vendor matches no supplier, so it is reported as unmatched) rather than the
+ * whole order being refused.
+ */
+export const lineText = z
+  .string()
+  .nullish()
+  .transform((value) => value ?? '');
+
 export const stringList = z
   .array(z.string())
   .nullish()

@@ -5,6 +5,7 @@ import { type HttpClientSettings, PlatformHttpClient } from './http.ts';
 import {
   anyId,
   distinct,
+  lineText,
   numericId,
   optionalText,
   orderCurrency,
@@ -38,7 +39,7 @@ const orderSchema = z.object({
   email: optionalText,
   shipping_address: addressSchema.nullish(),
   line_items: z.array(
-    z.object({ sku: z.string(), title: z.string(), vendor: z.string(), quantity, price: z.string() }),
+    z.object({ sku: lineText, title: z.string(), vendor: lineText, quantity, price: z.string() }),
   ),
 });
 

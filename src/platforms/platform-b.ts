@@ -12,6 +12,7 @@ import { type HttpClientSettings, PlatformHttpClient } from './http.ts';
 import {
   anyId,
   distinct,
+  lineText,
   numericId,
   optionalText,
   orderCurrency,
@@ -28,7 +29,7 @@ const ORDER = 'platform_b order';
 const FULFILLMENT = 'platform_b fulfillment';
 
 const lineSchema = z.object({
-  sku: z.string(),
+  sku: lineText,
   name: z.string(),
   quantity,
   price: z.number().nullish(),
@@ -131,11 +132,9 @@ function readOrder(body: unknown): ResellerOrder {
 }
 
 function readLine(line: PlatformLine, index: number, currencyCode: string): OrderLine {
-  const vendor = line.meta_data.find((entry) => entry.key === 'vendor')?.value;
-  if (typeof vendor !== 'string') {
-    const path = `line_items.${index}.meta_data`;
-    throw new PayloadError(`invalid ${ORDER}: ${path}: no "vendor" entry with a string value`, path);
-  }
+  // A line without a vendor entry is kept unroutable (see lineText), like a blank vendor.
+  const vendorEntry = line.meta_data.find((entry) => entry.key === 'vendor')?.value;
+  const vendor = typeof vendorEntry === 'string' ? vendorEntry : '';
   return {
     sku: line.sku,
     title: line.name,
