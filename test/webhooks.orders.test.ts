@@ -511,7 +511,7 @@ describe('verification', () => {
     const invalid: Record<string, { body: string; param?: string }> = {
       'an object that is no order': { body: '{"foo":1}' },
       'an order without lines': { body: JSON.stringify({ ...payload, line_items: undefined }), param: 'line_items' },
-      'a line without a vendor': { body: JSON.stringify({ ...payload, line_items: [{ ...line, vendor: undefined }] }), param: 'line_items.0.vendor' },
+      'a line without a title': { body: JSON.stringify({ ...payload, line_items: [{ ...line, title: undefined }] }), param: 'line_items.0.title' },
       'a line with a negative quantity': { body: JSON.stringify({ ...payload, line_items: [{ ...line, quantity: -1 }] }), param: 'line_items.0.quantity' },
       'a line with an unusable price': { body: JSON.stringify({ ...payload, line_items: [{ ...line, price: 'ten' }] }), param: 'line_items.0.price' },
       'an order without an id': { body: JSON.stringify({ ...payload, id: undefined }), param: 'id' },
