@@ -43,10 +43,44 @@ function withExamples(operation: OperationObject): OperationObject {
   return operation;
 }
 
+/** A route with a body schema needs the body: generated SDKs then make it a required argument. */
+function withRequiredBody(operation: OperationObject): OperationObject {
+  const body = operation.requestBody;
+  if (!body || !('content' in body)) return operation;
+  const schema = body.content['application/json']?.schema;
+  const empty = !schema || Object.keys(schema).length === 0;
+  return empty ? operation : { ...operation, requestBody: { ...body, required: true } };
+}
+
 function mapOperation(operation: OperationObject, route: AppRoute): OperationObject {
   // (ts-rest types the mapper with its own copy of openapi3-ts; the shapes are the same.)
   const operationId = camelCase(operation.operationId!);
-  return withExamples({ ...operation, operationId, tags: [tagOf(route.path)], security: securityOf(route) });
+  return withExamples(withRequiredBody({ ...operation, operationId, tags: [tagOf(route.path)], security: securityOf(route) }));
+}
+
+/**
+ * Without a `mapping`, a discriminator's value must be the schema's name; ours are the literal
+ * values (`percentage`, `multiply`), so each one is mapped to its component.
+ */
+function mapDiscriminators(schemas: Record<string, SchemaObject>): void {
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) return node.forEach(visit);
+    if (!node || typeof node !== 'object') return;
+    const schema = node as SchemaObject;
+    if (schema.discriminator && schema.oneOf) {
+      const property = schema.discriminator.propertyName;
+      const mapping: Record<string, string> = {};
+      for (const option of schema.oneOf) {
+        const ref = (option as { $ref?: string }).$ref;
+        const target = ref ? schemas[ref.split('/').pop()!] : undefined;
+        const values = (target?.properties?.[property] as SchemaObject | undefined)?.enum;
+        if (ref && values) for (const value of values) mapping[String(value)] = ref;
+      }
+      schema.discriminator = { ...schema.discriminator, mapping };
+    }
+    Object.values(node).forEach(visit);
+  };
+  visit(schemas);
 }
 
 /**
@@ -81,6 +115,7 @@ function normalise(document: OpenAPIObject): OpenAPIObject {
     const { title: _title, ...body } = visit({ ...schema, title: undefined }) as Record<string, unknown>;
     components[name] ??= body as SchemaObject;
   }
+  mapDiscriminators(components);
   return {
     ...document,
     paths,

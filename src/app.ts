@@ -10,6 +10,7 @@ import { apiKeyRoutes } from './api-keys/routes.ts';
 import { auditLogRoutes } from './audit-log/routes.ts';
 import { authRoutes } from './auth/routes.ts';
 import type { AppContext } from './context.ts';
+import { docsRoutes } from './docs/routes.ts';
 import { healthRoutes } from './health/routes.ts';
 import { authenticate } from './http/authenticate.ts';
 import { jsonBody, requireJson } from './http/body.ts';
@@ -71,6 +72,7 @@ export function createApp(ctx: AppContext, services: Services): Express {
   app.get('/openapi.json', (_req, res) => {
     res.json(openApiDocument);
   });
+  app.use(docsRoutes());
 
   const options = {
     globalMiddleware: [authenticate(services.apiKeys, ctx.tokens)],

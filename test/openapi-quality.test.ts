@@ -84,6 +84,16 @@ describe('openapi.json quality', () => {
     expect(spec.components.schemas.ValidationError.example.error.code).toBe('validation_failed');
   });
 
+  it('maps every discriminator value to its schema and marks request bodies required', () => {
+    expect(spec.components.schemas.PricingConfig.discriminator.mapping).toEqual({
+      percentage: '#/components/schemas/PercentagePricing',
+      field_rules: '#/components/schemas/FieldRulesPricing',
+    });
+    for (const { path, method, operation } of operations) {
+      if (operation.requestBody) expect(operation.requestBody.required, `${method} ${path}`).toBe(true);
+    }
+  });
+
   it('names path parameters as the interface does', () => {
     expect(Object.keys(spec.paths)).toEqual(
       expect.arrayContaining(['/v1/reseller_stores/{rst_id}/source_stores/{id}', '/v1/sync_jobs/{id}/retry', '/v1/api_keys/{id}']),

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { NextFunction, Request, Response } from 'express';
+import { withLogContext } from '../shared/log-context.ts';
 
 const PRINTABLE = /^[\x21-\x7e]{1,128}$/;
 
@@ -14,7 +15,8 @@ export function requestId(req: Request, res: Response, next: NextFunction): void
   const given = req.get('x-request-id');
   req.requestId = given && PRINTABLE.test(given) ? given : `req_${randomUUID().replaceAll('-', '')}`;
   res.setHeader('X-Request-Id', req.requestId);
-  next();
+  // Every line logged while handling the request carries its id, whichever logger writes it.
+  withLogContext({ request_id: req.requestId }, next);
 }
 
 /** A response body with the request id every body carries. */
