@@ -26,6 +26,25 @@ import { syncJobRoutes } from './sync-jobs/routes.ts';
 import { WEBHOOK_PATHS, webhookIntake } from './webhooks/intake.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 
+const serveMetrics = (ctx: AppContext) => async (_req: express.Request, res: express.Response) => {
+  res.type(ctx.metrics.registry.contentType).send(await ctx.metrics.registry.metrics());
+};
+
+/**
+ * What a ROLE=worker process serves: liveness, readiness and its own metrics (job transitions and
+ * platform calls are counted where the jobs run), nothing of the API.
+ */
+export function createOperationsApp(ctx: AppContext): Express {
+  const app = express();
+  app.disable('x-powered-by');
+  app.use(requestId);
+  app.get('/metrics', serveMetrics(ctx));
+  createExpressEndpoints(contract.health, healthRoutes(ctx), app, { responseValidation: true });
+  app.use(notFoundHandler);
+  app.use(errorHandler(ctx.logger));
+  return app;
+}
+
 export function createApp(ctx: AppContext, services: Services): Express {
   const app = express();
   app.disable('x-powered-by');
@@ -64,9 +83,7 @@ export function createApp(ctx: AppContext, services: Services): Express {
   });
   app.use(['/v1/auth/register', '/v1/auth/login', '/v1/auth/refresh'], authLimiter);
 
-  app.get('/metrics', async (_req, res) => {
-    res.type(ctx.metrics.registry.contentType).send(await ctx.metrics.registry.metrics());
-  });
+  app.get('/metrics', serveMetrics(ctx));
 
   const openApiDocument = buildOpenApiDocument();
   app.get('/openapi.json', (_req, res) => {

@@ -34,7 +34,14 @@ function parseMetrics(text: string): { samples: Sample[]; types: Map<string, str
 }
 
 /** Log lines that belong to no request and no job: the process starting and stopping. */
-const PROCESS_LINES = new Set(['embedded PostgreSQL started', 'HTTP API listening', 'service started', 'shutting down', 'shutdown step failed']);
+const PROCESS_LINES = new Set([
+  'embedded PostgreSQL started',
+  'HTTP API listening',
+  'operations endpoints listening',
+  'service started',
+  'shutting down',
+  'shutdown step failed',
+]);
 
 const resellerSecret = `whsec_ops_reseller_${Math.random().toString(36).slice(2)}`;
 const acmeSecret = `whsec_ops_acme_${Math.random().toString(36).slice(2)}`;

@@ -32,6 +32,8 @@ interface ServiceProcess {
   lines: string[];
   /** Base URL, for API processes. */
   url: string | null;
+  /** Base URL of a worker's operations endpoints (/healthz, /readyz, /metrics). */
+  opsUrl: string | null;
   exited: Promise<number | null>;
 }
 
@@ -51,10 +53,12 @@ function startProcess(name: string, env: Record<string, string>): Promise<Servic
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return new Promise((resolve, reject) => {
     let url: string | null = null;
+    let opsUrl: string | null = null;
     createInterface({ input: child.stdout! }).on('line', (line) => {
       lines.push(line);
       if (line.includes('"HTTP API listening"')) url = (JSON.parse(line) as { url: string }).url;
-      if (line.includes('"service started"')) resolve({ name, child, lines, url, exited });
+      if (line.includes('"operations endpoints listening"')) opsUrl = (JSON.parse(line) as { url: string }).url;
+      if (line.includes('"service started"')) resolve({ name, child, lines, url, opsUrl, exited });
     });
     createInterface({ input: child.stderr! }).on('line', (line) => lines.push(line));
     void exited.then((code) => reject(new Error(`${name} exited (${code}) before it started:\n${lines.join('\n')}`)));
@@ -213,6 +217,15 @@ describe('two API and two worker processes on one database', () => {
       expect(webhooks.length, `${api.name} webhook requests`).toBe(ORDERS / 2);
     }
     for (const worker of workers) expect(jsonLines(worker).filter((line) => typeof line.request_id === 'string')).toEqual([]);
+
+    // Each worker serves operations endpoints only, where its own job transitions are scraped.
+    for (const worker of workers) {
+      expect(worker.opsUrl, worker.name).toBeTruthy();
+      const metrics = await (await fetch(`${worker.opsUrl}/metrics`)).text();
+      expect(metrics).toMatch(/sync_job_transitions_total\{kind="sync_job",status="completed"\} [1-9]/);
+      expect((await fetch(`${worker.opsUrl}/readyz`)).status).toBe(200);
+      expect((await fetch(`${worker.opsUrl}/v1/sync_jobs`)).status).toBe(404);
+    }
   }, 180_000);
 
   it('stop gracefully on SIGTERM', async () => {
