@@ -1,6 +1,7 @@
 import { Migrator } from '@mikro-orm/migrations';
 import { defineConfig, type Options } from '@mikro-orm/postgresql';
 import { entities } from './src/db/entities.ts';
+import { POOL_OPTIONS, releaseClosedConnections } from './src/db/pool.ts';
 
 /**
  * ORM settings shared by the service, the tests and the MikroORM CLI. The connection string is
@@ -19,6 +20,8 @@ export function ormConfig(clientUrl: string, overrides: Partial<Options> = {}): 
       silent: true,
     },
     pool: { min: 0, max: 10 },
+    // Bounded waits and no leaked connections when the database goes away (src/db/pool.ts).
+    driverOptions: { ...POOL_OPTIONS, onPoolCreated: releaseClosedConnections },
     allowGlobalContext: false,
     debug: false,
     ...overrides,

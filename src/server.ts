@@ -1,11 +1,12 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { createApp } from './app.ts';
+import { createApp, createOperationsApp } from './app.ts';
 import { AccessTokens } from './auth/tokens.ts';
 import type { Config } from './config/index.ts';
 import type { AppContext } from './context.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.ts';
+import { answerClientError } from './http/client-error.ts';
 import { connectOrm } from './db/orm.ts';
 import { createPlatformAdapters } from './platforms/index.ts';
 import { Metrics } from './metrics/index.ts';
@@ -37,6 +38,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     stack.push(() => orm.close());
     const queue = await Queue.start({ connectionString: databaseUrl, logger, supervise: config.runsWorker });
     stack.push(() => queue.stop());
+    queue.attach(orm.em.getEventManager());
 
     const metrics = new Metrics(() => queue.depth());
     const ctx: AppContext = {
@@ -50,13 +52,16 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       platforms: createPlatformAdapters({
         baseUrlTemplate: config.platformBaseUrl ?? undefined,
         timeoutMs: config.platformTimeoutMs,
+        pacing: config.platformPacing,
         observe: metrics.observePlatformCall,
       }),
     };
     const services = createServices(ctx);
     // Workers stop with the queue (graceful: jobs in flight finish), which the stack stops after HTTP.
     if (config.runsWorker) await startWorkers(ctx, services);
-    const url = config.runsApi ? await listen(createApp(ctx, services), config, logger, stack) : null;
+    const url = config.runsApi
+      ? await listen(createApp(ctx, services), config, logger, stack, 'HTTP API listening')
+      : await listen(createOperationsApp(ctx), config, logger, stack, 'operations endpoints listening').then(() => null);
     return { url, ctx, stop };
   } catch (error) {
     await stop();
@@ -79,6 +84,7 @@ async function listen(
   config: Config,
   logger: Logger,
   stack: (() => Promise<void>)[],
+  message: string,
 ): Promise<string> {
   const server: Server = await new Promise((resolve, reject) => {
     const s = app.listen(config.port, config.host, () => resolve(s));
@@ -86,11 +92,12 @@ async function listen(
   });
   // A platform waits 5 s for a webhook answer; keep-alive a little longer than typical LBs.
   server.keepAliveTimeout = 65_000;
+  server.on('clientError', answerClientError(logger));
   stack.push(() => closeServer(server));
   const { port } = server.address() as AddressInfo;
   const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
   const url = `http://${host}:${port}`;
-  logger.info({ port, url }, 'HTTP API listening');
+  logger.info({ port, url }, message);
   return url;
 }
 

@@ -16,6 +16,8 @@ export const AuditEntry = defineEntity({
   },
   indexes: [
     { properties: ['ownerId', 'id'] },
+    // GET /v1/audit_log?action=…: without it a rare action scans the owner's whole history.
+    { properties: ['ownerId', 'action', 'id'] },
     { properties: ['resellerStoreId', 'id'] },
     { properties: ['resourceId'] },
   ],

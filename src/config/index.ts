@@ -2,10 +2,20 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
+import { PLATFORMS, type Platform } from '../orders/types.ts';
+import type { PacingRate } from '../platforms/pacer.ts';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
-const integer = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+/**
+ * Whole numbers written as digits. `z.coerce.number()` alone reads "" as 0 (an empty `PORT=` would
+ * silently bind a random port) and accepts "1e3" or "0x10"; those become NaN and are rejected.
+ */
+const integer = (min: number, max: number) =>
+  z.preprocess(
+    (value) => (typeof value === 'string' && !/^\s*-?\d+\s*$/.test(value) ? Number.NaN : value),
+    z.coerce.number().int().min(min).max(max),
+  );
 
 /** Environment variables, validated once at start-up (decisions.md, "Configuration"). */
 const EnvSchema = z.object({
@@ -25,6 +35,18 @@ const EnvSchema = z.object({
   SYNC_RETRY_BASE_DELAY_MS: integer(0, 86_400_000).default(30_000),
   WORKER_CONCURRENCY: integer(1, 256).default(8),
   PLATFORM_TIMEOUT_MS: integer(100, 120_000).default(10_000),
+  WEBHOOK_STORE_CACHE_TTL_MS: integer(0, 60_000).default(1_000),
+  PLATFORM_PACING: z
+    .string()
+    .optional()
+    .transform((value, ctx) => {
+      const pacing = value === undefined ? {} : parsePacing(value);
+      if (pacing === null) {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'must be a list like "*=50:100" or "platform_a=2:40,custom=10:40" (platform=perSecond:burst)' });
+        return z.NEVER;
+      }
+      return pacing;
+    }),
   JWT_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   ENCRYPTION_KEY: z
     .string()
@@ -56,6 +78,10 @@ function buildConfig(env: z.infer<typeof EnvSchema>) {
     syncRetryBaseDelayMs: env.SYNC_RETRY_BASE_DELAY_MS,
     workerConcurrency: env.WORKER_CONCURRENCY,
     platformTimeoutMs: env.PLATFORM_TIMEOUT_MS,
+    /** How long the order webhook reuses a store look-up; 0 = never (src/webhooks/service.ts). */
+    webhookStoreCacheTtlMs: env.WEBHOOK_STORE_CACHE_TTL_MS,
+    /** Per-store pacing overrides by platform; empty = the platforms' defaults. */
+    platformPacing: env.PLATFORM_PACING,
     jwtSecret: env.JWT_SECRET ?? localSecret(dataDir, production, 'JWT_SECRET', 'jwt-secret', 48),
     encryptionKey: Buffer.from(
       env.ENCRYPTION_KEY ?? localSecret(dataDir, production, 'ENCRYPTION_KEY', 'encryption-key', 32),
@@ -75,6 +101,27 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`invalid configuration: ${issue.path.join('.')} ${issue.message}`);
   }
   return buildConfig(parsed.data);
+}
+
+/**
+ * `platform=perSecond:burst` entries separated by commas; `*` stands for every platform and a
+ * named platform overrides it. Null when the text does not parse.
+ */
+function parsePacing(text: string): Partial<Record<Platform, PacingRate>> | null {
+  const pacing: Partial<Record<Platform, PacingRate>> = {};
+  const entries = text.split(',').map((entry) => entry.trim());
+  const parsed = entries.map((entry) => /^(\*|[a-z_]+)=(\d+(?:\.\d+)?):(\d+)$/.exec(entry));
+  if (parsed.some((match) => match === null)) return null;
+  // The wildcard first, so a named platform wins whatever the order.
+  for (const match of [...parsed].sort((a, b) => Number(b![1] === '*') - Number(a![1] === '*'))) {
+    const [, name, perSecond, burst] = match!;
+    const rate = { perSecond: Number(perSecond), burst: Number(burst) };
+    if (!(rate.perSecond > 0) || !(rate.burst >= 1)) return null;
+    if (name === '*') PLATFORMS.forEach((platform) => (pacing[platform] = rate));
+    else if ((PLATFORMS as readonly string[]).includes(name!)) pacing[name as Platform] = rate;
+    else return null;
+  }
+  return pacing;
 }
 
 /**

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import exitHook from 'async-exit-hook';
@@ -100,17 +100,46 @@ function clusterPassword(dataDir: string): string {
 }
 
 /**
- * A postmaster.pid left behind by a killed server blocks start-up. PostgreSQL itself ignores a
- * pid file whose process is gone, except when that pid was reused by another live process;
- * removing it when the recorded process is not a postgres server makes restarts after SIGKILL
- * reliable.
+ * A postmaster.pid left behind by a killed server (SIGKILL, OOM, power loss) can block start-up:
+ * PostgreSQL ignores a lock file whose process is gone, but refuses to start when that pid now
+ * belongs to any other live process, which after a reboot or in a busy container is likely (the
+ * test suites run several clusters side by side). So the file is removed unless the process it
+ * names is part of this very cluster: its postmaster or a backend, whose working directory is the
+ * cluster folder. A cluster that still runs keeps its file and PostgreSQL refuses to start twice;
+ * orphaned backends of a killed postmaster are caught by PostgreSQL's own shared memory interlock.
  */
-function removeStalePidFile(clusterDir: string): void {
+export function removeStalePidFile(clusterDir: string): void {
   const pidFile = path.join(clusterDir, 'postmaster.pid');
   if (!existsSync(pidFile)) return;
   const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
-  if (Number.isInteger(pid) && pid > 0 && isPostgresProcess(pid)) return;
+  if (Number.isInteger(pid) && pid > 0 && belongsToCluster(pid, clusterDir)) return;
   rmSync(pidFile, { force: true });
+}
+
+function belongsToCluster(pid: number, clusterDir: string): boolean {
+  if (!isRunning(pid)) return false;
+  // Without /proc (macOS) there is no telling: keep the file and let PostgreSQL judge the pid.
+  if (!existsSync('/proc/self/cwd')) return true;
+  try {
+    return realpathSync(`/proc/${pid}/cwd`) === realpathSync(clusterDir);
+  } catch {
+    // Not ours to inspect (another user's process): keep the file when it could be a server.
+    return isPostgresProcess(pid);
+  }
+}
+
+/** Alive and not a zombie waiting to be reaped. */
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  try {
+    return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  } catch {
+    return true;
+  }
 }
 
 function isPostgresProcess(pid: number): boolean {

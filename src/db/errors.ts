@@ -21,6 +21,8 @@ const UNAVAILABLE_MESSAGES = [
   'Connection terminated unexpectedly',
   'the database system is shutting down',
   'the database system is starting up',
+  // A pooled connection that closed under a transaction still in use (see pool.ts).
+  'Client was closed and is not queryable',
 ];
 
 /** True when an error means "the database cannot be reached right now" rather than a bug. */

@@ -51,14 +51,35 @@ export function unstorable(param: string): AppError {
   return new AppError('validation_failed', { param, message: `${param}: must not contain NUL characters or unpaired surrogates.` });
 }
 
-/** The dotted path of the first key or string value with unstorable text ('' for the value itself), or null. */
-export function unstorableIn(value: unknown, path: string[] = []): string | null {
-  if (typeof value === 'string') return UNSTORABLE.test(value) ? path.join('.') : null;
-  if (typeof value !== 'object' || value === null) return null;
-  for (const [key, item] of Object.entries(value)) {
-    if (UNSTORABLE.test(key)) return [...path, key].join('.');
-    const found = unstorableIn(item, [...path, key]);
-    if (found !== null) return found;
+/**
+ * The dotted path of the first key or string value with unstorable text ('' for the value itself),
+ * or null. Walks with an explicit stack, not recursion: a 1 MiB body can nest half a million levels
+ * deep (`[[[[…]]]]`), and a recursive walk overflowed the call stack inside the body parser's
+ * callback, an uncaught exception that took the whole process down.
+ */
+export function unstorableIn(value: unknown): string | null {
+  interface Step {
+    value: unknown;
+    key: string | null;
+    parent: Step | null;
+  }
+  const pathOf = (step: Step) => {
+    const keys: string[] = [];
+    for (let at: Step | null = step; at && at.key !== null; at = at.parent) keys.push(at.key);
+    return keys.reverse().join('.');
+  };
+  const stack: Step[] = [{ value, key: null, parent: null }];
+  while (stack.length > 0) {
+    const step = stack.pop()!;
+    if (step.key !== null && UNSTORABLE.test(step.key)) return pathOf(step);
+    if (typeof step.value === 'string') {
+      if (UNSTORABLE.test(step.value)) return pathOf(step);
+      continue;
+    }
+    if (typeof step.value !== 'object' || step.value === null) continue;
+    // Reversed, so entries are visited in order, as a recursive walk would.
+    const entries = Object.entries(step.value);
+    for (let i = entries.length - 1; i >= 0; i--) stack.push({ value: entries[i]![1], key: entries[i]![0], parent: step });
   }
   return null;
 }

@@ -1,5 +1,5 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
-import { fromKysely, PgBoss, type KyselyTransactionLike, type Queue as QueueDefinition } from 'pg-boss';
+import type { EntityManager, EventManager, EventSubscriber, TransactionEventArgs } from '@mikro-orm/postgresql';
+import { fromKysely, PgBoss, type JobInsert, type KyselyTransactionLike, type Queue as QueueDefinition } from 'pg-boss';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 
@@ -46,6 +46,19 @@ export interface QueueOptions {
 }
 
 export class Queue {
+  /** Inserts a committing transaction's buffered messages; registered with the ORM by `attach`. */
+  readonly #flusher: EventSubscriber = {
+    beforeTransactionCommit: async ({ transaction }: TransactionEventArgs) => {
+      const byQueue = transaction && this.#buffered.get(transaction);
+      if (!byQueue) return;
+      this.#buffered.delete(transaction);
+      const db = fromKysely(transaction as unknown as KyselyTransactionLike);
+      for (const [name, jobs] of byQueue) await this.boss.insert(name, jobs, { db });
+    },
+  };
+  /** Messages enqueued in a transaction not committed yet, by transaction, then by queue name. */
+  readonly #buffered = new WeakMap<object, Map<string, JobInsert[]>>();
+
   private constructor(readonly boss: PgBoss) {}
 
   static async start(options: QueueOptions): Promise<Queue> {
@@ -54,6 +67,11 @@ export class Queue {
       schema: 'pgboss',
       max: options.poolMax ?? 5,
       supervise: options.supervise,
+      // A message whose worker died (crash, lost database) is failed and redelivered by the supervisor
+      // once its heartbeat (10 s) lapses. pg-boss supervises every 60 s by default, which kept such
+      // orders waiting over a minute after a restart or an outage; every 10 s bounds it near 20 s.
+      superviseIntervalSeconds: 10,
+      monitorIntervalSeconds: 10,
       schedule: false,
       migrate: true,
       useListenNotify: options.supervise,
@@ -69,7 +87,11 @@ export class Queue {
 
   /**
    * Enqueues inside the caller's ORM transaction, so the message exists exactly when the state
-   * change that needs it commits. Returns the message id, which the caller stores on its row.
+   * change that needs it commits. The caller chooses the message id and stores it on its row.
+   *
+   * With the ORM attached (`attach`), messages are buffered and inserted just before the
+   * transaction commits, in it, one statement per queue: an order routed to several suppliers
+   * costs one insert instead of one per job. Otherwise each is inserted at once.
    */
   async enqueue<K extends QueueKey>(
     em: EntityManager,
@@ -79,11 +101,29 @@ export class Queue {
   ): Promise<void> {
     const trx = em.getTransactionContext<KyselyTransactionLike>();
     if (!trx) throw new Error('enqueue must run inside a transaction');
-    await this.boss.send(QUEUES[key].name, message, {
-      id: options.id,
-      ...(options.startAfter && { startAfter: options.startAfter }),
-      db: fromKysely(trx),
-    });
+    // Transactions run on forks whose event managers are copies: look for the subscriber itself.
+    if (!em.getEventManager().getSubscribers().has(this.#flusher)) {
+      await this.boss.send(QUEUES[key].name, message, {
+        id: options.id,
+        ...(options.startAfter && { startAfter: options.startAfter }),
+        db: fromKysely(trx),
+      });
+      return;
+    }
+    const job: JobInsert = { id: options.id, data: message, ...(options.startAfter && { startAfter: options.startAfter }) };
+    let byQueue = this.#buffered.get(trx);
+    if (!byQueue) this.#buffered.set(trx, (byQueue = new Map()));
+    const jobs = byQueue.get(QUEUES[key].name);
+    if (jobs) jobs.push(job);
+    else byQueue.set(QUEUES[key].name, [job]);
+  }
+
+  /**
+   * Makes the ORM's transactions insert the messages enqueued in them just before they commit.
+   * Call it before any transaction starts: a transaction's fork copies the subscribers it sees.
+   */
+  attach(events: EventManager): void {
+    events.registerSubscriber(this.#flusher);
   }
 
   async depth(): Promise<Record<string, number>> {

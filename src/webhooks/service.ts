@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { EntityManager, EventSubscriber, FlushEventArgs, TransactionEventArgs } from '@mikro-orm/core';
 import { AuditEntry } from '../audit-log/entity.ts';
 import { recordAudit, SYSTEM_ACTOR } from '../audit-log/service.ts';
 import type { AppContext } from '../context.ts';
@@ -22,19 +23,99 @@ export interface Delivery {
 
 const EXTERNAL_ORDER_ID = /^[A-Za-z0-9_-]{1,32}$/;
 
+/** Entities whose changes empty the store look-up cache. */
+const CACHED_ENTITIES = new Set(['ResellerStore', 'SourceStore']);
+const CACHE_MAX_ENTRIES = 10_000;
+
+/**
+ * The order webhook's store look-ups (a reseller store by shop domain, with its decrypted webhook
+ * secret; a reseller store's active source stores), each reused for `ttlMs`: at a steady stream
+ * of orders they would otherwise cost two queries and a decryption per delivery. A change to any
+ * store made through this process's ORM empties the cache when it is flushed and again when it
+ * commits, and nothing is cached while such a change is uncommitted, so this process never acts on
+ * a store it changed; a change made by another process (another ROLE=api instance) is seen within
+ * `ttlMs`. A domain with no active store is never cached, so a new store is seen at once.
+ */
+class StoreLookupCache implements EventSubscriber {
+  readonly #entries = new Map<string, { value: Promise<unknown>; expiresAt: number }>();
+  /** Entity managers that flushed a store change not committed yet. */
+  readonly #uncommitted = new Set<EntityManager>();
+  #generation = 0;
+
+  constructor(private readonly ttlMs: number) {}
+
+  /** The cached value, or `load()`'s; concurrent misses of one key share a single load. */
+  get<T>(key: string, load: () => Promise<T | null>): Promise<T | null> {
+    if (!(this.ttlMs > 0)) return load();
+    const now = Date.now();
+    const hit = this.#entries.get(key);
+    if (hit && hit.expiresAt > now) return hit.value as Promise<T | null>;
+    const generation = this.#generation;
+    const value = load();
+    const entry = { value, expiresAt: now + this.ttlMs };
+    if (this.#entries.size >= CACHE_MAX_ENTRIES) this.#entries.clear();
+    this.#entries.set(key, entry);
+    // Keep only a found value, and only when no store change was flushed while it was read.
+    const keep = (found: T | null) => found !== null && generation === this.#generation && this.#uncommitted.size === 0;
+    const forget = () => {
+      if (this.#entries.get(key) === entry) this.#entries.delete(key);
+    };
+    value.then((found) => keep(found) || forget(), forget);
+    return value;
+  }
+
+  onFlush({ em, uow }: FlushEventArgs): void {
+    if (!uow.getChangeSets().some((changeSet) => CACHED_ENTITIES.has(changeSet.meta.className))) return;
+    this.#uncommitted.add(em);
+    this.#clear();
+  }
+
+  afterFlush({ em }: FlushEventArgs): void {
+    // A flush outside a transaction has committed by now.
+    if (!em.isInTransaction()) this.#settle(em);
+  }
+
+  afterTransactionCommit({ em }: TransactionEventArgs): void {
+    this.#settle(em);
+  }
+
+  afterTransactionRollback({ em }: TransactionEventArgs): void {
+    this.#settle(em);
+  }
+
+  #settle(em: EntityManager): void {
+    if (this.#uncommitted.delete(em)) this.#clear();
+  }
+
+  #clear(): void {
+    this.#generation++;
+    this.#entries.clear();
+  }
+}
+
 export class WebhookService {
+  private readonly stores: StoreLookupCache;
+
   constructor(
     private readonly ctx: AppContext,
     private readonly jobs: SyncJobService,
     private readonly fulfillments: FulfillmentService,
-  ) {}
+  ) {
+    this.stores = new StoreLookupCache(ctx.config.webhookStoreCacheTtlMs);
+    ctx.orm.em.getEventManager().registerSubscriber(this.stores);
+  }
 
   /** The active reseller store that signed an orders/create delivery, or 401 invalid_signature. */
   async verifyResellerStore(delivery: Delivery): Promise<ResellerStore> {
     const shopDomain = normaliseDomain(delivery.shopDomain);
-    const store = shopDomain ? await this.ctx.orm.em.fork().findOne(ResellerStore, { shopDomain, deletedAt: null }) : null;
-    if (!store || !this.signedBy(store, delivery)) throw this.refused('orders');
-    return store;
+    const found = shopDomain
+      ? await this.stores.get(`reseller:${shopDomain}`, async () => {
+          const store = await this.ctx.orm.em.fork().findOne(ResellerStore, { shopDomain, deletedAt: null });
+          return store && { store, secret: this.ctx.secrets.decrypt(store.webhookSecretEncrypted, store.id) };
+        })
+      : null;
+    if (!found || !delivery.signature || !verifySignature(delivery.rawBody, found.secret, delivery.signature)) throw this.refused('orders');
+    return found.store;
   }
 
   /**
@@ -64,7 +145,9 @@ export class WebhookService {
     const order = parse(() => this.ctx.platforms[store.platform].parseOrderWebhook(body));
     if (!EXTERNAL_ORDER_ID.test(order.externalOrderId)) throw validationFailed('id', 'The order id is not a valid order id.');
 
-    const sources = await this.ctx.orm.em.fork().find(SourceStore, { resellerStoreId: store.id, deletedAt: null });
+    const sources = (await this.stores.get(`sources:${store.id}`, () =>
+      this.ctx.orm.em.fork().find(SourceStore, { resellerStoreId: store.id, deletedAt: null }),
+    ))!;
     const matched = sources.filter((source) => order.lines.some((line) => normaliseVendor(line.vendor) === source.vendorKey));
     const unmatched = order.lines.filter((line) => !sources.some((source) => normaliseVendor(line.vendor) === source.vendorKey));
 
@@ -111,11 +194,12 @@ export class WebhookService {
       this.ctx.logger.warn({ shop_domain: senders[0]!.shopDomain, source_order_id: fulfillment.sourceOrderId }, 'fulfillment for an unknown order');
       return [];
     }
+    // The signature covers the body, not the headers: keyed by the webhook id, a captured delivery
+    // replayed with a new X-Platform-Webhook-Id was a second fulfillment (the customer notified
+    // twice). Without the platform's own fulfillment id, the signed bytes identify the event.
     const dedupeKey = fulfillment.fulfillmentId
       ? `fulfillment:${fulfillment.fulfillmentId}`
-      : delivery.webhookId
-        ? `webhook:${delivery.webhookId.slice(0, 180)}`
-        : `body:${createHash('sha256').update(delivery.rawBody).digest('hex')}`;
+      : `body:${createHash('sha256').update(delivery.rawBody).digest('hex')}`;
     await this.fulfillments.receive(job, fulfillment.tracking, dedupeKey);
     return [job.id];
   }

@@ -1,9 +1,35 @@
-import type { Job } from 'pg-boss';
+import type { Job, PgBoss } from 'pg-boss';
 import type { AppContext } from '../context.ts';
 import { QUEUES, type QueueKey, type QueueMessage } from '../queue/queue.ts';
 import type { Services } from '../services.ts';
 import { fulfillmentWorker } from './fulfillment.worker.ts';
 import { syncJobWorker } from './sync-job.worker.ts';
+
+/**
+ * Every worker takes one message at a time. NOTIFY wakes workers only when a message is sent; a
+ * delayed one (an automatic retry) becomes due silently, so polling keeps its pace even while
+ * NOTIFY is active (pg-boss would relax it to 30 s).
+ */
+export const WORK_OPTIONS = { batchSize: 1, localConcurrency: 1, pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 0.5 } as const;
+
+/**
+ * Consumes a queue with `concurrency` workers (exported so the benchmark's bare pg-boss baseline
+ * consumes the same way). pg-boss waits its polling interval after every message unless NOTIFY
+ * woke it, so a backlog that is not being added to (after an outage, a burst, a restart) would
+ * drain at two messages per second per worker. Each worker is registered on its own, so its
+ * handler knows its id and wakes it: after a message is handled the worker fetches the next at
+ * once, and only an empty fetch, or a failure, makes it wait.
+ */
+export async function consume(boss: PgBoss, name: string, concurrency: number, handle: (job: Job<unknown>) => Promise<void>): Promise<void> {
+  for (let i = 0; i < concurrency; i++) {
+    let workerId: string | undefined;
+    workerId = await boss.work(name, WORK_OPTIONS, async ([job]: Job<unknown>[]) => {
+      if (!job) return;
+      await handle(job);
+      if (workerId) boss.notifyWorker(workerId);
+    });
+  }
+}
 
 type Handlers = { [K in QueueKey]: (messageId: string, message: QueueMessage<K>) => Promise<void> };
 
@@ -24,23 +50,18 @@ export async function startWorkers(ctx: AppContext, services: Services): Promise
     const handler = handlers[key] as (id: string, message: unknown) => Promise<void>;
     if (!handler) throw new Error(`queue ${QUEUES[key].name} has no handler`);
     const { name, schema } = QUEUES[key];
-    await ctx.queue.boss.work(
-      name,
-      { batchSize: 1, localConcurrency: ctx.config.workerConcurrency, pollingIntervalSeconds: 0.5 },
-      async ([job]: Job<unknown>[]) => {
-        if (!job) return;
-        const parsed = schema.safeParse(job.data);
-        if (!parsed.success) {
-          ctx.logger.error({ queue: name, message_id: job.id }, 'malformed queue message dropped');
-          return;
-        }
-        try {
-          await handler(job.id, parsed.data);
-        } catch (error) {
-          ctx.logger.error({ err: error, queue: name, message_id: job.id }, 'queue handler failed; pg-boss will redeliver');
-          throw error;
-        }
-      },
-    );
+    await consume(ctx.queue.boss, name, ctx.config.workerConcurrency, async (job) => {
+      const parsed = schema.safeParse(job.data);
+      if (!parsed.success) {
+        ctx.logger.error({ queue: name, message_id: job.id }, 'malformed queue message dropped');
+        return;
+      }
+      try {
+        await handler(job.id, parsed.data);
+      } catch (error) {
+        ctx.logger.error({ err: error, queue: name, message_id: job.id }, 'queue handler failed; pg-boss will redeliver');
+        throw error;
+      }
+    });
   }
 }

@@ -1,0 +1,416 @@
+/**
+ * Issue 6, item 4 (API): property-based requests against every route of the contract. Each run
+ * picks hostile path parameters, query strings, headers, content types, methods and bodies (odd
+ * and huge Unicode, NUL and lone surrogates, wrong JSON types, broken JSON, binary, deep nesting,
+ * bodies over 1 MiB, credentials of every kind), signed correctly or not for the webhooks. Whatever
+ * is sent, the answer is never a 5xx, and every 4xx is the error envelope of decisions.md with the
+ * request id of its X-Request-Id header.
+ */
+import { connect } from 'node:net';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { signPayload } from '../../src/webhooks/signature.ts';
+import { startSandbox, type Sandbox } from '../sandbox/server.ts';
+import { startTestService, type TestService } from '../support/service.ts';
+import { waitFor } from '../support/wait.ts';
+import {
+  ChaosClient,
+  createApiKey,
+  createReseller,
+  createSupplier,
+  registerUser,
+  type ChaosResponse,
+  type ChaosUser,
+  type ResellerFixture,
+  type SupplierFixture,
+} from './support/client.ts';
+import { deliverUntilAccepted } from './support/deliverer.ts';
+import { itLeaksNoSecret, ledger } from './support/ledger.ts';
+import { contractRoutes, fillPath, type ContractRoute } from './support/routes.ts';
+
+/** FUZZ_RUNS=500 for a longer hunt. */
+const RUNS_PER_ROUTE = Number(process.env.FUZZ_RUNS ?? 45);
+const ERROR_FIELDS = ['code', 'message', 'param', 'details'];
+
+let sandbox: Sandbox;
+let service: TestService;
+let client: ChaosClient;
+let user: ChaosUser;
+let apiKey: string;
+let revokedKey: string;
+let reseller: ResellerFixture;
+let supplier: SupplierFixture;
+const ids = { rst: '', sst: '', job: '', key: '' };
+
+beforeAll(async () => {
+  sandbox = await startSandbox();
+  service = await startTestService({ PLATFORM_BASE_URL: sandbox.baseUrlTemplate, SYNC_RETRY_BASE_DELAY_MS: '100' });
+  ledger.watch('in-process service', () => service.logs);
+  client = new ChaosClient(service.url);
+  user = await registerUser(client);
+  const key = await createApiKey(client, user.token, 'live');
+  apiKey = key.rawKey;
+  ids.key = key.id;
+  const revoked = await createApiKey(client, user.token, 'test');
+  revokedKey = revoked.rawKey;
+  expect((await client.delete(`/v1/api_keys/${revoked.id}`, { token: user.token })).status).toBe(204);
+  reseller = await createReseller(client, user.token);
+  supplier = await createSupplier(client, user.token, reseller.id);
+  ids.rst = reseller.id;
+  ids.sst = supplier.id;
+  const delivery = await deliverUntilAccepted({
+    url: () => `${service.url}/v1/orders/webhook`,
+    shopDomain: reseller.shopDomain,
+    secret: reseller.webhookSecret,
+    topic: 'orders/create',
+    payload: sandbox.buildOrderPayload('platform_a', { id: 4242, lines: [{ sku: 'S', title: 'T', vendor: supplier.vendorTag, quantity: 1, price: '1.00' }] }),
+  });
+  ids.job = delivery.accepted.body.syncJobIds[0];
+});
+
+afterAll(async () => {
+  await service?.stop();
+  ledger.flush();
+  await sandbox?.close();
+});
+
+// ---------------------------------------------------------------------------------------------
+// What to send
+
+const NASTY = [
+  '',
+  ' ',
+  '\u0000',
+  'a\u0000b',
+  '\ud800',
+  'x\udfffy',
+  '\u202eevil',
+  '\ufeffbom',
+  '\u200b\u200c\u200d',
+  '𝕳𝖊𝖑𝖑𝖔 🧨👩🏽‍🚀',
+  'Z̤̔ͧ̑̓ä͖̭̈̇lͮ̒ͫǧ̗͚̚o̙̔ͮ̇͐̇',
+  'ﷺ',
+  "' OR 1=1 --",
+  '"; drop table users; --',
+  '${jndi:ldap://x/a}',
+  '{{7*7}}',
+  '<script>alert(1)</script>',
+  '../../../etc/passwd',
+  '%00',
+  '%',
+  '%E0%A4%A',
+  'null',
+  'undefined',
+  '__proto__',
+  'constructor',
+  'NaN',
+  '1e309',
+  '-0',
+  '9'.repeat(400),
+  'rst_0000000000000000000000000000ffff',
+];
+
+/** Percent-encoding of any string; lone surrogates (which have no UTF-8) become U+FFFD first. */
+const encodeComponent = (value: string) => encodeURIComponent(value.toWellFormed());
+
+const hostileString: fc.Arbitrary<string> = fc.oneof(
+  { arbitrary: fc.constantFrom(...NASTY), weight: 4 },
+  { arbitrary: fc.string({ unit: 'binary', maxLength: 40 }), weight: 3 },
+  { arbitrary: fc.string({ unit: 'grapheme', maxLength: 40 }), weight: 2 },
+  { arbitrary: fc.tuple(fc.string({ unit: 'binary', minLength: 1, maxLength: 4 }), fc.integer({ min: 200, max: 20_000 })).map(([s, n]) => s.repeat(n)), weight: 1 },
+);
+
+/** Anything where a value of some type is expected. */
+const wrongValue: fc.Arbitrary<unknown> = fc.oneof(
+  hostileString,
+  fc.integer(),
+  fc.double(),
+  fc.constantFrom(0, -1, 2 ** 53 + 1, 1e308, true, false, null, [], {}),
+  fc.array(hostileString, { maxLength: 3 }),
+  fc.dictionary(hostileString, hostileString, { maxKeys: 3 }),
+  fc.jsonValue({ maxDepth: 3 }),
+);
+
+/** Header values are bytes: Latin-1 without control characters (what an HTTP client can send at all). */
+const headerValue: fc.Arbitrary<string> = fc.oneof(
+  fc.string({ unit: fc.integer({ min: 0x20, max: 0xff }).filter((code) => code !== 0x7f).map((code) => String.fromCharCode(code)), maxLength: 60 }),
+  fc.constantFrom('', 'ÿÿÿ', 'é', '\t', '%00', '%E0%A4%A', '()<>@,;:\\"/[]?={}'),
+);
+
+/** Now and then a header far over Node's 16 KiB limit for all headers together. */
+const headerValueOrHuge: fc.Arbitrary<string> = fc.oneof(
+  { arbitrary: headerValue, weight: 30 },
+  { arbitrary: fc.integer({ min: 1_000, max: 40_000 }).map((n) => 'h'.repeat(n)), weight: 1 },
+);
+
+const CONTENT_TYPES = [
+  'application/json',
+  'application/json; charset=utf-8',
+  'application/json; charset=utf-16',
+  'application/json; charset=latin1',
+  'application/merge-patch+json',
+  'application/problem+json',
+  'text/plain',
+  'text/json',
+  'application/x-www-form-urlencoded',
+  'multipart/form-data; boundary=xyz',
+  'application/xml',
+  'application/octet-stream',
+  'garbage',
+  'application/json;;;=',
+];
+
+function bodyTemplate(route: ContractRoute): Record<string, unknown> | null {
+  switch (route.name) {
+    case 'auth.register':
+    case 'auth.login':
+      return { email: 'someone@example.com', password: 'long enough password' };
+    case 'apiKeys.create':
+      return { name: 'fuzz key', environment: 'test' };
+    case 'resellerStores.create':
+      return { name: 'Fuzz shop', platform: 'platform_a', shopDomain: 'fuzz-shop.example.com', accessToken: 'fuzz-token-value', webhookSecret: 'fuzz-secret-value' };
+    case 'resellerStores.update':
+      return { name: 'Renamed' };
+    case 'sourceStores.create':
+      return {
+        name: 'Fuzz supplier',
+        platform: 'custom',
+        shopDomain: 'fuzz-supplier.example.com',
+        accessToken: 'fuzz-token-value',
+        webhookSecret: 'fuzz-secret-value',
+        vendorTag: 'Fuzz vendor',
+        pricingMode: 'field_rules',
+        pricingConfig: { type: 'field_rules', rules: [{ field: 'price', op: 'multiply', value: 0.5 }, { field: 'sku', op: 'prefix', value: 'F-' }] },
+      };
+    case 'sourceStores.update':
+      return { name: 'Renamed', pricingMode: 'percentage', pricingConfig: { type: 'percentage', value: 10 } };
+    case 'syncJobs.create':
+      return { source_store_id: ids.sst, external_order_id: '4243' };
+    case 'webhooks.orders':
+      return sandbox.buildOrderPayload('platform_a', { id: 5151, lines: [{ sku: 'S', title: 'T', vendor: supplier.vendorTag, quantity: 1, price: '1.00' }] });
+    case 'webhooks.fulfillments':
+      return { id: 1, order_id: 1, status: 'success', tracking_number: '1Z', tracking_numbers: ['1Z'], tracking_urls: [], line_items: [] };
+    default:
+      return route.hasBody ? {} : null;
+  }
+}
+
+/**
+ * Sets an own property, whatever its name: `body['__proto__'] = x` would set the prototype (or,
+ * on a nested object, pollute Object.prototype of this very process, which runs the service).
+ */
+function setOwn(target: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
+/** A valid body for the route with some of its fields replaced, dropped, or joined by strangers. */
+function mutatedBody(route: ContractRoute): fc.Arbitrary<unknown> {
+  const template = bodyTemplate(route) ?? {};
+  const keys = Object.keys(template);
+  const mutation = fc.oneof(
+    fc.record({ kind: fc.constant('replace' as const), key: keys.length ? fc.constantFrom(...keys) : hostileString, value: wrongValue }),
+    fc.record({ kind: fc.constant('drop' as const), key: keys.length ? fc.constantFrom(...keys) : hostileString, value: fc.constant(null) }),
+    fc.record({ kind: fc.constant('add' as const), key: hostileString, value: wrongValue }),
+    fc.record({ kind: fc.constant('nest' as const), key: keys.length ? fc.constantFrom(...keys) : hostileString, value: wrongValue }),
+  );
+  return fc.array(mutation, { minLength: 0, maxLength: 3 }).map((mutations) => {
+    const body: Record<string, unknown> = structuredClone(template);
+    for (const { kind, key, value: generated } of mutations) {
+      // A copy: fast-check may hand the same value to several runs, which must not grow it.
+      const value = structuredClone(generated);
+      const inner = Object.hasOwn(body, key) ? body[key] : undefined;
+      if (kind === 'drop') delete body[key];
+      else if (kind === 'nest' && inner && typeof inner === 'object') setOwn(inner as Record<string, unknown>, typeof value === 'string' ? value.slice(0, 20) : 'nested', value);
+      else setOwn(body, key, value);
+    }
+    return body;
+  });
+}
+
+type Body = { kind: 'none' } | { kind: 'json'; value: unknown } | { kind: 'raw'; bytes: Buffer };
+
+function bodies(route: ContractRoute): fc.Arbitrary<Body> {
+  const json = (value: fc.Arbitrary<unknown>) => value.map((v): Body => ({ kind: 'json', value: v }));
+  const raw = (text: fc.Arbitrary<string | Uint8Array>) => text.map((t): Body => ({ kind: 'raw', bytes: Buffer.from(t) }));
+  return fc.oneof(
+    { arbitrary: fc.constant<Body>({ kind: 'none' }), weight: 2 },
+    { arbitrary: json(mutatedBody(route)), weight: 8 },
+    { arbitrary: json(fc.jsonValue({ maxDepth: 4 })), weight: 2 },
+    { arbitrary: json(wrongValue), weight: 1 },
+    {
+      arbitrary: raw(fc.constantFrom('{', '{"a":', 'nul', '[1,2', '\u0000', '{"a":"\\ud800"}', '{"a":"\\u0000"}', '{"__proto__":{"admin":true}}', '{"a":1,"a":2}', '   ', '"just a string"', '1e999', '{"a":-}')),
+      weight: 2,
+    },
+    { arbitrary: raw(fc.uint8Array({ maxLength: 300 })), weight: 1 },
+    { arbitrary: raw(fc.integer({ min: 2_000, max: 500_000 }).map((n) => '['.repeat(n) + ']'.repeat(n))), weight: 1 },
+    { arbitrary: raw(fc.integer({ min: 2_000, max: 30_000 }).map((n) => '{"a":'.repeat(n) + '1' + '}'.repeat(n))), weight: 1 },
+    { arbitrary: raw(fc.constantFrom(1024 * 1024 + 1, 3 * 1024 * 1024).map((n) => `{"name":"${'x'.repeat(n)}"}`)), weight: 1 },
+  );
+}
+
+function pathValue(param: string, route: ContractRoute): fc.Arbitrary<string> {
+  const own = param === 'rst_id' ? ids.rst : route.path.includes('source_stores') ? ids.sst : route.path.startsWith('/v1/sync_jobs') ? ids.job : route.path.startsWith('/v1/api_keys') ? ids.key : ids.rst;
+  return fc.oneof(
+    { arbitrary: fc.constant(own), weight: 2 },
+    { arbitrary: hostileString.map(encodeComponent), weight: 5 },
+    { arbitrary: fc.constantFrom('%', '%E0%A4%A', '%FF', '%00', '%C0%AF', 'a%2Fb', '%2e%2e', ';', '%25', '*', '$', `${own}%00`), weight: 2 },
+    { arbitrary: fc.integer({ min: 65, max: 8_000 }).map((n) => `rst_${'a'.repeat(n)}`), weight: 1 },
+  );
+}
+
+const QUERY_KEYS = ['limit', 'starting_after', 'ending_before', 'status', 'reseller_store_id', 'source_store_id', 'external_order_id', 'action', 'resource_id'];
+
+const query: fc.Arbitrary<string> = fc.oneof(
+  fc.constant(''),
+  fc
+    .array(fc.tuple(fc.oneof(fc.constantFrom(...QUERY_KEYS), hostileString), fc.oneof(hostileString, fc.integer().map(String), fc.constantFrom('0', '101', '-1', '1.5', '1e2', '0x10', ' 5 '))), { maxLength: 5 })
+    .map((pairs) => `?${pairs.map(([k, v]) => `${encodeComponent(k)}=${encodeComponent(v)}`).join('&')}`),
+  fc.constantFrom('?limit[]=1', '?limit[a]=b', '?status[$ne]=x', '?limit=1&limit=2', '?%ZZ=1', '?a=%E0%A4%A', '?starting_after=&ending_before=', `?limit=${'9'.repeat(500)}`, '?&&&=&'),
+);
+
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
+
+interface FuzzRequest {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body: Body;
+}
+
+function requests(route: ContractRoute): fc.Arbitrary<FuzzRequest> {
+  const params = fc.record(Object.fromEntries(route.params.map((param) => [param, pathValue(param, route)])) as Record<string, fc.Arbitrary<string>>);
+  const credential = fc.oneof(
+    fc.constant<string | null>(null),
+    fc.constant(`Bearer ${user.token}`),
+    fc.constant(`Bearer ${apiKey}`),
+    fc.constant(`Bearer ${revokedKey}`),
+    fc.constant(`bearer ${user.token}`),
+    fc.constantFrom('Bearer', 'Bearer ', 'Basic dXNlcjpwYXNz', `Bearer ${user.token}x`, `Bearer ${user.token.split('.').slice(0, 2).join('.')}.`, 'Bearer sk_live_', 'Bearer sk_test_AAAA'),
+    headerValueOrHuge.map((value) => `Bearer ${value}`),
+    headerValue,
+  );
+  const webhook = route.auth === 'webhook';
+  return fc
+    .record({
+      method: fc.oneof({ arbitrary: fc.constant(route.method), weight: 9 }, { arbitrary: fc.constantFrom(...METHODS), weight: 1 }),
+      params,
+      query,
+      body: bodies(route),
+      credential,
+      contentType: fc.oneof({ arbitrary: fc.constant<string | null>('application/json'), weight: 6 }, { arbitrary: fc.constantFrom<string | null>(null, ...CONTENT_TYPES), weight: 3 }, { arbitrary: headerValue, weight: 1 }),
+      extra: fc.dictionary(fc.constantFrom('x-request-id', 'accept', 'cookie', 'x-platform-topic', 'x-platform-webhook-id', 'x-forwarded-for', 'content-encoding', 'x-http-method-override', 'x-whatever'), headerValueOrHuge, { maxKeys: 3 }),
+      signed: fc.oneof(fc.constant<'no' | 'valid' | 'forged'>('no'), fc.constantFrom<'no' | 'valid' | 'forged'>('valid', 'valid', 'forged')),
+      domain: fc.oneof(fc.constant<string | null>(null), headerValue),
+    })
+    .map(({ method, params, query, body, credential, contentType, extra, signed, domain }) => {
+      const headers: Record<string, string> = { ...extra };
+      if (credential !== null) headers.authorization = credential;
+      if (contentType !== null && body.kind !== 'none') headers['content-type'] = contentType;
+      if (webhook) {
+        const bytes = body.kind === 'json' ? Buffer.from(JSON.stringify(body.value) ?? 'null') : body.kind === 'raw' ? body.bytes : Buffer.alloc(0);
+        const [shop, secret] = route.name === 'webhooks.orders' ? [reseller.shopDomain, reseller.webhookSecret] : [supplier.shopDomain, supplier.webhookSecret];
+        if (signed !== 'no') headers['x-platform-hmac-sha256'] = signPayload(bytes, signed === 'valid' ? secret : `${secret}-forged`);
+        headers['x-platform-shop-domain'] = domain ?? shop;
+        if (!('x-platform-topic' in headers)) headers['x-platform-topic'] = route.name === 'webhooks.orders' ? 'orders/create' : 'fulfillments/create';
+      }
+      return { method, path: `${fillPath(route.path, params)}${query}`, headers, body };
+    });
+}
+
+// ---------------------------------------------------------------------------------------------
+// What must come back
+
+async function send(request: FuzzRequest): Promise<ChaosResponse> {
+  const rawBody = request.body.kind === 'json' ? (JSON.stringify(request.body.value) ?? 'null') : request.body.kind === 'raw' ? request.body.bytes : undefined;
+  const hasBody = rawBody !== undefined && !['GET', 'HEAD'].includes(request.method);
+  try {
+    return await client.request(request.method, request.path, { headers: request.headers, timeoutMs: 10_000, ...(hasBody && { rawBody }) });
+  } catch (error) {
+    throw new Error(`no answer (${String((error as Error).cause ?? error)}) to ${describeRequest(request)}`);
+  }
+}
+
+function describeRequest(request: FuzzRequest): string {
+  const body = request.body.kind === 'json' ? JSON.stringify(request.body.value) : request.body.kind === 'raw' ? request.body.bytes.toString('utf8') : '';
+  const headers = Object.fromEntries(Object.entries(request.headers).map(([k, v]) => [k, v.length > 80 ? `${v.slice(0, 80)}… (${v.length})` : v]));
+  return `${request.method} ${request.path.slice(0, 200)} ${JSON.stringify(headers)} ${body.length > 300 ? `${body.slice(0, 300)}… (${body.length} bytes)` : body}`;
+}
+
+/** Never a 5xx; every error is the envelope, carrying the request id of its header. */
+function expectWellFormed(response: ChaosResponse, request: FuzzRequest): void {
+  const what = `${describeRequest(request)}\n→ ${response.status} ${response.text.slice(0, 300)}`;
+  expect(response.status, what).toBeLessThan(500);
+  if (response.status < 400) return;
+  const body = response.body as { error?: Record<string, unknown>; request_id?: unknown } | undefined;
+  expect(body, what).toBeTypeOf('object');
+  expect(Object.keys(body!).sort(), what).toEqual(['error', 'request_id']);
+  expect(body!.error, what).toBeTypeOf('object');
+  for (const key of Object.keys(body!.error!)) expect(ERROR_FIELDS, what).toContain(key);
+  expect(body!.error!.code, what).toBeTypeOf('string');
+  expect(body!.error!.message, what).toBeTypeOf('string');
+  if ('param' in body!.error!) expect(body!.error!.param, what).toBeTypeOf('string');
+  expect(body!.request_id, what).toBeTypeOf('string');
+  expect(response.headers.get('x-request-id'), what).toBe(body!.request_id);
+  expect(response.headers.get('content-type') ?? '', what).toMatch(/^application\/json/);
+}
+
+/** Bytes straight onto a socket, for requests no HTTP client would send; resolves with all the server wrote. */
+function rawExchange(request: string): Promise<string> {
+  const { port } = new URL(service.url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), '127.0.0.1', () => socket.end(request));
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk) => chunks.push(chunk));
+    socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    socket.on('error', reject);
+    socket.setTimeout(10_000, () => socket.destroy(new Error('no answer within 10 s')));
+  });
+}
+
+const routes = contractRoutes();
+const statusesSeen = new Map<string, Set<number>>();
+
+describe('hostile requests to every route of the contract', () => {
+  it('covers every route', () => {
+    expect(routes.length).toBeGreaterThanOrEqual(25);
+    expect(routes.map((route) => route.name)).toEqual(expect.arrayContaining(['webhooks.orders', 'webhooks.fulfillments', 'syncJobs.retry', 'auth.register']));
+  });
+
+  it.each(routes.map((route) => [`${route.method} ${route.path}`, route] as const))('%s: never a 5xx, always the error envelope', async (_label, route) => {
+    const seen = new Set<number>();
+    statusesSeen.set(route.name, seen);
+    await fc.assert(
+      fc.asyncProperty(requests(route), async (request) => {
+        const response = await send(request);
+        seen.add(response.status);
+        expectWellFormed(response, request);
+      }),
+      { numRuns: RUNS_PER_ROUTE },
+    );
+    // The fuzzing reached past the front door at least sometimes.
+    expect([...seen].some((status) => status !== 401 && status !== 404), `${route.name} saw only ${[...seen]}`).toBe(true);
+  });
+
+  it.each([
+    ['a header with a control character', 'GET /v1/auth/me HTTP/1.1\r\nHost: x\r\nX-Evil: a\u0001b\r\n\r\n'],
+    ['a malformed request line', 'GET /v1/auth/me HTTP/9.9 extra\r\nHost: x\r\n\r\n'],
+    ['headers over 16 KiB', `GET /v1/auth/me HTTP/1.1\r\nHost: x\r\nX-Big: ${'b'.repeat(20_000)}\r\n\r\n`],
+    ['a bare LF and an obsolete line fold', 'POST /v1/auth/login HTTP/1.1\nHost: x\r\nContent-Type: application/json\r\n folded\r\nContent-Length: 2\r\n\r\n{}'],
+  ])('answers a request the HTTP parser refuses (%s) with the error envelope', async (_label, raw) => {
+    const answer = await rawExchange(raw);
+    const [head, body = ''] = answer.split('\r\n\r\n');
+    expect(head, answer.slice(0, 300)).toMatch(/^HTTP\/1\.1 400 /);
+    const parsed = JSON.parse(body);
+    expect(parsed.error.code).toBe('validation_failed');
+    expect(head).toContain(`X-Request-Id: ${parsed.request_id}`);
+    ledger.response(`raw: ${_label}`, 400, {}, answer);
+  });
+
+  it('is still healthy and ready afterwards', async () => {
+    await waitFor(async () => (await client.get('/readyz')).status === 200, 10_000, 'ready');
+    const me = await client.get('/v1/auth/me', { token: user.token });
+    expect(me.status).toBe(200);
+  });
+});
+
+itLeaksNoSecret();

@@ -1,0 +1,144 @@
+/**
+ * The real service as its own process (`src/main.ts` under tsx, the Node running this suite), in its
+ * own process group so a SIGKILL takes down node and its embedded PostgreSQL together, as a power
+ * cut or an OOM kill of the container would.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+
+export interface ChildRun {
+  pid: number;
+  url: string;
+  /** Port of the embedded PostgreSQL, when the service started one. */
+  databasePort: number | null;
+  startedInMs: number;
+}
+
+export class ChildService {
+  /** Every stdout/stderr line of every run, in order. */
+  readonly lines: string[] = [];
+  private child: ChildProcess | null = null;
+  private exited: Promise<number | null> = Promise.resolve(null);
+  runs: ChildRun[] = [];
+
+  constructor(private readonly env: Record<string, string>) {}
+
+  get current(): ChildRun {
+    const run = this.runs.at(-1);
+    if (!run) throw new Error('the service was never started');
+    return run;
+  }
+
+  /** Starts the service and resolves once it listens; rejects if it exits or takes over `timeoutMs`. */
+  async start(timeoutMs = 60_000): Promise<ChildRun> {
+    if (this.child) throw new Error('already running');
+    const started = performance.now();
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      cwd: REPO,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      // Only what the service needs: nothing of the test runner's environment leaks in.
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/root', TZ: 'UTC', ...this.env },
+    });
+    this.child = child;
+    this.exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
+    let databasePort: number | null = null;
+    const listening = new Promise<string>((resolve, reject) => {
+      const onLine = (line: string) => {
+        this.lines.push(line);
+        let entry: { msg?: string; url?: string; port?: number } | null = null;
+        try {
+          entry = JSON.parse(line);
+        } catch {
+          return;
+        }
+        if (entry?.msg === 'embedded PostgreSQL started' && typeof entry.port === 'number') databasePort = entry.port;
+        if (entry?.msg === 'HTTP API listening' && entry.url) resolve(entry.url);
+      };
+      lineReader(child.stdout!, onLine);
+      lineReader(child.stderr!, onLine);
+      void this.exited.then((code) => reject(new Error(`the service exited (${code}) before listening:\n${this.lines.slice(-15).join('\n')}`)));
+      setTimeout(() => reject(new Error(`the service did not listen within ${timeoutMs} ms:\n${this.lines.slice(-15).join('\n')}`)), timeoutMs).unref();
+    });
+    try {
+      const url = await listening;
+      const run = { pid: child.pid!, url, databasePort, startedInMs: Math.round(performance.now() - started) };
+      this.runs.push(run);
+      return run;
+    } catch (error) {
+      this.killGroup();
+      await this.exited;
+      this.child = null;
+      throw error;
+    }
+  }
+
+  /** SIGKILL to the whole process group: node and its PostgreSQL die at once, nothing gets to clean up. */
+  async kill(): Promise<void> {
+    if (!this.child) return;
+    this.killGroup();
+    await this.exited;
+    this.child = null;
+  }
+
+  /** SIGTERM (graceful shutdown); resolves with the exit code. */
+  async stop(timeoutMs = 30_000): Promise<number | null> {
+    if (!this.child) return null;
+    this.child.kill('SIGTERM');
+    const timer = setTimeout(() => this.killGroup(), timeoutMs);
+    const code = await this.exited;
+    clearTimeout(timer);
+    this.child = null;
+    return code;
+  }
+
+  private killGroup(): void {
+    try {
+      if (this.child?.pid) process.kill(-this.child.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}
+
+function lineReader(stream: NodeJS.ReadableStream, onLine: (line: string) => void): void {
+  let rest = '';
+  stream.setEncoding('utf8');
+  stream.on('data', (chunk: string) => {
+    const parts = (rest + chunk).split('\n');
+    rest = parts.pop() ?? '';
+    for (const part of parts) if (part.trim()) onLine(part);
+  });
+  stream.on('end', () => {
+    if (rest.trim()) onLine(rest);
+    rest = '';
+  });
+}
+
+/** True while a process with this pid runs (a zombie waiting to be reaped does not count). */
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  try {
+    return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+/** The postmaster pid recorded in a cluster's postmaster.pid, or null when there is none. */
+export function postmasterPid(clusterDir: string): number | null {
+  try {
+    const pid = Number(readFileSync(path.join(clusterDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    return Number.isInteger(pid) && pid > 0 ? pid : null;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,218 @@
+/**
+ * Issue 6, item 5 (tenancy): every route of the contract with an id in its path, derived from the
+ * contract so a new route is covered (or fails here until it is given an id to try), is called
+ *   - as a second user (with a JWT and with an API key) on the first user's ids: 404 `not_found`,
+ *     indistinguishable from a missing id (decisions.md, "Ownership");
+ *   - with the first user's own revoked API key: 401 `unauthorized` (interface.md 5.5), as is every
+ *     other authenticated route.
+ * The first user's resources are untouched afterwards. Bodies are valid, so validation never gets
+ * to answer before ownership does.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSandbox, type Sandbox } from '../sandbox/server.ts';
+import { queryRows } from '../support/database.ts';
+import { startTestService, type TestService } from '../support/service.ts';
+import { waitFor } from '../support/wait.ts';
+import {
+  ChaosClient,
+  createApiKey,
+  createReseller,
+  createSupplier,
+  registerUser,
+  unique,
+  type ChaosResponse,
+  type ChaosUser,
+  type ResellerFixture,
+  type SupplierFixture,
+} from './support/client.ts';
+import { deliverUntilAccepted } from './support/deliverer.ts';
+import { itLeaksNoSecret, ledger } from './support/ledger.ts';
+import { contractRoutes, fillPath, type ContractRoute } from './support/routes.ts';
+
+interface Tenant {
+  user: ChaosUser;
+  apiKey: { id: string; rawKey: string };
+  reseller: ResellerFixture;
+  supplier: SupplierFixture;
+  job: string;
+}
+
+let sandbox: Sandbox;
+let service: TestService;
+let client: ChaosClient;
+let alice: Tenant;
+let bob: Tenant;
+let aliceRevokedKey: string;
+let aliceBefore: string;
+
+const MISSING = {
+  rst: 'rst_0000000000000000000000000000ffff',
+  sst: 'sst_0000000000000000000000000000ffff',
+  job: 'job_0000000000000000000000000000ffff',
+  key: 'key_0000000000000000000000000000ffff',
+};
+
+type Kind = keyof typeof MISSING;
+
+/** Which kind of resource a path parameter names. A new kind of id needs a line here. */
+function kindOf(route: ContractRoute, param: string): Kind {
+  if (param === 'rst_id') return 'rst';
+  if (param === 'id') {
+    if (route.path.startsWith('/v1/reseller_stores/:rst_id/source_stores/')) return 'sst';
+    if (route.path.startsWith('/v1/reseller_stores/')) return 'rst';
+    if (route.path.startsWith('/v1/sync_jobs/')) return 'job';
+    if (route.path.startsWith('/v1/api_keys/')) return 'key';
+  }
+  throw new Error(`tenancy matrix: no fixture for :${param} in ${route.method} ${route.path}; add one`);
+}
+
+const idsOf = (tenant: Tenant): Record<Kind, string> => ({ rst: tenant.reseller.id, sst: tenant.supplier.id, job: tenant.job, key: tenant.apiKey.id });
+
+/** A body the route accepts, so that only ownership can refuse the call. */
+function validBody(route: ContractRoute): unknown {
+  switch (route.name) {
+    case 'resellerStores.update':
+      return { name: 'Hijacked' };
+    case 'sourceStores.create':
+      return {
+        name: 'Intruder',
+        platform: 'custom',
+        shopDomain: `intruder-${unique()}.example.com`,
+        accessToken: `tok_${unique(16)}`,
+        webhookSecret: `whsec_${unique(16)}`,
+        vendorTag: `Intruder ${unique()}`,
+        pricingMode: 'percentage',
+        pricingConfig: { type: 'percentage', value: 10 },
+      };
+    case 'sourceStores.update':
+      return { name: 'Hijacked', pricingMode: 'percentage', pricingConfig: { type: 'percentage', value: -50 } };
+    default:
+      return undefined;
+  }
+}
+
+async function newTenant(): Promise<Tenant> {
+  const user = await registerUser(client);
+  const apiKey = await createApiKey(client, user.token, 'live');
+  const reseller = await createReseller(client, user.token);
+  const supplier = await createSupplier(client, user.token, reseller.id);
+  const delivery = await deliverUntilAccepted({
+    url: () => `${service.url}/v1/orders/webhook`,
+    shopDomain: reseller.shopDomain,
+    secret: reseller.webhookSecret,
+    topic: 'orders/create',
+    payload: sandbox.buildOrderPayload('platform_a', { id: Number(`7${Date.now() % 1_000_000}`), lines: [{ sku: 'S', title: 'T', vendor: supplier.vendorTag, quantity: 1, price: '5.00' }] }),
+  });
+  return { user, apiKey, reseller, supplier, job: delivery.accepted.body.syncJobIds[0] };
+}
+
+/** Alice's rows as stored: whatever a foreign call might have changed. */
+async function aliceState(): Promise<string> {
+  const rows = await Promise.all([
+    queryRows(service.databaseUrl, 'select id, name, deleted_at from reseller_stores where owner_id = (select owner_id from reseller_stores where id = $1) order by id', [alice.reseller.id]),
+    queryRows(service.databaseUrl, 'select id, name, pricing_config, deleted_at from source_stores where reseller_store_id = $1 order by id', [alice.reseller.id]),
+    queryRows(service.databaseUrl, 'select id, status, attempts, queue_message_id from sync_jobs where reseller_store_id = $1 order by id', [alice.reseller.id]),
+    queryRows(service.databaseUrl, 'select id, revoked_at from api_keys where id = $1', [alice.apiKey.id]),
+  ]);
+  return JSON.stringify(rows);
+}
+
+beforeAll(async () => {
+  sandbox = await startSandbox();
+  service = await startTestService({ PLATFORM_BASE_URL: sandbox.baseUrlTemplate, SYNC_RETRY_BASE_DELAY_MS: '100' });
+  ledger.watch('in-process service', () => service.logs);
+  client = new ChaosClient(service.url);
+  alice = await newTenant();
+  bob = await newTenant();
+  // Alice's job is finished, so a (wrongly allowed) retry would have nothing to wait for.
+  await waitFor(async () => (await client.get(`/v1/sync_jobs/${alice.job}`, { token: alice.user.token })).body.status === 'completed', 15_000, "alice's job");
+  const doomed = await createApiKey(client, alice.user.token, 'test');
+  aliceRevokedKey = doomed.rawKey;
+  expect((await client.get('/v1/auth/me', { token: aliceRevokedKey })).status).toBe(200);
+  expect((await client.delete(`/v1/api_keys/${doomed.id}`, { token: alice.user.token })).status).toBe(204);
+  aliceBefore = await aliceState();
+});
+
+afterAll(async () => {
+  await service?.stop();
+  ledger.flush();
+  await sandbox?.close();
+});
+
+const routes = contractRoutes();
+const idRoutes = routes.filter((route) => route.params.length > 0);
+
+/** Every way to name Alice's resource on a route: all her ids, and for nested ones her child under Bob's parent. */
+function foreignPaths(route: ContractRoute): { label: string; foreign: string; missing: string }[] {
+  const paths = [
+    {
+      label: "alice's ids",
+      foreign: fillPath(route.path, Object.fromEntries(route.params.map((p) => [p, idsOf(alice)[kindOf(route, p)]]))),
+      missing: fillPath(route.path, Object.fromEntries(route.params.map((p) => [p, MISSING[kindOf(route, p)]]))),
+    },
+  ];
+  if (route.params.length > 1) {
+    paths.push({
+      label: "alice's child under bob's parent",
+      foreign: fillPath(route.path, Object.fromEntries(route.params.map((p) => [p, p === 'rst_id' ? bob.reseller.id : idsOf(alice)[kindOf(route, p)]]))),
+      missing: fillPath(route.path, Object.fromEntries(route.params.map((p) => [p, p === 'rst_id' ? bob.reseller.id : MISSING[kindOf(route, p)]]))),
+    });
+  }
+  return paths;
+}
+
+function expectNotFound(response: ChaosResponse, what: string): void {
+  expect(response.status, `${what}: ${response.text}`).toBe(404);
+  expect(response.body.error.code, what).toBe('not_found');
+  expect(response.headers.get('x-request-id'), what).toBe(response.body.request_id);
+}
+
+describe('the tenancy matrix', () => {
+  it('covers every route with an id', () => {
+    expect(idRoutes.map((route) => route.name).sort()).toEqual(
+      expect.arrayContaining(['apiKeys.get', 'apiKeys.revoke', 'resellerStores.get', 'resellerStores.update', 'resellerStores.remove', 'sourceStores.create', 'sourceStores.list', 'sourceStores.get', 'sourceStores.update', 'sourceStores.remove', 'syncJobs.get', 'syncJobs.retry']),
+    );
+    for (const route of idRoutes) for (const param of route.params) expect(() => kindOf(route, param)).not.toThrow();
+  });
+
+  it.each(idRoutes.map((route) => [`${route.method} ${route.path}`, route] as const))(
+    '%s: 404 for another user (JWT or API key), exactly as for a missing id',
+    async (_label, route) => {
+      for (const [credential, token] of [['JWT', bob.user.token], ['API key', bob.apiKey.rawKey]] as const) {
+        for (const { label, foreign, missing } of foreignPaths(route)) {
+          const what = `${route.method} ${foreign} as bob with his ${credential} (${label})`;
+          const a = await client.request(route.method, foreign, { token, body: validBody(route) });
+          const b = await client.request(route.method, missing, { token, body: validBody(route) });
+          expectNotFound(a, what);
+          expectNotFound(b, `${what}, missing id`);
+          const { request_id: _a, ...foreignBody } = a.body;
+          const { request_id: _b, ...missingBody } = b.body;
+          expect(foreignBody, what).toEqual(missingBody);
+          expect([...a.headers.keys()].sort(), what).toEqual([...b.headers.keys()].sort());
+        }
+      }
+    },
+  );
+
+  it.each(routes.filter((route) => route.auth === 'bearer').map((route) => [`${route.method} ${route.path}`, route] as const))(
+    '%s: 401 with a revoked API key, even on its owner\'s own resources',
+    async (_label, route) => {
+      const path = fillPath(route.path, Object.fromEntries(route.params.map((p) => [p, idsOf(alice)[kindOf(route, p)]])));
+      const body = route.name === 'apiKeys.create' ? { name: 'new', environment: 'test' } : route.name === 'resellerStores.create' ? { name: 'X', platform: 'custom', shopDomain: `x-${unique()}.example.com`, accessToken: `t_${unique(16)}`, webhookSecret: `s_${unique(16)}` } : validBody(route);
+      const response = await client.request(route.method, path, { token: aliceRevokedKey, body });
+      expect(response.status, `${route.method} ${path}: ${response.text}`).toBe(401);
+      expect(response.body.error.code).toBe('unauthorized');
+    },
+  );
+
+  it("left alice's resources exactly as they were", async () => {
+    expect(await aliceState()).toBe(aliceBefore);
+    // And they are still hers to use.
+    for (const path of [`/v1/reseller_stores/${alice.reseller.id}`, `/v1/reseller_stores/${alice.reseller.id}/source_stores/${alice.supplier.id}`, `/v1/sync_jobs/${alice.job}`, `/v1/api_keys/${alice.apiKey.id}`]) {
+      expect((await client.get(path, { token: alice.user.token })).status, path).toBe(200);
+      expect((await client.get(path, { token: alice.apiKey.rawKey })).status, path).toBe(200);
+    }
+  });
+});
+
+itLeaksNoSecret();
