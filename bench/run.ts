@@ -75,6 +75,8 @@ const serviceEnvBase = {
   HOST: '127.0.0.1',
   DATA_DIR: path.join(tmp, 'service-data'),
   LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info',
+  // The store look-up cache is off by default (exactness across API processes); measured with it on.
+  WEBHOOK_STORE_CACHE_TTL_MS: process.env.WEBHOOK_STORE_CACHE_TTL_MS ?? '1000',
   ...secrets,
 };
 const workerConcurrency = loadConfig({ ...process.env, ...serviceEnvBase }).workerConcurrency;
