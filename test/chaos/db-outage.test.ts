@@ -83,7 +83,8 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await service?.stop();
+  // Bounded, so the database below is stopped whatever happened.
+  await Promise.race([service?.stop(), delay(30_000)]);
   ledger.flush();
   await sandbox?.close();
   await db?.stop();

@@ -6,9 +6,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
+const DIE_WITH_PARENT = pathToFileURL(path.join(REPO, 'test/chaos/support/die-with-parent.ts')).href;
 
 export interface ChildRun {
   pid: number;
@@ -37,7 +38,7 @@ export class ChildService {
   async start(timeoutMs = 60_000): Promise<ChildRun> {
     if (this.child) throw new Error('already running');
     const started = performance.now();
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    const child = spawn(process.execPath, ['--import', 'tsx', '--import', DIE_WITH_PARENT, 'src/main.ts'], {
       cwd: REPO,
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
