@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { recordAudit, SYSTEM_ACTOR } from '../audit-log/service.ts';
 import type { AppContext } from '../context.ts';
@@ -43,11 +42,7 @@ export class FulfillmentService {
   }
 
   async schedule(em: EntityManager, fulfillment: Fulfillment, delayMs = 0): Promise<void> {
-    fulfillment.queueMessageId = randomUUID();
-    await this.ctx.queue.enqueue(em, 'fulfillment', { fulfillmentId: fulfillment.id }, {
-      id: fulfillment.queueMessageId,
-      ...(delayMs > 0 && { startAfter: new Date(Date.now() + delayMs) }),
-    });
+    fulfillment.queueMessageId = await this.ctx.queue.enqueue(em, 'fulfillment', { fulfillmentId: fulfillment.id }, delayMs);
   }
 
   audit(em: EntityManager, fulfillment: Fulfillment, action: string, metadata: Record<string, unknown> = {}): void {

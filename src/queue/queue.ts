@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { EntityManager, EventManager, EventSubscriber, TransactionEventArgs } from '@mikro-orm/postgresql';
 import { fromKysely, PgBoss, type JobInsert, type KyselyTransactionLike, type Queue as QueueDefinition } from 'pg-boss';
 import type { Logger } from 'pino';
@@ -87,18 +88,15 @@ export class Queue {
 
   /**
    * Enqueues inside the caller's ORM transaction, so the message exists exactly when the state
-   * change that needs it commits. The caller chooses the message id and stores it on its row.
+   * change that needs it commits, to run now or after `delayMs`. Returns the new message's id, which
+   * the caller stores on its row: only that message may move the row, so older ones become stale.
    *
    * With the ORM attached (`attach`), messages are buffered and inserted just before the
    * transaction commits, in it, one statement per queue: an order routed to several suppliers
    * costs one insert instead of one per job. Otherwise each is inserted at once.
    */
-  async enqueue<K extends QueueKey>(
-    em: EntityManager,
-    key: K,
-    message: QueueMessage<K>,
-    options: { id: string; startAfter?: Date },
-  ): Promise<void> {
+  async enqueue<K extends QueueKey>(em: EntityManager, key: K, message: QueueMessage<K>, delayMs = 0): Promise<string> {
+    const options = { id: randomUUID(), ...(delayMs > 0 && { startAfter: new Date(Date.now() + delayMs) }) };
     const trx = em.getTransactionContext<KyselyTransactionLike>();
     if (!trx) throw new Error('enqueue must run inside a transaction');
     // Transactions run on forks whose event managers are copies: look for the subscriber itself.
@@ -108,7 +106,7 @@ export class Queue {
         ...(options.startAfter && { startAfter: options.startAfter }),
         db: fromKysely(trx),
       });
-      return;
+      return options.id;
     }
     const job: JobInsert = { id: options.id, data: message, ...(options.startAfter && { startAfter: options.startAfter }) };
     let byQueue = this.#buffered.get(trx);
@@ -116,6 +114,7 @@ export class Queue {
     const jobs = byQueue.get(QUEUES[key].name);
     if (jobs) jobs.push(job);
     else byQueue.set(QUEUES[key].name, [job]);
+    return options.id;
   }
 
   /**

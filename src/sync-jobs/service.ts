@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { OptimisticLockError, type EntityManager } from '@mikro-orm/postgresql';
 import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
 import { recordAudit, SYSTEM_ACTOR } from '../audit-log/service.ts';
@@ -145,11 +144,7 @@ export class SyncJobService {
 
   /** Gives the job a fresh queue message, to run now or after `delayMs`. */
   async schedule(em: EntityManager, job: SyncJob, delayMs = 0): Promise<void> {
-    job.queueMessageId = randomUUID();
-    await this.ctx.queue.enqueue(em, 'syncJob', { syncJobId: job.id }, {
-      id: job.queueMessageId,
-      ...(delayMs > 0 && { startAfter: new Date(Date.now() + delayMs) }),
-    });
+    job.queueMessageId = await this.ctx.queue.enqueue(em, 'syncJob', { syncJobId: job.id }, delayMs);
   }
 
   audit(em: EntityManager, job: SyncJob, action: string, actorId = SYSTEM_ACTOR, metadata: Record<string, unknown> = {}): void {
