@@ -148,8 +148,10 @@ export class WebhookService {
     const sources = (await this.stores.get(`sources:${store.id}`, () =>
       this.ctx.orm.em.fork().find(SourceStore, { resellerStoreId: store.id, deletedAt: null }),
     ))!;
-    const matched = sources.filter((source) => order.lines.some((line) => normaliseVendor(line.vendor) === source.vendorKey));
-    const unmatched = order.lines.filter((line) => !sources.some((source) => normaliseVendor(line.vendor) === source.vendorKey));
+    const lineKeys = new Set(order.lines.map((line) => normaliseVendor(line.vendor)));
+    const sourceKeys = new Set(sources.map((source) => source.vendorKey));
+    const matched = sources.filter((source) => lineKeys.has(source.vendorKey));
+    const unmatched = order.lines.filter((line) => !sourceKeys.has(normaliseVendor(line.vendor)));
 
     const results = await this.jobs.createJobs(
       { resellerStoreId: store.id, externalOrderId: order.externalOrderId },
