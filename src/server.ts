@@ -58,7 +58,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     };
     const services = createServices(ctx);
     // Workers stop with the queue (graceful: jobs in flight finish), which the stack stops after HTTP.
-    if (config.runsWorker) await startWorkers(ctx, services);
+    if (config.runsWorker) await startWorkers(ctx);
     const url = config.runsApi
       ? await listen(createApp(ctx, services), config, logger, stack, 'HTTP API listening')
       : await listen(createOperationsApp(ctx), config, logger, stack, 'operations endpoints listening').then(() => null);

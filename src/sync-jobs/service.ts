@@ -1,9 +1,12 @@
 import { OptimisticLockError, type EntityManager } from '@mikro-orm/postgresql';
 import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
-import { recordAudit, SYSTEM_ACTOR } from '../audit-log/service.ts';
+import { recordAudit, SYSTEM_ACTOR, type AuditRecord } from '../audit-log/service.ts';
+import { sql, type Transaction } from 'kysely';
 import type { AppContext } from '../context.ts';
+import { sqlOf } from '../db/sql.ts';
 import { Fulfillment } from '../fulfillments/entity.ts';
 import type { ResellerOrder } from '../orders/types.ts';
+import { newMessageId } from '../queue/queue.ts';
 import type { SourceStoreService } from '../source-stores/service.ts';
 import { AppError, notFound, validationFailed } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
@@ -11,10 +14,10 @@ import { findPage, type Page, type PageQuery } from '../shared/paging.ts';
 import { SyncJob } from './entity.ts';
 import { initialProjection, transitionJob } from './lifecycle.ts';
 
-export interface JobRequest {
+/** A reseller order to route: what every job created for it shares. */
+export interface OrderToRoute {
   ownerId: string;
   resellerStoreId: string;
-  sourceStoreId: string;
   externalOrderId: string;
   /** The order as the webhook delivered it; null makes the worker read it from the platform. */
   order: ResellerOrder | null;
@@ -49,44 +52,43 @@ export class SyncJobService {
   }
 
   /** POST /v1/sync_jobs: the existing job for the order and source store, or a new one. */
-  async createManual(principal: Principal, sourceStoreId: string, externalOrderId: string) {
+  async createManual(principal: Principal, sourceStoreId: string, externalOrderId: string): Promise<{ job: SyncJob; created: boolean }> {
     const source = await this.sourceStores.findActiveById(principal, sourceStoreId);
     if (!source) throw validationFailed('source_store_id', 'No active source store with this id.');
     const [result] = await this.createJobs(
-      { resellerStoreId: source.resellerStoreId, externalOrderId },
-      [{ ownerId: source.ownerId, resellerStoreId: source.resellerStoreId, sourceStoreId: source.id, externalOrderId, order: null }],
+      { ownerId: source.ownerId, resellerStoreId: source.resellerStoreId, externalOrderId, order: null },
+      [source.id],
       { actorId: actorOf(principal), metadata: { origin: 'manual', ...auditContext(principal) } },
     );
-    return result!;
+    const job = await this.em.fork().findOneOrFail(SyncJob, { id: result!.id });
+    return { job, created: result!.created };
   }
 
   /**
-   * Creates the jobs of one reseller order that do not exist yet, each with its queue message and
-   * audit entry, in one transaction. Concurrent deliveries of the same order are serialised by an
-   * advisory lock on the order, so neither creates a duplicate (the unique index is the backstop).
+   * Creates the order's jobs for these source stores that do not exist yet, with their queue
+   * messages and audit entries, in one transaction of four statements: this is the order
+   * webhook's hot path, so it is SQL rather than the unit of work. The unique index on (order,
+   * source store) decides which jobs are new (`on conflict do nothing`): concurrent deliveries of
+   * one order cannot create a duplicate, and a redelivery gets the existing jobs back.
+   *
+   * `onceForOrder` is an audit entry recorded once per order however often it is delivered (the
+   * lines no supplier matched), under an advisory lock on the order.
    */
   async createJobs(
-    order: { resellerStoreId: string; externalOrderId: string },
-    requests: JobRequest[],
+    order: OrderToRoute,
+    sourceStoreIds: string[],
     creator: JobCreator,
-    /** Runs in the same transaction, under the order's lock, after the jobs are known. */
-    alsoInTransaction?: (em: EntityManager, results: { job: SyncJob; created: boolean }[]) => Promise<void>,
-  ): Promise<{ job: SyncJob; created: boolean }[]> {
-    const { resellerStoreId, externalOrderId } = order;
-    const results = await this.em.transactional(async (em) => {
-      await em.execute('select pg_advisory_xact_lock(hashtext(?))', [`order:${resellerStoreId}:${externalOrderId}`]);
-      const existing = await em.find(SyncJob, {
-        externalOrderId,
-        sourceStoreId: { $in: requests.map((request) => request.sourceStoreId) },
+    onceForOrder?: AuditRecord,
+  ): Promise<{ id: string; created: boolean }[]> {
+    const results = await sqlOf(this.ctx.orm)
+      .transaction()
+      .execute(async (trx) => {
+        const jobs = await insertJobs(trx, order, sourceStoreIds, creator);
+        const created = jobs.filter((job) => job.created);
+        await this.ctx.queue.insertIn(trx, 'syncJob', created.map((job) => ({ id: job.queueMessageId!, message: { syncJobId: job.id } })));
+        if (onceForOrder) await recordOncePerOrder(trx, order, onceForOrder);
+        return jobs.map(({ id, created }) => ({ id, created }));
       });
-      const results: { job: SyncJob; created: boolean }[] = [];
-      for (const request of requests) {
-        const found = existing.find((job) => job.sourceStoreId === request.sourceStoreId);
-        results.push(found ? { job: found, created: false } : { job: await this.insertJob(em, request, creator), created: true });
-      }
-      await alsoInTransaction?.(em, results);
-      return results;
-    });
     this.ctx.metrics.transitions.inc({ kind: 'sync_job', status: 'pending' }, results.filter((r) => r.created).length);
     return results;
   }
@@ -159,27 +161,85 @@ export class SyncJobService {
     });
   }
 
-  private async insertJob(em: EntityManager, request: JobRequest, creator: JobCreator): Promise<SyncJob> {
-    const now = new Date();
-    const job = em.create(SyncJob, {
-      ...initialProjection(now),
-      id: newId('syncJob'),
-      ownerId: request.ownerId,
-      resellerStoreId: request.resellerStoreId,
-      sourceStoreId: request.sourceStoreId,
-      externalOrderId: request.externalOrderId,
-      origin: request.order ? 'webhook' : 'manual',
-      order: request.order,
-      queueMessageId: null,
-      createdAt: now,
-      updatedAt: now,
-    } as SyncJob);
-    await this.schedule(em, job);
-    this.audit(em, job, 'sync_job.created', creator.actorId, creator.metadata);
-    return job;
-  }
-
   private fulfillmentsOf(syncJobId: string): Promise<Fulfillment[]> {
     return this.em.find(Fulfillment, { syncJobId }, { orderBy: { id: 'asc' } });
   }
+}
+
+interface InsertedJob {
+  id: string;
+  source_store_id: string;
+  queueMessageId: string | null;
+  created: boolean;
+}
+
+/**
+ * One statement: insert the jobs that do not exist yet with their audit entries, and return every
+ * job of the order for these source stores, new or not, in the order asked.
+ */
+async function insertJobs(trx: Transaction<unknown>, order: OrderToRoute, sourceStoreIds: string[], creator: JobCreator): Promise<InsertedJob[]> {
+  const now = new Date();
+  const initial = initialProjection(now);
+  const candidates = sourceStoreIds.map((sourceStoreId) => ({
+    id: newId('syncJob'),
+    source_store_id: sourceStoreId,
+    queue_message_id: newMessageId(),
+    audit_id: newId('auditEntry'),
+  }));
+  const auditMetadata = { externalOrderId: order.externalOrderId, ...creator.metadata };
+  const { rows } = await sql<InsertedJob>`
+    with candidate as (
+      select * from jsonb_to_recordset(${JSON.stringify(candidates)}::jsonb)
+        as c(id text, source_store_id text, queue_message_id text, audit_id text)
+    ), inserted as (
+      insert into sync_jobs (id, owner_id, reseller_store_id, source_store_id, external_order_id, origin, status, attempts,
+        machine_state, "order", queue_message_id, version, created_at, updated_at)
+      select id, ${order.ownerId}, ${order.resellerStoreId}, source_store_id, ${order.externalOrderId},
+        ${order.order ? 'webhook' : 'manual'}, ${initial.status}, ${initial.attempts},
+        ${JSON.stringify(initial.machineState)}::jsonb, ${order.order && JSON.stringify(order.order)}::jsonb,
+        queue_message_id, 1, ${now}, ${now}
+      from candidate
+      on conflict (external_order_id, source_store_id) do nothing
+      returning id, source_store_id, queue_message_id
+    ), audited as (
+      insert into audit_entries (id, owner_id, reseller_store_id, action, resource_type, resource_id, metadata, actor_id, created_at)
+      select candidate.audit_id, ${order.ownerId}, ${order.resellerStoreId}, 'sync_job.created', 'sync_job', inserted.id,
+        ${JSON.stringify(auditMetadata)}::jsonb || jsonb_build_object('sourceStoreId', inserted.source_store_id),
+        ${creator.actorId}, ${now}
+      from inserted join candidate using (id)
+    )
+    select id, source_store_id, queue_message_id as "queueMessageId", true as created from inserted
+    union all
+    select id, source_store_id, null, false from sync_jobs
+    where external_order_id = ${order.externalOrderId} and source_store_id = any(${sourceStoreIds}::text[])
+  `.execute(trx);
+  // The statement's snapshot predates it: a job a concurrent delivery committed while this insert
+  // waited on the unique index is neither inserted nor seen. Read it again, now committed.
+  const missing = sourceStoreIds.filter((id) => !rows.some((row) => row.source_store_id === id));
+  if (missing.length > 0) {
+    const { rows: concurrent } = await sql<InsertedJob>`
+      select id, source_store_id, null as "queueMessageId", false as created from sync_jobs
+      where external_order_id = ${order.externalOrderId} and source_store_id = any(${missing}::text[])
+    `.execute(trx);
+    rows.push(...concurrent);
+  }
+  return sourceStoreIds.map((sourceStoreId) => {
+    const job = rows.find((row) => row.source_store_id === sourceStoreId);
+    if (!job) throw new Error(`no sync job for order ${order.externalOrderId} and source store ${sourceStoreId}`);
+    return job;
+  });
+}
+
+/** The audit entry, unless the order already has one for this action. */
+async function recordOncePerOrder(trx: Transaction<unknown>, order: OrderToRoute, record: AuditRecord): Promise<void> {
+  await sql`select pg_advisory_xact_lock(hashtext(${`order:${order.resellerStoreId}:${order.externalOrderId}`}))`.execute(trx);
+  await sql`
+    insert into audit_entries (id, owner_id, reseller_store_id, action, resource_type, resource_id, metadata, actor_id, created_at)
+    select ${newId('auditEntry')}, ${record.ownerId}, ${record.resellerStoreId}, ${record.action}, ${record.resourceType},
+      ${record.resourceId}, ${JSON.stringify(record.metadata ?? {})}::jsonb, ${record.actorId}, ${new Date()}
+    where not exists (
+      select 1 from audit_entries
+      where resource_id = ${record.resourceId} and action = ${record.action} and reseller_store_id = ${record.resellerStoreId}
+    )
+  `.execute(trx);
 }

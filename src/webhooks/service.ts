@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { EntityManager, EventSubscriber, FlushEventArgs, TransactionEventArgs } from '@mikro-orm/core';
-import { AuditEntry } from '../audit-log/entity.ts';
-import { recordAudit, SYSTEM_ACTOR } from '../audit-log/service.ts';
+import { SYSTEM_ACTOR } from '../audit-log/service.ts';
 import type { AppContext } from '../context.ts';
 import type { FulfillmentService } from '../fulfillments/service.ts';
 import { PayloadError } from '../platforms/types.ts';
@@ -153,33 +152,22 @@ export class WebhookService {
     const matched = sources.filter((source) => lineKeys.has(source.vendorKey));
     const unmatched = order.lines.filter((line) => !sourceKeys.has(normaliseVendor(line.vendor)));
 
+    const unmatchedAudit = unmatched.length > 0 && {
+      ownerId: store.ownerId,
+      resellerStoreId: store.id,
+      action: 'order.lines_unmatched',
+      resourceType: 'order',
+      resourceId: order.externalOrderId,
+      actorId: SYSTEM_ACTOR,
+      metadata: { lines: unmatched.map(({ sku, title, vendor, quantity }) => ({ sku, title, vendor, quantity })) },
+    };
     const results = await this.jobs.createJobs(
-      { resellerStoreId: store.id, externalOrderId: order.externalOrderId },
-      matched.map((source) => ({
-        ownerId: store.ownerId,
-        resellerStoreId: store.id,
-        sourceStoreId: source.id,
-        externalOrderId: order.externalOrderId,
-        order,
-      })),
+      { ownerId: store.ownerId, resellerStoreId: store.id, externalOrderId: order.externalOrderId, order },
+      matched.map((source) => source.id),
       { actorId: SYSTEM_ACTOR, metadata: { origin: 'webhook', webhookId: delivery.webhookId ?? null } },
-      async (em) => {
-        // Under the order's lock: recorded once per order, however often it is redelivered.
-        const where = { resellerStoreId: store.id, action: 'order.lines_unmatched', resourceId: order.externalOrderId };
-        if (unmatched.length > 0 && (await em.count(AuditEntry, where)) === 0) {
-          recordAudit(em, {
-            ownerId: store.ownerId,
-            resellerStoreId: store.id,
-            action: 'order.lines_unmatched',
-            resourceType: 'order',
-            resourceId: order.externalOrderId,
-            actorId: SYSTEM_ACTOR,
-            metadata: { lines: unmatched.map(({ sku, title, vendor, quantity }) => ({ sku, title, vendor, quantity })) },
-          });
-        }
-      },
+      unmatchedAudit || undefined,
     );
-    return results.map(({ job }) => job.id);
+    return results.map((job) => job.id);
   }
 
   /** Queues the tracking of a supplier's fulfillment for the reseller order, once per event. */

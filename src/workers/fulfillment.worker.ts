@@ -1,7 +1,6 @@
 import type { AppContext } from '../context.ts';
 import { Fulfillment } from '../fulfillments/entity.ts';
 import { transitionFulfillment } from '../fulfillments/lifecycle.ts';
-import type { FulfillmentService } from '../fulfillments/service.ts';
 import { ResellerStore } from '../reseller-stores/entity.ts';
 import { SyncJob } from '../sync-jobs/entity.ts';
 import { AttemptWorker } from './attempt-worker.ts';
@@ -9,7 +8,7 @@ import { JobFailure } from './failure.ts';
 import { connectionOf } from './store-connection.ts';
 
 /** Pushes a supplier's tracking to the reseller order, notifying the customer. */
-export function fulfillmentWorker(ctx: AppContext, fulfillments: FulfillmentService): AttemptWorker<Fulfillment, 'resellerFulfillmentId'> {
+export function fulfillmentWorker(ctx: AppContext): AttemptWorker<Fulfillment, 'resellerFulfillmentId', 'fulfillment'> {
   async function jobOf(fulfillment: Fulfillment): Promise<SyncJob> {
     const job = await ctx.orm.em.fork().findOne(SyncJob, { id: fulfillment.syncJobId });
     if (!job) throw new JobFailure('the sync job no longer exists');
@@ -30,18 +29,17 @@ export function fulfillmentWorker(ctx: AppContext, fulfillments: FulfillmentServ
     return created.id;
   }
 
-  const audit = (action: string) => (em: Parameters<FulfillmentService['audit']>[0], fulfillment: Fulfillment) =>
-    fulfillments.audit(em, fulfillment, action, { attempts: fulfillment.attempts, errorMessage: fulfillment.errorMessage });
-
   return new AttemptWorker(ctx, {
     entity: Fulfillment,
+    table: 'fulfillments',
+    resultColumn: 'reseller_fulfillment_id',
     name: 'fulfillment',
     resultKey: 'resellerFulfillmentId',
     logKey: 'fulfillment_id',
+    queue: 'fulfillment',
+    message: (fulfillment) => ({ fulfillmentId: fulfillment.id }),
     transition: transitionFulfillment,
     perform: propagate,
-    schedule: (em, fulfillment, delayMs) => fulfillments.schedule(em, fulfillment, delayMs),
-    onCompleted: audit('fulfillment.completed'),
-    onDead: audit('fulfillment.dead'),
+    auditMetadata: (fulfillment) => ({ syncJobId: fulfillment.syncJobId, attempts: fulfillment.attempts, errorMessage: fulfillment.errorMessage }),
   });
 }

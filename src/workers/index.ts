@@ -1,22 +1,16 @@
 import type { Job, PgBoss } from 'pg-boss';
 import type { AppContext } from '../context.ts';
 import { QUEUES, type QueueKey, type QueueMessage } from '../queue/queue.ts';
-import type { Services } from '../services.ts';
 import { fulfillmentWorker } from './fulfillment.worker.ts';
 import { syncJobWorker } from './sync-job.worker.ts';
 
-/**
- * Every worker takes one message at a time. NOTIFY wakes workers only when a message is sent; a
- * delayed one (an automatic retry) becomes due silently, so polling keeps its pace even while
- * NOTIFY is active (pg-boss would relax it to 30 s).
- */
-export const WORK_OPTIONS = { batchSize: 1, localConcurrency: 1, pollingIntervalSeconds: 0.5, notifyPollingIntervalSeconds: 0.5 } as const;
+/** Every worker takes one message at a time and, when its queue is empty, polls every 0.5 s (pg-boss's floor). */
+export const WORK_OPTIONS = { batchSize: 1, localConcurrency: 1, pollingIntervalSeconds: 0.5 } as const;
 
 /**
  * Consumes a queue with `concurrency` workers (exported so the benchmark's bare pg-boss baseline
- * consumes the same way). pg-boss waits its polling interval after every message unless NOTIFY
- * woke it, so a backlog that is not being added to (after an outage, a burst, a restart) would
- * drain at two messages per second per worker. Each worker is registered on its own, so its
+ * consumes the same way). pg-boss waits its polling interval after every message, so a backlog
+ * would drain at two messages per second per worker. Each worker is registered on its own, so its
  * handler knows its id and wakes it: after a message is handled the worker fetches the next at
  * once, and only an empty fetch, or a failure, makes it wait.
  */
@@ -38,9 +32,9 @@ type Handlers = { [K in QueueKey]: (messageId: string, message: QueueMessage<K>)
  * error, and the check below makes it a start-up error too. A handler that throws (e.g. the
  * database went away) leaves the message to pg-boss, which delivers it again.
  */
-export async function startWorkers(ctx: AppContext, services: Services): Promise<void> {
-  const syncJobs = syncJobWorker(ctx, services.syncJobs);
-  const fulfillments = fulfillmentWorker(ctx, services.fulfillments);
+export async function startWorkers(ctx: AppContext): Promise<void> {
+  const syncJobs = syncJobWorker(ctx);
+  const fulfillments = fulfillmentWorker(ctx);
   const handlers: Handlers = {
     syncJob: (id, message) => syncJobs.handle(id, message.syncJobId),
     fulfillment: (id, message) => fulfillments.handle(id, message.fulfillmentId),

@@ -5,13 +5,12 @@ import { ResellerStore } from '../reseller-stores/entity.ts';
 import { SourceStore } from '../source-stores/entity.ts';
 import { SyncJob } from '../sync-jobs/entity.ts';
 import { transitionJob } from '../sync-jobs/lifecycle.ts';
-import type { SyncJobService } from '../sync-jobs/service.ts';
 import { AttemptWorker } from './attempt-worker.ts';
 import { JobFailure } from './failure.ts';
 import { connectionOf } from './store-connection.ts';
 
 /** Places a sync job's order on its source store. */
-export function syncJobWorker(ctx: AppContext, jobs: SyncJobService): AttemptWorker<SyncJob, 'sourceOrderId'> {
+export function syncJobWorker(ctx: AppContext): AttemptWorker<SyncJob, 'sourceOrderId', 'syncJob'> {
   /**
    * The Idempotency-Key is the job's id, not the attempt's: when a worker dies after the platform
    * accepted the order, the next attempt gets the same order back instead of creating a second.
@@ -34,13 +33,20 @@ export function syncJobWorker(ctx: AppContext, jobs: SyncJobService): AttemptWor
 
   return new AttemptWorker(ctx, {
     entity: SyncJob,
+    table: 'sync_jobs',
+    resultColumn: 'source_order_id',
     name: 'sync_job',
     resultKey: 'sourceOrderId',
     logKey: 'job_id',
+    queue: 'syncJob',
+    message: (job) => ({ syncJobId: job.id }),
     transition: transitionJob,
     perform: placeOrder,
-    schedule: (em, job, delayMs) => jobs.schedule(em, job, delayMs),
-    onCompleted: (em, job) => jobs.audit(em, job, 'sync_job.completed', undefined, { sourceOrderId: job.sourceOrderId, attempts: job.attempts }),
-    onDead: (em, job) => jobs.audit(em, job, 'sync_job.dead', undefined, { attempts: job.attempts, errorMessage: job.errorMessage }),
+    auditMetadata: (job) => ({
+      externalOrderId: job.externalOrderId,
+      sourceStoreId: job.sourceStoreId,
+      attempts: job.attempts,
+      ...(job.status === 'completed' ? { sourceOrderId: job.sourceOrderId } : { errorMessage: job.errorMessage }),
+    }),
   });
 }
