@@ -38,9 +38,9 @@ let allDone: () => void;
 const done = new Promise<void>((resolve) => (allDone = resolve));
 console.log('draining');
 const cpuBefore = process.cpuUsage();
-await consume(queue.boss, name, input.concurrency, async () => {
-  finishedAt.push(Date.now());
-  if (finishedAt.length === input.count) allDone();
+await consume(queue.boss, name, input.concurrency, async (jobs) => {
+  for (const _ of jobs) finishedAt.push(Date.now());
+  if (finishedAt.length >= input.count) allDone();
 });
 await done;
 const cpu = process.cpuUsage(cpuBefore);

@@ -1,5 +1,4 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { sql, type RawBuilder } from 'kysely';
 import type { AppContext } from '../context.ts';
 import { newId } from '../shared/ids.ts';
 import { findPage, type Page, type PageQuery } from '../shared/paging.ts';
@@ -23,19 +22,6 @@ export const SYSTEM_ACTOR = 'system';
  */
 export function recordAudit(em: EntityManager, record: AuditRecord): AuditEntry {
   return em.create(AuditEntry, { id: newId('auditEntry'), metadata: {}, createdAt: new Date(), ...record });
-}
-
-/**
- * recordAudit for the SQL hot paths: `insert into audit_entries (…) select <these values> from …`,
- * so an entry is written in the same statement as the change it describes, and only if that
- * change happened (the select finds a row).
- */
-export function auditInsertFrom(source: RawBuilder<unknown>, record: AuditRecord, at: Date): RawBuilder<unknown> {
-  return sql`
-    insert into audit_entries (id, owner_id, reseller_store_id, action, resource_type, resource_id, metadata, actor_id, created_at)
-    select ${newId('auditEntry')}, ${record.ownerId}, ${record.resellerStoreId}, ${record.action}, ${record.resourceType},
-      ${record.resourceId}, ${JSON.stringify(record.metadata ?? {})}::jsonb, ${record.actorId}, ${at}
-    from ${source}`;
 }
 
 export interface AuditFilters extends PageQuery {

@@ -1,11 +1,12 @@
-import type { EntityName } from '@mikro-orm/postgresql';
-import { sql, type RawBuilder } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import { nextRetryDelayMs } from '../../machines/attempt.machine.ts';
-import { auditInsertFrom, SYSTEM_ACTOR, type AuditRecord } from '../audit-log/service.ts';
+import { SYSTEM_ACTOR } from '../audit-log/service.ts';
 import type { AppContext } from '../context.ts';
+import { GroupCommit } from '../db/group-commit.ts';
 import { sqlOf } from '../db/sql.ts';
 import { newMessageId, type QueueKey, type QueueMessage } from '../queue/queue.ts';
+import { newId } from '../shared/ids.ts';
 import { persistedOf, type AttemptRow } from '../shared/attempt-row.ts';
 import { failureMessage, requestedDelayMs } from './failure.ts';
 
@@ -23,9 +24,10 @@ type AttemptEvent<K extends string> =
   | { type: 'FAIL'; error: string; at: string };
 
 /** What differs between kinds of queued work; the attempt bookkeeping around it is shared. */
-export interface AttemptKind<T extends AttemptRecord, K extends string, Q extends QueueKey> {
-  entity: EntityName<T>;
-  /** The entity's table and the column its result is kept in: where the worker writes a transition. */
+export interface AttemptKind<T extends AttemptRecord, K extends string, Q extends QueueKey, W extends { row: T } = { row: T }> {
+  /** Reads these rows and whatever performing them needs (`W`), in one statement; missing rows are left out. */
+  load(rowIds: string[]): Promise<W[]>;
+  /** The rows' table and the column the result is kept in: where the worker writes a transition. */
   table: 'sync_jobs' | 'fulfillments';
   resultColumn: string;
   /** Names the kind of work in metrics and audit actions (`sync_job.completed`). */
@@ -36,56 +38,87 @@ export interface AttemptKind<T extends AttemptRecord, K extends string, Q extend
   message(row: T): QueueMessage<Q>;
   transition(row: T, event: AttemptEvent<K>, at: Date): boolean;
   /** The side effect; returns the id it produced (e.g. the order placed). */
-  perform(row: T): Promise<string>;
+  perform(work: W): Promise<string>;
   /** The audit metadata of a completed or dead attempt. */
   auditMetadata(row: T): Record<string, unknown>;
 }
 
+/** A queue message naming the row it may move. */
+export interface AttemptMessage {
+  messageId: string;
+  rowId: string;
+}
+
 type Outcome = { ok: true; result: string } | { ok: false; error: unknown };
 
+/** A row's state after a transition, and the audit entry written with it, if any. */
+interface Write<T> {
+  row: T;
+  audit?: { action: string; metadata: Record<string, unknown> };
+}
+
+type Db = Kysely<unknown> | Transaction<unknown>;
+
 /**
- * Runs one queue message: take the row (processing), perform the side effect outside any
- * transaction, then record the outcome and, on failure, schedule the next automatic retry. Each
- * state change commits together with the queue message and audit entry it implies. Only the
- * message id stored on the row may move it, so stale messages (the row was retried by hand or
+ * Runs a batch of queue messages: take their rows (processing), perform each side effect outside
+ * any transaction, then record each outcome and, on failure, schedule the next automatic retry.
+ * Each state change commits together with the queue message and audit entry it implies. Only the
+ * message id stored on a row may move it, so stale messages (the row was retried by hand or
  * finished) do nothing.
  *
- * This is the worker's hot path, so a transition is one conditional UPDATE (and on success or
- * death its audit entry, in the same statement) rather than a unit of work: the row's version
- * must still be the one read, so a concurrent move (a redelivered message taken by another
- * worker, a manual retry) makes the write a no-op instead of overwriting it.
+ * This is the worker's hot path, so the batch's rows are read in one statement and taken in
+ * another, and outcomes are recorded with their audit entries in a third, shared by the attempts
+ * that finish together (group commit); a transition is a
+ * conditional UPDATE that applies only while the row is at the version read, so a concurrent move
+ * (a redelivered message taken by another worker) turns the write into a no-op instead of
+ * overwriting it.
  */
-export class AttemptWorker<T extends AttemptRecord, K extends string, Q extends QueueKey> {
+export class AttemptWorker<T extends AttemptRecord, K extends string, Q extends QueueKey, W extends { row: T } = { row: T }> {
+  /** Completed and dead attempts finishing together, of every batch, are recorded in one statement. */
+  private readonly outcomes = new GroupCommit((writes: Write<T>[]) => this.write(sqlOf(this.ctx.orm), writes), { maxItems: 64, maxInFlight: 2 });
+
   constructor(
     private readonly ctx: AppContext,
-    private readonly kind: AttemptKind<T, K, Q>,
+    private readonly kind: AttemptKind<T, K, Q, W>,
   ) {}
 
-  async handle(messageId: string, rowId: string): Promise<void> {
-    const log = this.ctx.logger.child({ [this.kind.logKey]: rowId, message_id: messageId });
-    const row = await this.take(messageId, rowId);
-    if (!row) {
-      log.debug('stale message ignored');
-      return;
+  /** Rejects when any attempt could not be recorded (the database went away): pg-boss delivers the batch again. */
+  async handle(messages: AttemptMessage[]): Promise<void> {
+    const taken = await this.take(messages);
+    const settled = await Promise.allSettled(taken.map(({ work, log }) => this.attempt(work, log)));
+    const failure = settled.find((result) => result.status === 'rejected');
+    if (failure) throw failure.reason;
+  }
+
+  private async take(messages: AttemptMessage[]): Promise<{ work: W; log: Logger }[]> {
+    const loaded = new Map((await this.kind.load([...new Set(messages.map((m) => m.rowId))])).map((work) => [work.row.id, work]));
+    const now = new Date();
+    const taking: { work: W; log: Logger }[] = [];
+    for (const { messageId, rowId } of messages) {
+      const log = this.ctx.logger.child({ [this.kind.logKey]: rowId, message_id: messageId });
+      const work = loaded.get(rowId);
+      if (!work || work.row.queueMessageId !== messageId || !this.kind.transition(work.row, { type: 'TAKE', at: now.toISOString() }, now)) {
+        log.debug('stale message ignored');
+        continue;
+      }
+      taking.push({ work, log });
     }
-    this.counted('processing');
-    log.info({ attempt: row.attempts }, 'attempt started');
-    const outcome = await this.kind.perform(row).then(
+    const moved = await this.write(sqlOf(this.ctx.orm), taking.map(({ work }) => ({ row: work.row })));
+    // A row another worker moved first is not ours to attempt.
+    const taken = taking.filter((_, i) => moved[i]);
+    for (const { work, log } of taken) {
+      this.counted('processing');
+      log.info({ attempt: work.row.attempts }, 'attempt started');
+    }
+    return taken;
+  }
+
+  private async attempt(work: W, log: Logger): Promise<void> {
+    const outcome = await this.kind.perform(work).then(
       (result): Outcome => ({ ok: true, result }),
       (error: unknown): Outcome => ({ ok: false, error }),
     );
-    await this.record(row, outcome, log);
-  }
-
-  private async take(messageId: string, rowId: string): Promise<T | null> {
-    const row = await this.ctx.orm.em.fork().findOne(this.kind.entity, { id: rowId } as never);
-    if (!row || row.queueMessageId !== messageId) return null;
-    const now = new Date();
-    if (!this.kind.transition(row, { type: 'TAKE', at: now.toISOString() }, now)) return null;
-    const { rows } = await this.update(row).execute(sqlOf(this.ctx.orm));
-    if (rows.length === 0) return null; // another worker moved it first
-    row.version = rows[0]!.version;
-    return row;
+    await this.record(work.row, outcome, log);
   }
 
   private async record(row: T, outcome: Outcome, log: Logger): Promise<void> {
@@ -98,9 +131,8 @@ export class AttemptWorker<T extends AttemptRecord, K extends string, Q extends 
 
     if (row.status === 'completed' || row.status === 'dead') {
       if (row.status === 'dead') row.queueMessageId = null;
-      const audited = auditInsertFrom(sql`updated`, this.auditOf(row), now);
-      const { rows } = await sql`with updated as (${this.update(row)}) ${audited} returning id`.execute(sqlOf(this.ctx.orm));
-      if (rows.length === 0) return; // moved by another worker meanwhile: its outcome stands
+      const audit = { action: `${this.kind.name}.${row.status}`, metadata: this.kind.auditMetadata(row) };
+      if (!(await this.outcomes.submit({ row, audit }))) return; // moved by another worker meanwhile: its outcome stands
       if (row.status === 'completed') log.info({ result: outcome.ok ? outcome.result : null, attempts: row.attempts }, 'attempt completed');
       else log.warn({ error: row.errorMessage, attempts: row.attempts }, 'attempts exhausted: dead');
     } else {
@@ -119,36 +151,63 @@ export class AttemptWorker<T extends AttemptRecord, K extends string, Q extends 
     return sqlOf(this.ctx.orm)
       .transaction()
       .execute(async (trx) => {
-        const { rows } = await this.update(row).execute(trx);
-        if (rows.length === 0) return false;
+        if (!(await this.write(trx, [{ row }]))[0]) return false;
         await this.ctx.queue.insertIn(trx, this.kind.queue, [{ id: messageId, message: this.kind.message(row), delayMs }]);
         return true;
       });
   }
 
-  /** The row's transition as one UPDATE that applies only while the row is at the version it was read at. */
-  private update(row: T): RawBuilder<{ version: number }> {
-    const result = (row as unknown as Record<K, string | null | undefined>)[this.kind.resultKey] ?? null;
-    return sql<{ version: number }>`
-      update ${sql.table(this.kind.table)} set
-        status = ${row.status}, attempts = ${row.attempts}, error_message = ${row.errorMessage ?? null},
-        completed_at = ${row.completedAt ?? null}, failed_at = ${row.failedAt ?? null}, dead_at = ${row.deadAt ?? null},
-        machine_state = ${JSON.stringify(row.machineState)}::jsonb, ${sql.ref(this.kind.resultColumn)} = ${result},
-        queue_message_id = ${row.queueMessageId ?? null}, updated_at = ${row.updatedAt}, version = version + 1
-      where id = ${row.id} and version = ${row.version}
-      returning version`;
-  }
-
-  private auditOf(row: T): AuditRecord {
-    return {
-      ownerId: row.ownerId,
-      resellerStoreId: row.resellerStoreId,
-      action: `${this.kind.name}.${row.status}`,
-      resourceType: this.kind.name,
-      resourceId: row.id,
-      actorId: SYSTEM_ACTOR,
-      metadata: this.kind.auditMetadata(row),
-    };
+  /**
+   * One statement: each row's projected state, written only where the row is still at the version
+   * it was read at, with its audit entry if it has one. Returns whether each was written; the rows
+   * written have their `version` brought up to date.
+   */
+  private async write(db: Db, writes: Write<T>[]): Promise<boolean[]> {
+    if (writes.length === 0) return [];
+    const values = writes.map(({ row, audit }) => ({
+      id: row.id,
+      version: row.version,
+      status: row.status,
+      attempts: row.attempts,
+      error_message: row.errorMessage ?? null,
+      completed_at: row.completedAt ?? null,
+      failed_at: row.failedAt ?? null,
+      dead_at: row.deadAt ?? null,
+      machine_state: row.machineState,
+      result: (row as unknown as Record<K, string | null | undefined>)[this.kind.resultKey] ?? null,
+      queue_message_id: row.queueMessageId ?? null,
+      updated_at: row.updatedAt,
+      audit_id: audit ? newId('auditEntry') : null,
+      audit_action: audit?.action ?? null,
+      audit_metadata: audit?.metadata ?? null,
+    }));
+    const { rows } = await sql<{ id: string; read_version: number; version: number }>`
+      with v as (
+        select * from jsonb_to_recordset(${JSON.stringify(values)}::jsonb) as v(
+          id text, version int, status text, attempts int, error_message text, completed_at timestamptz,
+          failed_at timestamptz, dead_at timestamptz, machine_state jsonb, result text, queue_message_id text,
+          updated_at timestamptz, audit_id text, audit_action text, audit_metadata jsonb)
+      ), written as (
+        update ${sql.table(this.kind.table)} as t set
+          status = v.status, attempts = v.attempts, error_message = v.error_message, completed_at = v.completed_at,
+          failed_at = v.failed_at, dead_at = v.dead_at, machine_state = v.machine_state,
+          ${sql.ref(this.kind.resultColumn)} = v.result, queue_message_id = v.queue_message_id,
+          updated_at = v.updated_at, version = t.version + 1
+        from v where t.id = v.id and t.version = v.version
+        returning t.id, v.version as read_version, t.version, t.owner_id, t.reseller_store_id
+      ), audited as (
+        insert into audit_entries (id, owner_id, reseller_store_id, action, resource_type, resource_id, metadata, actor_id, created_at)
+        select v.audit_id, w.owner_id, w.reseller_store_id, v.audit_action, ${this.kind.name}, w.id, v.audit_metadata, ${SYSTEM_ACTOR}, v.updated_at
+        from written w join v on v.id = w.id
+        where v.audit_id is not null
+      )
+      select id, read_version, version from written
+    `.execute(db);
+    return writes.map(({ row }) => {
+      const written = rows.find((w) => w.id === row.id && w.read_version === row.version);
+      if (written) row.version = written.version;
+      return written !== undefined;
+    });
   }
 
   private counted(status: string): void {

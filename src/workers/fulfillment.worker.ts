@@ -16,7 +16,7 @@ export function fulfillmentWorker(ctx: AppContext): AttemptWorker<Fulfillment, '
   }
 
   /** Keyed by our fulfillment id, so a retry after a crash cannot add the tracking twice. */
-  async function propagate(fulfillment: Fulfillment): Promise<string> {
+  async function propagate({ row: fulfillment }: { row: Fulfillment }): Promise<string> {
     const job = await jobOf(fulfillment);
     const reseller = await ctx.orm.em.fork().findOne(ResellerStore, { id: job.resellerStoreId });
     if (!reseller || reseller.deletedAt) throw new JobFailure('the reseller store was deleted');
@@ -30,7 +30,7 @@ export function fulfillmentWorker(ctx: AppContext): AttemptWorker<Fulfillment, '
   }
 
   return new AttemptWorker(ctx, {
-    entity: Fulfillment,
+    load: async (ids) => (await ctx.orm.em.fork().find(Fulfillment, { id: { $in: ids } })).map((row) => ({ row })),
     table: 'fulfillments',
     resultColumn: 'reseller_fulfillment_id',
     name: 'fulfillment',
