@@ -3,6 +3,7 @@ import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
 import { recordAudit, SYSTEM_ACTOR, type AuditRecord } from '../audit-log/service.ts';
 import { sql, type Transaction } from 'kysely';
 import type { AppContext } from '../context.ts';
+import { GroupCommit } from '../db/group-commit.ts';
 import { sqlOf } from '../db/sql.ts';
 import { Fulfillment } from '../fulfillments/entity.ts';
 import type { ResellerOrder } from '../orders/types.ts';
@@ -66,31 +67,37 @@ export class SyncJobService {
 
   /**
    * Creates the order's jobs for these source stores that do not exist yet, with their queue
-   * messages and audit entries, in one transaction of four statements: this is the order
-   * webhook's hot path, so it is SQL rather than the unit of work. The unique index on (order,
-   * source store) decides which jobs are new (`on conflict do nothing`): concurrent deliveries of
-   * one order cannot create a duplicate, and a redelivery gets the existing jobs back.
+   * messages and audit entries, and returns every one of them, new or not, in the order asked. The
+   * unique index on (order, source store) decides which jobs are new (`on conflict do nothing`):
+   * concurrent deliveries of one order cannot create a duplicate, and a redelivery gets the
+   * existing jobs back.
+   *
+   * This is the order webhook's hot path: orders arriving together are written together, in one
+   * transaction of four statements (see `routeOrders`), rather than through the unit of work.
    *
    * `onceForOrder` is an audit entry recorded once per order however often it is delivered (the
    * lines no supplier matched), under an advisory lock on the order.
    */
-  async createJobs(
-    order: OrderToRoute,
-    sourceStoreIds: string[],
-    creator: JobCreator,
-    onceForOrder?: AuditRecord,
-  ): Promise<{ id: string; created: boolean }[]> {
-    const results = await sqlOf(this.ctx.orm)
+  async createJobs(order: OrderToRoute, sourceStoreIds: string[], creator: JobCreator, onceForOrder?: AuditRecord): Promise<RoutedJob[]> {
+    const jobs = await this.routing.submit({ order, sourceStoreIds, creator, onceForOrder });
+    this.ctx.metrics.transitions.inc({ kind: 'sync_job', status: 'pending' }, jobs.filter((job) => job.created).length);
+    return jobs;
+  }
+
+  private readonly routing = new GroupCommit((requests: RoutingRequest[]) => this.routeOrders(requests), { maxItems: 64, maxInFlight: 4 });
+
+  private routeOrders(requests: RoutingRequest[]): Promise<RoutedJob[][]> {
+    return sqlOf(this.ctx.orm)
       .transaction()
       .execute(async (trx) => {
-        const jobs = await insertJobs(trx, order, sourceStoreIds, creator);
-        const created = jobs.filter((job) => job.created);
+        const routed = await insertJobs(trx, requests);
+        const created = routed.flat().filter((job) => job.created);
         await this.ctx.queue.insertIn(trx, 'syncJob', created.map((job) => ({ id: job.queueMessageId!, message: { syncJobId: job.id } })));
-        if (onceForOrder) await recordOncePerOrder(trx, order, onceForOrder);
-        return jobs.map(({ id, created }) => ({ id, created }));
+        // In a fixed order, so that two transactions never wait on each other's locks.
+        const once = requests.filter((request) => request.onceForOrder).sort((a, b) => orderKey(a.order).localeCompare(orderKey(b.order)));
+        for (const request of once) await recordOncePerOrder(trx, request.order, request.onceForOrder!);
+        return routed.map((jobs) => jobs.map(({ id, created }) => ({ id, created })));
       });
-    this.ctx.metrics.transitions.inc({ kind: 'sync_job', status: 'pending' }, results.filter((r) => r.created).length);
-    return results;
   }
 
   async get(principal: Principal, id: string): Promise<JobWithFulfillments> {
@@ -166,73 +173,98 @@ export class SyncJobService {
   }
 }
 
-interface InsertedJob {
+export interface RoutedJob {
   id: string;
-  source_store_id: string;
-  queueMessageId: string | null;
   created: boolean;
 }
 
+interface RoutingRequest {
+  order: OrderToRoute;
+  sourceStoreIds: string[];
+  creator: JobCreator;
+  onceForOrder: AuditRecord | undefined;
+}
+
+interface InsertedJob extends RoutedJob {
+  candidate: string;
+  queueMessageId: string | null;
+}
+
+const orderKey = (order: OrderToRoute) => `order:${order.resellerStoreId}:${order.externalOrderId}`;
+
 /**
- * One statement: insert the jobs that do not exist yet with their audit entries, and return every
- * job of the order for these source stores, new or not, in the order asked.
+ * One statement for every request: insert the jobs that do not exist yet with their audit entries,
+ * and find the ones that do. Returns, per request, its jobs in the order of its source stores.
  */
-async function insertJobs(trx: Transaction<unknown>, order: OrderToRoute, sourceStoreIds: string[], creator: JobCreator): Promise<InsertedJob[]> {
+async function insertJobs(trx: Transaction<unknown>, requests: RoutingRequest[]): Promise<InsertedJob[][]> {
   const now = new Date();
   const initial = initialProjection(now);
-  const candidates = sourceStoreIds.map((sourceStoreId) => ({
-    id: newId('syncJob'),
-    source_store_id: sourceStoreId,
-    queue_message_id: newMessageId(),
-    audit_id: newId('auditEntry'),
-  }));
-  const auditMetadata = { externalOrderId: order.externalOrderId, ...creator.metadata };
+  const candidates = requests.map(({ order, sourceStoreIds, creator }) =>
+    sourceStoreIds.map((sourceStoreId) => ({
+      id: newId('syncJob'),
+      owner_id: order.ownerId,
+      reseller_store_id: order.resellerStoreId,
+      source_store_id: sourceStoreId,
+      external_order_id: order.externalOrderId,
+      origin: order.order ? 'webhook' : 'manual',
+      order: order.order,
+      queue_message_id: newMessageId(),
+      audit_id: newId('auditEntry'),
+      audit_metadata: { externalOrderId: order.externalOrderId, sourceStoreId, ...creator.metadata },
+      actor_id: creator.actorId,
+    })),
+  );
   const { rows } = await sql<InsertedJob>`
     with candidate as (
-      select * from jsonb_to_recordset(${JSON.stringify(candidates)}::jsonb)
-        as c(id text, source_store_id text, queue_message_id text, audit_id text)
+      select * from jsonb_to_recordset(${JSON.stringify(candidates.flat())}::jsonb) as c(
+        id text, owner_id text, reseller_store_id text, source_store_id text, external_order_id text, origin text,
+        "order" jsonb, queue_message_id text, audit_id text, audit_metadata jsonb, actor_id text)
     ), inserted as (
       insert into sync_jobs (id, owner_id, reseller_store_id, source_store_id, external_order_id, origin, status, attempts,
         machine_state, "order", queue_message_id, version, created_at, updated_at)
-      select id, ${order.ownerId}, ${order.resellerStoreId}, source_store_id, ${order.externalOrderId},
-        ${order.order ? 'webhook' : 'manual'}, ${initial.status}, ${initial.attempts},
-        ${JSON.stringify(initial.machineState)}::jsonb, ${order.order && JSON.stringify(order.order)}::jsonb,
-        queue_message_id, 1, ${now}, ${now}
+      select id, owner_id, reseller_store_id, source_store_id, external_order_id, origin, ${initial.status}, ${initial.attempts},
+        ${JSON.stringify(initial.machineState)}::jsonb, "order", queue_message_id, 1, ${now}, ${now}
       from candidate
       on conflict (external_order_id, source_store_id) do nothing
-      returning id, source_store_id, queue_message_id
+      returning id, queue_message_id
     ), audited as (
       insert into audit_entries (id, owner_id, reseller_store_id, action, resource_type, resource_id, metadata, actor_id, created_at)
-      select candidate.audit_id, ${order.ownerId}, ${order.resellerStoreId}, 'sync_job.created', 'sync_job', inserted.id,
-        ${JSON.stringify(auditMetadata)}::jsonb || jsonb_build_object('sourceStoreId', inserted.source_store_id),
-        ${creator.actorId}, ${now}
-      from inserted join candidate using (id)
+      select c.audit_id, c.owner_id, c.reseller_store_id, 'sync_job.created', 'sync_job', i.id, c.audit_metadata, c.actor_id, ${now}
+      from inserted i join candidate c on c.id = i.id
     )
-    select id, source_store_id, queue_message_id as "queueMessageId", true as created from inserted
+    select id as candidate, id, queue_message_id as "queueMessageId", true as created from inserted
     union all
-    select id, source_store_id, null, false from sync_jobs
-    where external_order_id = ${order.externalOrderId} and source_store_id = any(${sourceStoreIds}::text[])
+    select c.id, j.id, null, false
+    from candidate c join sync_jobs j on j.external_order_id = c.external_order_id and j.source_store_id = c.source_store_id
   `.execute(trx);
-  // The statement's snapshot predates it: a job a concurrent delivery committed while this insert
-  // waited on the unique index is neither inserted nor seen. Read it again, now committed.
-  const missing = sourceStoreIds.filter((id) => !rows.some((row) => row.source_store_id === id));
+  const found = new Map(rows.map((row) => [row.candidate, row]));
+  // The statement's snapshot predates it: a job that a concurrent delivery committed while this
+  // insert waited on the unique index, or that another request of this group inserted, was neither
+  // inserted for its candidate nor seen. Read those again: committed now, or this transaction's own.
+  const missing = candidates.flat().filter((candidate) => !found.has(candidate.id));
   if (missing.length > 0) {
-    const { rows: concurrent } = await sql<InsertedJob>`
-      select id, source_store_id, null as "queueMessageId", false as created from sync_jobs
-      where external_order_id = ${order.externalOrderId} and source_store_id = any(${missing}::text[])
+    const { rows: late } = await sql<{ id: string; external_order_id: string; source_store_id: string }>`
+      select id, external_order_id, source_store_id from sync_jobs
+      where (external_order_id, source_store_id) in (
+        select * from unnest(${missing.map((c) => c.external_order_id)}::text[], ${missing.map((c) => c.source_store_id)}::text[]))
     `.execute(trx);
-    rows.push(...concurrent);
+    for (const candidate of missing) {
+      const job = late.find((row) => row.external_order_id === candidate.external_order_id && row.source_store_id === candidate.source_store_id);
+      if (job) found.set(candidate.id, { candidate: candidate.id, id: job.id, queueMessageId: null, created: false });
+    }
   }
-  return sourceStoreIds.map((sourceStoreId) => {
-    const job = rows.find((row) => row.source_store_id === sourceStoreId);
-    if (!job) throw new Error(`no sync job for order ${order.externalOrderId} and source store ${sourceStoreId}`);
-    return job;
-  });
+  return candidates.map((forRequest) =>
+    forRequest.map((candidate) => {
+      const job = found.get(candidate.id);
+      if (!job) throw new Error(`no sync job for order ${candidate.external_order_id} and source store ${candidate.source_store_id}`);
+      return job;
+    }),
+  );
 }
 
 /** The audit entry, unless the order already has one for this action. */
 async function recordOncePerOrder(trx: Transaction<unknown>, order: OrderToRoute, record: AuditRecord): Promise<void> {
-  await sql`select pg_advisory_xact_lock(hashtext(${`order:${order.resellerStoreId}:${order.externalOrderId}`}))`.execute(trx);
+  await sql`select pg_advisory_xact_lock(hashtext(${orderKey(order)}))`.execute(trx);
   await sql`
     insert into audit_entries (id, owner_id, reseller_store_id, action, resource_type, resource_id, metadata, actor_id, created_at)
     select ${newId('auditEntry')}, ${record.ownerId}, ${record.resellerStoreId}, ${record.action}, ${record.resourceType},
