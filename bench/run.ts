@@ -42,7 +42,7 @@ const SERVICE_NODE_ARGS = (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(' ')
 
 const PLAN = {
   ingest: { connections: 32, seconds: QUICK ? 5 : 15, warmupSeconds: QUICK ? 1 : 3 },
-  e2e: { rate: 200, seconds: QUICK ? 5 : 20, latencyMs: 20 },
+  e2e: { rate: 200, seconds: QUICK ? 5 : 20, warmupSeconds: QUICK ? 1 : 3, latencyMs: 20 },
   processing: { jobs: QUICK ? 1_000 : 10_000 },
   scale: { small: 10_000, large: QUICK ? 100_000 : 1_000_000, connections: 4, seconds: QUICK ? 3 : 8, warmupSeconds: QUICK ? 1 : 2 },
   /** Raised per-store pacing for runs against the sandbox, which has no rate limit. */
@@ -182,14 +182,12 @@ async function startServiceProcess(name: string, databaseUrl: string, env: Recor
   });
   running.push(child);
   const memory = new MemorySampler(child.process.pid!);
+  // A worker serves /healthz on its PORT too, once its queue consumers run: nothing is measured before.
+  await waitFor(`${name} to answer /healthz`, async () => {
+    if (child.process.exitCode !== null) throw new GiveUp(`${name} exited with ${child.process.exitCode}; see ${child.logFile}`);
+    return (await fetch(`http://127.0.0.1:${port}/healthz`)).ok;
+  }, 120_000, 200);
   const url = env.ROLE === 'worker' ? null : `http://127.0.0.1:${port}`;
-  // A worker needs no wait: what is measured of it comes from the rows it completes.
-  if (url) {
-    await waitFor(`${name} to answer /healthz`, async () => {
-      if (child.process.exitCode !== null) throw new GiveUp(`${name} exited with ${child.process.exitCode}; see ${child.logFile}`);
-      return (await fetch(`${url}/healthz`)).ok;
-    }, 120_000, 200);
-  }
   return {
     child,
     url,
@@ -291,6 +289,20 @@ function reportCpu(label: string, cpu: { process: number; database: number }, co
 // ---------------------------------------------------------------------------------------------
 // Phases
 
+/** The median time to routed of the orders sent in each 2-second slice of the stream: shows a backlog building or steady. */
+function logLatencyOverTime(sent: SentOrder[], created: Map<string, number>, firstSentAt: number): void {
+  const slices = new Map<number, number[]>();
+  for (const order of sent) {
+    const times = order.syncJobIds.map((id) => created.get(id));
+    if (times.length === 0 || times.some((t) => t === undefined)) continue;
+    const slice = Math.floor((order.sentAt - firstSentAt) / 2000);
+    if (!slices.has(slice)) slices.set(slice, []);
+    slices.get(slice)!.push(Math.max(...(times as number[])) - order.sentAt);
+  }
+  const medians = [...slices].sort(([a], [b]) => a - b).map(([slice, values]) => `${slice * 2}s:${percentile(values.sort((a, b) => a - b), 50)}`);
+  log(`  median ms to routed by send time: ${medians.join(' ')}`);
+}
+
 async function ingestPhase(): Promise<void> {
   log('ingest: signed orders/create webhooks, 2 suppliers each, 32 connections');
   const serviceDb = await createDatabase('bench_ingest');
@@ -356,15 +368,25 @@ async function ingestPhase(): Promise<void> {
 }
 
 async function e2ePhase(): Promise<void> {
-  const { rate, seconds, latencyMs } = PLAN.e2e;
-  log(`e2e: open loop, ${rate} orders/s for ${seconds} s, sandbox answering in ${latencyMs} ms, per-store pacing raised to PLATFORM_PACING=${PLAN.pacing}`);
+  const { rate, seconds, warmupSeconds, latencyMs } = PLAN.e2e;
+  log(`e2e: open loop, ${rate} orders/s for ${seconds} s after a ${warmupSeconds} s warm-up, sandbox answering in ${latencyMs} ms, per-store pacing raised to PLATFORM_PACING=${PLAN.pacing}, one API and one worker process`);
   notes.push(`e2e and processing run with PLATFORM_PACING=${PLAN.pacing}: the sandbox has no rate limit, and the default per-store pacing (2-5 calls/s) would cap each supplier far below ${rate} orders/s`);
   const url = await createDatabase('bench_e2e');
-  const service = await startServiceProcess('e2e', url, { ROLE: 'all', PLATFORM_PACING: PLAN.pacing });
+  // As deployed for load (README, "External PostgreSQL, several API and worker processes"): an API
+  // process and a worker process, so the two can use both cores.
+  const service = await startServiceProcess('e2e-api', url, { ROLE: 'api' });
+  const worker = await startServiceProcess('e2e-worker', url, { ROLE: 'worker', PLATFORM_PACING: PLAN.pacing });
   const tenant = await setupTenant(service.url!);
   await sandboxControl('POST', '/reset');
   for (const supplier of SHOP.suppliers) await sandboxControl('POST', `/stores/${supplier.shopDomain}/faults`, { latencyMs });
 
+  // As for ingest, a warm-up at the same rate first (JIT, connection pools), drained before the measured stream.
+  await runTsForJson<OpenLoopResult>(
+    'bench/open-loop.ts',
+    { url: service.url!, rate, seconds: warmupSeconds, startId: 2_900_000_000, outFile: path.join(tmp, 'e2e-warmup.json') } satisfies OpenLoopInput,
+    { logFile: path.join(logs, 'open-loop-warmup.log') },
+  );
+  if (!(await untilJobsFinished(url, tenant, E2E_DRAIN_TIMEOUT_MS))) throw new GiveUp('e2e: the warm-up orders were not routed in time');
   const outFile = path.join(tmp, 'e2e-sent.json');
   const sentResult = await runTsForJson<OpenLoopResult>(
     'bench/open-loop.ts',
@@ -377,6 +399,7 @@ async function e2ePhase(): Promise<void> {
   const drained = await untilJobsFinished(url, tenant, E2E_DRAIN_TIMEOUT_MS);
   if (!drained) notes.push(`e2e: not every job finished within ${E2E_DRAIN_TIMEOUT_MS / 1000} s after the stream ended`);
   await service.stop();
+  await worker.stop();
 
   const created = new Map<string, number>();
   for (const supplier of SHOP.suppliers) {
@@ -397,6 +420,7 @@ async function e2ePhase(): Promise<void> {
     perOrder.push(done - order.sentAt);
     routed++;
   }
+  logLatencyOverTime(sent, created, sentResult.firstSentAt);
   perOrder.sort((a, b) => a - b);
   perSupplierOrder.sort((a, b) => a - b);
   const answers = sent.filter((o) => o.answeredAt !== null).map((o) => o.answeredAt! - o.sentAt).sort((a, b) => a - b);

@@ -33,7 +33,7 @@ const EnvSchema = z.object({
     .regex(/^https?:\/\/.*\{shopDomain\}/, 'must be an http(s) URL template containing {shopDomain}')
     .optional(),
   SYNC_RETRY_BASE_DELAY_MS: integer(0, 86_400_000).default(30_000),
-  WORKER_CONCURRENCY: integer(1, 256).default(32),
+  WORKER_CONCURRENCY: integer(1, 256).default(64),
   PLATFORM_TIMEOUT_MS: integer(100, 120_000).default(10_000),
   WEBHOOK_STORE_CACHE_TTL_MS: integer(0, 60_000).default(0),
   PLATFORM_PACING: z

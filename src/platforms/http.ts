@@ -1,4 +1,5 @@
 import { STATUS_CODES } from 'node:http';
+import { request as send } from 'undici';
 import type { Platform } from '../orders/types.ts';
 import type { Pacer, TokenBucket } from './pacer.ts';
 import { PayloadError, PlatformError, type StoreConnection } from './types.ts';
@@ -137,15 +138,20 @@ export class PlatformHttpClient {
     if (request.body !== undefined) headers['Content-Type'] = 'application/json';
     if (request.idempotencyKey !== undefined) headers['Idempotency-Key'] = request.idempotencyKey;
     try {
-      const response = await fetch(url, {
+      // undici's request() rather than fetch(): the same client underneath at a fraction of the CPU
+      // per call. It never follows redirects, which would send the access token wherever Location points.
+      const response = await send(url, {
         method: request.method,
         headers,
         body: request.body === undefined ? undefined : JSON.stringify(request.body),
         signal: AbortSignal.timeout(this.options.timeoutMs),
-        // Following a redirect would send the access token wherever Location points.
-        redirect: 'manual',
       });
-      return { status: response.status, retryAfter: response.headers.get('retry-after'), text: await response.text() };
+      const retryAfter = response.headers['retry-after'];
+      return {
+        status: response.statusCode,
+        retryAfter: (Array.isArray(retryAfter) ? retryAfter[0] : retryAfter) ?? null,
+        text: await response.body.text(),
+      };
     } catch (error) {
       const reason = describeNetworkFailure(error, this.options.timeoutMs);
       throw this.#error(store, request, `failed: ${reason}`, { retryable: true });

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 
 const VERSION = 'v1';
 
@@ -7,8 +7,12 @@ const VERSION = 'v1';
  * The record id is bound in as associated data, so a ciphertext copied onto another row fails.
  */
 export class SecretBox {
-  constructor(private readonly key: Buffer) {
+  /** A key object made once: a raw key would be imported again for every call. */
+  private readonly key: KeyObject;
+
+  constructor(key: Buffer) {
     if (key.length !== 32) throw new Error('encryption key must be 32 bytes');
+    this.key = createSecretKey(key);
   }
 
   encrypt(plaintext: string, boundTo: string): string {
