@@ -11,7 +11,7 @@
  *   BENCH_CPU_PROF=1                           service processes write V8 CPU profiles (kept)
  *   BENCH_KEEP=1                               keep the temporary folder (logs, database)
  *   BENCH_LOG_LEVEL=info                       the service's LOG_LEVEL (default info, as deployed)
- *   BENCH_SERVICE_NODE_ARGS="--max-semi-space-size=8"   extra node flags for the service processes
+ *   BENCH_SERVICE_NODE_ARGS="--cpu-prof"      extra node flags for the service processes (after npm start's)
  *   BENCH_PGSTAT=1                             log what PostgreSQL sessions wait on, and the top
  *                                              statements (pg_stat_statements), for the measured runs
  * Any service variable in the environment (WORKER_CONCURRENCY, ...) is passed through.
@@ -38,7 +38,11 @@ const PHASES = new Set((process.env.BENCH_PHASES ?? 'ingest,e2e,processing,scale
 const CPU_PROF = process.env.BENCH_CPU_PROF === '1';
 const KEEP = process.env.BENCH_KEEP === '1' || CPU_PROF;
 const PGSTAT = process.env.BENCH_PGSTAT === '1';
-const SERVICE_NODE_ARGS = (process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(' ').filter(Boolean);
+/** The service runs with the node flags `npm start` gives it (package.json), then any from BENCH_SERVICE_NODE_ARGS. */
+const SERVICE_NODE_ARGS = [
+  ...(JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).scripts.start as string).split(' ').filter((arg) => /^--(?!import)/.test(arg)),
+  ...(process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(' ').filter(Boolean),
+];
 
 const PLAN = {
   ingest: { connections: 32, seconds: QUICK ? 5 : 15, warmupSeconds: QUICK ? 1 : 3 },
@@ -672,7 +676,7 @@ const output = {
   date: startedAt.toISOString(),
   duration_s: round((finishedAt.getTime() - startedAt.getTime()) / 1000),
   machine: { ...info, loadavg_at_end: os.loadavg().map((l) => round(l, 2)) },
-  settings: { ...PLAN, worker_concurrency: workerConcurrency, log_level: serviceEnvBase.LOG_LEVEL, quick: QUICK },
+  settings: { ...PLAN, service_node_args: SERVICE_NODE_ARGS.join(" "), worker_concurrency: workerConcurrency, log_level: serviceEnvBase.LOG_LEVEL, quick: QUICK },
   notes,
   ...results,
 };

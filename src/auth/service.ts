@@ -13,11 +13,17 @@ export interface Session extends AccessToken {
   refreshExpiresAt: Date;
 }
 
-const ARGON2_OPTIONS = { type: argon2.argon2id } as const;
+/**
+ * OWASP's first recommended argon2id configuration (19 MiB, 2 passes, 1 lane). The library's
+ * default (64 MiB, 4 lanes) held 64 MiB of memory per hash in flight, a third of the service's
+ * resident memory for each concurrent login. Hashes made with other parameters still verify: each
+ * hash names its own.
+ */
+const ARGON2_OPTIONS = { type: argon2.argon2id, memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const;
 
 export class AuthService {
-  /** Verified against when the email is unknown, so both failures take the same time. */
-  private readonly decoyHash = argon2.hash('decoy password for timing', ARGON2_OPTIONS);
+  /** Verified against when the email is unknown, so both failures take the same time; made on first need. */
+  #decoyHash: Promise<string> | undefined;
 
   constructor(private readonly ctx: AppContext) {}
 
@@ -45,7 +51,7 @@ export class AuthService {
 
   async login(email: string, password: string): Promise<Session> {
     const user = await this.em.findOne(User, { email });
-    const valid = await argon2.verify(user?.passwordHash ?? (await this.decoyHash), password);
+    const valid = await argon2.verify(user?.passwordHash ?? (await (this.#decoyHash ??= argon2.hash('decoy password for timing', ARGON2_OPTIONS))), password);
     if (!user || !valid) throw new AppError('invalid_credentials');
     return this.startSession(user.id, newId('refreshToken'));
   }
