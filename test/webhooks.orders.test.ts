@@ -420,6 +420,52 @@ describe('redeliveries', () => {
   });
 });
 
+describe('orders arriving together (group commit)', () => {
+  it('gives each of 40 concurrent orders of two resellers its own jobs, queue messages and audit entries', async () => {
+    const resellers = [await newReseller('platform_a'), await newReseller('platform_b')];
+    const suppliers = await Promise.all(
+      resellers.map(async (reseller) => ({
+        left: await addSupplier(reseller, { platform: 'custom', vendorTag: 'Left' }),
+        right: await addSupplier(reseller, { platform: 'platform_a', vendorTag: 'Right' }),
+      })),
+    );
+    const orders = Array.from({ length: 40 }, (_, index) => {
+      const reseller = resellers[index % 2]!;
+      const bothSuppliers = index % 4 < 2;
+      const lines = [
+        { sku: 'L-1', title: 'Left item', vendor: 'Left', quantity: 1, price: '5.00' },
+        ...(bothSuppliers ? [{ sku: 'R-1', title: 'Right item', vendor: 'Right', quantity: 2, price: '7.00' }] : []),
+      ];
+      return { reseller, supplierIndex: index % 2, payload: resellerOrder(reseller, lines), jobCount: lines.length };
+    });
+
+    const responses = await Promise.all(orders.map(({ reseller, payload }) => deliverOrder(reseller, payload)));
+    const idsPerOrder = responses.map((response, index) => expectReceived(response, orders[index]!.jobCount));
+    const allIds = idsPerOrder.flat();
+    expect(new Set(allIds).size).toBe(allIds.length);
+
+    // Each job belongs to the order whose answer named it, and to the supplier its lines matched.
+    const rows = new Map((await Promise.all(resellers.map((r) => syncJobRows(service.databaseUrl, r.store.id)))).flat().map((row) => [row.id, row]));
+    orders.forEach((order, index) => {
+      const jobs = idsPerOrder[index]!.map((id) => rows.get(id)!);
+      expect(jobs.map((job) => job.external_order_id)).toEqual(jobs.map(() => String((order.payload as { id: number }).id)));
+      const { left, right } = suppliers[order.supplierIndex]!;
+      expect(jobs.map((job) => job.source_store_id).sort()).toEqual((order.jobCount === 2 ? [left.id, right.id] : [left.id]).sort());
+    });
+    expect(rows.size).toBe(allIds.length);
+    expect(await queueMessageCount(service.databaseUrl, 'sync-job.process', allIds)).toBe(allIds.length);
+    for (const reseller of resellers) {
+      const ownIds = orders.flatMap((order, index) => (order.reseller === reseller ? idsPerOrder[index]! : []));
+      const created = (await webhookAuditRows(service.databaseUrl, reseller.store.id)).filter((entry) => entry.action === 'sync_job.created');
+      expect(created.map((entry) => entry.resource_id).sort()).toEqual(ownIds.sort());
+    }
+    await waitFor(async () => {
+      const placed = suppliers.flatMap(({ left, right }) => [left, right]).reduce((sum, supplier) => sum + sandbox.ordersFor(supplier.shopDomain).length, 0);
+      return placed === allIds.length ? placed : null;
+    }, 30_000, 'every supplier order to be placed');
+  });
+});
+
 describe('verification', () => {
   let reseller: Reseller;
   let supplier: { id: string; shopDomain: string };
