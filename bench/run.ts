@@ -93,12 +93,18 @@ let sandbox: Child;
 let sandboxUrl: string;
 const running: Child[] = [];
 
+/** Databases of the running phase, dropped when it ends. */
+const phaseDatabases: string[] = [];
+
 async function createDatabase(name: string): Promise<string> {
-  const admin = new pg.Client({ connectionString: db.url() });
-  await admin.connect();
-  await admin.query(`create database ${name}`);
-  await admin.end();
+  await withClient(db.url(), (c) => c.query(`create database ${name}`));
+  phaseDatabases.push(name);
   return db.url(name);
+}
+
+/** Drops the phase's databases, so the next phase does not share the server with their autovacuum. */
+async function dropPhaseDatabases(): Promise<void> {
+  for (const name of phaseDatabases.splice(0)) await withClient(db.url(), (c) => c.query(`drop database ${name} with (force)`));
 }
 
 /** The service's migrations and queue schema, for a database the service itself never starts on. */
@@ -656,10 +662,11 @@ try {
   sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
   log(`embedded PostgreSQL on port ${db.port}, sandbox at ${sandboxUrl}, logs in ${logs}`);
 
-  if (PHASES.has('ingest')) await ingestPhase();
-  if (PHASES.has('e2e')) await e2ePhase();
-  if (PHASES.has('processing')) await processingPhase();
-  if (PHASES.has('scale')) await scalePhase();
+  for (const [phase, run] of [['ingest', ingestPhase], ['e2e', e2ePhase], ['processing', processingPhase], ['scale', scalePhase]] as const) {
+    if (!PHASES.has(phase)) continue;
+    await run();
+    await dropPhaseDatabases();
+  }
   results.rss_mb = Math.max(0, ...Object.values(peaks));
   for (const [name, mb] of Object.entries(peaks)) results[`rss_mb.${name}`] = mb;
 } catch (error) {

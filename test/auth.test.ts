@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
+import argon2 from 'argon2';
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiResponse } from './support/api.ts';
@@ -157,6 +158,19 @@ describe('POST /v1/auth/login', () => {
     expectSession(response, 200);
     expect(refreshCookieOf(response).value).not.toBe(user.cookie.split('=')[1]);
     expect((await me(response.body.accessToken)).body.email).toBe(user.email);
+  });
+
+  it('replaces a password hash made with older argon2 parameters at the next login, which keeps working', async () => {
+    const user = await registerUser(service.api);
+    const older = await argon2.hash(user.password, { type: argon2.argon2id }); // the library defaults: 64 MiB, 3 passes, 4 lanes
+    await queryRows(service.databaseUrl, 'update users set password_hash = $1 where email = $2', [older, user.email]);
+
+    const login = await service.api.post('/v1/auth/login', { body: { email: user.email, password: user.password } });
+    expectSession(login, 200);
+    const [row] = await queryRows<{ password_hash: string }>(service.databaseUrl, 'select password_hash from users where email = $1', [user.email]);
+    expect(row!.password_hash).toMatch(/^\$argon2id\$v=19\$m=19456,p=1,t=2\$/);
+    expect(await argon2.verify(row!.password_hash, user.password)).toBe(true);
+    expectSession(await service.api.post('/v1/auth/login', { body: { email: user.email, password: user.password } }), 200);
   });
 
   it('answers a wrong password and an unknown email identically', async () => {

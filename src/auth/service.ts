@@ -50,10 +50,25 @@ export class AuthService {
   }
 
   async login(email: string, password: string): Promise<Session> {
-    const user = await this.em.findOne(User, { email });
-    const valid = await argon2.verify(user?.passwordHash ?? (await (this.#decoyHash ??= argon2.hash('decoy password for timing', ARGON2_OPTIONS))), password);
+    const em = this.em.fork();
+    const user = await em.findOne(User, { email });
+    const valid = await argon2.verify(user?.passwordHash ?? (await this.decoyHash()), password);
     if (!user || !valid) throw new AppError('invalid_credentials');
+    // A hash made with older parameters is replaced at the next login, so every account verifies
+    // at the same cost as the decoy (the time of a failed login says nothing about the email).
+    if (argon2.needsRehash(user.passwordHash, ARGON2_OPTIONS)) {
+      user.passwordHash = await argon2.hash(password, ARGON2_OPTIONS);
+      await em.flush();
+    }
     return this.startSession(user.id, newId('refreshToken'));
+  }
+
+  private decoyHash(): Promise<string> {
+    this.#decoyHash ??= argon2.hash('decoy password for timing', ARGON2_OPTIONS).catch((error: unknown) => {
+      this.#decoyHash = undefined; // not cached: the next login tries again
+      throw error;
+    });
+    return this.#decoyHash;
   }
 
   /**

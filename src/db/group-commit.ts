@@ -73,7 +73,8 @@ export class GroupCommit<I, O> {
         for (const waiting of group) waiting.reject(error);
         return;
       }
-      await Promise.all(group.map((waiting) => this.#writeGroup([waiting])));
+      // One at a time: the group's own connections and locks stay bounded while it is split.
+      for (const waiting of group) await this.#writeGroup([waiting]);
     }
   }
 }

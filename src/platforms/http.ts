@@ -133,13 +133,15 @@ export class PlatformHttpClient {
   async #exchange(url: string, store: StoreConnection, request: PlatformRequest): Promise<RawResponse> {
     const headers: Record<string, string> = {
       Accept: 'application/json',
+      // undici's request() sends none, and some platforms refuse requests without one.
+      'User-Agent': 'order-routing-service',
       ...this.options.authHeaders(store.accessToken),
     };
     if (request.body !== undefined) headers['Content-Type'] = 'application/json';
     if (request.idempotencyKey !== undefined) headers['Idempotency-Key'] = request.idempotencyKey;
     try {
-      // undici's request() rather than fetch(): the same client underneath at a fraction of the CPU
-      // per call. It never follows redirects, which would send the access token wherever Location points.
+      // undici's request() rather than fetch(): a fraction of the CPU per call. It never follows
+      // redirects, which would send the access token wherever Location points.
       const response = await send(url, {
         method: request.method,
         headers,

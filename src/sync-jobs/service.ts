@@ -73,7 +73,9 @@ export class SyncJobService {
    * existing jobs back.
    *
    * This is the order webhook's hot path: orders arriving together are written together, in one
-   * transaction of four statements (see `routeOrders`), rather than through the unit of work.
+   * transaction (see `routeOrders`: one statement for the jobs and their audit entries, pg-boss's
+   * insert for their messages, and two more per order with unmatched lines), rather than through
+   * the unit of work.
    *
    * `onceForOrder` is an audit entry recorded once per order however often it is delivered (the
    * lines no supplier matched), under an advisory lock on the order.
@@ -93,7 +95,7 @@ export class SyncJobService {
         const routed = await insertJobs(trx, requests);
         const created = routed.flat().filter((job) => job.created);
         await this.ctx.queue.insertIn(trx, 'syncJob', created.map((job) => ({ id: job.queueMessageId!, message: { syncJobId: job.id } })));
-        // In a fixed order, so that two transactions never wait on each other's locks.
+        // Advisory locks in a fixed order, so two groups never wait on each other's (the jobs are inserted sorted too).
         const once = requests.filter((request) => request.onceForOrder).sort((a, b) => orderKey(a.order).localeCompare(orderKey(b.order)));
         for (const request of once) await recordOncePerOrder(trx, request.order, request.onceForOrder!);
         return routed.map((jobs) => jobs.map(({ id, created }) => ({ id, created })));
@@ -190,6 +192,13 @@ interface InsertedJob extends RoutedJob {
   queueMessageId: string | null;
 }
 
+/**
+ * Inserted in this order, two groups routing the same orders (a redelivery) wait for each other's
+ * index entries in the same sequence, instead of each holding one the other needs (a deadlock).
+ */
+const byJobKey = (a: { external_order_id: string; source_store_id: string }, b: typeof a) =>
+  a.external_order_id.localeCompare(b.external_order_id) || a.source_store_id.localeCompare(b.source_store_id);
+
 const orderKey = (order: OrderToRoute) => `order:${order.resellerStoreId}:${order.externalOrderId}`;
 
 /**
@@ -216,7 +225,7 @@ async function insertJobs(trx: Transaction<unknown>, requests: RoutingRequest[])
   );
   const { rows } = await sql<InsertedJob>`
     with candidate as (
-      select * from jsonb_to_recordset(${JSON.stringify(candidates.flat())}::jsonb) as c(
+      select * from jsonb_to_recordset(${JSON.stringify(candidates.flat().sort(byJobKey))}::jsonb) as c(
         id text, owner_id text, reseller_store_id text, source_store_id text, external_order_id text, origin text,
         "order" jsonb, queue_message_id text, audit_id text, audit_metadata jsonb, actor_id text)
     ), inserted as (

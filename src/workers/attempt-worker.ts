@@ -82,12 +82,21 @@ export class AttemptWorker<T extends AttemptRecord, K extends string, Q extends 
     private readonly kind: AttemptKind<T, K, Q, W>,
   ) {}
 
-  /** Rejects when any attempt could not be recorded (the database went away): pg-boss delivers the batch again. */
+  /**
+   * Rejects when the batch could not be read or taken, or an attempt could not be recorded (the
+   * database went away): pg-boss delivers the batch again, and its recorded rows' messages are stale
+   * by then while the others are taken again.
+   */
   async handle(messages: AttemptMessage[]): Promise<void> {
     const taken = await this.take(messages);
     const settled = await Promise.allSettled(taken.map(({ work, log }) => this.attempt(work, log)));
-    const failure = settled.find((result) => result.status === 'rejected');
-    if (failure) throw failure.reason;
+    let failure: unknown;
+    settled.forEach((result, i) => {
+      if (result.status === 'fulfilled') return;
+      taken[i]!.log.error({ err: result.reason }, 'attempt outcome not recorded; the message will be delivered again');
+      failure ??= result.reason;
+    });
+    if (failure !== undefined) throw failure;
   }
 
   private async take(messages: AttemptMessage[]): Promise<{ work: W; log: Logger }[]> {
@@ -97,20 +106,32 @@ export class AttemptWorker<T extends AttemptRecord, K extends string, Q extends 
     for (const { messageId, rowId } of messages) {
       const log = this.ctx.logger.child({ [this.kind.logKey]: rowId, message_id: messageId });
       const work = loaded.get(rowId);
-      if (!work || work.row.queueMessageId !== messageId || !this.kind.transition(work.row, { type: 'TAKE', at: now.toISOString() }, now)) {
+      if (!work || work.row.queueMessageId !== messageId || !this.takes(work.row, now, log)) {
         log.debug('stale message ignored');
         continue;
       }
       taking.push({ work, log });
     }
     const moved = await this.write(sqlOf(this.ctx.orm), taking.map(({ work }) => ({ row: work.row })));
-    // A row another worker moved first is not ours to attempt.
-    const taken = taking.filter((_, i) => moved[i]);
+    const taken = taking.filter(({ log }, i) => {
+      if (!moved[i]) log.debug('taken by another worker first');
+      return moved[i];
+    });
     for (const { work, log } of taken) {
       this.counted('processing');
       log.info({ attempt: work.row.attempts }, 'attempt started');
     }
     return taken;
+  }
+
+  /** The TAKE transition; a row whose stored state the machine cannot read is left alone, not the whole batch with it. */
+  private takes(row: T, now: Date, log: Logger): boolean {
+    try {
+      return this.kind.transition(row, { type: 'TAKE', at: now.toISOString() }, now);
+    } catch (error) {
+      log.error({ err: error }, 'row state unreadable; message ignored');
+      return false;
+    }
   }
 
   private async attempt(work: W, log: Logger): Promise<void> {
@@ -132,13 +153,19 @@ export class AttemptWorker<T extends AttemptRecord, K extends string, Q extends 
     if (row.status === 'completed' || row.status === 'dead') {
       if (row.status === 'dead') row.queueMessageId = null;
       const audit = { action: `${this.kind.name}.${row.status}`, metadata: this.kind.auditMetadata(row) };
-      if (!(await this.outcomes.submit({ row, audit }))) return; // moved by another worker meanwhile: its outcome stands
+      if (!(await this.outcomes.submit({ row, audit }))) {
+        log.warn({ status: row.status }, 'outcome not recorded: another worker moved the row meanwhile, and its outcome stands');
+        return;
+      }
       if (row.status === 'completed') log.info({ result: outcome.ok ? outcome.result : null, attempts: row.attempts }, 'attempt completed');
       else log.warn({ error: row.errorMessage, attempts: row.attempts }, 'attempts exhausted: dead');
     } else {
       const { context } = persistedOf(row);
       const delayMs = Math.max(nextRetryDelayMs(this.ctx.config.syncRetryBaseDelayMs, context), outcome.ok ? 0 : requestedDelayMs(outcome.error));
-      if (!(await this.moveWithMessage(row, delayMs))) return;
+      if (!(await this.moveWithMessage(row, delayMs))) {
+        log.warn({ status: row.status }, 'outcome not recorded: another worker moved the row meanwhile, and its outcome stands');
+        return;
+      }
       log.warn({ error: row.errorMessage, attempts: row.attempts, retry_in_ms: delayMs }, 'attempt failed; retry scheduled');
     }
     this.counted(row.status);

@@ -22,8 +22,10 @@ const POLLING_INTERVAL_SECONDS = 0.5;
  * handled the worker fetches the next at once, and only an empty fetch, or a failure, makes it wait.
  */
 export async function consume(boss: PgBoss, name: string, concurrency: number, handle: (jobs: Job<unknown>[]) => Promise<void>): Promise<void> {
-  const batchSize = Math.min(BATCH_SIZE, concurrency);
-  for (let i = 0; i < Math.ceil(concurrency / batchSize); i++) {
+  const workers = Math.ceil(concurrency / BATCH_SIZE);
+  for (let i = 0; i < workers; i++) {
+    // `concurrency` shared out exactly: 12 is batches of 6 and 6, not 8 and 8.
+    const batchSize = Math.floor(concurrency / workers) + (i < concurrency % workers ? 1 : 0);
     let workerId: string | undefined;
     workerId = await boss.work(name, { batchSize, localConcurrency: 1, pollingIntervalSeconds: POLLING_INTERVAL_SECONDS }, async (jobs: Job<unknown>[]) => {
       if (jobs.length === 0) return;
