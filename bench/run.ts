@@ -398,6 +398,7 @@ async function e2ePhase(): Promise<void> {
   );
   if (!(await untilJobsFinished(url, tenant, E2E_DRAIN_TIMEOUT_MS))) throw new GiveUp('e2e: the warm-up orders were not routed in time');
   const outFile = path.join(tmp, 'e2e-sent.json');
+  const stopSampling = sampleActivity('the stream');
   const sentResult = await runTsForJson<OpenLoopResult>(
     'bench/open-loop.ts',
     { url: service.url!, rate, seconds, startId: 3_000_000_000, outFile } satisfies OpenLoopInput,
@@ -407,6 +408,7 @@ async function e2ePhase(): Promise<void> {
   if (sentResult.failed > 0) notes.push(`e2e: ${sentResult.failed} of ${sentResult.sent} webhooks not answered 200 (${JSON.stringify(sentResult.outcomes)})`);
   const sent = JSON.parse(readFileSync(outFile, 'utf8')) as SentOrder[];
   const drained = await untilJobsFinished(url, tenant, E2E_DRAIN_TIMEOUT_MS);
+  await stopSampling();
   if (!drained) notes.push(`e2e: not every job finished within ${E2E_DRAIN_TIMEOUT_MS / 1000} s after the stream ended`);
   await service.stop();
   await worker.stop();
