@@ -102,9 +102,14 @@ async function createDatabase(name: string): Promise<string> {
   return db.url(name);
 }
 
-/** Drops the phase's databases, so the next phase does not share the server with their autovacuum. */
-async function dropPhaseDatabases(): Promise<void> {
+/**
+ * Drops the phase's databases and checkpoints, so the next phase does not share the server with
+ * their autovacuum or the previous phase's checkpoint.
+ */
+async function settleAfterPhase(): Promise<void> {
   for (const name of phaseDatabases.splice(0)) await withClient(db.url(), (c) => c.query(`drop database ${name} with (force)`));
+  await withClient(db.url(), (c) => c.query('checkpoint'));
+  await delay(2000);
 }
 
 /** The service's migrations and queue schema, for a database the service itself never starts on. */
@@ -667,7 +672,7 @@ try {
   for (const [phase, run] of [['ingest', ingestPhase], ['e2e', e2ePhase], ['processing', processingPhase], ['scale', scalePhase]] as const) {
     if (!PHASES.has(phase)) continue;
     await run();
-    await dropPhaseDatabases();
+    await settleAfterPhase();
   }
   results.rss_mb = Math.max(0, ...Object.values(peaks));
   for (const [name, mb] of Object.entries(peaks)) results[`rss_mb.${name}`] = mb;

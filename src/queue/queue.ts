@@ -51,6 +51,7 @@ export interface QueueOptions {
   logger: Logger;
   /** Run pg-boss maintenance (expiry, retention); only processes that run workers need it. */
   supervise: boolean;
+  /** pg-boss's own connections (fetch, complete, maintenance); 5 held a busy worker's batches back. */
   poolMax?: number;
 }
 
@@ -74,7 +75,7 @@ export class Queue {
     const boss = new PgBoss({
       connectionString: options.connectionString,
       schema: 'pgboss',
-      max: options.poolMax ?? 5,
+      max: options.poolMax ?? 10,
       supervise: options.supervise,
       // A message whose worker died (crash, lost database) is failed and redelivered by the supervisor
       // once its heartbeat (10 s) lapses. pg-boss supervises every 60 s by default, which kept such
