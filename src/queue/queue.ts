@@ -55,6 +55,11 @@ export interface QueueOptions {
   poolMax?: number;
 }
 
+/** A message as pg-boss inserts it: our id, to run now or after `delayMs`. */
+function jobInsert(id: string, message: object, delayMs: number): JobInsert {
+  return { id, data: message, ...(delayMs > 0 && { startAfter: new Date(Date.now() + delayMs) }) };
+}
+
 export class Queue {
   /** Inserts a committing transaction's buffered messages; registered with the ORM by `attach`. */
   readonly #flusher: EventSubscriber = {
@@ -107,25 +112,21 @@ export class Queue {
    * costs one insert instead of one per job. Otherwise each is inserted at once.
    */
   async enqueue<K extends QueueKey>(em: EntityManager, key: K, message: QueueMessage<K>, delayMs = 0): Promise<string> {
-    const options = { id: newMessageId(), ...(delayMs > 0 && { startAfter: new Date(Date.now() + delayMs) }) };
+    const id = newMessageId();
+    const job = jobInsert(id, message, delayMs);
     const trx = em.getTransactionContext<KyselyTransactionLike>();
     if (!trx) throw new Error('enqueue must run inside a transaction');
     // Transactions run on forks whose event managers are copies: look for the subscriber itself.
     if (!em.getEventManager().getSubscribers().has(this.#flusher)) {
-      await this.boss.send(QUEUES[key].name, message, {
-        id: options.id,
-        ...(options.startAfter && { startAfter: options.startAfter }),
-        db: fromKysely(trx),
-      });
-      return options.id;
+      await this.boss.insert(QUEUES[key].name, [job], { db: fromKysely(trx) });
+      return id;
     }
-    const job: JobInsert = { id: options.id, data: message, ...(options.startAfter && { startAfter: options.startAfter }) };
     let byQueue = this.#buffered.get(trx);
     if (!byQueue) this.#buffered.set(trx, (byQueue = new Map()));
     const jobs = byQueue.get(QUEUES[key].name);
     if (jobs) jobs.push(job);
     else byQueue.set(QUEUES[key].name, [job]);
-    return options.id;
+    return id;
   }
 
   /**
@@ -134,11 +135,7 @@ export class Queue {
    */
   async insertIn<K extends QueueKey>(trx: Transaction<unknown>, key: K, messages: { id: string; message: QueueMessage<K>; delayMs?: number }[]): Promise<void> {
     if (messages.length === 0) return;
-    const jobs: JobInsert[] = messages.map(({ id, message, delayMs = 0 }) => ({
-      id,
-      data: message,
-      ...(delayMs > 0 && { startAfter: new Date(Date.now() + delayMs) }),
-    }));
+    const jobs = messages.map(({ id, message, delayMs = 0 }) => jobInsert(id, message, delayMs));
     await this.boss.insert(QUEUES[key].name, jobs, { db: fromKysely(trx as unknown as KyselyTransactionLike) });
   }
 

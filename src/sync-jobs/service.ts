@@ -43,6 +43,9 @@ export interface JobCreator {
 }
 
 export class SyncJobService {
+  /** Orders arriving while routing transactions are in flight are routed together in the next (`createJobs`). */
+  private readonly routing = new GroupCommit((requests: RoutingRequest[]) => this.routeOrders(requests), { maxItems: 64, maxInFlight: 4 });
+
   constructor(
     private readonly ctx: AppContext,
     private readonly sourceStores: SourceStoreService,
@@ -85,8 +88,6 @@ export class SyncJobService {
     this.ctx.metrics.transitions.inc({ kind: 'sync_job', status: 'pending' }, jobs.filter((job) => job.created).length);
     return jobs;
   }
-
-  private readonly routing = new GroupCommit((requests: RoutingRequest[]) => this.routeOrders(requests), { maxItems: 64, maxInFlight: 4 });
 
   private routeOrders(requests: RoutingRequest[]): Promise<RoutedJob[][]> {
     return sqlOf(this.ctx.orm)
