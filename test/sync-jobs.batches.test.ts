@@ -1,0 +1,60 @@
+/**
+ * Workers take queue messages in batches. A row whose stored state cannot be read must cost only
+ * its own message: the other jobs of its batch are placed and completed as usual. The jobs are made
+ * through an API process first and the worker process starts afterwards, so its first fetch takes
+ * them all as one batch.
+ */
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startSandbox, type Sandbox } from './sandbox/server.ts';
+import { queryRows } from './support/database.ts';
+import { registerUser } from './support/factories.ts';
+import { startTestProcess, startTestService, type TestProcess, type TestService } from './support/service.ts';
+import { addSupplier, createJob, jobRow, lineOf, logLines, openShop, orderPosts, seedResellerOrder, settled } from './support/sync-jobs.ts';
+import { waitFor } from './support/wait.ts';
+
+let sandbox: Sandbox;
+let api: TestService;
+let worker: TestProcess | undefined;
+const shared = {
+  ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+  JWT_SECRET: randomBytes(32).toString('hex'),
+};
+
+beforeAll(async () => {
+  sandbox = await startSandbox();
+  api = await startTestService({ ...shared, PLATFORM_BASE_URL: sandbox.baseUrlTemplate, ROLE: 'api' });
+});
+
+afterAll(async () => {
+  await worker?.stop();
+  await api?.stop();
+  await sandbox?.close();
+});
+
+it('completes the other jobs of a batch when one row in it cannot be read', async () => {
+  const user = await registerUser(api.api);
+  const shop = await openShop(api.api, { platform: 'platform_b' }, user);
+  const supplier = await addSupplier(api.api, shop, { vendorTag: 'Acme' });
+  const jobs = [];
+  for (let i = 0; i < 6; i++) {
+    const orderId = seedResellerOrder(sandbox, shop, [lineOf('Acme')]);
+    jobs.push(await createJob(api.api, user.token, supplier.id, orderId));
+  }
+  const [broken, ...healthy] = jobs;
+  // A snapshot the lifecycle machine cannot read (jsonb null satisfies the column's not-null).
+  await queryRows(api.databaseUrl, `update sync_jobs set machine_state = 'null'::jsonb where id = $1`, [broken.id]);
+
+  worker = await startTestProcess({ ...shared, PLATFORM_BASE_URL: sandbox.baseUrlTemplate, ROLE: 'worker', DATABASE_URL: api.databaseUrl, WORKER_CONCURRENCY: '8' });
+  for (const job of healthy) expect((await settled(api.api, user.token, job.id)).status).toBe('completed');
+
+  expect(orderPosts(sandbox, supplier.shopDomain)).toHaveLength(healthy.length);
+  await waitFor(async () => logLines(worker!.logs, 'row state unreadable; message ignored').length > 0 || null, 10_000, 'the unreadable row to be logged');
+  expect(logLines(worker.logs, 'row state unreadable; message ignored')[0]).toMatchObject({ job_id: broken.id, level: 50 });
+  const row = await jobRow(api.databaseUrl, broken.id);
+  expect(row.status).toBe('pending');
+  expect(row.attempts).toBe(0);
+  // All six were in the worker's first batch, started together.
+  const started = logLines(worker.logs, 'attempt started').map((line) => line.job_id);
+  expect(started.sort()).toEqual(healthy.map((job) => job.id).sort());
+});
