@@ -69,6 +69,7 @@ describe('automatic retries', () => {
     const audit = await auditOf(service.api, shop.user.token, job.id);
     expect(audit.map((entry) => entry.action)).toEqual(['sync_job.created', 'sync_job.dead']);
     expect(audit[1]).toMatchObject({ actorId: 'system', metadata: { attempts: 4, errorMessage: dead.errorMessage } });
+    expect(audit[1].metadata).toEqual({ externalOrderId: job.externalOrderId, sourceStoreId: supplier.id, attempts: 4, errorMessage: dead.errorMessage });
     // Dead means no message is left that could move the job.
     expect((await jobRow(service.databaseUrl, job.id)).queue_message_id).toBeNull();
   });

@@ -1,4 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
+import { sql } from 'kysely';
 import type { AppContext } from '../context.ts';
 import { newId } from '../shared/ids.ts';
 import { findPage, type Page, type PageQuery } from '../shared/paging.ts';
@@ -23,6 +24,9 @@ export const SYSTEM_ACTOR = 'system';
 export function recordAudit(em: EntityManager, record: AuditRecord): AuditEntry {
   return em.create(AuditEntry, { id: newId('auditEntry'), metadata: {}, createdAt: new Date(), ...record });
 }
+
+/** `insert into audit_entries (…)` for the SQL hot paths; the values follow in this column order. */
+export const INSERT_AUDIT_ENTRIES = sql`insert into audit_entries (id, owner_id, reseller_store_id, action, resource_type, resource_id, metadata, actor_id, created_at)`;
 
 export interface AuditFilters extends PageQuery {
   reseller_store_id?: string | undefined;

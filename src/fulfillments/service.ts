@@ -1,5 +1,5 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import { recordAudit, SYSTEM_ACTOR } from '../audit-log/service.ts';
+import { recordAudit, SYSTEM_ACTOR, type AuditRecord } from '../audit-log/service.ts';
 import type { AppContext } from '../context.ts';
 import type { Tracking } from '../orders/types.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
@@ -46,14 +46,20 @@ export class FulfillmentService {
   }
 
   audit(em: EntityManager, fulfillment: Fulfillment, action: string, metadata: Record<string, unknown> = {}): void {
-    recordAudit(em, {
-      ownerId: fulfillment.ownerId,
-      resellerStoreId: fulfillment.resellerStoreId,
-      action,
-      resourceType: 'fulfillment',
-      resourceId: fulfillment.id,
-      actorId: SYSTEM_ACTOR,
-      metadata: { syncJobId: fulfillment.syncJobId, ...metadata },
-    });
+    recordAudit(em, fulfillmentAuditRecord(fulfillment, action, metadata));
   }
+
+}
+
+/** A fulfillment's audit entry: every one names its sync job. */
+export function fulfillmentAuditRecord(fulfillment: Fulfillment, action: string, metadata: Record<string, unknown> = {}): AuditRecord {
+  return {
+    ownerId: fulfillment.ownerId,
+    resellerStoreId: fulfillment.resellerStoreId,
+    action,
+    resourceType: 'fulfillment',
+    resourceId: fulfillment.id,
+    actorId: SYSTEM_ACTOR,
+    metadata: { syncJobId: fulfillment.syncJobId, ...metadata },
+  };
 }

@@ -1,6 +1,6 @@
 import { OptimisticLockError, type EntityManager } from '@mikro-orm/postgresql';
 import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
-import { recordAudit, SYSTEM_ACTOR, type AuditRecord } from '../audit-log/service.ts';
+import { INSERT_AUDIT_ENTRIES, recordAudit, SYSTEM_ACTOR, type AuditRecord } from '../audit-log/service.ts';
 import { sql, type Transaction } from 'kysely';
 import type { AppContext } from '../context.ts';
 import { GroupCommit } from '../db/group-commit.ts';
@@ -160,20 +160,25 @@ export class SyncJobService {
   }
 
   audit(em: EntityManager, job: SyncJob, action: string, actorId = SYSTEM_ACTOR, metadata: Record<string, unknown> = {}): void {
-    recordAudit(em, {
-      ownerId: job.ownerId,
-      resellerStoreId: job.resellerStoreId,
-      action,
-      resourceType: 'sync_job',
-      resourceId: job.id,
-      actorId,
-      metadata: { externalOrderId: job.externalOrderId, sourceStoreId: job.sourceStoreId, ...metadata },
-    });
+    recordAudit(em, jobAuditRecord(job, action, actorId, metadata));
   }
 
   private fulfillmentsOf(syncJobId: string): Promise<Fulfillment[]> {
     return this.em.find(Fulfillment, { syncJobId }, { orderBy: { id: 'asc' } });
   }
+}
+
+/** A job's audit entry: every one names the order and the source store. */
+export function jobAuditRecord(job: SyncJob, action: string, actorId = SYSTEM_ACTOR, metadata: Record<string, unknown> = {}): AuditRecord {
+  return {
+    ownerId: job.ownerId,
+    resellerStoreId: job.resellerStoreId,
+    action,
+    resourceType: 'sync_job',
+    resourceId: job.id,
+    actorId,
+    metadata: { externalOrderId: job.externalOrderId, sourceStoreId: job.sourceStoreId, ...metadata },
+  };
 }
 
 export interface RoutedJob {
@@ -238,7 +243,7 @@ async function insertJobs(trx: Transaction<unknown>, requests: RoutingRequest[])
       on conflict (external_order_id, source_store_id) do nothing
       returning id, queue_message_id
     ), audited as (
-      insert into audit_entries (id, owner_id, reseller_store_id, action, resource_type, resource_id, metadata, actor_id, created_at)
+      ${INSERT_AUDIT_ENTRIES}
       select c.audit_id, c.owner_id, c.reseller_store_id, 'sync_job.created', 'sync_job', i.id, c.audit_metadata, c.actor_id, ${now}
       from inserted i join candidate c on c.id = i.id
     )
@@ -276,7 +281,7 @@ async function insertJobs(trx: Transaction<unknown>, requests: RoutingRequest[])
 async function recordOncePerOrder(trx: Transaction<unknown>, order: OrderToRoute, record: AuditRecord): Promise<void> {
   await sql`select pg_advisory_xact_lock(hashtext(${orderKey(order)}))`.execute(trx);
   await sql`
-    insert into audit_entries (id, owner_id, reseller_store_id, action, resource_type, resource_id, metadata, actor_id, created_at)
+    ${INSERT_AUDIT_ENTRIES}
     select ${newId('auditEntry')}, ${record.ownerId}, ${record.resellerStoreId}, ${record.action}, ${record.resourceType},
       ${record.resourceId}, ${JSON.stringify(record.metadata ?? {})}::jsonb, ${record.actorId}, ${new Date()}
     where not exists (

@@ -1,7 +1,7 @@
 import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import { nextRetryDelayMs } from '../../machines/attempt.machine.ts';
-import { SYSTEM_ACTOR } from '../audit-log/service.ts';
+import { INSERT_AUDIT_ENTRIES, type AuditRecord } from '../audit-log/service.ts';
 import type { AppContext } from '../context.ts';
 import { GroupCommit } from '../db/group-commit.ts';
 import { sqlOf } from '../db/sql.ts';
@@ -39,8 +39,8 @@ export interface AttemptKind<T extends AttemptRecord, K extends string, Q extend
   transition(row: T, event: AttemptEvent<K>, at: Date): boolean;
   /** The side effect; returns the id it produced (e.g. the order placed). */
   perform(work: W): Promise<string>;
-  /** The audit metadata of a completed or dead attempt. */
-  auditMetadata(row: T): Record<string, unknown>;
+  /** The audit entry of a completed or dead attempt (its action names the status reached). */
+  audit(row: T): AuditRecord;
 }
 
 /** A queue message naming the row it may move. */
@@ -54,7 +54,7 @@ type Outcome = { ok: true; result: string } | { ok: false; error: unknown };
 /** A row's state after a transition, and the audit entry written with it, if any. */
 interface Write<T> {
   row: T;
-  audit?: { action: string; metadata: Record<string, unknown> };
+  audit?: AuditRecord;
 }
 
 type Db = Kysely<unknown> | Transaction<unknown>;
@@ -152,8 +152,7 @@ export class AttemptWorker<T extends AttemptRecord, K extends string, Q extends 
 
     if (row.status === 'completed' || row.status === 'dead') {
       if (row.status === 'dead') row.queueMessageId = null;
-      const audit = { action: `${this.kind.name}.${row.status}`, metadata: this.kind.auditMetadata(row) };
-      if (!(await this.outcomes.submit({ row, audit }))) {
+      if (!(await this.outcomes.submit({ row, audit: this.kind.audit(row) }))) {
         log.warn({ status: row.status }, 'outcome not recorded: another worker moved the row meanwhile, and its outcome stands');
         return;
       }
@@ -205,15 +204,14 @@ export class AttemptWorker<T extends AttemptRecord, K extends string, Q extends 
       queue_message_id: row.queueMessageId ?? null,
       updated_at: row.updatedAt,
       audit_id: audit ? newId('auditEntry') : null,
-      audit_action: audit?.action ?? null,
-      audit_metadata: audit?.metadata ?? null,
+      audit: audit ?? null,
     }));
     const { rows } = await sql<{ id: string; read_version: number; version: number }>`
       with v as (
         select * from jsonb_to_recordset(${JSON.stringify(values)}::jsonb) as v(
           id text, version int, status text, attempts int, error_message text, completed_at timestamptz,
           failed_at timestamptz, dead_at timestamptz, machine_state jsonb, result text, queue_message_id text,
-          updated_at timestamptz, audit_id text, audit_action text, audit_metadata jsonb)
+          updated_at timestamptz, audit_id text, audit jsonb)
       ), written as (
         update ${sql.table(this.kind.table)} as t set
           status = v.status, attempts = v.attempts, error_message = v.error_message, completed_at = v.completed_at,
@@ -223,8 +221,9 @@ export class AttemptWorker<T extends AttemptRecord, K extends string, Q extends 
         from v where t.id = v.id and t.version = v.version
         returning t.id, v.version as read_version, t.version, t.owner_id, t.reseller_store_id
       ), audited as (
-        insert into audit_entries (id, owner_id, reseller_store_id, action, resource_type, resource_id, metadata, actor_id, created_at)
-        select v.audit_id, w.owner_id, w.reseller_store_id, v.audit_action, ${this.kind.name}, w.id, v.audit_metadata, ${SYSTEM_ACTOR}, v.updated_at
+        ${INSERT_AUDIT_ENTRIES}
+        select v.audit_id, v.audit->>'ownerId', v.audit->>'resellerStoreId', v.audit->>'action', v.audit->>'resourceType',
+          v.audit->>'resourceId', coalesce(v.audit->'metadata', '{}'), v.audit->>'actorId', v.updated_at
         from written w join v on v.id = w.id
         where v.audit_id is not null
       )

@@ -1,6 +1,7 @@
 import type { AppContext } from '../context.ts';
 import { Fulfillment } from '../fulfillments/entity.ts';
 import { transitionFulfillment } from '../fulfillments/lifecycle.ts';
+import { fulfillmentAuditRecord } from '../fulfillments/service.ts';
 import { ResellerStore } from '../reseller-stores/entity.ts';
 import { SyncJob } from '../sync-jobs/entity.ts';
 import { AttemptWorker } from './attempt-worker.ts';
@@ -40,6 +41,7 @@ export function fulfillmentWorker(ctx: AppContext): AttemptWorker<Fulfillment, '
     message: (fulfillment) => ({ fulfillmentId: fulfillment.id }),
     transition: transitionFulfillment,
     perform: propagate,
-    auditMetadata: (fulfillment) => ({ syncJobId: fulfillment.syncJobId, attempts: fulfillment.attempts, errorMessage: fulfillment.errorMessage }),
+    audit: (fulfillment) =>
+      fulfillmentAuditRecord(fulfillment, `fulfillment.${fulfillment.status}`, { attempts: fulfillment.attempts, errorMessage: fulfillment.errorMessage }),
   });
 }

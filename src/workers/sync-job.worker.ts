@@ -7,6 +7,7 @@ import { ResellerStore } from '../reseller-stores/entity.ts';
 import { SourceStore } from '../source-stores/entity.ts';
 import { SyncJob } from '../sync-jobs/entity.ts';
 import { transitionJob } from '../sync-jobs/lifecycle.ts';
+import { jobAuditRecord } from '../sync-jobs/service.ts';
 import { AttemptWorker } from './attempt-worker.ts';
 import { JobFailure } from './failure.ts';
 import { connectionOf } from './store-connection.ts';
@@ -62,11 +63,10 @@ export function syncJobWorker(ctx: AppContext): AttemptWorker<SyncJob, 'sourceOr
     message: (job) => ({ syncJobId: job.id }),
     transition: transitionJob,
     perform: placeOrder,
-    auditMetadata: (job) => ({
-      externalOrderId: job.externalOrderId,
-      sourceStoreId: job.sourceStoreId,
-      attempts: job.attempts,
-      ...(job.status === 'completed' ? { sourceOrderId: job.sourceOrderId } : { errorMessage: job.errorMessage }),
-    }),
+    audit: (job) =>
+      jobAuditRecord(job, `sync_job.${job.status}`, undefined, {
+        attempts: job.attempts,
+        ...(job.status === 'completed' ? { sourceOrderId: job.sourceOrderId } : { errorMessage: job.errorMessage }),
+      }),
   });
 }
