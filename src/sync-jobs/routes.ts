@@ -51,9 +51,8 @@ export function syncJobRoutes(jobs: SyncJobService) {
   const s = initServer();
   return s.router(contract.syncJobs, {
     create: async ({ body, req }) => {
-      const { job, created } = await jobs.createManual(principalOf(req), body.source_store_id, body.external_order_id);
-      if (created) return { status: 201, body: withRequestId(req, presentDetail({ job, fulfillments: [] })) };
-      return { status: 200, body: withRequestId(req, presentDetail(await jobs.get(principalOf(req), job.id))) };
+      const { created, ...detail } = await jobs.createManual(principalOf(req), body.source_store_id, body.external_order_id);
+      return { status: created ? 201 : 200, body: withRequestId(req, presentDetail(detail)) };
     },
     list: async ({ query, req }) => ({
       status: 200,

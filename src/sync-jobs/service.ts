@@ -56,7 +56,7 @@ export class SyncJobService {
   }
 
   /** POST /v1/sync_jobs: the existing job for the order and source store, or a new one. */
-  async createManual(principal: Principal, sourceStoreId: string, externalOrderId: string): Promise<{ job: SyncJob; created: boolean }> {
+  async createManual(principal: Principal, sourceStoreId: string, externalOrderId: string): Promise<JobWithFulfillments & { created: boolean }> {
     const source = await this.sourceStores.findActiveById(principal, sourceStoreId);
     if (!source) throw validationFailed('source_store_id', 'No active source store with this id.');
     const [result] = await this.createJobs(
@@ -64,8 +64,7 @@ export class SyncJobService {
       [source.id],
       { actorId: actorOf(principal), metadata: { origin: 'manual', ...auditContext(principal) } },
     );
-    const job = await this.em.fork().findOneOrFail(SyncJob, { id: result!.id });
-    return { job, created: result!.created };
+    return { ...(await this.get(principal, result!.id)), created: result!.created };
   }
 
   /**
