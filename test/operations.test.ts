@@ -115,11 +115,11 @@ describe('GET /metrics', () => {
     for (const route of routes) expect(route, 'a raw path as route label').not.toMatch(/job_|rst_[a-z0-9]{6}|\d{6}/);
 
     // Lifecycle transitions by kind and status reached: both jobs completed, one after a failure.
-    expect(types.get('sync_job_transitions_total')).toBe('counter');
-    expect(value('sync_job_transitions_total', { kind: 'sync_job', status: 'processing' })).toBe(3);
-    expect(value('sync_job_transitions_total', { kind: 'sync_job', status: 'failed' })).toBe(1);
-    expect(value('sync_job_transitions_total', { kind: 'sync_job', status: 'completed' })).toBe(2);
-    expect(value('sync_job_transitions_total', { kind: 'fulfillment', status: 'completed' })).toBe(1);
+    expect(types.get('attempt_transitions_total')).toBe('counter');
+    expect(value('attempt_transitions_total', { kind: 'sync_job', status: 'processing' })).toBe(3);
+    expect(value('attempt_transitions_total', { kind: 'sync_job', status: 'failed' })).toBe(1);
+    expect(value('attempt_transitions_total', { kind: 'sync_job', status: 'completed' })).toBe(2);
+    expect(value('attempt_transitions_total', { kind: 'fulfillment', status: 'completed' })).toBe(1);
 
     // Queue depth per queue, read from pg-boss when scraped.
     expect(types.get('queue_depth')).toBe('gauge');

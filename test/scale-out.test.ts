@@ -222,7 +222,7 @@ describe('two API and two worker processes on one database', () => {
     for (const worker of workers) {
       expect(worker.opsUrl, worker.name).toBeTruthy();
       const metrics = await (await fetch(`${worker.opsUrl}/metrics`)).text();
-      expect(metrics).toMatch(/sync_job_transitions_total\{kind="sync_job",status="completed"\} [1-9]/);
+      expect(metrics).toMatch(/attempt_transitions_total\{kind="sync_job",status="completed"\} [1-9]/);
       expect((await fetch(`${worker.opsUrl}/readyz`)).status).toBe(200);
       expect((await fetch(`${worker.opsUrl}/v1/sync_jobs`)).status).toBe(404);
     }

@@ -1,6 +1,7 @@
-import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/postgresql';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import argon2 from 'argon2';
 import type { AppContext } from '../context.ts';
+import { flushUnique } from '../db/errors.ts';
 import { newId } from '../shared/ids.ts';
 import { AppError, conflict } from '../shared/errors.ts';
 import { sha256Hex } from '../shared/secrets.ts';
@@ -38,14 +39,7 @@ export class AuthService {
       passwordHash: await argon2.hash(password, ARGON2_OPTIONS),
       createdAt: new Date(),
     });
-    try {
-      await this.em.flush();
-    } catch (error) {
-      if (error instanceof UniqueConstraintViolationException) {
-        throw conflict('email_taken', 'A user with this email already exists.', 'email');
-      }
-      throw error;
-    }
+    await flushUnique(this.em, () => conflict('email_taken', 'A user with this email already exists.', 'email'));
     return this.startSession(user.id, newId('refreshToken'));
   }
 

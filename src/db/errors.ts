@@ -1,3 +1,6 @@
+import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/postgresql';
+import type { AppError } from '../shared/errors.ts';
+
 const UNAVAILABLE_CODES = new Set([
   'ECONNREFUSED',
   'ECONNRESET',
@@ -34,4 +37,18 @@ export function isDatabaseUnavailable(error: unknown): boolean {
     current = (current as { cause?: unknown }).cause;
   }
   return false;
+}
+
+/**
+ * Flushes the unit of work; a unique index refusing a row becomes `conflict` (a 409 naming what is
+ * taken), any other failure is rethrown. The index, not a look-up before the insert, decides, so two
+ * concurrent creations cannot both pass.
+ */
+export async function flushUnique(em: EntityManager, conflict: () => AppError): Promise<void> {
+  try {
+    await em.flush();
+  } catch (error) {
+    if (error instanceof UniqueConstraintViolationException) throw conflict();
+    throw error;
+  }
 }

@@ -37,7 +37,7 @@ export class FulfillmentService {
       this.audit(em, fulfillment, 'fulfillment.received', { trackingNumbers: tracking.numbers });
       return { fulfillment, created: true };
     });
-    if (result.created) this.ctx.metrics.transitions.inc({ kind: 'fulfillment', status: 'pending' });
+    if (result.created) this.ctx.metrics.attemptTransitions.inc({ kind: 'fulfillment', status: 'pending' });
     return result;
   }
 

@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
+import { newRequestId } from '../shared/ids.ts';
 
 /**
  * Answers a request Node's HTTP parser refused (headers over its 16 KiB limit, a malformed request
@@ -15,7 +15,7 @@ export function answerClientError(logger: Logger) {
       socket.destroy();
       return;
     }
-    const requestId = `req_${randomUUID().replaceAll('-', '')}`;
+    const requestId = newRequestId();
     // Only the code: the error carries the raw bytes received, credentials included.
     logger.info({ code: error.code, request_id: requestId }, 'unparseable request refused');
     if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {

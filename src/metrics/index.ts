@@ -16,9 +16,9 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  readonly transitions = new Counter({
-    name: 'sync_job_transitions_total',
-    help: 'Lifecycle transitions committed, by kind of work (sync_job, fulfillment) and the status reached.',
+  readonly attemptTransitions = new Counter({
+    name: 'attempt_transitions_total',
+    help: 'Lifecycle transitions committed of retried work, by kind (sync_job, fulfillment) and the status reached.',
     labelNames: ['kind', 'status'] as const,
     registers: [this.registry],
   });

@@ -1,7 +1,8 @@
-import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/postgresql';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
 import { recordAudit } from '../audit-log/service.ts';
 import type { AppContext } from '../context.ts';
+import { flushUnique } from '../db/errors.ts';
 import type { Platform } from '../orders/types.ts';
 import { SourceStore } from '../source-stores/entity.ts';
 import { conflict, notFound } from '../shared/errors.ts';
@@ -38,14 +39,7 @@ export class ResellerStoreService {
       deletedAt: null,
     });
     this.audit(principal, store, 'reseller_store.created', { shopDomain: store.shopDomain, platform: store.platform });
-    try {
-      await this.em.flush();
-    } catch (error) {
-      if (error instanceof UniqueConstraintViolationException) {
-        throw conflict('shop_domain_taken', 'Another active reseller store uses this shop domain.', 'shopDomain');
-      }
-      throw error;
-    }
+    await flushUnique(this.em, () => conflict('shop_domain_taken', 'Another active reseller store uses this shop domain.', 'shopDomain'));
     return store;
   }
 

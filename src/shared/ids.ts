@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
 
 export const ID_PREFIXES = {
@@ -19,4 +20,9 @@ export type IdKind = keyof typeof ID_PREFIXES;
  */
 export function newId(kind: IdKind): string {
   return `${ID_PREFIXES[kind]}_${uuidv7().replaceAll('-', '')}`;
+}
+
+/** `req_` and 32 hex digits: the id of a request whose caller sent none (or an unusable one). */
+export function newRequestId(): string {
+  return `req_${randomUUID().replaceAll('-', '')}`;
 }

@@ -1,8 +1,9 @@
-import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/postgresql';
+import type { EntityManager } from '@mikro-orm/postgresql';
 import type { PricingConfig, PricingMode } from '../../contract/pricing.ts';
 import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
 import { recordAudit } from '../audit-log/service.ts';
 import type { AppContext } from '../context.ts';
+import { flushUnique } from '../db/errors.ts';
 import type { Platform } from '../orders/types.ts';
 import { normaliseVendor } from '../pricing/index.ts';
 import type { ResellerStoreService } from '../reseller-stores/service.ts';
@@ -67,14 +68,7 @@ export class SourceStoreService {
       deletedAt: null,
     });
     this.audit(principal, store, 'source_store.created', { vendorTag: store.vendorTag, platform: store.platform });
-    try {
-      await this.em.flush();
-    } catch (error) {
-      if (error instanceof UniqueConstraintViolationException) {
-        throw conflict('vendor_tag_taken', 'Another active source store of this reseller store has this vendor tag.', 'vendorTag');
-      }
-      throw error;
-    }
+    await flushUnique(this.em, () => conflict('vendor_tag_taken', 'Another active source store of this reseller store has this vendor tag.', 'vendorTag'));
     return store;
   }
 

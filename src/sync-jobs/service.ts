@@ -84,7 +84,7 @@ export class SyncJobService {
    */
   async createJobs(order: OrderToRoute, sourceStoreIds: string[], creator: JobCreator, onceForOrder?: AuditRecord): Promise<RoutedJob[]> {
     const jobs = await this.routing.submit({ order, sourceStoreIds, creator, onceForOrder });
-    this.ctx.metrics.transitions.inc({ kind: 'sync_job', status: 'pending' }, jobs.filter((job) => job.created).length);
+    this.ctx.metrics.attemptTransitions.inc({ kind: 'sync_job', status: 'pending' }, jobs.filter((job) => job.created).length);
     return jobs;
   }
 
@@ -143,7 +143,7 @@ export class SyncJobService {
         this.audit(em, job, 'sync_job.retried', actorOf(principal), { attempts: job.attempts, ...auditContext(principal) });
         return job;
       });
-      this.ctx.metrics.transitions.inc({ kind: 'sync_job', status: 'pending' });
+      this.ctx.metrics.attemptTransitions.inc({ kind: 'sync_job', status: 'pending' });
       return { job, fulfillments: await this.fulfillmentsOf(job.id) };
     } catch (error) {
       if (error instanceof OptimisticLockError) {

@@ -237,6 +237,6 @@ export class AttemptWorker<T extends AttemptRecord, K extends string, Q extends 
   }
 
   private counted(status: string): void {
-    this.ctx.metrics.transitions.inc({ kind: this.kind.name, status });
+    this.ctx.metrics.attemptTransitions.inc({ kind: this.kind.name, status });
   }
 }
