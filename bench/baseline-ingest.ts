@@ -8,9 +8,9 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import pg from 'pg';
+import { MAX_AUTO_RETRIES } from '../machines/attempt.machine.ts';
 import { QUEUES } from '../src/queue/queue.ts';
 import { newId } from '../src/shared/ids.ts';
-import { initialProjection } from '../src/sync-jobs/lifecycle.ts';
 import { verifySignature } from '../src/webhooks/signature.ts';
 
 const env = process.env as Record<string, string>;
@@ -20,8 +20,6 @@ const ownerId = env.OWNER_ID!;
 const resellerStoreId = env.RESELLER_STORE_ID!;
 const sourceStoreIds = env.SOURCE_STORE_IDS!.split(',');
 const queueName = QUEUES.syncJob.name;
-/** A fresh job's machine snapshot, the same document the service stores. */
-const machineState = JSON.stringify(initialProjection(new Date()).machineState);
 
 async function ingest(order: { id: number | string }, webhookId: string): Promise<string[]> {
   const externalOrderId = String(order.id);
@@ -32,10 +30,10 @@ async function ingest(order: { id: number | string }, webhookId: string): Promis
     await client.query('begin');
     await client.query(
       `insert into sync_jobs (id, owner_id, reseller_store_id, source_store_id, external_order_id, origin, status, attempts,
-         machine_state, "order", queue_message_id, version, created_at, updated_at)
-       select j.id, $1, $2, j.source_store_id, $3, 'webhook', 'pending', 0, $4::jsonb, $5::jsonb, j.message_id, 1, $6, $6
+         retries_left, "order", queue_message_id, version, created_at, updated_at)
+       select j.id, $1, $2, j.source_store_id, $3, 'webhook', 'pending', 0, $4, $5::jsonb, j.message_id, 1, $6, $6
        from unnest($7::text[], $8::text[], $9::text[]) as j(id, source_store_id, message_id)`,
-      [ownerId, resellerStoreId, externalOrderId, machineState, JSON.stringify(order), now, jobs.map((j) => j.id), jobs.map((j) => j.sourceStoreId), jobs.map((j) => j.messageId)],
+      [ownerId, resellerStoreId, externalOrderId, MAX_AUTO_RETRIES, JSON.stringify(order), now, jobs.map((j) => j.id), jobs.map((j) => j.sourceStoreId), jobs.map((j) => j.messageId)],
     );
     await client.query(
       `insert into pgboss.job (id, name, data, retry_limit, retry_delay, retry_backoff, retry_delay_max, expire_seconds, deletion_seconds, heartbeat_seconds)

@@ -525,15 +525,15 @@ async function insertSyntheticJobs(url: string, tenant: Tenant, from: number, to
       for (const [start, end] of chunks) {
         await c.query(
           `insert into sync_jobs (id, owner_id, reseller_store_id, source_store_id, external_order_id, origin, status, attempts, source_order_id,
-             completed_at, dead_at, error_message, machine_state, "order", queue_message_id, version, created_at, updated_at)
+             completed_at, dead_at, error_message, retries_left, "order", queue_message_id, version, created_at, updated_at)
            select ${syntheticId('job')}, $4, $5, case when i % 2 = 0 then $6 else $7 end, (5000000000 + i / 2)::text, 'webhook',
              case when i % 100 = 0 then 'dead' else 'completed' end, case when i % 100 = 0 then 4 else 1 end, (100000 + i)::text,
              case when i % 100 = 0 then null else ts end, case when i % 100 = 0 then ts else null end,
              case when i % 100 = 0 then 'platform_b bench-acme.example: POST /orders answered 500' else null end,
-             t.machine_state, t."order", null, 3, ts, ts
+             case when i % 100 = 0 then 0 else 3 end, t."order", null, 3, ts, ts
            from generate_series($2::int, $3::int) as i
            cross join lateral (select to_timestamp(($1::bigint + i) / 1000.0) as ts) as x
-           cross join (select machine_state, "order" from sync_jobs order by id desc limit 1) as t`,
+           cross join (select "order" from sync_jobs order by id desc limit 1) as t`,
           params(start, end),
         );
       }

@@ -1,11 +1,12 @@
 import { z } from 'zod';
+import { API_KEY_ENVIRONMENTS } from './enums.ts';
 import { auth, authErrors, bodyErrors, c, errorResponse, IdParam, listOf, openApi, NameSchema, NullableTimestamp, PageQuery, RequestId, Timestamp } from './common.ts';
 
 const ApiKeyFields = openApi(z.object({
   id: z.string(),
   ownerId: z.string(),
   prefix: z.enum(['sk_live_', 'sk_test_']),
-  environment: z.enum(['live', 'test']),
+  environment: z.enum(API_KEY_ENVIRONMENTS),
   name: z.string(),
   lastUsedAt: NullableTimestamp,
   createdAt: Timestamp,
@@ -25,7 +26,7 @@ export const apiKeysContract = c.router(
       path: '/v1/api_keys',
       body: z.object({
         name: NameSchema,
-        environment: z.enum(['live', 'test']).describe('`live` keys start with sk_live_, `test` keys with sk_test_.'),
+        environment: z.enum(API_KEY_ENVIRONMENTS).describe('`live` keys start with sk_live_, `test` keys with sk_test_.'),
       }),
       responses: { 201: CreatedApiKey, 400: errorResponse(400), ...bodyErrors },
       summary: 'Create an API key',

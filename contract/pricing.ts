@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { PRICING_MODES } from './enums.ts';
 import { openApi } from './common.ts';
 
 /** Reseller prices are the supplier's marked up by `value` percent (-100 < value <= 1000). */
@@ -64,7 +65,7 @@ export const FieldRulesPricingSchema = openApi(
 export const PricingConfigSchema = openApi(z.discriminatedUnion('type', [PercentagePricingSchema, FieldRulesPricingSchema]), {
   title: 'PricingConfig',
 });
-export const PricingModeSchema = z.enum(['percentage', 'field_rules']);
+export const PricingModeSchema = z.enum(PRICING_MODES);
 
 export type PricingConfig = z.infer<typeof PricingConfigSchema>;
 export type PricingRule = z.infer<typeof PricingRuleSchema>;

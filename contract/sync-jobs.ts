@@ -1,11 +1,13 @@
 import { z } from 'zod';
+import { ATTEMPT_STATUSES } from './enums.ts';
 import { auth, authErrors, bodyErrors, c, errorResponse, IdParam, listOf, openApi, NullableTimestamp, PageQuery, RequestId, Timestamp } from './common.ts';
 
-export const SyncJobStatusSchema = z.enum(['pending', 'processing', 'completed', 'failed', 'dead']);
+/** A sync job's and a fulfillment's status: both are retried work with one lifecycle. */
+const AttemptStatusSchema = z.enum(ATTEMPT_STATUSES);
 
 const FulfillmentSchema = openApi(z.object({
   id: z.string(),
-  status: SyncJobStatusSchema,
+  status: AttemptStatusSchema,
   attempts: z.number().int(),
   trackingNumbers: z.array(z.string()),
   trackingUrls: z.array(z.string()),
@@ -21,7 +23,7 @@ const SyncJobFields = openApi(z.object({
   id: z.string(),
   resellerStoreId: z.string(),
   sourceStoreId: z.string(),
-  status: SyncJobStatusSchema,
+  status: AttemptStatusSchema,
   attempts: z.number().int().describe('Processing attempts so far; 0 on a new job.'),
   externalOrderId: z.string().describe('Numeric order id on the reseller platform.'),
   sourceOrderId: z.string().nullable().describe('Order id on the source store, once placed.'),
@@ -56,7 +58,7 @@ export const syncJobsContract = c.router(
       method: 'GET',
       path: '/v1/sync_jobs',
       query: PageQuery.extend({
-        status: SyncJobStatusSchema.optional(),
+        status: AttemptStatusSchema.optional(),
         reseller_store_id: z.string().max(64).optional(),
         source_store_id: z.string().max(64).optional(),
         external_order_id: z.string().max(32).optional(),

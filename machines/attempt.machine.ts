@@ -1,15 +1,17 @@
 /**
  * The lifecycle shared by every piece of queued work that calls a platform: taken by a worker,
  * completed or failed, retried automatically a few times, then dead until someone retries it.
- * Each kind of work names the id it keeps on success (`resultKey`).
+ * Each kind of work names the id it keeps on success (`resultKey`). The kinds themselves (table,
+ * queue, what an attempt does) are defined in src/attempts/kinds.ts.
  */
 
-import { assign, initialTransition, not, setup, transition, type Snapshot, type SnapshotFrom } from 'xstate';
+import { assign, initialTransition, not, setup, transition, type SnapshotFrom } from 'xstate';
+import type { AttemptStatus } from '../contract/enums.ts';
 
 /** Automatic retries after the first failed attempt, so a job that always fails runs 4 times. */
 export const MAX_AUTO_RETRIES = 3;
 
-export type AttemptStatus = 'pending' | 'processing' | 'completed' | 'failed' | 'dead';
+export type { AttemptStatus };
 
 /** What every kind of attempt keeps, whatever it produces. */
 export interface AttemptBookkeeping {
@@ -30,17 +32,18 @@ export type AttemptEvent<TResultKey extends string> =
   | { type: 'FAIL'; error: string; at: string }
   | { type: 'RETRY'; at: string };
 
-/** What a row keeps: enough to rebuild the machine's snapshot, since the machine is flat. */
+/**
+ * What a row keeps: the status and the context are the machine's whole state (it is flat, with no
+ * children or history), so the snapshot is rebuilt from them (`resolveState`) and never stored.
+ */
 export interface PersistedAttempt<TResultKey extends string> {
   status: AttemptStatus;
   context: AttemptContext<TResultKey>;
 }
 
-/** XState's JSON-serialisable snapshot (`machine.getPersistedSnapshot`). */
-export type PersistedSnapshot = Snapshot<unknown>;
-
 export interface AttemptState<TResultKey extends string> extends PersistedAttempt<TResultKey> {
-  snapshot: PersistedSnapshot;
+  /** XState's snapshot of this state (serialisable: `JSON.stringify` gives what `resolveState` takes). */
+  snapshot: unknown;
 }
 
 /** Exponential backoff before the next automatic retry: base, 2 × base, 4 × base. */
@@ -129,16 +132,14 @@ function createAttemptMachine<const TResultKey extends string>(id: string, resul
   });
 }
 
+export type AttemptLifecycle<TResultKey extends string> = ReturnType<typeof createAttemptLifecycle<TResultKey>>;
+
 /** Pure helpers over rows: rebuild the snapshot, ask the machine, return the next row. */
 export function createAttemptLifecycle<const TResultKey extends string>(id: string, resultKey: TResultKey) {
   const machine = createAttemptMachine(id, resultKey);
 
   function toState(snapshot: SnapshotFrom<typeof machine>): AttemptState<TResultKey> {
-    return {
-      status: snapshot.value,
-      context: snapshot.context,
-      snapshot: machine.getPersistedSnapshot(snapshot),
-    };
+    return { status: snapshot.value, context: snapshot.context, snapshot };
   }
 
   function restore(persisted: PersistedAttempt<TResultKey>) {
@@ -147,6 +148,7 @@ export function createAttemptLifecycle<const TResultKey extends string>(id: stri
 
   return {
     machine,
+    resultKey,
 
     initial(): AttemptState<TResultKey> {
       const [snapshot] = initialTransition(machine);

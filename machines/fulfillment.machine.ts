@@ -7,13 +7,13 @@ import {
   type PersistedAttempt,
 } from './attempt.machine.ts';
 
-export { MAX_AUTO_RETRIES, nextRetryDelayMs, type PersistedSnapshot } from './attempt.machine.ts';
+export { MAX_AUTO_RETRIES, nextRetryDelayMs } from './attempt.machine.ts';
 
 /**
  * Pushing a source store's fulfillment (tracking) back to the reseller order; on success it keeps
  * the id of the fulfillment created on the reseller platform.
  */
-const fulfillment = createAttemptLifecycle('fulfillment', 'resellerFulfillmentId');
+export const fulfillmentLifecycle = createAttemptLifecycle('fulfillment', 'resellerFulfillmentId');
 
 export type FulfillmentStatus = AttemptStatus;
 export type FulfillmentContext = AttemptContext<'resellerFulfillmentId'>;
@@ -21,10 +21,8 @@ export type FulfillmentEvent = AttemptEvent<'resellerFulfillmentId'>;
 export type PersistedFulfillment = PersistedAttempt<'resellerFulfillmentId'>;
 export type FulfillmentState = AttemptState<'resellerFulfillmentId'>;
 
-export const fulfillmentMachine = fulfillment.machine;
-
 export function initialFulfillment(): FulfillmentState {
-  return fulfillment.initial();
+  return fulfillmentLifecycle.initial();
 }
 
 /** The propagation after `event`, or null when its current status does not allow the event. */
@@ -32,9 +30,9 @@ export function applyFulfillmentEvent(
   persisted: PersistedFulfillment,
   event: FulfillmentEvent,
 ): FulfillmentState | null {
-  return fulfillment.apply(persisted, event);
+  return fulfillmentLifecycle.apply(persisted, event);
 }
 
 export function canApplyFulfillmentEvent(persisted: PersistedFulfillment, event: FulfillmentEvent): boolean {
-  return fulfillment.canApply(persisted, event);
+  return fulfillmentLifecycle.canApply(persisted, event);
 }

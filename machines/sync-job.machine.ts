@@ -7,10 +7,10 @@ import {
   type PersistedAttempt,
 } from './attempt.machine.ts';
 
-export { MAX_AUTO_RETRIES, nextRetryDelayMs, type PersistedSnapshot } from './attempt.machine.ts';
+export { MAX_AUTO_RETRIES, nextRetryDelayMs } from './attempt.machine.ts';
 
 /** One order placed on a source store; on success it keeps the source store's order id. */
-const syncJob = createAttemptLifecycle('syncJob', 'sourceOrderId');
+export const syncJobLifecycle = createAttemptLifecycle('syncJob', 'sourceOrderId');
 
 export type SyncJobStatus = AttemptStatus;
 export type SyncJobContext = AttemptContext<'sourceOrderId'>;
@@ -18,17 +18,17 @@ export type SyncJobEvent = AttemptEvent<'sourceOrderId'>;
 export type PersistedSyncJob = PersistedAttempt<'sourceOrderId'>;
 export type SyncJobState = AttemptState<'sourceOrderId'>;
 
-export const syncJobMachine = syncJob.machine;
+export const syncJobMachine = syncJobLifecycle.machine;
 
 export function initialSyncJob(): SyncJobState {
-  return syncJob.initial();
+  return syncJobLifecycle.initial();
 }
 
 /** The job after `event`, or null when its current status does not allow the event. */
 export function applySyncJobEvent(persisted: PersistedSyncJob, event: SyncJobEvent): SyncJobState | null {
-  return syncJob.apply(persisted, event);
+  return syncJobLifecycle.apply(persisted, event);
 }
 
 export function canApply(persisted: PersistedSyncJob, event: SyncJobEvent): boolean {
-  return syncJob.canApply(persisted, event);
+  return syncJobLifecycle.canApply(persisted, event);
 }

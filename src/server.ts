@@ -38,7 +38,6 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     stack.push(() => orm.close());
     const queue = await Queue.start({ connectionString: databaseUrl, logger, supervise: config.runsWorker });
     stack.push(() => queue.stop());
-    queue.attach(orm.em.getEventManager());
 
     const metrics = new Metrics(() => queue.depth());
     const ctx: AppContext = {

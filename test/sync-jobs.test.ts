@@ -7,8 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canApply } from '../machines/sync-job.machine.ts';
 import { startSandbox, type Sandbox } from './sandbox/server.ts';
 import { SyncJob } from '../src/sync-jobs/entity.ts';
-import { transitionJob } from '../src/sync-jobs/lifecycle.ts';
-import { persistedOf } from '../src/shared/attempt-row.ts';
+import { syncJobKind } from '../src/attempts/kinds.ts';
 import { allIds, expectError, ISO_UTC } from './support/assertions.ts';
 import { registerUser } from './support/factories.ts';
 import { startTestService, type TestService } from './support/service.ts';
@@ -27,6 +26,8 @@ import {
   type Shop,
   type Supplier,
 } from './support/sync-jobs.ts';
+
+const { transition: transitionJob, restore: persistedOf } = syncJobKind;
 
 let sandbox: Sandbox;
 let service: TestService;

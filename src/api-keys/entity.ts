@@ -1,4 +1,5 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { API_KEY_ENVIRONMENTS } from '../../contract/enums.ts';
 
 export const ApiKey = defineEntity({
   name: 'ApiKey',
@@ -6,7 +7,7 @@ export const ApiKey = defineEntity({
   properties: {
     id: p.string().primary(),
     ownerId: p.string(),
-    environment: p.enum(['live', 'test'] as const),
+    environment: p.enum(API_KEY_ENVIRONMENTS),
     prefix: p.string().length(16),
     name: p.string().length(200),
     /** SHA-256 of the raw key: keys are 256-bit random, so a fast hash is enough to look them up. */

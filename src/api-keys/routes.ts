@@ -7,7 +7,7 @@ import { iso, isoOrNull } from '../shared/time.ts';
 import type { ApiKey } from './entity.ts';
 import type { ApiKeyService } from './service.ts';
 
-export function presentApiKey(key: ApiKey) {
+function presentApiKey(key: ApiKey) {
   return {
     id: key.id,
     ownerId: key.ownerId,

@@ -6,8 +6,9 @@ import { notFound } from '../shared/errors.ts';
 import { findPage, type Page, type PageQuery } from '../shared/paging.ts';
 import { sha256Hex } from '../shared/secrets.ts';
 import { ApiKey } from './entity.ts';
+import type { ApiKeyEnvironment } from '../../contract/enums.ts';
 
-export const API_KEY_PREFIXES = { live: 'sk_live_', test: 'sk_test_' } as const;
+const API_KEY_PREFIXES = { live: 'sk_live_', test: 'sk_test_' } as const;
 /** lastUsedAt is refreshed at most this often per key, to keep authentication read-only. */
 const LAST_USED_RESOLUTION_MS = 60_000;
 
@@ -18,7 +19,7 @@ export class ApiKeyService {
     return this.ctx.orm.em;
   }
 
-  async create(ownerId: string, name: string, environment: 'live' | 'test'): Promise<{ key: ApiKey; rawKey: string }> {
+  async create(ownerId: string, name: string, environment: ApiKeyEnvironment): Promise<{ key: ApiKey; rawKey: string }> {
     const prefix = API_KEY_PREFIXES[environment];
     const rawKey = `${prefix}${randomBytes(32).toString('base64url')}`;
     const key = this.em.create(ApiKey, {

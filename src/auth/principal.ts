@@ -1,11 +1,12 @@
 import { AppError } from '../shared/errors.ts';
+import type { ApiKeyEnvironment } from '../../contract/enums.ts';
 
 /** Who a request acts as. API keys act as their owner; the key and environment go to the audit log. */
 export interface Principal {
   userId: string;
   credential: 'jwt' | 'api_key';
   apiKeyId: string | null;
-  environment: 'live' | 'test' | null;
+  environment: ApiKeyEnvironment | null;
 }
 
 declare module 'express-serve-static-core' {

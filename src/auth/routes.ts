@@ -7,7 +7,7 @@ import { iso } from '../shared/time.ts';
 import { principalOf } from './principal.ts';
 import type { AuthService, Session } from './service.ts';
 
-export const REFRESH_COOKIE = 'refresh_token';
+const REFRESH_COOKIE = 'refresh_token';
 const COOKIE_PATH = '/v1/auth';
 
 export function authRoutes(auth: AuthService, config: Config) {

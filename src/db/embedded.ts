@@ -108,7 +108,7 @@ function clusterPassword(dataDir: string): string {
  * cluster folder. A cluster that still runs keeps its file and PostgreSQL refuses to start twice;
  * orphaned backends of a killed postmaster are caught by PostgreSQL's own shared memory interlock.
  */
-export function removeStalePidFile(clusterDir: string): void {
+function removeStalePidFile(clusterDir: string): void {
   const pidFile = path.join(clusterDir, 'postmaster.pid');
   if (!existsSync(pidFile)) return;
   const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);

@@ -1,13 +1,20 @@
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { Orm } from './orm.ts';
+import type { Database } from './schema.ts';
 
 /**
- * The ORM's own Kysely instance, for the hot paths (an order webhook, a worker's attempt) where
- * the unit of work would cost several round trips and most of a request's CPU: statements are
- * written with Kysely's `sql` tag, so every value is a bound parameter, on the ORM's pool.
+ * The ORM's own Kysely instance, typed with the declared schema (schema.ts), for the repositories'
+ * statements where the unit of work would cost several round trips and most of a request's CPU
+ * (an order webhook, a worker's attempt). Every value is a bound parameter; it runs on the ORM's pool.
  */
-export type Db = Kysely<unknown>;
+export type Db = Kysely<Database>;
+export type Trx = Transaction<Database>;
 
 export function sqlOf(orm: Orm): Db {
   return orm.em.getConnection().getClient() as unknown as Db;
+}
+
+/** Database health: one round trip on the ORM's pool. */
+export async function pingDatabase(orm: Orm): Promise<void> {
+  await orm.em.getConnection().execute('select 1');
 }

@@ -1,14 +1,20 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
-import { recordAudit, SYSTEM_ACTOR, type AuditRecord } from '../audit-log/service.ts';
+import { insertAudit } from '../audit-log/repository.ts';
+import { fulfillmentKind } from '../attempts/kinds.ts';
 import type { AppContext } from '../context.ts';
 import type { Tracking } from '../orders/types.ts';
+import { newMessageId } from '../queue/queue.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
 import { newId } from '../shared/ids.ts';
-import { Fulfillment } from './entity.ts';
-import { initialProjection } from './lifecycle.ts';
+import { fulfillmentAuditRecord } from './attempt.ts';
+import type { Fulfillment } from './entity.ts';
+import { FulfillmentRepository } from './repository.ts';
 
 export class FulfillmentService {
-  constructor(private readonly ctx: AppContext) {}
+  private readonly fulfillments: FulfillmentRepository;
+
+  constructor(private readonly ctx: AppContext) {
+    this.fulfillments = new FulfillmentRepository(ctx.orm);
+  }
 
   /**
    * Records a supplier's fulfillment of a job and queues its propagation, once per `dedupeKey`:
@@ -16,50 +22,29 @@ export class FulfillmentService {
    * advisory lock; the unique index is the backstop.
    */
   async receive(job: SyncJob, tracking: Tracking, dedupeKey: string): Promise<{ fulfillment: Fulfillment; created: boolean }> {
-    const result = await this.ctx.orm.em.fork().transactional(async (em) => {
-      await em.execute('select pg_advisory_xact_lock(hashtext(?))', [`fulfillment:${job.id}:${dedupeKey}`]);
-      const existing = await em.findOne(Fulfillment, { syncJobId: job.id, dedupeKey });
+    const result = await this.fulfillments.transaction(async (trx) => {
+      const existing = await this.fulfillments.lockAndFind(trx, job.id, dedupeKey);
       if (existing) return { fulfillment: existing, created: false };
       const now = new Date();
-      const fulfillment = em.create(Fulfillment, {
-        ...initialProjection(now),
+      const fulfillment = {
+        ...fulfillmentKind.initialColumns(now),
         id: newId('fulfillment'),
         ownerId: job.ownerId,
         resellerStoreId: job.resellerStoreId,
         syncJobId: job.id,
         dedupeKey,
         tracking,
-        queueMessageId: null,
+        queueMessageId: newMessageId(),
+        version: 1,
         createdAt: now,
         updatedAt: now,
-      } as Fulfillment);
-      await this.schedule(em, fulfillment);
-      this.audit(em, fulfillment, 'fulfillment.received', { trackingNumbers: tracking.numbers });
+      } as Fulfillment;
+      await this.fulfillments.insert(trx, fulfillment);
+      await insertAudit(trx, [fulfillmentAuditRecord(fulfillment, 'fulfillment.received', { trackingNumbers: tracking.numbers })], now);
+      await this.ctx.queue.insertIn(trx, 'fulfillment', [{ id: fulfillment.queueMessageId!, message: fulfillmentKind.message(fulfillment.id) }]);
       return { fulfillment, created: true };
     });
     if (result.created) this.ctx.metrics.attemptTransitions.inc({ kind: 'fulfillment', status: 'pending' });
     return result;
   }
-
-  async schedule(em: EntityManager, fulfillment: Fulfillment, delayMs = 0): Promise<void> {
-    fulfillment.queueMessageId = await this.ctx.queue.enqueue(em, 'fulfillment', { fulfillmentId: fulfillment.id }, delayMs);
-  }
-
-  audit(em: EntityManager, fulfillment: Fulfillment, action: string, metadata: Record<string, unknown> = {}): void {
-    recordAudit(em, fulfillmentAuditRecord(fulfillment, action, metadata));
-  }
-
-}
-
-/** A fulfillment's audit entry: every one names its sync job. */
-export function fulfillmentAuditRecord(fulfillment: Fulfillment, action: string, metadata: Record<string, unknown> = {}): AuditRecord {
-  return {
-    ownerId: fulfillment.ownerId,
-    resellerStoreId: fulfillment.resellerStoreId,
-    action,
-    resourceType: 'fulfillment',
-    resourceId: fulfillment.id,
-    actorId: SYSTEM_ACTOR,
-    metadata: { syncJobId: fulfillment.syncJobId, ...metadata },
-  };
 }

@@ -1,6 +1,7 @@
 import { initServer } from '@ts-rest/express';
 import { contract } from '../../contract/index.ts';
 import type { AppContext } from '../context.ts';
+import { pingDatabase } from '../db/sql.ts';
 import { withRequestId } from '../http/request-id.ts';
 
 const CHECK_TIMEOUT_MS = 2_000;
@@ -26,8 +27,8 @@ export function healthRoutes(ctx: AppContext) {
     live: async ({ req }) => ({ status: 200, body: withRequestId(req, { status: 'ok' as const }) }),
     ready: async ({ req }) => {
       const checks = {
-        database: await check(() => ctx.orm.em.getConnection().execute('select 1')),
-        queue: await check(() => ctx.queue.boss.getQueue('sync-job.process')),
+        database: await check(() => pingDatabase(ctx.orm)),
+        queue: await check(() => ctx.queue.ping()),
       };
       const ready = Object.values(checks).every((state) => state === 'ok');
       return ready

@@ -24,7 +24,7 @@ export function sendError(req: Request, res: Response, error: AppError): void {
 }
 
 /** Turns body-parser and infrastructure failures into our codes; anything else is a 500. */
-export function toAppError(error: unknown): AppError {
+function toAppError(error: unknown): AppError {
   if (error instanceof AppError) return error;
   const type = (error as { type?: string } | null)?.type;
   switch (type) {

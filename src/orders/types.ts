@@ -1,7 +1,6 @@
 /** The service's own view of orders, independent of any platform's wire format. */
 
-export const PLATFORMS = ['platform_a', 'platform_b', 'custom'] as const;
-export type Platform = (typeof PLATFORMS)[number];
+export { PLATFORMS, type Platform } from '../../contract/enums.ts';
 
 export interface PostalAddress {
   name: string | null;

@@ -202,7 +202,7 @@ export class PlatformHttpClient {
 }
 
 /** Retry-After in milliseconds, from delay-seconds or an HTTP date; null when absent or unreadable. */
-export function parseRetryAfter(header: string | null, now: number = Date.now()): number | null {
+function parseRetryAfter(header: string | null, now: number = Date.now()): number | null {
   if (header === null || header.trim() === '') return null;
   const seconds = Number(header);
   if (Number.isFinite(seconds)) return seconds >= 0 ? Math.ceil(seconds * 1000) : null;
@@ -211,7 +211,7 @@ export function parseRetryAfter(header: string | null, now: number = Date.now())
 }
 
 /** A one-line summary of an error body: `{"errors": ...}`, `{"message": ...}` or plain text. */
-export function describeErrorBody(text: string): string {
+function describeErrorBody(text: string): string {
   let summary = text;
   try {
     const parsed: unknown = JSON.parse(text);

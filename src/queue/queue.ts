@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { EntityManager, EventManager, EventSubscriber, TransactionEventArgs } from '@mikro-orm/postgresql';
-import type { Transaction } from 'kysely';
 import { fromKysely, PgBoss, type JobInsert, type KyselyTransactionLike, type Queue as QueueDefinition } from 'pg-boss';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import type { Trx } from '../db/sql.ts';
 
 /**
  * Every queue, its message schema and its options in one place. A queue message only names the
@@ -61,19 +60,6 @@ function jobInsert(id: string, message: object, delayMs: number): JobInsert {
 }
 
 export class Queue {
-  /** Inserts a committing transaction's buffered messages; registered with the ORM by `attach`. */
-  readonly #flusher: EventSubscriber = {
-    beforeTransactionCommit: async ({ transaction }: TransactionEventArgs) => {
-      const byQueue = transaction && this.#buffered.get(transaction);
-      if (!byQueue) return;
-      this.#buffered.delete(transaction);
-      const db = fromKysely(transaction as unknown as KyselyTransactionLike);
-      for (const [name, jobs] of byQueue) await this.boss.insert(name, jobs, { db });
-    },
-  };
-  /** Messages enqueued in a transaction not committed yet, by transaction, then by queue name. */
-  readonly #buffered = new WeakMap<object, Map<string, JobInsert[]>>();
-
   private constructor(readonly boss: PgBoss) {}
 
   static async start(options: QueueOptions): Promise<Queue> {
@@ -103,48 +89,19 @@ export class Queue {
   }
 
   /**
-   * Enqueues inside the caller's ORM transaction, so the message exists exactly when the state
-   * change that needs it commits, to run now or after `delayMs`. Returns the new message's id, which
-   * the caller stores on its row: only that message may move the row, so older ones become stale.
-   *
-   * With the ORM attached (`attach`), messages are buffered and inserted just before the
-   * transaction commits, in it, one statement per queue: an order routed to several suppliers
-   * costs one insert instead of one per job. Otherwise each is inserted at once.
+   * Inserts messages in the caller's Kysely transaction, one statement for all of them, so a message
+   * exists exactly when the state change that needs it commits. Each message carries the id its row
+   * stores, chosen by the caller (`newMessageId`): only that message may move the row.
    */
-  async enqueue<K extends QueueKey>(em: EntityManager, key: K, message: QueueMessage<K>, delayMs = 0): Promise<string> {
-    const id = newMessageId();
-    const job = jobInsert(id, message, delayMs);
-    const trx = em.getTransactionContext<KyselyTransactionLike>();
-    if (!trx) throw new Error('enqueue must run inside a transaction');
-    // Transactions run on forks whose event managers are copies: look for the subscriber itself.
-    if (!em.getEventManager().getSubscribers().has(this.#flusher)) {
-      await this.boss.insert(QUEUES[key].name, [job], { db: fromKysely(trx) });
-      return id;
-    }
-    let byQueue = this.#buffered.get(trx);
-    if (!byQueue) this.#buffered.set(trx, (byQueue = new Map()));
-    const jobs = byQueue.get(QUEUES[key].name);
-    if (jobs) jobs.push(job);
-    else byQueue.set(QUEUES[key].name, [job]);
-    return id;
-  }
-
-  /**
-   * Inserts messages in a Kysely transaction (the SQL hot paths), one statement for all of them.
-   * Each message carries the id its row stores, chosen by the caller (`newMessageId`).
-   */
-  async insertIn<K extends QueueKey>(trx: Transaction<unknown>, key: K, messages: { id: string; message: QueueMessage<K>; delayMs?: number }[]): Promise<void> {
+  async insertIn<K extends QueueKey>(trx: Trx, key: K, messages: { id: string; message: QueueMessage<K>; delayMs?: number }[]): Promise<void> {
     if (messages.length === 0) return;
     const jobs = messages.map(({ id, message, delayMs = 0 }) => jobInsert(id, message, delayMs));
     await this.boss.insert(QUEUES[key].name, jobs, { db: fromKysely(trx as unknown as KyselyTransactionLike) });
   }
 
-  /**
-   * Makes the ORM's transactions insert the messages enqueued in them just before they commit.
-   * Call it before any transaction starts: a transaction's fork copies the subscribers it sees.
-   */
-  attach(events: EventManager): void {
-    events.registerSubscriber(this.#flusher);
+  /** Readiness: the queue's tables answer. */
+  async ping(): Promise<void> {
+    await this.boss.getQueue(QUEUES.syncJob.name);
   }
 
   async depth(): Promise<Record<string, number>> {

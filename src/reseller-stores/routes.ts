@@ -8,7 +8,7 @@ import type { ResellerStore } from './entity.ts';
 import type { ResellerStoreService } from './service.ts';
 
 /** Only these fields ever leave the service: credentials stay encrypted in the database. */
-export function presentResellerStore(store: ResellerStore) {
+function presentResellerStore(store: ResellerStore) {
   return {
     id: store.id,
     ownerId: store.ownerId,

@@ -1,6 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
-import { recordAudit } from '../audit-log/service.ts';
+import { recordAudit } from '../audit-log/repository.ts';
 import type { AppContext } from '../context.ts';
 import { flushUnique } from '../db/errors.ts';
 import type { Platform } from '../orders/types.ts';

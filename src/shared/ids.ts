@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
 
-export const ID_PREFIXES = {
+const ID_PREFIXES = {
   user: 'usr',
   resellerStore: 'rst',
   sourceStore: 'sst',

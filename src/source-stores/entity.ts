@@ -1,6 +1,7 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import type { PricingConfig } from '../../contract/pricing.ts';
 import { PLATFORMS } from '../orders/types.ts';
+import { PRICING_MODES } from '../../contract/enums.ts';
 
 export const SourceStore = defineEntity({
   name: 'SourceStore',
@@ -16,7 +17,7 @@ export const SourceStore = defineEntity({
     vendorTag: p.string().length(200),
     /** vendorTag trimmed and lower-cased: what line-item vendors are matched against. */
     vendorKey: p.string().length(200),
-    pricingMode: p.enum(['percentage', 'field_rules'] as const),
+    pricingMode: p.enum(PRICING_MODES),
     pricingConfig: p.json<PricingConfig>(),
     accessTokenEncrypted: p.text().hidden(),
     webhookSecretEncrypted: p.text().hidden(),

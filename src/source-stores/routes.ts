@@ -8,7 +8,7 @@ import type { SourceStore } from './entity.ts';
 import type { SourceStoreService } from './service.ts';
 
 /** Only these fields ever leave the service: credentials stay encrypted in the database. */
-export function presentSourceStore(store: SourceStore) {
+function presentSourceStore(store: SourceStore) {
   return {
     id: store.id,
     resellerStoreId: store.resellerStoreId,

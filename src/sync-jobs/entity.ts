@@ -1,12 +1,11 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
-import type { PersistedSnapshot } from '../../machines/sync-job.machine.ts';
+import { ATTEMPT_STATUSES } from '../../contract/enums.ts';
 import type { ResellerOrder } from '../orders/types.ts';
 
-export const SYNC_JOB_STATUSES = ['pending', 'processing', 'completed', 'failed', 'dead'] as const;
-
 /**
- * A sync job: the columns the API shows are a projection of the persisted XState snapshot
- * (`machineState`), kept as real columns so they can be filtered and indexed.
+ * A sync job: one supplier's part of a reseller order, placed on the supplier's store. Its lifecycle
+ * columns (status … deadAt, retriesLeft, sourceOrderId) are the whole state of its attempt machine:
+ * the machine's snapshot is rebuilt from them (src/attempts/kind.ts), never stored.
  */
 export const SyncJob = defineEntity({
   name: 'SyncJob',
@@ -18,15 +17,15 @@ export const SyncJob = defineEntity({
     sourceStoreId: p.string(),
     externalOrderId: p.string().length(32),
     origin: p.enum(['webhook', 'manual'] as const),
-    status: p.enum(SYNC_JOB_STATUSES),
+    status: p.enum(ATTEMPT_STATUSES),
     attempts: p.integer(),
+    /** Automatic retries still allowed after a failure (the machine's `retriesLeft`). */
+    retriesLeft: p.integer(),
     sourceOrderId: p.string().nullable(),
     errorMessage: p.text().nullable(),
     completedAt: p.datetime().nullable(),
     failedAt: p.datetime().nullable(),
     deadAt: p.datetime().nullable(),
-    /** The lifecycle machine's persisted snapshot (machines/sync-job.machine.ts). */
-    machineState: p.json<PersistedSnapshot>(),
     /** The reseller order as the webhook delivered it; null for manual jobs (read from the platform). */
     order: p.json<ResellerOrder>().nullable(),
     /** Id of the only queue message allowed to move this job; older messages are stale. */

@@ -8,7 +8,7 @@ import { iso, isoOrNull } from '../shared/time.ts';
 import type { SyncJob } from './entity.ts';
 import type { JobWithFulfillments, SyncJobService } from './service.ts';
 
-export function presentSyncJob(job: SyncJob) {
+function presentSyncJob(job: SyncJob) {
   return {
     id: job.id,
     resellerStoreId: job.resellerStoreId,

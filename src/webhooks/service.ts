@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { EntityManager, EventSubscriber, FlushEventArgs, TransactionEventArgs } from '@mikro-orm/core';
-import { SYSTEM_ACTOR } from '../audit-log/service.ts';
+import { SYSTEM_ACTOR } from '../audit-log/repository.ts';
 import type { AppContext } from '../context.ts';
 import type { FulfillmentService } from '../fulfillments/service.ts';
 import { PayloadError } from '../platforms/types.ts';
@@ -8,7 +8,7 @@ import { normaliseVendor } from '../pricing/index.ts';
 import { ResellerStore } from '../reseller-stores/entity.ts';
 import { SourceStore } from '../source-stores/entity.ts';
 import { AppError, validationFailed } from '../shared/errors.ts';
-import { SyncJob } from '../sync-jobs/entity.ts';
+import { SyncJobRepository } from '../sync-jobs/repository.ts';
 import type { SyncJobService } from '../sync-jobs/service.ts';
 import { verifySignature } from './signature.ts';
 
@@ -94,6 +94,7 @@ class StoreLookupCache implements EventSubscriber {
 
 export class WebhookService {
   private readonly stores: StoreLookupCache;
+  private readonly syncJobs: SyncJobRepository;
 
   constructor(
     private readonly ctx: AppContext,
@@ -101,6 +102,7 @@ export class WebhookService {
     private readonly fulfillments: FulfillmentService,
   ) {
     this.stores = new StoreLookupCache(ctx.config.webhookStoreCacheTtlMs);
+    this.syncJobs = new SyncJobRepository(ctx.orm);
     ctx.orm.em.getEventManager().registerSubscriber(this.stores);
   }
 
@@ -174,10 +176,10 @@ export class WebhookService {
   async receiveFulfillment(senders: SourceStore[], body: unknown, delivery: Delivery): Promise<string[]> {
     expectTopic(delivery.topic, 'fulfillments/create');
     const fulfillment = parse(() => this.ctx.platforms[senders[0]!.platform].parseFulfillmentWebhook(body));
-    const job = await this.ctx.orm.em.fork().findOne(SyncJob, {
-      sourceStoreId: { $in: senders.map((store) => store.id) },
-      sourceOrderId: fulfillment.sourceOrderId,
-    });
+    const job = await this.syncJobs.findBySourceOrder(
+      senders.map((store) => store.id),
+      fulfillment.sourceOrderId,
+    );
     if (!job) {
       await this.refuseWhileOrdersUnrecorded(senders, fulfillment.sourceOrderId);
       // Not an order we placed: acknowledged so the platform stops resending.
@@ -201,10 +203,7 @@ export class WebhookService {
    * being acknowledged and lost.
    */
   private async refuseWhileOrdersUnrecorded(senders: SourceStore[], sourceOrderId: string): Promise<void> {
-    const unrecorded = await this.ctx.orm.em.fork().count(SyncJob, {
-      sourceStoreId: { $in: senders.map((store) => store.id) },
-      status: { $in: ['pending', 'processing', 'failed'] },
-    });
+    const unrecorded = await this.syncJobs.countUnrecorded(senders.map((store) => store.id));
     if (unrecorded > 0) {
       throw new AppError('unavailable', {
         message: `Order ${sourceOrderId} is not known yet; deliver the fulfillment again later.`,

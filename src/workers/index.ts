@@ -1,15 +1,16 @@
 import type { Job, PgBoss } from 'pg-boss';
 import type { AppContext } from '../context.ts';
 import { QUEUES, type QueueKey, type QueueMessage } from '../queue/queue.ts';
-import { fulfillmentWorker } from './fulfillment.worker.ts';
-import { syncJobWorker } from './sync-job.worker.ts';
+import type { AttemptKind, AttemptRow } from '../attempts/kind.ts';
+import { ATTEMPT_KINDS } from '../attempts/kinds.ts';
+import { AttemptWorker } from '../attempts/worker.ts';
 
 /**
  * A worker fetches up to this many messages at once and works on them together: one fetch, one
  * read, one take and one completion for the batch instead of one each per message. Each database
  * round trip costs the service and PostgreSQL far more CPU than the statement itself.
  */
-export const BATCH_SIZE = 8;
+const BATCH_SIZE = 8;
 
 /** When its queue is empty a worker polls every 0.5 s (pg-boss's floor). */
 const POLLING_INTERVAL_SECONDS = 0.5;
@@ -35,38 +36,33 @@ export async function consume(boss: PgBoss, name: string, concurrency: number, h
   }
 }
 
-type Handlers = { [K in QueueKey]: (messages: { id: string; data: QueueMessage<K> }[]) => Promise<void> };
-
 /**
- * Subscribes a handler to every queue. The mapped type makes a queue without a handler a compile
- * error, and the check below makes it a start-up error too. A handler that throws (e.g. the
- * database went away) leaves the message to pg-boss, which delivers it again.
+ * Subscribes one worker to the queue of every kind of retried work (src/attempts/kinds.ts). A
+ * handler that throws (e.g. the database went away) leaves the message to pg-boss, which delivers
+ * it again.
  */
 export async function startWorkers(ctx: AppContext): Promise<void> {
-  const syncJobs = syncJobWorker(ctx);
-  const fulfillments = fulfillmentWorker(ctx);
-  const handlers: Handlers = {
-    syncJob: (messages) => syncJobs.handle(messages.map(({ id, data }) => ({ messageId: id, rowId: data.syncJobId }))),
-    fulfillment: (messages) => fulfillments.handle(messages.map(({ id, data }) => ({ messageId: id, rowId: data.fulfillmentId }))),
-  };
-
   for (const key of Object.keys(QUEUES) as QueueKey[]) {
-    const handler = handlers[key] as (messages: { id: string; data: unknown }[]) => Promise<void>;
-    if (!handler) throw new Error(`queue ${QUEUES[key].name} has no handler`);
-    const { name, schema } = QUEUES[key];
-    await consume(ctx.queue.boss, name, ctx.config.workerConcurrency, async (jobs) => {
-      const messages = jobs.flatMap((job) => {
-        const parsed = schema.safeParse(job.data);
-        if (parsed.success) return [{ id: job.id, data: parsed.data }];
-        ctx.logger.error({ queue: name, message_id: job.id }, 'malformed queue message dropped');
-        return [];
-      });
-      try {
-        await handler(messages);
-      } catch (error) {
-        ctx.logger.error({ err: error, queue: name, message_ids: messages.map((m) => m.id) }, 'queue handler failed; pg-boss will redeliver');
-        throw error;
-      }
-    });
+    if (!ATTEMPT_KINDS.some((kind) => kind.queue === key)) throw new Error(`queue ${QUEUES[key].name} has no worker`);
   }
+  for (const kind of ATTEMPT_KINDS) await startWorker(ctx, kind as unknown as AttemptKind<AttemptRow, string, QueueKey, { row: AttemptRow }>);
+}
+
+async function startWorker<Q extends QueueKey>(ctx: AppContext, kind: AttemptKind<AttemptRow, string, Q, { row: AttemptRow }>): Promise<void> {
+  const worker = new AttemptWorker(ctx, kind);
+  const { name, schema } = QUEUES[kind.queue];
+  await consume(ctx.queue.boss, name, ctx.config.workerConcurrency, async (jobs) => {
+    const messages = jobs.flatMap((job) => {
+      const parsed = schema.safeParse(job.data);
+      if (parsed.success) return [{ messageId: job.id, rowId: kind.rowIdOf(parsed.data as QueueMessage<Q>) }];
+      ctx.logger.error({ queue: name, message_id: job.id }, 'malformed queue message dropped');
+      return [];
+    });
+    try {
+      await worker.handle(messages);
+    } catch (error) {
+      ctx.logger.error({ err: error, queue: name, message_ids: messages.map((m) => m.messageId) }, 'queue handler failed; pg-boss will redeliver');
+      throw error;
+    }
+  });
 }

@@ -95,9 +95,9 @@ export function orderPosts(sandbox: Sandbox, shopDomain: string): RequestRecord[
 
 /** The sync_jobs row as stored, including what the API does not show. */
 export async function jobRow(databaseUrl: string, id: string) {
-  const [row] = await queryRows<{ status: string; attempts: number; queue_message_id: string | null; machine_state: any }>(
+  const [row] = await queryRows<{ status: string; attempts: number; queue_message_id: string | null }>(
     databaseUrl,
-    'select status, attempts, queue_message_id, machine_state from sync_jobs where id = $1',
+    'select status, attempts, queue_message_id from sync_jobs where id = $1',
     [id],
   );
   return row!;

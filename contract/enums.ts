@@ -1,0 +1,21 @@
+/**
+ * The closed vocabularies the API shares with the database and the domain, each written once: the
+ * contract's zod enums, the entities' enum columns and the lifecycle machine's states come from
+ * these lists. Plain constants, no imports, so machines/ can use them and stay pure.
+ */
+
+export const PLATFORMS = ['platform_a', 'platform_b', 'custom'] as const;
+export type Platform = (typeof PLATFORMS)[number];
+
+/**
+ * The lifecycle of every piece of retried work (sync jobs, fulfillments): pending → processing →
+ * completed | failed → … → dead (machines/attempt.machine.ts).
+ */
+export const ATTEMPT_STATUSES = ['pending', 'processing', 'completed', 'failed', 'dead'] as const;
+export type AttemptStatus = (typeof ATTEMPT_STATUSES)[number];
+
+export const PRICING_MODES = ['percentage', 'field_rules'] as const;
+export type PricingMode = (typeof PRICING_MODES)[number];
+
+export const API_KEY_ENVIRONMENTS = ['live', 'test'] as const;
+export type ApiKeyEnvironment = (typeof API_KEY_ENVIRONMENTS)[number];

@@ -1,0 +1,50 @@
+/**
+ * Every kind of work that is attempted, retried and may die, defined once each: its table and
+ * result column, its lifecycle machine (machines/), its queue and message, its retry schedule, what
+ * one attempt does and the audit entry of its outcome. The worker (worker.ts), the row projection
+ * (kind.ts) and the metrics come from these definitions; the statuses are the contract's
+ * (contract/enums.ts `ATTEMPT_STATUSES`). A new kind is one more entry here (and its queue in
+ * src/queue/queue.ts).
+ */
+import { fulfillmentLifecycle } from '../../machines/fulfillment.machine.ts';
+import { nextRetryDelayMs } from '../../machines/attempt.machine.ts';
+import { syncJobLifecycle } from '../../machines/sync-job.machine.ts';
+import type { Fulfillment } from '../fulfillments/entity.ts';
+import { fulfillmentOutcomeAudit, propagateTracking } from '../fulfillments/attempt.ts';
+import type { SyncJob } from '../sync-jobs/entity.ts';
+import { jobOutcomeAudit, placeSupplierOrder } from '../sync-jobs/attempt.ts';
+import type { JobWithSource } from '../sync-jobs/repository.ts';
+import { defineAttemptKind } from './kind.ts';
+
+/** Placing one supplier's part of a reseller order on the supplier's store. */
+export const syncJobKind = defineAttemptKind<SyncJob, 'sourceOrderId', 'syncJob', JobWithSource>({
+  name: 'sync_job',
+  table: 'sync_jobs',
+  resultColumn: 'source_order_id',
+  lifecycle: syncJobLifecycle,
+  queue: 'syncJob',
+  message: (syncJobId) => ({ syncJobId }),
+  rowIdOf: (message) => message.syncJobId,
+  logKey: 'job_id',
+  retryDelayMs: (config, context) => nextRetryDelayMs(config.syncRetryBaseDelayMs, context),
+  attempt: placeSupplierOrder,
+  outcomeAudit: jobOutcomeAudit,
+});
+
+/** Adding a supplier's tracking to the reseller's order. */
+export const fulfillmentKind = defineAttemptKind<Fulfillment, 'resellerFulfillmentId', 'fulfillment', { row: Fulfillment }>({
+  name: 'fulfillment',
+  table: 'fulfillments',
+  resultColumn: 'reseller_fulfillment_id',
+  lifecycle: fulfillmentLifecycle,
+  queue: 'fulfillment',
+  message: (fulfillmentId) => ({ fulfillmentId }),
+  rowIdOf: (message) => message.fulfillmentId,
+  logKey: 'fulfillment_id',
+  retryDelayMs: (config, context) => nextRetryDelayMs(config.syncRetryBaseDelayMs, context),
+  attempt: propagateTracking,
+  outcomeAudit: fulfillmentOutcomeAudit,
+});
+
+/** Every kind, one worker each (src/workers/index.ts). */
+export const ATTEMPT_KINDS = [syncJobKind, fulfillmentKind] as const;

@@ -1,0 +1,116 @@
+import type { ColumnType, Generated } from 'kysely';
+
+/**
+ * The tables the repositories query with Kysely, column by column as PostgreSQL reports them
+ * (`information_schema.columns.data_type`; ` null` = nullable, ` default` = has a default).
+ * `Database` below is derived from this, and test/schema.test.ts checks it against the migrated
+ * schema, so a query on a column that does not exist, or with the wrong type, fails to compile
+ * rather than at run time. The entities (MikroORM) remain what migrations are generated from.
+ */
+export const TABLES = {
+  sync_jobs: {
+    id: 'character varying',
+    owner_id: 'character varying',
+    reseller_store_id: 'character varying',
+    source_store_id: 'character varying',
+    external_order_id: 'character varying',
+    origin: 'text',
+    status: 'text',
+    attempts: 'integer',
+    retries_left: 'integer',
+    source_order_id: 'character varying null',
+    error_message: 'text null',
+    completed_at: 'timestamp with time zone null',
+    failed_at: 'timestamp with time zone null',
+    dead_at: 'timestamp with time zone null',
+    order: 'jsonb null',
+    queue_message_id: 'character varying null',
+    version: 'integer default',
+    created_at: 'timestamp with time zone',
+    updated_at: 'timestamp with time zone',
+  },
+  fulfillments: {
+    id: 'character varying',
+    owner_id: 'character varying',
+    reseller_store_id: 'character varying',
+    sync_job_id: 'character varying',
+    dedupe_key: 'character varying',
+    status: 'text',
+    attempts: 'integer',
+    retries_left: 'integer',
+    tracking: 'jsonb',
+    reseller_fulfillment_id: 'character varying null',
+    error_message: 'text null',
+    completed_at: 'timestamp with time zone null',
+    failed_at: 'timestamp with time zone null',
+    dead_at: 'timestamp with time zone null',
+    queue_message_id: 'character varying null',
+    version: 'integer default',
+    created_at: 'timestamp with time zone',
+    updated_at: 'timestamp with time zone',
+  },
+  audit_entries: {
+    id: 'character varying',
+    owner_id: 'character varying',
+    reseller_store_id: 'character varying',
+    action: 'character varying',
+    resource_type: 'character varying',
+    resource_id: 'character varying',
+    metadata: 'jsonb',
+    actor_id: 'character varying',
+    created_at: 'timestamp with time zone',
+  },
+  source_stores: {
+    id: 'character varying',
+    owner_id: 'character varying',
+    reseller_store_id: 'character varying',
+    name: 'character varying',
+    platform: 'text',
+    shop_domain: 'character varying',
+    vendor_tag: 'character varying',
+    vendor_key: 'character varying',
+    pricing_mode: 'text',
+    pricing_config: 'jsonb',
+    access_token_encrypted: 'text',
+    webhook_secret_encrypted: 'text',
+    created_at: 'timestamp with time zone',
+    deleted_at: 'timestamp with time zone null',
+  },
+  reseller_stores: {
+    id: 'character varying',
+    owner_id: 'character varying',
+    name: 'character varying',
+    platform: 'text',
+    shop_domain: 'character varying',
+    access_token_encrypted: 'text',
+    webhook_secret_encrypted: 'text',
+    created_at: 'timestamp with time zone',
+    deleted_at: 'timestamp with time zone null',
+  },
+} as const;
+
+type SqlType = 'character varying' | 'text' | 'integer' | 'jsonb' | 'timestamp with time zone';
+
+/** jsonb is read back parsed; it is written as JSON text (node-pg would turn an array into a PostgreSQL array). */
+type Jsonb = ColumnType<unknown, string, string>;
+
+type ValueOf<T extends SqlType> = T extends 'integer'
+  ? number
+  : T extends 'timestamp with time zone'
+    ? ColumnType<Date, Date | string, Date | string>
+    : T extends 'jsonb'
+      ? Jsonb
+      : string;
+
+type ColumnOf<S extends string> = S extends `${infer T extends SqlType} null`
+  ? ValueOf<T> | null
+  : S extends `${infer T extends SqlType} default`
+    ? Generated<ValueOf<T> extends ColumnType<infer V, unknown, unknown> ? V : ValueOf<T>>
+    : S extends SqlType
+      ? ValueOf<S>
+      : never;
+
+type TableOf<T extends Record<string, string>> = { -readonly [C in keyof T]: ColumnOf<T[C]> };
+
+/** The database as typed Kysely sees it (`sqlOf`). */
+export type Database = { -readonly [T in keyof typeof TABLES]: TableOf<(typeof TABLES)[T]> };

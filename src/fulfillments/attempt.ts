@@ -1,0 +1,51 @@
+import { SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
+import type { Attempt } from '../attempts/kind.ts';
+import { JobFailure } from '../attempts/failure.ts';
+import { connectionOf } from '../attempts/store-connection.ts';
+import type { AppContext } from '../context.ts';
+import { ResellerStore } from '../reseller-stores/entity.ts';
+import { SyncJobRepository } from '../sync-jobs/repository.ts';
+import type { Fulfillment } from './entity.ts';
+import { FulfillmentRepository } from './repository.ts';
+
+/** One attempt of a fulfillment: add the supplier's tracking to the reseller order, notifying the customer. */
+export function propagateTracking(ctx: AppContext): Attempt<{ row: Fulfillment }> {
+  const fulfillments = new FulfillmentRepository(ctx.orm);
+  const jobs = new SyncJobRepository(ctx.orm);
+
+  return {
+    load: async (ids) => (await fulfillments.findByIds(ids)).map((row) => ({ row })),
+
+    /** Keyed by our fulfillment id, so a retry after a crash cannot add the tracking twice. */
+    async perform({ row: fulfillment }) {
+      const job = await jobs.findById(fulfillment.syncJobId);
+      if (!job) throw new JobFailure('the sync job no longer exists');
+      const reseller = await ctx.orm.em.fork().findOne(ResellerStore, { id: job.resellerStoreId });
+      if (!reseller || reseller.deletedAt) throw new JobFailure('the reseller store was deleted');
+      const created = await ctx.platforms[reseller.platform].createFulfillment(
+        connectionOf(ctx, reseller),
+        job.externalOrderId,
+        fulfillment.tracking,
+        `fulfillment:${fulfillment.id}`,
+      );
+      return created.id;
+    },
+  };
+}
+
+/** A fulfillment's audit entry: every one names its sync job. */
+export function fulfillmentAuditRecord(fulfillment: Fulfillment, action: string, metadata: Record<string, unknown> = {}): AuditRecord {
+  return {
+    ownerId: fulfillment.ownerId,
+    resellerStoreId: fulfillment.resellerStoreId,
+    action,
+    resourceType: 'fulfillment',
+    resourceId: fulfillment.id,
+    actorId: SYSTEM_ACTOR,
+    metadata: { syncJobId: fulfillment.syncJobId, ...metadata },
+  };
+}
+
+/** The audit entry of a fulfillment's completion or death. */
+export const fulfillmentOutcomeAudit = (fulfillment: Fulfillment): AuditRecord =>
+  fulfillmentAuditRecord(fulfillment, `fulfillment.${fulfillment.status}`, { attempts: fulfillment.attempts, errorMessage: fulfillment.errorMessage });

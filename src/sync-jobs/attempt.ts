@@ -1,0 +1,57 @@
+import { SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
+import type { Attempt } from '../attempts/kind.ts';
+import { JobFailure } from '../attempts/failure.ts';
+import { connectionOf } from '../attempts/store-connection.ts';
+import type { AppContext } from '../context.ts';
+import type { ResellerOrder } from '../orders/types.ts';
+import { buildSupplierOrder } from '../pricing/index.ts';
+import { ResellerStore } from '../reseller-stores/entity.ts';
+import type { SyncJob } from './entity.ts';
+import { SyncJobRepository, type JobWithSource } from './repository.ts';
+
+/** One attempt of a sync job: place the supplier's part of the order on its source store. */
+export function placeSupplierOrder(ctx: AppContext): Attempt<JobWithSource> {
+  const jobs = new SyncJobRepository(ctx.orm);
+
+  async function readResellerOrder(job: SyncJob): Promise<ResellerOrder> {
+    const reseller = await ctx.orm.em.fork().findOne(ResellerStore, { id: job.resellerStoreId });
+    if (!reseller || reseller.deletedAt) throw new JobFailure('the reseller store was deleted');
+    return ctx.platforms[reseller.platform].getOrder(connectionOf(ctx, reseller), job.externalOrderId);
+  }
+
+  return {
+    load: (jobIds) => jobs.loadWithSources(jobIds),
+
+    /**
+     * The Idempotency-Key is the job's id, not the attempt's: when a worker dies after the platform
+     * accepted the order, the next attempt gets the same order back instead of creating a second.
+     */
+    async perform({ row: job, source }) {
+      if (!source) throw new JobFailure('the source store was deleted');
+      const order = job.order ?? (await readResellerOrder(job));
+      const supplierOrder = buildSupplierOrder(order, source, job.id);
+      const placed = await ctx.platforms[source.platform].createOrder(connectionOf(ctx, source), supplierOrder, `sync-job:${job.id}`);
+      return placed.id;
+    },
+  };
+}
+
+/** A job's audit entry: every one names the order and the source store. */
+export function jobAuditRecord(job: SyncJob, action: string, actorId = SYSTEM_ACTOR, metadata: Record<string, unknown> = {}): AuditRecord {
+  return {
+    ownerId: job.ownerId,
+    resellerStoreId: job.resellerStoreId,
+    action,
+    resourceType: 'sync_job',
+    resourceId: job.id,
+    actorId,
+    metadata: { externalOrderId: job.externalOrderId, sourceStoreId: job.sourceStoreId, ...metadata },
+  };
+}
+
+/** The audit entry of a job's completion or death. */
+export const jobOutcomeAudit = (job: SyncJob): AuditRecord =>
+  jobAuditRecord(job, `sync_job.${job.status}`, undefined, {
+    attempts: job.attempts,
+    ...(job.status === 'completed' ? { sourceOrderId: job.sourceOrderId } : { errorMessage: job.errorMessage }),
+  });

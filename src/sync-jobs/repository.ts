@@ -1,0 +1,212 @@
+import { sql } from 'kysely';
+import { insertAuditFrom } from '../audit-log/repository.ts';
+import { writeAttemptTransitions, type AttemptWrite } from '../attempts/repository.ts';
+import type { Orm } from '../db/orm.ts';
+import { sqlOf, type Db, type Trx } from '../db/sql.ts';
+import type { ResellerOrder } from '../orders/types.ts';
+import { SourceStore } from '../source-stores/entity.ts';
+import { findPage, type Page, type PageQuery } from '../shared/paging.ts';
+import { SyncJob } from './entity.ts';
+
+export interface JobFilters extends PageQuery {
+  status?: SyncJob['status'] | undefined;
+  reseller_store_id?: string | undefined;
+  source_store_id?: string | undefined;
+  external_order_id?: string | undefined;
+}
+
+/** A job to insert unless its (order, source store) exists, with its `sync_job.created` audit entry. */
+export interface JobCandidate {
+  id: string;
+  owner_id: string;
+  reseller_store_id: string;
+  source_store_id: string;
+  external_order_id: string;
+  origin: 'webhook' | 'manual';
+  order: ResellerOrder | null;
+  queue_message_id: string;
+  audit_id: string;
+  audit_metadata: Record<string, unknown>;
+  actor_id: string;
+}
+
+/** What the routing statement found for a candidate: the job inserted for it, or the one that existed. */
+export interface CandidateJob {
+  candidate: string;
+  id: string;
+  queueMessageId: string | null;
+  created: boolean;
+}
+
+/** The lifecycle columns every new job starts with (`syncJobKind.initialColumns`). */
+export interface InitialJobColumns {
+  status: string;
+  attempts: number;
+  retriesLeft: number;
+}
+
+/** A job and its source store, unless that store was deleted. */
+export interface JobWithSource {
+  row: SyncJob;
+  source: SourceStore | null;
+}
+
+/**
+ * Inserted in this order, two groups routing the same orders (a redelivery) wait for each other's
+ * index entries in the same sequence, instead of each holding one the other needs (a deadlock).
+ */
+const byJobKey = (a: JobCandidate, b: JobCandidate) =>
+  a.external_order_id.localeCompare(b.external_order_id) || a.source_store_id.localeCompare(b.source_store_id);
+
+/** Every statement on sync_jobs. */
+export class SyncJobRepository {
+  constructor(private readonly orm: Orm) {}
+
+  private get db(): Db {
+    return sqlOf(this.orm);
+  }
+
+  findOwned(ownerId: string, id: string): Promise<SyncJob | null> {
+    return this.orm.em.fork().findOne(SyncJob, { id, ownerId });
+  }
+
+  findById(id: string): Promise<SyncJob | null> {
+    return this.orm.em.fork().findOne(SyncJob, { id });
+  }
+
+  list(ownerId: string, filters: JobFilters): Promise<Page<SyncJob>> {
+    return findPage(
+      this.orm.em,
+      SyncJob,
+      {
+        ownerId,
+        ...(filters.status !== undefined && { status: filters.status }),
+        ...(filters.reseller_store_id !== undefined && { resellerStoreId: filters.reseller_store_id }),
+        ...(filters.source_store_id !== undefined && { sourceStoreId: filters.source_store_id }),
+        ...(filters.external_order_id !== undefined && { externalOrderId: filters.external_order_id }),
+      },
+      filters,
+    );
+  }
+
+  /** The job one of these source stores placed as `sourceOrderId`, if any. */
+  findBySourceOrder(sourceStoreIds: string[], sourceOrderId: string): Promise<SyncJob | null> {
+    return this.orm.em.fork().findOne(SyncJob, { sourceStoreId: { $in: sourceStoreIds }, sourceOrderId });
+  }
+
+  /** Jobs of these source stores without a recorded outcome yet (pending, processing or failed). */
+  countUnrecorded(sourceStoreIds: string[]): Promise<number> {
+    return this.orm.em.fork().count(SyncJob, { sourceStoreId: { $in: sourceStoreIds }, status: { $in: ['pending', 'processing', 'failed'] } });
+  }
+
+  /** One statement for the jobs and their source stores; the ORM only maps the rows. */
+  async loadWithSources(jobIds: string[]): Promise<JobWithSource[]> {
+    const rows = await this.db
+      .selectFrom('sync_jobs as j')
+      .leftJoin('source_stores as s', (join) => join.onRef('s.id', '=', 'j.source_store_id').on('s.deleted_at', 'is', null))
+      .selectAll('j')
+      .select(sql<Record<string, unknown> | null>`to_jsonb(s)`.as('source_store'))
+      .where('j.id', '=', sql<string>`any(${jobIds}::text[])`)
+      .execute();
+    const em = this.orm.em.fork();
+    return rows.map(({ source_store: source, ...job }) => ({
+      row: em.map(SyncJob, job as Record<string, unknown>),
+      source: source ? em.map(SourceStore, source) : null,
+    }));
+  }
+
+  /**
+   * One statement for every candidate: insert the jobs that do not exist yet with their audit
+   * entries (`on conflict do nothing` on the unique (order, source store) index decides which are
+   * new), and find the ones that do. Returns what it found per candidate id; a candidate whose job a
+   * concurrent transaction committed while this one waited is missing (see `findByOrderKeys`).
+   */
+  async insertUnlessExists(trx: Trx, candidates: JobCandidate[], initial: InitialJobColumns, now: Date): Promise<CandidateJob[]> {
+    return trx
+      // (A raw CTE body is not parenthesised by Kysely, hence the parentheses.)
+      .with(
+        'candidate',
+        () => sql<JobCandidate>`(
+          select * from jsonb_to_recordset(${JSON.stringify([...candidates].sort(byJobKey))}::jsonb) as c(
+            id text, owner_id text, reseller_store_id text, source_store_id text, external_order_id text, origin text,
+            "order" jsonb, queue_message_id text, audit_id text, audit_metadata jsonb, actor_id text))`,
+      )
+      .with('inserted', (db) =>
+        db
+          .insertInto('sync_jobs')
+          .columns([
+            'id', 'owner_id', 'reseller_store_id', 'source_store_id', 'external_order_id', 'origin', 'status', 'attempts',
+            'retries_left', 'order', 'queue_message_id', 'version', 'created_at', 'updated_at',
+          ])
+          .expression((eb) =>
+            eb
+              .selectFrom('candidate')
+              .select([
+                'id', 'owner_id', 'reseller_store_id', 'source_store_id', 'external_order_id', 'origin',
+                eb.val(initial.status).as('status'),
+                eb.val(initial.attempts).as('attempts'),
+                eb.val(initial.retriesLeft).as('retries_left'),
+                sql<unknown>`"order"`.as('order'),
+                'queue_message_id',
+                eb.lit(1).as('version'),
+                eb.val(now).as('created_at'),
+                eb.val(now).as('updated_at'),
+              ]),
+          )
+          .onConflict((oc) => oc.columns(['external_order_id', 'source_store_id']).doNothing())
+          .returning(['id', 'queue_message_id']),
+      )
+      .with('audited', (db) =>
+        insertAuditFrom(
+          db,
+          db
+            .selectFrom('inserted as i')
+            .innerJoin('candidate as c', 'c.id', 'i.id')
+            .select((eb) => [
+              'c.audit_id as id',
+              'c.owner_id',
+              'c.reseller_store_id',
+              eb.val('sync_job.created').as('action'),
+              eb.val('sync_job').as('resource_type'),
+              'i.id as resource_id',
+              sql<unknown>`c.audit_metadata`.as('metadata'),
+              'c.actor_id',
+              eb.val(now).as('created_at'),
+            ]),
+        ),
+      )
+      .selectFrom('inserted')
+      .select(['id as candidate', 'id', 'queue_message_id as queueMessageId', sql<boolean>`true`.as('created')])
+      .unionAll((eb) =>
+        eb
+          .selectFrom('candidate as c')
+          .innerJoin('sync_jobs as j', (join) =>
+            join.onRef('j.external_order_id', '=', 'c.external_order_id').onRef('j.source_store_id', '=', 'c.source_store_id'),
+          )
+          .select(['c.id as candidate', 'j.id', sql<string | null>`null`.as('queueMessageId'), sql<boolean>`false`.as('created')]),
+      )
+      .execute();
+  }
+
+  /** The jobs of these (order, source store) pairs, as this transaction sees them now. */
+  findByOrderKeys(trx: Trx, keys: { external_order_id: string; source_store_id: string }[]) {
+    return trx
+      .selectFrom('sync_jobs')
+      .select(['id', 'external_order_id', 'source_store_id'])
+      .where(
+        sql<boolean>`(external_order_id, source_store_id) in (
+          select * from unnest(${keys.map((k) => k.external_order_id)}::text[], ${keys.map((k) => k.source_store_id)}::text[]))`,
+      )
+      .execute();
+  }
+
+  /** Version-checked writes of jobs' lifecycle columns, with their audit entries (see writeAttemptTransitions). */
+  writeTransitions(db: Db | Trx, writes: AttemptWrite<SyncJob>[]): Promise<boolean[]> {
+    return writeAttemptTransitions(db, 'sync_jobs', 'source_order_id', writes);
+  }
+
+  /** Runs `work` in one Kysely transaction on the ORM's pool. */
+  transaction<T>(work: (trx: Trx) => Promise<T>): Promise<T> {
+    return this.db.transaction().execute(work);
+  }
+}
