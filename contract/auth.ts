@@ -25,7 +25,7 @@ export const authContract = c.router({
     responses: { 201: Session, 409: errorResponse(409), ...publicErrors, ...bodyErrors },
     summary: 'Register a user',
     description: 'Creates a user and a session. The refresh token is set as the `refresh_token` cookie.',
-    metadata: auth('none'),
+    metadata: auth('none', { rateLimited: true }),
   },
   login: {
     method: 'POST',
@@ -34,7 +34,7 @@ export const authContract = c.router({
     responses: { 200: Session, 401: errorResponse(401), ...publicErrors, ...bodyErrors },
     summary: 'Log in',
     description: 'Starts a session. A wrong email and a wrong password give the same `invalid_credentials`.',
-    metadata: auth('none'),
+    metadata: auth('none', { rateLimited: true }),
   },
   refresh: {
     method: 'POST',
@@ -44,7 +44,7 @@ export const authContract = c.router({
     summary: 'Refresh the access token',
     description:
       'Reads the `refresh_token` cookie, rotates it and returns a new access token. Presenting an already rotated refresh token revokes the whole session.',
-    metadata: auth('refresh_cookie'),
+    metadata: auth('refresh_cookie', { rateLimited: true }),
   },
   logout: {
     method: 'POST',

@@ -1,12 +1,32 @@
 import { initContract } from '@ts-rest/core';
 import { z } from 'zod';
+import { PLATFORMS } from './enums.ts';
 import { ERROR_CODES, ERROR_STATUS, type ErrorCode } from './errors.ts';
 
 export const c = initContract();
 
-/** How a route is authenticated; read by the auth middleware and the OpenAPI generator. */
+/** How a route is authenticated. */
 export type RouteAuth = 'bearer' | 'none' | 'webhook' | 'refresh_cookie';
-export const auth = (kind: RouteAuth) => ({ auth: kind }) as const;
+
+/** Who signs a webhook route's deliveries, and so whose webhook secrets verify them. */
+export type WebhookSender = 'reseller_store' | 'source_stores';
+
+/**
+ * A route's metadata: everything that runs before its handler besides schema validation follows
+ * from it (src/http/pipeline.ts), and the OpenAPI generator reads `auth` (contract/openapi.ts).
+ */
+export interface RouteMetadata {
+  auth: RouteAuth;
+  /** For `auth: 'webhook'`: the body is verified over its raw bytes against this sender's secret. */
+  signedBy?: WebhookSender;
+  /** Requests per minute per client IP are limited (`AUTH_RATE_LIMIT_PER_MINUTE`). */
+  rateLimited?: true;
+}
+
+export const auth = (kind: Exclude<RouteAuth, 'webhook'>, options: { rateLimited?: true } = {}) => ({ auth: kind, ...options }) satisfies RouteMetadata;
+
+/** A webhook route: no bearer token, a signature by `sender` over the raw body instead. */
+export const signedBy = (sender: WebhookSender) => ({ auth: 'webhook', signedBy: sender }) satisfies RouteMetadata;
 
 export const RequestId = z.string().describe('Identifies this request in logs; also in the X-Request-Id header.');
 export const Timestamp = z.string().datetime().describe('ISO-8601 UTC timestamp.');
@@ -98,7 +118,7 @@ export const ShopDomainSchema = z
   )
   .describe('Hostname of the store on its platform (stored lower-cased).');
 
-export const PlatformSchema = z.enum(['platform_a', 'platform_b', 'custom']);
+export const PlatformSchema = z.enum(PLATFORMS);
 
 /** Cursor paging shared by every list endpoint: newest first. */
 export const PageQuery = z.object({

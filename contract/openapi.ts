@@ -2,7 +2,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { AppRoute } from '@ts-rest/core';
 import { generateOpenApi } from '@ts-rest/open-api';
 import type { OpenAPIObject, OperationObject, SchemaObject } from 'openapi3-ts/oas30';
-import type { RouteAuth } from './common.ts';
+import type { RouteMetadata } from './common.ts';
 import { EXAMPLES } from './examples.ts';
 import { contract } from './index.ts';
 
@@ -21,7 +21,7 @@ const TAGS: { name: string; prefix: string; description: string }[] = [
 const tagOf = (path: string) => TAGS.find(({ prefix }) => path.replace(/:([a-z_]+)/g, '{$1}').startsWith(prefix))!.name;
 
 function securityOf(route: AppRoute): OperationObject['security'] {
-  const kind = (route.metadata as { auth?: RouteAuth } | undefined)?.auth ?? 'bearer';
+  const kind = (route.metadata as RouteMetadata | undefined)?.auth ?? 'bearer';
   if (kind === 'bearer') return [{ bearerAuth: [] }, { apiKeyAuth: [] }];
   if (kind === 'refresh_cookie') return [{ refreshCookie: [] }];
   return [];

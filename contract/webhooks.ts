@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { auth, c, errors, RequestId } from './common.ts';
+import { c, errors, RequestId, signedBy } from './common.ts';
 
 const WebhookHeaders = z.object({
   'x-platform-hmac-sha256': z.string().optional().describe('Base64 HMAC-SHA256 of the raw body, keyed with the store\'s webhook secret.'),
@@ -28,6 +28,7 @@ export const webhooksContract = c.router(
       body: PlatformPayload,
       responses: { 200: Received, ...webhookErrors },
       summary: 'Receive an orders/create webhook',
+      metadata: signedBy('reseller_store'),
       description:
         'Sent by a reseller store\'s platform. Verified over the raw bytes before anything else; routes the order\'s lines to source stores by vendor and creates one sync job per matched source store. Redeliveries create nothing new.',
     },
@@ -38,9 +39,9 @@ export const webhooksContract = c.router(
       body: PlatformPayload,
       responses: { 200: Received, ...webhookErrors },
       summary: 'Receive a fulfillments/create webhook',
+      metadata: signedBy('source_stores'),
       description:
         'Sent by a source store\'s platform. Queues the tracking to be added to the reseller order, once per fulfillment.',
     },
   },
-  { metadata: auth('webhook') },
 );

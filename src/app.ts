@@ -2,7 +2,6 @@ import { RequestContext } from '@mikro-orm/core';
 import { createExpressEndpoints } from '@ts-rest/express';
 import cookieParser from 'cookie-parser';
 import express, { type Express } from 'express';
-import { rateLimit } from 'express-rate-limit';
 import { pinoHttp } from 'pino-http';
 import { contract } from '../contract/index.ts';
 import { buildOpenApiDocument } from '../contract/openapi.ts';
@@ -13,17 +12,17 @@ import type { AppContext } from './context.ts';
 import { docsRoutes } from './docs/routes.ts';
 import { healthRoutes } from './health/routes.ts';
 import { authenticate } from './http/authenticate.ts';
-import { jsonBody, requireJson } from './http/body.ts';
-import { errorHandler, notFoundHandler, sendError } from './http/errors.ts';
+import { errorHandler, notFoundHandler } from './http/errors.ts';
 import { recordHttpMetrics } from './http/metrics.ts';
+import { routePipeline } from './http/pipeline.ts';
+import { perMinuteLimiter } from './http/rate-limit.ts';
 import { requestId } from './http/request-id.ts';
 import { onRequestValidationError } from './http/validation.ts';
 import { resellerStoreRoutes } from './reseller-stores/routes.ts';
 import type { Services } from './services.ts';
-import { AppError } from './shared/errors.ts';
 import { sourceStoreRoutes } from './source-stores/routes.ts';
 import { syncJobRoutes } from './sync-jobs/routes.ts';
-import { WEBHOOK_PATHS, webhookIntake } from './webhooks/intake.ts';
+import { verifyWebhook } from './webhooks/intake.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 
 const serveMetrics = (ctx: AppContext) => async (_req: express.Request, res: express.Response) => {
@@ -65,23 +64,9 @@ export function createApp(ctx: AppContext, services: Services): Express {
       autoLogging: { ignore: (req) => req.url === '/healthz' || req.url === '/metrics' },
     }),
   );
-  app.use([WEBHOOK_PATHS.orders, WEBHOOK_PATHS.fulfillments], webhookIntake(services.webhooks));
-  app.use(requireJson, jsonBody, cookieParser());
+  app.use(cookieParser());
   // One ORM identity map per request; services read it through `orm.em`.
   app.use((_req, _res, next) => RequestContext.create(ctx.orm.em, next));
-
-  const authLimiter = rateLimit({
-    windowMs: 60_000,
-    limit: ctx.config.authRateLimitPerMinute,
-    standardHeaders: 'draft-7',
-    legacyHeaders: false,
-    handler: (req, res) => {
-      const resetTime = (req as express.Request & { rateLimit?: { resetTime?: Date } }).rateLimit?.resetTime;
-      const retryAfterSeconds = Math.max(1, Math.ceil(((resetTime?.getTime() ?? Date.now() + 60_000) - Date.now()) / 1000));
-      sendError(req, res, new AppError('rate_limited', { retryAfterSeconds }));
-    },
-  });
-  app.use(['/v1/auth/register', '/v1/auth/login', '/v1/auth/refresh'], authLimiter);
 
   app.get('/metrics', serveMetrics(ctx));
 
@@ -92,7 +77,14 @@ export function createApp(ctx: AppContext, services: Services): Express {
   app.use(docsRoutes());
 
   const options = {
-    globalMiddleware: [authenticate(services.apiKeys, ctx.tokens)],
+    // Body, webhook signature, rate limit and authentication, as each route's metadata says.
+    globalMiddleware: [
+      routePipeline({
+        authenticate: authenticate(services.apiKeys, ctx.tokens),
+        verifyWebhook: verifyWebhook(services.webhooks),
+        rateLimiter: perMinuteLimiter(ctx.config.authRateLimitPerMinute),
+      }),
+    ],
     requestValidationErrorHandler: onRequestValidationError,
     responseValidation: true,
   } as const;

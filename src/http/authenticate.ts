@@ -1,19 +1,16 @@
-import type { NextFunction, Request, Response } from 'express';
+import type { Request } from 'express';
 import type { ApiKeyService } from '../api-keys/service.ts';
 import type { AccessTokens } from '../auth/tokens.ts';
-import type { RouteAuth } from '../../contract/common.ts';
 import { AppError } from '../shared/errors.ts';
 
 const BEARER = /^Bearer ([\x21-\x7e]{1,4096})$/i;
 
 /**
- * Runs before every contract route: routes whose metadata says `bearer` need a JWT or an API key
- * (a credential starting with `sk_` is an API key). Any failure is the same 401.
+ * A `bearer` route's caller (src/http/pipeline.ts): a JWT or an API key (a credential starting with
+ * `sk_` is an API key). Any failure is the same 401.
  */
 export function authenticate(apiKeys: ApiKeyService, tokens: AccessTokens) {
-  return async (req: Request & { tsRestRoute?: { metadata?: unknown } }, _res: Response, next: NextFunction) => {
-    const kind = (req.tsRestRoute?.metadata as { auth?: RouteAuth } | undefined)?.auth ?? 'bearer';
-    if (kind !== 'bearer') return next();
+  return async (req: Request): Promise<void> => {
     const credential = BEARER.exec(req.get('authorization') ?? '')?.[1];
     if (!credential) throw new AppError('unauthorized');
     if (credential.startsWith('sk_')) {
@@ -25,6 +22,5 @@ export function authenticate(apiKeys: ApiKeyService, tokens: AccessTokens) {
       if (!userId) throw new AppError('unauthorized', { message: 'The access token is not valid or has expired.' });
       req.principal = { userId, credential: 'jwt', apiKeyId: null, environment: null };
     }
-    next();
   };
 }

@@ -1,4 +1,4 @@
-import express, { type NextFunction, type Request, type Response } from 'express';
+import express, { type Request, type RequestHandler, type Response } from 'express';
 import { AppError } from '../shared/errors.ts';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
@@ -10,44 +10,57 @@ declare module 'express-serve-static-core' {
   }
 }
 
+const JSON_TYPES = ['application/json', 'application/*+json'];
+
 function hasBody(req: Request): boolean {
   return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 }
 
-/** A request that carries a body must say it is JSON; everything else is 415, never a 500. */
-export function requireJson(req: Request, _res: Response, next: NextFunction): void {
-  if (req.rawBody === undefined && hasBody(req) && !req.is(['application/json', 'application/*+json'])) {
-    return next(new AppError('unsupported_media_type'));
-  }
-  next();
+/** Runs an Express middleware as a step of a longer one. */
+export const step = (middleware: RequestHandler, req: Request, res: Response) =>
+  new Promise<void>((resolve, reject) => middleware(req, res, (error?: unknown) => (error ? reject(error) : resolve())));
+
+const parseJson = express.json({ limit: MAX_BODY_BYTES, type: JSON_TYPES });
+
+/** A signed route's body is read as bytes whatever its content type: the signature covers the bytes. */
+const readBytes = express.raw({ type: () => true, limit: MAX_BODY_BYTES });
+
+/** Reads the body as the exact bytes received into `req.rawBody` (413 over 1 MiB), for signature verification. */
+export async function readRawBody(req: Request, res: Response): Promise<Buffer> {
+  await step(readBytes, req, res);
+  req.rawBody = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+  return req.rawBody;
 }
 
-const parseJson = express.json({
-  limit: MAX_BODY_BYTES,
-  type: ['application/json', 'application/*+json'],
-  verify: (req, _res, buffer) => {
-    (req as Request).rawBody = buffer;
-  },
-});
-
 /**
- * Parses a JSON body, then refuses text PostgreSQL cannot store anywhere in the request: U+0000
- * (`\u0000` in JSON, `%00` in the URL) and unpaired UTF-16 surrogates (`\ud800` in JSON). Both
- * pass schema validation; without this check they surface as a database error, a 500.
+ * The one body pipeline of every contract route. A body must say it is JSON (415, never a 500);
+ * it is parsed (400; 413 over 1 MiB), from `req.rawBody` when the route read its bytes first (a
+ * signed webhook, which must be JSON even when empty); then text PostgreSQL cannot store anywhere
+ * in the request is refused: U+0000 (`\u0000` in JSON, `%00` in the URL) and unpaired UTF-16
+ * surrogates (`\ud800` in JSON). Both pass schema validation; without this check they surface as
+ * a database error, a 500.
  */
-export function jsonBody(req: Request, res: Response, next: NextFunction): void {
+export async function parseJsonBody(req: Request, res: Response): Promise<void> {
+  const raw = req.rawBody;
+  if ((raw !== undefined || hasBody(req)) && !req.is(JSON_TYPES)) throw new AppError('unsupported_media_type');
   const inUrl = /%00/i.test(req.originalUrl) ? (unstorableIn(req.query) ?? 'path') : null;
-  if (inUrl !== null) return next(unstorable(inUrl));
-  parseJson(req, res, (error?: unknown) => {
-    if (error) return next(error);
-    const inBody = unstorableIn(req.body);
-    next(inBody === null ? undefined : unstorable(inBody || 'body'));
-  });
+  if (inUrl !== null) throw unstorable(inUrl);
+  if (raw === undefined) {
+    await step(parseJson, req, res);
+  } else {
+    try {
+      req.body = JSON.parse(raw.toString('utf8'));
+    } catch {
+      throw new AppError('validation_failed', { message: 'The webhook body is not valid JSON.', param: 'body' });
+    }
+  }
+  const inBody = unstorableIn(req.body);
+  if (inBody !== null) throw unstorable(inBody || 'body');
 }
 
 const UNSTORABLE = /[\u0000\uD800-\uDFFF]/u;
 
-export function unstorable(param: string): AppError {
+function unstorable(param: string): AppError {
   return new AppError('validation_failed', { param, message: `${param}: must not contain NUL characters or unpaired surrogates.` });
 }
 
@@ -57,7 +70,7 @@ export function unstorable(param: string): AppError {
  * deep (`[[[[…]]]]`), and a recursive walk overflowed the call stack inside the body parser's
  * callback, an uncaught exception that took the whole process down.
  */
-export function unstorableIn(value: unknown): string | null {
+function unstorableIn(value: unknown): string | null {
   interface Step {
     value: unknown;
     key: string | null;
