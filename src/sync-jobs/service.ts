@@ -16,8 +16,6 @@ import { jobAuditRecord } from './attempt.ts';
 import type { SyncJob } from './entity.ts';
 import { SyncJobRepository, type CandidateJob, type JobCandidate, type JobFilters } from './repository.ts';
 
-export type { JobFilters };
-
 /** A reseller order to route: what every job created for it shares. */
 export interface OrderToRoute {
   ownerId: string;
