@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { fromMinorUnits } from '../money.ts';
 import type { ResellerOrder, SourceFulfillment, SupplierOrder, Tracking } from '../orders/types.ts';
 import { type HttpClientSettings, PlatformHttpClient } from './http.ts';
+import { listedOrder, pageEntries, timestamp } from './listing.ts';
 import {
   anyId,
   distinct,
@@ -14,10 +15,12 @@ import {
   quantity,
   stringList,
 } from './payload.ts';
-import type { PlatformAdapter } from './types.ts';
+import type { ListedOrder, PlatformAdapter, StoreConnection } from './types.ts';
 
 const ORDER = 'custom order';
 const FULFILLMENT = 'custom fulfillment';
+/** The endpoint's largest page. */
+const LIST_LIMIT = 100;
 
 /** A supplier's own endpoint speaks the service's address shape. */
 const addressSchema = z.object({
@@ -54,6 +57,12 @@ const fulfillmentSchema = z.object({
   carrier: optionalText,
 });
 
+const listingFields = z
+  .object({ id: anyId, status: z.string().nullish(), createdAt: timestamp(true) })
+  .transform((order) => ({ externalOrderId: order.id, createdAt: order.createdAt, cancelled: order.status === 'cancelled' }));
+
+const orderListResponse = z.object({ data: z.unknown(), nextCursor: z.string().min(1).nullish() });
+
 const createdResponse = z.object({ id: anyId });
 
 export function createCustomAdapter(settings: HttpClientSettings): PlatformAdapter {
@@ -76,8 +85,29 @@ export function createCustomAdapter(settings: HttpClientSettings): PlatformAdapt
         idempotencyKey,
         readCreated(`created ${FULFILLMENT}`),
       ),
+    listOrders: (store, since) => listOrders(http, store, since),
     parseOrderWebhook: readOrder,
     parseFulfillmentWebhook: readFulfillment,
+  };
+}
+
+/** Cursor paging: each answer's `nextCursor` is sent back as `cursor` until it is null. */
+async function* listOrders(http: PlatformHttpClient, store: StoreConnection, since: Date): AsyncGenerator<ListedOrder[]> {
+  let cursor: string | null = null;
+  do {
+    const query = new URLSearchParams({ createdAfter: since.toISOString(), limit: String(LIST_LIMIT) });
+    if (cursor !== null) query.set('cursor', cursor);
+    const page: { orders: ListedOrder[]; nextCursor: string | null } = await http.get(store, `/orders?${query}`, readOrderPage);
+    yield page.orders;
+    cursor = page.nextCursor;
+  } while (cursor !== null);
+}
+
+function readOrderPage(body: unknown): { orders: ListedOrder[]; nextCursor: string | null } {
+  const page = parsePayload(orderListResponse, body, `${ORDER} list`);
+  return {
+    orders: pageEntries(page.data, `${ORDER} list`).map((entry) => listedOrder(entry, listingFields, readOrder, ORDER)),
+    nextCursor: page.nextCursor ?? null,
   };
 }
 

@@ -28,8 +28,14 @@ export interface PlatformHttpClientOptions extends HttpClientSettings {
   authHeaders(accessToken: string): Record<string, string>;
 }
 
-/** Turns a 2xx body into the caller's result; throws PayloadError when the body is not as expected. */
-export type ResponseReader<T> = (body: unknown) => T;
+/** A response header's value (repeats joined with ", ", as HTTP lists are), or null when absent. */
+export type ResponseHeaders = (name: string) => string | null;
+
+/**
+ * Turns a 2xx body (and, for list pages, its paging headers) into the caller's result; throws
+ * PayloadError when the answer is not as expected.
+ */
+export type ResponseReader<T> = (body: unknown, headers: ResponseHeaders) => T;
 
 interface PlatformRequest {
   method: 'GET' | 'POST';
@@ -40,6 +46,8 @@ interface PlatformRequest {
 
 interface RawResponse {
   status: number;
+  headers: ResponseHeaders;
+  /** The first Retry-After: an HTTP date has a comma of its own, so repeats are not joined. */
   retryAfter: string | null;
   text: string;
 }
@@ -63,6 +71,22 @@ export class PlatformHttpClient {
 
   get<T>(store: StoreConnection, path: string, read: ResponseReader<T>): Promise<T> {
     return this.#observed(store, { method: 'GET', path }, read);
+  }
+
+  /**
+   * GETs an absolute URL the platform handed out (a list's next page), exactly as given, but only
+   * when it is under the store's own base URL: the access token must never follow a link elsewhere.
+   */
+  getUrl<T>(store: StoreConnection, url: string, read: ResponseReader<T>): Promise<T> {
+    const path = this.#pathUnderStore(store, url);
+    if (path === null) {
+      const outside = this.#error(store, { method: 'GET', path: '(next page)' }, 'not sent: the link points outside the store', {
+        retryable: false,
+      });
+      this.options.observe?.({ platform: this.options.platform, method: 'GET', outcome: 'error', durationSeconds: 0 });
+      return Promise.reject(outside);
+    }
+    return this.get(store, path, read);
   }
 
   post<T>(
@@ -115,8 +139,22 @@ export class PlatformHttpClient {
     if (!SHOP_DOMAIN.test(store.shopDomain)) {
       throw this.#error(store, request, 'not sent: the shop domain is not a host name', { retryable: false });
     }
-    const base = this.options.baseUrlTemplate.replace('{shopDomain}', store.shopDomain).replace(/\/+$/, '');
-    return `${base}${request.path}`;
+    return `${this.#baseUrl(store)}${request.path}`;
+  }
+
+  #baseUrl(store: StoreConnection): string {
+    return this.options.baseUrlTemplate.replace('{shopDomain}', store.shopDomain).replace(/\/+$/, '');
+  }
+
+  /** `url`'s path and query below the store's base URL, or null when it is elsewhere. */
+  #pathUnderStore(store: StoreConnection, url: string): string | null {
+    if (!SHOP_DOMAIN.test(store.shopDomain) || !URL.canParse(url)) return null;
+    const base = new URL(this.#baseUrl(store));
+    const target = new URL(url);
+    const basePath = base.pathname.replace(/\/+$/, '');
+    if (target.origin !== base.origin || !target.pathname.startsWith(`${basePath}/`)) return null;
+    if (target.username !== '' || target.password !== '') return null;
+    return `${target.pathname.slice(basePath.length)}${target.search}`;
   }
 
   async #waitForTurn(bucket: TokenBucket, store: StoreConnection, request: PlatformRequest): Promise<void> {
@@ -148,9 +186,14 @@ export class PlatformHttpClient {
         body: request.body === undefined ? undefined : JSON.stringify(request.body),
         signal: AbortSignal.timeout(this.options.timeoutMs),
       });
+      const responseHeaders: ResponseHeaders = (name) => {
+        const value = response.headers[name.toLowerCase()];
+        return (Array.isArray(value) ? value.join(', ') : value) ?? null;
+      };
       const retryAfter = response.headers['retry-after'];
       return {
         status: response.statusCode,
+        headers: responseHeaders,
         retryAfter: (Array.isArray(retryAfter) ? retryAfter[0] : retryAfter) ?? null,
         text: await response.body.text(),
       };
@@ -173,7 +216,7 @@ export class PlatformHttpClient {
       throw unexpected('a body that is not JSON');
     }
     try {
-      return read(body);
+      return read(body, response.headers);
     } catch (error) {
       if (error instanceof PayloadError) throw unexpected(`an unexpected body: ${error.message}`);
       throw error;

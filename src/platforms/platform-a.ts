@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { fromMinorUnits } from '../money.ts';
 import type { PostalAddress, ResellerOrder, SourceFulfillment, SupplierOrder, Tracking } from '../orders/types.ts';
-import { type HttpClientSettings, PlatformHttpClient } from './http.ts';
+import { type HttpClientSettings, PlatformHttpClient, type ResponseHeaders } from './http.ts';
+import { listedOrder, nextLink, pageEntries, timestamp } from './listing.ts';
 import {
   anyId,
   distinct,
@@ -15,12 +16,14 @@ import {
   quantity,
   stringList,
 } from './payload.ts';
-import type { PlatformAdapter } from './types.ts';
+import type { ListedOrder, PlatformAdapter, StoreConnection } from './types.ts';
 
 const API = '/admin/api/2025-01';
 const ORDER = 'platform_a order';
 const FULFILLMENT = 'platform_a fulfillment';
 const SYNC_TAG = 'reseller-sync';
+/** The platform's largest page. */
+const LIST_LIMIT = 250;
 
 const addressSchema = z.object({
   name: optionalText,
@@ -53,7 +56,12 @@ const fulfillmentSchema = z.object({
   tracking_urls: stringList,
 });
 
+const listingFields = z
+  .object({ id: numericId, created_at: timestamp(false), cancelled_at: z.string().nullish() })
+  .transform((order) => ({ externalOrderId: order.id, createdAt: order.created_at, cancelled: !!order.cancelled_at }));
+
 const orderResponse = z.object({ order: z.unknown() });
+const orderListResponse = z.object({ orders: z.unknown() });
 const createdOrderResponse = z.object({ order: z.object({ id: anyId }) });
 const createdFulfillmentResponse = z.object({ fulfillment: z.object({ id: anyId }) });
 
@@ -81,8 +89,31 @@ export function createPlatformAAdapter(settings: HttpClientSettings): PlatformAd
         idempotencyKey,
         (body) => ({ id: parsePayload(createdFulfillmentResponse, body, `created ${FULFILLMENT}`).fulfillment.id }),
       ),
+    listOrders: (store, since) => listOrders(http, store, since),
     parseOrderWebhook: readOrder,
     parseFulfillmentWebhook: readFulfillment,
+  };
+}
+
+/**
+ * Cursor paging: the first request carries the filters; each further page is the `Link` header's
+ * `rel="next"` URL exactly as given (with `page_info`, the platform refuses any other filter).
+ */
+async function* listOrders(http: PlatformHttpClient, store: StoreConnection, since: Date): AsyncGenerator<ListedOrder[]> {
+  const query = new URLSearchParams({ status: 'any', created_at_min: since.toISOString(), limit: String(LIST_LIMIT) });
+  let page = await http.get(store, `${API}/orders.json?${query}`, readOrderPage);
+  yield page.orders;
+  while (page.next !== null) {
+    page = await http.getUrl(store, page.next, readOrderPage);
+    yield page.orders;
+  }
+}
+
+function readOrderPage(body: unknown, headers: ResponseHeaders): { orders: ListedOrder[]; next: string | null } {
+  const entries = pageEntries(parsePayload(orderListResponse, body, `${ORDER} list`).orders, `${ORDER} list`);
+  return {
+    orders: entries.map((entry) => listedOrder(entry, listingFields, readOrder, ORDER)),
+    next: nextLink(headers('link')),
   };
 }
 

@@ -8,7 +8,8 @@ import type {
   SupplierOrder,
   Tracking,
 } from '../orders/types.ts';
-import { type HttpClientSettings, PlatformHttpClient } from './http.ts';
+import { type HttpClientSettings, PlatformHttpClient, type ResponseHeaders } from './http.ts';
+import { listedOrder, pageEntries, timestamp } from './listing.ts';
 import {
   anyId,
   distinct,
@@ -22,11 +23,13 @@ import {
   quantity,
   roundedPriceMinor,
 } from './payload.ts';
-import { PayloadError, PlatformError, type PlatformAdapter, type StoreConnection } from './types.ts';
+import { type ListedOrder, PayloadError, PlatformError, type PlatformAdapter, type StoreConnection } from './types.ts';
 
 const API = '/wp-json/wc/v3';
 const ORDER = 'platform_b order';
 const FULFILLMENT = 'platform_b fulfillment';
+/** The platform's largest page. */
+const LIST_PER_PAGE = 100;
 
 const lineSchema = z.object({
   sku: lineText,
@@ -66,6 +69,14 @@ const fulfillmentSchema = z.object({
   tracking_number: optionalText,
   tracking_link: optionalText,
 });
+
+const listingFields = z
+  .object({ id: numericId, status: z.string(), date_created_gmt: timestamp(true) })
+  .transform((order) => ({
+    externalOrderId: order.id,
+    createdAt: order.date_created_gmt,
+    cancelled: order.status === 'cancelled',
+  }));
 
 const createdOrderResponse = z.object({ id: anyId });
 const createdTrackingResponse = z.object({ tracking_id: anyId });
@@ -115,8 +126,41 @@ export function createPlatformBAdapter(settings: HttpClientSettings): PlatformAd
         id: parsePayload(createdOrderResponse, body, `created ${ORDER}`).id,
       })),
     createFulfillment,
+    listOrders: (store, since) => listOrders(http, store, since),
     parseOrderWebhook: readOrder,
     parseFulfillmentWebhook: readFulfillment,
+  };
+}
+
+/**
+ * Offset paging: `page` counts from 1 up to the `X-WP-TotalPages` of the latest answer. Sorted by
+ * date ascending, an order created while listing lands on the last page and shifts no earlier one.
+ */
+async function* listOrders(http: PlatformHttpClient, store: StoreConnection, since: Date): AsyncGenerator<ListedOrder[]> {
+  for (let page = 1; ; page++) {
+    const query = new URLSearchParams({
+      after: since.toISOString(),
+      per_page: String(LIST_PER_PAGE),
+      page: String(page),
+      orderby: 'date',
+      order: 'asc',
+    });
+    const { orders, totalPages } = await http.get(store, `${API}/orders?${query}`, readOrderPage);
+    yield orders;
+    // Without the header (a proxy may drop it), a short page is the last one.
+    const last = totalPages === null ? orders.length < LIST_PER_PAGE : page >= totalPages;
+    if (last || orders.length === 0) return;
+  }
+}
+
+function readOrderPage(body: unknown, headers: ResponseHeaders): { orders: ListedOrder[]; totalPages: number | null } {
+  const totalPages = headers('x-wp-totalpages');
+  if (totalPages !== null && !/^\d+$/.test(totalPages.trim())) {
+    throw new PayloadError(`invalid ${ORDER} list: X-WP-TotalPages: expected a number, got ${totalPages.slice(0, 20)}`);
+  }
+  return {
+    orders: pageEntries(body, `${ORDER} list`).map((entry) => listedOrder(entry, listingFields, readOrder, ORDER)),
+    totalPages: totalPages === null ? null : Number(totalPages),
   };
 }
 

@@ -7,6 +7,18 @@ export interface StoreConnection {
   accessToken: string;
 }
 
+/** One order of a store's order list: what reconciliation needs to decide, and the order itself. */
+export interface ListedOrder {
+  externalOrderId: string;
+  createdAt: Date;
+  cancelled: boolean;
+  /**
+   * The order normalised by the same reader as its orders/create webhook, or the reason it could not
+   * be read (the webhook would have been refused too).
+   */
+  order: ResellerOrder | { invalid: string };
+}
+
 export interface PlatformAdapter {
   readonly platform: Platform;
   /** Reads an order from the store and normalises it. */
@@ -20,6 +32,12 @@ export interface PlatformAdapter {
     tracking: Tracking,
     idempotencyKey: string,
   ): Promise<{ id: string }>;
+  /**
+   * The store's orders created since `since` (the platform's filter; it may return a few older ones),
+   * oldest first, one page per iteration, following the platform's own paging. Stop iterating to
+   * stop listing: the next page is only requested when asked for.
+   */
+  listOrders(store: StoreConnection, since: Date): AsyncIterable<ListedOrder[]>;
   /** Reads an orders/create webhook body; throws PayloadError when it is not a valid order. */
   parseOrderWebhook(body: unknown): ResellerOrder;
   /** Reads a fulfillments/create webhook body; throws PayloadError when it is not valid. */

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { PLATFORMS } from '../../src/orders/types.ts';
-import { NOT_FOUND, accept, jsonBody } from './http.ts';
+import { NOT_FOUND, Refusal, accept, jsonBody } from './http.ts';
 import type { Reply, SandboxState } from './state.ts';
 import { sendWebhook } from './webhooks.ts';
 
@@ -12,6 +12,8 @@ interface ControlCall {
   state: SandboxState;
   /** The shop domain captured from the path, for store routes. */
   shopDomain: string;
+  /** A second path segment the route captures (an order id), or ''. */
+  captured: string;
   body: unknown;
 }
 
@@ -28,8 +30,14 @@ const faultsSchema = z
     dropNext: count.optional(),
     acceptThenDropNext: count.optional(),
     alwaysFail: z.boolean().optional(),
+    dropWebhooksNext: count.optional(),
+    holdWebhooksNext: count.optional(),
   })
   .strict();
+
+const subscriptionSchema = z.object({ targetUrl: z.string().url(), secret: z.string().min(1) });
+const pageSizeSchema = z.object({ size: z.number().int().positive().nullable() });
+const cancelSchema = z.object({ platform: z.enum(PLATFORMS) });
 
 const storeSchema = z.object({ accessToken: z.string().min(1) });
 const seedSchema = z.object({
@@ -90,6 +98,39 @@ const ROUTES: ControlRoute[] = [
     },
   ],
   ['GET', new RegExp(`^${STORE}/orders$`), ({ state, shopDomain }) => ok(state.ordersFor(shopDomain))],
+  [
+    'PUT',
+    new RegExp(`^${STORE}/webhooks$`),
+    ({ state, shopDomain, body }) => {
+      state.subscribeWebhooks(shopDomain, accept(subscriptionSchema, body, 400));
+      return NO_CONTENT;
+    },
+  ],
+  [
+    'POST',
+    new RegExp(`^${STORE}/customer_orders$`),
+    async ({ state, shopDomain, body }) => {
+      const { platform, order } = accept(seedSchema, body, 400);
+      return { status: 201, body: { order, webhook: await state.placeCustomerOrder(shopDomain, platform, order) } };
+    },
+  ],
+  [
+    'POST',
+    new RegExp(`^${STORE}/orders/([^/]+)/cancel$`),
+    ({ state, shopDomain, body, captured }) => {
+      const { platform } = accept(cancelSchema, body, 400);
+      return ok(state.cancelOrder(shopDomain, platform, captured));
+    },
+  ],
+  ['POST', new RegExp(`^${STORE}/webhooks/release$`), async ({ state, shopDomain }) => ok(await state.releaseWebhooks(shopDomain))],
+  [
+    'PUT',
+    new RegExp(`^${STORE}/list_page_size$`),
+    ({ state, shopDomain, body }) => {
+      state.setListPageSize(shopDomain, accept(pageSizeSchema, body, 400).size);
+      return NO_CONTENT;
+    },
+  ],
   ['GET', new RegExp(`^${STORE}/fulfillments$`), ({ state, shopDomain }) => ok(state.fulfillmentsFor(shopDomain))],
   ['GET', new RegExp(`^${STORE}/requests$`), ({ state, shopDomain }) => ok(state.requestsFor(shopDomain))],
   ['POST', /^\/webhooks$/, ({ body }) => deliverWebhook(accept(webhookSchema, body, 400))],
@@ -105,8 +146,16 @@ export async function answerControlRequest(
   const route = ROUTES.find(([routeMethod, pattern]) => routeMethod === method && pattern.test(path));
   if (route === undefined) return NOT_FOUND;
   const [, pattern, handle] = route;
-  const shopDomain = decodeURIComponent(pattern.exec(path)?.[1] ?? '');
-  return handle({ state, shopDomain, body: jsonBody(text) });
+  const match = pattern.exec(path);
+  const shopDomain = decodeURIComponent(match?.[1] ?? '');
+  const captured = decodeURIComponent(match?.[2] ?? '');
+  try {
+    return await handle({ state, shopDomain, captured, body: jsonBody(text) });
+  } catch (error) {
+    // A control call the state refuses (an unknown order, a bad page size) is the caller's mistake.
+    if (error instanceof Error && !(error instanceof Refusal)) return { status: 400, body: { errors: error.message } };
+    throw error;
+  }
 }
 
 async function deliverWebhook(delivery: z.infer<typeof webhookSchema>): Promise<Reply> {

@@ -21,7 +21,10 @@ export interface OrderPayloadInput {
   /** Defaults to SAMPLE_ADDRESS; null for an order that ships nothing. */
   shippingAddress?: PostalAddress | null;
   lines: OrderLineInput[];
+  /** ISO-8601 UTC; defaults to now. */
   createdAt?: string;
+  /** A cancelled order (platform_a `cancelled_at`, platform_b and custom `status`). */
+  cancelled?: boolean;
 }
 
 export interface FulfillmentPayloadInput {
@@ -99,6 +102,7 @@ function normalised(input: OrderPayloadInput): NormalisedInput {
     email: input.email ?? null,
     shippingAddress: input.shippingAddress === undefined ? SAMPLE_ADDRESS : input.shippingAddress,
     createdAt: input.createdAt ?? new Date().toISOString(),
+    cancelled: input.cancelled ?? false,
   };
 }
 
@@ -109,6 +113,7 @@ function platformAOrder(order: NormalisedInput): JsonObject {
     email: order.email,
     currency: order.currency,
     created_at: order.createdAt,
+    cancelled_at: order.cancelled ? order.createdAt : null,
     financial_status: 'paid',
     total_price: orderTotal(order),
     line_items: order.lines.map((line) => ({
@@ -141,9 +146,10 @@ function platformBOrder(order: NormalisedInput): JsonObject {
   const person = { first_name: firstName, last_name: lastNames.join(' ') };
   return {
     id: Number(order.id),
-    status: 'processing',
+    status: order.cancelled ? 'cancelled' : 'processing',
     currency: order.currency,
     date_created: order.createdAt,
+    date_created_gmt: gmt(order.createdAt),
     total: orderTotal(order),
     billing: { ...person, email: order.email ?? '' },
     shipping: {
@@ -177,6 +183,7 @@ function platformBOrder(order: NormalisedInput): JsonObject {
 function customOrder(order: NormalisedInput): JsonObject {
   return {
     id: String(order.id),
+    status: order.cancelled ? 'cancelled' : 'open',
     currency: order.currency,
     email: order.email,
     createdAt: order.createdAt,
@@ -189,6 +196,29 @@ function customOrder(order: NormalisedInput): JsonObject {
     })),
     shippingAddress: order.shippingAddress,
   };
+}
+
+/** platform_b's `*_gmt` form: UTC without a zone designator or fraction, `2026-11-23T10:15:00`. */
+export function gmt(iso: string): string {
+  return new Date(iso).toISOString().slice(0, 19);
+}
+
+/** The creation time of a platform's order object, in milliseconds. */
+export function orderCreatedAt(platform: Platform, order: JsonObject): number {
+  const field = { platform_a: order.created_at, platform_b: order.date_created_gmt, custom: order.createdAt }[platform];
+  if (typeof field !== 'string') return Number.NaN;
+  return Date.parse(platform === 'platform_b' && !/[zZ]|[+-]\d\d:?\d\d$/.test(field) ? `${field}Z` : field);
+}
+
+/** Marks a platform's order object cancelled, as the platform does when the merchant cancels it. */
+export function cancelledOrder(platform: Platform, order: JsonObject, at = new Date().toISOString()): JsonObject {
+  switch (platform) {
+    case 'platform_a':
+      return { ...order, cancelled_at: at };
+    case 'platform_b':
+    case 'custom':
+      return { ...order, status: 'cancelled' };
+  }
 }
 
 function lineTotal(line: OrderLineInput, currency: string): string {

@@ -13,6 +13,7 @@ export interface PlatformRequest {
   method: string;
   /** Path below the shop domain, without the query string. */
   path: string;
+  query: URLSearchParams;
   request: IncomingMessage;
   text: string;
 }
@@ -41,6 +42,8 @@ interface SimulatedPlatform {
   fulfillmentsPath: RegExp;
   token(request: IncomingMessage): string | undefined;
   orderReply(order: JsonObject): unknown;
+  /** GET on ordersPath: one page of the store's orders, oldest first, with this platform's paging. */
+  listOrders(store: StoreState, call: PlatformRequest): Reply;
   /** Builds the platform's order from a create request; throws Refusal when it would reject it. */
   placeOrder(body: unknown, context: NewObject): JsonObject;
   fulfill(body: unknown, order: JsonObject, context: NewObject): CreatedFulfillment;
@@ -58,6 +61,27 @@ const platformA: SimulatedPlatform = {
   fulfillmentsPath: /^\/admin\/api\/2025-01\/orders\/([^/]+)\/fulfillments\.json$/,
   token: (request) => header(request, 'x-platform-access-token'),
   orderReply: (order) => ({ order }),
+  listOrders(store, call) {
+    const query = listQuery(call.query, { limit: 250 });
+    let position: ListPosition;
+    if (query.has('page_info')) {
+      // With page_info the platform refuses every other filter: the cursor carries them.
+      const filters = [...query.keys()].filter((name) => name !== 'page_info' && name !== 'limit');
+      if (filters.length > 0) return badRequest(`page_info cannot be combined with ${filters.join(', ')}`);
+      position = readCursor(query.get('page_info')!);
+    } else {
+      const min = optionalTime(query, 'created_at_min');
+      position = { since: min ?? -Infinity, inclusive: true, offset: 0 };
+    }
+    if (!query.has('page_info')) position.status = query.get('status') ?? 'open';
+    const page = listPage(store, 'platform_a', position, pageSize(store, query, 'limit', 250));
+    const headers: Record<string, string> = {};
+    if (page.next) {
+      const next = new URLSearchParams({ page_info: writeCursor(page.next), limit: query.get('limit') ?? '50' });
+      headers.Link = `<${storeBaseUrl(call)}/admin/api/2025-01/orders.json?${next}>; rel="next"`;
+    }
+    return { status: 200, body: { orders: page.orders }, headers };
+  },
   placeOrder(body, { id, shopDomain, createdAt }) {
     const { order } = accept(
       z.object({
@@ -123,6 +147,20 @@ const platformB: SimulatedPlatform = {
   fulfillmentsPath: /^\/wp-json\/wc\/v3\/orders\/([^/]+)\/shipment-trackings$/,
   token: bearerToken,
   orderReply: (order) => order,
+  listOrders(store, call) {
+    const query = listQuery(call.query, { per_page: 100 });
+    if ((query.get('orderby') ?? 'date') !== 'date' || (query.get('order') ?? 'desc') !== 'asc') {
+      return badRequest('the sandbox lists orders only with orderby=date&order=asc');
+    }
+    const pageNumber = Number(query.get('page') ?? '1');
+    if (!Number.isInteger(pageNumber) || pageNumber < 1) return badRequest('page must be a positive integer');
+    const size = pageSize(store, query, 'per_page', 100);
+    const after = optionalTime(query, 'after');
+    const matching = store.listOrders('platform_b').filter(({ createdAt }) => after === null || createdAt > after);
+    const orders = matching.slice((pageNumber - 1) * size, pageNumber * size).map(({ order }) => order);
+    const headers = { 'X-WP-Total': String(matching.length), 'X-WP-TotalPages': String(Math.ceil(matching.length / size)) };
+    return { status: 200, body: orders, headers };
+  },
   placeOrder(body, { id, shopDomain, createdAt }) {
     const request = accept(
       z.object({
@@ -193,6 +231,14 @@ const custom: SimulatedPlatform = {
   fulfillmentsPath: /^\/orders\/([^/]+)\/fulfillments$/,
   token: bearerToken,
   orderReply: (order) => order,
+  listOrders(store, call) {
+    const query = listQuery(call.query, { limit: 100 });
+    const after = optionalTime(query, 'createdAfter');
+    const cursor = query.get('cursor');
+    const position: ListPosition = cursor === null ? { since: after ?? -Infinity, inclusive: false, offset: 0 } : readCursor(cursor);
+    const page = listPage(store, 'custom', position, pageSize(store, query, 'limit', 100));
+    return { status: 200, body: { data: page.orders, nextCursor: page.next ? writeCursor(page.next) : null } };
+  },
   placeOrder(body, { id, shopDomain, createdAt }) {
     const request = accept(
       z.object({
@@ -276,6 +322,7 @@ function route(
     createdAt: new Date().toISOString(),
   });
   try {
+    if (call.method === 'GET' && simulated.ordersPath.test(call.path)) return simulated.listOrders(store, call);
     const orderMatch = simulated.orderPath.exec(call.path);
     if (call.method === 'GET' && orderMatch) {
       const order = store.order(simulated.platform, decodeURIComponent(orderMatch[1] ?? ''));
@@ -333,6 +380,74 @@ function unauthorised(token: string | undefined): Reply {
 
 function bearerToken(request: IncomingMessage): string | undefined {
   return /^Bearer (.+)$/i.exec(header(request, 'authorization') ?? '')?.[1];
+}
+
+/** Where a cursor-paged list continues: orders created since `since`, skipping the first `offset`. */
+interface ListPosition {
+  since: number;
+  inclusive: boolean;
+  offset: number;
+  /** platform_a's status filter: `open` (its default) leaves cancelled orders out, `any` keeps them. */
+  status?: string;
+}
+
+function listPage(store: StoreState, platform: Platform, position: ListPosition, size: number) {
+  const matching = store
+    .listOrders(platform)
+    .filter(({ createdAt }) => (position.inclusive ? createdAt >= position.since : createdAt > position.since))
+    .filter(({ order }) => position.status === undefined || position.status === 'any' || (position.status === 'cancelled') === !!order.cancelled_at);
+  const orders = matching.slice(position.offset, position.offset + size).map(({ order }) => order);
+  const more = matching.length > position.offset + size;
+  return { orders, next: more ? { ...position, offset: position.offset + size } : null };
+}
+
+/** Opaque to the caller, as the platforms' cursors are. */
+function writeCursor(position: ListPosition): string {
+  return Buffer.from(JSON.stringify({ ...position, since: Number.isFinite(position.since) ? position.since : null })).toString('base64url');
+}
+
+function readCursor(cursor: string): ListPosition {
+  try {
+    const parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as Omit<ListPosition, 'since'> & { since: number | null };
+    if (!Number.isInteger(parsed.offset) || typeof parsed.inclusive !== 'boolean') throw new Error('bad cursor');
+    return { ...parsed, since: parsed.since ?? -Infinity };
+  } catch {
+    throw new Refusal(badRequest('invalid cursor'));
+  }
+}
+
+/** The list's query, checked: a page size within 1..max. */
+function listQuery(query: URLSearchParams, sizes: Record<string, number>): URLSearchParams {
+  for (const [name, max] of Object.entries(sizes)) {
+    const value = query.get(name);
+    if (value === null) continue;
+    const size = Number(value);
+    if (!Number.isInteger(size) || size < 1 || size > max) throw new Refusal(badRequest(`${name} must be between 1 and ${max}`));
+  }
+  return query;
+}
+
+/** The size asked for (or the platform's default), capped by the store's list page size. */
+function pageSize(store: StoreState, query: URLSearchParams, name: string, fallback: number): number {
+  const asked = Number(query.get(name) ?? String(Math.min(fallback, 50)));
+  return Math.min(asked, store.listPageSize ?? asked);
+}
+
+function optionalTime(query: URLSearchParams, name: string): number | null {
+  const value = query.get(name);
+  if (value === null) return null;
+  const time = Date.parse(value);
+  if (Number.isNaN(time)) throw new Refusal(badRequest(`${name} must be an ISO-8601 date-time`));
+  return time;
+}
+
+/** The store's own base URL as the caller reached it, for the links the platform hands out. */
+function storeBaseUrl(call: PlatformRequest): string {
+  return `http://${header(call.request, 'host') ?? '127.0.0.1'}/${encodeURIComponent(call.shopDomain)}`;
+}
+
+function badRequest(message: string): Reply {
+  return { status: 400, body: { errors: message } };
 }
 
 function distinct(values: ReadonlyArray<string | undefined>): string[] {

@@ -28,6 +28,8 @@ export type {
   ReceivedOrder,
   RequestRecord,
   SandboxControls,
+  WebhookFate,
+  WebhookSubscription,
 } from './state.ts';
 export { sendWebhook, type WebhookDelivery, type WebhookResult } from './webhooks.ts';
 
@@ -80,6 +82,7 @@ async function handle(state: SandboxState, request: IncomingMessage, response: S
     shopDomain: decodeURIComponent(shopSegment),
     method,
     path: `/${rest.join('/')}`,
+    query: new URLSearchParams(search),
     request,
     text,
   };

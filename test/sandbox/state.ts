@@ -1,6 +1,7 @@
 /** What the sandbox remembers per shop domain, and the faults it was told to inject. */
 import type { Platform } from '../../src/orders/types.ts';
-import type { JsonObject } from './payloads.ts';
+import { cancelledOrder, orderCreatedAt, type JsonObject } from './payloads.ts';
+import { sendWebhook, type WebhookResult } from './webhooks.ts';
 
 export interface Faults {
   /** Delay before every request to the store is answered. */
@@ -19,7 +20,20 @@ export interface Faults {
   acceptThenDropNext?: number;
   /** Every request answers `status` until the faults are cleared. */
   alwaysFail?: boolean;
+  /** The next N orders/create webhooks the store would send are lost for good (never sent). */
+  dropWebhooksNext?: number;
+  /** The next N orders/create webhooks are held back until `releaseWebhooks` (a late delivery). */
+  holdWebhooksNext?: number;
 }
+
+/** Where the store posts its webhooks, and the secret it signs them with. */
+export interface WebhookSubscription {
+  targetUrl: string;
+  secret: string;
+}
+
+/** What became of the orders/create webhook of a customer's order. */
+export type WebhookFate = { delivered: WebhookResult } | { dropped: true } | { held: true } | { unsubscribed: true };
 
 export interface Reply {
   status: number;
@@ -68,6 +82,11 @@ const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 export class StoreState {
   accessToken: string | null = null;
   faults: Faults = {};
+  webhooks: WebhookSubscription | null = null;
+  /** The largest page the store's order lists answer, whatever the caller asks (null: as asked). */
+  listPageSize: number | null = null;
+  /** orders/create webhooks held back by `holdWebhooksNext`, in order. */
+  readonly heldWebhooks: JsonObject[] = [];
   readonly orders: ReceivedOrder[] = [];
   readonly fulfillments: ReceivedFulfillment[] = [];
   readonly requests: RequestRecord[] = [];
@@ -80,6 +99,15 @@ export class StoreState {
 
   saveOrder(platform: Platform, order: JsonObject): void {
     this.#orderObjects.set(`${platform}:${String(order.id)}`, order);
+  }
+
+  /** The platform's orders of this store, oldest first (ties in the order they were saved). */
+  listOrders(platform: Platform): { order: JsonObject; createdAt: number }[] {
+    const prefix = `${platform}:`;
+    return [...this.#orderObjects]
+      .filter(([key]) => key.startsWith(prefix))
+      .map(([, order]) => ({ order, createdAt: orderCreatedAt(platform, order) }))
+      .sort((a, b) => a.createdAt - b.createdAt);
   }
 
   /** The first successful reply to a POST with this Idempotency-Key, for 24 hours. */
@@ -110,7 +138,14 @@ export class StoreState {
     return null;
   }
 
-  #consume(counter: 'dropNext' | 'acceptThenDropNext' | 'rateLimitNext' | 'failNext'): boolean {
+  /** What happens to the next orders/create webhook: 'drop', 'hold' or 'send'. */
+  takeWebhookFate(): 'drop' | 'hold' | 'send' {
+    if (this.#consume('dropWebhooksNext')) return 'drop';
+    if (this.#consume('holdWebhooksNext')) return 'hold';
+    return 'send';
+  }
+
+  #consume(counter: 'dropNext' | 'acceptThenDropNext' | 'rateLimitNext' | 'failNext' | 'dropWebhooksNext' | 'holdWebhooksNext'): boolean {
     const remaining = this.faults[counter] ?? 0;
     if (remaining <= 0) return false;
     this.faults[counter] = remaining - 1;
@@ -122,8 +157,21 @@ export class StoreState {
 export interface SandboxControls {
   /** From now on the store answers 401 unless the request carries this token. */
   registerStore(shopDomain: string, options: { accessToken: string }): void;
-  /** Stores a platform-shaped order (see buildOrderPayload) so GET returns it. */
+  /** Stores a platform-shaped order (see buildOrderPayload) so GET and the order list return it. */
   seedOrder(shopDomain: string, platform: Platform, order: JsonObject): JsonObject;
+  /** From now on the store posts its orders/create webhooks to `targetUrl`, signed with `secret`. */
+  subscribeWebhooks(shopDomain: string, subscription: WebhookSubscription): void;
+  /**
+   * A customer orders on the store: the order is stored (GET and the list return it) and its
+   * orders/create webhook is posted to the subscription, unless the store's faults drop or hold it.
+   */
+  placeCustomerOrder(shopDomain: string, platform: Platform, order: JsonObject): Promise<WebhookFate>;
+  /** Delivers the held orders/create webhooks now, oldest first. */
+  releaseWebhooks(shopDomain: string): Promise<WebhookResult[]>;
+  /** The merchant cancels a stored order; its list entry and GET show it cancelled. */
+  cancelOrder(shopDomain: string, platform: Platform, id: number | string): JsonObject;
+  /** Order lists of the store answer pages of at most `size` orders (null: as many as asked). */
+  setListPageSize(shopDomain: string, size: number | null): void;
   ordersFor(shopDomain: string): ReceivedOrder[];
   fulfillmentsFor(shopDomain: string): ReceivedFulfillment[];
   requestsFor(shopDomain: string): RequestRecord[];
@@ -163,6 +211,50 @@ export class SandboxState implements SandboxControls {
     }
     this.store(shopDomain).saveOrder(platform, order);
     return order;
+  }
+
+  subscribeWebhooks(shopDomain: string, subscription: WebhookSubscription): void {
+    this.store(shopDomain).webhooks = { ...subscription };
+  }
+
+  async placeCustomerOrder(shopDomain: string, platform: Platform, order: JsonObject): Promise<WebhookFate> {
+    const store = this.store(shopDomain);
+    this.seedOrder(shopDomain, platform, order);
+    if (store.webhooks === null) return { unsubscribed: true };
+    const fate = store.takeWebhookFate();
+    if (fate === 'drop') return { dropped: true };
+    if (fate === 'hold') {
+      store.heldWebhooks.push(order);
+      return { held: true };
+    }
+    return { delivered: await this.#postOrderWebhook(shopDomain, store.webhooks, order) };
+  }
+
+  async releaseWebhooks(shopDomain: string): Promise<WebhookResult[]> {
+    const store = this.store(shopDomain);
+    const held = store.heldWebhooks.splice(0);
+    if (held.length > 0 && store.webhooks === null) throw new Error(`${shopDomain} has held webhooks but no subscription`);
+    const results: WebhookResult[] = [];
+    for (const order of held) results.push(await this.#postOrderWebhook(shopDomain, store.webhooks!, order));
+    return results;
+  }
+
+  cancelOrder(shopDomain: string, platform: Platform, id: number | string): JsonObject {
+    const store = this.store(shopDomain);
+    const order = store.order(platform, String(id));
+    if (order === undefined) throw new Error(`no ${platform} order ${id} on ${shopDomain}`);
+    const cancelled = cancelledOrder(platform, order);
+    store.saveOrder(platform, cancelled);
+    return cancelled;
+  }
+
+  setListPageSize(shopDomain: string, size: number | null): void {
+    if (size !== null && !(Number.isInteger(size) && size >= 1)) throw new RangeError(`invalid page size ${size}`);
+    this.store(shopDomain).listPageSize = size;
+  }
+
+  #postOrderWebhook(shopDomain: string, subscription: WebhookSubscription, order: JsonObject): Promise<WebhookResult> {
+    return sendWebhook({ ...subscription, shopDomain, topic: 'orders/create', payload: order });
   }
 
   ordersFor(shopDomain: string): ReceivedOrder[] {
