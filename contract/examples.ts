@@ -9,6 +9,7 @@ const ids = {
   audit: 'aud_01a201ac578273cfa84c103a66b63260',
   fulfillment: 'ful_01a201b47619708d95b4165a1a703a86',
   request: 'req_5d3cc519db9d49029ca12ef17bf12787',
+  reconciliation: 'rec_01a201c0a3d27c41b7f0c6c2d2f5e0a1',
 };
 const at = '2026-11-22T05:13:21.382Z';
 
@@ -66,6 +67,18 @@ const auditEntry = {
   actorId: 'system',
   createdAt: at,
 };
+const reconciliation = {
+  id: ids.reconciliation,
+  resellerStoreId: ids.reseller,
+  trigger: 'scheduled',
+  status: 'succeeded',
+  since: '2026-11-22T05:03:21.382Z',
+  startedAt: at,
+  finishedAt: '2026-11-22T05:13:22.104Z',
+  ordersSeen: 12,
+  ordersRouted: 1,
+  error: null,
+};
 const list = (url: string, item: object) => ({ object: 'list', data: [item], has_more: false, url, request_id: ids.request });
 const one = (item: object) => ({ ...item, request_id: ids.request });
 const received = { received: true, syncJobIds: [ids.job], request_id: ids.request };
@@ -119,6 +132,11 @@ export const EXAMPLES: Record<string, OperationExamples> = {
   syncJobsList: { responses: { 200: list('/v1/sync_jobs', syncJob) } },
   syncJobsGet: { responses: { 200: one({ ...syncJob, fulfillments: [fulfillment] }) } },
   syncJobsRetry: { responses: { 200: one({ ...syncJob, status: 'pending', attempts: 4, sourceOrderId: null, completedAt: null, fulfillments: [] }) } },
+  reconciliationsStart: {
+    request: { since: '2026-11-21T00:00:00.000Z' },
+    responses: { 202: { reconciliationId: ids.reconciliation, request_id: ids.request } },
+  },
+  reconciliationsList: { responses: { 200: list(`/v1/reseller_stores/${ids.reseller}/reconciliations`, reconciliation) } },
   auditLogList: { responses: { 200: list('/v1/audit_log', auditEntry) } },
   webhooksOrders: {
     request: {

@@ -3,6 +3,7 @@ import { auditLogContract } from './audit-log.ts';
 import { authContract } from './auth.ts';
 import { c } from './common.ts';
 import { healthContract } from './health.ts';
+import { reconciliationsContract } from './reconciliations.ts';
 import { resellerStoresContract } from './reseller-stores.ts';
 import { sourceStoresContract } from './source-stores.ts';
 import { syncJobsContract } from './sync-jobs.ts';
@@ -14,6 +15,7 @@ export const contract = c.router(
     auth: authContract,
     apiKeys: apiKeysContract,
     resellerStores: resellerStoresContract,
+    reconciliations: reconciliationsContract,
     sourceStores: sourceStoresContract,
     syncJobs: syncJobsContract,
     auditLog: auditLogContract,

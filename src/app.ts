@@ -18,6 +18,7 @@ import { routePipeline } from './http/pipeline.ts';
 import { perMinuteLimiter } from './http/rate-limit.ts';
 import { requestId } from './http/request-id.ts';
 import { onRequestValidationError } from './http/validation.ts';
+import { reconciliationRoutes } from './reconciliation/routes.ts';
 import { resellerStoreRoutes } from './reseller-stores/routes.ts';
 import type { Services } from './services.ts';
 import { sourceStoreRoutes } from './source-stores/routes.ts';
@@ -93,6 +94,7 @@ export function createApp(ctx: AppContext, services: Services): Express {
     [contract.auth, authRoutes(services.auth, ctx.config)],
     [contract.apiKeys, apiKeyRoutes(services.apiKeys)],
     [contract.resellerStores, resellerStoreRoutes(services.resellerStores)],
+    [contract.reconciliations, reconciliationRoutes(services.reconciliations)],
     [contract.sourceStores, sourceStoreRoutes(services.sourceStores)],
     [contract.syncJobs, syncJobRoutes(services.syncJobs)],
     [contract.auditLog, auditLogRoutes(services.auditLog)],

@@ -11,6 +11,7 @@ import { connectOrm } from './db/orm.ts';
 import { createPlatformAdapters } from './platforms/index.ts';
 import { Metrics } from './metrics/index.ts';
 import { Queue } from './queue/queue.ts';
+import { startReconciliationScheduler } from './reconciliation/scheduler.ts';
 import { createServices } from './services.ts';
 import { SecretBox } from './shared/secrets.ts';
 import { startWorkers } from './workers/index.ts';
@@ -57,7 +58,11 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     };
     const services = createServices(ctx);
     // Workers stop with the queue (graceful: jobs in flight finish), which the stack stops after HTTP.
-    if (config.runsWorker) await startWorkers(ctx);
+    if (config.runsWorker) {
+      await startWorkers(ctx, { reconciliation: ({ reconciliationId }) => services.reconciliationRunner.execute(reconciliationId) });
+      stack.push(startReconciliationScheduler(ctx, services.reconciliations));
+      metrics.observeReconciliationLag(() => services.reconciliations.lagByStore());
+    }
     const url = config.runsApi
       ? await listen(createApp(ctx, services), config, logger, stack, 'HTTP API listening')
       : await listen(createOperationsApp(ctx), config, logger, stack, 'operations endpoints listening').then(() => null);

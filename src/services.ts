@@ -3,6 +3,10 @@ import { AuditLogService } from './audit-log/service.ts';
 import { AuthService } from './auth/service.ts';
 import type { AppContext } from './context.ts';
 import { FulfillmentService } from './fulfillments/service.ts';
+import { RoutedOrderRepository } from './orders/repository.ts';
+import { ReconciliationRepository } from './reconciliation/repository.ts';
+import { ReconciliationRunner } from './reconciliation/runner.ts';
+import { ReconciliationService } from './reconciliation/service.ts';
 import { ResellerStoreService } from './reseller-stores/service.ts';
 import { SourceStoreService } from './source-stores/service.ts';
 import { SyncJobService } from './sync-jobs/service.ts';
@@ -15,6 +19,9 @@ export function createServices(ctx: AppContext) {
   const sourceStores = new SourceStoreService(ctx, resellerStores);
   const syncJobs = new SyncJobService(ctx, sourceStores);
   const fulfillments = new FulfillmentService(ctx);
+  const webhooks = new WebhookService(ctx, syncJobs, fulfillments);
+  const reconciliationRepository = new ReconciliationRepository(ctx.orm, ctx.queue);
+  const routedOrders = new RoutedOrderRepository(ctx.orm);
   return {
     auth: new AuthService(ctx),
     apiKeys: new ApiKeyService(ctx),
@@ -22,7 +29,13 @@ export function createServices(ctx: AppContext) {
     sourceStores,
     syncJobs,
     fulfillments,
-    webhooks: new WebhookService(ctx, syncJobs, fulfillments),
+    webhooks,
+    reconciliations: new ReconciliationService(ctx, resellerStores, reconciliationRepository),
+    /** Carries out queued reconciliation runs (workers). */
+    reconciliationRunner: new ReconciliationRunner(ctx, reconciliationRepository, {
+      routedAmong: (resellerStoreId, externalOrderIds) => routedOrders.routedAmong(resellerStoreId, externalOrderIds),
+      route: (store, order, reconciliationId) => webhooks.routeOrder(store, order, { source: 'reconciliation', reconciliationId }),
+    }),
     auditLog: new AuditLogService(ctx),
   };
 }

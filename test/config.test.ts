@@ -47,6 +47,8 @@ describe('loadConfig', () => {
       databaseUrl: null,
       platformBaseUrl: null,
       syncRetryBaseDelayMs: 30_000,
+      reconcileIntervalMs: 300_000,
+      reconcileGraceMs: 120_000,
       logLevel: 'info',
       jwtSecret: JWT_SECRET,
     });
@@ -61,6 +63,8 @@ describe('loadConfig', () => {
         DATABASE_URL: 'postgresql://u:p@db.internal:5432/app',
         PLATFORM_BASE_URL: 'http://127.0.0.1:4010/{shopDomain}',
         SYNC_RETRY_BASE_DELAY_MS: '250',
+        RECONCILE_INTERVAL_MS: '0',
+        RECONCILE_GRACE_MS: '5000',
         LOG_LEVEL: 'debug',
       }),
     );
@@ -72,6 +76,8 @@ describe('loadConfig', () => {
       databaseUrl: 'postgresql://u:p@db.internal:5432/app',
       platformBaseUrl: 'http://127.0.0.1:4010/{shopDomain}',
       syncRetryBaseDelayMs: 250,
+      reconcileIntervalMs: 0,
+      reconcileGraceMs: 5000,
       logLevel: 'debug',
     });
   });
@@ -89,6 +95,8 @@ describe('loadConfig', () => {
     ['PLATFORM_BASE_URL', { PLATFORM_BASE_URL: 'ftp://127.0.0.1/{shopDomain}' }],
     ['SYNC_RETRY_BASE_DELAY_MS', { SYNC_RETRY_BASE_DELAY_MS: 'soon' }],
     ['SYNC_RETRY_BASE_DELAY_MS', { SYNC_RETRY_BASE_DELAY_MS: ' ' }],
+    ['RECONCILE_INTERVAL_MS', { RECONCILE_INTERVAL_MS: '-1' }],
+    ['RECONCILE_GRACE_MS', { RECONCILE_GRACE_MS: '2m' }],
     ['LOG_LEVEL', { LOG_LEVEL: 'loud' }],
     ['NODE_ENV', { NODE_ENV: 'staging' }],
     ['JWT_SECRET', { JWT_SECRET: 'short' }],

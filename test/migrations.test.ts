@@ -5,7 +5,19 @@ import { connectOrm, type Orm } from '../src/db/orm.ts';
 import { queryRows } from './support/database.ts';
 
 /** Every table the entities declare (src/db/entities.ts). */
-const TABLES = ['api_keys', 'audit_entries', 'fulfillments', 'refresh_tokens', 'reseller_stores', 'source_stores', 'sync_jobs', 'users'];
+const TABLES = [
+  'api_keys',
+  'audit_entries',
+  'fulfillments',
+  'reconciliation_runs',
+  'reconciliation_watermarks',
+  'refresh_tokens',
+  'reseller_stores',
+  'routed_orders',
+  'source_stores',
+  'sync_jobs',
+  'users',
+];
 
 async function admin<T>(run: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: inject('pgAdminUrl') });
@@ -78,6 +90,10 @@ describe('migrations', () => {
     expect(indexes.some((d) => /UNIQUE INDEX reseller_stores_active_shop_domain_unique .*\(shop_domain\) WHERE \(deleted_at IS NULL\)/.test(d))).toBe(true);
     expect(
       indexes.some((d) => /UNIQUE INDEX source_stores_active_vendor_key_unique .*\(reseller_store_id, vendor_key\) WHERE \(deleted_at IS NULL\)/.test(d)),
+    ).toBe(true);
+    // One running reconciliation per store, across every process.
+    expect(
+      indexes.some((d) => /UNIQUE INDEX reconciliation_runs_one_running_per_store .*\(reseller_store_id\) WHERE \(status = 'running'::text\)/.test(d)),
     ).toBe(true);
   });
 });

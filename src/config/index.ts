@@ -36,6 +36,8 @@ const EnvSchema = z.object({
   WORKER_CONCURRENCY: integer(1, 256).default(64),
   PLATFORM_TIMEOUT_MS: integer(100, 120_000).default(10_000),
   WEBHOOK_STORE_CACHE_TTL_MS: integer(0, 60_000).default(0),
+  RECONCILE_INTERVAL_MS: integer(0, 86_400_000).default(300_000),
+  RECONCILE_GRACE_MS: integer(0, 86_400_000).default(120_000),
   PLATFORM_PACING: z
     .string()
     .optional()
@@ -80,6 +82,10 @@ function buildConfig(env: z.infer<typeof EnvSchema>) {
     platformTimeoutMs: env.PLATFORM_TIMEOUT_MS,
     /** How long the order webhook reuses a store look-up; 0 = never (src/webhooks/service.ts). */
     webhookStoreCacheTtlMs: env.WEBHOOK_STORE_CACHE_TTL_MS,
+    /** How often each active reseller store is reconciled; 0 = never (src/reconciliation/). */
+    reconcileIntervalMs: env.RECONCILE_INTERVAL_MS,
+    /** Orders younger than this are left to their webhook by reconciliation. */
+    reconcileGraceMs: env.RECONCILE_GRACE_MS,
     /** Per-store pacing overrides by platform; empty = the platforms' defaults. */
     platformPacing: env.PLATFORM_PACING,
     jwtSecret: env.JWT_SECRET ?? localSecret(dataDir, production, 'JWT_SECRET', 'jwt-secret', 48),

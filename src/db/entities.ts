@@ -2,9 +2,11 @@ import { ApiKey } from '../api-keys/entity.ts';
 import { AuditEntry } from '../audit-log/entity.ts';
 import { RefreshToken } from '../auth/entity.ts';
 import { Fulfillment } from '../fulfillments/entity.ts';
+import { RoutedOrder } from '../orders/entity.ts';
+import { ReconciliationRun, ReconciliationWatermark } from '../reconciliation/entity.ts';
 import { ResellerStore } from '../reseller-stores/entity.ts';
 import { SourceStore } from '../source-stores/entity.ts';
 import { SyncJob } from '../sync-jobs/entity.ts';
 import { User } from '../users/entity.ts';
 
-export const entities = [User, RefreshToken, ApiKey, ResellerStore, SourceStore, SyncJob, Fulfillment, AuditEntry];
+export const entities = [User, RefreshToken, ApiKey, ResellerStore, SourceStore, SyncJob, Fulfillment, AuditEntry, RoutedOrder, ReconciliationRun, ReconciliationWatermark];

@@ -87,6 +87,34 @@ export const TABLES = {
     created_at: 'timestamp with time zone',
     deleted_at: 'timestamp with time zone null',
   },
+  routed_orders: {
+    reseller_store_id: 'character varying',
+    external_order_id: 'character varying',
+    source: 'text',
+    routed_at: 'timestamp with time zone',
+  },
+  reconciliation_runs: {
+    id: 'character varying',
+    owner_id: 'character varying',
+    reseller_store_id: 'character varying',
+    trigger: 'text',
+    status: 'text',
+    requested_since: 'timestamp with time zone null',
+    since: 'timestamp with time zone null',
+    orders_seen: 'integer',
+    orders_routed: 'integer',
+    error: 'text null',
+    takes: 'integer',
+    lease_expires_at: 'timestamp with time zone',
+    started_at: 'timestamp with time zone',
+    finished_at: 'timestamp with time zone null',
+  },
+  reconciliation_watermarks: {
+    reseller_store_id: 'character varying',
+    watermark: 'timestamp with time zone',
+    reconciled_until: 'timestamp with time zone',
+    updated_at: 'timestamp with time zone',
+  },
 } as const;
 
 type SqlType = 'character varying' | 'text' | 'integer' | 'jsonb' | 'timestamp with time zone';

@@ -38,6 +38,19 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly reconciliationRuns = new Counter({
+    name: 'reconciliation_runs_total',
+    help: 'Reconciliation runs finished in this process, by outcome (succeeded, failed).',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly reconciliationOrdersRouted = new Counter({
+    name: 'reconciliation_orders_routed_total',
+    help: 'Orders routed by reconciliation in this process because their webhook had not routed them.',
+    registers: [this.registry],
+  });
+
   constructor(queueDepth?: () => Promise<Record<string, number>>) {
     collectDefaultMetrics({ register: this.registry });
     if (queueDepth) {
@@ -51,6 +64,24 @@ export class Metrics {
         },
       });
     }
+  }
+
+  /**
+   * `reconciliation_watermark_lag_seconds{reseller_store_id}`, read from the database at each scrape
+   * (every process that runs workers reports the same figures; a deleted store's series disappears).
+   */
+  observeReconciliationLag(read: () => Promise<{ resellerStoreId: string; lagSeconds: number }[]>): void {
+    new Gauge({
+      name: 'reconciliation_watermark_lag_seconds',
+      help: 'Seconds since the time up to which each active reseller store was last reconciled (its creation when never).',
+      labelNames: ['reseller_store_id'] as const,
+      registers: [this.registry],
+      async collect() {
+        const lags = await read();
+        this.reset();
+        for (const { resellerStoreId, lagSeconds } of lags) this.set({ reseller_store_id: resellerStoreId }, lagSeconds);
+      },
+    });
   }
 
   observePlatformCall = (call: PlatformCallObservation): void => {

@@ -17,6 +17,10 @@ export const QUEUES = {
     name: 'fulfillment.propagate',
     schema: z.object({ fulfillmentId: z.string() }),
   },
+  reconciliation: {
+    name: 'reconciliation.run',
+    schema: z.object({ reconciliationId: z.string() }),
+  },
 } as const;
 
 export type QueueKey = keyof typeof QUEUES;

@@ -10,6 +10,7 @@ const ID_PREFIXES = {
   auditEntry: 'aud',
   fulfillment: 'ful',
   refreshToken: 'rtk',
+  reconciliation: 'rec',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

@@ -1,11 +1,13 @@
 import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
-import { insertAuditOnce, type AuditRecord } from '../audit-log/repository.ts';
+import { insertAudit, insertAuditOnce, type AuditRecord } from '../audit-log/repository.ts';
 import { syncJobKind } from '../attempts/kinds.ts';
 import type { AppContext } from '../context.ts';
 import { GroupCommit } from '../db/group-commit.ts';
 import type { Trx } from '../db/sql.ts';
 import type { Fulfillment } from '../fulfillments/entity.ts';
 import { FulfillmentRepository } from '../fulfillments/repository.ts';
+import type { RoutingSource } from '../orders/entity.ts';
+import { RoutedOrderRepository } from '../orders/repository.ts';
 import type { ResellerOrder } from '../orders/types.ts';
 import { newMessageId } from '../queue/queue.ts';
 import type { SourceStoreService } from '../source-stores/service.ts';
@@ -41,11 +43,28 @@ export interface RoutedJob {
   created: boolean;
 }
 
+/** How an order came to be routed, for `route`. */
+export interface Routing {
+  source: RoutingSource;
+  /** Recorded once per order however often it is delivered (the lines no supplier matched). */
+  onceForOrder?: AuditRecord | undefined;
+  /** Recorded only by the routing that routes the order first (`order.reconciled`). */
+  onFirstRouting?: AuditRecord | undefined;
+}
+
+/** The order's jobs, and whether this routing was the first of the order. */
+export interface RoutedOrder {
+  jobs: RoutedJob[];
+  firstRouting: boolean;
+}
+
 interface RoutingRequest {
   order: OrderToRoute;
   sourceStoreIds: string[];
   creator: JobCreator;
   onceForOrder: AuditRecord | undefined;
+  /** Null for a manual job (POST /v1/sync_jobs), which does not route the order. */
+  routing: Routing | null;
 }
 
 const orderKey = (order: OrderToRoute) => `order:${order.resellerStoreId}:${order.externalOrderId}`;
@@ -55,6 +74,7 @@ export class SyncJobService {
   private readonly routing = new GroupCommit((requests: RoutingRequest[]) => this.routeOrders(requests), { maxItems: 64, maxInFlight: 4 });
   private readonly jobs: SyncJobRepository;
   private readonly fulfillments: FulfillmentRepository;
+  private readonly routedOrders: RoutedOrderRepository;
 
   constructor(
     private readonly ctx: AppContext,
@@ -62,6 +82,7 @@ export class SyncJobService {
   ) {
     this.jobs = new SyncJobRepository(ctx.orm);
     this.fulfillments = new FulfillmentRepository(ctx.orm);
+    this.routedOrders = new RoutedOrderRepository(ctx.orm);
   }
 
   /** POST /v1/sync_jobs: the existing job for the order and source store, or a new one. */
@@ -92,20 +113,46 @@ export class SyncJobService {
    * lines no supplier matched), under an advisory lock on the order.
    */
   async createJobs(order: OrderToRoute, sourceStoreIds: string[], creator: JobCreator, onceForOrder?: AuditRecord): Promise<RoutedJob[]> {
-    const jobs = await this.routing.submit({ order, sourceStoreIds, creator, onceForOrder });
-    this.ctx.metrics.attemptTransitions.inc({ kind: 'sync_job', status: 'pending' }, jobs.filter((job) => job.created).length);
+    const { jobs } = await this.submit({ order, sourceStoreIds, creator, onceForOrder, routing: null });
     return jobs;
   }
 
-  private routeOrders(requests: RoutingRequest[]): Promise<RoutedJob[][]> {
+  /**
+   * Routes a reseller order (its webhook, or reconciliation): `createJobs`, and in the same
+   * transaction the order is recorded as routed (routed_orders), so reconciliation knows it was,
+   * even when no supplier matched it.
+   */
+  route(order: OrderToRoute, sourceStoreIds: string[], creator: JobCreator, routing: Routing): Promise<RoutedOrder> {
+    return this.submit({ order, sourceStoreIds, creator, onceForOrder: routing.onceForOrder, routing });
+  }
+
+  private async submit(request: RoutingRequest): Promise<RoutedOrder> {
+    const routed = await this.routing.submit(request);
+    this.ctx.metrics.attemptTransitions.inc({ kind: 'sync_job', status: 'pending' }, routed.jobs.filter((job) => job.created).length);
+    return routed;
+  }
+
+  private routeOrders(requests: RoutingRequest[]): Promise<RoutedOrder[]> {
     return this.jobs.transaction(async (trx) => {
+      const now = new Date();
+      const recorded = requests.filter((request) => request.routing !== null);
+      // First, in key order: concurrent routings of one order queue up here, before any job insert.
+      const first = await this.routedOrders.recordIn(trx, recorded.map(({ order, routing }) => ({ ...order, source: routing!.source })), now);
+      const firstRouting = new Map(recorded.map((request, index) => [request, first[index]!]));
       const routed = await this.insertJobs(trx, requests);
       const created = routed.flat().filter((job) => job.created);
       await this.ctx.queue.insertIn(trx, 'syncJob', created.map((job) => ({ id: job.queueMessageId!, message: syncJobKind.message(job.id) })));
       // Advisory locks in a fixed order, so two groups never wait on each other's (the jobs are inserted sorted too).
       const once = requests.filter((request) => request.onceForOrder).sort((a, b) => orderKey(a.order).localeCompare(orderKey(b.order)));
       for (const request of once) await insertAuditOnce(trx, request.onceForOrder!, orderKey(request.order));
-      return routed.map((jobs) => jobs.map(({ id, created }) => ({ id, created })));
+      const firstAudits = recorded.filter((request) => firstRouting.get(request) && request.routing!.onFirstRouting);
+      await insertAudit(trx, firstAudits.map((request) => request.routing!.onFirstRouting!), now);
+      // EVENT order.reconciled (events issue): append one event per entry of `firstAudits` here, in
+      // this transaction, beside its audit entry (`request.routing.onFirstRouting` carries its fields).
+      return requests.map((request, index) => ({
+        jobs: routed[index]!.map(({ id, created }) => ({ id, created })),
+        firstRouting: firstRouting.get(request) ?? false,
+      }));
     });
   }
 

@@ -8,8 +8,9 @@ import { normaliseVendor } from '../pricing/index.ts';
 import { ResellerStore } from '../reseller-stores/entity.ts';
 import { SourceStore } from '../source-stores/entity.ts';
 import { AppError, validationFailed } from '../shared/errors.ts';
+import type { ResellerOrder } from '../orders/types.ts';
 import { SyncJobRepository } from '../sync-jobs/repository.ts';
-import type { SyncJobService } from '../sync-jobs/service.ts';
+import type { RoutedOrder, SyncJobService } from '../sync-jobs/service.ts';
 import { verifySignature } from './signature.ts';
 
 export interface Delivery {
@@ -20,7 +21,11 @@ export interface Delivery {
   rawBody: Buffer;
 }
 
-const EXTERNAL_ORDER_ID = /^[A-Za-z0-9_-]{1,32}$/;
+/** Order ids the service keeps (sync_jobs.external_order_id); an order with another id is refused. */
+export const EXTERNAL_ORDER_ID = /^[A-Za-z0-9_-]{1,32}$/;
+
+/** What routes an order: its webhook delivery, or a reconciliation run that listed it. */
+export type RoutingVia = { source: 'webhook'; webhookId: string | null } | { source: 'reconciliation'; reconciliationId: string };
 
 /** Entities whose changes empty the store look-up cache. */
 const CACHED_ENTITIES = new Set(['ResellerStore', 'SourceStore']);
@@ -137,15 +142,22 @@ export class WebhookService {
     return new AppError('invalid_signature');
   }
 
-  /**
-   * Routes an order: one sync job per active source store whose vendor tag matches a line. Jobs
-   * that already exist for the order (a redelivery) are returned, not created again.
-   */
+  /** An orders/create delivery: the order read by the platform's reader, then routed (`routeOrder`). */
   async receiveOrder(store: ResellerStore, body: unknown, delivery: Delivery): Promise<string[]> {
     expectTopic(delivery.topic, 'orders/create');
     const order = parse(() => this.ctx.platforms[store.platform].parseOrderWebhook(body));
     if (!EXTERNAL_ORDER_ID.test(order.externalOrderId)) throw validationFailed('id', 'The order id is not a valid order id.');
+    const routed = await this.routeOrder(store, order, { source: 'webhook', webhookId: delivery.webhookId ?? null });
+    return routed.jobs.map((job) => job.id);
+  }
 
+  /**
+   * Routes an order, from its webhook or from reconciliation (which reads listed orders with the
+   * same platform reader): one sync job per active source store whose vendor tag matches a line.
+   * Jobs that already exist for the order (a redelivery) are returned, not created again. The order
+   * is recorded as routed in the same transaction; `firstRouting` says whether this call did it.
+   */
+  async routeOrder(store: ResellerStore, order: ResellerOrder, via: RoutingVia): Promise<RoutedOrder> {
     const sources = (await this.stores.get(`sources:${store.id}`, () =>
       this.ctx.orm.em.fork().find(SourceStore, { resellerStoreId: store.id, deletedAt: null }),
     ))!;
@@ -154,22 +166,36 @@ export class WebhookService {
     const matched = sources.filter((source) => lineKeys.has(source.vendorKey));
     const unmatched = order.lines.filter((line) => !sourceKeys.has(normaliseVendor(line.vendor)));
 
-    const unmatchedAudit = unmatched.length > 0 && {
+    const orderAudit = (action: string, metadata: Record<string, unknown>) => ({
       ownerId: store.ownerId,
       resellerStoreId: store.id,
-      action: 'order.lines_unmatched',
+      action,
       resourceType: 'order',
       resourceId: order.externalOrderId,
       actorId: SYSTEM_ACTOR,
-      metadata: { lines: unmatched.map(({ sku, title, vendor, quantity }) => ({ sku, title, vendor, quantity })) },
-    };
-    const results = await this.jobs.createJobs(
+      metadata,
+    });
+    const unmatchedAudit =
+      unmatched.length > 0
+        ? orderAudit('order.lines_unmatched', { lines: unmatched.map(({ sku, title, vendor, quantity }) => ({ sku, title, vendor, quantity })) })
+        : undefined;
+    const origin =
+      via.source === 'webhook'
+        ? { origin: 'webhook', webhookId: via.webhookId }
+        : { origin: 'reconciliation', reconciliationId: via.reconciliationId };
+    return this.jobs.route(
       { ownerId: store.ownerId, resellerStoreId: store.id, externalOrderId: order.externalOrderId, order },
       matched.map((source) => source.id),
-      { actorId: SYSTEM_ACTOR, metadata: { origin: 'webhook', webhookId: delivery.webhookId ?? null } },
-      unmatchedAudit || undefined,
+      { actorId: SYSTEM_ACTOR, metadata: origin },
+      {
+        source: via.source,
+        onceForOrder: unmatchedAudit,
+        onFirstRouting:
+          via.source === 'reconciliation'
+            ? orderAudit('order.reconciled', { reconciliationId: via.reconciliationId, sourceStoreIds: matched.map((source) => source.id) })
+            : undefined,
+      },
     );
-    return results.map((job) => job.id);
   }
 
   /** Queues the tracking of a supplier's fulfillment for the reseller order, once per event. */

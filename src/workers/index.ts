@@ -37,15 +37,39 @@ export async function consume(boss: PgBoss, name: string, concurrency: number, h
 }
 
 /**
- * Subscribes one worker to the queue of every kind of retried work (src/attempts/kinds.ts). A
- * handler that throws (e.g. the database went away) leaves the message to pg-boss, which delivers
+ * Subscribes one worker to the queue of every kind of retried work (src/attempts/kinds.ts), and
+ * one to each run queue (`runs`: a queue without either fails the start-up). A handler that throws (e.g. the database went away) leaves the message to pg-boss, which delivers
  * it again.
  */
-export async function startWorkers(ctx: AppContext): Promise<void> {
+/** Queues whose messages are not attempts of a retried kind: each message is one unit of work that records its own outcome. */
+type RunQueue = Exclude<QueueKey, (typeof ATTEMPT_KINDS)[number]['queue']>;
+export type RunHandlers = { [K in RunQueue]: (message: QueueMessage<K>) => Promise<void> };
+
+export async function startWorkers(ctx: AppContext, runs: RunHandlers): Promise<void> {
   for (const key of Object.keys(QUEUES) as QueueKey[]) {
-    if (!ATTEMPT_KINDS.some((kind) => kind.queue === key)) throw new Error(`queue ${QUEUES[key].name} has no worker`);
+    if (!ATTEMPT_KINDS.some((kind) => kind.queue === key) && !(key in runs)) throw new Error(`queue ${QUEUES[key].name} has no worker`);
   }
   for (const kind of ATTEMPT_KINDS) await startWorker(ctx, kind as unknown as AttemptKind<AttemptRow, string, QueueKey, { row: AttemptRow }>);
+  for (const key of Object.keys(runs) as RunQueue[]) await startRunWorker(ctx, key, runs[key]);
+}
+
+/** Runs each message of a run queue (a reconciliation run), the messages of a batch side by side. */
+async function startRunWorker<Q extends RunQueue>(ctx: AppContext, key: Q, run: (message: QueueMessage<Q>) => Promise<void>): Promise<void> {
+  const { name, schema } = QUEUES[key];
+  await consume(ctx.queue.boss, name, ctx.config.workerConcurrency, async (jobs) => {
+    const messages = jobs.flatMap((job) => {
+      const parsed = schema.safeParse(job.data);
+      if (parsed.success) return [parsed.data as QueueMessage<Q>];
+      ctx.logger.error({ queue: name, message_id: job.id }, 'malformed queue message dropped');
+      return [];
+    });
+    try {
+      await Promise.all(messages.map(run));
+    } catch (error) {
+      ctx.logger.error({ err: error, queue: name, message_ids: jobs.map((job) => job.id) }, 'queue handler failed; pg-boss will redeliver');
+      throw error;
+    }
+  });
 }
 
 async function startWorker<Q extends QueueKey>(ctx: AppContext, kind: AttemptKind<AttemptRow, string, Q, { row: AttemptRow }>): Promise<void> {

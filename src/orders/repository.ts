@@ -1,0 +1,48 @@
+import type { Orm } from '../db/orm.ts';
+import { sqlOf, type Trx } from '../db/sql.ts';
+import type { RoutingSource } from './entity.ts';
+
+export interface OrderKey {
+  resellerStoreId: string;
+  externalOrderId: string;
+}
+
+const keyOf = (order: OrderKey) => `${order.resellerStoreId}\u0000${order.externalOrderId}`;
+
+/** Statements on routed_orders: which reseller orders were routed, and by what first. */
+export class RoutedOrderRepository {
+  constructor(private readonly orm: Orm) {}
+
+  /**
+   * Records these orders as routed, in the routing transaction, and tells for each whether this was
+   * the first routing. The primary key decides: a concurrent routing of the same order waits for
+   * this one to commit and then finds it routed. An order asked twice counts as first only once.
+   */
+  async recordIn(trx: Trx, orders: (OrderKey & { source: RoutingSource })[], at: Date): Promise<boolean[]> {
+    if (orders.length === 0) return [];
+    // Sorted, so two transactions recording the same orders take their index entries in one order (no deadlock).
+    const rows = [...orders]
+      .sort((a, b) => a.resellerStoreId.localeCompare(b.resellerStoreId) || a.externalOrderId.localeCompare(b.externalOrderId))
+      .map((order) => ({ reseller_store_id: order.resellerStoreId, external_order_id: order.externalOrderId, source: order.source, routed_at: at }));
+    const inserted = await trx
+      .insertInto('routed_orders')
+      .values(rows)
+      .onConflict((oc) => oc.doNothing())
+      .returning(['reseller_store_id', 'external_order_id'])
+      .execute();
+    const firsts = new Set(inserted.map((row) => keyOf({ resellerStoreId: row.reseller_store_id, externalOrderId: row.external_order_id })));
+    return orders.map((order) => firsts.delete(keyOf(order)));
+  }
+
+  /** Which of these orders of one store were routed already: a read, so skipping them writes nothing. */
+  async routedAmong(resellerStoreId: string, externalOrderIds: string[]): Promise<Set<string>> {
+    if (externalOrderIds.length === 0) return new Set();
+    const rows = await sqlOf(this.orm)
+      .selectFrom('routed_orders')
+      .select('external_order_id')
+      .where('reseller_store_id', '=', resellerStoreId)
+      .where('external_order_id', 'in', externalOrderIds)
+      .execute();
+    return new Set(rows.map((row) => row.external_order_id));
+  }
+}

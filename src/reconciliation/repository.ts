@@ -1,0 +1,260 @@
+import { sql } from 'kysely';
+import { insertAudit, type AuditRecord } from '../audit-log/repository.ts';
+import type { Orm } from '../db/orm.ts';
+import { sqlOf, type Db, type Trx } from '../db/sql.ts';
+import { newMessageId, type Queue } from '../queue/queue.ts';
+import { ResellerStore } from '../reseller-stores/entity.ts';
+import { newId } from '../shared/ids.ts';
+import { findPage, type Page, type PageQuery } from '../shared/paging.ts';
+import { ReconciliationRun, type ReconciliationStatus } from './entity.ts';
+
+/** A run as a worker takes it. `take` identifies this hold of the run: only it may renew or finish it. */
+export interface TakenRun {
+  id: string;
+  resellerStoreId: string;
+  trigger: ReconciliationRun['trigger'];
+  requestedSince: Date | null;
+  take: number;
+}
+
+export interface Watermark {
+  watermark: Date;
+  reconciledUntil: Date;
+}
+
+export interface RunOutcome {
+  status: Exclude<ReconciliationStatus, 'running'>;
+  ordersSeen: number;
+  ordersRouted: number;
+  error: string | null;
+  /** Where the store's watermark moves on success (never backwards); null leaves it. */
+  watermark: Watermark | null;
+}
+
+const ABANDONED = 'Abandoned: the process running it stopped before it finished.';
+const SCHEDULER_LOCK = 'reconciliation.scheduler';
+
+/** `now() + ms`, computed by the database so every process's leases share one clock. */
+const fromNow = (ms: number) => sql<Date>`now() + ${ms} * interval '1 millisecond'`;
+/** The ORM's connection may read timestamptz as text. */
+const dateOf = (value: Date | string) => new Date(value);
+
+/** Every statement on reconciliation_runs and reconciliation_watermarks. */
+export class ReconciliationRepository {
+  constructor(
+    private readonly orm: Orm,
+    private readonly queue: Queue,
+  ) {}
+
+  private get db(): Db {
+    return sqlOf(this.orm);
+  }
+
+  /**
+   * Starts a run of one store, with its queue message, unless one is running (null). A running run
+   * whose lease expired was abandoned by a lost process: it is failed first, so it blocks nothing.
+   */
+  start(
+    store: { id: string; ownerId: string },
+    trigger: ReconciliationRun['trigger'],
+    requestedSince: Date | null,
+    queuedLeaseMs: number,
+    audit?: (reconciliationId: string) => AuditRecord,
+  ): Promise<string | null> {
+    return this.db.transaction().execute(async (trx) => {
+      await abandonExpired(trx, store.id);
+      const [id] = await this.insertRuns(trx, [{ ...store, requestedSince }], trigger, queuedLeaseMs);
+      if (id === undefined) return null;
+      if (audit) await insertAudit(trx, [audit(id)]);
+      return id;
+    });
+  }
+
+  /**
+   * Starts a run for every active store that is due: none running, and none started within
+   * `intervalMs` (a new store's first run comes one interval after its creation). One process
+   * schedules at a time (a transaction-scoped advisory lock); the others' turns do nothing.
+   */
+  startDue(intervalMs: number, queuedLeaseMs: number, limit: number): Promise<string[]> {
+    return this.db.transaction().execute(async (trx) => {
+      const { rows: locked } = await sql<{ locked: boolean }>`select pg_try_advisory_xact_lock(hashtext(${SCHEDULER_LOCK})) as locked`.execute(trx);
+      if (!locked[0]?.locked) return [];
+      await abandonExpired(trx, null);
+      const due = await trx
+        .selectFrom('reseller_stores as s')
+        .select(['s.id', 's.owner_id'])
+        .where('s.deleted_at', 'is', null)
+        .where(
+          (eb) =>
+            eb.fn.coalesce(
+              eb.selectFrom('reconciliation_runs as r').select((inner) => inner.fn.max('r.started_at').as('latest')).whereRef('r.reseller_store_id', '=', 's.id'),
+              eb.ref('s.created_at'),
+            ),
+          '<=',
+          sql<Date>`now() - ${intervalMs} * interval '1 millisecond'`,
+        )
+        .where(({ not, exists, selectFrom }) =>
+          not(exists(selectFrom('reconciliation_runs as r').select('r.id').whereRef('r.reseller_store_id', '=', 's.id').where('r.status', '=', 'running'))),
+        )
+        .orderBy('s.id')
+        .limit(limit)
+        .execute();
+      const stores = due.map((row) => ({ id: row.id, ownerId: row.owner_id, requestedSince: null }));
+      return this.insertRuns(trx, stores, 'scheduled', queuedLeaseMs);
+    });
+  }
+
+  /** Inserts running runs and their queue messages; a store with a running run is skipped. */
+  private async insertRuns(
+    trx: Trx,
+    stores: { id: string; ownerId: string; requestedSince: Date | null }[],
+    trigger: ReconciliationRun['trigger'],
+    queuedLeaseMs: number,
+  ): Promise<string[]> {
+    if (stores.length === 0) return [];
+    const rows = await trx
+      .insertInto('reconciliation_runs')
+      .values(
+        stores.map((store) => ({
+          id: newId('reconciliation'),
+          owner_id: store.ownerId,
+          reseller_store_id: store.id,
+          trigger,
+          status: 'running',
+          requested_since: store.requestedSince,
+          since: null,
+          orders_seen: 0,
+          orders_routed: 0,
+          error: null,
+          takes: 0,
+          lease_expires_at: fromNow(queuedLeaseMs),
+          started_at: sql<Date>`now()`,
+          finished_at: null,
+        })),
+      )
+      // The partial unique index allows one running run per store, across every process.
+      .onConflict((oc) => oc.column('reseller_store_id').where('status', '=', 'running').doNothing())
+      .returning('id')
+      .execute();
+    const ids = rows.map((row) => row.id);
+    await this.queue.insertIn(trx, 'reconciliation', ids.map((id) => ({ id: newMessageId(), message: { reconciliationId: id } })));
+    return ids;
+  }
+
+  /**
+   * Takes a run for this process: one nobody took yet, or one whose process was lost (its lease
+   * expired). Null when it finished, or another process holds it (a duplicate queue message).
+   */
+  async take(id: string, leaseMs: number): Promise<TakenRun | null> {
+    const row = await this.db
+      .updateTable('reconciliation_runs')
+      .set((eb) => ({ takes: eb('takes', '+', 1), lease_expires_at: fromNow(leaseMs) }))
+      .where('id', '=', id)
+      .where('status', '=', 'running')
+      .where((eb) => eb.or([eb('takes', '=', 0), eb('lease_expires_at', '<', sql<Date>`now()`)]))
+      .returning(['reseller_store_id', 'trigger', 'requested_since', 'takes'])
+      .executeTakeFirst();
+    if (!row) return null;
+    return {
+      id,
+      resellerStoreId: row.reseller_store_id,
+      trigger: row.trigger as TakenRun['trigger'],
+      requestedSince: row.requested_since === null ? null : dateOf(row.requested_since),
+      take: row.takes,
+    };
+  }
+
+  /** Extends this hold of the run; false when the run is no longer this process's. */
+  async renew(run: TakenRun, leaseMs: number): Promise<boolean> {
+    const result = await this.heldBy(run, this.db.updateTable('reconciliation_runs').set({ lease_expires_at: fromNow(leaseMs) })).executeTakeFirst();
+    return result.numUpdatedRows === 1n;
+  }
+
+  /** Records where the listing starts and how far it got, for GET …/reconciliations while it runs. */
+  async progress(run: TakenRun, since: Date, ordersSeen: number, ordersRouted: number): Promise<void> {
+    await this.heldBy(
+      run,
+      this.db.updateTable('reconciliation_runs').set({ since, orders_seen: ordersSeen, orders_routed: ordersRouted }),
+    ).execute();
+  }
+
+  /**
+   * Ends this hold of the run with its outcome and, on success, moves the store's watermark forward
+   * (never back), in one transaction. False when the run was no longer this process's.
+   */
+  finish(run: TakenRun, outcome: RunOutcome): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      const finished = await this.heldBy(
+        run,
+        trx.updateTable('reconciliation_runs').set({
+          status: outcome.status,
+          finished_at: sql<Date>`now()`,
+          orders_seen: outcome.ordersSeen,
+          orders_routed: outcome.ordersRouted,
+          error: outcome.error,
+        }),
+      ).executeTakeFirst();
+      if (finished.numUpdatedRows !== 1n) return false;
+      if (outcome.status === 'succeeded' && outcome.watermark) {
+        const { watermark, reconciledUntil } = outcome.watermark;
+        await trx
+          .insertInto('reconciliation_watermarks')
+          .values({ reseller_store_id: run.resellerStoreId, watermark, reconciled_until: reconciledUntil, updated_at: sql<Date>`now()` })
+          .onConflict((oc) =>
+            oc.column('reseller_store_id').doUpdateSet({
+              watermark: sql<Date>`greatest(reconciliation_watermarks.watermark, excluded.watermark)`,
+              reconciled_until: sql<Date>`greatest(reconciliation_watermarks.reconciled_until, excluded.reconciled_until)`,
+              updated_at: sql<Date>`now()`,
+            }),
+          )
+          .execute();
+      }
+      return true;
+    });
+  }
+
+  /** An update of the run, only while this hold of it is current. */
+  private heldBy<Q extends { where: (...args: any[]) => Q }>(run: TakenRun, update: Q): Q {
+    return update.where('id', '=', run.id).where('status', '=', 'running').where('takes', '=', run.take);
+  }
+
+  async watermarkOf(resellerStoreId: string): Promise<Watermark | null> {
+    const row = await this.db
+      .selectFrom('reconciliation_watermarks')
+      .select(['watermark', 'reconciled_until'])
+      .where('reseller_store_id', '=', resellerStoreId)
+      .executeTakeFirst();
+    return row ? { watermark: dateOf(row.watermark), reconciledUntil: dateOf(row.reconciled_until) } : null;
+  }
+
+  /** The store, unless it was deleted (a deleted store is not reconciled). */
+  activeStore(id: string): Promise<ResellerStore | null> {
+    return this.orm.em.fork().findOne(ResellerStore, { id, deletedAt: null });
+  }
+
+  list(ownerId: string, resellerStoreId: string, page: PageQuery): Promise<Page<ReconciliationRun>> {
+    return findPage(this.orm.em, ReconciliationRun, { ownerId, resellerStoreId }, page);
+  }
+
+  /** Seconds since each active store was last reconciled up to (its creation when never). */
+  async lagByStore(): Promise<{ resellerStoreId: string; lagSeconds: number }[]> {
+    const rows = await this.db
+      .selectFrom('reseller_stores as s')
+      .leftJoin('reconciliation_watermarks as w', 'w.reseller_store_id', 's.id')
+      .select(['s.id', sql<number | string>`greatest(0, extract(epoch from now() - coalesce(w.reconciled_until, s.created_at)))::float8`.as('lag_seconds')])
+      .where('s.deleted_at', 'is', null)
+      .execute();
+    return rows.map((row) => ({ resellerStoreId: row.id, lagSeconds: Number(row.lag_seconds) }));
+  }
+}
+
+/** Fails running runs whose lease expired (of one store, or all), so they block no new run. */
+async function abandonExpired(trx: Trx, resellerStoreId: string | null): Promise<void> {
+  let update = trx
+    .updateTable('reconciliation_runs')
+    .set({ status: 'failed', finished_at: sql<Date>`now()`, error: ABANDONED })
+    .where('status', '=', 'running')
+    .where('lease_expires_at', '<', sql<Date>`now()`);
+  if (resellerStoreId !== null) update = update.where('reseller_store_id', '=', resellerStoreId);
+  await update.execute();
+}

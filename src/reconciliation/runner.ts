@@ -1,0 +1,172 @@
+import type { AppContext } from '../context.ts';
+import type { ResellerOrder } from '../orders/types.ts';
+import { PlatformError, type ListedOrder } from '../platforms/types.ts';
+import type { ResellerStore } from '../reseller-stores/entity.ts';
+import { EXTERNAL_ORDER_ID } from '../webhooks/service.ts';
+import type { ReconciliationRepository, RunOutcome, TakenRun, Watermark } from './repository.ts';
+
+/** The order webhook's routing, as reconciliation uses it. */
+export interface ListedOrderRouting {
+  /** Which of these orders of the store were routed already: a read, so skipping them writes nothing. */
+  routedAmong(resellerStoreId: string, externalOrderIds: string[]): Promise<Set<string>>;
+  /** Routes one order as its webhook would have; `firstRouting` is false when something routed it first. */
+  route(store: ResellerStore, order: ResellerOrder, reconciliationId: string): Promise<{ firstRouting: boolean }>;
+}
+
+/** Orders can appear in a platform's list a little after their creation time: each run relists this much. */
+export const WATERMARK_OVERLAP_MS = 5 * 60_000;
+/** A run's hold on its store; renewed while it runs, so a lost process's run is taken over or failed soon after. */
+export const RUN_LEASE_MS = 60_000;
+/** Pages one run lists at most; a store with more picks up from its new watermark in the next run. */
+const MAX_PAGES_PER_RUN = 400;
+
+class RunAbandoned extends Error {}
+
+/**
+ * Carries out one reconciliation run: lists the store's orders since its watermark (less the
+ * overlap), page by page through the platform adapter (so the store's pacing, timeout and error
+ * mapping apply), and routes every order old enough, not cancelled and not routed yet. A platform
+ * failure fails the run and keeps the watermark; the next run lists the same orders again.
+ */
+export class ReconciliationRunner {
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly repository: ReconciliationRepository,
+    private readonly routing: ListedOrderRouting,
+  ) {}
+
+  /** Runs the reconciliation a queue message names, unless it finished or another process holds it. */
+  async execute(reconciliationId: string): Promise<void> {
+    const run = await this.repository.take(reconciliationId, RUN_LEASE_MS);
+    if (!run) return;
+    const logger = this.ctx.logger.child({ reconciliation_id: run.id, reseller_store_id: run.resellerStoreId });
+    const lease = this.holdLease(run);
+    let outcome: RunOutcome;
+    try {
+      outcome = await this.reconcile(run, lease);
+    } catch (error) {
+      if (error instanceof RunAbandoned) {
+        logger.warn('reconciliation lost its lease to another process; stopped');
+        return;
+      }
+      if (!(error instanceof PlatformError)) logger.error({ err: error }, 'reconciliation failed');
+      outcome = { status: 'failed', ordersSeen: lease.ordersSeen, ordersRouted: lease.ordersRouted, error: describe(error), watermark: null };
+    } finally {
+      lease.release();
+    }
+    if (!(await this.repository.finish(run, outcome))) return;
+    this.ctx.metrics.reconciliationRuns.inc({ outcome: outcome.status });
+    logger.info({ status: outcome.status, orders_seen: outcome.ordersSeen, orders_routed: outcome.ordersRouted, error: outcome.error ?? undefined }, 'reconciliation finished');
+  }
+
+  private async reconcile(run: TakenRun, lease: Lease): Promise<RunOutcome> {
+    const store = await this.repository.activeStore(run.resellerStoreId);
+    if (!store) return { status: 'failed', ordersSeen: 0, ordersRouted: 0, error: 'The reseller store was deleted.', watermark: null };
+    const current = (await this.repository.watermarkOf(store.id)) ?? { watermark: store.createdAt, reconciledUntil: store.createdAt };
+    // A new store does not import its history: the automatic window never reaches before its creation.
+    const since = run.requestedSince ?? new Date(Math.max(store.createdAt.getTime(), current.watermark.getTime() - WATERMARK_OVERLAP_MS));
+    const cutoff = new Date(Date.now() - this.ctx.config.reconcileGraceMs);
+    await this.repository.progress(run, since, 0, 0);
+
+    const connection = {
+      platform: store.platform,
+      shopDomain: store.shopDomain,
+      accessToken: this.ctx.secrets.decrypt(store.accessTokenEncrypted, store.id),
+    };
+    let newest = current.watermark;
+    let listedToCutoff = false;
+    let pages = 0;
+    for await (const page of this.ctx.platforms[store.platform].listOrders(connection, since)) {
+      lease.check();
+      if (!(await this.repository.activeStore(store.id))) {
+        return { status: 'failed', ordersSeen: lease.ordersSeen, ordersRouted: lease.ordersRouted, error: 'The reseller store was deleted.', watermark: null };
+      }
+      // Lists are oldest first: the first order inside the grace period ends the listing.
+      const due = page.filter((listed) => listed.createdAt <= cutoff);
+      await this.routePage(store, due, run, lease);
+      for (const listed of due) if (listed.createdAt > newest) newest = listed.createdAt;
+      await this.repository.progress(run, since, lease.ordersSeen, lease.ordersRouted);
+      pages += 1;
+      if (due.length < page.length) {
+        listedToCutoff = true;
+        break;
+      }
+      if (pages >= MAX_PAGES_PER_RUN) break;
+    }
+    if (pages < MAX_PAGES_PER_RUN) listedToCutoff = true;
+    lease.check();
+    return {
+      status: 'succeeded',
+      ordersSeen: lease.ordersSeen,
+      ordersRouted: lease.ordersRouted,
+      error: null,
+      watermark: this.nextWatermark(current, since, newest, listedToCutoff ? cutoff : newest),
+    };
+  }
+
+  /**
+   * The watermark moves only over orders this run saw, and only when the run listed from at or
+   * before it: a manual run from a later `since` skipped the orders in between.
+   */
+  private nextWatermark(current: Watermark, since: Date, newest: Date, listedUntil: Date): Watermark | null {
+    if (since > current.watermark) return null;
+    return { watermark: newest, reconciledUntil: listedUntil };
+  }
+
+  private async routePage(store: ResellerStore, due: ListedOrder[], run: TakenRun, lease: Lease): Promise<void> {
+    lease.ordersSeen += due.length;
+    const routable = due.filter((listed) => !listed.cancelled && this.isRoutable(listed, run));
+    const routed = await this.routing.routedAmong(store.id, routable.map((listed) => listed.externalOrderId));
+    const unrouted = routable.filter((listed) => !routed.has(listed.externalOrderId));
+    lease.check();
+    // Routed together, the orders share the webhook path's group commit.
+    const results = await Promise.all(unrouted.map((listed) => this.routing.route(store, listed.order as ResellerOrder, run.id)));
+    const first = results.filter((result) => result.firstRouting).length;
+    lease.ordersRouted += first;
+    this.ctx.metrics.reconciliationOrdersRouted.inc(first);
+  }
+
+  private isRoutable(listed: ListedOrder, run: TakenRun): boolean {
+    const problem = 'invalid' in listed.order ? listed.order.invalid : EXTERNAL_ORDER_ID.test(listed.externalOrderId) ? null : 'the order id is not a valid order id';
+    if (problem === null) return true;
+    this.ctx.logger.warn(
+      { reconciliation_id: run.id, reseller_store_id: run.resellerStoreId, external_order_id: listed.externalOrderId.slice(0, 64), problem },
+      'listed order skipped: its webhook would have been refused',
+    );
+    return false;
+  }
+
+  /** Renews the run's lease in the background while it runs; `check` stops the run once it was lost. */
+  private holdLease(run: TakenRun): Lease {
+    const lease: Lease = {
+      lost: false,
+      ordersSeen: 0,
+      ordersRouted: 0,
+      check() {
+        if (lease.lost) throw new RunAbandoned();
+      },
+      release: () => clearInterval(timer),
+    };
+    const timer = setInterval(() => {
+      this.repository.renew(run, RUN_LEASE_MS).then(
+        (held) => (lease.lost ||= !held),
+        (error: unknown) => this.ctx.logger.warn({ err: error, reconciliation_id: run.id }, 'could not renew the reconciliation lease'),
+      );
+    }, RUN_LEASE_MS / 3);
+    timer.unref();
+    return lease;
+  }
+}
+
+interface Lease {
+  lost: boolean;
+  ordersSeen: number;
+  ordersRouted: number;
+  check(): void;
+  release(): void;
+}
+
+function describe(error: unknown): string {
+  if (error instanceof PlatformError) return error.message;
+  return 'Internal error while reconciling; see the service logs.';
+}
