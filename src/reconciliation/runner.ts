@@ -63,8 +63,9 @@ export class ReconciliationRunner {
     const store = await this.repository.activeStore(run.resellerStoreId);
     if (!store) return { status: 'failed', ordersSeen: 0, ordersRouted: 0, error: 'The reseller store was deleted.', watermark: null };
     const current = (await this.repository.watermarkOf(store.id)) ?? { watermark: store.createdAt, reconciledUntil: store.createdAt };
-    // A new store does not import its history: the automatic window never reaches before its creation.
-    const since = run.requestedSince ?? new Date(Math.max(store.createdAt.getTime(), current.watermark.getTime() - WATERMARK_OVERLAP_MS));
+    // A new store does not import its history: the automatic window never reaches before its creation
+    // (less a second: platform_b's creation times have whole seconds and its filter is exclusive).
+    const since = run.requestedSince ?? new Date(Math.max(wholeSecond(store.createdAt) - 1000, current.watermark.getTime() - WATERMARK_OVERLAP_MS));
     const cutoff = new Date(Date.now() - this.ctx.config.reconcileGraceMs);
     await this.repository.progress(run, since, 0, 0);
 
@@ -165,6 +166,8 @@ interface Lease {
   check(): void;
   release(): void;
 }
+
+const wholeSecond = (date: Date) => Math.floor(date.getTime() / 1000) * 1000;
 
 function describe(error: unknown): string {
   if (error instanceof PlatformError) return error.message;

@@ -23,6 +23,7 @@ const count = z.number().int().nonnegative();
 const faultsSchema = z
   .object({
     latencyMs: count.optional(),
+    faultsAfter: count.optional(),
     failNext: count.optional(),
     status: z.number().int().min(400).max(599).optional(),
     rateLimitNext: count.optional(),

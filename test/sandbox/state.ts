@@ -6,6 +6,8 @@ import { sendWebhook, type WebhookResult } from './webhooks.ts';
 export interface Faults {
   /** Delay before every request to the store is answered. */
   latencyMs?: number;
+  /** The next N requests are answered normally before the counted faults below start (e.g. fail page 2). */
+  faultsAfter?: number;
   /** The next N requests answer `status`. */
   failNext?: number;
   /** Status for failNext and alwaysFail; default 500. */
@@ -125,6 +127,7 @@ export class StoreState {
 
   /** Consumes one injected fault for the request being handled, if any applies. */
   takeFault(): FaultAction | null {
+    if (this.#consume('faultsAfter')) return null;
     if (this.#consume('dropNext')) return { kind: 'drop' };
     if (this.#consume('acceptThenDropNext')) return { kind: 'acceptThenDrop' };
     if (this.#consume('rateLimitNext')) {
@@ -145,7 +148,7 @@ export class StoreState {
     return 'send';
   }
 
-  #consume(counter: 'dropNext' | 'acceptThenDropNext' | 'rateLimitNext' | 'failNext' | 'dropWebhooksNext' | 'holdWebhooksNext'): boolean {
+  #consume(counter: 'faultsAfter' | 'dropNext' | 'acceptThenDropNext' | 'rateLimitNext' | 'failNext' | 'dropWebhooksNext' | 'holdWebhooksNext'): boolean {
     const remaining = this.faults[counter] ?? 0;
     if (remaining <= 0) return false;
     this.faults[counter] = remaining - 1;
