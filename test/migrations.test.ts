@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { MikroORM } from '@mikro-orm/postgresql';
+import { ormConfig } from '../mikro-orm.config.ts';
 import { connectOrm, type Orm } from '../src/db/orm.ts';
 import { queryRows } from './support/database.ts';
 
@@ -95,5 +97,37 @@ describe('migrations', () => {
     expect(
       indexes.some((d) => /UNIQUE INDEX reconciliation_runs_one_running_per_store .*\(reseller_store_id\) WHERE \(status = 'running'::text\)/.test(d)),
     ).toBe(true);
+  });
+
+  it('record the orders routed before routed_orders existed: by their webhook jobs, or their unmatched lines', async () => {
+    const earlier = await createEmptyDatabase();
+    const partial = await MikroORM.init(ormConfig(earlier.url, { pool: { min: 0, max: 2 } }));
+    try {
+      await partial.migrator.up({ to: 'Migration20261122062836' });
+      const job = (id: string, order: string, source: string, origin: string) =>
+        queryRows(
+          earlier.url,
+          `insert into sync_jobs (id, owner_id, reseller_store_id, source_store_id, external_order_id, origin, status, attempts,
+             machine_state, version, created_at, updated_at)
+           values ($1, 'usr_1', 'rst_1', $2, $3, $4, 'completed', 1, '{}', 1, now(), now())`,
+          [id, source, order, origin],
+        );
+      await job('job_1', '1001', 'sst_1', 'webhook');
+      await job('job_2', '1001', 'sst_2', 'webhook');
+      await job('job_3', '1002', 'sst_1', 'manual');
+      await queryRows(
+        earlier.url,
+        `insert into audit_entries (id, owner_id, reseller_store_id, action, resource_type, resource_id, metadata, actor_id, created_at)
+         values ('aud_1', 'usr_1', 'rst_1', 'order.lines_unmatched', 'order', '1003', '{}', 'system', now())`,
+      );
+      await partial.migrator.up();
+      expect(await queryRows(earlier.url, 'select reseller_store_id, external_order_id, source from routed_orders order by external_order_id')).toEqual([
+        { reseller_store_id: 'rst_1', external_order_id: '1001', source: 'webhook' },
+        { reseller_store_id: 'rst_1', external_order_id: '1003', source: 'webhook' },
+      ]);
+    } finally {
+      await partial.close();
+      await admin((client) => client.query(`drop database if exists ${earlier.name} with (force)`));
+    }
   });
 });

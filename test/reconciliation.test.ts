@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PLATFORMS } from '../src/orders/types.ts';
 import { sendWebhook, startSandbox, type Sandbox } from './sandbox/server.ts';
 import { expectError } from './support/assertions.ts';
+import { queryRows } from './support/database.ts';
 import { registerUser } from './support/factories.ts';
 import {
   auditEntries,
@@ -43,6 +44,11 @@ afterAll(async () => {
   await service?.stop();
   await sandbox?.close();
 });
+
+async function ownerOf(reseller: Reseller): Promise<string> {
+  const [row] = await queryRows<{ owner_id: string }>(service.databaseUrl, 'select owner_id from reseller_stores where id = $1', [reseller.store.id]);
+  return row!.owner_id;
+}
 
 /** Every order has exactly one job (one supplier matches each), and no job is for another order. */
 async function expectRoutedOnce(reseller: Reseller, orderIds: string[]) {
@@ -210,6 +216,21 @@ describe('POST /v1/reseller_stores/{id}/reconcile and GET …/reconciliations', 
       ordersRouted: 0,
       error: null,
     });
+  });
+
+  it('fails a run whose process was lost (its lease expired) instead of blocking the store', async () => {
+    const reseller = await openReseller(sandbox, target, 'platform_b');
+    const lostRun = 'rec_lost_process_run';
+    await queryRows(
+      service.databaseUrl,
+      `insert into reconciliation_runs (id, owner_id, reseller_store_id, trigger, status, orders_seen, orders_routed, takes, lease_expires_at, started_at)
+       values ($1, $2, $3, 'scheduled', 'running', 0, 0, 1, now() - interval '1 second', now() - interval '2 minutes')`,
+      [lostRun, await ownerOf(reseller), reseller.store.id],
+    );
+    const next = await finishedRun(reseller, await reconcile(reseller));
+    expect(next.status).toBe('succeeded');
+    const lost = (await runsOf(reseller)).find((run) => run.id === lostRun);
+    expect(lost).toMatchObject({ status: 'failed', error: expect.stringMatching(/^Abandoned/), finishedAt: expect.any(String) });
   });
 
   it('accepts no body at all, and records who asked in the audit log', async () => {
