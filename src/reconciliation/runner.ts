@@ -41,16 +41,17 @@ export class ReconciliationRunner {
     if (!run) return;
     const logger = this.ctx.logger.child({ reconciliation_id: run.id, reseller_store_id: run.resellerStoreId });
     const lease = this.holdLease(run);
+    const tally: Tally = { ordersSeen: 0, ordersRouted: 0 };
     let outcome: RunOutcome;
     try {
-      outcome = await this.reconcile(run, lease);
+      outcome = await this.reconcile(run, lease, tally);
     } catch (error) {
       if (error instanceof RunAbandoned) {
         logger.warn('reconciliation lost its lease to another process; stopped');
         return;
       }
       if (!(error instanceof PlatformError)) logger.error({ err: error }, 'reconciliation failed');
-      outcome = { status: 'failed', ordersSeen: lease.ordersSeen, ordersRouted: lease.ordersRouted, error: describe(error), watermark: null };
+      outcome = { status: 'failed', ...tally, error: describe(error), watermark: null };
     } finally {
       lease.release();
     }
@@ -59,9 +60,10 @@ export class ReconciliationRunner {
     logger.info({ status: outcome.status, orders_seen: outcome.ordersSeen, orders_routed: outcome.ordersRouted, error: outcome.error ?? undefined }, 'reconciliation finished');
   }
 
-  private async reconcile(run: TakenRun, lease: Lease): Promise<RunOutcome> {
+  private async reconcile(run: TakenRun, lease: Lease, tally: Tally): Promise<RunOutcome> {
+    const deleted: RunOutcome = { status: 'failed', ...tally, error: 'The reseller store was deleted.', watermark: null };
     const store = await this.repository.activeStore(run.resellerStoreId);
-    if (!store) return { status: 'failed', ordersSeen: 0, ordersRouted: 0, error: 'The reseller store was deleted.', watermark: null };
+    if (!store) return deleted;
     const current = (await this.repository.watermarkOf(store.id)) ?? { watermark: store.createdAt, reconciledUntil: store.createdAt };
     // A new store does not import its history: the automatic window never reaches before its creation
     // (less a second: platform_b's creation times have whole seconds and its filter is exclusive).
@@ -75,34 +77,26 @@ export class ReconciliationRunner {
       accessToken: this.ctx.secrets.decrypt(store.accessTokenEncrypted, store.id),
     };
     let newest = current.watermark;
-    let listedToCutoff = false;
+    let truncated = false;
     let pages = 0;
     for await (const page of this.ctx.platforms[store.platform].listOrders(connection, since)) {
       lease.check();
-      if (!(await this.repository.activeStore(store.id))) {
-        return { status: 'failed', ordersSeen: lease.ordersSeen, ordersRouted: lease.ordersRouted, error: 'The reseller store was deleted.', watermark: null };
-      }
+      if (!(await this.repository.activeStore(store.id))) return { ...deleted, ...tally };
       // Lists are oldest first: the first order inside the grace period ends the listing.
       const due = page.filter((listed) => listed.createdAt <= cutoff);
-      await this.routePage(store, due, run, lease);
+      await this.routePage(store, due, run, lease, tally);
       for (const listed of due) if (listed.createdAt > newest) newest = listed.createdAt;
-      await this.repository.progress(run, since, lease.ordersSeen, lease.ordersRouted);
-      pages += 1;
-      if (due.length < page.length) {
-        listedToCutoff = true;
+      await this.repository.progress(run, since, tally.ordersSeen, tally.ordersRouted);
+      if (due.length < page.length) break;
+      if (++pages >= MAX_PAGES_PER_RUN) {
+        truncated = true;
         break;
       }
-      if (pages >= MAX_PAGES_PER_RUN) break;
     }
-    if (pages < MAX_PAGES_PER_RUN) listedToCutoff = true;
     lease.check();
-    return {
-      status: 'succeeded',
-      ordersSeen: lease.ordersSeen,
-      ordersRouted: lease.ordersRouted,
-      error: null,
-      watermark: this.nextWatermark(current, since, newest, listedToCutoff ? cutoff : newest),
-    };
+    // A truncated listing reconciled the store only up to the newest order it saw.
+    const watermark = this.nextWatermark(current, since, newest, truncated ? newest : cutoff);
+    return { status: 'succeeded', ...tally, error: null, watermark };
   }
 
   /**
@@ -114,8 +108,8 @@ export class ReconciliationRunner {
     return { watermark: newest, reconciledUntil: listedUntil };
   }
 
-  private async routePage(store: ResellerStore, due: ListedOrder[], run: TakenRun, lease: Lease): Promise<void> {
-    lease.ordersSeen += due.length;
+  private async routePage(store: ResellerStore, due: ListedOrder[], run: TakenRun, lease: Lease, tally: Tally): Promise<void> {
+    tally.ordersSeen += due.length;
     const routable = due.filter((listed) => !listed.cancelled && this.isRoutable(listed, run));
     const routed = await this.routing.routedAmong(store.id, routable.map((listed) => listed.externalOrderId));
     const unrouted = routable.filter((listed) => !routed.has(listed.externalOrderId));
@@ -123,7 +117,7 @@ export class ReconciliationRunner {
     // Routed together, the orders share the webhook path's group commit.
     const results = await Promise.all(unrouted.map((listed) => this.routing.route(store, listed.order as ResellerOrder, run.id)));
     const first = results.filter((result) => result.firstRouting).length;
-    lease.ordersRouted += first;
+    tally.ordersRouted += first;
     this.ctx.metrics.reconciliationOrdersRouted.inc(first);
   }
 
@@ -141,8 +135,6 @@ export class ReconciliationRunner {
   private holdLease(run: TakenRun): Lease {
     const lease: Lease = {
       lost: false,
-      ordersSeen: 0,
-      ordersRouted: 0,
       check() {
         if (lease.lost) throw new RunAbandoned();
       },
@@ -159,10 +151,14 @@ export class ReconciliationRunner {
   }
 }
 
-interface Lease {
-  lost: boolean;
+/** What a run has done so far, reported even when it fails. */
+interface Tally {
   ordersSeen: number;
   ordersRouted: number;
+}
+
+interface Lease {
+  lost: boolean;
   check(): void;
   release(): void;
 }
