@@ -1,6 +1,7 @@
-import { sql } from 'kysely';
+import { sql, type UpdateQueryBuilder, type UpdateResult } from 'kysely';
 import { insertAudit, type AuditRecord } from '../audit-log/repository.ts';
 import type { Orm } from '../db/orm.ts';
+import type { Database } from '../db/schema.ts';
 import { sqlOf, type Db, type Trx } from '../db/sql.ts';
 import { newMessageId, type Queue } from '../queue/queue.ts';
 import { ResellerStore } from '../reseller-stores/entity.ts';
@@ -33,6 +34,8 @@ export interface RunOutcome {
 
 const ABANDONED = 'Abandoned: the process running it stopped before it finished.';
 const SCHEDULER_LOCK = 'reconciliation.scheduler';
+
+type RunUpdate = UpdateQueryBuilder<Database, 'reconciliation_runs', 'reconciliation_runs', UpdateResult>;
 
 /** `now() + ms`, computed by the database so every process's leases share one clock. */
 const fromNow = (ms: number) => sql<Date>`now() + ${ms} * interval '1 millisecond'`;
@@ -214,7 +217,7 @@ export class ReconciliationRepository {
   }
 
   /** An update of the run, only while this hold of it is current. */
-  private heldBy<Q extends { where: (...args: any[]) => Q }>(run: TakenRun, update: Q): Q {
+  private heldBy(run: TakenRun, update: RunUpdate): RunUpdate {
     return update.where('id', '=', run.id).where('status', '=', 'running').where('takes', '=', run.take);
   }
 
