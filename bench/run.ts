@@ -59,6 +59,7 @@ const TARGETS: Record<string, { op: '>=' | '<='; value: number }> = {
   'e2e.p99_ms': { op: '<=', value: 1500 },
   'processing.ratio': { op: '>=', value: 0.5 },
   'scale.list_p99_growth': { op: '<=', value: 1.5 },
+  'scale.stats_p99_ms': { op: '<=', value: 50 },
   rss_mb: { op: '<=', value: 256 },
 };
 
@@ -574,6 +575,8 @@ async function scalePhase(): Promise<void> {
       ['audit_log', '/v1/audit_log'],
       // Not part of the growth figure: a filter on an action the log hardly has.
       ['audit_log_by_action', '/v1/audit_log?action=sync_job.retried'],
+      // The operator's store overview: counted from store_status_counts, not from the jobs.
+      ['stats', `/v1/reseller_stores/${tenant.resellerStoreId}/stats`],
     ] as const;
     for (const [key, route] of routes) {
       out[key] = await load(`scale-${key}-${size}`, {
@@ -610,6 +613,7 @@ async function scalePhase(): Promise<void> {
     'scale.audit_log_by_action_p99_ms_large': atLarge.audit_log_by_action!.p99,
     'scale.sync_jobs_rps_large': round(atLarge.sync_jobs!.rps),
     'scale.audit_log_rps_large': round(atLarge.audit_log!.rps),
+    'scale.stats_p99_ms': atLarge.stats!.p99,
     'scale.jobs_large': large,
   });
 }

@@ -36,6 +36,19 @@ const ResellerStoreFields = openApi(z.object({
 }), { title: 'ResellerStoreSummary' });
 const ResellerStore = openApi(ResellerStoreFields.extend({ request_id: RequestId }), { title: 'ResellerStore' });
 
+const Count = z.number().int();
+const StatusCounts = openApi(z.object({ pending: Count, processing: Count, completed: Count, failed: Count, dead: Count }), {
+  title: 'StatusCounts',
+});
+const ResellerStoreStats = openApi(z.object({
+  syncJobs: StatusCounts.describe('Sync jobs of the store by status.'),
+  fulfillments: StatusCounts.describe('Fulfillments of the store by status.'),
+  oldestPendingSeconds: z.number().int().nullable().describe('How long the longest-waiting pending sync job has been pending; null when none is.'),
+  lastOrderAt: NullableTimestamp.describe('When the newest sync job of the store was created (the last order routed).'),
+  lastReconciledAt: NullableTimestamp.describe('When the last successful reconciliation of missed webhooks finished; null before the first.'),
+  request_id: RequestId,
+}), { title: 'ResellerStoreStats' });
+
 export const resellerStoresContract = c.router(
   {
     create: {
@@ -64,6 +77,15 @@ export const resellerStoresContract = c.router(
       responses: { 200: ResellerStore, 400: errorResponse(400), 404: errorResponse(404) },
       summary: 'Get a reseller store',
       description: 'One reseller store of the current user, also after it was deleted.',
+    },
+    stats: {
+      method: 'GET',
+      path: '/v1/reseller_stores/:id/stats',
+      pathParams: IdParam,
+      responses: { 200: ResellerStoreStats, 400: errorResponse(400), 404: errorResponse(404) },
+      summary: 'Reseller store stats',
+      description:
+        'Sync jobs and fulfillments of the store counted by status, the age of the oldest pending job, and the times of the last order and the last reconciliation. Counted in the database, fast whatever the number of jobs.',
     },
     update: {
       method: 'PATCH',

@@ -40,6 +40,18 @@ const SyncJob = openApi(SyncJobFields.extend({
   request_id: RequestId,
 }), { title: 'SyncJob' });
 
+const RetryableStatus = z.enum(['dead', 'failed']);
+
+export const BULK_RETRY_LIMIT = 1000;
+
+const BulkRetryResult = openApi(z.object({
+  object: z.literal('bulk_retry'),
+  retried: z.number().int().describe(`Jobs retried by this call, at most ${BULK_RETRY_LIMIT}.`),
+  syncJobIds: z.array(z.string()).describe('The jobs retried, oldest first.'),
+  has_more: z.boolean().describe('More jobs match the filters: call again to retry the next ones.'),
+  request_id: RequestId,
+}), { title: 'BulkRetryResult' });
+
 export const syncJobsContract = c.router(
   {
     create: {
@@ -74,6 +86,23 @@ export const syncJobsContract = c.router(
       responses: { 200: SyncJob, 400: errorResponse(400), 404: errorResponse(404) },
       summary: 'Get a sync job',
       description: 'One sync job with the fulfillments propagated for it.',
+    },
+    bulkRetry: {
+      method: 'POST',
+      path: '/v1/sync_jobs/bulk_retry',
+      body: z
+        .object({
+          status: z.union([RetryableStatus, z.array(RetryableStatus).min(1).max(2)]).describe('`dead`, `failed`, or both as a list.'),
+          reseller_store_id: z.string().min(1).max(64).optional(),
+          source_store_id: z.string().min(1).max(64).optional(),
+          created_after: z.string().datetime({ offset: true }).optional().describe('Only jobs created after this time.'),
+          created_before: z.string().datetime({ offset: true }).optional().describe('Only jobs created before this time.'),
+        })
+        // A misspelt filter must not silently widen what gets retried.
+        .strict(),
+      responses: { 200: BulkRetryResult, 400: errorResponse(400), ...bodyErrors },
+      summary: 'Retry matching sync jobs',
+      description: `Retries up to ${BULK_RETRY_LIMIT} of the current user's jobs with the given statuses and filters, oldest first, each exactly as \`POST /v1/sync_jobs/{id}/retry\` does (audited as \`sync_job.retried\` with \`metadata.bulk = true\`). A job that changed status meanwhile is skipped, not an error. When \`has_more\` is true, call again for the next ones.`,
     },
     retry: {
       method: 'POST',

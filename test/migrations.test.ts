@@ -17,6 +17,7 @@ const TABLES = [
   'reseller_stores',
   'routed_orders',
   'source_stores',
+  'store_status_counts',
   'sync_jobs',
   'users',
 ];

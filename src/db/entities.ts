@@ -5,8 +5,9 @@ import { Fulfillment } from '../fulfillments/entity.ts';
 import { RoutedOrder } from '../orders/entity.ts';
 import { ReconciliationRun, ReconciliationWatermark } from '../reconciliation/entity.ts';
 import { ResellerStore } from '../reseller-stores/entity.ts';
+import { StoreStatusCount } from '../reseller-stores/status-count.entity.ts';
 import { SourceStore } from '../source-stores/entity.ts';
 import { SyncJob } from '../sync-jobs/entity.ts';
 import { User } from '../users/entity.ts';
 
-export const entities = [User, RefreshToken, ApiKey, ResellerStore, SourceStore, SyncJob, Fulfillment, AuditEntry, RoutedOrder, ReconciliationRun, ReconciliationWatermark];
+export const entities = [User, RefreshToken, ApiKey, ResellerStore, SourceStore, SyncJob, Fulfillment, AuditEntry, RoutedOrder, ReconciliationRun, ReconciliationWatermark, StoreStatusCount];

@@ -1,6 +1,7 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import { ATTEMPT_STATUSES } from '../../contract/enums.ts';
 import type { Tracking } from '../orders/types.ts';
+import { statusCountTriggers } from '../reseller-stores/status-count.entity.ts';
 
 /** Tracking reported by a supplier, to be pushed to the reseller order (one per fulfillment event). */
 export const Fulfillment = defineEntity({
@@ -28,5 +29,6 @@ export const Fulfillment = defineEntity({
     updatedAt: p.datetime(),
   },
   uniques: [{ name: 'fulfillments_job_dedupe_unique', properties: ['syncJobId', 'dedupeKey'] }],
+  triggers: statusCountTriggers('fulfillments', 'fulfillment'),
 });
 export type Fulfillment = InferEntity<typeof Fulfillment>;

@@ -35,6 +35,17 @@ export function resellerStoreRoutes(stores: ResellerStoreService) {
       status: 200,
       body: withRequestId(req, presentResellerStore(await stores.get(principalOf(req), params.id))),
     }),
+    stats: async ({ params, req }) => {
+      const stats = await stores.stats(principalOf(req), params.id);
+      return {
+        status: 200,
+        body: withRequestId(req, {
+          ...stats,
+          lastOrderAt: isoOrNull(stats.lastOrderAt),
+          lastReconciledAt: isoOrNull(stats.lastReconciledAt),
+        }),
+      };
+    },
     update: async ({ params, body, req }) => ({
       status: 200,
       body: withRequestId(req, presentResellerStore(await stores.rename(principalOf(req), params.id, body.name))),

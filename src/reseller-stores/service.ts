@@ -3,12 +3,14 @@ import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
 import { recordAudit } from '../audit-log/repository.ts';
 import type { AppContext } from '../context.ts';
 import { flushUnique } from '../db/errors.ts';
+import { sqlOf } from '../db/sql.ts';
 import type { Platform } from '../orders/types.ts';
 import { SourceStore } from '../source-stores/entity.ts';
 import { conflict, notFound } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import { findPage, type Page, type PageQuery } from '../shared/paging.ts';
 import { ResellerStore } from './entity.ts';
+import { readStoreStats, type StoreStats } from './stats.ts';
 
 export interface NewResellerStore {
   name: string;
@@ -52,6 +54,12 @@ export class ResellerStoreService {
     const store = await this.em.findOne(ResellerStore, { id, ownerId: principal.userId });
     if (!store) throw notFound();
     return store;
+  }
+
+  /** Counts by status and recent activity of the caller's store, counted in the database. */
+  async stats(principal: Principal, id: string): Promise<StoreStats> {
+    const store = await this.get(principal, id);
+    return readStoreStats(sqlOf(this.ctx.orm), store.id);
   }
 
   async getActive(principal: Principal, id: string): Promise<ResellerStore> {

@@ -1,6 +1,7 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import { ATTEMPT_STATUSES } from '../../contract/enums.ts';
 import type { ResellerOrder } from '../orders/types.ts';
+import { statusCountTriggers } from '../reseller-stores/status-count.entity.ts';
 
 /**
  * A sync job: one supplier's part of a reseller order, placed on the supplier's store. Its lifecycle
@@ -38,7 +39,12 @@ export const SyncJob = defineEntity({
     { properties: ['ownerId', 'id'] },
     { properties: ['ownerId', 'status', 'id'] },
     { properties: ['sourceStoreId', 'sourceOrderId'] },
+    // A store's newest job (its last order, in the store's stats) and the store filters of lists and bulk retry.
+    { name: 'sync_jobs_reseller_store_id_id_index', properties: ['resellerStoreId', 'id'] },
+    // The oldest pending job of a store (stats): only pending rows have an entry, so it stays small.
+    { name: 'sync_jobs_pending_since_index', properties: ['resellerStoreId', 'updatedAt'], where: "status = 'pending'" },
   ],
   uniques: [{ name: 'sync_jobs_order_source_store_unique', properties: ['externalOrderId', 'sourceStoreId'] }],
+  triggers: statusCountTriggers('sync_jobs', 'sync_job'),
 });
 export type SyncJob = InferEntity<typeof SyncJob>;

@@ -15,6 +15,15 @@ export interface JobFilters extends PageQuery {
   external_order_id?: string | undefined;
 }
 
+/** Which failed or dead jobs a bulk retry takes (POST /v1/sync_jobs/bulk_retry). */
+export interface RetryFilters {
+  statuses: ('dead' | 'failed')[];
+  resellerStoreId?: string | undefined;
+  sourceStoreId?: string | undefined;
+  createdAfter?: Date | undefined;
+  createdBefore?: Date | undefined;
+}
+
 /** A job to insert unless its (order, source store) exists, with its `sync_job.created` audit entry. */
 export interface JobCandidate {
   id: string;
@@ -87,6 +96,26 @@ export class SyncJobRepository {
       },
       filters,
     );
+  }
+
+  /**
+   * Up to `limit` of the owner's jobs matching a bulk retry, oldest first. Without their order
+   * documents: a retry does not need them, and a thousand of them would weigh megabytes.
+   */
+  async findRetryable(ownerId: string, filters: RetryFilters, limit: number): Promise<SyncJob[]> {
+    const { createdAfter, createdBefore } = filters;
+    const jobs = await this.orm.em.fork().find(
+      SyncJob,
+      {
+        ownerId,
+        status: { $in: filters.statuses },
+        ...(filters.resellerStoreId !== undefined && { resellerStoreId: filters.resellerStoreId }),
+        ...(filters.sourceStoreId !== undefined && { sourceStoreId: filters.sourceStoreId }),
+        ...((createdAfter || createdBefore) && { createdAt: { ...(createdAfter && { $gt: createdAfter }), ...(createdBefore && { $lt: createdBefore }) } }),
+      },
+      { orderBy: { id: 'asc' }, limit, exclude: ['order'] },
+    );
+    return jobs as unknown as SyncJob[];
   }
 
   /** The job one of these source stores placed as `sourceOrderId`, if any. */

@@ -1,5 +1,6 @@
 import { initServer } from '@ts-rest/express';
 import { contract } from '../../contract/index.ts';
+import { BULK_RETRY_LIMIT } from '../../contract/sync-jobs.ts';
 import { principalOf } from '../auth/principal.ts';
 import type { Fulfillment } from '../fulfillments/entity.ts';
 import { listBody } from '../http/list.ts';
@@ -62,6 +63,23 @@ export function syncJobRoutes(jobs: SyncJobService) {
       status: 200,
       body: withRequestId(req, presentDetail(await jobs.get(principalOf(req), params.id))),
     }),
+    bulkRetry: async ({ body, req }) => {
+      const { retriedIds, hasMore } = await jobs.bulkRetry(
+        principalOf(req),
+        {
+          statuses: [body.status].flat(),
+          resellerStoreId: body.reseller_store_id,
+          sourceStoreId: body.source_store_id,
+          createdAfter: body.created_after === undefined ? undefined : new Date(body.created_after),
+          createdBefore: body.created_before === undefined ? undefined : new Date(body.created_before),
+        },
+        BULK_RETRY_LIMIT,
+      );
+      return {
+        status: 200,
+        body: withRequestId(req, { object: 'bulk_retry' as const, retried: retriedIds.length, syncJobIds: retriedIds, has_more: hasMore }),
+      };
+    },
     retry: async ({ params, req }) => ({
       status: 200,
       body: withRequestId(req, presentDetail(await jobs.retry(principalOf(req), params.id))),

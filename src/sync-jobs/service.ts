@@ -16,7 +16,7 @@ import { newId } from '../shared/ids.ts';
 import type { Page } from '../shared/paging.ts';
 import { jobAuditRecord } from './attempt.ts';
 import type { SyncJob } from './entity.ts';
-import { SyncJobRepository, type CandidateJob, type JobCandidate, type JobFilters } from './repository.ts';
+import { SyncJobRepository, type CandidateJob, type JobCandidate, type JobFilters, type RetryFilters } from './repository.ts';
 
 /** A reseller order to route: what every job created for it shares. */
 export interface OrderToRoute {
@@ -233,5 +233,33 @@ export class SyncJobService {
     }
     this.ctx.metrics.attemptTransitions.inc({ kind: 'sync_job', status: 'pending' });
     return { job, fulfillments: await this.fulfillments.listForJob(job.id) };
+  }
+
+  /**
+   * Retries up to `limit` matching jobs, oldest first, each exactly as `retry` does (the machine's
+   * RETRY, a new queue message, an audit entry with `bulk: true`) but in a fixed number of
+   * statements: one read, then one transaction of two, the version-checked write of every job with
+   * its audit entry and pg-boss's insert of the messages of the jobs it moved. A job that moved
+   * since it was read (a worker took it, someone retried it) is skipped, not overwritten.
+   */
+  async bulkRetry(principal: Principal, filters: RetryFilters, limit: number): Promise<{ retriedIds: string[]; hasMore: boolean }> {
+    const candidates = await this.jobs.findRetryable(principal.userId, filters, limit + 1);
+    const now = new Date();
+    const writes = candidates
+      .slice(0, limit)
+      .filter((job) => syncJobKind.transition(job, { type: 'RETRY', at: now.toISOString() }, now))
+      .map((job) => {
+        job.queueMessageId = newMessageId();
+        const audit = jobAuditRecord(job, 'sync_job.retried', actorOf(principal), { attempts: job.attempts, ...auditContext(principal), bulk: true });
+        return { row: job, result: syncJobKind.resultOf(job), audit };
+      });
+    const retried = await this.jobs.transaction(async (trx) => {
+      const moved = await this.jobs.writeTransitions(trx, writes);
+      const jobs = writes.filter((_, i) => moved[i]).map(({ row }) => row);
+      await this.ctx.queue.insertIn(trx, 'syncJob', jobs.map((job) => ({ id: job.queueMessageId!, message: syncJobKind.message(job.id) })));
+      return jobs;
+    });
+    this.ctx.metrics.attemptTransitions.inc({ kind: 'sync_job', status: 'pending' }, retried.length);
+    return { retriedIds: retried.map((job) => job.id), hasMore: candidates.length > limit };
   }
 }
