@@ -9,6 +9,7 @@ import { apiKeyRoutes } from './api-keys/routes.ts';
 import { auditLogRoutes } from './audit-log/routes.ts';
 import { authRoutes } from './auth/routes.ts';
 import type { AppContext } from './context.ts';
+import { consoleRoutes } from './console/routes.ts';
 import { docsRoutes } from './docs/routes.ts';
 import { healthRoutes } from './health/routes.ts';
 import { authenticate } from './http/authenticate.ts';
@@ -76,6 +77,7 @@ export function createApp(ctx: AppContext, services: Services): Express {
     res.json(openApiDocument);
   });
   app.use(docsRoutes());
+  app.use(consoleRoutes());
 
   const options = {
     // Body, webhook signature, rate limit and authentication, as each route's metadata says.
