@@ -14,6 +14,13 @@ export type Platform = (typeof PLATFORMS)[number];
 export const ATTEMPT_STATUSES = ['pending', 'processing', 'completed', 'failed', 'dead'] as const;
 export type AttemptStatus = (typeof ATTEMPT_STATUSES)[number];
 
+/** What started one attempt of retried work (its timeline entry); `recovered`: the previous attempt's worker was lost. */
+export const ATTEMPT_TRIGGERS = ['initial', 'automatic_retry', 'manual_retry', 'recovered'] as const;
+export type AttemptTrigger = (typeof ATTEMPT_TRIGGERS)[number];
+
+export const ATTEMPT_OUTCOMES = ['succeeded', 'failed', 'in_progress'] as const;
+export type AttemptOutcome = (typeof ATTEMPT_OUTCOMES)[number];
+
 export const PRICING_MODES = ['percentage', 'field_rules'] as const;
 export type PricingMode = (typeof PRICING_MODES)[number];
 

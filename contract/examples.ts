@@ -55,7 +55,15 @@ const fulfillment = {
   completedAt: at,
   deadAt: null,
   createdAt: at,
+  timeline: [
+    { attempt: 1, trigger: 'initial', startedAt: at, finishedAt: '2026-11-22T05:13:21.594Z', durationMs: 212, outcome: 'succeeded', errorMessage: null, platformStatus: 201, resellerFulfillmentId: '255858046' },
+  ],
 };
+const attemptAt = (ms: number) => new Date(Date.parse(at) + ms).toISOString();
+const jobTimeline = [
+  { attempt: 1, trigger: 'initial', startedAt: at, finishedAt: attemptAt(180), durationMs: 180, outcome: 'failed', errorMessage: 'platform_b acme-anvils.example: POST /api/v2/orders answered 503: Service Unavailable', platformStatus: 503, sourceOrderId: null },
+  { attempt: 2, trigger: 'automatic_retry', startedAt: attemptAt(30_200), finishedAt: attemptAt(30_410), durationMs: 210, outcome: 'succeeded', errorMessage: null, platformStatus: 201, sourceOrderId: '1002' },
+];
 const apiKey = { id: ids.key, ownerId: ids.user, prefix: 'sk_live_', environment: 'live', name: 'Warehouse integration', lastUsedAt: null, createdAt: at, revokedAt: null };
 const auditEntry = {
   id: ids.audit,
@@ -137,6 +145,22 @@ export const EXAMPLES: Record<string, OperationExamples> = {
     responses: { 202: { reconciliationId: ids.reconciliation, request_id: ids.request } },
   },
   reconciliationsList: { responses: { 200: list(`/v1/reseller_stores/${ids.reseller}/reconciliations`, reconciliation) } },
+  syncJobsAttempts: { responses: { 200: { object: 'list', data: jobTimeline, has_more: false, url: `/v1/sync_jobs/${ids.job}/attempts`, request_id: ids.request } } },
+  syncJobsBulkRetry: {
+    request: { status: 'dead', reseller_store_id: ids.reseller },
+    responses: { 200: { object: 'bulk_retry', retried: 1, syncJobIds: [ids.job], has_more: false, request_id: ids.request } },
+  },
+  resellerStoresStats: {
+    responses: {
+      200: one({
+        syncJobs: { pending: 3, processing: 1, completed: 1742, failed: 2, dead: 1 },
+        fulfillments: { pending: 0, processing: 0, completed: 1311, failed: 0, dead: 0 },
+        oldestPendingSeconds: 4,
+        lastOrderAt: at,
+        lastReconciledAt: null,
+      }),
+    },
+  },
   auditLogList: { responses: { 200: list('/v1/audit_log', auditEntry) } },
   webhooksOrders: {
     request: {

@@ -1,9 +1,31 @@
 import { z } from 'zod';
-import { ATTEMPT_STATUSES } from './enums.ts';
+import { ATTEMPT_OUTCOMES, ATTEMPT_STATUSES, ATTEMPT_TRIGGERS } from './enums.ts';
 import { auth, authErrors, bodyErrors, c, errorResponse, IdParam, listOf, openApi, NullableTimestamp, PageQuery, RequestId, Timestamp } from './common.ts';
 
 /** A sync job's and a fulfillment's status: both are retried work with one lifecycle. */
 const AttemptStatusSchema = z.enum(ATTEMPT_STATUSES);
+
+/** One attempt in a timeline; sync jobs and fulfillments add the id a successful attempt produced. */
+const AttemptFields = z.object({
+  attempt: z.number().int().describe('1 for the first attempt; manual retries keep counting.'),
+  trigger: z
+    .enum(ATTEMPT_TRIGGERS)
+    .describe('What started the attempt; `recovered`: the previous attempt\'s worker was lost and the job was taken again.'),
+  startedAt: Timestamp,
+  finishedAt: NullableTimestamp,
+  durationMs: z.number().int().nullable().describe('Null while in progress.'),
+  outcome: z.enum(ATTEMPT_OUTCOMES),
+  errorMessage: z.string().nullable(),
+  platformStatus: z.number().int().nullable().describe('The HTTP status the platform answered with; null when no answer came or no call was made.'),
+});
+
+const SyncJobAttempt = openApi(AttemptFields.extend({
+  sourceOrderId: z.string().nullable().describe('The order the attempt placed on the source store, when it succeeded.'),
+}), { title: 'SyncJobAttempt' });
+
+const FulfillmentAttempt = openApi(AttemptFields.extend({
+  resellerFulfillmentId: z.string().nullable().describe('The fulfillment the attempt created on the reseller order, when it succeeded.'),
+}), { title: 'FulfillmentAttempt' });
 
 const FulfillmentSchema = openApi(z.object({
   id: z.string(),
@@ -17,6 +39,7 @@ const FulfillmentSchema = openApi(z.object({
   completedAt: NullableTimestamp,
   deadAt: NullableTimestamp,
   createdAt: Timestamp,
+  timeline: z.array(FulfillmentAttempt).describe('The fulfillment\'s attempts, oldest first.'),
 }), { title: 'Fulfillment' });
 
 const SyncJobFields = openApi(z.object({
@@ -86,6 +109,15 @@ export const syncJobsContract = c.router(
       responses: { 200: SyncJob, 400: errorResponse(400), 404: errorResponse(404) },
       summary: 'Get a sync job',
       description: 'One sync job with the fulfillments propagated for it.',
+    },
+    attempts: {
+      method: 'GET',
+      path: '/v1/sync_jobs/:id/attempts',
+      pathParams: IdParam,
+      responses: { 200: listOf(SyncJobAttempt, 'SyncJobAttemptList'), 400: errorResponse(400), 404: errorResponse(404) },
+      summary: 'A sync job\'s timeline',
+      description:
+        'Every attempt at the job, oldest first (the whole timeline, never paged: `has_more` is false): what started it, when, how long it took, its outcome, the platform\'s HTTP status and the order it placed. Attempts made before a manual retry and attempts whose worker was lost are kept.',
     },
     bulkRetry: {
       method: 'POST',

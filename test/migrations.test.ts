@@ -9,6 +9,7 @@ import { queryRows } from './support/database.ts';
 /** Every table the entities declare (src/db/entities.ts). */
 const TABLES = [
   'api_keys',
+  'attempts',
   'audit_entries',
   'fulfillments',
   'reconciliation_runs',

@@ -18,6 +18,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { QUEUES } from '../src/queue/queue.ts';
+import { WORKER_LOST } from '../src/attempts/entity.ts';
 import { startSandbox, type Sandbox } from './sandbox/server.ts';
 import { DbLink } from './support/db-link.ts';
 import { startTestProcess, startTestService, type TestProcess, type TestService } from './support/service.ts';
@@ -110,6 +111,13 @@ it('a worker dying after the platform accepted the order: completed, with exactl
   ]);
   expect(logLines(survivor.logs, 'attempt started')).toEqual([expect.objectContaining({ job_id: job.id, message_id: messageId, attempt: 2 })]);
   expect(await queueMessage(api.databaseUrl, messageId)).toMatchObject({ state: 'completed', retry_count: 1 });
+
+  // The timeline keeps the lost attempt, closed as failed without a platform status, and the one that recovered the job.
+  const timeline = (await api.api.get(`/v1/sync_jobs/${job.id}/attempts`, { token: shop.user.token })).body.data;
+  expect(timeline).toEqual([
+    expect.objectContaining({ attempt: 1, trigger: 'initial', outcome: 'failed', platformStatus: null, errorMessage: WORKER_LOST, sourceOrderId: null }),
+    expect.objectContaining({ attempt: 2, trigger: 'recovered', outcome: 'succeeded', platformStatus: 201, errorMessage: null, sourceOrderId: done.sourceOrderId }),
+  ]);
 
   // Should the "dead" worker come back (the partition heals), its late answer changes nothing.
   link.thaw();

@@ -2,6 +2,7 @@ import type { AttemptContext, AttemptEvent, AttemptLifecycle, AttemptStatus } fr
 import type { AuditRecord } from '../audit-log/repository.ts';
 import type { Config } from '../config/index.ts';
 import type { AppContext } from '../context.ts';
+import type { Created } from '../platforms/types.ts';
 import type { QueueKey, QueueMessage } from '../queue/queue.ts';
 
 /**
@@ -36,8 +37,8 @@ export type AttemptTable = 'sync_jobs' | 'fulfillments';
 export interface Attempt<W> {
   /** Reads these rows with whatever performing them needs (`W`); missing rows are left out. */
   load(rowIds: string[]): Promise<W[]>;
-  /** The side effect, outside any transaction; returns the id it produced (e.g. the order placed). */
-  perform(work: W): Promise<string>;
+  /** The side effect, outside any transaction; returns the id it produced (e.g. the order placed) and the platform's HTTP status. */
+  perform(work: W): Promise<Created>;
 }
 
 /** One kind of retried work, as defined in kinds.ts. */

@@ -1,14 +1,29 @@
 import { sql } from 'kysely';
+import type { AttemptTrigger } from '../../contract/enums.ts';
 import { insertAuditFrom, type AuditRecord } from '../audit-log/repository.ts';
+import type { Orm } from '../db/orm.ts';
 import type { Db, Trx } from '../db/sql.ts';
 import { newId } from '../shared/ids.ts';
+import { AttemptEntry, WORKER_LOST } from './entity.ts';
 import type { AttemptRow, AttemptTable } from './kind.ts';
 
-/** A row's state after a transition, its result column's value, and the audit entry written with it, if any. */
+/** The timeline entry a transition starts (a worker's TAKE) or finishes (its SUCCEED or FAIL). */
+export type TimelineStep = { trigger: AttemptTrigger } | { outcome: 'succeeded' | 'failed'; platformStatus: number | null };
+
+/** A row's state after a transition, its result column's value, the audit entry written with it, if any, and its timeline step, if any. */
 export interface AttemptWrite<R extends AttemptRow = AttemptRow> {
   row: R;
   result: string | null;
   audit?: AuditRecord | undefined;
+  timeline?: TimelineStep | undefined;
+}
+
+const KIND_OF_TABLE = { sync_jobs: 'sync_job', fulfillments: 'fulfillment' } as const;
+
+/** The timeline entries of these rows (sync jobs or fulfillments), each row's oldest first. */
+export function findAttempts(orm: Orm, rowIds: string[]): Promise<AttemptEntry[]> {
+  if (rowIds.length === 0) return Promise.resolve([]);
+  return orm.em.fork().find(AttemptEntry, { rowId: { $in: rowIds } }, { orderBy: { rowId: 'asc', attempt: 'asc' } });
 }
 
 /** One transition as the statement reads it (jsonb_to_recordset). */
@@ -33,6 +48,9 @@ interface TransitionValues {
   audit_resource_id: string | null;
   audit_metadata: unknown;
   audit_actor_id: string | null;
+  attempt_trigger: string | null;
+  attempt_outcome: string | null;
+  platform_status: number | null;
 }
 
 /**
@@ -41,6 +59,10 @@ interface TransitionValues {
  * it was read at, with its audit entry if it has one, in one round trip. Returns whether each was
  * written; the rows written have their `version` brought up to date. A transition that lost a race
  * (another worker, a manual retry) is thus a no-op rather than an overwrite.
+ *
+ * The same statement keeps the attempts' timeline (table `attempts`): a TAKE starts the attempt's
+ * entry (`in_progress`); a `recovered` TAKE also closes the entry a lost worker left open, as
+ * failed; an outcome finishes the entry with the platform's HTTP status and the result.
  */
 export async function writeAttemptTransitions<R extends AttemptRow>(
   db: Db | Trx,
@@ -49,7 +71,7 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
   writes: AttemptWrite<R>[],
 ): Promise<boolean[]> {
   if (writes.length === 0) return [];
-  const values: TransitionValues[] = writes.map(({ row, result, audit }) => ({
+  const values: TransitionValues[] = writes.map(({ row, result, audit, timeline }) => ({
     id: row.id,
     version: row.version,
     status: row.status,
@@ -70,7 +92,11 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
     audit_resource_id: audit?.resourceId ?? null,
     audit_metadata: audit ? (audit.metadata ?? {}) : null,
     audit_actor_id: audit?.actorId ?? null,
+    attempt_trigger: timeline && 'trigger' in timeline ? timeline.trigger : null,
+    attempt_outcome: timeline && 'outcome' in timeline ? timeline.outcome : null,
+    platform_status: timeline && 'outcome' in timeline ? timeline.platformStatus : null,
   }));
+  const kind = KIND_OF_TABLE[table];
   const rows = await db
     .with(
       'v',
@@ -79,17 +105,18 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
           id text, version int, status text, attempts int, retries_left int, error_message text, completed_at timestamptz,
           failed_at timestamptz, dead_at timestamptz, result text, queue_message_id text, updated_at timestamptz,
           audit_id text, audit_owner_id text, audit_reseller_store_id text, audit_action text, audit_resource_type text,
-          audit_resource_id text, audit_metadata jsonb, audit_actor_id text))`,
+          audit_resource_id text, audit_metadata jsonb, audit_actor_id text, attempt_trigger text, attempt_outcome text,
+          platform_status int))`,
     )
     .with(
       'written',
-      () => sql<{ id: string; read_version: number; version: number }>`(
+      () => sql<{ id: string; read_version: number; version: number; owner_id: string; reseller_store_id: string }>`(
         update ${sql.table(table)} as t set
           status = v.status, attempts = v.attempts, retries_left = v.retries_left, error_message = v.error_message,
           completed_at = v.completed_at, failed_at = v.failed_at, dead_at = v.dead_at, ${sql.ref(resultColumn)} = v.result,
           queue_message_id = v.queue_message_id, updated_at = v.updated_at, version = t.version + 1
         from v where t.id = v.id and t.version = v.version
-        returning t.id, v.version as read_version, t.version)`,
+        returning t.id, v.version as read_version, t.version, t.owner_id, t.reseller_store_id)`,
     )
     .with('audited', (db) =>
       insertAuditFrom(
@@ -110,6 +137,56 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
             sql<Date>`v.updated_at`.as('created_at'),
           ]),
       ),
+    )
+    .with('attempt_started', (db) =>
+      db
+        .insertInto('attempts')
+        .columns(['row_id', 'attempt', 'kind', 'owner_id', 'reseller_store_id', 'trigger', 'started_at', 'outcome'])
+        .expression(
+          db
+            .selectFrom('written as w')
+            .innerJoin('v', 'v.id', 'w.id')
+            .where('v.attempt_trigger', 'is not', null)
+            .select((eb) => [
+              'w.id as row_id',
+              'v.attempts as attempt',
+              eb.val(kind).as('kind'),
+              'w.owner_id',
+              'w.reseller_store_id',
+              sql<string>`v.attempt_trigger`.as('trigger'),
+              'v.updated_at as started_at',
+              eb.val('in_progress').as('outcome'),
+            ]),
+        )
+        .onConflict((oc) => oc.columns(['row_id', 'attempt']).doNothing()),
+    )
+    .with('attempt_lost', (db) =>
+      db
+        .updateTable('attempts as a')
+        .from('written as w')
+        .innerJoin('v', 'v.id', 'w.id')
+        .set((eb) => ({ finished_at: eb.ref('v.updated_at'), outcome: 'failed', error_message: WORKER_LOST }))
+        .whereRef('a.row_id', '=', 'w.id')
+        .whereRef('a.attempt', '<', 'v.attempts')
+        .where('v.attempt_trigger', '=', 'recovered')
+        .where('a.outcome', '=', 'in_progress'),
+    )
+    .with('attempt_finished', (db) =>
+      db
+        .updateTable('attempts as a')
+        .from('written as w')
+        .innerJoin('v', 'v.id', 'w.id')
+        .set((eb) => ({
+          finished_at: eb.ref('v.updated_at'),
+          outcome: sql<string>`v.attempt_outcome`,
+          error_message: eb.ref('v.error_message'),
+          platform_status: eb.ref('v.platform_status'),
+          result: eb.ref('v.result'),
+        }))
+        .whereRef('a.row_id', '=', 'w.id')
+        .whereRef('a.attempt', '=', 'v.attempts')
+        .where('v.attempt_outcome', 'is not', null)
+        .where('a.outcome', '=', 'in_progress'),
     )
     .selectFrom('written')
     .select(['id', 'read_version', 'version'])

@@ -3,10 +3,12 @@ import type { AttemptEvent } from '../../machines/attempt.machine.ts';
 import type { AppContext } from '../context.ts';
 import { GroupCommit } from '../db/group-commit.ts';
 import { sqlOf, type Db, type Trx } from '../db/sql.ts';
+import { PlatformError } from '../platforms/types.ts';
 import { newMessageId, type QueueKey } from '../queue/queue.ts';
+import { triggerOf } from './entity.ts';
 import { failureMessage, requestedDelayMs } from './failure.ts';
 import type { Attempt, AttemptKind, AttemptRow } from './kind.ts';
-import { writeAttemptTransitions, type AttemptWrite } from './repository.ts';
+import { writeAttemptTransitions, type AttemptWrite, type TimelineStep } from './repository.ts';
 
 /** A queue message naming the row it may move. */
 export interface AttemptMessage {
@@ -14,7 +16,7 @@ export interface AttemptMessage {
   rowId: string;
 }
 
-type Outcome = { ok: true; result: string } | { ok: false; error: unknown };
+type Outcome = { ok: true; result: string; platformStatus: number } | { ok: false; error: unknown };
 
 /**
  * Runs a batch of queue messages of one kind of work: take their rows (processing), perform each
@@ -61,17 +63,19 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends Que
   private async take(messages: AttemptMessage[]): Promise<{ work: W; log: Logger }[]> {
     const loaded = new Map((await this.attempt.load([...new Set(messages.map((m) => m.rowId))])).map((work) => [work.row.id, work]));
     const now = new Date();
-    const taking: { work: W; log: Logger }[] = [];
+    const taking: { work: W; log: Logger; timeline: TimelineStep }[] = [];
     for (const { messageId, rowId } of messages) {
       const log = this.ctx.logger.child({ [this.kind.logKey]: rowId, message_id: messageId });
       const work = loaded.get(rowId);
-      if (!work || work.row.queueMessageId !== messageId || !this.takes(work.row, now, log)) {
+      // What starts this attempt, read from the row before the TAKE changes it.
+      const timeline = work && { trigger: triggerOf(work.row.status, work.row.attempts) };
+      if (!work || !timeline || work.row.queueMessageId !== messageId || !this.takes(work.row, now, log)) {
         log.debug('stale message ignored');
         continue;
       }
-      taking.push({ work, log });
+      taking.push({ work, log, timeline });
     }
-    const moved = await this.write(sqlOf(this.ctx.orm), taking.map(({ work }) => this.writeOf(work.row)));
+    const moved = await this.write(sqlOf(this.ctx.orm), taking.map(({ work, timeline }) => this.writeOf(work.row, undefined, timeline)));
     const taken = taking.filter(({ log }, i) => {
       if (!moved[i]) log.debug('taken by another worker first');
       return moved[i];
@@ -95,7 +99,7 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends Que
 
   private async run(work: W, log: Logger): Promise<void> {
     const outcome = await this.attempt.perform(work).then(
-      (result): Outcome => ({ ok: true, result }),
+      (created): Outcome => ({ ok: true, result: created.id, platformStatus: created.status }),
       (error: unknown): Outcome => ({ ok: false, error }),
     );
     await this.record(work.row, outcome, log);
@@ -108,10 +112,13 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends Que
       outcome.ok ? { type: 'SUCCEED', at, [this.kind.lifecycle.resultKey]: outcome.result } : { type: 'FAIL', error: failureMessage(outcome.error), at }
     ) as AttemptEvent<K>;
     if (!this.kind.transition(row, event, now)) return;
+    const timeline: TimelineStep = outcome.ok
+      ? { outcome: 'succeeded', platformStatus: outcome.platformStatus }
+      : { outcome: 'failed', platformStatus: outcome.error instanceof PlatformError ? outcome.error.status : null };
 
     if (row.status === 'completed' || row.status === 'dead') {
       if (row.status === 'dead') row.queueMessageId = null;
-      if (!(await this.outcomes.submit(this.writeOf(row, this.kind.outcomeAudit(row))))) {
+      if (!(await this.outcomes.submit(this.writeOf(row, this.kind.outcomeAudit(row), timeline)))) {
         log.warn({ status: row.status }, 'outcome not recorded: another worker moved the row meanwhile, and its outcome stands');
         return;
       }
@@ -120,7 +127,7 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends Que
     } else {
       const { context } = this.kind.restore(row);
       const delayMs = Math.max(this.kind.retryDelayMs(this.ctx.config, context), outcome.ok ? 0 : requestedDelayMs(outcome.error));
-      if (!(await this.moveWithMessage(row, delayMs))) {
+      if (!(await this.moveWithMessage(row, timeline, delayMs))) {
         log.warn({ status: row.status }, 'outcome not recorded: another worker moved the row meanwhile, and its outcome stands');
         return;
       }
@@ -130,19 +137,19 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends Que
   }
 
   /** Writes the transition with a new queue message (the next attempt, after `delayMs`) in one transaction. */
-  private moveWithMessage(row: R, delayMs: number): Promise<boolean> {
+  private moveWithMessage(row: R, timeline: TimelineStep, delayMs: number): Promise<boolean> {
     row.queueMessageId = newMessageId();
     return sqlOf(this.ctx.orm)
       .transaction()
       .execute(async (trx) => {
-        if (!(await this.write(trx, [this.writeOf(row)]))[0]) return false;
+        if (!(await this.write(trx, [this.writeOf(row, undefined, timeline)]))[0]) return false;
         await this.ctx.queue.insertIn(trx, this.kind.queue, [{ id: row.queueMessageId!, message: this.kind.message(row.id), delayMs }]);
         return true;
       });
   }
 
-  private writeOf(row: R, audit?: AttemptWrite<R>['audit']): AttemptWrite<R> {
-    return { row, result: this.kind.resultOf(row), audit };
+  private writeOf(row: R, audit?: AttemptWrite<R>['audit'], timeline?: TimelineStep): AttemptWrite<R> {
+    return { row, result: this.kind.resultOf(row), audit, timeline };
   }
 
   private write(db: Db | Trx, writes: AttemptWrite<R>[]): Promise<boolean[]> {

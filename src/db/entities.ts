@@ -8,6 +8,7 @@ import { ResellerStore } from '../reseller-stores/entity.ts';
 import { StoreStatusCount } from '../reseller-stores/status-count.entity.ts';
 import { SourceStore } from '../source-stores/entity.ts';
 import { SyncJob } from '../sync-jobs/entity.ts';
+import { AttemptEntry } from '../attempts/entity.ts';
 import { User } from '../users/entity.ts';
 
-export const entities = [User, RefreshToken, ApiKey, ResellerStore, SourceStore, SyncJob, Fulfillment, AuditEntry, RoutedOrder, ReconciliationRun, ReconciliationWatermark, StoreStatusCount];
+export const entities = [User, RefreshToken, ApiKey, ResellerStore, SourceStore, SyncJob, Fulfillment, AuditEntry, RoutedOrder, ReconciliationRun, ReconciliationWatermark, StoreStatusCount, AttemptEntry];

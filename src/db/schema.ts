@@ -60,6 +60,20 @@ export const TABLES = {
     actor_id: 'character varying',
     created_at: 'timestamp with time zone',
   },
+  attempts: {
+    row_id: 'character varying',
+    attempt: 'integer',
+    kind: 'text',
+    owner_id: 'character varying',
+    reseller_store_id: 'character varying',
+    trigger: 'text',
+    started_at: 'timestamp with time zone',
+    finished_at: 'timestamp with time zone null',
+    outcome: 'text',
+    error_message: 'text null',
+    platform_status: 'smallint null',
+    result: 'character varying null',
+  },
   source_stores: {
     id: 'character varying',
     owner_id: 'character varying',
@@ -117,12 +131,12 @@ export const TABLES = {
   },
 } as const;
 
-type SqlType = 'character varying' | 'text' | 'integer' | 'jsonb' | 'timestamp with time zone';
+type SqlType = 'character varying' | 'text' | 'integer' | 'smallint' | 'jsonb' | 'timestamp with time zone';
 
 /** jsonb is read back parsed; it is written as JSON text (node-pg would turn an array into a PostgreSQL array). */
 type Jsonb = ColumnType<unknown, string, string>;
 
-type ValueOf<T extends SqlType> = T extends 'integer'
+type ValueOf<T extends SqlType> = T extends 'integer' | 'smallint'
   ? number
   : T extends 'timestamp with time zone'
     ? ColumnType<Date, Date | string, Date | string>

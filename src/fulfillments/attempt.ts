@@ -22,13 +22,12 @@ export function propagateTracking(ctx: AppContext): Attempt<{ row: Fulfillment }
       if (!job) throw new JobFailure('the sync job no longer exists');
       const reseller = await ctx.orm.em.fork().findOne(ResellerStore, { id: job.resellerStoreId });
       if (!reseller || reseller.deletedAt) throw new JobFailure('the reseller store was deleted');
-      const created = await ctx.platforms[reseller.platform].createFulfillment(
+      return ctx.platforms[reseller.platform].createFulfillment(
         connectionOf(ctx, reseller),
         job.externalOrderId,
         fulfillment.tracking,
         `fulfillment:${fulfillment.id}`,
       );
-      return created.id;
     },
   };
 }

@@ -71,7 +71,7 @@ export function createCustomAdapter(settings: HttpClientSettings): PlatformAdapt
     platform: 'custom',
     authHeaders: (accessToken) => ({ Authorization: `Bearer ${accessToken}` }),
   });
-  const readCreated = (what: string) => (body: unknown) => ({ id: parsePayload(createdResponse, body, what).id });
+  const readCreated = (what: string) => (body: unknown, _headers: unknown, status: number) => ({ id: parsePayload(createdResponse, body, what).id, status });
   return {
     platform: 'custom',
     getOrder: (store, orderId) => http.get(store, `/orders/${encodeURIComponent(orderId)}`, readOrder),

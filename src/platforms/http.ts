@@ -32,10 +32,10 @@ export interface PlatformHttpClientOptions extends HttpClientSettings {
 export type ResponseHeaders = (name: string) => string | null;
 
 /**
- * Turns a 2xx body (and, for list pages, its paging headers) into the caller's result; throws
- * PayloadError when the answer is not as expected.
+ * Turns a 2xx body (and, for list pages, its paging headers; for created things, the status the
+ * platform answered with) into the caller's result; throws PayloadError when the answer is not as expected.
  */
-export type ResponseReader<T> = (body: unknown, headers: ResponseHeaders) => T;
+export type ResponseReader<T> = (body: unknown, headers: ResponseHeaders, status: number) => T;
 
 interface PlatformRequest {
   method: 'GET' | 'POST';
@@ -216,7 +216,7 @@ export class PlatformHttpClient {
       throw unexpected('a body that is not JSON');
     }
     try {
-      return read(body, response.headers);
+      return read(body, response.headers, response.status);
     } catch (error) {
       if (error instanceof PayloadError) throw unexpected(`an unexpected body: ${error.message}`);
       throw error;

@@ -78,8 +78,9 @@ export function createPlatformAAdapter(settings: HttpClientSettings): PlatformAd
         readOrder(parsePayload(orderResponse, body, `${ORDER} response`).order),
       ),
     createOrder: (store, order, idempotencyKey) =>
-      http.post(store, `${API}/orders.json`, { order: orderRequest(order) }, idempotencyKey, (body) => ({
+      http.post(store, `${API}/orders.json`, { order: orderRequest(order) }, idempotencyKey, (body, _headers, status) => ({
         id: parsePayload(createdOrderResponse, body, `created ${ORDER}`).order.id,
+        status,
       })),
     createFulfillment: (store, orderId, tracking, idempotencyKey) =>
       http.post(
@@ -87,7 +88,7 @@ export function createPlatformAAdapter(settings: HttpClientSettings): PlatformAd
         `${API}/orders/${encodeURIComponent(orderId)}/fulfillments.json`,
         { fulfillment: fulfillmentRequest(tracking) },
         idempotencyKey,
-        (body) => ({ id: parsePayload(createdFulfillmentResponse, body, `created ${FULFILLMENT}`).fulfillment.id }),
+        (body, _headers, status) => ({ id: parsePayload(createdFulfillmentResponse, body, `created ${FULFILLMENT}`).fulfillment.id, status }),
       ),
     listOrders: (store, since) => listOrders(http, store, since),
     parseOrderWebhook: readOrder,

@@ -23,7 +23,7 @@ import {
   quantity,
   roundedPriceMinor,
 } from './payload.ts';
-import { type ListedOrder, PayloadError, PlatformError, type PlatformAdapter, type StoreConnection } from './types.ts';
+import { type Created, type ListedOrder, PayloadError, PlatformError, type PlatformAdapter, type StoreConnection } from './types.ts';
 
 const API = '/wp-json/wc/v3';
 const ORDER = 'platform_b order';
@@ -97,9 +97,9 @@ export function createPlatformBAdapter(settings: HttpClientSettings): PlatformAd
     orderId: string,
     tracking: Tracking,
     idempotencyKey: string,
-  ): Promise<{ id: string }> {
+  ): Promise<Created> {
     const path = `${API}/orders/${encodeURIComponent(orderId)}/shipment-trackings`;
-    let first: { id: string } | undefined;
+    let first: Created | undefined;
     for (const [index, number] of tracking.numbers.entries()) {
       const key = tracking.numbers.length > 1 ? `${idempotencyKey}-${index}` : idempotencyKey;
       const body = {
@@ -107,8 +107,9 @@ export function createPlatformBAdapter(settings: HttpClientSettings): PlatformAd
         tracking_number: number,
         tracking_link: tracking.urls[index],
       };
-      const created = await http.post(store, path, body, key, (response) => ({
+      const created = await http.post(store, path, body, key, (response, _headers, status) => ({
         id: parsePayload(createdTrackingResponse, response, `created ${FULFILLMENT}`).tracking_id,
+        status,
       }));
       first ??= created;
     }
@@ -122,8 +123,9 @@ export function createPlatformBAdapter(settings: HttpClientSettings): PlatformAd
     platform: 'platform_b',
     getOrder: (store, orderId) => http.get(store, `${API}/orders/${encodeURIComponent(orderId)}`, readOrder),
     createOrder: (store, order, idempotencyKey) =>
-      http.post(store, `${API}/orders`, orderRequest(order), idempotencyKey, (body) => ({
+      http.post(store, `${API}/orders`, orderRequest(order), idempotencyKey, (body, _headers, status) => ({
         id: parsePayload(createdOrderResponse, body, `created ${ORDER}`).id,
+        status,
       })),
     createFulfillment,
     listOrders: (store, since) => listOrders(http, store, since),

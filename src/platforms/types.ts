@@ -1,5 +1,11 @@
 import type { Platform, ResellerOrder, SourceFulfillment, SupplierOrder, Tracking } from '../orders/types.ts';
 
+/** What a platform answered when it created something: its id, and the HTTP status it answered with (for the attempt's timeline). */
+export interface Created {
+  id: string;
+  status: number;
+}
+
 /** What an adapter needs to call one store. The token is decrypted only for the call. */
 export interface StoreConnection {
   platform: Platform;
@@ -24,14 +30,14 @@ export interface PlatformAdapter {
   /** Reads an order from the store and normalises it. */
   getOrder(store: StoreConnection, orderId: string): Promise<ResellerOrder>;
   /** Places an order; a repeat with the same idempotency key returns the first order. */
-  createOrder(store: StoreConnection, order: SupplierOrder, idempotencyKey: string): Promise<{ id: string }>;
+  createOrder(store: StoreConnection, order: SupplierOrder, idempotencyKey: string): Promise<Created>;
   /** Adds a fulfillment with tracking to an order and notifies the customer. */
   createFulfillment(
     store: StoreConnection,
     orderId: string,
     tracking: Tracking,
     idempotencyKey: string,
-  ): Promise<{ id: string }>;
+  ): Promise<Created>;
   /**
    * The store's orders created since `since` (the platform's filter; it may return a few older ones),
    * oldest first, one page per iteration, following the platform's own paging. Stop iterating to

@@ -30,8 +30,7 @@ export function placeSupplierOrder(ctx: AppContext): Attempt<JobWithSource> {
       if (!source) throw new JobFailure('the source store was deleted');
       const order = job.order ?? (await readResellerOrder(job));
       const supplierOrder = buildSupplierOrder(order, source, job.id);
-      const placed = await ctx.platforms[source.platform].createOrder(connectionOf(ctx, source), supplierOrder, `sync-job:${job.id}`);
-      return placed.id;
+      return ctx.platforms[source.platform].createOrder(connectionOf(ctx, source), supplierOrder, `sync-job:${job.id}`);
     },
   };
 }

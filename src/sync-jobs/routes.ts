@@ -6,6 +6,7 @@ import type { Fulfillment } from '../fulfillments/entity.ts';
 import { listBody } from '../http/list.ts';
 import { withRequestId } from '../http/request-id.ts';
 import { iso, isoOrNull } from '../shared/time.ts';
+import type { AttemptEntry } from '../attempts/entity.ts';
 import type { SyncJob } from './entity.ts';
 import type { JobWithFulfillments, SyncJobService } from './service.ts';
 
@@ -27,7 +28,22 @@ function presentSyncJob(job: SyncJob) {
   };
 }
 
-function presentFulfillment(fulfillment: Fulfillment) {
+/** A timeline entry; `resultKey` names what a successful attempt produced. */
+function presentAttempt<K extends string>(entry: AttemptEntry, resultKey: K) {
+  return {
+    attempt: entry.attempt,
+    trigger: entry.trigger,
+    startedAt: iso(entry.startedAt),
+    finishedAt: isoOrNull(entry.finishedAt),
+    durationMs: entry.finishedAt ? entry.finishedAt.getTime() - entry.startedAt.getTime() : null,
+    outcome: entry.outcome,
+    errorMessage: entry.errorMessage ?? null,
+    platformStatus: entry.platformStatus ?? null,
+    ...({ [resultKey]: entry.result ?? null } as Record<K, string | null>),
+  };
+}
+
+function presentFulfillment(fulfillment: Fulfillment, attempts: AttemptEntry[]) {
   return {
     id: fulfillment.id,
     status: fulfillment.status,
@@ -40,12 +56,13 @@ function presentFulfillment(fulfillment: Fulfillment) {
     completedAt: isoOrNull(fulfillment.completedAt),
     deadAt: isoOrNull(fulfillment.deadAt),
     createdAt: iso(fulfillment.createdAt),
+    timeline: attempts.map((entry) => presentAttempt(entry, 'resellerFulfillmentId')),
   };
 }
 
-const presentDetail = ({ job, fulfillments }: JobWithFulfillments) => ({
+const presentDetail = ({ job, fulfillments, fulfillmentAttempts }: JobWithFulfillments) => ({
   ...presentSyncJob(job),
-  fulfillments: fulfillments.map(presentFulfillment),
+  fulfillments: fulfillments.map((fulfillment) => presentFulfillment(fulfillment, fulfillmentAttempts.get(fulfillment.id) ?? [])),
 });
 
 export function syncJobRoutes(jobs: SyncJobService) {
@@ -62,6 +79,10 @@ export function syncJobRoutes(jobs: SyncJobService) {
     get: async ({ params, req }) => ({
       status: 200,
       body: withRequestId(req, presentDetail(await jobs.get(principalOf(req), params.id))),
+    }),
+    attempts: async ({ params, req }) => ({
+      status: 200,
+      body: listBody(req, { data: await jobs.attempts(principalOf(req), params.id), has_more: false }, (entry) => presentAttempt(entry, 'sourceOrderId')),
     }),
     bulkRetry: async ({ body, req }) => {
       const { retriedIds, hasMore } = await jobs.bulkRetry(

@@ -1,6 +1,8 @@
 import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
 import { insertAudit, insertAuditOnce, type AuditRecord } from '../audit-log/repository.ts';
+import type { AttemptEntry } from '../attempts/entity.ts';
 import { syncJobKind } from '../attempts/kinds.ts';
+import { findAttempts } from '../attempts/repository.ts';
 import type { AppContext } from '../context.ts';
 import { GroupCommit } from '../db/group-commit.ts';
 import type { Trx } from '../db/sql.ts';
@@ -30,6 +32,8 @@ export interface OrderToRoute {
 export interface JobWithFulfillments {
   job: SyncJob;
   fulfillments: Fulfillment[];
+  /** The fulfillments' timelines, by fulfillment id, oldest attempt first. */
+  fulfillmentAttempts: Map<string, AttemptEntry[]>;
 }
 
 /** Who caused a job's creation, for its audit entry. */
@@ -199,7 +203,21 @@ export class SyncJobService {
   async get(principal: Principal, id: string): Promise<JobWithFulfillments> {
     const job = await this.jobs.findOwned(principal.userId, id);
     if (!job) throw notFound();
-    return { job, fulfillments: await this.fulfillments.listForJob(job.id) };
+    return { job, ...(await this.fulfillmentsOf(job.id)) };
+  }
+
+  /** The job's timeline: every attempt, oldest first. */
+  async attempts(principal: Principal, id: string): Promise<AttemptEntry[]> {
+    const job = await this.jobs.findOwned(principal.userId, id);
+    if (!job) throw notFound();
+    return findAttempts(this.ctx.orm, [job.id]);
+  }
+
+  private async fulfillmentsOf(syncJobId: string): Promise<Omit<JobWithFulfillments, 'job'>> {
+    const fulfillments = await this.fulfillments.listForJob(syncJobId);
+    const fulfillmentAttempts = new Map<string, AttemptEntry[]>(fulfillments.map((fulfillment) => [fulfillment.id, []]));
+    for (const entry of await findAttempts(this.ctx.orm, [...fulfillmentAttempts.keys()])) fulfillmentAttempts.get(entry.rowId)?.push(entry);
+    return { fulfillments, fulfillmentAttempts };
   }
 
   list(principal: Principal, filters: JobFilters): Promise<Page<SyncJob>> {
@@ -232,7 +250,7 @@ export class SyncJobService {
       throw new AppError('conflict', { message: 'The job changed while it was being retried; try again.', details: { reason: 'concurrent_update' } });
     }
     this.ctx.metrics.attemptTransitions.inc({ kind: 'sync_job', status: 'pending' });
-    return { job, fulfillments: await this.fulfillments.listForJob(job.id) };
+    return { job, ...(await this.fulfillmentsOf(job.id)) };
   }
 
   /**

@@ -74,7 +74,8 @@ async function accessibilityViolations(page: Page): Promise<string[]> {
   return violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id} (${v.impact}): ${v.help} at ${v.targets.join(', ')}`);
 }
 
-const screenshot = (page: Page, name: string) => page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage: true });
+/** The whole page, or what the viewport shows (a modal dialog is fixed to the viewport). */
+const screenshot = (page: Page, name: string, fullPage = true) => page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`), fullPage });
 
 async function signIn(page: Page, user: TestUser): Promise<void> {
   await page.goto(`${service.url}/console`);
@@ -169,7 +170,7 @@ describe('the operator console', () => {
     await expect(attemptRows.nth(3).textContent()).resolves.toMatch(/Automatic retry.*failed.*503/);
     expect(await page.evaluate<string>('document.activeElement && document.activeElement.id')).toBe('job-heading');
     expect(await accessibilityViolations(page), 'timeline dialog').toEqual([]);
-    await screenshot(page, 'timeline-1280');
+    await screenshot(page, 'timeline-1280', false);
     await page.keyboard.press('Escape');
     await dialog.waitFor({ state: 'hidden' });
     expect(await timelineButton.evaluate((button) => button === button.ownerDocument.activeElement)).toBe(true);
@@ -190,7 +191,7 @@ describe('the operator console', () => {
     await page.getByText('Retried 2 dead jobs; they are pending again.').waitFor();
     for (const job of scene.outageJobs) await waitForJob(service.api, scene.shop.user.token, job.id, (j) => j.status === 'completed', 20_000, 'completed');
     await page.getByText('No dead or failed jobs. Everything is moving.').waitFor({ timeout: 15_000 });
-    await expect(counts.getByRole('row', { name: /completed/ }).textContent()).resolves.toMatch(/completed\s*3\s*0/);
+    await expect.poll(() => counts.getByRole('row', { name: /completed/ }).textContent(), { timeout: 15_000 }).toMatch(/completed\s*3\s*0/);
 
     // Reconciliation: started, or explained when the service does not have it.
     await page.getByRole('button', { name: 'Run reconciliation' }).click();
@@ -262,7 +263,7 @@ describe('the operator console', () => {
     await dialog.getByRole('table', { name: 'Attempts of the job, oldest first' }).waitFor();
     expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(PHONE.width);
     expect(await accessibilityViolations(page), 'timeline on a phone').toEqual([]);
-    await screenshot(page, 'timeline-390');
+    await screenshot(page, 'timeline-390', false);
     expect(problems).toEqual([]);
     await context.close();
   }, 90_000);

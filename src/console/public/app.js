@@ -453,12 +453,15 @@ function JobDialog({ jobId, suppliers, onClose, onRetry }) {
   }, [jobId]);
   usePolling(load, JOB_POLL_MS, [load]);
 
+  // Closing the native dialog (Escape does it too) fires its close event, which unmounts it: focus
+  // can only go back to the page once the modal is closed.
+  const close = () => dialog.current?.open && dialog.current.close();
   const retryable = job && (job.status === 'dead' || job.status === 'failed');
   return html`
-    <dialog ref=${dialog} aria-labelledby="job-heading" onClose=${onClose} onCancel=${(e) => { e.preventDefault(); onClose(); }}>
+    <dialog ref=${dialog} aria-labelledby="job-heading" onClose=${onClose}>
       <article>
         <header>
-          <button type="button" class="close-button" aria-label="Close the timeline" onClick=${onClose}>×</button>
+          <button type="button" class="close-button" aria-label="Close the timeline" onClick=${close}>×</button>
           <h2 id="job-heading" tabindex="-1" ref=${heading}>${job ? `Job for order #${job.externalOrderId}` : 'Job'}</h2>
         </header>
         ${error && html`<p class="error" role="alert">${error}</p>`}
@@ -490,7 +493,7 @@ function JobDialog({ jobId, suppliers, onClose, onRetry }) {
               </section>`,
           )}`}
         <footer>
-          <button type="button" class="secondary" onClick=${onClose}>Close</button>
+          <button type="button" class="secondary" onClick=${close}>Close</button>
         </footer>
       </article>
     </dialog>`;

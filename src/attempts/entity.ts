@@ -1,0 +1,44 @@
+import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { ATTEMPT_OUTCOMES, ATTEMPT_TRIGGERS, type AttemptTrigger } from '../../contract/enums.ts';
+
+/**
+ * One attempt at a sync job or a fulfillment: its timeline entry. The worker writes it in the same
+ * statement as the transition it belongs to: the row taken (`in_progress`), then the outcome
+ * recorded (`succeeded` / `failed`, with the platform's HTTP status and the id it produced). Kept
+ * for every attempt: a manual retry starts new ones (attempt numbers keep counting), and an attempt
+ * whose worker was lost is closed as failed when the job is taken again (`recovered`).
+ */
+const ATTEMPT_KIND_NAMES = ['sync_job', 'fulfillment'] as const;
+
+export const AttemptEntry = defineEntity({
+  name: 'AttemptEntry',
+  tableName: 'attempts',
+  properties: {
+    /** The sync job's or fulfillment's id. */
+    rowId: p.string().primary(),
+    attempt: p.integer().primary(),
+    kind: p.enum(ATTEMPT_KIND_NAMES),
+    ownerId: p.string(),
+    resellerStoreId: p.string(),
+    trigger: p.enum(ATTEMPT_TRIGGERS),
+    startedAt: p.datetime(),
+    finishedAt: p.datetime().nullable(),
+    outcome: p.enum(ATTEMPT_OUTCOMES),
+    errorMessage: p.text().nullable(),
+    /** The HTTP status the platform answered with; null when no answer came (timeout, network) or no call was made. */
+    platformStatus: p.smallint().nullable(),
+    /** What a successful attempt produced: the source order id (sync job) or the reseller fulfillment id. */
+    result: p.string().nullable(),
+  },
+});
+export type AttemptEntry = InferEntity<typeof AttemptEntry>;
+
+/** The error an attempt is closed with when its worker was lost mid-attempt and the row was taken again. */
+export const WORKER_LOST = 'worker lost: the attempt ended without reporting an outcome';
+
+/** Which attempt a TAKE starts, from the row as it was before the TAKE. */
+export function triggerOf(status: string, attemptsBefore: number): AttemptTrigger {
+  if (status === 'processing') return 'recovered';
+  if (status === 'failed') return 'automatic_retry';
+  return attemptsBefore === 0 ? 'initial' : 'manual_retry';
+}
