@@ -1,6 +1,8 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import { ATTEMPT_OUTCOMES, ATTEMPT_TRIGGERS, type AttemptTrigger } from '../../contract/enums.ts';
 
+const ATTEMPT_KIND_NAMES = ['sync_job', 'fulfillment'] as const;
+
 /**
  * One attempt at a sync job or a fulfillment: its timeline entry. The worker writes it in the same
  * statement as the transition it belongs to: the row taken (`in_progress`), then the outcome
@@ -8,8 +10,6 @@ import { ATTEMPT_OUTCOMES, ATTEMPT_TRIGGERS, type AttemptTrigger } from '../../c
  * for every attempt: a manual retry starts new ones (attempt numbers keep counting), and an attempt
  * whose worker was lost is closed as failed when the job is taken again (`recovered`).
  */
-const ATTEMPT_KIND_NAMES = ['sync_job', 'fulfillment'] as const;
-
 export const AttemptEntry = defineEntity({
   name: 'AttemptEntry',
   tableName: 'attempts',
