@@ -409,7 +409,7 @@ function ProblemJobs({ jobs, stats, suppliers, busy, onRetry, onOpen }) {
               (job) => html`<tr key=${job.id}>
                 <td data-label="Order">#${job.externalOrderId}</td>
                 <td data-label="Supplier">${suppliers[job.sourceStoreId] ?? job.sourceStoreId}</td>
-                <td data-label="Status"><${Status} status=${job.status} /> <${Ago} at=${job.deadAt ?? job.failedAt ?? job.updatedAt} /></td>
+                <td data-label="Status"><${Status} status=${job.status} /> <small class="since"><${Ago} at=${job.deadAt ?? job.failedAt ?? job.updatedAt} /></small></td>
                 <td data-label="Attempts">${job.attempts}</td>
                 <td data-label="Last error" class="error-text">${job.errorMessage ?? '—'}</td>
                 <td data-label="Age"><time datetime=${job.createdAt} title=${absolute(job.createdAt)}>${duration(since(job.createdAt))}</time></td>
@@ -514,7 +514,7 @@ function Timeline({ attempts, label }) {
       <tbody>
         ${attempts.map(
           (attempt) => html`<tr key=${attempt.attempt}>
-            <td data-label="#">${attempt.attempt}</td>
+            <td data-label="Attempt">${attempt.attempt}</td>
             <td data-label="Trigger">${TRIGGERS[attempt.trigger] ?? attempt.trigger}</td>
             <td data-label="Started"><time datetime=${attempt.startedAt} title=${absolute(attempt.startedAt)}>${absolute(attempt.startedAt)}</time></td>
             <td data-label="Duration">${attempt.durationMs === null ? '—' : `${number.format(attempt.durationMs)} ms`}</td>
