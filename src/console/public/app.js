@@ -320,9 +320,9 @@ function StorePanel({ store, announce }) {
         await api('POST', `/v1/reseller_stores/${store.id}/reconcile`, {});
         return 'Reconciliation started: orders whose webhooks were missed will be routed shortly.';
       } catch (failure) {
-        // Until the service has reconciliation, the route itself is missing.
+        // An older service behind this page, without reconciliation: the route itself is missing.
         if (failure instanceof ApiError && failure.status === 404 && /^No route/.test(failure.message)) {
-          return 'Reconciliation is not available on this service yet.';
+          return 'Reconciliation is not available on this service.';
         }
         throw failure;
       }
