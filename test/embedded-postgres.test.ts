@@ -14,6 +14,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, inject, it } from 'vitest';
+import { canEnter } from '../src/db/embedded-location.ts';
 import { deleteDataDir, EmbeddedDatabaseError, startEmbeddedPostgres } from '../src/db/embedded.ts';
 import { ApiClient } from './support/api.ts';
 import { runFailingStart } from './support/child-service.ts';
@@ -25,6 +26,8 @@ const TSX_CLI = path.join(ROOT, 'node_modules/tsx/dist/cli.mjs');
 const SHARED_PLACE = '/var/lib/order-routing-service';
 const isRoot = process.getuid?.() === 0;
 const NOBODY = 65534;
+/** Not when this checkout is itself in a private folder: that user could not run its code. */
+const nobodyCanRunUs = isRoot && canEnter({ uid: NOBODY, gid: NOBODY }, path.join(ROOT, 'node_modules', 'tsx', 'dist'));
 
 const cleanups: (() => void)[] = [];
 afterAll(() => cleanups.reverse().forEach((cleanup) => cleanup()));
@@ -88,6 +91,7 @@ function startService(command: string, args: string[], options: { cwd: string; e
     };
     createInterface({ input: child.stdout! }).on('line', onLine);
     createInterface({ input: child.stderr! }).on('line', onLine);
+    child.once('error', reject);
     void exited.then((code) => reject(new Error(`the service exited (${code}) before listening:\n${lines.slice(-15).join('\n')}`)));
   });
 }
@@ -175,7 +179,7 @@ describe('the embedded PostgreSQL from a private folder', () => {
     }
   }, 240_000);
 
-  it.runIf(isRoot)('runs as an unprivileged user from its own mode-700 folder, PostgreSQL as that user with its cluster in DATA_DIR', async () => {
+  it.runIf(nobodyCanRunUs)('runs as an unprivileged user from its own mode-700 folder, PostgreSQL as that user with its cluster in DATA_DIR', async () => {
     const home = privateFolder(NOBODY);
     const dataDir = path.join(home, 'data');
     const run = await startService(process.execPath, [TSX_CLI, 'src/main.ts'], { cwd: ROOT, uid: NOBODY, env: { HOME: home, DATA_DIR: dataDir } });
