@@ -24,7 +24,7 @@ import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import pg from 'pg';
 import { loadConfig } from '../src/config/index.ts';
-import { freePort, startEmbeddedPostgres, type EmbeddedDatabase } from '../src/db/embedded.ts';
+import { deleteDataDir, freePort, startEmbeddedPostgres, type EmbeddedDatabase } from '../src/db/embedded.ts';
 import { connectOrm } from '../src/db/orm.ts';
 import { Queue } from '../src/queue/queue.ts';
 import { createLogger } from '../src/shared/logger.ts';
@@ -703,5 +703,9 @@ printTable();
 console.log(`\nwrote bench/results.json (${output.duration_s} s)`);
 if (CPU_PROF) console.log(`CPU profiles in ${profiles}`);
 if (KEEP || exitCode !== 0) console.log(`kept ${tmp}`);
-else rmSync(tmp, { recursive: true, force: true });
+else {
+  deleteDataDir(path.join(tmp, 'service-data'));
+  deleteDataDir(path.join(tmp, 'postgres'));
+  rmSync(tmp, { recursive: true, force: true });
+}
 process.exit(exitCode);

@@ -3,12 +3,12 @@
  * committed migration and writes the difference as a new migration file. Runs on a throw-away
  * embedded PostgreSQL, so it needs no set-up.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { MikroORM } from '@mikro-orm/postgresql';
 import { ormConfig } from '../mikro-orm.config.ts';
-import { startEmbeddedPostgres } from '../src/db/embedded.ts';
+import { deleteDataDir, startEmbeddedPostgres } from '../src/db/embedded.ts';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'migration-'));
 const db = await startEmbeddedPostgres({ dataDir: dir });
@@ -20,5 +20,5 @@ try {
   await orm.close();
 } finally {
   await db.stop();
-  rmSync(dir, { recursive: true, force: true });
+  deleteDataDir(dir);
 }

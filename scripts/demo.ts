@@ -4,10 +4,11 @@
  * storefront, add two suppliers, receive a signed order, watch both suppliers get their part,
  * and push a supplier's tracking back to the customer's order.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../src/config/index.ts';
+import { deleteDataDir } from '../src/db/embedded.ts';
 import { startService } from '../src/server.ts';
 import { createLogger } from '../src/shared/logger.ts';
 import { buildFulfillmentPayload, sendWebhook, startSandbox } from '../test/sandbox/server.ts';
@@ -110,6 +111,6 @@ try {
 } finally {
   await service.stop();
   await sandbox.close();
-  rmSync(dataDir, { recursive: true, force: true });
+  deleteDataDir(dataDir);
 }
 process.exit(exitCode);

@@ -1,4 +1,5 @@
 import { ConfigError, loadConfig } from './config/index.ts';
+import { EmbeddedDatabaseError } from './db/embedded.ts';
 import { startService } from './server.ts';
 import { createLogger } from './shared/logger.ts';
 
@@ -6,14 +7,17 @@ let config;
 try {
   config = loadConfig();
 } catch (error) {
-  if (!(error instanceof ConfigError)) throw error;
-  console.error(error.message);
+  const problem = error instanceof ConfigError ? error.message : unwritableDataDir(error);
+  if (!problem) throw error;
+  console.error(problem);
   process.exit(1);
 }
 
 const logger = createLogger(config.logLevel);
 const service = await startService(config, logger).catch((error: unknown) => {
-  logger.fatal({ err: error }, 'start-up failed');
+  // A set-up problem the operator solves gets one line saying how, like a bad configuration value.
+  if (error instanceof EmbeddedDatabaseError) console.error(error.message);
+  else logger.fatal({ err: error }, 'start-up failed');
   process.exit(1);
 });
 logger.info({ role: config.role, url: service.url }, 'service started');
@@ -32,4 +36,11 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
       },
     );
   });
+}
+
+/** In development loadConfig keeps generated secrets in DATA_DIR: one it cannot write is a set-up problem. */
+function unwritableDataDir(error: unknown): string | null {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  if (!code || !['EACCES', 'EPERM', 'EROFS', 'ENOENT', 'ENOTDIR'].includes(code)) return null;
+  return `invalid configuration: DATA_DIR cannot hold the generated secrets (${(error as Error).message}): set DATA_DIR to a folder this user can write`;
 }

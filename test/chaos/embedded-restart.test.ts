@@ -4,12 +4,12 @@
  * and a cluster that still runs is never started twice. (crash.test.ts kills the whole service;
  * this kills the database alone, and makes the pid in the stale file belong to someone else.)
  */
-import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { freePort, startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/db/embedded.ts';
+import { deleteDataDir, freePort, startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/db/embedded.ts';
 import { queryRows } from '../support/database.ts';
 import { waitFor } from '../support/wait.ts';
 import { postmasterPid } from './support/child-service.ts';
@@ -25,7 +25,7 @@ ledger.watch('embedded PostgreSQL', () => logs);
 afterAll(async () => {
   await running?.stop();
   ledger.flush();
-  rmSync(dataDir, { recursive: true, force: true });
+  deleteDataDir(dataDir);
 });
 
 /** Every live process of the cluster: the postmaster and its backends all work in the cluster folder. */
@@ -95,7 +95,7 @@ describe('the embedded PostgreSQL after a SIGKILL', () => {
 
   it('never starts a second server on a folder whose server still runs', async () => {
     const before = readFileSync(pidFile, 'utf8');
-    await expect(start(await freePort())).rejects.toThrow(/did not start/);
+    await expect(start(await freePort())).rejects.toThrow(/is in use by another running service/);
     expect(readFileSync(pidFile, 'utf8')).toBe(before);
     expect(await queryRows(running!.url(), 'select count(*)::int as n from survivors')).toEqual([{ n: 2 }]);
   });
