@@ -286,6 +286,27 @@ describe('routing', () => {
   });
 });
 
+describe('currencies', () => {
+  // ISO 4217 minor units; Intl's locale data gives 0 decimals to PKR, HUF, COP and IQD, which
+  // refused these orders ("more decimals than PKR allows").
+  it.each([
+    ['PKR', 2, '499.99', '399.99'],
+    ['HUF', 2, '1990.50', '1592.40'],
+    ['COP', 2, '10000.50', '8000.40'],
+    ['IQD', 3, '12.345', '9.876'],
+    ['KWD', 3, '1.250', '1.000'],
+    ['CLP', 0, '1500', '1200'],
+  ])('routes an order in %s (%i decimals), priced exactly in its minor units', async (currency, _decimals, price, supplierPrice) => {
+    const reseller = await newReseller('platform_a');
+    const supplier = await addSupplier(reseller, { platform: 'custom', vendorTag: 'Acme', pricingConfig: { type: 'percentage', value: 25 } });
+    const payload = resellerOrder(reseller, [{ sku: 'A-1', title: 'Anvil', vendor: 'Acme', quantity: 2, price }], { currency });
+    expect((payload.line_items as JsonObject[])[0]!.price).toBe(price);
+    await waitForCompleted(reseller, expectReceived(await deliverOrder(reseller, payload), 1));
+    const [placed] = sandbox.ordersFor(supplier.shopDomain);
+    expect(placed!.body).toMatchObject({ currency, lines: [{ sku: 'A-1', quantity: 2, unitPrice: supplierPrice }] });
+  });
+});
+
 describe('vendor matching', () => {
   it('matches trimmed and case-insensitively, never a deleted store, and records unmatched lines once', async () => {
     const reseller = await newReseller('platform_a');
