@@ -3,14 +3,9 @@
  * decimal strings ("12.50"). These helpers are the only place that converts between the two.
  */
 import { data as iso4217 } from 'currency-codes';
+import { MAX_AMOUNT_MINOR } from '../contract/limits.ts';
 
-/**
- * The largest amount the service accepts or computes, in minor units: a unit price or a line total,
- * received from a platform, produced by pricing or sent to a supplier (10,000,000,000.00 in a
- * two-decimal currency). Far below 2^53, so every amount, and every sum or product of a few, is an
- * exact integer.
- */
-export const MAX_AMOUNT_MINOR = 1_000_000_000_000;
+export { MAX_AMOUNT_MINOR };
 
 /**
  * Minor-unit digits of every ISO 4217 code, from the ISO list itself (`currency-codes`), not from

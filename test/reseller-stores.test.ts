@@ -71,6 +71,13 @@ describe('POST /v1/reseller_stores', () => {
     ['an empty access token', { accessToken: '' }, 'accessToken'],
     ['a missing webhook secret', { webhookSecret: undefined }, 'webhookSecret'],
     ['a numeric webhook secret', { webhookSecret: 42 }, 'webhookSecret'],
+    // The access token goes into a header of every platform call: CR/LF there made every job die.
+    ['an access token with CR/LF', { accessToken: 'shpat_x\r\nX-Injected: 1' }, 'accessToken'],
+    ['an access token with a control character', { accessToken: 'shpat_\u0001x' }, 'accessToken'],
+    ['an access token with characters a header cannot carry', { accessToken: 'shpat_ü€' }, 'accessToken'],
+    ['an access token over 4096 characters', { accessToken: 'a'.repeat(4097) }, 'accessToken'],
+    ['a webhook secret with CR/LF', { webhookSecret: 'whsec\r\n' }, 'webhookSecret'],
+    ['a webhook secret over 1024 characters', { webhookSecret: 'w'.repeat(1025) }, 'webhookSecret'],
   ])('rejects %s with 400 naming the field', async (_label, overrides, param) => {
     const response = await service.api.post('/v1/reseller_stores', { token: user.token, body: validStore(overrides) });
     expectError(response, 400, 'validation_failed', param);
