@@ -1,4 +1,5 @@
 import { request as httpRequest } from 'node:http';
+import { brotliCompressSync, deflateSync, gzipSync, zstdCompressSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiResponse } from './support/api.ts';
 import { expectError, expectErrorEnvelope } from './support/assertions.ts';
@@ -181,6 +182,52 @@ describe('request bodies', () => {
       headers: { 'content-type': 'application/json' },
     });
     expectError(response, 400, 'validation_failed', 'body');
+  });
+});
+
+describe('content encodings', () => {
+  const post = (path: string, body: Buffer, encoding: string, token: string | undefined = user.token) =>
+    rawRequest('POST', path, { 'content-type': 'application/json', 'content-encoding': encoding, 'content-length': body.length, ...(token && { authorization: `Bearer ${token}` }) }, body);
+  const errorsLogged = () => service.logs.filter((line) => JSON.parse(line).level >= 50);
+
+  it.each([
+    ['gzip', gzipSync],
+    ['deflate', deflateSync],
+    ['br', brotliCompressSync],
+    ['zstd', zstdCompressSync],
+    ['GZIP', gzipSync],
+  ] as const)('accepts a body compressed with %s', async (encoding, compress) => {
+    const response = await post('/v1/reseller_stores', compress(Buffer.from(JSON.stringify(storeBody()))), encoding);
+    expect(response.status, JSON.stringify(response.body)).toBe(201);
+  });
+
+  it.each([
+    ['gzip', 'bytes that are no gzip', Buffer.from('{"name":"not compressed at all"}')],
+    ['gzip', 'a truncated gzip stream', gzipSync(Buffer.from(JSON.stringify(storeBody()))).subarray(0, 20)],
+    ['deflate', 'bytes that are no deflate stream', Buffer.from('plain text')],
+    ['br', 'bytes that are no brotli stream', Buffer.from('\u00ff\u00fe garbage \u0000\u0001')],
+    ['zstd', 'bytes that are no zstd frame', Buffer.from('garbage')],
+  ])('answers 400 validation_failed, never 500, for content-encoding %s with %s', async (encoding, _label, body) => {
+    const before = errorsLogged().length;
+    for (const [path, token] of [['/v1/reseller_stores', user.token], ['/v1/auth/login', undefined], [`/v1/reseller_stores/${storeId}/source_stores`, user.token]] as const) {
+      expectError(await post(path, body, encoding, token), 400, 'validation_failed', 'body');
+    }
+    expectError(await post('/v1/orders/webhook', body, encoding, undefined), 400, 'validation_failed', 'body');
+    // Nothing worth an error log line (the 500 used to log a stack trace).
+    expect(errorsLogged().slice(before)).toEqual([]);
+  });
+
+  it.each(['compress', 'gzip, br', 'x-gzip2', 'identity, gzip'])('answers 415 for the content-encoding %j it does not support', async (encoding) => {
+    const response = await post('/v1/reseller_stores', gzipSync(Buffer.from(JSON.stringify(storeBody()))), encoding);
+    expectError(response, 415, 'unsupported_media_type');
+    expect(response.body.error.message).toMatch(/Content-Encoding/);
+  });
+
+  it('counts the decompressed size against the 1 MiB limit: a small gzip that inflates past it is 413', async () => {
+    const bomb = gzipSync(Buffer.from(JSON.stringify({ ...storeBody(), name: 'x'.repeat(16 * 1024 * 1024) })));
+    expect(bomb.length).toBeLessThan(64 * 1024);
+    expectError(await post('/v1/reseller_stores', bomb, 'gzip'), 413, 'payload_too_large');
+    expectError(await post('/v1/orders/webhook', bomb, 'gzip', undefined), 413, 'payload_too_large');
   });
 });
 
