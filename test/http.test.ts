@@ -1,10 +1,13 @@
-import { request as httpRequest } from 'node:http';
+import { createServer, request as httpRequest } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
 import { brotliCompressSync, deflateSync, gzipSync, zstdCompressSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiResponse } from './support/api.ts';
 import { expectError, expectErrorEnvelope } from './support/assertions.ts';
 import { createResellerStore, registerUser, type TestUser } from './support/factories.ts';
 import { startTestService, type TestService } from './support/service.ts';
+import { answerClientError } from '../src/http/client-error.ts';
+import { createLogger } from '../src/shared/logger.ts';
 
 let service: TestService;
 let user: TestUser;
@@ -96,6 +99,62 @@ describe('request ids', () => {
     expect(response.status).toBe(200);
     expect(response.headers.get('x-request-id')).toMatch(GENERATED_ID);
     expect(response.body.request_id).toBe(response.headers.get('x-request-id'));
+  });
+});
+
+/** Bytes straight onto a socket (requests no HTTP client sends); resolves with all the server wrote. */
+function rawExchange(port: number, request: string, { end = true } = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => (end ? socket.end(request) : socket.write(request)));
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk) => chunks.push(chunk));
+    socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    socket.on('error', reject);
+    socket.setTimeout(10_000, () => socket.destroy(new Error('no answer within 10 s')));
+  });
+}
+
+/** The status line, the headers (lower-cased names) and the parsed body of a raw answer. */
+function parseAnswer(answer: string) {
+  const [head = '', body = ''] = answer.split('\r\n\r\n');
+  const [statusLine = '', ...lines] = head.split('\r\n');
+  const headers = new Headers(lines.map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trim()] as [string, string]));
+  return { status: Number(statusLine.split(' ')[1]), headers, body: body ? JSON.parse(body) : undefined };
+}
+
+describe('answers Node\'s HTTP server would make on its own', () => {
+  const port = () => Number(new URL(service.url).port);
+
+  it('answers an HTTP/1.1 request without a Host header with the error envelope and X-Request-Id', async () => {
+    for (const request of ['GET /healthz HTTP/1.1\r\n\r\n', 'POST /v1/auth/login HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}']) {
+      const answer = parseAnswer(await rawExchange(port(), request));
+      expectError(answer, 400, 'validation_failed', 'headers');
+      expect(answer.body.error.message).toMatch(/Host/);
+    }
+  });
+
+  it('still serves HTTP/1.0 without a Host header, which it does not require', async () => {
+    const answer = parseAnswer(await rawExchange(port(), 'GET /healthz HTTP/1.0\r\n\r\n'));
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get('x-request-id')).toMatch(GENERATED_ID);
+  });
+
+  it('serves a request with an Expect it does not know instead of a bare 417', async () => {
+    const answer = parseAnswer(await rawExchange(port(), 'GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: something-else\r\nConnection: close\r\n\r\n'));
+    expect(answer.status).toBe(200);
+    expect(answer.body.request_id).toBe(answer.headers.get('x-request-id'));
+  });
+
+  it('answers a request whose headers never complete in time with the error envelope, not a bare 408', async () => {
+    const server = createServer({ headersTimeout: 300, requestTimeout: 400, connectionsCheckingInterval: 50 }, () => {});
+    server.on('clientError', answerClientError(createLogger('silent')));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const answer = parseAnswer(await rawExchange((server.address() as AddressInfo).port, 'GET /healthz HTTP/1.1\r\nHost: x\r\n', { end: false }));
+      expectError(answer, 400, 'validation_failed', 'headers');
+    } finally {
+      server.close();
+    }
   });
 });
 
