@@ -621,6 +621,12 @@ describe('verification', () => {
       "a deleted reseller store's domain": { shopDomain: deletedStore.shopDomain, secret: deletedSecret },
       "a source store's domain and secret": { shopDomain: supplier.shopDomain, secret: supplierSecret },
       'valid signature over a re-serialised body with other whitespace': { body: JSON.stringify(payload, null, 2), signedBody: body },
+      // Each of these decodes, leniently, to the right 32 bytes.
+      'the right signature with "!!!" appended': { mangleSignature: (signature) => `${signature}!!!` },
+      'the right signature with a space inside': { mangleSignature: (signature) => `${signature.slice(0, 20)} ${signature.slice(20)}` },
+      'the right signature in base64url form, unpadded': {
+        mangleSignature: (signature) => signature.replaceAll('+', '-').replaceAll('/', '_').replace(/=$/, ''),
+      },
     };
     const bodies: Record<string, unknown>[] = [];
     for (const [name, delivery] of Object.entries(cases)) {
