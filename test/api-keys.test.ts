@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiResponse } from './support/api.ts';
 import { expectError, ISO_UTC } from './support/assertions.ts';
-import { queryRows } from './support/database.ts';
+import { queryRows, watchColumnWrites } from './support/database.ts';
 import { createResellerStore, registerUser, type TestUser } from './support/factories.ts';
 import { startTestService, type TestService } from './support/service.ts';
 
@@ -187,6 +187,16 @@ describe('DELETE /v1/api_keys/{id}', () => {
 
   it('answers 404 for an unknown id', async () => {
     expectError(await service.api.delete('/v1/api_keys/key_missing', { token: user.token }), 404, 'not_found');
+  });
+
+  it('revokes once under concurrent DELETEs: every one answers 204, revokedAt is written once and kept', async () => {
+    const revocations = await watchColumnWrites(service.databaseUrl, 'api_keys', 'revoked_at');
+    const key = await createKey(user, 'live');
+    const responses = await Promise.all(Array.from({ length: 20 }, () => service.api.delete(`/v1/api_keys/${key.id}`, { token: user.token })));
+    expect(responses.map((response) => response.status)).toEqual(Array(20).fill(204));
+    const written = await revocations(key.id);
+    expect(written).toHaveLength(1);
+    expect(Date.parse((await service.api.get(`/v1/api_keys/${key.id}`, { token: user.token })).body.revokedAt)).toBe(Date.parse(written[0]!));
   });
 
   it('lets a key revoke itself, after which it is 401', async () => {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError, ISO_UTC } from './support/assertions.ts';
-import { queryRows } from './support/database.ts';
+import { queryRows, watchColumnWrites } from './support/database.ts';
 import { createResellerStore, createSourceStore, registerUser, type TestUser } from './support/factories.ts';
 import { startTestService, type TestService } from './support/service.ts';
 
@@ -405,6 +405,18 @@ describe('PATCH /v1/reseller_stores/{rst_id}/source_stores/{id}', () => {
 });
 
 describe('DELETE /v1/reseller_stores/{rst_id}/source_stores/{id}', () => {
+  it('deletes once under concurrent DELETEs: one 204 and one audit entry, every other 404, deletedAt written once', async () => {
+    const deletions = await watchColumnWrites(service.databaseUrl, 'source_stores', 'deleted_at');
+    const rst = await createResellerStore(service.api, user.token);
+    const store = await createSourceStore(service.api, user.token, rst.id);
+    const responses = await Promise.all(Array.from({ length: 20 }, () => service.api.delete(`${base(rst.id)}/${store.id}`, { token: user.token })));
+    expect(responses.filter((response) => response.status === 204)).toHaveLength(1);
+    for (const response of responses.filter((r) => r.status !== 204)) expectError(response, 404, 'not_found');
+    expect(await deletions(store.id)).toHaveLength(1);
+    const audit = await queryRows(service.databaseUrl, "select id from audit_entries where resource_id = $1 and action = 'source_store.deleted'", [store.id]);
+    expect(audit).toHaveLength(1);
+  });
+
   it('soft-deletes: 204, row kept with deleted_at, GET shows deletedAt', async () => {
     const rst = await createResellerStore(service.api, user.token);
     const store = await createSourceStore(service.api, user.token, rst.id);
