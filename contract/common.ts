@@ -5,8 +5,11 @@ import { ERROR_CODES, ERROR_STATUS, type ErrorCode } from './errors.ts';
 
 export const c = initContract();
 
-/** How a route is authenticated. */
-export type RouteAuth = 'bearer' | 'none' | 'webhook' | 'refresh_cookie';
+/**
+ * How a route is authenticated. `bearer` takes an access token or an API key; `access_token` only
+ * an access token (a signed-in user).
+ */
+export type RouteAuth = 'bearer' | 'access_token' | 'none' | 'webhook' | 'refresh_cookie';
 
 /** Who signs a webhook route's deliveries, and so whose webhook secrets verify them. */
 export type WebhookSender = 'reseller_store' | 'source_stores';
