@@ -89,7 +89,8 @@ export const resellerStoresContract = c.router(
       body: c.noBody(),
       responses: { 204: c.noBody(), 400: errorResponse(400), 404: errorResponse(404) },
       summary: 'Delete a reseller store',
-      description: 'Soft delete: the store stops accepting webhooks; its record, jobs and audit log are kept.',
+      description:
+        'Soft delete: the store stops accepting webhooks; its record, jobs and audit log are kept. Only the first DELETE deletes (and is audited); a later or concurrent one answers 404 and changes nothing.',
     },
   },
   { commonResponses: authErrors, metadata: auth('bearer') },

@@ -265,6 +265,7 @@ describe('content encodings', () => {
     ['gzip', 'a truncated gzip stream', gzipSync(Buffer.from(JSON.stringify(storeBody()))).subarray(0, 20)],
     ['deflate', 'bytes that are no deflate stream', Buffer.from('plain text')],
     ['br', 'bytes that are no brotli stream', Buffer.from('\u00ff\u00fe garbage \u0000\u0001')],
+    ['br', 'JSON that was not compressed', Buffer.from(JSON.stringify({ id: 1, order_id: 1, status: 'success', tracking_numbers: ['1Z'] }))],
     ['zstd', 'bytes that are no zstd frame', Buffer.from('garbage')],
   ])('answers 400 validation_failed, never 500, for content-encoding %s with %s', async (encoding, _label, body) => {
     const before = errorsLogged().length;

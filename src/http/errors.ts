@@ -55,12 +55,13 @@ function toAppError(error: unknown): AppError {
 
 /**
  * A body that does not decompress as its Content-Encoding says: body-parser passes the
- * decompression stream's own error on with status 400 and no `type` (a zlib error: Z_DATA_ERROR,
- * Z_BUF_ERROR for a truncated stream, ERR_BROTLI_…, ZSTD_error_…).
+ * decompression stream's own error on with status 400 and no `type`. Those are zlib errors, with a
+ * numeric `errno` and a string `code` (Z_DATA_ERROR, Z_BUF_ERROR for a truncated stream,
+ * ERR__ERROR_FORMAT_… from brotli, ZSTD_error_… from zstd).
  */
 function isUndecodableBody(error: unknown): boolean {
-  const { status, type, code } = (error ?? {}) as { status?: unknown; type?: unknown; code?: unknown };
-  return status === 400 && type === undefined && typeof code === 'string' && /^(Z_|ERR_BROTLI|ERR_ZSTD|ZSTD_)/.test(code);
+  const { status, type, code, errno } = (error ?? {}) as { status?: unknown; type?: unknown; code?: unknown; errno?: unknown };
+  return status === 400 && type === undefined && typeof code === 'string' && typeof errno === 'number';
 }
 
 export function errorHandler(logger: Logger): ErrorRequestHandler {
