@@ -30,7 +30,9 @@ export const apiKeysContract = c.router(
       }),
       responses: { 201: CreatedApiKey, 400: errorResponse(400), ...bodyErrors },
       summary: 'Create an API key',
-      description: 'The raw key is returned once. Both environments act as their owner.',
+      description:
+        'The raw key is returned once. Both environments act as their owner. Needs a signed-in user\'s access token: an API key gets 401 `unauthorized` (`details.reason` `access_token_required`), so a leaked key cannot create its own successor.',
+      metadata: auth('access_token'),
     },
     list: {
       method: 'GET',
@@ -55,7 +57,9 @@ export const apiKeysContract = c.router(
       body: c.noBody(),
       responses: { 204: c.noBody(), 400: errorResponse(400), 404: errorResponse(404) },
       summary: 'Revoke an API key',
-      description: 'Every later request with the key answers 401.',
+      description:
+        'Every later request with the key answers 401. Revoking a revoked key changes nothing and answers 204. Needs a signed-in user\'s access token: an API key gets 401 `unauthorized` (`details.reason` `access_token_required`).',
+      metadata: auth('access_token'),
     },
   },
   { commonResponses: authErrors, metadata: auth('bearer') },

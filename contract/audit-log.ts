@@ -7,7 +7,7 @@ const AuditEntry = openApi(z.object({
   action: z
     .string()
     .describe(
-      'What happened, e.g. `sync_job.created`, `sync_job.retried`, `sync_job.dead`, `sync_job.completed`, `reseller_store.created`, `source_store.deleted`, `order.lines_unmatched`.',
+      'What happened, e.g. `sync_job.created`, `sync_job.retried`, `sync_job.dead`, `sync_job.completed`, `reseller_store.created`, `source_store.deleted`, `order.lines_unmatched`, `order.refused` (an order webhook refused as invalid, with the reason).',
     ),
   resourceType: z.string(),
   resourceId: z.string(),

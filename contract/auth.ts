@@ -40,7 +40,7 @@ export const authContract = c.router({
     method: 'POST',
     path: '/v1/auth/refresh',
     body: c.noBody(),
-    responses: { 200: Session, 401: errorResponse(401), ...publicErrors },
+    responses: { 200: Session, 401: errorResponse(401), ...publicErrors, ...bodyErrors },
     summary: 'Refresh the access token',
     description:
       'Reads the `refresh_token` cookie, rotates it and returns a new access token. Presenting an already rotated refresh token revokes the whole session.',
@@ -50,7 +50,7 @@ export const authContract = c.router({
     method: 'POST',
     path: '/v1/auth/logout',
     body: c.noBody(),
-    responses: { 204: c.noBody(), ...publicErrors },
+    responses: { 204: c.noBody(), ...publicErrors, ...bodyErrors },
     summary: 'Log out',
     description: 'Revokes the session of the `refresh_token` cookie and clears the cookie.',
     metadata: auth('refresh_cookie'),

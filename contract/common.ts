@@ -5,8 +5,11 @@ import { ERROR_CODES, ERROR_STATUS, type ErrorCode } from './errors.ts';
 
 export const c = initContract();
 
-/** How a route is authenticated. */
-export type RouteAuth = 'bearer' | 'none' | 'webhook' | 'refresh_cookie';
+/**
+ * How a route is authenticated. `bearer` takes an access token or an API key; `access_token` only
+ * an access token (a signed-in user).
+ */
+export type RouteAuth = 'bearer' | 'access_token' | 'none' | 'webhook' | 'refresh_cookie';
 
 /** Who signs a webhook route's deliveries, and so whose webhook secrets verify them. */
 export type WebhookSender = 'reseller_store' | 'source_stores';
@@ -99,11 +102,18 @@ export function errorResponse(status: keyof typeof ERROR_NAMES & number) {
 export const errors = <const S extends (keyof typeof ERROR_NAMES & number)[]>(...statuses: S) =>
   Object.fromEntries(statuses.map((status) => [status, errorResponse(status)])) as { [K in S[number]]: z.ZodTypeAny };
 
-/** Error responses shared by every authenticated route. */
-export const authErrors = errors(401, 500, 503);
-
 /** Error responses of every route that takes a JSON body. */
 export const bodyErrors = errors(413, 415);
+
+/**
+ * Error responses any route can answer before its own rules apply: 400 for a path or query the
+ * service refuses (a NUL, malformed percent-encoding) or a body that does not decode, 413 and 415
+ * for a body sent where none is expected (src/http/pipeline.ts reads a body on every route).
+ */
+export const requestErrors = errors(400, 413, 415, 500);
+
+/** Error responses shared by every authenticated route. */
+export const authErrors = { ...requestErrors, ...errors(401, 503) };
 
 export const NameSchema = z.string().trim().min(1).max(200);
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { auth, c } from './common.ts';
+import { auth, c, requestErrors } from './common.ts';
 
 const Health = z.object({
   status: z.enum(['ok', 'unavailable']),
@@ -24,5 +24,5 @@ export const healthContract = c.router(
       description: 'The database (and the queue, where this process runs workers) is reachable.',
     },
   },
-  { metadata: auth('none') },
+  { commonResponses: requestErrors, metadata: auth('none') },
 );

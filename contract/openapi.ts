@@ -23,6 +23,7 @@ const tagOf = (path: string) => TAGS.find(({ prefix }) => path.replace(/:([a-z_]
 function securityOf(route: AppRoute): OperationObject['security'] {
   const kind = (route.metadata as RouteMetadata | undefined)?.auth ?? 'bearer';
   if (kind === 'bearer') return [{ bearerAuth: [] }, { apiKeyAuth: [] }];
+  if (kind === 'access_token') return [{ bearerAuth: [] }];
   if (kind === 'refresh_cookie') return [{ refreshCookie: [] }];
   return [];
 }

@@ -1,6 +1,10 @@
 import { z } from 'zod';
 import { PRICING_MODES } from './enums.ts';
 import { openApi } from './common.ts';
+import { MAX_AMOUNT_MINOR } from './limits.ts';
+
+/** A number of minor units a rule adds or sets: bounded so that every price computed stays exact. */
+const RuleAmount = z.number().int().min(-MAX_AMOUNT_MINOR).max(MAX_AMOUNT_MINOR);
 
 /** Reseller prices are the supplier's marked up by `value` percent (-100 < value <= 1000). */
 export const PercentagePricingSchema = openApi(
@@ -28,7 +32,9 @@ const PriceRuleSchema = z.discriminatedUnion('op', [
     z.object({
       field: z.literal('price'),
       op: z.literal('add'),
-      value: z.number().int().describe('Minor units added to the unit price (may be negative).'),
+      value: RuleAmount.describe(
+        `Minor units added to the unit price (may be negative), -${MAX_AMOUNT_MINOR} to ${MAX_AMOUNT_MINOR}. A line priced by its total gets it once per item.`,
+      ),
     }).strict(),
     { title: 'PriceAddRule' },
   ),
@@ -36,7 +42,7 @@ const PriceRuleSchema = z.discriminatedUnion('op', [
     z.object({
       field: z.literal('price'),
       op: z.literal('set'),
-      value: z.number().int().min(0).describe('Unit price in minor units.'),
+      value: RuleAmount.min(0).describe(`Unit price in minor units, 0 to ${MAX_AMOUNT_MINOR}.`),
     }).strict(),
     { title: 'PriceSetRule' },
   ),

@@ -17,12 +17,20 @@ import {
 } from './common.ts';
 
 export const StoreCredentials = z.object({
-  accessToken: z.string().min(1).max(4096).describe('Write-only: the credential for the store on its platform.'),
+  // Sent in a header of every call to the platform: a CR/LF or a character a header cannot carry
+  // would make every job of the store fail, so it is refused here instead.
+  accessToken: z
+    .string()
+    .min(1)
+    .max(4096)
+    .regex(/^[\x20-\x7e]+$/, 'must be printable ASCII (no control characters)')
+    .describe('Write-only: the credential for the store on its platform. 1 to 4096 printable ASCII characters.'),
   webhookSecret: z
     .string()
     .min(1)
     .max(1024)
-    .describe('Write-only: the secret the platform signs webhooks with.'),
+    .regex(/^[^\x00-\x1f\x7f-\x9f]+$/, 'must not contain control characters')
+    .describe('Write-only: the secret the platform signs webhooks with. 1 to 1024 characters, no control characters.'),
 });
 
 const ResellerStoreFields = openApi(z.object({
@@ -103,7 +111,8 @@ export const resellerStoresContract = c.router(
       body: c.noBody(),
       responses: { 204: c.noBody(), 400: errorResponse(400), 404: errorResponse(404) },
       summary: 'Delete a reseller store',
-      description: 'Soft delete: the store stops accepting webhooks; its record, jobs and audit log are kept.',
+      description:
+        'Soft delete: the store stops accepting webhooks; its record, jobs and audit log are kept. Only the first DELETE deletes (and is audited); a later or concurrent one answers 404 and changes nothing.',
     },
   },
   { commonResponses: authErrors, metadata: auth('bearer') },

@@ -55,7 +55,7 @@ export const sourceStoresContract = c.router(
       responses: { 201: SourceStore, 400: errorResponse(400), 404: errorResponse(404), 409: errorResponse(409), ...bodyErrors },
       summary: 'Add a source store (supplier)',
       description:
-        '`pricingConfig.type` must equal `pricingMode`. `vendorTag` is unique among the reseller store\'s active source stores (409 `vendor_tag_taken`).',
+        '`pricingConfig.type` must equal `pricingMode`. `vendorTag` is unique among the reseller store\'s active source stores (409 `vendor_tag_taken`). Price rules `add` and `set` take at most 10^12 minor units; a price computed for a supplier whose line total would exceed that fails the sync job with the reason.',
     },
     list: {
       method: 'GET',
@@ -93,7 +93,8 @@ export const sourceStoresContract = c.router(
       body: c.noBody(),
       responses: { 204: c.noBody(), 400: errorResponse(400), 404: errorResponse(404) },
       summary: 'Delete a source store',
-      description: 'Soft delete: `deletedAt` is set, the record is kept and no new orders are routed to it.',
+      description:
+        'Soft delete: `deletedAt` is set, the record is kept and no new orders are routed to it. Only the first DELETE deletes (and is audited); a later or concurrent one answers 404 and changes nothing.',
     },
   },
   { commonResponses: authErrors, metadata: auth('bearer') },

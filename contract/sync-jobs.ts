@@ -144,7 +144,7 @@ export const syncJobsContract = c.router(
       responses: { 200: SyncJob, 400: errorResponse(400), 404: errorResponse(404) },
       summary: 'Retry a failed or dead sync job',
       description:
-        'Resets the job to pending, clears its error fields and grants three automatic retries again; `attempts` keeps counting. Any other status answers 400 `sync_job_not_retryable`.',
+        'Resets the job to pending, clears its error fields and grants three automatic retries again; `attempts` keeps counting. Any other status answers 400 `sync_job_not_retryable`, so of concurrent retries of one job exactly one succeeds and the others get that 400.',
     },
   },
   { commonResponses: authErrors, metadata: auth('bearer') },

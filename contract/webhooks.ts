@@ -1,8 +1,12 @@
 import { z } from 'zod';
 import { c, errors, RequestId, signedBy } from './common.ts';
+import { MAX_AMOUNT_MINOR, MAX_QUANTITY } from './limits.ts';
 
 const WebhookHeaders = z.object({
-  'x-platform-hmac-sha256': z.string().optional().describe('Base64 HMAC-SHA256 of the raw body, keyed with the store\'s webhook secret.'),
+  'x-platform-hmac-sha256': z
+    .string()
+    .optional()
+    .describe('Canonical base64 (44 characters, padded) of the HMAC-SHA256 of the raw body, keyed with the store\'s webhook secret.'),
   'x-platform-shop-domain': z.string().optional().describe('The sending store\'s domain.'),
   'x-platform-topic': z.string().optional(),
   'x-platform-webhook-id': z.string().optional().describe('Repeated by redeliveries of one event.'),
@@ -30,7 +34,7 @@ export const webhooksContract = c.router(
       summary: 'Receive an orders/create webhook',
       metadata: signedBy('reseller_store'),
       description:
-        'Sent by a reseller store\'s platform. Verified over the raw bytes before anything else; routes the order\'s lines to source stores by vendor and creates one sync job per matched source store. Redeliveries create nothing new.',
+        `Sent by a reseller store's platform. Verified over the raw bytes before anything else; routes the order's lines to source stores by vendor and creates one sync job per matched source store. Redeliveries create nothing new. Amounts are read in the minor units ISO 4217 gives the order's currency; each line's quantity must be a whole number from 1 to ${MAX_QUANTITY.toLocaleString('en')}, and its unit price and total (price × quantity) at most ${MAX_AMOUNT_MINOR.toLocaleString('en')} minor units. An order that breaks any rule is refused as a whole (400 \`validation_failed\`, \`param\` naming the field, e.g. \`line_items.0.quantity\`) and the refusal is recorded in the audit log as \`order.refused\` with the reason.`,
     },
     fulfillments: {
       method: 'POST',

@@ -13,6 +13,7 @@ import { consoleRoutes } from './console/routes.ts';
 import { docsRoutes } from './docs/routes.ts';
 import { healthRoutes } from './health/routes.ts';
 import { authenticate } from './http/authenticate.ts';
+import { requireHost } from './http/client-error.ts';
 import { errorHandler, notFoundHandler } from './http/errors.ts';
 import { recordHttpMetrics } from './http/metrics.ts';
 import { routePipeline } from './http/pipeline.ts';
@@ -38,7 +39,7 @@ const serveMetrics = (ctx: AppContext) => async (_req: express.Request, res: exp
 export function createOperationsApp(ctx: AppContext): Express {
   const app = express();
   app.disable('x-powered-by');
-  app.use(requestId);
+  app.use(requestId, requireHost);
   app.get('/metrics', serveMetrics(ctx));
   createExpressEndpoints(contract.health, healthRoutes(ctx), app, { responseValidation: true });
   app.use(notFoundHandler);
@@ -52,7 +53,7 @@ export function createApp(ctx: AppContext, services: Services): Express {
   app.set('trust proxy', ctx.config.trustProxy);
   app.set('etag', false);
 
-  app.use(requestId);
+  app.use(requestId, requireHost);
   app.use(recordHttpMetrics(ctx.metrics));
   app.use(
     pinoHttp({

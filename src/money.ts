@@ -2,22 +2,22 @@
  * Money is carried as integer minor units everywhere inside the service; platforms speak
  * decimal strings ("12.50"). These helpers are the only place that converts between the two.
  */
+import { data as iso4217 } from 'currency-codes';
+import { MAX_AMOUNT_MINOR } from '../contract/limits.ts';
 
-const exponentCache = new Map<string, number>();
+export { MAX_AMOUNT_MINOR };
+
+/**
+ * Minor-unit digits of every ISO 4217 code, from the ISO list itself (`currency-codes`), not from
+ * `Intl`: the locale data shows PKR, HUF, COP, IDR, LBP and IRR without decimals and IQD with 0,
+ * while ISO 4217 gives them 2, 2, 2, 2, 2, 2 and 3, and platforms send them that way.
+ */
+const EXPONENTS = new Map(iso4217.map(({ code, digits }) => [code, digits]));
 
 /** Number of minor-unit digits of an ISO 4217 currency (2 for EUR, 0 for JPY, 3 for KWD). */
 export function currencyExponent(currency: string): number {
-  const code = currency.toUpperCase();
-  let exponent = exponentCache.get(code);
-  if (exponent === undefined) {
-    try {
-      exponent = new Intl.NumberFormat('en', { style: 'currency', currency: code }).resolvedOptions()
-        .maximumFractionDigits ?? 2;
-    } catch {
-      throw new RangeError(`unknown currency ${currency}`);
-    }
-    exponentCache.set(code, exponent);
-  }
+  const exponent = EXPONENTS.get(currency.toUpperCase());
+  if (exponent === undefined) throw new RangeError(`unknown currency ${currency}`);
   return exponent;
 }
 
@@ -28,19 +28,21 @@ export function toMinorUnits(amount: string | number, currency: string): number 
   const text = typeof amount === 'number' ? numberToPlainString(amount) : amount.trim();
   const match = DECIMAL.exec(text);
   if (!match) throw new RangeError(`invalid amount ${JSON.stringify(amount)}`);
-  const [, sign, whole, fraction = ''] = match;
+  const [, sign, whole = '', fraction = ''] = match;
   const exponent = currencyExponent(currency);
   const significant = fraction.replace(/0+$/, '');
   if (significant.length > exponent) {
     throw new RangeError(`amount ${text} has more decimals than ${currency} allows`);
   }
-  const minor = Number(whole) * 10 ** exponent + Number(fraction.padEnd(exponent, '0').slice(0, exponent) || '0');
-  if (!Number.isSafeInteger(minor)) throw new RangeError(`amount ${text} is too large`);
-  return sign ? -minor : minor;
+  // BigInt, so a long digit string is compared exactly instead of rounded to a nearby double.
+  const minor = BigInt(whole) * 10n ** BigInt(exponent) + BigInt(significant.padEnd(exponent, '0') || '0');
+  if (minor > BigInt(MAX_AMOUNT_MINOR)) throw new RangeError(`amount ${text} is too large (at most ${fromMinorUnits(MAX_AMOUNT_MINOR, currency)})`);
+  return sign ? -Number(minor) : Number(minor);
 }
 
 /** Formats minor units as the platform's decimal string: 1250 EUR -> "12.50", 1250 JPY -> "1250". */
 export function fromMinorUnits(minor: number, currency: string): string {
+  if (!Number.isSafeInteger(minor)) throw new RangeError(`amount ${minor} is not a whole number of minor units`);
   const exponent = currencyExponent(currency);
   const negative = minor < 0;
   const digits = Math.abs(minor).toString().padStart(exponent + 1, '0');

@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { createApp, createOperationsApp } from './app.ts';
@@ -6,7 +6,7 @@ import { AccessTokens } from './auth/tokens.ts';
 import type { Config } from './config/index.ts';
 import type { AppContext } from './context.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.ts';
-import { answerClientError } from './http/client-error.ts';
+import { answerEverythingInTheEnvelope } from './http/client-error.ts';
 import { connectOrm } from './db/orm.ts';
 import { createPlatformAdapters } from './platforms/index.ts';
 import { Metrics } from './metrics/index.ts';
@@ -92,12 +92,13 @@ async function listen(
   message: string,
 ): Promise<string> {
   const server: Server = await new Promise((resolve, reject) => {
-    const s = app.listen(config.port, config.host, () => resolve(s));
+    // A missing Host is answered by the app (requireHost), in the error envelope, not by Node.
+    const s = createServer({ requireHostHeader: false }, app).listen(config.port, config.host, () => resolve(s));
     s.once('error', reject);
   });
   // A platform waits 5 s for a webhook answer; keep-alive a little longer than typical LBs.
   server.keepAliveTimeout = 65_000;
-  server.on('clientError', answerClientError(logger));
+  answerEverythingInTheEnvelope(server, logger);
   stack.push(() => closeServer(server));
   const { port } = server.address() as AddressInfo;
   const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;

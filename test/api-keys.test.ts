@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiResponse } from './support/api.ts';
 import { expectError, ISO_UTC } from './support/assertions.ts';
-import { queryRows } from './support/database.ts';
+import { queryRows, watchColumnWrites } from './support/database.ts';
 import { createResellerStore, registerUser, type TestUser } from './support/factories.ts';
 import { startTestService, type TestService } from './support/service.ts';
 
@@ -189,11 +189,60 @@ describe('DELETE /v1/api_keys/{id}', () => {
     expectError(await service.api.delete('/v1/api_keys/key_missing', { token: user.token }), 404, 'not_found');
   });
 
-  it('lets a key revoke itself, after which it is 401', async () => {
-    const user = await registerUser(service.api);
-    const key = await createKey(user, 'test');
-    expect((await service.api.delete(`/v1/api_keys/${key.id}`, { token: key.raw_key })).status).toBe(204);
+  it('revokes once under concurrent DELETEs: every one answers 204, revokedAt is written once and kept', async () => {
+    const revocations = await watchColumnWrites(service.databaseUrl, 'api_keys', 'revoked_at');
+    const key = await createKey(user, 'live');
+    const responses = await Promise.all(Array.from({ length: 20 }, () => service.api.delete(`/v1/api_keys/${key.id}`, { token: user.token })));
+    expect(responses.map((response) => response.status)).toEqual(Array(20).fill(204));
+    const written = await revocations(key.id);
+    expect(written).toHaveLength(1);
+    expect(Date.parse((await service.api.get(`/v1/api_keys/${key.id}`, { token: user.token })).body.revokedAt)).toBe(Date.parse(written[0]!));
+  });
+
+});
+
+describe('managing API keys needs a signed-in user (an access token), not an API key', () => {
+  it.each(['test', 'live'] as const)('an sk_%s_ key cannot create a key of either environment: 401, nothing created', async (environment) => {
+    const owner = await registerUser(service.api);
+    const key = await createKey(owner, environment);
+    for (const wanted of ['live', 'test']) {
+      const response = await service.api.post('/v1/api_keys', { token: key.raw_key, body: { name: 'successor', environment: wanted } });
+      expectError(response, 401, 'unauthorized');
+      expect(response.body.error.details).toEqual({ reason: 'access_token_required' });
+    }
+    const listed = await service.api.get('/v1/api_keys', { token: owner.token });
+    expect(listed.body.data.map((item: { id: string }) => item.id)).toEqual([key.id]);
+  });
+
+  it('an API key cannot revoke a key, not even itself: 401, the key stays active', async () => {
+    const owner = await registerUser(service.api);
+    const key = await createKey(owner, 'live');
+    const other = await createKey(owner, 'test');
+    for (const target of [other, key]) {
+      const response = await service.api.delete(`/v1/api_keys/${target.id}`, { token: key.raw_key });
+      expectError(response, 401, 'unauthorized');
+      expect(response.body.error.details).toEqual({ reason: 'access_token_required' });
+    }
+    expect((await service.api.get('/v1/auth/me', { token: key.raw_key })).status).toBe(200);
+    expect((await service.api.get(`/v1/api_keys/${other.id}`, { token: owner.token })).body.revokedAt).toBeNull();
+    // The signed-in user can.
+    expect((await service.api.delete(`/v1/api_keys/${key.id}`, { token: owner.token })).status).toBe(204);
     expectError(await service.api.get('/v1/auth/me', { token: key.raw_key }), 401, 'unauthorized');
+  });
+
+  it('an API key still reads its owner\'s keys', async () => {
+    const owner = await registerUser(service.api);
+    const key = await createKey(owner, 'test');
+    expect((await service.api.get('/v1/api_keys', { token: key.raw_key })).status).toBe(200);
+    expect((await service.api.get(`/v1/api_keys/${key.id}`, { token: key.raw_key })).status).toBe(200);
+  });
+
+  it('says so in the contract: the two operations accept only the bearer access token', async () => {
+    const document = (await service.api.get('/openapi.json')).body;
+    expect(document.paths['/v1/api_keys'].post.security).toEqual([{ bearerAuth: [] }]);
+    expect(document.paths['/v1/api_keys/{id}'].delete.security).toEqual([{ bearerAuth: [] }]);
+    expect(document.paths['/v1/api_keys'].get.security).toEqual([{ bearerAuth: [] }, { apiKeyAuth: [] }]);
+    expect(document.paths['/v1/api_keys'].post.description).toMatch(/access token/);
   });
 });
 

@@ -1,9 +1,13 @@
-import { request as httpRequest } from 'node:http';
+import { createServer, request as httpRequest } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
+import { brotliCompressSync, deflateSync, gzipSync, zstdCompressSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiResponse } from './support/api.ts';
 import { expectError, expectErrorEnvelope } from './support/assertions.ts';
 import { createResellerStore, registerUser, type TestUser } from './support/factories.ts';
 import { startTestService, type TestService } from './support/service.ts';
+import { answerClientError } from '../src/http/client-error.ts';
+import { createLogger } from '../src/shared/logger.ts';
 
 let service: TestService;
 let user: TestUser;
@@ -98,6 +102,62 @@ describe('request ids', () => {
   });
 });
 
+/** Bytes straight onto a socket (requests no HTTP client sends); resolves with all the server wrote. */
+function rawExchange(port: number, request: string, { end = true } = {}): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => (end ? socket.end(request) : socket.write(request)));
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk) => chunks.push(chunk));
+    socket.on('close', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    socket.on('error', reject);
+    socket.setTimeout(10_000, () => socket.destroy(new Error('no answer within 10 s')));
+  });
+}
+
+/** The status line, the headers (lower-cased names) and the parsed body of a raw answer. */
+function parseAnswer(answer: string) {
+  const [head = '', body = ''] = answer.split('\r\n\r\n');
+  const [statusLine = '', ...lines] = head.split('\r\n');
+  const headers = new Headers(lines.map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trim()] as [string, string]));
+  return { status: Number(statusLine.split(' ')[1]), headers, body: body ? JSON.parse(body) : undefined };
+}
+
+describe('answers Node\'s HTTP server would make on its own', () => {
+  const port = () => Number(new URL(service.url).port);
+
+  it('answers an HTTP/1.1 request without a Host header with the error envelope and X-Request-Id', async () => {
+    for (const request of ['GET /healthz HTTP/1.1\r\n\r\n', 'POST /v1/auth/login HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}']) {
+      const answer = parseAnswer(await rawExchange(port(), request));
+      expectError(answer, 400, 'validation_failed', 'headers');
+      expect(answer.body.error.message).toMatch(/Host/);
+    }
+  });
+
+  it('still serves HTTP/1.0 without a Host header, which it does not require', async () => {
+    const answer = parseAnswer(await rawExchange(port(), 'GET /healthz HTTP/1.0\r\n\r\n'));
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get('x-request-id')).toMatch(GENERATED_ID);
+  });
+
+  it('serves a request with an Expect it does not know instead of a bare 417', async () => {
+    const answer = parseAnswer(await rawExchange(port(), 'GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: something-else\r\nConnection: close\r\n\r\n'));
+    expect(answer.status).toBe(200);
+    expect(answer.body.request_id).toBe(answer.headers.get('x-request-id'));
+  });
+
+  it('answers a request whose headers never complete in time with the error envelope, not a bare 408', async () => {
+    const server = createServer({ headersTimeout: 300, requestTimeout: 400, connectionsCheckingInterval: 50 }, () => {});
+    server.on('clientError', answerClientError(createLogger('silent')));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const answer = parseAnswer(await rawExchange((server.address() as AddressInfo).port, 'GET /healthz HTTP/1.1\r\nHost: x\r\n', { end: false }));
+      expectError(answer, 400, 'validation_failed', 'headers');
+    } finally {
+      server.close();
+    }
+  });
+});
+
 describe('request bodies', () => {
   it('answers 413 payload_too_large for a body over 1 MiB', async () => {
     const big = JSON.stringify({ ...storeBody(), name: 'x'.repeat(1024 * 1024) });
@@ -181,6 +241,53 @@ describe('request bodies', () => {
       headers: { 'content-type': 'application/json' },
     });
     expectError(response, 400, 'validation_failed', 'body');
+  });
+});
+
+describe('content encodings', () => {
+  const post = (path: string, body: Buffer, encoding: string, token: string | undefined = user.token) =>
+    rawRequest('POST', path, { 'content-type': 'application/json', 'content-encoding': encoding, 'content-length': body.length, ...(token && { authorization: `Bearer ${token}` }) }, body);
+  const errorsLogged = () => service.logs.filter((line) => JSON.parse(line).level >= 50);
+
+  it.each([
+    ['gzip', gzipSync],
+    ['deflate', deflateSync],
+    ['br', brotliCompressSync],
+    ['zstd', zstdCompressSync],
+    ['GZIP', gzipSync],
+  ] as const)('accepts a body compressed with %s', async (encoding, compress) => {
+    const response = await post('/v1/reseller_stores', compress(Buffer.from(JSON.stringify(storeBody()))), encoding);
+    expect(response.status, JSON.stringify(response.body)).toBe(201);
+  });
+
+  it.each([
+    ['gzip', 'bytes that are no gzip', Buffer.from('{"name":"not compressed at all"}')],
+    ['gzip', 'a truncated gzip stream', gzipSync(Buffer.from(JSON.stringify(storeBody()))).subarray(0, 20)],
+    ['deflate', 'bytes that are no deflate stream', Buffer.from('plain text')],
+    ['br', 'bytes that are no brotli stream', Buffer.from('\u00ff\u00fe garbage \u0000\u0001')],
+    ['br', 'JSON that was not compressed', Buffer.from(JSON.stringify({ id: 1, order_id: 1, status: 'success', tracking_numbers: ['1Z'] }))],
+    ['zstd', 'bytes that are no zstd frame', Buffer.from('garbage')],
+  ])('answers 400 validation_failed, never 500, for content-encoding %s with %s', async (encoding, _label, body) => {
+    const before = errorsLogged().length;
+    for (const [path, token] of [['/v1/reseller_stores', user.token], ['/v1/auth/login', undefined], [`/v1/reseller_stores/${storeId}/source_stores`, user.token]] as const) {
+      expectError(await post(path, body, encoding, token), 400, 'validation_failed', 'body');
+    }
+    expectError(await post('/v1/orders/webhook', body, encoding, undefined), 400, 'validation_failed', 'body');
+    // Nothing worth an error log line (the 500 used to log a stack trace).
+    expect(errorsLogged().slice(before)).toEqual([]);
+  });
+
+  it.each(['compress', 'gzip, br', 'x-gzip2', 'identity, gzip'])('answers 415 for the content-encoding %j it does not support', async (encoding) => {
+    const response = await post('/v1/reseller_stores', gzipSync(Buffer.from(JSON.stringify(storeBody()))), encoding);
+    expectError(response, 415, 'unsupported_media_type');
+    expect(response.body.error.message).toMatch(/Content-Encoding/);
+  });
+
+  it('counts the decompressed size against the 1 MiB limit: a small gzip that inflates past it is 413', async () => {
+    const bomb = gzipSync(Buffer.from(JSON.stringify({ ...storeBody(), name: 'x'.repeat(16 * 1024 * 1024) })));
+    expect(bomb.length).toBeLessThan(64 * 1024);
+    expectError(await post('/v1/reseller_stores', bomb, 'gzip'), 413, 'payload_too_large');
+    expectError(await post('/v1/orders/webhook', bomb, 'gzip', undefined), 413, 'payload_too_large');
   });
 });
 

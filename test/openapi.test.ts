@@ -58,7 +58,7 @@ describe('the contract', () => {
       // Input that fails validation answers 400; every bearer route can answer 401.
       if (takesInput) expect(statuses).toContain(400);
       const kind = (route.metadata as { auth?: string } | undefined)?.auth;
-      if (kind === 'bearer') expect(statuses).toContain(401);
+      if (kind === 'bearer' || kind === 'access_token') expect(statuses).toContain(401);
       expect(statuses).toContain(500);
     },
   );

@@ -87,7 +87,8 @@ const expectedResellerOrder = (platform: Platform): ResellerOrder => ({
   currency: 'EUR',
   email: 'ada@example.com',
   shippingAddress: SAMPLE_ADDRESS,
-  lines: [{ sku: 'MUG-1', title: 'Mug', vendor: 'Acme Mugs', quantity: 3, unitPriceMinor: 1250 }],
+  // platform_b sends the line's exact total beside its float price.
+  lines: [{ sku: 'MUG-1', title: 'Mug', vendor: 'Acme Mugs', quantity: 3, unitPriceMinor: 1250, ...(platform === 'platform_b' && { totalMinor: 3750 }) }],
 });
 
 /** Awaits a call expected to fail and checks the failure never reveals the store's token. */
@@ -420,11 +421,37 @@ describe('parseOrderWebhook', () => {
     expect(adapters.platform_b.parseOrderWebhook(payload).lines[0]?.unitPriceMinor).toBe(250);
   });
 
-  it('platform_b: rounds a floating-point price to minor units', () => {
+  it('platform_b: rounds a floating-point price to minor units when there is no total', () => {
     const payload = resellerPayload('platform_b');
     const [line] = payload.line_items as Array<Record<string, unknown>>;
-    Object.assign(line ?? {}, { price: 8.333333333333334, quantity: 3, total: '25.00' });
-    expect(adapters.platform_b.parseOrderWebhook(payload).lines[0]?.unitPriceMinor).toBe(833);
+    Object.assign(line ?? {}, { price: 8.335, quantity: 3, total: undefined });
+    expect(adapters.platform_b.parseOrderWebhook(payload).lines[0]).toMatchObject({ unitPriceMinor: 834 });
+    expect(adapters.platform_b.parseOrderWebhook(payload).lines[0]?.totalMinor).toBeUndefined();
+  });
+
+  it.each([
+    ['a total the quantity does not divide, without a price', { quantity: 3, total: '10.00', price: undefined }, { quantity: 3, unitPriceMinor: 333, totalMinor: 1000 }],
+    ['a float price that disagrees with the total', { quantity: 1, total: '1.01', price: 1.005 }, { quantity: 1, unitPriceMinor: 101, totalMinor: 101 }],
+    ['a rounded float price', { quantity: 3, total: '25.00', price: 8.333333333333334 }, { quantity: 3, unitPriceMinor: 833, totalMinor: 2500 }],
+  ])('platform_b: prices the line from its exact total: %s', (_label, fields, expected) => {
+    const payload = resellerPayload('platform_b');
+    Object.assign((payload.line_items as Array<Record<string, unknown>>)[0]!, fields);
+    expect(adapters.platform_b.parseOrderWebhook(payload).lines[0]).toMatchObject(expected);
+  });
+
+  it('platform_b: sends the supplier a line\'s exact total, not the rounded unit price times the quantity', async () => {
+    const store = newStore('platform_b');
+    const lines = [{ sku: 'S-3', title: 'Three for ten', quantity: 3, unitPriceMinor: 333, totalMinor: 1000 }];
+    await adapters.platform_b.createOrder(store, { ...supplierOrder, lines }, 'key-total');
+    const [received] = sandbox.ordersFor(store.shopDomain);
+    expect((received?.body as { line_items: unknown[] }).line_items).toEqual([{ sku: 'S-3', name: 'Three for ten', quantity: 3, total: '10.00' }]);
+  });
+
+  it.each(PLATFORMS)('%s: accepts up to 1,000,000 of a line', (platform) => {
+    const payload = resellerPayload(platform);
+    const [line] = (payload[platform === 'custom' ? 'lines' : 'line_items'] as Array<Record<string, unknown>>);
+    Object.assign(line!, { quantity: 1_000_000 }, platform === 'platform_b' && { total: '12500000.00' });
+    expect(adapters[platform].parseOrderWebhook(payload).lines[0]?.quantity).toBe(1_000_000);
   });
 
   it('platform_b: treats blank shipping fields as absent', () => {
@@ -440,6 +467,21 @@ describe('parseOrderWebhook', () => {
     ['custom', 'lines missing', (p) => delete p.lines, 'lines'],
     ['custom', 'too many decimals', (p) => (lineOf(p, 'lines').unitPrice = '1.234'), 'lines.0.unitPrice'],
     ['custom', 'a negative price', (p) => (lineOf(p, 'lines').unitPrice = '-1.00'), 'lines.0.unitPrice'],
+    ['platform_a', 'a quantity of 1e21', (p) => (lineOf(p, 'line_items').quantity = 1e21), 'line_items.0.quantity'],
+    ['platform_b', 'a quantity of 1e300', (p) => (lineOf(p, 'line_items').quantity = 1e300), 'line_items.0.quantity'],
+    ['custom', 'a quantity of 2^53 + 2', (p) => (lineOf(p, 'lines').quantity = 2 ** 53 + 2), 'lines.0.quantity'],
+    ['platform_a', 'a quantity over 1,000,000', (p) => (lineOf(p, 'line_items').quantity = 1_000_001), 'line_items.0.quantity'],
+    ['platform_b', 'a zero quantity', (p) => (lineOf(p, 'line_items').quantity = 0), 'line_items.0.quantity'],
+    ['platform_a', 'a price over the limit', (p) => (lineOf(p, 'line_items').price = '10000000000.01'), 'line_items.0.price'],
+    ['platform_a', 'a price of 400 digits', (p) => (lineOf(p, 'line_items').price = '9'.repeat(400)), 'line_items.0.price'],
+    ['custom', 'a numeric price of 1e300', (p) => (lineOf(p, 'lines').unitPrice = 1e300), 'lines.0.unitPrice'],
+    ['platform_a', 'a line total over the limit', (p) => Object.assign(lineOf(p, 'line_items'), { price: '100000000.00', quantity: 101 }), 'line_items.0.quantity'],
+    ['custom', 'a line total over the limit', (p) => Object.assign(lineOf(p, 'lines'), { unitPrice: '5000000000', quantity: 2_000 }), 'lines.0.quantity'],
+    ['platform_b', 'a total over the limit', (p) => (lineOf(p, 'line_items').total = '8e+3.02'), 'line_items.0.total'],
+    ['platform_b', 'a total of 10^13', (p) => (lineOf(p, 'line_items').total = '10000000000000'), 'line_items.0.total'],
+    ['platform_b', 'a float price of 1e300 without a total', (p) => Object.assign(lineOf(p, 'line_items'), { price: 1e300, total: undefined }), 'line_items.0.price'],
+    ['platform_a', 'an unknown currency', (p) => (p.currency = 'ABC'), 'currency'],
+    ['custom', 'a currency in lower case that is no ISO code', (p) => (p.currency = 'xyz'), 'currency'],
   ];
 
   it.each(badOrders)('%s: rejects %s', (platform, _, spoil, path) => {

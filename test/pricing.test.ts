@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { PricingConfig, PricingRule } from '../contract/pricing.ts';
 import type { OrderLine, ResellerOrder } from '../src/orders/types.ts';
+import { MAX_AMOUNT_MINOR } from '../src/money.ts';
 import { PricingError, buildSupplierOrder, normaliseVendor, priceLine, vendorMatches } from '../src/pricing/index.ts';
 
 function line(overrides: Partial<OrderLine> = {}): OrderLine {
@@ -137,6 +138,40 @@ describe('field rules', () => {
     expect(() => priceLine(line(), config, 'EUR')).toThrow(
       'pricing makes the unit price of MUG-1 negative (-5.00 EUR)',
     );
+  });
+});
+
+describe('a line priced by its exact total (platform_b)', () => {
+  const byTotal = (totalMinor: number, quantity: number) => line({ quantity, unitPriceMinor: Math.round(totalMinor / quantity), totalMinor });
+
+  it('keeps the exact total when the quantity does not divide it, and rounds only the unit price', () => {
+    // 10.00 for 3: the unit price is 3.33, but the supplier is asked for 10.00, not 9.99.
+    expect(priceLine(byTotal(1000, 3), rules(), 'EUR')).toMatchObject({ quantity: 3, unitPriceMinor: 333, totalMinor: 1000 });
+    expect(priceLine(byTotal(1000, 3), percentage(0), 'EUR')).toMatchObject({ unitPriceMinor: 333, totalMinor: 1000 });
+  });
+
+  it('prices the total: percentage and multiply on the total, add and set per unit', () => {
+    expect(priceLine(byTotal(1000, 3), percentage(25), 'EUR')).toMatchObject({ unitPriceMinor: 267, totalMinor: 800 });
+    expect(priceLine(byTotal(1000, 3), rules({ field: 'price', op: 'multiply', value: 0.5 }), 'EUR')).toMatchObject({ unitPriceMinor: 167, totalMinor: 500 });
+    expect(priceLine(byTotal(1000, 3), rules({ field: 'price', op: 'add', value: 10 }), 'EUR')).toMatchObject({ unitPriceMinor: 343, totalMinor: 1030 });
+    expect(priceLine(byTotal(1000, 3), rules({ field: 'price', op: 'set', value: 250 }), 'EUR')).toMatchObject({ unitPriceMinor: 250, totalMinor: 750 });
+  });
+});
+
+describe('bounds: every amount is a safe integer of minor units', () => {
+  it('accepts a line total of exactly MAX_AMOUNT_MINOR', () => {
+    expect(priceLine(line({ quantity: 1_000_000, unitPriceMinor: MAX_AMOUNT_MINOR / 1_000_000 }), percentage(0), 'EUR').unitPriceMinor).toBe(1_000_000);
+  });
+
+  it.each<[string, OrderLine, PricingConfig]>([
+    ['a set unit price times the quantity', line({ quantity: 1_000_000 }), rules({ field: 'price', op: 'set', value: 2_000_000 })],
+    ['multiplications beyond the limit', line({ unitPriceMinor: 10_000_000 }), rules(...Array.from({ length: 3 }, () => ({ field: 'price', op: 'multiply', value: 1000 }) as PricingRule))],
+    ['fifty multiplications by 1000', line({ unitPriceMinor: 1 }), rules(...Array.from({ length: 50 }, () => ({ field: 'price', op: 'multiply', value: 1000 }) as PricingRule))],
+    ['a markdown of almost 100%', line({ unitPriceMinor: 1_000_000_000 }), percentage(-99.99999)],
+    ['adds beyond the limit', line({ unitPriceMinor: 1 }), rules(...Array.from({ length: 20 }, () => ({ field: 'price', op: 'add', value: MAX_AMOUNT_MINOR }) as PricingRule))],
+  ])('refuses a result above the limit: %s', (_label, sold, config) => {
+    expect(() => priceLine(sold, config, 'EUR')).toThrow(PricingError);
+    expect(() => priceLine(sold, config, 'EUR')).toThrow(/too large/);
   });
 });
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError, ISO_UTC } from './support/assertions.ts';
-import { queryRows } from './support/database.ts';
+import { queryRows, watchColumnWrites } from './support/database.ts';
 import { createResellerStore, createSourceStore, registerUser, type TestUser } from './support/factories.ts';
 import { startTestService, type TestService } from './support/service.ts';
 
@@ -71,6 +71,13 @@ describe('POST /v1/reseller_stores', () => {
     ['an empty access token', { accessToken: '' }, 'accessToken'],
     ['a missing webhook secret', { webhookSecret: undefined }, 'webhookSecret'],
     ['a numeric webhook secret', { webhookSecret: 42 }, 'webhookSecret'],
+    // The access token goes into a header of every platform call: CR/LF there made every job die.
+    ['an access token with CR/LF', { accessToken: 'shpat_x\r\nX-Injected: 1' }, 'accessToken'],
+    ['an access token with a control character', { accessToken: 'shpat_\u0001x' }, 'accessToken'],
+    ['an access token with characters a header cannot carry', { accessToken: 'shpat_ü€' }, 'accessToken'],
+    ['an access token over 4096 characters', { accessToken: 'a'.repeat(4097) }, 'accessToken'],
+    ['a webhook secret with CR/LF', { webhookSecret: 'whsec\r\n' }, 'webhookSecret'],
+    ['a webhook secret over 1024 characters', { webhookSecret: 'w'.repeat(1025) }, 'webhookSecret'],
   ])('rejects %s with 400 naming the field', async (_label, overrides, param) => {
     const response = await service.api.post('/v1/reseller_stores', { token: user.token, body: validStore(overrides) });
     expectError(response, 400, 'validation_failed', param);
@@ -273,6 +280,18 @@ describe('PATCH /v1/reseller_stores/{id}', () => {
 });
 
 describe('DELETE /v1/reseller_stores/{id}', () => {
+  it('deletes once under concurrent DELETEs: one 204 and one audit entry, every other 404, deletedAt written once', async () => {
+    const deletions = await watchColumnWrites(service.databaseUrl, 'reseller_stores', 'deleted_at');
+    const store = await createResellerStore(service.api, user.token);
+    const responses = await Promise.all(Array.from({ length: 20 }, () => service.api.delete(`/v1/reseller_stores/${store.id}`, { token: user.token })));
+    const statuses = responses.map((response) => response.status);
+    expect(statuses.filter((status) => status === 204)).toHaveLength(1);
+    for (const response of responses.filter((r) => r.status !== 204)) expectError(response, 404, 'not_found');
+    expect(await deletions(store.id)).toHaveLength(1);
+    const audit = await queryRows(service.databaseUrl, "select id from audit_entries where resource_id = $1 and action = 'reseller_store.deleted'", [store.id]);
+    expect(audit).toHaveLength(1);
+  });
+
   it('soft-deletes: 204, the row is kept with deletedAt, GET still shows it, lists do not', async () => {
     const store = await createResellerStore(service.api, user.token);
     const response = await service.api.delete(`/v1/reseller_stores/${store.id}`, { token: user.token });

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectError, ISO_UTC } from './support/assertions.ts';
-import { queryRows } from './support/database.ts';
+import { queryRows, watchColumnWrites } from './support/database.ts';
 import { createResellerStore, createSourceStore, registerUser, type TestUser } from './support/factories.ts';
 import { startTestService, type TestService } from './support/service.ts';
 
@@ -52,6 +52,8 @@ const FIELD_RULES = {
     { field: 'title', op: 'suffix', value: ' (supplier)' },
   ],
 };
+
+const fieldRules = (...rules: Record<string, unknown>[]) => ({ pricingMode: 'field_rules', pricingConfig: { type: 'field_rules', rules } });
 
 describe('POST /v1/reseller_stores/{rst_id}/source_stores', () => {
   it('creates a source store (201) with a lower-cased domain and trimmed vendor tag', async () => {
@@ -123,6 +125,20 @@ describe('POST /v1/reseller_stores/{rst_id}/source_stores', () => {
     ],
     ['a missing access token', { accessToken: undefined }, 'accessToken'],
     ['a missing webhook secret', { webhookSecret: undefined }, 'webhookSecret'],
+    ['a price set to 1e20', fieldRules({ field: 'price', op: 'set', value: 1e20 }), 'pricingConfig.rules.0.value'],
+    ['a price set above the limit', fieldRules({ field: 'price', op: 'set', value: 1_000_000_000_001 }), 'pricingConfig.rules.0.value'],
+    ['an add of 1e300 after a valid rule', fieldRules({ field: 'sku', op: 'set', value: 'x' }, { field: 'price', op: 'add', value: 1e300 }), 'pricingConfig.rules.1.value'],
+    ['an add of -1e13', fieldRules({ field: 'price', op: 'add', value: -1e13 }), 'pricingConfig.rules.0.value'],
+    ['a fractional add', fieldRules({ field: 'price', op: 'add', value: 0.5 }), 'pricingConfig.rules.0.value'],
+    ['a multiply by 1e300', fieldRules({ field: 'price', op: 'multiply', value: 1e300 }), 'pricingConfig.rules.0.value'],
+    ['an access token with CR/LF', { accessToken: 'tok\r\nX-Injected: 1' }, 'accessToken'],
+    ['an access token with a tab', { accessToken: 'tok\tsecond' }, 'accessToken'],
+    ['an access token with a NUL', { accessToken: 'tok\u0000' }, 'accessToken'],
+    ['an access token with characters a header cannot carry', { accessToken: 'tok€' }, 'accessToken'],
+    ['an access token over 4096 characters', { accessToken: 't'.repeat(4097) }, 'accessToken'],
+    ['a webhook secret with a line feed', { webhookSecret: 'sec\nret' }, 'webhookSecret'],
+    ['a webhook secret with a DEL', { webhookSecret: 'sec\u007f' }, 'webhookSecret'],
+    ['a webhook secret over 1024 characters', { webhookSecret: 's'.repeat(1025) }, 'webhookSecret'],
   ])('rejects %s with 400 naming the field', async (_label, overrides, param) => {
     const rst = await createResellerStore(service.api, user.token);
     expectError(await service.api.post(base(rst.id), { token: user.token, body: validSource(overrides) }), 400, 'validation_failed', param);
@@ -351,6 +367,28 @@ describe('PATCH /v1/reseller_stores/{rst_id}/source_stores/{id}', () => {
     expectError(await patch(store.id, { pricingConfig: { type: 'percentage', value: 2000 } }), 400, 'validation_failed', 'pricingConfig.value');
   });
 
+  it.each([
+    ['set: 1e20', { field: 'price', op: 'set', value: 1e20 }],
+    ['add: 1e300', { field: 'price', op: 'add', value: 1e300 }],
+    ['add: -1e13', { field: 'price', op: 'add', value: -1e13 }],
+  ])('rejects a price rule beyond the amount limit (%s) with 400 and changes nothing', async (_label, rule) => {
+    const store = await createSourceStore(service.api, user.token, rstId);
+    const config = { type: 'field_rules', rules: [{ field: 'sku', op: 'prefix', value: 'S-' }, rule] };
+    expectError(await patch(store.id, { pricingMode: 'field_rules', pricingConfig: config }), 400, 'validation_failed', 'pricingConfig.rules.1.value');
+    expect(await get(store.id)).toMatchObject({ pricingMode: 'percentage', pricingConfig: store.pricingConfig });
+  });
+
+  it('accepts price rules at the limits', async () => {
+    const store = await createSourceStore(service.api, user.token, rstId);
+    const rules = [
+      { field: 'price', op: 'set', value: 1_000_000_000_000 },
+      { field: 'price', op: 'add', value: -1_000_000_000_000 },
+      { field: 'price', op: 'multiply', value: 1000 },
+    ];
+    const response = await patch(store.id, { pricingMode: 'field_rules', pricingConfig: { type: 'field_rules', rules } });
+    expect(response.status, JSON.stringify(response.body)).toBe(200);
+  });
+
   it('accepts an empty body', async () => {
     const store = await createSourceStore(service.api, user.token, rstId);
     const response = await patch(store.id, {});
@@ -367,6 +405,18 @@ describe('PATCH /v1/reseller_stores/{rst_id}/source_stores/{id}', () => {
 });
 
 describe('DELETE /v1/reseller_stores/{rst_id}/source_stores/{id}', () => {
+  it('deletes once under concurrent DELETEs: one 204 and one audit entry, every other 404, deletedAt written once', async () => {
+    const deletions = await watchColumnWrites(service.databaseUrl, 'source_stores', 'deleted_at');
+    const rst = await createResellerStore(service.api, user.token);
+    const store = await createSourceStore(service.api, user.token, rst.id);
+    const responses = await Promise.all(Array.from({ length: 20 }, () => service.api.delete(`${base(rst.id)}/${store.id}`, { token: user.token })));
+    expect(responses.filter((response) => response.status === 204)).toHaveLength(1);
+    for (const response of responses.filter((r) => r.status !== 204)) expectError(response, 404, 'not_found');
+    expect(await deletions(store.id)).toHaveLength(1);
+    const audit = await queryRows(service.databaseUrl, "select id from audit_entries where resource_id = $1 and action = 'source_store.deleted'", [store.id]);
+    expect(audit).toHaveLength(1);
+  });
+
   it('soft-deletes: 204, row kept with deleted_at, GET shows deletedAt', async () => {
     const rst = await createResellerStore(service.api, user.token);
     const store = await createSourceStore(service.api, user.token, rst.id);

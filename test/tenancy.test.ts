@@ -43,6 +43,8 @@ interface Case {
   foreign: () => string;
   missing: () => string;
   body?: () => unknown;
+  /** Only for a signed-in user: any API key is refused (401) before the id is looked at. */
+  accessTokenOnly?: boolean;
 }
 
 const cases: Case[] = [
@@ -108,7 +110,7 @@ const cases: Case[] = [
     missing: () => `/v1/reseller_stores/${bobStore.id}/source_stores/${MISSING.sst}`,
   },
   { label: 'GET API key', method: 'GET', foreign: () => `/v1/api_keys/${aliceKey.id}`, missing: () => `/v1/api_keys/${MISSING.key}` },
-  { label: 'DELETE API key', method: 'DELETE', foreign: () => `/v1/api_keys/${aliceKey.id}`, missing: () => `/v1/api_keys/${MISSING.key}` },
+  { label: 'DELETE API key', method: 'DELETE', foreign: () => `/v1/api_keys/${aliceKey.id}`, missing: () => `/v1/api_keys/${MISSING.key}`, accessTokenOnly: true },
 ];
 
 beforeAll(async () => {
@@ -138,13 +140,14 @@ async function expectAliceUntouched() {
 describe.each([
   ['a JWT', () => bob.token],
   ['an API key', () => bobKey.raw_key],
-])('another user with %s', (_label, credential) => {
-  it.each(cases.map((c) => [c.label, c] as const))('%s: 404 not_found, indistinguishable from a missing id', async (_name, c) => {
+])('another user with %s', (label, credential) => {
+  it.each(cases.map((c) => [c.label, c] as const))('%s: 404 not_found (an API key on a route only for a signed-in user: 401), indistinguishable from a missing id', async (_name, c) => {
     const body = c.body?.();
     const foreign = await service.api.request(c.method, c.foreign(), { token: credential(), body });
     const missing = await service.api.request(c.method, c.missing(), { token: credential(), body });
-    expectError(foreign, 404, 'not_found');
-    expectError(missing, 404, 'not_found');
+    const [status, code] = c.accessTokenOnly && label === 'an API key' ? [401, 'unauthorized'] : [404, 'not_found'];
+    expectError(foreign, status, code);
+    expectError(missing, status, code);
     expect(withoutRequestId(foreign.body)).toEqual(withoutRequestId(missing.body));
     expect([...foreign.headers.keys()].sort()).toEqual([...missing.headers.keys()].sort());
     await expectAliceUntouched();

@@ -258,6 +258,32 @@ describe('routing', () => {
     });
   });
 
+  it('prices a platform_b line from its exact total, not from the float price or a rounded unit price', async () => {
+    const reseller = await newReseller('platform_b');
+    const bolt = await addSupplier(reseller, { platform: 'platform_b', vendorTag: 'Bolt Co', pricingConfig: { type: 'percentage', value: 0 } });
+    const acme = await addSupplier(reseller, { platform: 'platform_a', vendorTag: 'Acme', pricingConfig: { type: 'percentage', value: 0 } });
+    const payload = resellerOrder(reseller, [
+      { sku: 'B-3', title: 'Three for ten', vendor: 'Bolt Co', quantity: 3, price: '3.33' },
+      { sku: 'B-1', title: 'Float price', vendor: 'Bolt Co', quantity: 1, price: '1.01' },
+      { sku: 'A-3', title: 'Three for ten', vendor: 'Acme', quantity: 3, price: '3.33' },
+    ]);
+    const lines = payload.line_items as JsonObject[];
+    // 10.00 for three without a price; a float price of 1.005 beside the exact "1.01".
+    Object.assign(lines[0]!, { total: '10.00', price: undefined });
+    Object.assign(lines[1]!, { total: '1.01', price: 1.005 });
+    Object.assign(lines[2]!, { total: '10.00', price: undefined });
+    await waitForCompleted(reseller, expectReceived(await deliverOrder(reseller, payload), 2));
+
+    const [boltOrder] = sandbox.ordersFor(bolt.shopDomain);
+    expect((boltOrder!.body as { line_items: unknown[] }).line_items).toEqual([
+      { sku: 'B-3', name: 'Three for ten', quantity: 3, total: '10.00' },
+      { sku: 'B-1', name: 'Float price', quantity: 1, total: '1.01' },
+    ]);
+    // A supplier that takes a unit price gets total ÷ quantity rounded to the minor unit.
+    const [acmeOrder] = sandbox.ordersFor(acme.shopDomain);
+    expect((acmeOrder!.body as { order: JsonObject }).order).toMatchObject({ line_items: [{ sku: 'A-3', quantity: 3, price: '3.33' }] });
+  });
+
   it('routes a custom reseller order with a string id, in a currency without minor units', async () => {
     const reseller = await newReseller('custom');
     const bolt = await addSupplier(reseller, { platform: 'platform_b', vendorTag: 'Bolt Co', pricingConfig: { type: 'percentage', value: 10 } });
@@ -283,6 +309,88 @@ describe('routing', () => {
       line_items: [{ sku: 'B-1', name: 'Bolt', quantity: 2, total: '1818' }],
       meta_data: expect.arrayContaining([{ key: 'sync_reference', value: ids[0] }, { key: 'reseller_order_id', value: orderId }]),
     });
+  });
+});
+
+describe('currencies', () => {
+  // ISO 4217 minor units; Intl's locale data gives 0 decimals to PKR, HUF, COP and IQD, which
+  // refused these orders ("more decimals than PKR allows").
+  it.each([
+    ['PKR', 2, '499.99', '399.99'],
+    ['HUF', 2, '1990.50', '1592.40'],
+    ['COP', 2, '10000.50', '8000.40'],
+    ['IQD', 3, '12.345', '9.876'],
+    ['KWD', 3, '1.250', '1.000'],
+    ['CLP', 0, '1500', '1200'],
+  ])('routes an order in %s (%i decimals), priced exactly in its minor units', async (currency, _decimals, price, supplierPrice) => {
+    const reseller = await newReseller('platform_a');
+    const supplier = await addSupplier(reseller, { platform: 'custom', vendorTag: 'Acme', pricingConfig: { type: 'percentage', value: 25 } });
+    const payload = resellerOrder(reseller, [{ sku: 'A-1', title: 'Anvil', vendor: 'Acme', quantity: 2, price }], { currency });
+    expect((payload.line_items as JsonObject[])[0]!.price).toBe(price);
+    await waitForCompleted(reseller, expectReceived(await deliverOrder(reseller, payload), 1));
+    const [placed] = sandbox.ordersFor(supplier.shopDomain);
+    expect(placed!.body).toMatchObject({ currency, lines: [{ sku: 'A-1', quantity: 2, unitPrice: supplierPrice }] });
+  });
+});
+
+describe('quantities and amounts', () => {
+  /** The order as JSON text with `line`'s quantity written as `quantity` (1e21 and 2^53 + 2 do not survive JSON.stringify as sent). */
+  function withQuantity(payload: JsonObject, quantity: string): string {
+    return replaced(JSON.stringify(payload), /"quantity":1,/, `"quantity":${quantity},`);
+  }
+
+  it.each([
+    ['1e300', 'line_items.0.quantity'],
+    ['1e21', 'line_items.0.quantity'],
+    ['9007199254740994', 'line_items.0.quantity'],
+    ['1000001', 'line_items.0.quantity'],
+    ['2.5', 'line_items.0.quantity'],
+  ])('refuses the whole order with a line of quantity %s: 400 naming the field, the reason audited, nothing routed', async (quantity, param) => {
+    const reseller = await newReseller('platform_b');
+    const bolt = await addSupplier(reseller, { platform: 'platform_b', vendorTag: 'Bolt Co' });
+    const payload = resellerOrder(reseller, [
+      { sku: 'B-1', title: 'Bolt', vendor: 'Bolt Co', quantity: 1, price: '8.00' },
+      { sku: 'B-2', title: 'Nut', vendor: 'Bolt Co', quantity: 2, price: '1.00' },
+    ]);
+    const body = withQuantity(payload, quantity);
+    const response = await postRawWebhook(service.url, ORDERS_PATH, { body, secret: reseller.secret, shopDomain: reseller.store.shopDomain, topic: 'orders/create', webhookId: 'wh-big' });
+    expectError(response, 400, 'validation_failed', param);
+
+    expect(await syncJobRows(service.databaseUrl, reseller.store.id)).toEqual([]);
+    const audit = await webhookAuditRows(service.databaseUrl, reseller.store.id);
+    expect(audit).toEqual([
+      { action: 'order.refused', resource_id: String(payload.id), metadata: { param, reason: response.body.error.message, webhookId: 'wh-big' } },
+    ]);
+    const entries = await service.api.get(`/v1/audit_log?action=order.refused&reseller_store_id=${reseller.store.id}`, { token: reseller.user.token });
+    expect(entries.body.data).toHaveLength(1);
+    expect(entries.body.data[0]).toMatchObject({ resourceType: 'order', resourceId: String(payload.id), actorId: 'system' });
+    expect(sandbox.ordersFor(bolt.shopDomain)).toEqual([]);
+  });
+
+  it.each([
+    ['platform_a', { price: '10000000000.01' }, 'line_items.0.price'],
+    ['platform_a', { price: '100000000.00', quantity: 101 }, 'line_items.0.quantity'],
+    ['platform_b', { total: '8e+3.02' }, 'line_items.0.total'],
+    ['platform_b', { total: '10000000000000.00' }, 'line_items.0.total'],
+    ['custom', { unitPrice: 1e300 }, 'lines.0.unitPrice'],
+  ] as const)('refuses a %s order with an amount beyond the limit (%j)', async (platform, fields, param) => {
+    const reseller = await newReseller(platform);
+    await addSupplier(reseller, { vendorTag: 'Acme' });
+    const payload = resellerOrder(reseller, [{ sku: 'A-1', title: 'Anvil', vendor: 'Acme', quantity: 1, price: '1.00' }]);
+    Object.assign((payload[platform === 'custom' ? 'lines' : 'line_items'] as JsonObject[])[0]!, fields);
+    const delivery = { body: JSON.stringify(payload), secret: reseller.secret, shopDomain: reseller.store.shopDomain, topic: 'orders/create' };
+    expectError(await postRawWebhook(service.url, ORDERS_PATH, delivery), 400, 'validation_failed', param);
+    expect(await syncJobRows(service.databaseUrl, reseller.store.id)).toEqual([]);
+    expect((await webhookAuditRows(service.databaseUrl, reseller.store.id)).map((row) => [row.action, row.metadata.param])).toEqual([['order.refused', param]]);
+  });
+
+  it('routes a line of the largest quantity, 1,000,000', async () => {
+    const reseller = await newReseller('platform_a');
+    const supplier = await addSupplier(reseller, { platform: 'platform_b', vendorTag: 'Acme', pricingConfig: { type: 'percentage', value: 0 } });
+    const payload = resellerOrder(reseller, [{ sku: 'A-1', title: 'Washer', vendor: 'Acme', quantity: 1_000_000, price: '0.01' }]);
+    await waitForCompleted(reseller, expectReceived(await deliverOrder(reseller, payload), 1));
+    const [placed] = sandbox.ordersFor(supplier.shopDomain);
+    expect((placed!.body as { line_items: unknown[] }).line_items).toEqual([{ sku: 'A-1', name: 'Washer', quantity: 1_000_000, total: '10000.00' }]);
   });
 });
 
@@ -513,6 +621,12 @@ describe('verification', () => {
       "a deleted reseller store's domain": { shopDomain: deletedStore.shopDomain, secret: deletedSecret },
       "a source store's domain and secret": { shopDomain: supplier.shopDomain, secret: supplierSecret },
       'valid signature over a re-serialised body with other whitespace': { body: JSON.stringify(payload, null, 2), signedBody: body },
+      // Each of these decodes, leniently, to the right 32 bytes.
+      'the right signature with "!!!" appended': { mangleSignature: (signature) => `${signature}!!!` },
+      'the right signature with a space inside': { mangleSignature: (signature) => `${signature.slice(0, 20)} ${signature.slice(20)}` },
+      'the right signature in base64url form, unpadded': {
+        mangleSignature: (signature) => signature.replaceAll('+', '-').replaceAll('/', '_').replace(/=$/, ''),
+      },
     };
     const bodies: Record<string, unknown>[] = [];
     for (const [name, delivery] of Object.entries(cases)) {
@@ -570,11 +684,20 @@ describe('verification', () => {
       'truncated JSON': { body: body.slice(0, -10), param: 'body' },
       'an empty body': { body: '' },
     };
+    // Another reseller, whose audit log the refusals go to (the shared one must stay empty).
+    const other = await newReseller('platform_a');
+    const refused: string[] = [];
     for (const [name, { body: raw, param }] of Object.entries(invalid)) {
-      const response = await post({ body: raw });
+      const response = await post({ body: raw, secret: other.secret, shopDomain: other.store.shopDomain });
       expect(response.status, `${name}: ${JSON.stringify(response.body)}`).toBe(400);
       expectError(response, 400, 'validation_failed', param);
+      // An object read as an order and found invalid is audited with the reason; bytes that are no JSON object are not orders.
+      if (raw.startsWith('{') && name !== 'truncated JSON') refused.push(response.body.error.param);
     }
+    expect(await syncJobRows(service.databaseUrl, other.store.id)).toEqual([]);
+    const audit = await webhookAuditRows(service.databaseUrl, other.store.id);
+    expect(audit.map((row) => [row.action, row.metadata.param])).toEqual(refused.map((param) => ['order.refused', param]));
+    expect(refused).toHaveLength(7);
     await expectNothingCreated();
   });
 

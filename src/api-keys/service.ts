@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { EntityManager } from '@mikro-orm/postgresql';
+import { LockMode, type EntityManager } from '@mikro-orm/postgresql';
 import type { AppContext } from '../context.ts';
 import { newId } from '../shared/ids.ts';
 import { notFound } from '../shared/errors.ts';
@@ -47,10 +47,16 @@ export class ApiKeyService {
     return key;
   }
 
+  /**
+   * Idempotent: revoking a revoked key changes nothing. The row is read FOR UPDATE, so of
+   * concurrent revocations the first sets revokedAt and the others find it set.
+   */
   async revoke(ownerId: string, id: string): Promise<void> {
-    const key = await this.get(ownerId, id);
-    key.revokedAt ??= new Date();
-    await this.em.flush();
+    await this.em.transactional(async (em) => {
+      const key = await em.findOne(ApiKey, { id, ownerId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+      if (!key) throw notFound();
+      key.revokedAt ??= new Date();
+    });
   }
 
   /** The active key for a raw key, or null. Looked up by hash: the raw key is never stored. */

@@ -33,11 +33,17 @@ function toAppError(error: unknown): AppError {
     case 'entity.too.large':
       return new AppError('payload_too_large');
     case 'charset.unsupported':
-    case 'encoding.unsupported':
       return new AppError('unsupported_media_type', { message: 'Request bodies must be UTF-8 JSON.' });
+    case 'encoding.unsupported':
+      return new AppError('unsupported_media_type', {
+        message: 'The Content-Encoding is not supported: send the body as is, or in one of gzip, deflate, br or zstd.',
+      });
     case 'request.aborted':
     case 'request.size.invalid':
       return new AppError('validation_failed', { message: 'The request body was incomplete.', param: 'body' });
+  }
+  if (isUndecodableBody(error)) {
+    return new AppError('validation_failed', { message: 'The request body could not be decoded with its Content-Encoding.', param: 'body' });
   }
   // The router could not percent-decode a path parameter (e.g. `/v1/reseller_stores/%FF`).
   if (error instanceof URIError && (error as { status?: number }).status === 400) {
@@ -45,6 +51,17 @@ function toAppError(error: unknown): AppError {
   }
   if (isDatabaseUnavailable(error)) return new AppError('unavailable', { retryAfterSeconds: 1 });
   return new AppError('internal_error');
+}
+
+/**
+ * A body that does not decompress as its Content-Encoding says: body-parser passes the
+ * decompression stream's own error on with status 400 and no `type`. Those are zlib errors, with a
+ * numeric `errno` and a string `code` (Z_DATA_ERROR, Z_BUF_ERROR for a truncated stream,
+ * ERR__ERROR_FORMAT_… from brotli, ZSTD_error_… from zstd).
+ */
+function isUndecodableBody(error: unknown): boolean {
+  const { status, type, code, errno } = (error ?? {}) as { status?: unknown; type?: unknown; code?: unknown; errno?: unknown };
+  return status === 400 && type === undefined && typeof code === 'string' && typeof errno === 'number';
 }
 
 export function errorHandler(logger: Logger): ErrorRequestHandler {

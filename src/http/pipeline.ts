@@ -2,11 +2,11 @@ import type { NextFunction, Request, RequestHandler, Response } from 'express';
 import type { RouteMetadata, WebhookSender } from '../../contract/common.ts';
 import { parseJsonBody, readRawBody, step } from './body.ts';
 
-type Authenticate = (req: Request) => Promise<void>;
+type Authenticate = (req: Request, kind: 'bearer' | 'access_token') => Promise<void>;
 type VerifyWebhook = (req: Request, sender: WebhookSender, rawBody: Buffer) => Promise<void>;
 
 export interface PipelineSteps {
-  /** Bearer credentials: a JWT or an API key (src/http/authenticate.ts). */
+  /** Bearer credentials: a JWT or an API key, or only a JWT (src/http/authenticate.ts). */
   authenticate: Authenticate;
   /** A webhook's signature (src/webhooks/intake.ts). */
   verifyWebhook: VerifyWebhook;
@@ -22,7 +22,8 @@ export interface PipelineSteps {
  *    them (413, then 401) before anything looks at them;
  * 2. the body: JSON only (415), parsed (400, 413), no text PostgreSQL cannot store (400);
  * 3. a `rateLimited` route counts the request (429);
- * 4. a `bearer` route (the default) authenticates the caller (401).
+ * 4. a `bearer` route (the default) authenticates the caller (401), an `access_token` route too,
+ *    with a JWT only.
  *
  * ts-rest then validates the route's path, query, headers and body against the contract (400).
  */
@@ -32,7 +33,7 @@ export function routePipeline(steps: PipelineSteps) {
     if (route.auth === 'webhook') await steps.verifyWebhook(req, route.signedBy!, await readRawBody(req, res));
     await parseJsonBody(req, res);
     if (route.rateLimited) await step(steps.rateLimiter, req, res);
-    if (route.auth === 'bearer') await steps.authenticate(req);
+    if (route.auth === 'bearer' || route.auth === 'access_token') await steps.authenticate(req, route.auth);
     next();
   };
 }

@@ -18,10 +18,18 @@ export interface OrderLine {
   sku: string;
   title: string;
   vendor: string;
+  /** 1 to MAX_QUANTITY. */
   quantity: number;
-  /** Unit price in the order currency's minor units. */
+  /** Unit price in the order currency's minor units (of a line priced by its total: total ÷ quantity, rounded). */
   unitPriceMinor: number;
+  /**
+   * The line's exact total in minor units, when the platform prices lines by their total
+   * (platform_b): pricing then starts from it, so 10.00 for 3 stays 10.00 instead of 3 × 3.33.
+   */
+  totalMinor?: number;
 }
+
+export { MAX_QUANTITY } from '../../contract/limits.ts';
 
 /** A customer's order on the reseller storefront, normalised from any platform. */
 export interface ResellerOrder {
@@ -39,6 +47,8 @@ export interface SupplierOrderLine {
   title: string;
   quantity: number;
   unitPriceMinor: number;
+  /** The exact line total, for a line priced by its total (see OrderLine); else unit price × quantity. */
+  totalMinor?: number;
 }
 
 /** The part of a reseller order that one supplier (source store) fulfils. */

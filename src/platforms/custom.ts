@@ -5,6 +5,7 @@ import { type HttpClientSettings, PlatformHttpClient } from './http.ts';
 import { listedOrder, pageEntries, timestamp } from './listing.ts';
 import {
   anyId,
+  assertLineTotal,
   distinct,
   lineText,
   optionalText,
@@ -118,13 +119,11 @@ function readOrder(body: unknown): ResellerOrder {
     currency: order.currency,
     email: order.email,
     shippingAddress: order.shippingAddress ? postalAddress(order.shippingAddress) : null,
-    lines: order.lines.map((line, index) => ({
-      sku: line.sku,
-      title: line.title,
-      vendor: line.vendor,
-      quantity: line.quantity,
-      unitPriceMinor: priceMinor(line.unitPrice, order.currency, ORDER, `lines.${index}.unitPrice`),
-    })),
+    lines: order.lines.map((line, index) => {
+      const unitPriceMinor = priceMinor(line.unitPrice, order.currency, ORDER, `lines.${index}.unitPrice`);
+      assertLineTotal(unitPriceMinor, line.quantity, order.currency, ORDER, `lines.${index}.quantity`);
+      return { sku: line.sku, title: line.title, vendor: line.vendor, quantity: line.quantity, unitPriceMinor };
+    }),
   };
 }
 

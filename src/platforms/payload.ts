@@ -1,7 +1,8 @@
 /** Building blocks for reading platform payloads into the service's own types. */
 import { z } from 'zod';
-import { currencyExponent, toMinorUnits } from '../money.ts';
-import type { PostalAddress } from '../orders/types.ts';
+import { currencyExponent, fromMinorUnits, MAX_AMOUNT_MINOR, toMinorUnits } from '../money.ts';
+import { MAX_QUANTITY, type PostalAddress } from '../orders/types.ts';
+import { divideRoundingHalfAwayFromZero } from '../pricing/exact-decimal.ts';
 import { PayloadError } from './types.ts';
 
 const DEFAULT_CURRENCY = 'USD';
@@ -19,6 +20,7 @@ export const orderCurrency = z
   .trim()
   .toUpperCase()
   .regex(/^[A-Z]{3}$/, 'expected an ISO 4217 currency code')
+  .refine(isKnownCurrency, 'not an ISO 4217 currency code')
   .nullish()
   .transform((value) => value ?? DEFAULT_CURRENCY);
 
@@ -33,7 +35,8 @@ export const numericId = z
 /** Any id a platform assigns, number or string, carried as a string. */
 export const anyId = z.union([z.number().int().nonnegative().safe(), z.string().min(1)]).transform(String);
 
-export const quantity = z.number().int().positive();
+/** A whole number of items, 1 to MAX_QUANTITY (1e21 and 2^53 + 2 are integers to JSON, not quantities). */
+export const quantity = z.number().int().positive().max(MAX_QUANTITY);
 
 /**
  * A line's sku or vendor. Storefronts allow custom line items without either; such a line is kept
@@ -71,9 +74,34 @@ export function priceMinor(amount: string | number, currencyCode: string, what: 
   return minor;
 }
 
+/**
+ * Refuses a line whose total (unit price × quantity) is above MAX_AMOUNT_MINOR, naming its quantity:
+ * every amount computed from the line then stays an exact integer.
+ */
+export function assertLineTotal(unitPriceMinor: number, lineQuantity: number, currencyCode: string, what: string, path: string): void {
+  if (unitPriceMinor * lineQuantity > MAX_AMOUNT_MINOR) {
+    const limit = fromMinorUnits(MAX_AMOUNT_MINOR, currencyCode);
+    throw new PayloadError(`invalid ${what}: ${path}: the line total (price × quantity) is above ${limit} ${currencyCode}`, path);
+  }
+}
+
+/** total ÷ quantity in whole minor units, halves away from zero (the unit price of a line priced by its total). */
+export function unitPriceOfTotal(totalMinor: number, lineQuantity: number): number {
+  return Number(divideRoundingHalfAwayFromZero(BigInt(totalMinor), BigInt(lineQuantity)));
+}
+
 /** Rounds a floating-point amount (as some platforms compute prices) to the currency's minor unit. */
 export function roundedPriceMinor(amount: number, currencyCode: string, what: string, path: string): number {
   return priceMinor(amount.toFixed(currencyExponent(currencyCode)), currencyCode, what, path);
+}
+
+function isKnownCurrency(code: string): boolean {
+  try {
+    currencyExponent(code);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** The address, or null when the platform sent only blanks (orders that ship nothing). */

@@ -5,6 +5,7 @@ import { type HttpClientSettings, PlatformHttpClient, type ResponseHeaders } fro
 import { listedOrder, nextLink, pageEntries, timestamp } from './listing.ts';
 import {
   anyId,
+  assertLineTotal,
   distinct,
   lineText,
   numericId,
@@ -125,13 +126,11 @@ function readOrder(body: unknown): ResellerOrder {
     currency: order.currency,
     email: order.email,
     shippingAddress: order.shipping_address ? fromPlatformAddress(order.shipping_address) : null,
-    lines: order.line_items.map((line, index) => ({
-      sku: line.sku,
-      title: line.title,
-      vendor: line.vendor,
-      quantity: line.quantity,
-      unitPriceMinor: priceMinor(line.price, order.currency, ORDER, `line_items.${index}.price`),
-    })),
+    lines: order.line_items.map((line, index) => {
+      const unitPriceMinor = priceMinor(line.price, order.currency, ORDER, `line_items.${index}.price`);
+      assertLineTotal(unitPriceMinor, line.quantity, order.currency, ORDER, `line_items.${index}.quantity`);
+      return { sku: line.sku, title: line.title, vendor: line.vendor, quantity: line.quantity, unitPriceMinor };
+    }),
   };
 }
 

@@ -12,6 +12,7 @@ import { type HttpClientSettings, PlatformHttpClient, type ResponseHeaders } fro
 import { listedOrder, pageEntries, timestamp } from './listing.ts';
 import {
   anyId,
+  assertLineTotal,
   distinct,
   lineText,
   numericId,
@@ -22,6 +23,7 @@ import {
   priceMinor,
   quantity,
   roundedPriceMinor,
+  unitPriceOfTotal,
 } from './payload.ts';
 import { type Created, type ListedOrder, PayloadError, PlatformError, type PlatformAdapter, type StoreConnection } from './types.ts';
 
@@ -181,23 +183,25 @@ function readLine(line: PlatformLine, index: number, currencyCode: string): Orde
   // A line without a vendor entry is kept unroutable (see lineText), like a blank vendor.
   const vendorEntry = line.meta_data.find((entry) => entry.key === 'vendor')?.value;
   const vendor = typeof vendorEntry === 'string' ? vendorEntry : '';
-  return {
-    sku: line.sku,
-    title: line.name,
-    vendor,
-    quantity: line.quantity,
-    unitPriceMinor: unitPriceMinor(line, index, currencyCode),
-  };
+  return { sku: line.sku, title: line.name, vendor, quantity: line.quantity, ...linePrice(line, index, currencyCode) };
 }
 
-/** `price` is the platform's float total/quantity, so it is rounded; without it, the exact total is divided. */
-function unitPriceMinor(line: PlatformLine, index: number, currencyCode: string): number {
+/**
+ * The exact `total` string prices the line whenever it is there; `price` is only the platform's
+ * float total ÷ quantity (1.005 beside a total of "1.01"), used, rounded, for a line without one.
+ */
+function linePrice(line: PlatformLine, index: number, currencyCode: string): Pick<OrderLine, 'unitPriceMinor' | 'totalMinor'> {
   const path = `line_items.${index}`;
-  if (line.price != null) return roundedPriceMinor(line.price, currencyCode, ORDER, `${path}.price`);
-  if (line.total == null) {
+  if (line.total != null) {
+    const totalMinor = priceMinor(line.total, currencyCode, ORDER, `${path}.total`);
+    return { unitPriceMinor: unitPriceOfTotal(totalMinor, line.quantity), totalMinor };
+  }
+  if (line.price == null) {
     throw new PayloadError(`invalid ${ORDER}: ${path}: needs a price or a total`, `${path}.price`);
   }
-  return Math.round(priceMinor(line.total, currencyCode, ORDER, `${path}.total`) / line.quantity);
+  const unitPriceMinor = roundedPriceMinor(line.price, currencyCode, ORDER, `${path}.price`);
+  assertLineTotal(unitPriceMinor, line.quantity, currencyCode, ORDER, `${path}.quantity`);
+  return { unitPriceMinor };
 }
 
 function readFulfillment(body: unknown): SourceFulfillment {
@@ -220,7 +224,8 @@ function orderRequest(order: SupplierOrder) {
       sku: line.sku,
       name: line.title,
       quantity: line.quantity,
-      total: fromMinorUnits(line.unitPriceMinor * line.quantity, order.currency),
+      // The platform takes a line total: the exact one when the line came with it.
+      total: fromMinorUnits(line.totalMinor ?? line.unitPriceMinor * line.quantity, order.currency),
     })),
     shipping: order.shippingAddress ? toPlatformShipping(order.shippingAddress) : undefined,
     billing: order.email ? { email: order.email } : undefined,

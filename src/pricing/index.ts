@@ -1,5 +1,5 @@
 import type { PricingConfig, PricingRule } from '../../contract/pricing.ts';
-import { fromMinorUnits } from '../money.ts';
+import { fromMinorUnits, MAX_AMOUNT_MINOR } from '../money.ts';
 import type { OrderLine, ResellerOrder, SupplierOrder, SupplierOrderLine } from '../orders/types.ts';
 import { decimalFraction, divideRoundingHalfAwayFromZero } from './exact-decimal.ts';
 import { vendorMatches } from './vendor.ts';
@@ -34,53 +34,78 @@ export function buildSupplierOrder(
   };
 }
 
-/** One reseller line as the supplier is asked for it; `currency` only makes errors readable. */
+/**
+ * One reseller line as the supplier is asked for it; `currency` only makes errors readable.
+ *
+ * Prices are computed on BigInt amounts, so no step can lose precision, and the result is refused
+ * (PricingError) unless its unit price and line total are whole amounts from 0 to MAX_AMOUNT_MINOR.
+ * A line sold by its unit price is priced per unit; a line sold by its exact total (platform_b) is
+ * priced as a total: percentage and multiply apply to the total, add and set are per unit and so
+ * count once per item, and the unit price is the priced total ÷ quantity, rounded.
+ */
 export function priceLine(line: OrderLine, config: PricingConfig, currency: string): SupplierOrderLine {
-  const { sku, title, quantity, unitPriceMinor } = line;
-  const resellerLine: SupplierOrderLine = { sku, title, quantity, unitPriceMinor };
-  const supplierLine =
-    config.type === 'percentage'
-      ? { ...resellerLine, unitPriceMinor: withoutMarkup(unitPriceMinor, config.value) }
-      : config.rules.reduce(applyRule, resellerLine);
+  const { sku, title, quantity } = line;
+  const byTotal = line.totalMinor !== undefined;
+  const price: Price = { amount: BigInt(line.totalMinor ?? line.unitPriceMinor), units: BigInt(byTotal ? quantity : 1) };
+  let supplierLine: { sku: string; title: string; price: Price } = { sku, title, price };
+  if (config.type === 'percentage') supplierLine.price = withoutMarkup(price, config.value);
+  else supplierLine = config.rules.reduce(applyRule, supplierLine);
 
-  assertSendablePrice(supplierLine.unitPriceMinor, sku, currency);
-  return supplierLine;
+  const { amount } = supplierLine.price;
+  const totalMinor = byTotal ? amount : amount * BigInt(quantity);
+  const unitPriceMinor = byTotal ? divideRoundingHalfAwayFromZero(amount, BigInt(quantity)) : amount;
+  assertSendablePrice(unitPriceMinor, totalMinor, sku, currency);
+  return {
+    sku: supplierLine.sku,
+    title: supplierLine.title,
+    quantity,
+    unitPriceMinor: Number(unitPriceMinor),
+    ...(byTotal && { totalMinor: Number(totalMinor) }),
+  };
 }
 
-function assertSendablePrice(unitPriceMinor: number, sku: string, currency: string): void {
-  if (unitPriceMinor < 0) {
-    const shown = `${fromMinorUnits(unitPriceMinor, currency)} ${currency}`;
+/** A price being computed: `amount` minor units for `units` items (1 for a unit price, the quantity for a line total). */
+interface Price {
+  amount: bigint;
+  units: bigint;
+}
+
+function assertSendablePrice(unitPriceMinor: bigint, totalMinor: bigint, sku: string, currency: string): void {
+  if (unitPriceMinor < 0n) {
+    const shown = Number.isSafeInteger(Number(unitPriceMinor)) ? `${fromMinorUnits(Number(unitPriceMinor), currency)} ${currency}` : 'beyond the limit';
     throw new PricingError(`pricing makes the unit price of ${sku} negative (${shown})`);
   }
-  if (!Number.isSafeInteger(unitPriceMinor)) {
-    throw new PricingError(`pricing makes the unit price of ${sku} too large to be exact`);
+  if (totalMinor > BigInt(MAX_AMOUNT_MINOR)) {
+    throw new PricingError(
+      `pricing makes the line total of ${sku} too large (above ${fromMinorUnits(MAX_AMOUNT_MINOR, currency)} ${currency})`,
+    );
   }
 }
 
 /** Reseller price = supplier price × (1 + percent / 100), so supplier price = reseller × 100 / (100 + percent). */
-function withoutMarkup(resellerUnitMinor: number, percent: number): number {
+function withoutMarkup({ amount, units }: Price, percent: number): Price {
   const markup = decimalFraction(percent);
-  const numerator = BigInt(resellerUnitMinor) * 100n * markup.denominator;
+  const numerator = amount * 100n * markup.denominator;
   const denominator = 100n * markup.denominator + markup.numerator;
-  return Number(divideRoundingHalfAwayFromZero(numerator, denominator));
+  return { amount: divideRoundingHalfAwayFromZero(numerator, denominator), units };
 }
 
-function applyRule(line: SupplierOrderLine, rule: PricingRule): SupplierOrderLine {
+function applyRule<T extends { sku: string; title: string; price: Price }>(line: T, rule: PricingRule): T {
   return rule.field === 'price'
-    ? { ...line, unitPriceMinor: applyPriceRule(line.unitPriceMinor, rule) }
+    ? { ...line, price: applyPriceRule(line.price, rule) }
     : { ...line, [rule.field]: applyTextRule(line[rule.field], rule) };
 }
 
-function applyPriceRule(unitPriceMinor: number, rule: PriceRule): number {
+function applyPriceRule({ amount, units }: Price, rule: PriceRule): Price {
   switch (rule.op) {
     case 'multiply': {
       const factor = decimalFraction(rule.value);
-      return Number(divideRoundingHalfAwayFromZero(BigInt(unitPriceMinor) * factor.numerator, factor.denominator));
+      return { amount: divideRoundingHalfAwayFromZero(amount * factor.numerator, factor.denominator), units };
     }
     case 'add':
-      return unitPriceMinor + rule.value;
+      return { amount: amount + BigInt(rule.value) * units, units };
     case 'set':
-      return rule.value;
+      return { amount: BigInt(rule.value) * units, units };
   }
 }
 

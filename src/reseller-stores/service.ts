@@ -1,4 +1,4 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import { LockMode, type EntityManager } from '@mikro-orm/postgresql';
 import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
 import { recordAudit } from '../audit-log/repository.ts';
 import type { AppContext } from '../context.ts';
@@ -78,10 +78,15 @@ export class ResellerStoreService {
     return store;
   }
 
-  /** Soft-deletes the store and its source stores: nothing is routed through them any more. */
+  /**
+   * Soft-deletes the store and its source stores: nothing is routed through them any more. The row
+   * is read FOR UPDATE among the active ones, so of concurrent deletes exactly one finds it (and
+   * audits); the others wait for it, find it deleted and answer 404 like any later delete.
+   */
   async remove(principal: Principal, id: string): Promise<void> {
-    const store = await this.getActive(principal, id);
     await this.em.transactional(async (em) => {
+      const store = await em.findOne(ResellerStore, { id, ownerId: principal.userId, deletedAt: null }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+      if (!store) throw notFound();
       const now = new Date();
       store.deletedAt = now;
       await em.nativeUpdate(SourceStore, { resellerStoreId: store.id, deletedAt: null }, { deletedAt: now });

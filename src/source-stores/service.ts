@@ -1,4 +1,4 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
+import { LockMode, type EntityManager } from '@mikro-orm/postgresql';
 import type { PricingConfig, PricingMode } from '../../contract/pricing.ts';
 import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
 import { recordAudit } from '../audit-log/repository.ts';
@@ -103,11 +103,18 @@ export class SourceStoreService {
     return store;
   }
 
+  /** Soft delete; the row is read FOR UPDATE among the active ones, so only the first of concurrent deletes finds it (see ResellerStoreService.remove). */
   async remove(principal: Principal, resellerStoreId: string, id: string): Promise<void> {
-    const store = await this.getActive(principal, resellerStoreId, id);
-    store.deletedAt = new Date();
-    this.audit(principal, store, 'source_store.deleted', {});
-    await this.em.flush();
+    await this.em.transactional(async (em) => {
+      const store = await em.findOne(
+        SourceStore,
+        { id, resellerStoreId, ownerId: principal.userId, deletedAt: null },
+        { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true },
+      );
+      if (!store) throw notFound();
+      store.deletedAt = new Date();
+      this.audit(principal, store, 'source_store.deleted', {}, em);
+    });
   }
 
   private async getActive(principal: Principal, resellerStoreId: string, id: string): Promise<SourceStore> {
@@ -116,8 +123,8 @@ export class SourceStoreService {
     return store;
   }
 
-  private audit(principal: Principal, store: SourceStore, action: string, metadata: Record<string, unknown>) {
-    recordAudit(this.em, {
+  private audit(principal: Principal, store: SourceStore, action: string, metadata: Record<string, unknown>, em = this.em) {
+    recordAudit(em, {
       ownerId: store.ownerId,
       resellerStoreId: store.resellerStoreId,
       action,

@@ -71,6 +71,9 @@ interface RoutingRequest {
   routing: Routing | null;
 }
 
+/** Reads of a job a manual retry makes before giving up on a job that keeps changing under it. */
+const RETRY_ROUNDS = 3;
+
 const orderKey = (order: OrderToRoute) => `order:${order.resellerStoreId}:${order.externalOrderId}`;
 
 export class SyncJobService {
@@ -227,11 +230,26 @@ export class SyncJobService {
   /**
    * Manual retry of a failed or dead job. The new queue message id makes any older message for
    * the job (a scheduled automatic retry) stale, so it can no longer move the job. The write is
-   * conditional on the version read, like a worker's: a job moved meanwhile answers 409.
+   * conditional on the version read, like a worker's; a retry that lost the race to another change
+   * reads the job again. So of concurrent retries one revives the job and every other then finds it
+   * pending: 400 sync_job_not_retryable, the refusal the contract declares (it used to be a 409).
    */
   async retry(principal: Principal, id: string): Promise<JobWithFulfillments> {
-    const job = await this.jobs.findOwned(principal.userId, id);
-    if (!job) throw notFound();
+    for (let round = 1; ; round++) {
+      const job = await this.jobs.findOwned(principal.userId, id);
+      if (!job) throw notFound();
+      if (await this.revive(principal, job)) {
+        this.ctx.metrics.attemptTransitions.inc({ kind: 'sync_job', status: 'pending' });
+        return { job, ...(await this.fulfillmentsOf(job.id)) };
+      }
+      if (round === RETRY_ROUNDS) {
+        throw new AppError('unavailable', { message: 'The job kept changing while it was being retried; try again.', retryAfterSeconds: 1 });
+      }
+    }
+  }
+
+  /** Moves a failed or dead job to pending with a fresh queue message; false when it changed since it was read. */
+  private async revive(principal: Principal, job: SyncJob): Promise<boolean> {
     const now = new Date();
     if (!syncJobKind.transition(job, { type: 'RETRY', at: now.toISOString() }, now)) {
       throw new AppError('sync_job_not_retryable', {
@@ -241,16 +259,11 @@ export class SyncJobService {
     }
     job.queueMessageId = newMessageId();
     const audit = jobAuditRecord(job, 'sync_job.retried', actorOf(principal), { attempts: job.attempts, ...auditContext(principal) });
-    const written = await this.jobs.transaction(async (trx) => {
+    return this.jobs.transaction(async (trx) => {
       const [moved] = await this.jobs.writeTransitions(trx, [{ row: job, result: syncJobKind.resultOf(job), audit }]);
       if (moved) await this.ctx.queue.insertIn(trx, 'syncJob', [{ id: job.queueMessageId!, message: syncJobKind.message(job.id) }]);
-      return moved;
+      return moved === true;
     });
-    if (!written) {
-      throw new AppError('conflict', { message: 'The job changed while it was being retried; try again.', details: { reason: 'concurrent_update' } });
-    }
-    this.ctx.metrics.attemptTransitions.inc({ kind: 'sync_job', status: 'pending' });
-    return { job, ...(await this.fulfillmentsOf(job.id)) };
   }
 
   /**

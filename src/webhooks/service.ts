@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { EntityManager, EventSubscriber, FlushEventArgs, TransactionEventArgs } from '@mikro-orm/core';
-import { SYSTEM_ACTOR } from '../audit-log/repository.ts';
+import { recordAudit, SYSTEM_ACTOR } from '../audit-log/repository.ts';
 import type { AppContext } from '../context.ts';
 import type { FulfillmentService } from '../fulfillments/service.ts';
 import { PayloadError } from '../platforms/types.ts';
@@ -145,8 +145,7 @@ export class WebhookService {
   /** An orders/create delivery: the order read by the platform's reader, then routed (`routeOrder`). */
   async receiveOrder(store: ResellerStore, body: unknown, delivery: Delivery): Promise<string[]> {
     expectTopic(delivery.topic, 'orders/create');
-    const order = parse(() => this.ctx.platforms[store.platform].parseOrderWebhook(body));
-    if (!EXTERNAL_ORDER_ID.test(order.externalOrderId)) throw validationFailed('id', 'The order id is not a valid order id.');
+    const order = await this.readOrder(store, body, delivery);
     const routed = await this.routeOrder(store, order, { source: 'webhook', webhookId: delivery.webhookId ?? null });
     return routed.jobs.map((job) => job.id);
   }
@@ -196,6 +195,37 @@ export class WebhookService {
             : undefined,
       },
     );
+  }
+
+  /**
+   * The verified order, or 400 validation_failed naming the field: the order is refused as a whole
+   * (no line of it is routed) and the refusal is audited, so the reseller can see why an order their
+   * storefront sent never reached a supplier.
+   */
+  private async readOrder(store: ResellerStore, body: unknown, delivery: Delivery): Promise<ResellerOrder> {
+    try {
+      const order = parse(() => this.ctx.platforms[store.platform].parseOrderWebhook(body));
+      if (!EXTERNAL_ORDER_ID.test(order.externalOrderId)) throw validationFailed('id', 'The order id is not a valid order id.');
+      return order;
+    } catch (error) {
+      if (error instanceof AppError && error.code === 'validation_failed') await this.auditRefusal(store, body, delivery, error);
+      throw error;
+    }
+  }
+
+  private async auditRefusal(store: ResellerStore, body: unknown, delivery: Delivery, error: AppError): Promise<void> {
+    const id = (body as { id?: unknown } | null)?.id;
+    const em = this.ctx.orm.em.fork();
+    recordAudit(em, {
+      ownerId: store.ownerId,
+      resellerStoreId: store.id,
+      action: 'order.refused',
+      resourceType: 'order',
+      resourceId: (typeof id === 'string' || typeof id === 'number') && EXTERNAL_ORDER_ID.test(String(id)) ? String(id) : 'unknown',
+      actorId: SYSTEM_ACTOR,
+      metadata: { reason: error.message, param: error.param ?? null, webhookId: delivery.webhookId ?? null },
+    });
+    await em.flush();
   }
 
   /** Queues the tracking of a supplier's fulfillment for the reseller order, once per event. */

@@ -4,10 +4,18 @@
  * and huge Unicode, NUL and lone surrogates, wrong JSON types, broken JSON, binary, deep nesting,
  * bodies over 1 MiB, credentials of every kind), signed correctly or not for the webhooks. Whatever
  * is sent, the answer is never a 5xx, and every 4xx is the error envelope of decisions.md with the
- * request id of its X-Request-Id header.
+ * request id of its X-Request-Id header, and every status is one the route's contract declares.
+ *
+ * Issue 18 added bodies in every content encoding (compressed, not compressed, truncated, bombs,
+ * unknown encodings), and webhook orders in every ISO 4217 currency with amounts and quantities
+ * from valid to absurd (1e300, 2^53 + 2, 400 digits): each is routed or refused exactly as the limits
+ * say, and no supplier ever receives an amount or quantity that is not exact.
  */
 import { connect } from 'node:net';
+import { brotliCompressSync, deflateSync, gzipSync, zstdCompressSync } from 'node:zlib';
+import { data as iso4217 } from 'currency-codes';
 import fc from 'fast-check';
+import { MAX_AMOUNT_MINOR, MAX_QUANTITY } from '../../contract/limits.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signPayload } from '../../src/webhooks/signature.ts';
 import { startSandbox, type Sandbox } from '../sandbox/server.ts';
@@ -248,6 +256,47 @@ function bodies(route: ContractRoute): fc.Arbitrary<Body> {
   );
 }
 
+// Content encodings: the body compressed as its header says, or not, or cut short, or a bomb that
+// inflates past 1 MiB; and encodings the service does not support.
+const ENCODERS: Record<string, (bytes: Buffer) => Buffer> = { gzip: gzipSync, deflate: deflateSync, br: brotliCompressSync, zstd: zstdCompressSync };
+const SUPPORTED_ENCODINGS = ['gzip', 'deflate', 'br', 'zstd', 'GZIP', 'Br'];
+const UNSUPPORTED_ENCODINGS = ['compress', 'x-gzip', 'gzip, br', 'br;q=1', 'zstd, zstd', 'base64', 'chunked'];
+
+interface Encoding {
+  name: string;
+  how: 'compressed' | 'plain' | 'truncated' | 'bomb';
+}
+
+const encodings: fc.Arbitrary<Encoding | null> = fc.oneof(
+  { arbitrary: fc.constant(null), weight: 12 },
+  {
+    arbitrary: fc.record({
+      name: fc.constantFrom(...SUPPORTED_ENCODINGS, ...UNSUPPORTED_ENCODINGS),
+      how: fc.constantFrom<Encoding['how']>('compressed', 'compressed', 'plain', 'truncated', 'bomb'),
+    }),
+    weight: 4,
+  },
+);
+
+const BOMB = Buffer.from(`{"name":"${'x'.repeat(3 * 1024 * 1024)}"}`);
+
+/** The bytes sent for `bytes` under `encoding` (an unsupported encoding gets gzip bytes). */
+function encode(bytes: Buffer, { name, how }: Encoding): Buffer {
+  const compress = ENCODERS[name.toLowerCase()] ?? gzipSync;
+  switch (how) {
+    case 'compressed':
+      return compress(bytes);
+    case 'plain':
+      return bytes;
+    case 'truncated': {
+      const compressed = compress(bytes);
+      return compressed.subarray(0, Math.max(1, Math.floor(compressed.length / 2)));
+    }
+    case 'bomb':
+      return compress(BOMB);
+  }
+}
+
 function pathValue(param: string, route: ContractRoute): fc.Arbitrary<string> {
   const own = param === 'rst_id' ? ids.rst : route.path.includes('source_stores') ? ids.sst : route.path.startsWith('/v1/sync_jobs') ? ids.job : route.path.startsWith('/v1/api_keys') ? ids.key : ids.rst;
   return fc.oneof(
@@ -275,6 +324,7 @@ interface FuzzRequest {
   path: string;
   headers: Record<string, string>;
   body: Body;
+  encoding: Encoding | null;
 }
 
 function requests(route: ContractRoute): fc.Arbitrary<FuzzRequest> {
@@ -301,19 +351,26 @@ function requests(route: ContractRoute): fc.Arbitrary<FuzzRequest> {
       extra: fc.dictionary(fc.constantFrom('x-request-id', 'accept', 'cookie', 'x-platform-topic', 'x-platform-webhook-id', 'x-forwarded-for', 'content-encoding', 'x-http-method-override', 'x-whatever'), headerValueOrHuge, { maxKeys: 3 }),
       signed: fc.oneof(fc.constant<'no' | 'valid' | 'forged'>('no'), fc.constantFrom<'no' | 'valid' | 'forged'>('valid', 'valid', 'forged')),
       domain: fc.oneof(fc.constant<string | null>(null), headerValue),
+      encoding: encodings,
     })
-    .map(({ method, params, query, body, credential, contentType, extra, signed, domain }) => {
+    .map(({ method, params, query, body, credential, contentType, extra, signed, domain, encoding }) => {
       const headers: Record<string, string> = { ...extra };
       if (credential !== null) headers.authorization = credential;
       if (contentType !== null && body.kind !== 'none') headers['content-type'] = contentType;
+      const bytes = body.kind === 'json' ? Buffer.from(JSON.stringify(body.value) ?? 'null') : body.kind === 'raw' ? body.bytes : Buffer.alloc(0);
       if (webhook) {
-        const bytes = body.kind === 'json' ? Buffer.from(JSON.stringify(body.value) ?? 'null') : body.kind === 'raw' ? body.bytes : Buffer.alloc(0);
         const [shop, secret] = route.name === 'webhooks.orders' ? [reseller.shopDomain, reseller.webhookSecret] : [supplier.shopDomain, supplier.webhookSecret];
+        // The signature covers the body as decoded.
         if (signed !== 'no') headers['x-platform-hmac-sha256'] = signPayload(bytes, signed === 'valid' ? secret : `${secret}-forged`);
         headers['x-platform-shop-domain'] = domain ?? shop;
         if (!('x-platform-topic' in headers)) headers['x-platform-topic'] = route.name === 'webhooks.orders' ? 'orders/create' : 'fulfillments/create';
       }
-      return { method, path: `${fillPath(route.path, params)}${query}`, headers, body };
+      delete headers['content-encoding'];
+      if (encoding && body.kind !== 'none') {
+        headers['content-encoding'] = encoding.name;
+        return { method, path: `${fillPath(route.path, params)}${query}`, headers, body: { kind: 'raw', bytes: encode(bytes, encoding) } as Body, encoding };
+      }
+      return { method, path: `${fillPath(route.path, params)}${query}`, headers, body, encoding: null };
     });
 }
 
@@ -354,6 +411,28 @@ function expectWellFormed(response: ChaosResponse, request: FuzzRequest): void {
   expect(response.headers.get('content-type') ?? '', what).toMatch(/^application\/json/);
 }
 
+/** The route's contract declares the status (only for requests with the route's own method: others are other routes). */
+function expectDeclared(response: ChaosResponse, request: FuzzRequest, route: ContractRoute): void {
+  if (request.method !== route.method) return;
+  const declared = Object.keys(route.route.responses).map(Number);
+  expect(declared, `${route.name} answered the undeclared ${response.status} to ${describeRequest(request)}\n→ ${response.text.slice(0, 300)}`).toContain(response.status);
+}
+
+/** What an encoded body must get, whatever else is wrong with the request: the encoding is looked at first. */
+function expectEncodingHandled(response: ChaosResponse, request: FuzzRequest): void {
+  const { encoding } = request;
+  if (!encoding || request.method === 'GET') return;
+  const what = `${describeRequest(request)}\n→ ${response.status} ${response.text.slice(0, 300)}`;
+  const sentBytes = request.body.kind === 'raw' && request.body.bytes.length > 0;
+  if (!sentBytes) return;
+  // Refused before its body was read: headers over 16 KiB, a NUL in the path or query.
+  const param = (response.body as { error?: { param?: string } } | undefined)?.error?.param;
+  if (response.status === 400 && param !== undefined && param !== 'body') return;
+  if (UNSUPPORTED_ENCODINGS.includes(encoding.name)) expect(response.status, what).toBe(415);
+  else if (encoding.how === 'bomb') expect([413, 415], what).toContain(response.status);
+  else if (encoding.how !== 'compressed') expect([400, 415], what).toContain(response.status);
+}
+
 /** Bytes straight onto a socket, for requests no HTTP client would send; resolves with all the server wrote. */
 function rawExchange(request: string): Promise<string> {
   const { port } = new URL(service.url);
@@ -384,6 +463,8 @@ describe('hostile requests to every route of the contract', () => {
         const response = await send(request);
         seen.add(response.status);
         expectWellFormed(response, request);
+        expectDeclared(response, request, route);
+        expectEncodingHandled(response, request);
       }),
       { numRuns: RUNS_PER_ROUTE },
     );
@@ -396,6 +477,8 @@ describe('hostile requests to every route of the contract', () => {
     ['a malformed request line', 'GET /v1/auth/me HTTP/9.9 extra\r\nHost: x\r\n\r\n'],
     ['headers over 16 KiB', `GET /v1/auth/me HTTP/1.1\r\nHost: x\r\nX-Big: ${'b'.repeat(20_000)}\r\n\r\n`],
     ['a bare LF and an obsolete line fold', 'POST /v1/auth/login HTTP/1.1\nHost: x\r\nContent-Type: application/json\r\n folded\r\nContent-Length: 2\r\n\r\n{}'],
+    ['no Host header', 'GET /v1/auth/me HTTP/1.1\r\nConnection: close\r\n\r\n'],
+    ['no Host header on a webhook', 'POST /v1/orders/webhook HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}'],
   ])('answers a request the HTTP parser refuses (%s) with the error envelope', async (_label, raw) => {
     const answer = await rawExchange(raw);
     const [head, body = ''] = answer.split('\r\n\r\n');
@@ -410,6 +493,125 @@ describe('hostile requests to every route of the contract', () => {
     await waitFor(async () => (await client.get('/readyz')).status === 200, 10_000, 'ready');
     const me = await client.get('/v1/auth/me', { token: user.token });
     expect(me.status).toBe(200);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Orders in every currency, with big numbers
+
+const EXPONENTS = new Map(iso4217.map(({ code, digits }) => [code, digits]));
+
+/** A decimal amount with `decimals` digits after the point (none when 0). */
+const decimalText = (minor: bigint, decimals: number) => {
+  const digits = minor.toString().padStart(decimals + 1, '0');
+  return decimals === 0 ? digits : `${digits.slice(0, -decimals)}.${digits.slice(-decimals)}`;
+};
+
+interface OrderCase {
+  currency: string;
+  quantity: number;
+  price: string | number;
+  /** null when the order is valid; else the field it must be refused for. */
+  refusedFor: 'price' | 'quantity' | null;
+  vendor: 'unit' | 'total';
+}
+
+const bigQuantity = fc.constantFrom(1e300, 1e21, 2 ** 53 + 2, 2 ** 53, MAX_QUANTITY + 1, 0, -1, 1.5, Number.MAX_VALUE);
+const validQuantity = fc.oneof(fc.integer({ min: 1, max: 20 }), fc.constantFrom(MAX_QUANTITY, MAX_QUANTITY - 1, 1000));
+
+const orderCases: fc.Arbitrary<OrderCase> = fc
+  .record({
+    currency: fc.constantFrom(...EXPONENTS.keys()),
+    quantity: fc.oneof({ arbitrary: validQuantity, weight: 4 }, { arbitrary: bigQuantity, weight: 1 }),
+    minor: fc.oneof({ arbitrary: fc.bigInt({ min: 0n, max: 100_000n }), weight: 3 }, { arbitrary: fc.bigInt({ min: 0n, max: BigInt(MAX_AMOUNT_MINOR) * 2n }), weight: 1 }),
+    priceForm: fc.constantFrom('exact', 'exact', 'exact', 'one decimal too many', 'huge', 'exponent', 'number'),
+    vendor: fc.constantFrom<'unit' | 'total'>('unit', 'total'),
+  })
+  .map(({ currency, quantity, minor, priceForm, vendor }): OrderCase => {
+    const decimals = EXPONENTS.get(currency)!;
+    const quantityOk = Number.isInteger(quantity) && quantity >= 1 && quantity <= MAX_QUANTITY;
+    const amountOk = minor <= BigInt(MAX_AMOUNT_MINOR) && (!quantityOk || minor * BigInt(quantity) <= BigInt(MAX_AMOUNT_MINOR));
+    // The first field the adapter reads decides the error: quantity (schema), then the price, then the line total.
+    const refusal = (priceOk: boolean) => (!quantityOk ? 'quantity' : !priceOk ? 'price' : !amountOk ? (minor > BigInt(MAX_AMOUNT_MINOR) ? 'price' : 'quantity') : null);
+    switch (priceForm) {
+      case 'exact':
+        return { currency, quantity, price: decimalText(minor, decimals), refusedFor: refusal(true), vendor };
+      case 'one decimal too many':
+        return { currency, quantity, price: `${decimalText(minor, decimals)}${decimals === 0 ? '.' : ''}7`, refusedFor: refusal(false), vendor };
+      case 'huge':
+        return { currency, quantity, price: '9'.repeat(40), refusedFor: refusal(false), vendor };
+      case 'exponent':
+        return { currency, quantity, price: '8e+3', refusedFor: refusal(false), vendor };
+      case 'number':
+        // platform_a sends prices as strings only.
+        return { currency, quantity, price: Number(decimalText(minor, decimals)), refusedFor: refusal(false), vendor };
+    }
+    throw new Error(priceForm);
+  });
+
+describe('orders in every ISO 4217 currency, with big numbers', () => {
+  let shop: ResellerFixture;
+  let bySupplier: Record<'unit' | 'total', SupplierFixture>;
+  let nextOrderId = 900_000;
+  const routed: OrderCase[] = [];
+
+  beforeAll(async () => {
+    // Its own stores: the fuzzing above may have deleted the shared ones.
+    const owner = await registerUser(client);
+    shop = await createReseller(client, owner.token);
+    bySupplier = {
+      unit: await createSupplier(client, owner.token, shop.id, { platform: 'custom' }),
+      total: await createSupplier(client, owner.token, shop.id, { platform: 'platform_b', pricingConfig: { type: 'percentage', value: 0 } }),
+    };
+  });
+
+  it('routes every valid order and refuses every other as a whole, 400 naming the field', async () => {
+    await fc.assert(
+      fc.asyncProperty(orderCases, async (order) => {
+        const id = nextOrderId++;
+        const payload = sandbox.buildOrderPayload('platform_a', { id, currency: order.currency, lines: [{ sku: 'S', title: 'T', vendor: bySupplier[order.vendor].vendorTag, quantity: 1, price: '0' }] });
+        Object.assign((payload.line_items as Record<string, unknown>[])[0]!, { quantity: order.quantity, price: order.price });
+        const bytes = Buffer.from(JSON.stringify(payload));
+        const response = await client.request('POST', '/v1/orders/webhook', {
+          rawBody: bytes,
+          headers: {
+            'content-type': 'application/json',
+            'x-platform-hmac-sha256': signPayload(bytes, shop.webhookSecret),
+            'x-platform-shop-domain': shop.shopDomain,
+            'x-platform-topic': 'orders/create',
+          },
+        });
+        const what = `${JSON.stringify(order)} → ${response.status} ${response.text.slice(0, 300)}`;
+        if (order.refusedFor === null) {
+          expect(response.status, what).toBe(200);
+          expect(response.body.syncJobIds, what).toHaveLength(1);
+          routed.push(order);
+        } else {
+          expect(response.status, what).toBe(400);
+          expect(response.body.error.code, what).toBe('validation_failed');
+          expect(response.body.error.param, what).toBe(`line_items.0.${order.refusedFor}`);
+        }
+      }),
+      { numRuns: RUNS_PER_ROUTE * 4 },
+    );
+    // Enough of both kinds to mean something (about a third are valid).
+    expect(routed.length).toBeGreaterThan(RUNS_PER_ROUTE / 2);
+  });
+
+  it('sends suppliers only exact amounts and quantities, in the minor units of the order\'s currency', async () => {
+    const placed = () => [...sandbox.ordersFor(bySupplier.unit.shopDomain), ...sandbox.ordersFor(bySupplier.total.shopDomain)];
+    await waitFor(async () => placed().length >= routed.length, 120_000, 'every routed order placed');
+    for (const { body } of placed()) {
+      const order = body as { currency: string; lines?: { quantity: number; unitPrice: string }[]; line_items?: { quantity: number; total: string }[] };
+      const decimals = EXPONENTS.get(order.currency)!;
+      const amount = decimals === 0 ? /^\d+$/ : new RegExp(`^\\d+\\.\\d{${decimals}}$`);
+      for (const line of [...(order.lines ?? []), ...(order.line_items ?? [])]) {
+        expect(Number.isSafeInteger(line.quantity) && line.quantity >= 1 && line.quantity <= MAX_QUANTITY, JSON.stringify(order)).toBe(true);
+        const text = 'unitPrice' in line ? line.unitPrice : line.total;
+        expect(text, JSON.stringify(order)).toMatch(amount);
+        expect(BigInt(text.replace('.', '')) <= BigInt(MAX_AMOUNT_MINOR), JSON.stringify(order)).toBe(true);
+      }
+    }
   });
 });
 

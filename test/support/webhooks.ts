@@ -16,6 +16,8 @@ export interface RawDelivery {
   signedBody?: string | Buffer;
   /** Omit to send no signature header. */
   secret?: string;
+  /** Turns the signature into the header value actually sent (a mangled signature). */
+  mangleSignature?: (signature: string) => string;
   /** Omit to send no shop domain header. */
   shopDomain?: string;
   topic?: string;
@@ -30,7 +32,10 @@ export interface RawDelivery {
 export async function postRawWebhook(baseUrl: string, path: string, delivery: RawDelivery): Promise<ApiResponse> {
   const body = Buffer.from(delivery.body);
   const headers: Record<string, string> = { 'content-type': delivery.contentType ?? 'application/json' };
-  if (delivery.secret !== undefined) headers['x-platform-hmac-sha256'] = signPayload(Buffer.from(delivery.signedBody ?? body), delivery.secret);
+  if (delivery.secret !== undefined) {
+    const signature = signPayload(Buffer.from(delivery.signedBody ?? body), delivery.secret);
+    headers['x-platform-hmac-sha256'] = delivery.mangleSignature ? delivery.mangleSignature(signature) : signature;
+  }
   if (delivery.shopDomain !== undefined) headers['x-platform-shop-domain'] = delivery.shopDomain;
   if (delivery.topic !== undefined) headers['x-platform-topic'] = delivery.topic;
   headers['x-platform-webhook-id'] = delivery.webhookId ?? `wh-${uniqueSuffix()}`;

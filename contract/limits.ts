@@ -1,0 +1,15 @@
+/**
+ * Limits on amounts and quantities, part of the API (documented in the contract and the README).
+ * Together they keep every amount the service reads, computes or sends an exact integer of minor
+ * units, far below 2^53.
+ */
+
+/**
+ * The largest amount, in minor units of the order's currency, of a unit price or a line total:
+ * received in an order, set or added by a pricing rule, or sent to a supplier
+ * (10,000,000,000.00 in a two-decimal currency).
+ */
+export const MAX_AMOUNT_MINOR = 1_000_000_000_000;
+
+/** The most items of one order line. */
+export const MAX_QUANTITY = 1_000_000;
