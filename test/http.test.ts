@@ -1,19 +1,9 @@
 import { request as httpRequest } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import type { ApiResponse } from './support/api.ts';
 import { expectError, expectErrorEnvelope } from './support/assertions.ts';
-import { createResellerStore, registerUser, type TestUser } from './support/factories.ts';
-import { startTestService, type TestService } from './support/service.ts';
-
-let service: TestService;
-let user: TestUser;
-let storeId: string;
-beforeAll(async () => {
-  service = await startTestService();
-  user = await registerUser(service.api);
-  storeId = (await createResellerStore(service.api, user.token)).id;
-});
-afterAll(() => service?.stop());
+import { createResellerStore, type TestUser } from './support/factories.ts';
+import { test } from './support/fixtures.ts';
 
 const GENERATED_ID = /^req_[0-9a-f]{32}$/;
 const storeBody = () => ({
@@ -24,39 +14,41 @@ const storeBody = () => ({
   webhookSecret: 'secret',
 });
 
-/** Sends bytes exactly as given (fetch would refuse or rewrite some of these requests). */
-function rawRequest(method: string, path: string, headers: Record<string, string | number>, body?: Buffer | string) {
-  return new Promise<ApiResponse>((resolve, reject) => {
-    const url = new URL(path, service.url);
-    const req = httpRequest(url, { method, headers }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        const responseHeaders = new Headers();
-        for (const [name, value] of Object.entries(res.headers)) if (typeof value === 'string') responseHeaders.set(name, value);
-        resolve({ status: res.statusCode!, body: text ? JSON.parse(text) : undefined, headers: responseHeaders });
+const it = test
+  /** A reseller store of the file's user. */
+  .extend('storeId', { scope: 'file' }, async ({ api, user }) => (await createResellerStore(api, user.token)).id as string)
+  /** Sends bytes exactly as given to the service (fetch would refuse or rewrite some of these requests). */
+  .extend('rawRequest', { scope: 'file' }, ({ service }) => (method: string, path: string, headers: Record<string, string | number>, body?: Buffer | string) =>
+    new Promise<ApiResponse>((resolve, reject) => {
+      const url = new URL(path, service.url);
+      const req = httpRequest(url, { method, headers }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          const responseHeaders = new Headers();
+          for (const [name, value] of Object.entries(res.headers)) if (typeof value === 'string') responseHeaders.set(name, value);
+          resolve({ status: res.statusCode!, body: text ? JSON.parse(text) : undefined, headers: responseHeaders });
+        });
       });
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
+      req.on('error', reject);
+      req.end(body);
+    }));
 
 describe('request ids', () => {
-  it('every response carries X-Request-Id, and every body request_id equal to it', async () => {
+  it('every response carries X-Request-Id, and every body request_id equal to it', async ({ api, user, storeId }) => {
     const responses: [string, ApiResponse][] = [
-      ['healthz', await service.api.get('/healthz')],
-      ['readyz', await service.api.get('/readyz')],
-      ['me', await service.api.get('/v1/auth/me', { token: user.token })],
-      ['list', await service.api.get('/v1/reseller_stores', { token: user.token })],
-      ['get', await service.api.get(`/v1/reseller_stores/${storeId}`, { token: user.token })],
-      ['create', await service.api.post('/v1/reseller_stores', { token: user.token, body: storeBody() })],
-      ['400', await service.api.post('/v1/reseller_stores', { token: user.token, body: {} })],
-      ['401', await service.api.get('/v1/reseller_stores')],
-      ['404 route', await service.api.get('/v1/nothing-here')],
-      ['404 id', await service.api.get('/v1/reseller_stores/rst_missing', { token: user.token })],
-      ['415', await service.api.post('/v1/reseller_stores', { token: user.token, rawBody: 'x', headers: { 'content-type': 'text/plain' } })],
+      ['healthz', await api.get('/healthz')],
+      ['readyz', await api.get('/readyz')],
+      ['me', await api.get('/v1/auth/me', { token: user.token })],
+      ['list', await api.get('/v1/reseller_stores', { token: user.token })],
+      ['get', await api.get(`/v1/reseller_stores/${storeId}`, { token: user.token })],
+      ['create', await api.post('/v1/reseller_stores', { token: user.token, body: storeBody() })],
+      ['400', await api.post('/v1/reseller_stores', { token: user.token, body: {} })],
+      ['401', await api.get('/v1/reseller_stores')],
+      ['404 route', await api.get('/v1/nothing-here')],
+      ['404 id', await api.get('/v1/reseller_stores/rst_missing', { token: user.token })],
+      ['415', await api.post('/v1/reseller_stores', { token: user.token, rawBody: 'x', headers: { 'content-type': 'text/plain' } })],
     ];
     const ids = new Set<string>();
     for (const [label, response] of responses) {
@@ -67,30 +59,30 @@ describe('request ids', () => {
     }
     expect(ids.size).toBe(responses.length);
 
-    const deleted = await service.api.delete(`/v1/reseller_stores/${responses[5]![1].body.id}`, { token: user.token });
+    const deleted = await api.delete(`/v1/reseller_stores/${responses[5]![1].body.id}`, { token: user.token });
     expect(deleted.status).toBe(204);
     expect(deleted.headers.get('x-request-id')).toMatch(GENERATED_ID);
   });
 
-  it.each([
+  it.for([
     ['a simple id', 'my-trace-123'],
     ['a 128-character id', 'a'.repeat(128)],
     ['an id with punctuation', 'abc:DEF/123_~!#$%^&*()+=[]{}|;<>?,.@'],
-  ])('keeps a caller\'s printable X-Request-Id: %s', async (_label, given) => {
-    const ok = await service.api.get('/v1/auth/me', { token: user.token, headers: { 'x-request-id': given } });
+  ] as const)('keeps a caller\'s printable X-Request-Id: %s', async ([_label, given], { api, user }) => {
+    const ok = await api.get('/v1/auth/me', { token: user.token, headers: { 'x-request-id': given } });
     expect(ok.headers.get('x-request-id')).toBe(given);
     expect(ok.body.request_id).toBe(given);
-    const error = await service.api.get('/v1/reseller_stores/rst_missing', { token: user.token, headers: { 'x-request-id': given } });
+    const error = await api.get('/v1/reseller_stores/rst_missing', { token: user.token, headers: { 'x-request-id': given } });
     expect(error.headers.get('x-request-id')).toBe(given);
     expect(error.body.request_id).toBe(given);
   });
 
-  it.each([
+  it.for([
     ['one over 128 characters', 'a'.repeat(129)],
     ['one with a space', 'two words'],
     ['one with a tab', 'tab\there'],
     ['one with non-ASCII bytes', 'caf\u00e9'],
-  ])('replaces an unacceptable X-Request-Id: %s', async (_label, given) => {
+  ] as const)('replaces an unacceptable X-Request-Id: %s', async ([_label, given], { user, rawRequest }) => {
     const response = await rawRequest('GET', '/v1/auth/me', { authorization: `Bearer ${user.token}`, 'x-request-id': given });
     expect(response.status).toBe(200);
     expect(response.headers.get('x-request-id')).toMatch(GENERATED_ID);
@@ -99,7 +91,7 @@ describe('request ids', () => {
 });
 
 describe('request bodies', () => {
-  it('answers 413 payload_too_large for a body over 1 MiB', async () => {
+  it('answers 413 payload_too_large for a body over 1 MiB', async ({ user, rawRequest }) => {
     const big = JSON.stringify({ ...storeBody(), name: 'x'.repeat(1024 * 1024) });
     const response = await rawRequest(
       'POST',
@@ -110,7 +102,7 @@ describe('request bodies', () => {
     expectError(response, 413, 'payload_too_large');
   });
 
-  it('answers 413 for an oversized chunked body too', async () => {
+  it('answers 413 for an oversized chunked body too', async ({ user, rawRequest }) => {
     const big = JSON.stringify({ ...storeBody(), name: 'x'.repeat(1024 * 1024 + 10) });
     const response = await rawRequest(
       'POST',
@@ -121,29 +113,29 @@ describe('request bodies', () => {
     expectError(response, 413, 'payload_too_large');
   });
 
-  it('accepts a body just under 1 MiB as far as size goes (then validates it)', async () => {
+  it('accepts a body just under 1 MiB as far as size goes (then validates it)', async ({ api, user }) => {
     const body = JSON.stringify({ ...storeBody(), name: 'x'.repeat(1000 * 1024) });
-    const response = await service.api.post('/v1/reseller_stores', { token: user.token, rawBody: body, headers: { 'content-type': 'application/json' } });
+    const response = await api.post('/v1/reseller_stores', { token: user.token, rawBody: body, headers: { 'content-type': 'application/json' } });
     expectError(response, 400, 'validation_failed', 'name');
   });
 
-  it.each([
+  it.for([
     ['text/plain', 'text/plain', 'hello'],
     ['a form', 'application/x-www-form-urlencoded', 'name=Shop&platform=custom'],
     ['multipart', 'multipart/form-data; boundary=x', '--x\r\nContent-Disposition: form-data; name="a"\r\n\r\nb\r\n--x--\r\n'],
     ['XML', 'application/xml', '<store/>'],
-  ])('answers 415 unsupported_media_type for %s', async (_label, contentType, rawBody) => {
-    const response = await service.api.post('/v1/reseller_stores', { token: user.token, rawBody, headers: { 'content-type': contentType } });
+  ] as const)('answers 415 unsupported_media_type for %s', async ([_label, contentType, rawBody], { api, user }) => {
+    const response = await api.post('/v1/reseller_stores', { token: user.token, rawBody, headers: { 'content-type': contentType } });
     expectError(response, 415, 'unsupported_media_type');
   });
 
-  it('answers 415 for a body without a content type', async () => {
+  it('answers 415 for a body without a content type', async ({ user, rawRequest }) => {
     const response = await rawRequest('POST', '/v1/reseller_stores', { authorization: `Bearer ${user.token}`, 'content-length': 2 }, '{}');
     expectError(response, 415, 'unsupported_media_type');
   });
 
-  it('answers 415 for JSON in a charset other than UTF-8', async () => {
-    const response = await service.api.post('/v1/reseller_stores', {
+  it('answers 415 for JSON in a charset other than UTF-8', async ({ api, user }) => {
+    const response = await api.post('/v1/reseller_stores', {
       token: user.token,
       rawBody: JSON.stringify(storeBody()),
       headers: { 'content-type': 'application/json; charset=iso-8859-1' },
@@ -151,8 +143,8 @@ describe('request bodies', () => {
     expectError(response, 415, 'unsupported_media_type');
   });
 
-  it('accepts application/json with charset=utf-8', async () => {
-    const response = await service.api.post('/v1/reseller_stores', {
+  it('accepts application/json with charset=utf-8', async ({ api, user }) => {
+    const response = await api.post('/v1/reseller_stores', {
       token: user.token,
       rawBody: JSON.stringify(storeBody()),
       headers: { 'content-type': 'application/json; charset=utf-8' },
@@ -160,22 +152,22 @@ describe('request bodies', () => {
     expect(response.status).toBe(201);
   });
 
-  it.each([
+  it.for([
     ['truncated JSON', '{"name": "Shop",'],
     ['a bare word', 'hello'],
     ['a JSON string', '"just a string"'],
     ['a JSON number', '42'],
     ['null', 'null'],
     ['an empty object with trailing garbage', '{}}'],
-  ])('answers 400 (never 500) for %s', async (_label, rawBody) => {
+  ] as const)('answers 400 (never 500) for %s', async ([_label, rawBody], { api, user }) => {
     for (const path of ['/v1/reseller_stores', '/v1/auth/register', '/v1/auth/login', '/v1/api_keys']) {
-      const response = await service.api.post(path, { token: user.token, rawBody, headers: { 'content-type': 'application/json' } });
+      const response = await api.post(path, { token: user.token, rawBody, headers: { 'content-type': 'application/json' } });
       expectError(response, 400, 'validation_failed');
     }
   });
 
-  it('answers 400 for a PATCH with malformed JSON', async () => {
-    const response = await service.api.patch(`/v1/reseller_stores/${storeId}`, {
+  it('answers 400 for a PATCH with malformed JSON', async ({ api, user, storeId }) => {
+    const response = await api.patch(`/v1/reseller_stores/${storeId}`, {
       token: user.token,
       rawBody: '{"name":',
       headers: { 'content-type': 'application/json' },
@@ -185,21 +177,21 @@ describe('request bodies', () => {
 });
 
 describe('text the database cannot store', () => {
-  const json = (text: string) => ({ token: user.token, rawBody: text, headers: { 'content-type': 'application/json' } });
+  const json = (user: TestUser, text: string) => ({ token: user.token, rawBody: text, headers: { 'content-type': 'application/json' } });
   const storeJson = (name: string) => `{"name":"${name}","platform":"custom","shopDomain":"t-${Math.random().toString(36).slice(2)}.example.com","accessToken":"a","webhookSecret":"b"}`;
 
-  it.each([
+  it.for([
     ['a NUL in a field', storeJson('a\\u0000b'), 'name'],
     ['an unpaired high surrogate', storeJson('a\\ud800b'), 'name'],
     ['an unpaired low surrogate', storeJson('\\udc00'), 'name'],
     ['a NUL in a key', '{"na\\u0000me":"x"}', 'na\u0000me'],
-  ])('answers 400, not 500, for %s in a JSON body', async (_label, body, param) => {
-    const before = (await service.api.get('/v1/reseller_stores?limit=100', { token: user.token })).body.data.length;
-    expectError(await service.api.post('/v1/reseller_stores', json(body)), 400, 'validation_failed', param);
-    expect((await service.api.get('/v1/reseller_stores?limit=100', { token: user.token })).body.data).toHaveLength(before);
+  ] as const)('answers 400, not 500, for %s in a JSON body', async ([_label, body, param], { api, user }) => {
+    const before = (await api.get('/v1/reseller_stores?limit=100', { token: user.token })).body.data.length;
+    expectError(await api.post('/v1/reseller_stores', json(user, body)), 400, 'validation_failed', param);
+    expect((await api.get('/v1/reseller_stores?limit=100', { token: user.token })).body.data).toHaveLength(before);
   });
 
-  it('names the nested field', async () => {
+  it('names the nested field', async ({ api, user, storeId }) => {
     const body = JSON.stringify({
       name: 'Supplier',
       platform: 'custom',
@@ -211,37 +203,37 @@ describe('text the database cannot store', () => {
       pricingConfig: { type: 'field_rules', rules: [{ field: 'title', op: 'set', value: 'ok' }, { field: 'sku', op: 'set', value: 'SKU\u0000' }] },
     });
     expect(body).toContain('\\u0000');
-    const response = await service.api.post(`/v1/reseller_stores/${storeId}/source_stores`, json(body));
+    const response = await api.post(`/v1/reseller_stores/${storeId}/source_stores`, json(user, body));
     expectError(response, 400, 'validation_failed', 'pricingConfig.rules.1.value');
   });
 
-  it.each([
-    ['PATCH', () => `/v1/reseller_stores/${storeId}`, '{"name":"x\\u0000"}', 'name'],
-    ['POST', () => '/v1/api_keys', '{"name":"k\\u0000","environment":"live"}', 'name'],
-  ])('answers 400 for %s with a NUL', async (method, path, body, param) => {
-    expectError(await service.api.request(method, path(), json(body)), 400, 'validation_failed', param);
+  it.for([
+    ['PATCH', (storeId: string): string => `/v1/reseller_stores/${storeId}`, '{"name":"x\\u0000"}', 'name'],
+    ['POST', (_storeId: string): string => '/v1/api_keys', '{"name":"k\\u0000","environment":"live"}', 'name'],
+  ] as const)('answers 400 for %s with a NUL', async ([method, path, body, param], { api, user, storeId }) => {
+    expectError(await api.request(method, path(storeId), json(user, body)), 400, 'validation_failed', param);
   });
 
-  it('keeps text with escaped backslashes and proper surrogate pairs', async () => {
-    const response = await service.api.post('/v1/reseller_stores', json(storeJson('back\\\\u0000slash \\ud83d\\ude00')));
+  it('keeps text with escaped backslashes and proper surrogate pairs', async ({ api, user }) => {
+    const response = await api.post('/v1/reseller_stores', json(user, storeJson('back\\\\u0000slash \\ud83d\\ude00')));
     expect(response.status, JSON.stringify(response.body)).toBe(201);
     expect(response.body.name).toBe('back\\u0000slash \u{1F600}');
   });
 
-  it.each([
+  it.for([
     ['a NUL in a query parameter', '/v1/reseller_stores?starting_after=%00', 'starting_after'],
     ['a NUL in an audit filter', '/v1/audit_log?action=a%00b', 'action'],
     ['a NUL in a path parameter', '/v1/reseller_stores/rst_%00', 'path'],
     ['a NUL in a nested path parameter', `/v1/reseller_stores/rst_x/source_stores/%00`, 'path'],
     ['malformed percent-encoding in a path parameter', '/v1/reseller_stores/%FF', 'path'],
     ['truncated percent-encoding in a path parameter', '/v1/reseller_stores/%E0%A4%A', 'path'],
-  ])('answers 400, not 500, for %s', async (_label, path, param) => {
-    expectError(await service.api.get(path, { token: user.token }), 400, 'validation_failed', param);
+  ] as const)('answers 400, not 500, for %s', async ([_label, path, param], { api, user }) => {
+    expectError(await api.get(path, { token: user.token }), 400, 'validation_failed', param);
   });
 });
 
 describe('errors', () => {
-  it('answers an unknown route with a 404 not_found envelope', async () => {
+  it('answers an unknown route with a 404 not_found envelope', async ({ api, user }) => {
     for (const [method, path] of [
       ['GET', '/v1/nothing'],
       ['GET', '/'],
@@ -249,21 +241,21 @@ describe('errors', () => {
       ['PUT', '/v1/reseller_stores'],
       ['GET', '/v2/reseller_stores'],
     ] as const) {
-      const response = await service.api.request(method, path, { token: user.token });
+      const response = await api.request(method, path, { token: user.token });
       expectError(response, 404, 'not_found');
       expect(response.headers.get('content-type')).toMatch(/^application\/json/);
     }
   });
 
-  it('uses exactly {error: {code, message, param?, details?}, request_id} for every error', async () => {
+  it('uses exactly {error: {code, message, param?, details?}, request_id} for every error', async ({ api, user }) => {
     const responses = [
-      await service.api.post('/v1/reseller_stores', { token: user.token, body: { name: 1 } }),
-      await service.api.get('/v1/reseller_stores'),
-      await service.api.get('/v1/reseller_stores/rst_missing', { token: user.token }),
-      await service.api.post('/v1/auth/login', { body: { email: user.email, password: 'wrong password' } }),
-      await service.api.post('/v1/auth/register', { body: { email: user.email, password: user.password } }),
-      await service.api.post('/v1/reseller_stores', { token: user.token, rawBody: 'x', headers: { 'content-type': 'text/plain' } }),
-      await service.api.get('/v1/reseller_stores?limit=-1', { token: user.token }),
+      await api.post('/v1/reseller_stores', { token: user.token, body: { name: 1 } }),
+      await api.get('/v1/reseller_stores'),
+      await api.get('/v1/reseller_stores/rst_missing', { token: user.token }),
+      await api.post('/v1/auth/login', { body: { email: user.email, password: 'wrong password' } }),
+      await api.post('/v1/auth/register', { body: { email: user.email, password: user.password } }),
+      await api.post('/v1/reseller_stores', { token: user.token, rawBody: 'x', headers: { 'content-type': 'text/plain' } }),
+      await api.get('/v1/reseller_stores?limit=-1', { token: user.token }),
     ];
     expect(responses.map((r) => r.status)).toEqual([400, 401, 404, 401, 409, 415, 400]);
     for (const response of responses) {
@@ -276,7 +268,7 @@ describe('errors', () => {
 });
 
 describe('authentication', () => {
-  it('is checked before the request is validated, so an anonymous caller learns nothing about input rules', async () => {
+  it('is checked before the request is validated, so an anonymous caller learns nothing about input rules', async ({ api, storeId }) => {
     for (const [method, path, body] of [
       ['GET', '/v1/reseller_stores?limit=0', undefined],
       ['POST', '/v1/reseller_stores', { name: '' }],
@@ -284,27 +276,27 @@ describe('authentication', () => {
       ['GET', `/v1/reseller_stores/${'x'.repeat(80)}`, undefined],
       ['POST', '/v1/api_keys', {}],
     ] as const) {
-      expectError(await service.api.request(method, path, { body }), 401, 'unauthorized');
-      expectError(await service.api.request(method, path, { body, token: 'not-a-token' }), 401, 'unauthorized');
+      expectError(await api.request(method, path, { body }), 401, 'unauthorized');
+      expectError(await api.request(method, path, { body, token: 'not-a-token' }), 401, 'unauthorized');
     }
   });
 });
 
 describe('operations endpoints', () => {
-  it('GET /healthz answers 200', async () => {
-    const response = await service.api.get('/healthz');
+  it('GET /healthz answers 200', async ({ api }) => {
+    const response = await api.get('/healthz');
     expect(response.status).toBe(200);
     expect(response.body.status).toBe('ok');
   });
 
-  it('GET /readyz answers 200 with its checks', async () => {
-    const response = await service.api.get('/readyz');
+  it('GET /readyz answers 200 with its checks', async ({ api }) => {
+    const response = await api.get('/readyz');
     expect(response.status).toBe(200);
     expect(response.body).toMatchObject({ status: 'ok', checks: { database: 'ok' } });
   });
 
-  it('GET /openapi.json answers the OpenAPI document', async () => {
-    const response = await service.api.get('/openapi.json');
+  it('GET /openapi.json answers the OpenAPI document', async ({ api }) => {
+    const response = await api.get('/openapi.json');
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^application\/json/);
     expect(response.headers.get('x-request-id')).toMatch(GENERATED_ID);
