@@ -58,11 +58,11 @@ export const test = base
   .extend('startWorker', { scope: 'file' }, ({ service, processEnv }, { onCleanup }) => {
     const started: TestProcess[] = [];
     onCleanup(async () => {
-      for (const process of started.reverse()) await process.stop();
+      for (const worker of started.reverse()) await worker.stop();
     });
     return async (env: Record<string, string> = {}): Promise<TestProcess> => {
-      const process = await startTestProcess({ ...processEnv, ROLE: 'worker', DATABASE_URL: service.databaseUrl, ...env });
-      started.push(process);
-      return process;
+      const worker = await startTestProcess({ ...processEnv, ROLE: 'worker', DATABASE_URL: service.databaseUrl, ...env });
+      started.push(worker);
+      return worker;
     };
   });
