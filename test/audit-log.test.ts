@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { expectError, ISO_UTC } from './support/assertions.ts';
 import { queryRows } from './support/database.ts';
-import { createResellerStore, createSourceStore, registerUser, type TestUser } from './support/factories.ts';
-import { startTestService, type TestService } from './support/service.ts';
+import { createResellerStore, createSourceStore, registerUser } from './support/factories.ts';
+import { test } from './support/fixtures.ts';
 
 const ENTRY_FIELDS = ['action', 'actorId', 'createdAt', 'id', 'metadata', 'resellerStoreId', 'resourceId', 'resourceType'];
 
@@ -16,8 +16,6 @@ interface Entry {
   metadata: Record<string, unknown>;
 }
 
-let service: TestService;
-let user: TestUser;
 let userId: string;
 let rst: { id: string };
 let other: { id: string };
@@ -25,30 +23,29 @@ let source: { id: string };
 /** Every entry of `user`, newest first, after the actions in beforeAll. */
 let entries: Entry[];
 
-const audit = (query = '', token = user.token) => service.api.get(`/v1/audit_log${query}`, { token });
+/** GET /v1/audit_log as the file's user (or `token`). */
+const it = test.extend('audit', { scope: 'file' }, ({ api, user }) =>
+  (query = '', token = user.token) => api.get(`/v1/audit_log${query}`, { token }));
 
-beforeAll(async () => {
-  service = await startTestService();
-  user = await registerUser(service.api);
-  userId = (await service.api.get('/v1/auth/me', { token: user.token })).body.id;
+it.beforeAll(async ({ api, user, audit }) => {
+  userId = (await api.get('/v1/auth/me', { token: user.token })).body.id;
 
-  rst = await createResellerStore(service.api, user.token);
-  source = await createSourceStore(service.api, user.token, rst.id);
+  rst = await createResellerStore(api, user.token);
+  source = await createSourceStore(api, user.token, rst.id);
   const paths = { rst: `/v1/reseller_stores/${rst.id}`, source: `/v1/reseller_stores/${rst.id}/source_stores/${source.id}` };
-  expect((await service.api.patch(paths.source, { token: user.token, body: { name: 'Renamed supplier' } })).status).toBe(200);
-  expect((await service.api.patch(paths.rst, { token: user.token, body: { name: 'Renamed shop' } })).status).toBe(200);
-  expect((await service.api.delete(paths.source, { token: user.token })).status).toBe(204);
-  other = await createResellerStore(service.api, user.token);
-  expect((await service.api.delete(`/v1/reseller_stores/${other.id}`, { token: user.token })).status).toBe(204);
+  expect((await api.patch(paths.source, { token: user.token, body: { name: 'Renamed supplier' } })).status).toBe(200);
+  expect((await api.patch(paths.rst, { token: user.token, body: { name: 'Renamed shop' } })).status).toBe(200);
+  expect((await api.delete(paths.source, { token: user.token })).status).toBe(204);
+  other = await createResellerStore(api, user.token);
+  expect((await api.delete(`/v1/reseller_stores/${other.id}`, { token: user.token })).status).toBe(204);
 
   const response = await audit('?limit=100');
   expect(response.status).toBe(200);
   entries = response.body.data;
 });
-afterAll(() => service?.stop());
 
 describe('GET /v1/audit_log', () => {
-  it('records store actions, newest first, in the list envelope', async () => {
+  it('records store actions, newest first, in the list envelope', async ({ audit }) => {
     expect(entries.map((entry) => [entry.action, entry.resourceId])).toEqual([
       ['reseller_store.deleted', other.id],
       ['reseller_store.created', other.id],
@@ -78,7 +75,7 @@ describe('GET /v1/audit_log', () => {
     expect(byAction('source_store.updated', source.id).metadata).toMatchObject({ changed: ['name'] });
   });
 
-  it('filters by reseller_store_id, action and resource_id, alone and combined', async () => {
+  it('filters by reseller_store_id, action and resource_id, alone and combined', async ({ audit }) => {
     const byStore = await audit(`?reseller_store_id=${rst.id}`);
     expect(byStore.body.data.map((e: Entry) => e.id)).toEqual(entries.filter((e) => e.resellerStoreId === rst.id).map((e) => e.id));
     expect(byStore.body.data).toHaveLength(5);
@@ -97,7 +94,7 @@ describe('GET /v1/audit_log', () => {
     expect((await audit('?reseller_store_id=rst_missing')).body.data).toEqual([]);
   });
 
-  it('pages with limit, starting_after and ending_before', async () => {
+  it('pages with limit, starting_after and ending_before', async ({ audit }) => {
     const page1 = await audit('?limit=3');
     expect(page1.body.data.map((e: Entry) => e.id)).toEqual(entries.slice(0, 3).map((e) => e.id));
     expect(page1.body.has_more).toBe(true);
@@ -116,15 +113,15 @@ describe('GET /v1/audit_log', () => {
     expect(filtered.body.has_more).toBe(true);
   });
 
-  it('rejects bad query parameters with 400', async () => {
+  it('rejects bad query parameters with 400', async ({ audit }) => {
     expectError(await audit('?limit=0'), 400, 'validation_failed', 'limit');
     expectError(await audit(`?starting_after=${entries[0]!.id}&ending_before=${entries[2]!.id}`), 400, 'validation_failed');
     expectError(await audit(`?action=${'a'.repeat(65)}`), 400, 'validation_failed', 'action');
   });
 
-  it('shows a user only the entries of their own stores', async () => {
-    const stranger = await registerUser(service.api);
-    const theirs = await createResellerStore(service.api, stranger.token);
+  it('shows a user only the entries of their own stores', async ({ api, audit }) => {
+    const stranger = await registerUser(api);
+    const theirs = await createResellerStore(api, stranger.token);
     const strangers = await audit('?limit=100', stranger.token);
     expect(strangers.body.data.map((e: Entry) => e.resourceId)).toEqual([theirs.id]);
     expect((await audit(`?reseller_store_id=${rst.id}`, stranger.token)).body.data).toEqual([]);
@@ -132,13 +129,13 @@ describe('GET /v1/audit_log', () => {
     expect((await audit('?limit=100')).body.data.map((e: Entry) => e.resourceId)).not.toContain(theirs.id);
   });
 
-  it('requires authentication', async () => {
-    expectError(await service.api.get('/v1/audit_log'), 401, 'unauthorized');
+  it('requires authentication', async ({ api }) => {
+    expectError(await api.get('/v1/audit_log'), 401, 'unauthorized');
   });
 });
 
 describe('the audit log is read-only', () => {
-  it.each([
+  it.for([
     ['POST', '/v1/audit_log', { action: 'reseller_store.created', resellerStoreId: 'rst_x' }],
     ['PUT', '/v1/audit_log', { action: 'x' }],
     ['PATCH', '/v1/audit_log', { action: 'x' }],
@@ -146,9 +143,9 @@ describe('the audit log is read-only', () => {
     ['GET', '/v1/audit_log/aud_x', undefined],
     ['PATCH', '/v1/audit_log/aud_x', { action: 'x' }],
     ['DELETE', '/v1/audit_log/aud_x', undefined],
-  ])('%s %s answers 404 not_found', async (method, path, body) => {
+  ] as const)('%s %s answers 404 not_found', async ([method, path, body], { service, api, user }) => {
     const before = await queryRows(service.databaseUrl, 'select count(*)::int as n from audit_entries');
-    const response = await service.api.request(method, path, { token: user.token, body });
+    const response = await api.request(method, path, { token: user.token, body });
     expectError(response, 404, 'not_found');
     expect(await queryRows(service.databaseUrl, 'select count(*)::int as n from audit_entries')).toEqual(before);
   });

@@ -2,25 +2,21 @@ import { randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import argon2 from 'argon2';
 import { SignJWT } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ApiResponse } from './support/api.ts';
+import { afterAll, beforeAll, describe, expect } from 'vitest';
+import type { ApiClient, ApiResponse } from './support/api.ts';
 import { expectError, ISO_UTC, withoutRequestId } from './support/assertions.ts';
 import { queryRows } from './support/database.ts';
-import { registerUser, type TestUser } from './support/factories.ts';
+import { registerUser } from './support/factories.ts';
+import { test as it } from './support/fixtures.ts';
 import { startTestService, type TestService } from './support/service.ts';
 
 const JWT_SECRET = randomBytes(32).toString('hex');
 const ISSUER = 'order-routing-service';
 const AUDIENCE = 'order-routing-api';
 
-let service: TestService;
-/** A user for tests that only need someone registered (argon2 makes every registration cost). */
-let shared: TestUser;
-beforeAll(async () => {
-  service = await startTestService({ JWT_SECRET });
-  shared = await registerUser(service.api);
-});
-afterAll(() => service?.stop());
+// The file's user (fixture `user`) serves tests that only need someone registered: argon2 makes
+// every registration cost.
+it.override('serviceEnv', { JWT_SECRET });
 
 const unique = () => randomBytes(4).toString('hex');
 const nowSeconds = () => Math.floor(Date.now() / 1000);
@@ -37,9 +33,9 @@ function refreshCookieOf(response: ApiResponse) {
   return { pair: pair!, value: pair!.slice('refresh_token='.length), attrs };
 }
 
-const refresh = (cookie?: string) =>
-  service.api.post('/v1/auth/refresh', cookie ? { headers: { cookie } } : {});
-const me = (token: string) => service.api.get('/v1/auth/me', { token });
+const refresh = (api: ApiClient, cookie?: string) =>
+  api.post('/v1/auth/refresh', cookie ? { headers: { cookie } } : {});
+const me = (api: ApiClient, token: string) => api.get('/v1/auth/me', { token });
 
 function expectSession(response: ApiResponse, status: number) {
   expect(response.status, JSON.stringify(response.body)).toBe(status);
@@ -55,9 +51,9 @@ function expectSession(response: ApiResponse, status: number) {
 }
 
 describe('POST /v1/auth/register', () => {
-  it('creates a user, returns an access token and sets the refresh cookie', async () => {
+  it('creates a user, returns an access token and sets the refresh cookie', async ({ service, api }) => {
     const email = `new-${unique()}@example.com`;
-    const response = await service.api.post('/v1/auth/register', { body: { email, password: 'correct horse battery' } });
+    const response = await api.post('/v1/auth/register', { body: { email, password: 'correct horse battery' } });
     expectSession(response, 201);
 
     const cookie = refreshCookieOf(response);
@@ -68,7 +64,7 @@ describe('POST /v1/auth/register', () => {
     const expires = Date.parse(cookie.attrs.get('expires')!);
     expect(expires).toBeGreaterThan(Date.now() + 29 * 24 * 3600 * 1000);
 
-    const current = await me(response.body.accessToken);
+    const current = await me(api, response.body.accessToken);
     expect(current.status).toBe(200);
     expect(current.body.email).toBe(email);
 
@@ -81,7 +77,7 @@ describe('POST /v1/auth/register', () => {
     expect(JSON.stringify(tokens)).not.toContain(cookie.value);
   });
 
-  it('marks the refresh cookie Secure when not on loopback', async () => {
+  it('marks the refresh cookie Secure when not on loopback', async ({ service }) => {
     const response = await new Promise<{ status: number; cookies: string[] }>((resolve, reject) => {
       const body = JSON.stringify({ email: `remote-${unique()}@example.com`, password: 'long enough password' });
       const req = httpRequest(
@@ -101,28 +97,28 @@ describe('POST /v1/auth/register', () => {
     expect(cookie).toMatch(/;\s*HttpOnly/i);
   });
 
-  it('registers an email once even when two registrations race', async () => {
+  it('registers an email once even when two registrations race', async ({ api }) => {
     const email = `race-${unique()}@example.com`;
     const results = await Promise.all(
-      [1, 2].map(() => service.api.post('/v1/auth/register', { body: { email, password: 'long enough password' } })),
+      [1, 2].map(() => api.post('/v1/auth/register', { body: { email, password: 'long enough password' } })),
     );
     expect(results.map((r) => r.status).sort()).toEqual([201, 409]);
     for (const conflict of results.filter((r) => r.status === 409)) expect(conflict.body.error.details).toEqual({ reason: 'email_taken' });
   });
 
-  it('treats emails case-insensitively: stored lower-cased, login and conflicts ignore case', async () => {
+  it('treats emails case-insensitively: stored lower-cased, login and conflicts ignore case', async ({ api }) => {
     const local = `Mixed-${unique()}`;
     const password = 'a long enough password';
-    const created = await service.api.post('/v1/auth/register', { body: { email: `${local}@Example.COM`, password } });
+    const created = await api.post('/v1/auth/register', { body: { email: `${local}@Example.COM`, password } });
     expect(created.status).toBe(201);
-    const current = await me(created.body.accessToken);
+    const current = await me(api, created.body.accessToken);
     expect(current.body.email).toBe(`${local.toLowerCase()}@example.com`);
 
-    const login = await service.api.post('/v1/auth/login', { body: { email: `${local.toUpperCase()}@EXAMPLE.com`, password } });
+    const login = await api.post('/v1/auth/login', { body: { email: `${local.toUpperCase()}@EXAMPLE.com`, password } });
     expectSession(login, 200);
-    expect((await me(login.body.accessToken)).body.id).toBe(current.body.id);
+    expect((await me(api, login.body.accessToken)).body.id).toBe(current.body.id);
 
-    const again = await service.api.post('/v1/auth/register', {
+    const again = await api.post('/v1/auth/register', {
       body: { email: `${local.toLowerCase()}@example.com`, password: 'another password' },
     });
     expectError(again, 409, 'conflict', 'email');
@@ -130,53 +126,51 @@ describe('POST /v1/auth/register', () => {
     expect(again.headers.getSetCookie()).toEqual([]);
   });
 
-  it.each([
+  it.for([
     ['7 characters', 'x'.repeat(7), 400],
     ['8 characters', 'x'.repeat(8), 201],
     ['256 characters', 'x'.repeat(256), 201],
     ['257 characters', 'x'.repeat(257), 400],
-  ])('password of %s answers %i', async (_label, password, status) => {
-    const response = await service.api.post('/v1/auth/register', { body: { email: `len-${unique()}@example.com`, password } });
+  ] as const)('password of %s answers %i', async ([_label, password, status], { api }) => {
+    const response = await api.post('/v1/auth/register', { body: { email: `len-${unique()}@example.com`, password } });
     if (status === 201) expectSession(response, 201);
     else expectError(response, 400, 'validation_failed', 'password');
   });
 
-  it.each([
+  it.for([
     ['a missing email', { password: 'long enough password' }, 'email'],
     ['an invalid email', { email: 'not-an-email', password: 'long enough password' }, 'email'],
     ['a missing password', { email: 'someone@example.com' }, 'password'],
     ['a non-string password', { email: 'someone@example.com', password: 12345678 }, 'password'],
-  ])('rejects %s with 400 naming the field', async (_label, body, param) => {
-    expectError(await service.api.post('/v1/auth/register', { body }), 400, 'validation_failed', param);
+  ] as const)('rejects %s with 400 naming the field', async ([_label, body, param], { api }) => {
+    expectError(await api.post('/v1/auth/register', { body }), 400, 'validation_failed', param);
   });
 });
 
 describe('POST /v1/auth/login', () => {
-  it('logs in with the right password', async () => {
-    const user = shared;
-    const response = await service.api.post('/v1/auth/login', { body: { email: user.email, password: user.password } });
+  it('logs in with the right password', async ({ api, user }) => {
+    const response = await api.post('/v1/auth/login', { body: { email: user.email, password: user.password } });
     expectSession(response, 200);
     expect(refreshCookieOf(response).value).not.toBe(user.cookie.split('=')[1]);
-    expect((await me(response.body.accessToken)).body.email).toBe(user.email);
+    expect((await me(api, response.body.accessToken)).body.email).toBe(user.email);
   });
 
-  it('replaces a password hash made with older argon2 parameters at the next login, which keeps working', async () => {
-    const user = await registerUser(service.api);
+  it('replaces a password hash made with older argon2 parameters at the next login, which keeps working', async ({ service, api }) => {
+    const user = await registerUser(api);
     const older = await argon2.hash(user.password, { type: argon2.argon2id }); // the library defaults: 64 MiB, 3 passes, 4 lanes
     await queryRows(service.databaseUrl, 'update users set password_hash = $1 where email = $2', [older, user.email]);
 
-    const login = await service.api.post('/v1/auth/login', { body: { email: user.email, password: user.password } });
+    const login = await api.post('/v1/auth/login', { body: { email: user.email, password: user.password } });
     expectSession(login, 200);
     const [row] = await queryRows<{ password_hash: string }>(service.databaseUrl, 'select password_hash from users where email = $1', [user.email]);
     expect(row!.password_hash).toMatch(/^\$argon2id\$v=19\$m=19456,p=1,t=2\$/);
     expect(await argon2.verify(row!.password_hash, user.password)).toBe(true);
-    expectSession(await service.api.post('/v1/auth/login', { body: { email: user.email, password: user.password } }), 200);
+    expectSession(await api.post('/v1/auth/login', { body: { email: user.email, password: user.password } }), 200);
   });
 
-  it('answers a wrong password and an unknown email identically', async () => {
-    const user = shared;
-    const wrongPassword = await service.api.post('/v1/auth/login', { body: { email: user.email, password: 'wrong password!' } });
-    const unknownEmail = await service.api.post('/v1/auth/login', {
+  it('answers a wrong password and an unknown email identically', async ({ api, user }) => {
+    const wrongPassword = await api.post('/v1/auth/login', { body: { email: user.email, password: 'wrong password!' } });
+    const unknownEmail = await api.post('/v1/auth/login', {
       body: { email: `nobody-${unique()}@example.com`, password: user.password },
     });
     expectError(wrongPassword, 401, 'invalid_credentials');
@@ -189,9 +183,8 @@ describe('POST /v1/auth/login', () => {
 });
 
 describe('GET /v1/auth/me', () => {
-  it('returns the current user', async () => {
-    const user = shared;
-    const response = await me(user.token);
+  it('returns the current user', async ({ api, user }) => {
+    const response = await me(api, user.token);
     expect(response.status).toBe(200);
     expect(Object.keys(response.body).sort()).toEqual(['createdAt', 'email', 'id', 'request_id']);
     expect(response.body.id).toMatch(/^usr_[0-9a-f]{32}$/);
@@ -199,78 +192,78 @@ describe('GET /v1/auth/me', () => {
     expect(response.body.createdAt).toMatch(ISO_UTC);
   });
 
-  it.each([
+  it.for([
     ['no Authorization header', {}],
     ['an empty bearer', { authorization: 'Bearer ' }],
     ['a Basic credential', { authorization: `Basic ${Buffer.from('a:b').toString('base64')}` }],
     ['a garbage token', { authorization: 'Bearer not-a-jwt' }],
     ['an unknown API key', { authorization: `Bearer sk_live_${randomBytes(32).toString('base64url')}` }],
-  ])('answers 401 unauthorized for %s', async (_label, headers) => {
-    expectError(await service.api.get('/v1/auth/me', { headers }), 401, 'unauthorized');
+  ] as const)('answers 401 unauthorized for %s', async ([_label, headers], { api }) => {
+    expectError(await api.get('/v1/auth/me', { headers }), 401, 'unauthorized');
   });
 });
 
 describe('POST /v1/auth/refresh', () => {
-  it('rotates the refresh cookie; the new cookie works', async () => {
-    const user = await registerUser(service.api);
-    const first = await refresh(user.cookie);
+  it('rotates the refresh cookie; the new cookie works', async ({ api }) => {
+    const user = await registerUser(api);
+    const first = await refresh(api, user.cookie);
     expectSession(first, 200);
     const rotated = refreshCookieOf(first);
     expect(rotated.pair).not.toBe(user.cookie);
     expect(rotated.attrs.has('httponly')).toBe(true);
     expect(rotated.attrs.get('path')).toBe('/v1/auth');
-    expect((await me(first.body.accessToken)).body.email).toBe(user.email);
+    expect((await me(api, first.body.accessToken)).body.email).toBe(user.email);
 
-    const second = await refresh(rotated.pair);
+    const second = await refresh(api, rotated.pair);
     expectSession(second, 200);
     expect(refreshCookieOf(second).pair).not.toBe(rotated.pair);
   });
 
-  it('detects reuse of a rotated cookie and revokes the whole family', async () => {
-    const user = await registerUser(service.api);
-    const rotated = refreshCookieOf(await refresh(user.cookie));
+  it('detects reuse of a rotated cookie and revokes the whole family', async ({ api }) => {
+    const user = await registerUser(api);
+    const rotated = refreshCookieOf(await refresh(api, user.cookie));
 
-    const replay = await refresh(user.cookie);
+    const replay = await refresh(api, user.cookie);
     expectError(replay, 401, 'unauthorized');
     expect(replay.headers.getSetCookie().some((line) => line.startsWith('refresh_token=') && !line.startsWith('refresh_token=;'))).toBe(false);
 
     // The legitimate holder's newer cookie is part of the revoked family.
-    expectError(await refresh(rotated.pair), 401, 'unauthorized');
+    expectError(await refresh(api, rotated.pair), 401, 'unauthorized');
 
     // Other sessions of the same user are other families and keep working.
-    const login = await service.api.post('/v1/auth/login', { body: { email: user.email, password: user.password } });
-    expectSession(await refresh(refreshCookieOf(login).pair), 200);
+    const login = await api.post('/v1/auth/login', { body: { email: user.email, password: user.password } });
+    expectSession(await refresh(api, refreshCookieOf(login).pair), 200);
   });
 
-  it('answers 401 for an expired refresh token', async () => {
-    const user = await registerUser(service.api);
-    const userId = (await me(user.token)).body.id;
+  it('answers 401 for an expired refresh token', async ({ service, api }) => {
+    const user = await registerUser(api);
+    const userId = (await me(api, user.token)).body.id;
     await queryRows(service.databaseUrl, `update refresh_tokens set expires_at = now() - interval '1 second' where user_id = $1`, [userId]);
-    expectError(await refresh(user.cookie), 401, 'unauthorized');
+    expectError(await refresh(api, user.cookie), 401, 'unauthorized');
   });
 
-  it('lets exactly one of two concurrent refreshes with the same cookie win', async () => {
-    const user = await registerUser(service.api);
-    const results = await Promise.all([refresh(user.cookie), refresh(user.cookie)]);
+  it('lets exactly one of two concurrent refreshes with the same cookie win', async ({ api }) => {
+    const user = await registerUser(api);
+    const results = await Promise.all([refresh(api, user.cookie), refresh(api, user.cookie)]);
     expect(results.map((r) => r.status).sort()).toEqual([200, 401]);
   });
 
-  it.each([
+  it.for([
     ['no cookie', undefined],
     ['an unknown cookie', `refresh_token=${randomBytes(32).toString('base64url')}`],
     ['an empty cookie', 'refresh_token='],
-  ])('answers 401 for %s', async (_label, cookie) => {
-    expectError(await refresh(cookie), 401, 'unauthorized');
+  ] as const)('answers 401 for %s', async ([_label, cookie], { api }) => {
+    expectError(await refresh(api, cookie), 401, 'unauthorized');
   });
 });
 
 describe('POST /v1/auth/logout', () => {
-  it('revokes the session and clears the cookie', async () => {
-    const user = await registerUser(service.api);
-    const other = await service.api.post('/v1/auth/login', { body: { email: user.email, password: user.password } });
+  it('revokes the session and clears the cookie', async ({ api }) => {
+    const user = await registerUser(api);
+    const other = await api.post('/v1/auth/login', { body: { email: user.email, password: user.password } });
     const otherCookie = refreshCookieOf(other).pair;
 
-    const response = await service.api.post('/v1/auth/logout', { headers: { cookie: user.cookie } });
+    const response = await api.post('/v1/auth/logout', { headers: { cookie: user.cookie } });
     expect(response.status).toBe(204);
     expect(response.body).toBeUndefined();
     expect(response.headers.get('x-request-id')).toBeTruthy();
@@ -279,13 +272,13 @@ describe('POST /v1/auth/logout', () => {
     expect(cleared.attrs.get('path')).toBe('/v1/auth');
     expect(Date.parse(cleared.attrs.get('expires')!)).toBeLessThan(Date.now());
 
-    expectError(await refresh(user.cookie), 401, 'unauthorized');
+    expectError(await refresh(api, user.cookie), 401, 'unauthorized');
     // Logging out one session leaves the user's other sessions alone.
-    expectSession(await refresh(otherCookie), 200);
+    expectSession(await refresh(api, otherCookie), 200);
   });
 
-  it('answers 204 without a cookie, still clearing it', async () => {
-    const response = await service.api.post('/v1/auth/logout');
+  it('answers 204 without a cookie, still clearing it', async ({ api }) => {
+    const response = await api.post('/v1/auth/logout');
     expect(response.status).toBe(204);
     expect(refreshCookieOf(response).value).toBe('');
   });
@@ -307,19 +300,17 @@ describe('access tokens', () => {
       .sign(options.secret ?? key);
   }
 
-  it('accepts a token signed like the service signs (so the rejections below are meaningful)', async () => {
-    const user = shared;
-    const userId = (await me(user.token)).body.id;
-    const response = await me(await sign(userId));
+  it('accepts a token signed like the service signs (so the rejections below are meaningful)', async ({ api, user }) => {
+    const userId = (await me(api, user.token)).body.id;
+    const response = await me(api, await sign(userId));
     expect(response.status).toBe(200);
     expect(response.body.id).toBe(userId);
   });
 
-  it('rejects expired, tampered, unsigned and foreign tokens with 401 unauthorized', async () => {
-    const user = shared;
-    const victim = await registerUser(service.api);
-    const userId = (await me(user.token)).body.id;
-    const victimId = (await me(victim.token)).body.id;
+  it('rejects expired, tampered, unsigned and foreign tokens with 401 unauthorized', async ({ api, user }) => {
+    const victim = await registerUser(api);
+    const userId = (await me(api, user.token)).body.id;
+    const victimId = (await me(api, victim.token)).body.id;
 
     const [header, payload, signature] = user.token.split('.') as [string, string, string];
     const claims = JSON.parse(Buffer.from(payload, 'base64url').toString());
@@ -338,7 +329,7 @@ describe('access tokens', () => {
       wrongAudience: await sign(userId, { aud: 'someone-else' }),
     };
     for (const [label, token] of Object.entries(tokens)) {
-      const response = await me(token);
+      const response = await me(api, token);
       expect(response.status, label).toBe(401);
       expectError(response, 401, 'unauthorized');
     }

@@ -3,10 +3,10 @@
  * job), GET /readyz. The no-secret-in-logs check runs after every file (test/setup/); the database
  * outage side of /readyz is in the chaos suite (test/chaos/db-outage.test.ts).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildFulfillmentPayload, sendWebhook, startSandbox, type Sandbox } from './sandbox/server.ts';
+import { describe, expect } from 'vitest';
+import { buildFulfillmentPayload, sendWebhook } from './sandbox/server.ts';
+import { test as it } from './support/fixtures.ts';
 import { FULFILLMENTS_PATH, ORDERS_PATH } from './support/webhooks.ts';
-import { startTestService, type TestService } from './support/service.ts';
 import { addSupplier, lineOf, openShop, settled, waitForJob, type Shop, type Supplier } from './support/sync-jobs.ts';
 import { waitFor } from './support/wait.ts';
 
@@ -46,22 +46,17 @@ const PROCESS_LINES = new Set([
 const resellerSecret = `whsec_ops_reseller_${Math.random().toString(36).slice(2)}`;
 const acmeSecret = `whsec_ops_acme_${Math.random().toString(36).slice(2)}`;
 
-let sandbox: Sandbox;
-let service: TestService;
 let shop: Shop;
 let acme: Supplier;
 let bolt: Supplier;
 let fulfilledJobId = '';
 
-beforeAll(async () => {
-  sandbox = await startSandbox();
-  service = await startTestService({ PLATFORM_BASE_URL: sandbox.baseUrlTemplate });
-
+it.beforeAll(async ({ service, api, sandbox }) => {
   // Traffic: an order routed to two suppliers (one fails once, then succeeds), a forged delivery,
   // a supplier's fulfillment pushed back to the reseller store, a fulfillment for an unknown order.
-  shop = await openShop(service.api, { webhookSecret: resellerSecret });
-  acme = await addSupplier(service.api, shop, { platform: 'custom', vendorTag: 'Acme', webhookSecret: acmeSecret });
-  bolt = await addSupplier(service.api, shop, { platform: 'platform_b', vendorTag: 'Bolt' });
+  shop = await openShop(api, { webhookSecret: resellerSecret });
+  acme = await addSupplier(api, shop, { platform: 'custom', vendorTag: 'Acme', webhookSecret: acmeSecret });
+  bolt = await addSupplier(api, shop, { platform: 'platform_b', vendorTag: 'Bolt' });
   sandbox.setFaults(bolt.shopDomain, { failNext: 1, status: 503 });
   const order = sandbox.buildOrderPayload('platform_a', { id: 880_000_001, lines: [lineOf('Acme'), lineOf('Bolt')] });
   sandbox.seedOrder(shop.reseller.shopDomain, 'platform_a', order); // where the tracking goes back to
@@ -72,9 +67,9 @@ beforeAll(async () => {
   expect(jobIds).toHaveLength(2);
   const forged = await sendWebhook({ targetUrl: orders, shopDomain: shop.reseller.shopDomain, secret: 'not-the-secret', topic: 'orders/create', payload: order });
   expect(forged.status).toBe(401);
-  for (const id of jobIds) expect((await settled(service.api, shop.user.token, id)).status).toBe('completed');
+  for (const id of jobIds) expect((await settled(api, shop.user.token, id)).status).toBe('completed');
 
-  const acmeJob = (await service.api.get(`/v1/sync_jobs?source_store_id=${acme.id}`, { token: shop.user.token })).body.data[0];
+  const acmeJob = (await api.get(`/v1/sync_jobs?source_store_id=${acme.id}`, { token: shop.user.token })).body.data[0];
   fulfilledJobId = acmeJob.id;
   const fulfillments = `${service.url}${FULFILLMENTS_PATH}`;
   const shipment = buildFulfillmentPayload('custom', { orderId: acmeJob.sourceOrderId, trackingNumbers: ['TRK-OPS-1'], company: 'UPS' });
@@ -83,16 +78,12 @@ beforeAll(async () => {
   const stray = buildFulfillmentPayload('custom', { orderId: 'no-such-order', trackingNumbers: ['TRK-OPS-2'] });
   const strayAnswer = await sendWebhook({ targetUrl: fulfillments, shopDomain: acme.shopDomain, secret: acmeSecret, topic: 'fulfillments/create', payload: stray });
   expect(strayAnswer.status, JSON.stringify(strayAnswer.body)).toBeLessThan(500);
-  await waitForJob(service.api, shop.user.token, fulfilledJobId, (job) => job.fulfillments[0]?.status === 'completed', 15_000, 'fulfilled job');
-  expect((await service.api.get('/v1/sync_jobs/job_does_not_exist', { token: shop.user.token })).status).toBe(404);
-});
-afterAll(async () => {
-  await service?.stop();
-  await sandbox?.close();
+  await waitForJob(api, shop.user.token, fulfilledJobId, (job) => job.fulfillments[0]?.status === 'completed', 15_000, 'fulfilled job');
+  expect((await api.get('/v1/sync_jobs/job_does_not_exist', { token: shop.user.token })).status).toBe(404);
 });
 
 describe('GET /metrics', () => {
-  it('is Prometheus text with every family the runbook relies on, labelled as documented', async () => {
+  it('is Prometheus text with every family the runbook relies on, labelled as documented', async ({ service }) => {
     const response = await fetch(`${service.url}/metrics`);
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
@@ -144,7 +135,7 @@ describe('GET /metrics', () => {
 });
 
 describe('logs', () => {
-  it('are one JSON object a line, each traceable to its request or its job', async () => {
+  it('are one JSON object a line, each traceable to its request or its job', async ({ service }) => {
     await waitFor(async () => service.logs.some((line) => line.includes('"fulfillment_id"') && line.includes('attempt completed')), 5_000, 'fulfillment log');
     expect(service.logs.length).toBeGreaterThan(20);
     const untraceable: string[] = [];
@@ -166,7 +157,7 @@ describe('logs', () => {
     expect(kinds.fulfillment).toBeGreaterThanOrEqual(2);
   });
 
-  it('carry the request id the caller sent, on the request line and on the lines the request caused', async () => {
+  it('carry the request id the caller sent, on the request line and on the lines the request caused', async ({ service }) => {
     const requestId = `ops-trace-${Date.now()}`;
     const stray = buildFulfillmentPayload('custom', { orderId: 'another-unknown-order', trackingNumbers: ['TRK-OPS-3'] });
     const body = JSON.stringify(stray);
@@ -195,11 +186,11 @@ describe('logs', () => {
 });
 
 describe('GET /readyz', () => {
-  it('is 200 with the state of each dependency while the database and the queue answer', async () => {
-    const response = await service.api.get('/readyz');
+  it('is 200 with the state of each dependency while the database and the queue answer', async ({ api }) => {
+    const response = await api.get('/readyz');
     expect(response.status).toBe(200);
     expect(response.body).toEqual({ status: 'ok', checks: { database: 'ok', queue: 'ok' }, request_id: expect.any(String) });
-    const live = await service.api.get('/healthz');
+    const live = await api.get('/healthz');
     expect(live.status).toBe(200);
   });
 });

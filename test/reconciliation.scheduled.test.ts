@@ -3,13 +3,12 @@
  * is reconciled every RECONCILE_INTERVAL_MS by one process at a time, each lost order is routed
  * once, and a deleted store is no longer reconciled.
  */
-import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { PLATFORMS } from '../src/orders/types.ts';
-import { startSandbox, type Sandbox } from './sandbox/server.ts';
 import { ApiClient } from './support/api.ts';
 import { createTestDatabase, queryRows } from './support/database.ts';
 import { registerUser } from './support/factories.ts';
+import { test } from './support/fixtures.ts';
 import {
   auditEntries,
   idOf,
@@ -22,33 +21,25 @@ import {
   type Reseller,
   type Target,
 } from './support/reconciliation.ts';
-import { startTestProcess, type TestProcess } from './support/service.ts';
+import { startTestProcess } from './support/service.ts';
 import { waitFor } from './support/wait.ts';
 
 const INTERVAL_MS = 400;
 
-let sandbox: Sandbox;
-let processes: TestProcess[] = [];
-let targets: Target[] = [];
+test.override('serviceEnv', { RECONCILE_INTERVAL_MS: String(INTERVAL_MS), RECONCILE_GRACE_MS: '0' });
 
-beforeAll(async () => {
-  sandbox = await startSandbox();
-  const databaseUrl = await createTestDatabase();
-  const shared = {
-    DATABASE_URL: databaseUrl,
-    JWT_SECRET: randomBytes(32).toString('hex'),
-    ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-    PLATFORM_BASE_URL: sandbox.baseUrlTemplate,
-    RECONCILE_INTERVAL_MS: String(INTERVAL_MS),
-    RECONCILE_GRACE_MS: '0',
-  };
-  processes = await Promise.all([startTestProcess(shared), startTestProcess(shared)]);
-  targets = processes.map((process) => ({ api: new ApiClient(process.url!), url: process.url!, databaseUrl }));
-});
-afterAll(async () => {
-  await Promise.all(processes.map((process) => process.stop()));
-  await sandbox?.close();
-});
+const it = test
+  /** Two processes with every role on one database, started together with the file's environment. */
+  .extend('processes', { scope: 'file' }, async ({ processEnv }, { onCleanup }) => {
+    const shared = { ...processEnv, DATABASE_URL: await createTestDatabase() };
+    const processes = await Promise.all([startTestProcess(shared), startTestProcess(shared)]);
+    onCleanup(async () => {
+      await Promise.all(processes.map((process) => process.stop()));
+    });
+    return processes;
+  })
+  .extend('targets', { scope: 'file' }, ({ processes }): Target[] =>
+    processes.map((process) => ({ api: new ApiClient(process.url!), url: process.url!, databaseUrl: process.databaseUrl })));
 
 /** Runs of the store that have finished, oldest first. */
 async function finishedRuns(reseller: Reseller) {
@@ -56,7 +47,7 @@ async function finishedRuns(reseller: Reseller) {
 }
 
 describe('two processes reconciling on a schedule', () => {
-  it('route each lost order once, one run per store at a time, one list call per run', async () => {
+  it('route each lost order once, one run per store at a time, one list call per run', async ({ sandbox, processes, targets }) => {
     const user = await registerUser(targets[0]!.api);
     // Each store is connected through one process and posts its webhooks to the other.
     const resellers = await Promise.all(PLATFORMS.map((platform, index) => openReseller(sandbox, targets[index % 2]!, platform, user)));
@@ -100,7 +91,7 @@ describe('two processes reconciling on a schedule', () => {
     expect(logged.every((count) => count > 0), `runs finished per process: ${logged}`).toBe(true);
   });
 
-  it('stop reconciling a store once it is deleted', async () => {
+  it('stop reconciling a store once it is deleted', async ({ sandbox, targets }) => {
     const user = await registerUser(targets[0]!.api);
     const [kept, deleted] = await Promise.all([openReseller(sandbox, targets[0]!, 'custom', user), openReseller(sandbox, targets[1]!, 'custom', user)]);
     await waitFor(async () => (await finishedRuns(deleted)).length >= 1, 20_000, 'a run of the store to delete');

@@ -3,12 +3,13 @@
  * the sandbox's stores post (or lose, or hold back) their orders/create webhooks, and runs list
  * the stores' orders through each platform's paging.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect } from 'vitest';
 import { PLATFORMS } from '../src/orders/types.ts';
-import { sendWebhook, startSandbox, type Sandbox } from './sandbox/server.ts';
+import { sendWebhook } from './sandbox/server.ts';
 import { expectError } from './support/assertions.ts';
 import { queryRows } from './support/database.ts';
 import { registerUser } from './support/factories.ts';
+import { test } from './support/fixtures.ts';
 import {
   auditEntries,
   finishedRun,
@@ -30,22 +31,12 @@ import { startTestService, type TestService } from './support/service.ts';
 import { ORDERS_PATH } from './support/webhooks.ts';
 import { waitFor } from './support/wait.ts';
 
-let sandbox: Sandbox;
-let service: TestService;
-let target: Target;
+// Runs only when asked (no schedule), and every order is old enough at once (no grace period).
+test.override('serviceEnv', { RECONCILE_INTERVAL_MS: '0', RECONCILE_GRACE_MS: '0' });
+/** The file's service, as the reconciliation helpers reach it. */
+const it = test.extend('target', { scope: 'file' }, ({ service }): Target => ({ api: service.api, url: service.url, databaseUrl: service.databaseUrl }));
 
-beforeAll(async () => {
-  sandbox = await startSandbox();
-  // Runs only when asked (no schedule), and every order is old enough at once (no grace period).
-  service = await startTestService({ PLATFORM_BASE_URL: sandbox.baseUrlTemplate, RECONCILE_INTERVAL_MS: '0', RECONCILE_GRACE_MS: '0' });
-  target = { api: service.api, url: service.url, databaseUrl: service.databaseUrl };
-});
-afterAll(async () => {
-  await service?.stop();
-  await sandbox?.close();
-});
-
-async function ownerOf(reseller: Reseller): Promise<string> {
+async function ownerOf(service: TestService, reseller: Reseller): Promise<string> {
   const [row] = await queryRows<{ owner_id: string }>(service.databaseUrl, 'select owner_id from reseller_stores where id = $1', [reseller.store.id]);
   return row!.owner_id;
 }
@@ -59,7 +50,7 @@ async function expectRoutedOnce(reseller: Reseller, orderIds: string[]) {
 }
 
 describe.each(PLATFORMS)('%s reseller store', (platform) => {
-  it('an order whose webhook was lost is routed once by the next run, as its webhook would have routed it', async () => {
+  it('an order whose webhook was lost is routed once by the next run, as its webhook would have routed it', async ({ service, sandbox, target }) => {
     const reseller = await openReseller(sandbox, target, platform);
     const [delivered] = await placeOrders(sandbox, reseller, 1, 'deliver');
     const [lost] = await placeOrders(sandbox, reseller, 1, 'drop');
@@ -98,7 +89,7 @@ describe.each(PLATFORMS)('%s reseller store', (platform) => {
     expect(sandbox.ordersFor(reseller.supplier.shopDomain)).toHaveLength(2);
   });
 
-  it('orders whose webhooks arrive during a run are each routed once', async () => {
+  it('orders whose webhooks arrive during a run are each routed once', async ({ sandbox, target }) => {
     const reseller = await openReseller(sandbox, target, platform);
     const held = await placeOrders(sandbox, reseller, 6, 'hold');
     // The store answers its list slowly, so the webhooks arrive while the run is listing.
@@ -117,7 +108,7 @@ describe.each(PLATFORMS)('%s reseller store', (platform) => {
     await supplierOrders(sandbox, reseller, 6);
   });
 
-  it('orders whose webhooks race a run are routed once, by whichever came first', async () => {
+  it('orders whose webhooks race a run are routed once, by whichever came first', async ({ sandbox, target }) => {
     const reseller = await openReseller(sandbox, target, platform);
     const held = await placeOrders(sandbox, reseller, 10, 'hold');
     sandbox.clearFaults(reseller.store.shopDomain);
@@ -136,7 +127,7 @@ describe.each(PLATFORMS)('%s reseller store', (platform) => {
     await supplierOrders(sandbox, reseller, 10);
   });
 
-  it('a cancelled order is not routed', async () => {
+  it('a cancelled order is not routed', async ({ sandbox, target }) => {
     const reseller = await openReseller(sandbox, target, platform);
     const [order] = await placeOrders(sandbox, reseller, 1, 'drop');
     sandbox.cancelOrder(reseller.store.shopDomain, platform, order!.id as number | string);
@@ -147,7 +138,7 @@ describe.each(PLATFORMS)('%s reseller store', (platform) => {
     expect(await auditEntries(reseller, 'order.reconciled')).toEqual([]);
   });
 
-  it('lists across pages and routes every order', async () => {
+  it('lists across pages and routes every order', async ({ sandbox, target }) => {
     const reseller = await openReseller(sandbox, target, platform);
     const lost = await placeOrders(sandbox, reseller, 5, 'drop');
     sandbox.setListPageSize(reseller.store.shopDomain, 2);
@@ -161,11 +152,11 @@ describe.each(PLATFORMS)('%s reseller store', (platform) => {
     await supplierOrders(sandbox, reseller, 5);
   });
 
-  it.each([
+  it.for([
     ['401', { failNext: 1, status: 401 }, /answered 401/],
     ['503', { failNext: 1, status: 503 }, /answered 503/],
     ['429', { rateLimitNext: 4, retryAfterSeconds: 1 }, /answered 429/],
-  ])('a %s on page 2 fails the run and keeps the watermark; the next run catches up', async (_status, faults, error) => {
+  ] as const)('a %s on page 2 fails the run and keeps the watermark; the next run catches up', async ([_status, faults, error], { sandbox, target }) => {
     const reseller = await openReseller(sandbox, target, platform);
     const lost = await placeOrders(sandbox, reseller, 3, 'drop');
     sandbox.setListPageSize(reseller.store.shopDomain, 2);
@@ -188,11 +179,11 @@ describe.each(PLATFORMS)('%s reseller store', (platform) => {
 });
 
 describe('POST /v1/reseller_stores/{id}/reconcile and GET …/reconciliations', () => {
-  it('answers 409 while a run of the store is in progress, and lists runs newest first', async () => {
+  it('answers 409 while a run of the store is in progress, and lists runs newest first', async ({ api, sandbox, target }) => {
     const reseller = await openReseller(sandbox, target, 'platform_a');
     sandbox.setFaults(reseller.store.shopDomain, { latencyMs: 1_500 });
     const first = await reconcile(reseller);
-    const second = await service.api.post(`/v1/reseller_stores/${reseller.store.id}/reconcile`, { token: reseller.user.token, body: {} });
+    const second = await api.post(`/v1/reseller_stores/${reseller.store.id}/reconcile`, { token: reseller.user.token, body: {} });
     expectError(second, 409, 'conflict');
     expect(second.body.error.details).toEqual({ reason: 'reconciliation_in_progress' });
     await finishedRun(reseller, first);
@@ -200,7 +191,7 @@ describe('POST /v1/reseller_stores/{id}/reconcile and GET …/reconciliations', 
     const third = await reconcile(reseller);
     await finishedRun(reseller, third);
 
-    const response = await service.api.get(`/v1/reseller_stores/${reseller.store.id}/reconciliations`, { token: reseller.user.token });
+    const response = await api.get(`/v1/reseller_stores/${reseller.store.id}/reconciliations`, { token: reseller.user.token });
     expect(response.status).toBe(200);
     expect(response.body).toMatchObject({ object: 'list', has_more: false, url: `/v1/reseller_stores/${reseller.store.id}/reconciliations` });
     expect(response.body.data.map((run: any) => run.id)).toEqual([third, first]);
@@ -218,14 +209,14 @@ describe('POST /v1/reseller_stores/{id}/reconcile and GET …/reconciliations', 
     });
   });
 
-  it('fails a run whose process was lost (its lease expired) instead of blocking the store', async () => {
+  it('fails a run whose process was lost (its lease expired) instead of blocking the store', async ({ service, sandbox, target }) => {
     const reseller = await openReseller(sandbox, target, 'platform_b');
     const lostRun = 'rec_lost_process_run';
     await queryRows(
       service.databaseUrl,
       `insert into reconciliation_runs (id, owner_id, reseller_store_id, trigger, status, orders_seen, orders_routed, takes, lease_expires_at, started_at)
        values ($1, $2, $3, 'scheduled', 'running', 0, 0, 1, now() - interval '1 second', now() - interval '2 minutes')`,
-      [lostRun, await ownerOf(reseller), reseller.store.id],
+      [lostRun, await ownerOf(service, reseller), reseller.store.id],
     );
     const next = await finishedRun(reseller, await reconcile(reseller));
     expect(next.status).toBe('succeeded');
@@ -233,9 +224,9 @@ describe('POST /v1/reseller_stores/{id}/reconcile and GET …/reconciliations', 
     expect(lost).toMatchObject({ status: 'failed', error: expect.stringMatching(/^Abandoned/), finishedAt: expect.any(String) });
   });
 
-  it('accepts no body at all, and records who asked in the audit log', async () => {
+  it('accepts no body at all, and records who asked in the audit log', async ({ api, sandbox, target }) => {
     const reseller = await openReseller(sandbox, target, 'custom');
-    const response = await service.api.post(`/v1/reseller_stores/${reseller.store.id}/reconcile`, { token: reseller.user.token });
+    const response = await api.post(`/v1/reseller_stores/${reseller.store.id}/reconcile`, { token: reseller.user.token });
     expect(response.status, JSON.stringify(response.body)).toBe(202);
     expect(response.body).toEqual({ reconciliationId: expect.stringMatching(/^rec_/), request_id: expect.any(String) });
     await finishedRun(reseller, response.body.reconciliationId);
@@ -243,7 +234,7 @@ describe('POST /v1/reseller_stores/{id}/reconcile and GET …/reconciliations', 
     expect(requested).toMatchObject({ resource_id: response.body.reconciliationId, metadata: { since: null } });
   });
 
-  it('lists from `since` when given, within the last 30 days', async () => {
+  it('lists from `since` when given, within the last 30 days', async ({ sandbox, target }) => {
     const reseller = await openReseller(sandbox, target, 'platform_a');
     // Placed before the store was connected: only a run from an earlier `since` sees it.
     const before = orderOf(sandbox, reseller, new Date(Date.now() - 60 * 60_000));
@@ -257,34 +248,34 @@ describe('POST /v1/reseller_stores/{id}/reconcile and GET …/reconciliations', 
     await expectRoutedOnce(reseller, [idOf(before)]);
   });
 
-  it.each([
+  it.for([
     ['more than 30 days back', new Date(Date.now() - 31 * 24 * 60 * 60_000).toISOString()],
     ['in the future', new Date(Date.now() + 60 * 60_000).toISOString()],
     ['not a date-time', 'yesterday'],
-  ])('refuses a since %s with 400', async (_case, since) => {
+  ] as const)('refuses a since %s with 400', async ([_case, since], { api, sandbox, target }) => {
     const reseller = await openReseller(sandbox, target, 'platform_a');
-    const response = await service.api.post(`/v1/reseller_stores/${reseller.store.id}/reconcile`, { token: reseller.user.token, body: { since } });
+    const response = await api.post(`/v1/reseller_stores/${reseller.store.id}/reconcile`, { token: reseller.user.token, body: { since } });
     expectError(response, 400, 'validation_failed');
     expect(response.body.error.param).toBe('since');
     expect(await runsOf(reseller)).toEqual([]);
   });
 
-  it("answers 404 for another user's store, a missing one, and reconcile of a deleted one", async () => {
+  it("answers 404 for another user's store, a missing one, and reconcile of a deleted one", async ({ api, sandbox, target }) => {
     const reseller = await openReseller(sandbox, target, 'platform_b');
-    const stranger = await registerUser(service.api);
+    const stranger = await registerUser(api);
     for (const path of [`/v1/reseller_stores/${reseller.store.id}`, '/v1/reseller_stores/rst_missing']) {
-      expectError(await service.api.post(`${path}/reconcile`, { token: stranger.token, body: {} }), 404, 'not_found');
-      expectError(await service.api.get(`${path}/reconciliations`, { token: stranger.token }), 404, 'not_found');
+      expectError(await api.post(`${path}/reconcile`, { token: stranger.token, body: {} }), 404, 'not_found');
+      expectError(await api.get(`${path}/reconciliations`, { token: stranger.token }), 404, 'not_found');
     }
     expect(await runsOf(reseller)).toEqual([]);
 
     await finishedRun(reseller, await reconcile(reseller));
-    expect((await service.api.delete(`/v1/reseller_stores/${reseller.store.id}`, { token: reseller.user.token })).status).toBe(204);
-    expectError(await service.api.post(`/v1/reseller_stores/${reseller.store.id}/reconcile`, { token: reseller.user.token, body: {} }), 404, 'not_found');
+    expect((await api.delete(`/v1/reseller_stores/${reseller.store.id}`, { token: reseller.user.token })).status).toBe(204);
+    expectError(await api.post(`/v1/reseller_stores/${reseller.store.id}/reconcile`, { token: reseller.user.token, body: {} }), 404, 'not_found');
     expect(await runsOf(reseller)).toHaveLength(1);
   });
 
-  it('exposes runs by outcome, orders routed and watermark lag per store in /metrics', async () => {
+  it('exposes runs by outcome, orders routed and watermark lag per store in /metrics', async ({ service, sandbox, target }) => {
     const reseller = await openReseller(sandbox, target, 'custom');
     await placeOrders(sandbox, reseller, 1, 'drop');
     sandbox.setFaults(reseller.store.shopDomain, { failNext: 1, status: 401 });
@@ -301,12 +292,12 @@ describe('POST /v1/reseller_stores/{id}/reconcile and GET …/reconciliations', 
 
 describe('the grace period', () => {
   let patient: TestService;
-  beforeAll(async () => {
+  it.beforeAll(async ({ sandbox }) => {
     patient = await startTestService({ PLATFORM_BASE_URL: sandbox.baseUrlTemplate, RECONCILE_INTERVAL_MS: '0', RECONCILE_GRACE_MS: '600000' });
   });
   afterAll(() => patient?.stop());
 
-  it('leaves orders younger than RECONCILE_GRACE_MS to their webhook', async () => {
+  it('leaves orders younger than RECONCILE_GRACE_MS to their webhook', async ({ sandbox }) => {
     const reseller = await openReseller(sandbox, { api: patient.api, url: patient.url, databaseUrl: patient.databaseUrl }, 'platform_b');
     const old = orderOf(sandbox, reseller, new Date(Date.now() - 20 * 60_000));
     sandbox.seedOrder(reseller.store.shopDomain, 'platform_b', old);
@@ -320,14 +311,14 @@ describe('the grace period', () => {
 });
 
 describe('a store deleted during a run', () => {
-  it('is not routed further: the run fails saying so', async () => {
+  it('is not routed further: the run fails saying so', async ({ api, sandbox, target }) => {
     const reseller = await openReseller(sandbox, target, 'platform_a');
     await placeOrders(sandbox, reseller, 3, 'drop');
     sandbox.setListPageSize(reseller.store.shopDomain, 1);
     sandbox.setFaults(reseller.store.shopDomain, { latencyMs: 600 });
     const id = await reconcile(reseller);
     await waitFor(async () => listCalls(sandbox, reseller).length >= 1, 10_000, 'the first page');
-    expect((await service.api.delete(`/v1/reseller_stores/${reseller.store.id}`, { token: reseller.user.token })).status).toBe(204);
+    expect((await api.delete(`/v1/reseller_stores/${reseller.store.id}`, { token: reseller.user.token })).status).toBe(204);
     const run = await finishedRun(reseller, id);
     expect(run).toMatchObject({ status: 'failed', error: 'The reseller store was deleted.' });
     expect(run.ordersRouted).toBeLessThan(3);

@@ -21,7 +21,6 @@ import { ORDERS_PATH } from './support/webhooks.ts';
 import { waitFor } from './support/wait.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
-const TSX_CLI = path.join(ROOT, 'node_modules/tsx/dist/cli.mjs');
 const ORDERS = 100;
 const SUPPLIERS = 2;
 
@@ -43,7 +42,9 @@ const dataDirs: string[] = [];
 function startProcess(name: string, env: Record<string, string>): Promise<ServiceProcess> {
   const dataDir = mkdtempSync(path.join(tmpdir(), `ors-${name}-`));
   dataDirs.push(dataDir);
-  const child = spawn(process.execPath, [TSX_CLI, 'src/main.ts'], {
+  // The tsx loader in the service's own process, as `npm start` runs it: the tsx CLI would sit in
+  // between and SIGKILL the service when it is slow (a loaded machine) to acknowledge a relayed SIGTERM.
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
     env: { ...process.env, NODE_ENV: 'test', PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', DATA_DIR: dataDir, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

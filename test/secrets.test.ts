@@ -1,17 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { SecretBox } from '../src/shared/secrets.ts';
 import type { ApiResponse } from './support/api.ts';
 import { queryRows } from './support/database.ts';
-import { createResellerStore, createSourceStore, registerUser, type TestUser } from './support/factories.ts';
-import { startTestService, type TestService } from './support/service.ts';
+import { createResellerStore, createSourceStore, registerUser } from './support/factories.ts';
+import { test as it } from './support/fixtures.ts';
 
 const ENCRYPTION_KEY = randomBytes(32).toString('base64');
 /** `v1.<iv: 12 bytes>.<tag: 16 bytes>.<ciphertext>`, base64url parts. */
 const SEALED = /^v1\.[A-Za-z0-9_-]{16}\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]+$/;
 
-let service: TestService;
-let user: TestUser;
 /** Every plaintext secret this file sent to the service. */
 const secrets: string[] = [];
 /** Every response body this file received. */
@@ -28,12 +26,10 @@ function keep(label: string, response: ApiResponse): ApiResponse {
   return response;
 }
 
-beforeAll(async () => {
-  service = await startTestService({ ENCRYPTION_KEY });
-  user = await registerUser(service.api);
+it.override('serviceEnv', { ENCRYPTION_KEY });
+it.beforeAll(({ user }) => {
   secrets.push(user.password);
 });
-afterAll(() => service?.stop());
 
 function expectNoSecretIn(text: string, where: string) {
   for (const value of secrets) expect(text, `${where} contains a secret`).not.toContain(value);
@@ -46,7 +42,7 @@ describe('store credentials', () => {
   let source: { id: string };
   const plain = { rstToken: '', rstSecret: '', sstToken: '', sstSecret: '' };
 
-  beforeAll(async () => {
+  it.beforeAll(async ({ api, user }) => {
     plain.rstToken = secret('rst-token');
     plain.rstSecret = secret('rst-secret');
     plain.sstToken = secret('sst-token');
@@ -54,7 +50,7 @@ describe('store credentials', () => {
     const t = user.token;
     const created = keep(
       'create reseller store',
-      await service.api.post('/v1/reseller_stores', {
+      await api.post('/v1/reseller_stores', {
         token: t,
         body: {
           name: 'Secret shop',
@@ -69,7 +65,7 @@ describe('store credentials', () => {
     rst = created.body;
     const sourceCreated = keep(
       'create source store',
-      await service.api.post(`/v1/reseller_stores/${rst.id}/source_stores`, {
+      await api.post(`/v1/reseller_stores/${rst.id}/source_stores`, {
         token: t,
         body: {
           name: 'Secret supplier',
@@ -87,17 +83,17 @@ describe('store credentials', () => {
     source = sourceCreated.body;
     const sourcePath = `/v1/reseller_stores/${rst.id}/source_stores/${source.id}`;
 
-    keep('get reseller store', await service.api.get(`/v1/reseller_stores/${rst.id}`, { token: t }));
-    keep('list reseller stores', await service.api.get('/v1/reseller_stores', { token: t }));
-    keep('patch reseller store', await service.api.patch(`/v1/reseller_stores/${rst.id}`, { token: t, body: { name: 'Renamed' } }));
-    keep('get source store', await service.api.get(sourcePath, { token: t }));
-    keep('list source stores', await service.api.get(`/v1/reseller_stores/${rst.id}/source_stores`, { token: t }));
-    keep('patch source store', await service.api.patch(sourcePath, { token: t, body: { name: 'Renamed', pricingConfig: { type: 'percentage', value: 11 } } }));
-    keep('audit log', await service.api.get('/v1/audit_log?limit=100', { token: t }));
+    keep('get reseller store', await api.get(`/v1/reseller_stores/${rst.id}`, { token: t }));
+    keep('list reseller stores', await api.get('/v1/reseller_stores', { token: t }));
+    keep('patch reseller store', await api.patch(`/v1/reseller_stores/${rst.id}`, { token: t, body: { name: 'Renamed' } }));
+    keep('get source store', await api.get(sourcePath, { token: t }));
+    keep('list source stores', await api.get(`/v1/reseller_stores/${rst.id}/source_stores`, { token: t }));
+    keep('patch source store', await api.patch(sourcePath, { token: t, body: { name: 'Renamed', pricingConfig: { type: 'percentage', value: 11 } } }));
+    keep('audit log', await api.get('/v1/audit_log?limit=100', { token: t }));
     // Errors that echo nothing of what was sent: a rejected patch of a credential, a conflict.
-    keep('patch credential', await service.api.patch(`/v1/reseller_stores/${rst.id}`, { token: t, body: { accessToken: plain.rstToken } }));
-    keep('patch source credential', await service.api.patch(sourcePath, { token: t, body: { webhookSecret: plain.sstSecret } }));
-    const clash = await service.api.post(`/v1/reseller_stores/${rst.id}/source_stores`, {
+    keep('patch credential', await api.patch(`/v1/reseller_stores/${rst.id}`, { token: t, body: { accessToken: plain.rstToken } }));
+    keep('patch source credential', await api.patch(sourcePath, { token: t, body: { webhookSecret: plain.sstSecret } }));
+    const clash = await api.post(`/v1/reseller_stores/${rst.id}/source_stores`, {
       token: t,
       body: {
         name: 'Clash',
@@ -112,16 +108,16 @@ describe('store credentials', () => {
     });
     expect(clash.status).toBe(409);
     keep('vendor tag conflict', clash);
-    const invalid = await service.api.post('/v1/reseller_stores', {
+    const invalid = await api.post('/v1/reseller_stores', {
       token: t,
       body: { name: 'Bad', platform: 'nope', shopDomain: 'bad.example.com', accessToken: plain.rstToken, webhookSecret: plain.rstSecret },
     });
     expect(invalid.status).toBe(400);
     keep('validation error', invalid);
-    keep('delete source store', await service.api.delete(sourcePath, { token: t }));
-    keep('get deleted source store', await service.api.get(sourcePath, { token: t }));
-    keep('delete reseller store', await service.api.delete(`/v1/reseller_stores/${rst.id}`, { token: t }));
-    keep('get deleted reseller store', await service.api.get(`/v1/reseller_stores/${rst.id}`, { token: t }));
+    keep('delete source store', await api.delete(sourcePath, { token: t }));
+    keep('get deleted source store', await api.get(sourcePath, { token: t }));
+    keep('delete reseller store', await api.delete(`/v1/reseller_stores/${rst.id}`, { token: t }));
+    keep('get deleted reseller store', await api.get(`/v1/reseller_stores/${rst.id}`, { token: t }));
   });
 
   it('never appear in any response body', () => {
@@ -129,7 +125,7 @@ describe('store credentials', () => {
     for (const { label, text } of bodies) expectNoSecretIn(text, label);
   });
 
-  it('are stored as AES-256-GCM blobs bound to their row, never in plaintext', async () => {
+  it('are stored as AES-256-GCM blobs bound to their row, never in plaintext', async ({ service }) => {
     const box = new SecretBox(Buffer.from(ENCRYPTION_KEY, 'base64'));
     const rows = [
       ...(await queryRows(service.databaseUrl, 'select * from reseller_stores where id = $1', [rst.id])).map((row) => ({
@@ -167,10 +163,10 @@ describe('store credentials', () => {
     }
   });
 
-  it('encrypt the same value differently each time (random IV)', async () => {
+  it('encrypt the same value differently each time (random IV)', async ({ service, api, user }) => {
     const value = secret('same');
-    const a = await createResellerStore(service.api, user.token, { accessToken: value, webhookSecret: value });
-    const b = await createResellerStore(service.api, user.token, { accessToken: value, webhookSecret: value });
+    const a = await createResellerStore(api, user.token, { accessToken: value, webhookSecret: value });
+    const b = await createResellerStore(api, user.token, { accessToken: value, webhookSecret: value });
     const rows = await queryRows<{ access_token_encrypted: string; webhook_secret_encrypted: string }>(
       service.databaseUrl,
       'select access_token_encrypted, webhook_secret_encrypted from reseller_stores where id = any($1)',
@@ -180,7 +176,7 @@ describe('store credentials', () => {
     expect(new Set(blobs).size).toBe(4);
   });
 
-  it('appear nowhere else in the database (audit metadata included)', async () => {
+  it('appear nowhere else in the database (audit metadata included)', async ({ service }) => {
     const [dump] = await queryRows<{ t: string }>(
       service.databaseUrl,
       `select concat_ws(' ',
@@ -194,26 +190,26 @@ describe('store credentials', () => {
 });
 
 describe('logs', () => {
-  it('never contain store credentials, passwords, raw API keys, access or refresh tokens', async () => {
+  it('never contain store credentials, passwords, raw API keys, access or refresh tokens', async ({ service, api, user }) => {
     const t = user.token;
     const wrongPassword = secret('wrong-password');
-    const login = await service.api.post('/v1/auth/login', { body: { email: user.email, password: wrongPassword } });
+    const login = await api.post('/v1/auth/login', { body: { email: user.email, password: wrongPassword } });
     expect(login.status).toBe(401);
-    const second = await registerUser(service.api);
+    const second = await registerUser(api);
     secrets.push(second.password, second.token, second.cookie.split('=')[1]!, user.token, user.cookie.split('=')[1]!);
-    const refreshed = await service.api.post('/v1/auth/refresh', { headers: { cookie: second.cookie } });
+    const refreshed = await api.post('/v1/auth/refresh', { headers: { cookie: second.cookie } });
     expect(refreshed.status).toBe(200);
     secrets.push(refreshed.body.accessToken);
 
-    const key = await service.api.post('/v1/api_keys', { token: t, body: { name: 'logged?', environment: 'live' } });
+    const key = await api.post('/v1/api_keys', { token: t, body: { name: 'logged?', environment: 'live' } });
     secrets.push(key.body.raw_key);
-    expect((await service.api.get('/v1/reseller_stores', { token: key.body.raw_key })).status).toBe(200);
+    expect((await api.get('/v1/reseller_stores', { token: key.body.raw_key })).status).toBe(200);
     const bogusKey = secret('sk_live_bogus');
-    expect((await service.api.get('/v1/reseller_stores', { token: bogusKey })).status).toBe(401);
-    expect((await service.api.delete(`/v1/api_keys/${key.body.id}`, { token: t })).status).toBe(204);
-    expect((await service.api.get('/v1/reseller_stores', { token: key.body.raw_key })).status).toBe(401);
+    expect((await api.get('/v1/reseller_stores', { token: bogusKey })).status).toBe(401);
+    expect((await api.delete(`/v1/api_keys/${key.body.id}`, { token: t })).status).toBe(204);
+    expect((await api.get('/v1/reseller_stores', { token: key.body.raw_key })).status).toBe(401);
     // A request the service cannot parse, carrying a secret.
-    const broken = await service.api.post('/v1/reseller_stores', {
+    const broken = await api.post('/v1/reseller_stores', {
       token: t,
       rawBody: `{"accessToken": "${secret('broken-json')}",`,
       headers: { 'content-type': 'application/json' },

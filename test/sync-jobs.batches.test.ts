@@ -4,55 +4,36 @@
  * through an API process first and the worker process starts afterwards, so its first fetch takes
  * them all as one batch.
  */
-import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startSandbox, type Sandbox } from './sandbox/server.ts';
+import { expect } from 'vitest';
 import { queryRows } from './support/database.ts';
 import { registerUser } from './support/factories.ts';
-import { startTestProcess, startTestService, type TestProcess, type TestService } from './support/service.ts';
+import { test as it } from './support/fixtures.ts';
 import { addSupplier, createJob, jobRow, lineOf, logLines, openShop, orderPosts, seedResellerOrder, settled } from './support/sync-jobs.ts';
 import { waitFor } from './support/wait.ts';
 
-let sandbox: Sandbox;
-let api: TestService;
-let worker: TestProcess | undefined;
-const shared = {
-  ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-  JWT_SECRET: randomBytes(32).toString('hex'),
-};
+it.override('serviceEnv', { ROLE: 'api' });
 
-beforeAll(async () => {
-  sandbox = await startSandbox();
-  api = await startTestService({ ...shared, PLATFORM_BASE_URL: sandbox.baseUrlTemplate, ROLE: 'api' });
-});
-
-afterAll(async () => {
-  await worker?.stop();
-  await api?.stop();
-  await sandbox?.close();
-});
-
-it('completes the other jobs of a batch when one row in it cannot be read', async () => {
-  const user = await registerUser(api.api);
-  const shop = await openShop(api.api, { platform: 'platform_b' }, user);
-  const supplier = await addSupplier(api.api, shop, { vendorTag: 'Acme' });
+it('completes the other jobs of a batch when one row in it cannot be read', async ({ service, api, sandbox, startWorker }) => {
+  const user = await registerUser(api);
+  const shop = await openShop(api, { platform: 'platform_b' }, user);
+  const supplier = await addSupplier(api, shop, { vendorTag: 'Acme' });
   const jobs = [];
   for (let i = 0; i < 6; i++) {
     const orderId = seedResellerOrder(sandbox, shop, [lineOf('Acme')]);
-    jobs.push(await createJob(api.api, user.token, supplier.id, orderId));
+    jobs.push(await createJob(api, user.token, supplier.id, orderId));
   }
   const [broken, ...healthy] = jobs;
   // Lifecycle columns the machine cannot read (the not-null constraint would refuse them: dropped in this test's own database).
-  await queryRows(api.databaseUrl, 'alter table sync_jobs alter column retries_left drop not null');
-  await queryRows(api.databaseUrl, 'update sync_jobs set retries_left = null where id = $1', [broken.id]);
+  await queryRows(service.databaseUrl, 'alter table sync_jobs alter column retries_left drop not null');
+  await queryRows(service.databaseUrl, 'update sync_jobs set retries_left = null where id = $1', [broken.id]);
 
-  worker = await startTestProcess({ ...shared, PLATFORM_BASE_URL: sandbox.baseUrlTemplate, ROLE: 'worker', DATABASE_URL: api.databaseUrl, WORKER_CONCURRENCY: '8' });
-  for (const job of healthy) expect((await settled(api.api, user.token, job.id)).status).toBe('completed');
+  const worker = await startWorker({ WORKER_CONCURRENCY: '8' });
+  for (const job of healthy) expect((await settled(api, user.token, job.id)).status).toBe('completed');
 
   expect(orderPosts(sandbox, supplier.shopDomain)).toHaveLength(healthy.length);
-  await waitFor(async () => logLines(worker!.logs, 'row state unreadable; message ignored').length > 0 || null, 10_000, 'the unreadable row to be logged');
+  await waitFor(async () => logLines(worker.logs, 'row state unreadable; message ignored').length > 0 || null, 10_000, 'the unreadable row to be logged');
   expect(logLines(worker.logs, 'row state unreadable; message ignored')[0]).toMatchObject({ job_id: broken.id, level: 50 });
-  const row = await jobRow(api.databaseUrl, broken.id);
+  const row = await jobRow(service.databaseUrl, broken.id);
   expect(row.status).toBe('pending');
   expect(row.attempts).toBe(0);
   // All six were in the worker's first batch, started together.

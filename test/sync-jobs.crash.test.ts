@@ -15,13 +15,11 @@
  * and then runs that supervisor pass itself (`boss.supervise`) instead of waiting up to a minute for
  * its timer. A second worker process, started afterwards, picks the redelivered message up.
  */
-import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect } from 'vitest';
 import { QUEUES } from '../src/queue/queue.ts';
 import { WORKER_LOST } from '../src/attempts/entity.ts';
-import { startSandbox, type Sandbox } from './sandbox/server.ts';
 import { DbLink } from './support/db-link.ts';
-import { startTestProcess, startTestService, type TestProcess, type TestService } from './support/service.ts';
+import { test } from './support/fixtures.ts';
 import {
   addSupplier,
   createJob,
@@ -36,49 +34,39 @@ import {
 } from './support/sync-jobs.ts';
 import { waitFor } from './support/wait.ts';
 
-let sandbox: Sandbox;
-let api: TestService;
-let link: DbLink;
-let doomed: TestProcess;
-let survivor: TestProcess | undefined;
-let shared: Record<string, string>;
+test.override('serviceEnv', { ROLE: 'api' });
 
-beforeAll(async () => {
-  sandbox = await startSandbox();
-  // Processes sharing one database share its secrets (store tokens are encrypted with the key).
-  shared = {
-    PLATFORM_BASE_URL: sandbox.baseUrlTemplate,
-    ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-    JWT_SECRET: randomBytes(32).toString('hex'),
-  };
-  api = await startTestService({ ...shared, ROLE: 'api' });
-  link = await DbLink.open(api.databaseUrl);
-  doomed = await startTestProcess({ ...shared, ROLE: 'worker', DATABASE_URL: link.databaseUrl });
-});
+const it = test
+  /** The relay between the doomed worker and the database. */
+  .extend('link', { scope: 'file' }, async ({ service }, { onCleanup }) => {
+    const link = await DbLink.open(service.databaseUrl);
+    onCleanup(() => link.close());
+    return link;
+  })
+  /** The first worker, which reaches the database only through `link`. */
+  .extend('doomed', { scope: 'file' }, async ({ link, startWorker }, { onCleanup }) => {
+    const doomed = await startWorker({ DATABASE_URL: link.databaseUrl });
+    // Let the frozen worker's buffered traffic through so it can shut down; the job is settled by then.
+    onCleanup(async () => {
+      link.thaw();
+      await doomed.stop();
+    });
+    return doomed;
+  });
 
-afterAll(async () => {
-  // Let the frozen worker's buffered traffic through so it can shut down; the job is settled by then.
-  link?.thaw();
-  await survivor?.stop();
-  await doomed?.stop();
-  await api?.stop();
-  await link?.close();
-  await sandbox?.close();
-});
-
-it('a worker dying after the platform accepted the order: completed, with exactly one order', async () => {
-  const shop = await openShop(api.api);
-  const supplier = await addSupplier(api.api, shop, { vendorTag: 'Acme' });
+it('a worker dying after the platform accepted the order: completed, with exactly one order', async ({ service, api, sandbox, startWorker, link, doomed }) => {
+  const shop = await openShop(api);
+  const supplier = await addSupplier(api, shop, { vendorTag: 'Acme' });
   sandbox.setFaults(supplier.shopDomain, { latencyMs: 1500 });
   const orderId = seedResellerOrder(sandbox, shop, [lineOf('Acme')]);
-  const job = await createJob(api.api, shop.user.token, supplier.id, orderId);
-  const messageId = (await jobRow(api.databaseUrl, job.id)).queue_message_id!;
+  const job = await createJob(api, shop.user.token, supplier.id, orderId);
+  const messageId = (await jobRow(service.databaseUrl, job.id)).queue_message_id!;
 
   // The doomed worker took the job and read the reseller order: its last database read before the
   // platform call. Its order POST now sits in the platform's 1.5 s latency (or is about to be sent).
   await waitFor(async () => {
     const readOrder = sandbox.requestsFor(shop.reseller.shopDomain).some((request) => request.method === 'GET' && request.status === 200);
-    const row = await jobRow(api.databaseUrl, job.id);
+    const row = await jobRow(service.databaseUrl, job.id);
     return readOrder && row.status === 'processing';
   }, 10_000, 'the first worker to be calling the platform');
   link.freeze();
@@ -87,20 +75,20 @@ it('a worker dying after the platform accepted the order: completed, with exactl
   await waitFor(async () => orderPosts(sandbox, supplier.shopDomain).length === 1, 10_000, 'the platform to answer');
   expect(orderPosts(sandbox, supplier.shopDomain)[0]!.status).toBe(201);
   expect(sandbox.ordersFor(supplier.shopDomain)).toHaveLength(1);
-  expect(await jobRow(api.databaseUrl, job.id)).toMatchObject({ status: 'processing', attempts: 1, queue_message_id: messageId });
-  expect(await queueMessage(api.databaseUrl, messageId)).toMatchObject({ state: 'active' });
+  expect(await jobRow(service.databaseUrl, job.id)).toMatchObject({ status: 'processing', attempts: 1, queue_message_id: messageId });
+  expect(await queueMessage(service.databaseUrl, messageId)).toMatchObject({ state: 'active' });
   expect(logLines(doomed.logs, 'attempt started')).toHaveLength(1);
   expect(logLines(doomed.logs, 'attempt completed')).toHaveLength(0);
 
   // The dead worker's heartbeat on the message lapses.
-  await waitFor(async () => (await queueMessage(api.databaseUrl, messageId))?.heartbeat_stale === true, 20_000, 'the heartbeat to lapse');
-  survivor = await startTestProcess({ ...shared, ROLE: 'worker', DATABASE_URL: api.databaseUrl });
+  await waitFor(async () => (await queueMessage(service.databaseUrl, messageId))?.heartbeat_stale === true, 20_000, 'the heartbeat to lapse');
+  const survivor = await startWorker();
   // pg-boss's supervisor pass, now rather than at its next tick: fails the message for its heartbeat.
   await survivor.ctx.queue.boss.supervise(QUEUES.syncJob.name);
-  expect(await queueMessage(api.databaseUrl, messageId)).toMatchObject({ state: expect.stringMatching(/^(retry|active|completed)$/) });
+  expect(await queueMessage(service.databaseUrl, messageId)).toMatchObject({ state: expect.stringMatching(/^(retry|active|completed)$/) });
 
   // The same message, redelivered, lets the surviving worker take the job again.
-  const done = await settled(api.api, shop.user.token, job.id, 15_000);
+  const done = await settled(api, shop.user.token, job.id, 15_000);
   expect(done).toMatchObject({ status: 'completed', attempts: 2, errorMessage: null });
   const orders = sandbox.ordersFor(supplier.shopDomain);
   expect(orders).toHaveLength(1);
@@ -110,10 +98,10 @@ it('a worker dying after the platform accepted the order: completed, with exactl
     [201, true],
   ]);
   expect(logLines(survivor.logs, 'attempt started')).toEqual([expect.objectContaining({ job_id: job.id, message_id: messageId, attempt: 2 })]);
-  expect(await queueMessage(api.databaseUrl, messageId)).toMatchObject({ state: 'completed', retry_count: 1 });
+  expect(await queueMessage(service.databaseUrl, messageId)).toMatchObject({ state: 'completed', retry_count: 1 });
 
   // The timeline keeps the lost attempt, closed as failed without a platform status, and the one that recovered the job.
-  const timeline = (await api.api.get(`/v1/sync_jobs/${job.id}/attempts`, { token: shop.user.token })).body.data;
+  const timeline = (await api.get(`/v1/sync_jobs/${job.id}/attempts`, { token: shop.user.token })).body.data;
   expect(timeline).toEqual([
     expect.objectContaining({ attempt: 1, trigger: 'initial', outcome: 'failed', platformStatus: null, errorMessage: WORKER_LOST, sourceOrderId: null }),
     expect.objectContaining({ attempt: 2, trigger: 'recovered', outcome: 'succeeded', platformStatus: 201, errorMessage: null, sourceOrderId: done.sourceOrderId }),
@@ -122,6 +110,6 @@ it('a worker dying after the platform accepted the order: completed, with exactl
   // Should the "dead" worker come back (the partition heals), its late answer changes nothing.
   link.thaw();
   await doomed.stop();
-  expect(await jobRow(api.databaseUrl, job.id)).toMatchObject({ status: 'completed', attempts: 2 });
+  expect(await jobRow(service.databaseUrl, job.id)).toMatchObject({ status: 'completed', attempts: 2 });
   expect(sandbox.ordersFor(supplier.shopDomain)).toHaveLength(1);
 }, 45_000);

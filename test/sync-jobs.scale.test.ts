@@ -4,12 +4,10 @@
  * workers read every order from the reseller platform; they are spread over 20 shops so that no
  * store's request pacing (a per-process token bucket) slows the run down.
  */
-import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startSandbox, type Sandbox } from './sandbox/server.ts';
+import { expect } from 'vitest';
 import { queryRows } from './support/database.ts';
 import { registerUser } from './support/factories.ts';
-import { startTestProcess, startTestService, type TestProcess, type TestService } from './support/service.ts';
+import { test } from './support/fixtures.ts';
 import { addSupplier, lineOf, logLines, openShop, seedResellerOrder, type Shop, type Supplier } from './support/sync-jobs.ts';
 import { waitFor } from './support/wait.ts';
 
@@ -17,28 +15,12 @@ const SHOPS = 20;
 const ORDERS_PER_SHOP = 25;
 const JOBS = SHOPS * ORDERS_PER_SHOP;
 
-let sandbox: Sandbox;
-let api: TestService;
-const workers: TestProcess[] = [];
-
-beforeAll(async () => {
-  sandbox = await startSandbox();
-  const shared = {
-    PLATFORM_BASE_URL: sandbox.baseUrlTemplate,
-    ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-    JWT_SECRET: randomBytes(32).toString('hex'),
-  };
-  api = await startTestService({ ...shared, ROLE: 'api' });
-  for (let i = 0; i < 2; i++) {
-    workers.push(await startTestProcess({ ...shared, ROLE: 'worker', DATABASE_URL: api.databaseUrl, WORKER_CONCURRENCY: '16' }));
-  }
-});
-
-afterAll(async () => {
-  for (const worker of workers) await worker.stop();
-  await api?.stop();
-  await sandbox?.close();
-});
+test.override('serviceEnv', { ROLE: 'api' });
+/** The two worker processes on the API's database. */
+const it = test.extend('workers', { scope: 'file' }, async ({ startWorker }) => [
+  await startWorker({ WORKER_CONCURRENCY: '16' }),
+  await startWorker({ WORKER_CONCURRENCY: '16' }),
+]);
 
 /** Runs `task` over `items`, `width` at a time. */
 async function inParallel<T>(items: T[], width: number, task: (item: T) => Promise<void>): Promise<void> {
@@ -48,12 +30,12 @@ async function inParallel<T>(items: T[], width: number, task: (item: T) => Promi
   }));
 }
 
-it(`two workers process ${JOBS} jobs, each exactly once`, async () => {
-  const user = await registerUser(api.api);
+it(`two workers process ${JOBS} jobs, each exactly once`, async ({ service, api, sandbox, workers }) => {
+  const user = await registerUser(api);
   const pairs: { shop: Shop; supplier: Supplier }[] = [];
   for (let i = 0; i < SHOPS; i++) {
-    const shop = await openShop(api.api, { platform: i % 2 === 0 ? 'platform_b' : 'custom' }, user);
-    pairs.push({ shop, supplier: await addSupplier(api.api, shop, { vendorTag: 'Acme' }) });
+    const shop = await openShop(api, { platform: i % 2 === 0 ? 'platform_b' : 'custom' }, user);
+    pairs.push({ shop, supplier: await addSupplier(api, shop, { vendorTag: 'Acme' }) });
   }
   const requests = pairs.flatMap(({ shop, supplier }) =>
     Array.from({ length: ORDERS_PER_SHOP }, () => ({ supplier, orderId: seedResellerOrder(sandbox, shop, [lineOf('Acme'), lineOf('Other')]) })),
@@ -62,7 +44,7 @@ it(`two workers process ${JOBS} jobs, each exactly once`, async () => {
   const started = Date.now();
   const jobIds: string[] = [];
   await inParallel(requests, 25, async ({ supplier, orderId }) => {
-    const response = await api.api.post('/v1/sync_jobs', { token: user.token, body: { source_store_id: supplier.id, external_order_id: orderId } });
+    const response = await api.post('/v1/sync_jobs', { token: user.token, body: { source_store_id: supplier.id, external_order_id: orderId } });
     expect(response.status, JSON.stringify(response.body)).toBe(201);
     jobIds.push(response.body.id);
   });
@@ -71,13 +53,13 @@ it(`two workers process ${JOBS} jobs, each exactly once`, async () => {
   // Creating and settling all of them takes about 20 s with the machine to itself (every process
   // shares this one); the limit leaves room for a busy machine.
   await waitFor(async () => {
-    const [row] = await queryRows<{ settled: string }>(api.databaseUrl, `select count(*) as settled from sync_jobs where status in ('completed', 'dead')`);
+    const [row] = await queryRows<{ settled: string }>(service.databaseUrl, `select count(*) as settled from sync_jobs where status in ('completed', 'dead')`);
     return Number(row!.settled) === JOBS;
   }, 90_000, `all ${JOBS} jobs to settle`);
   const elapsedMs = Date.now() - started;
 
   const byOutcome = await queryRows<{ status: string; attempts: number; count: string }>(
-    api.databaseUrl,
+    service.databaseUrl,
     'select status, attempts, count(*) from sync_jobs group by status, attempts',
   );
   expect(byOutcome.map((row) => ({ ...row, count: Number(row.count) }))).toEqual([{ status: 'completed', attempts: 1, count: JOBS }]);
@@ -90,7 +72,7 @@ it(`two workers process ${JOBS} jobs, each exactly once`, async () => {
   expect([...keys].sort()).toEqual(jobIds.map((id) => `sync-job:${id}`).sort());
   const posts = pairs.flatMap(({ supplier }) => sandbox.requestsFor(supplier.shopDomain).filter((request) => request.method === 'POST'));
   expect(posts).toHaveLength(JOBS);
-  const sourceOrderIds = await queryRows<{ source_order_id: string }>(api.databaseUrl, 'select source_order_id from sync_jobs');
+  const sourceOrderIds = await queryRows<{ source_order_id: string }>(service.databaseUrl, 'select source_order_id from sync_jobs');
   expect(new Set(sourceOrderIds.map((row) => row.source_order_id)).size).toBe(JOBS);
 
   // Each attempt started exactly once across the two processes, and both took part.

@@ -3,13 +3,14 @@
  * the real database and queue. Retries and failures: sync-jobs.retries.test.ts; a worker dying
  * mid-call: sync-jobs.crash.test.ts; two workers and 500 jobs: sync-jobs.scale.test.ts.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect } from 'vitest';
 import { canApply } from '../machines/sync-job.machine.ts';
-import { startSandbox, type Sandbox } from './sandbox/server.ts';
 import { SyncJob } from '../src/sync-jobs/entity.ts';
 import { syncJobKind } from '../src/attempts/kinds.ts';
+import type { ApiClient } from './support/api.ts';
 import { allIds, expectError, ISO_UTC } from './support/assertions.ts';
 import { registerUser } from './support/factories.ts';
+import { test as it } from './support/fixtures.ts';
 import { startTestService, type TestService } from './support/service.ts';
 import {
   addSupplier,
@@ -29,26 +30,15 @@ import {
 
 const { transition: transitionJob, restore: persistedOf } = syncJobKind;
 
-let sandbox: Sandbox;
-let service: TestService;
-beforeAll(async () => {
-  sandbox = await startSandbox();
-  service = await startTestService({ PLATFORM_BASE_URL: sandbox.baseUrlTemplate });
-});
-afterAll(async () => {
-  await service?.stop();
-  await sandbox?.close();
-});
-
 describe('a manual job', () => {
   let shop: Shop;
   let acme: Supplier;
   let bolts: Supplier;
-  beforeAll(async () => {
-    shop = await openShop(service.api);
+  it.beforeAll(async ({ api }) => {
+    shop = await openShop(api);
     // A custom supplier priced by percentage markup, and a platform_a one priced by field rules.
-    acme = await addSupplier(service.api, shop, { vendorTag: 'Acme', pricingMode: 'percentage', pricingConfig: { type: 'percentage', value: 25 } });
-    bolts = await addSupplier(service.api, shop, {
+    acme = await addSupplier(api, shop, { vendorTag: 'Acme', pricingMode: 'percentage', pricingConfig: { type: 'percentage', value: 25 } });
+    bolts = await addSupplier(api, shop, {
       platform: 'platform_a',
       vendorTag: 'Bolt Co',
       pricingMode: 'field_rules',
@@ -64,7 +54,7 @@ describe('a manual job', () => {
     });
   });
 
-  it('places ONE order holding only its vendor’s lines, priced by percentage, and records it', async () => {
+  it('places ONE order holding only its vendor’s lines, priced by percentage, and records it', async ({ api, sandbox }) => {
     const orderId = seedResellerOrder(sandbox, shop, [
       { sku: 'A1', title: 'Anvil', vendor: ' acme', quantity: 2, price: '12.50' },
       { sku: 'B1', title: 'Bolt', vendor: 'Bolt Co', quantity: 3, price: '2.00' },
@@ -72,7 +62,7 @@ describe('a manual job', () => {
       { sku: 'Z1', title: 'Unrouted', vendor: 'Nobody', quantity: 1, price: '5.00' },
     ]);
 
-    const created = await service.api.post('/v1/sync_jobs', { token: shop.user.token, body: { source_store_id: acme.id, external_order_id: orderId } });
+    const created = await api.post('/v1/sync_jobs', { token: shop.user.token, body: { source_store_id: acme.id, external_order_id: orderId } });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
     expect(created.body).toMatchObject({
       resellerStoreId: shop.reseller.id,
@@ -89,7 +79,7 @@ describe('a manual job', () => {
     expect(created.body.id).toMatch(/^job_/);
     expect(created.body.request_id).toBe(created.headers.get('x-request-id'));
 
-    const done = await settled(service.api, shop.user.token, created.body.id);
+    const done = await settled(api, shop.user.token, created.body.id);
     const orders = sandbox.ordersFor(acme.shopDomain);
     expect(orders).toHaveLength(1);
     const [order] = orders;
@@ -109,21 +99,21 @@ describe('a manual job', () => {
     expect(done.completedAt).toMatch(ISO_UTC);
     expect(Date.parse(done.completedAt)).toBeGreaterThanOrEqual(Date.parse(done.createdAt));
 
-    const audit = await auditOf(service.api, shop.user.token, created.body.id);
+    const audit = await auditOf(api, shop.user.token, created.body.id);
     expect(audit.map((entry) => entry.action)).toEqual(['sync_job.created', 'sync_job.completed']);
     expect(audit[0]).toMatchObject({ resellerStoreId: shop.reseller.id, resourceType: 'sync_job', metadata: { origin: 'manual' } });
     expect(audit[0].actorId).toMatch(/^usr_/);
     expect(audit[1]).toMatchObject({ actorId: 'system', metadata: { sourceOrderId: done.sourceOrderId } });
   });
 
-  it('prices a field_rules store rule by rule, in order, on the store’s own platform', async () => {
+  it('prices a field_rules store rule by rule, in order, on the store’s own platform', async ({ api, sandbox }) => {
     const orderId = seedResellerOrder(sandbox, shop, [
       { sku: 'A1', title: 'Anvil', vendor: 'Acme', quantity: 1, price: '12.50' },
       { sku: 'B1', title: 'Bolt', vendor: 'bolt co', quantity: 3, price: '2.00' },
       { sku: 'B2', title: 'Nut', vendor: 'Bolt Co', quantity: 10, price: '0.99' },
     ]);
-    const job = await createJob(service.api, shop.user.token, bolts.id, orderId);
-    const done = await settled(service.api, shop.user.token, job.id);
+    const job = await createJob(api, shop.user.token, bolts.id, orderId);
+    const done = await settled(api, shop.user.token, job.id);
     expect(done.status).toBe('completed');
 
     const orders = sandbox.ordersFor(bolts.shopDomain).filter((order) => order.idempotencyKey === `sync-job:${job.id}`);
@@ -139,48 +129,48 @@ describe('a manual job', () => {
     expect(done.sourceOrderId).toBe(String(orders[0]!.id));
   });
 
-  it('is idempotent: the same order and source store answer 200 with the same job, and nothing runs twice', async () => {
+  it('is idempotent: the same order and source store answer 200 with the same job, and nothing runs twice', async ({ service, api, sandbox }) => {
     const orderId = seedResellerOrder(sandbox, shop, [lineOf('Acme')]);
-    const first = await createJob(service.api, shop.user.token, acme.id, orderId);
-    await settled(service.api, shop.user.token, first.id);
+    const first = await createJob(api, shop.user.token, acme.id, orderId);
+    await settled(api, shop.user.token, first.id);
 
-    const again = await service.api.post('/v1/sync_jobs', { token: shop.user.token, body: { source_store_id: acme.id, external_order_id: orderId } });
+    const again = await api.post('/v1/sync_jobs', { token: shop.user.token, body: { source_store_id: acme.id, external_order_id: orderId } });
     expect(again.status, JSON.stringify(again.body)).toBe(200);
     expect(again.body).toMatchObject({ id: first.id, status: 'completed', attempts: 1 });
 
-    const listed = await service.api.get(`/v1/sync_jobs?external_order_id=${orderId}`, { token: shop.user.token });
+    const listed = await api.get(`/v1/sync_jobs?external_order_id=${orderId}`, { token: shop.user.token });
     expect(listed.body.data.map((job: { id: string }) => job.id)).toEqual([first.id]);
     // No second queue message was ever sent for the job, so no second order can come.
     expect(await messagesOfJob(service.databaseUrl, first.id)).toHaveLength(1);
     expect(sandbox.ordersFor(acme.shopDomain).filter((order) => order.idempotencyKey === `sync-job:${first.id}`)).toHaveLength(1);
-    const audit = await auditOf(service.api, shop.user.token, first.id);
+    const audit = await auditOf(api, shop.user.token, first.id);
     expect(audit.filter((entry) => entry.action === 'sync_job.created')).toHaveLength(1);
   });
 
-  it('concurrent identical POSTs make one job: one 201, the rest 200 with it', async () => {
+  it('concurrent identical POSTs make one job: one 201, the rest 200 with it', async ({ service, api, sandbox }) => {
     const orderId = seedResellerOrder(sandbox, shop, [lineOf('Acme')]);
     const responses = await Promise.all(
       Array.from({ length: 8 }, () =>
-        service.api.post('/v1/sync_jobs', { token: shop.user.token, body: { source_store_id: acme.id, external_order_id: orderId } }),
+        api.post('/v1/sync_jobs', { token: shop.user.token, body: { source_store_id: acme.id, external_order_id: orderId } }),
       ),
     );
     expect(responses.map((response) => response.status).sort()).toEqual([200, 200, 200, 200, 200, 200, 200, 201]);
     const ids = new Set(responses.map((response) => response.body.id));
     expect(ids.size).toBe(1);
     const [id] = ids;
-    await settled(service.api, shop.user.token, id!);
+    await settled(api, shop.user.token, id!);
     expect(sandbox.ordersFor(acme.shopDomain).filter((order) => order.idempotencyKey === `sync-job:${id}`)).toHaveLength(1);
     expect(await messagesOfJob(service.databaseUrl, id!)).toHaveLength(1);
   });
 
-  it('one order for two suppliers makes one job and one order per supplier', async () => {
+  it('one order for two suppliers makes one job and one order per supplier', async ({ api, sandbox }) => {
     const orderId = seedResellerOrder(sandbox, shop, [lineOf('Acme'), lineOf('Bolt Co')]);
     const [a, b] = await Promise.all([
-      createJob(service.api, shop.user.token, acme.id, orderId),
-      createJob(service.api, shop.user.token, bolts.id, orderId),
+      createJob(api, shop.user.token, acme.id, orderId),
+      createJob(api, shop.user.token, bolts.id, orderId),
     ]);
     expect(a.id).not.toBe(b.id);
-    const [doneA, doneB] = await Promise.all([settled(service.api, shop.user.token, a.id), settled(service.api, shop.user.token, b.id)]);
+    const [doneA, doneB] = await Promise.all([settled(api, shop.user.token, a.id), settled(api, shop.user.token, b.id)]);
     expect([doneA.status, doneB.status]).toEqual(['completed', 'completed']);
     expect(sandbox.ordersFor(acme.shopDomain).filter((order) => order.idempotencyKey === `sync-job:${a.id}`)).toHaveLength(1);
     expect(sandbox.ordersFor(bolts.shopDomain).filter((order) => order.idempotencyKey === `sync-job:${b.id}`)).toHaveLength(1);
@@ -190,41 +180,41 @@ describe('a manual job', () => {
 describe('POST /v1/sync_jobs validation', () => {
   let shop: Shop;
   let supplier: Supplier;
-  beforeAll(async () => {
-    shop = await openShop(service.api);
-    supplier = await addSupplier(service.api, shop);
+  it.beforeAll(async ({ api }) => {
+    shop = await openShop(api);
+    supplier = await addSupplier(api, shop);
   });
 
-  const post = (body: unknown, token = shop.user.token) => service.api.post('/v1/sync_jobs', { token, body });
+  const post = (api: ApiClient, body: unknown, token = shop.user.token) => api.post('/v1/sync_jobs', { token, body });
 
-  it('rejects a non-numeric external_order_id', async () => {
+  it('rejects a non-numeric external_order_id', async ({ api }) => {
     for (const external_order_id of ['abc', '12a', '', '-5', '1.5', ' 12']) {
-      expectError(await post({ source_store_id: supplier.id, external_order_id }), 400, 'validation_failed', 'external_order_id');
+      expectError(await post(api, { source_store_id: supplier.id, external_order_id }), 400, 'validation_failed', 'external_order_id');
     }
-    expectError(await post({ source_store_id: supplier.id, external_order_id: 4501 }), 400, 'validation_failed', 'external_order_id');
+    expectError(await post(api, { source_store_id: supplier.id, external_order_id: 4501 }), 400, 'validation_failed', 'external_order_id');
   });
 
-  it('rejects a missing field', async () => {
-    expectError(await post({ external_order_id: '4501' }), 400, 'validation_failed', 'source_store_id');
-    expectError(await post({ source_store_id: supplier.id }), 400, 'validation_failed', 'external_order_id');
+  it('rejects a missing field', async ({ api }) => {
+    expectError(await post(api, { external_order_id: '4501' }), 400, 'validation_failed', 'source_store_id');
+    expectError(await post(api, { source_store_id: supplier.id }), 400, 'validation_failed', 'external_order_id');
   });
 
-  it('rejects an unknown, another user’s, or a deleted source store alike', async () => {
+  it('rejects an unknown, another user’s, or a deleted source store alike', async ({ api }) => {
     const orderId = newOrderId();
-    expectError(await post({ source_store_id: 'sst_00000000000000000000000000', external_order_id: orderId }), 400, 'validation_failed', 'source_store_id');
+    expectError(await post(api, { source_store_id: 'sst_00000000000000000000000000', external_order_id: orderId }), 400, 'validation_failed', 'source_store_id');
 
-    const stranger = await openShop(service.api);
-    const theirs = await addSupplier(service.api, stranger);
-    expectError(await post({ source_store_id: theirs.id, external_order_id: orderId }), 400, 'validation_failed', 'source_store_id');
+    const stranger = await openShop(api);
+    const theirs = await addSupplier(api, stranger);
+    expectError(await post(api, { source_store_id: theirs.id, external_order_id: orderId }), 400, 'validation_failed', 'source_store_id');
 
-    const doomed = await addSupplier(service.api, shop);
-    const removed = await service.api.delete(`/v1/reseller_stores/${shop.reseller.id}/source_stores/${doomed.id}`, { token: shop.user.token });
+    const doomed = await addSupplier(api, shop);
+    const removed = await api.delete(`/v1/reseller_stores/${shop.reseller.id}/source_stores/${doomed.id}`, { token: shop.user.token });
     expect(removed.status).toBe(204);
-    expectError(await post({ source_store_id: doomed.id, external_order_id: orderId }), 400, 'validation_failed', 'source_store_id');
+    expectError(await post(api, { source_store_id: doomed.id, external_order_id: orderId }), 400, 'validation_failed', 'source_store_id');
 
     // None of them made a job, for either user.
     for (const token of [shop.user.token, stranger.user.token]) {
-      const listed = await service.api.get(`/v1/sync_jobs?external_order_id=${orderId}`, { token });
+      const listed = await api.get(`/v1/sync_jobs?external_order_id=${orderId}`, { token });
       expect(listed.body.data).toEqual([]);
     }
   });
@@ -233,39 +223,39 @@ describe('POST /v1/sync_jobs validation', () => {
 describe('POST /v1/sync_jobs/{id}/retry refusals', () => {
   let shop: Shop;
   let supplier: Supplier;
-  beforeAll(async () => {
-    shop = await openShop(service.api);
-    supplier = await addSupplier(service.api, shop);
+  it.beforeAll(async ({ api }) => {
+    shop = await openShop(api);
+    supplier = await addSupplier(api, shop);
   });
 
-  it('refuses a processing job and a completed one with sync_job_not_retryable', async () => {
+  it('refuses a processing job and a completed one with sync_job_not_retryable', async ({ api, sandbox }) => {
     sandbox.setFaults(supplier.shopDomain, { latencyMs: 1500 });
     const orderId = seedResellerOrder(sandbox, shop, [lineOf(supplier.vendorTag)]);
-    const job = await createJob(service.api, shop.user.token, supplier.id, orderId);
-    await waitForJob(service.api, shop.user.token, job.id, (current) => current.status === 'processing');
-    const whileProcessing = await service.api.post(`/v1/sync_jobs/${job.id}/retry`, { token: shop.user.token });
+    const job = await createJob(api, shop.user.token, supplier.id, orderId);
+    await waitForJob(api, shop.user.token, job.id, (current) => current.status === 'processing');
+    const whileProcessing = await api.post(`/v1/sync_jobs/${job.id}/retry`, { token: shop.user.token });
     expectError(whileProcessing, 400, 'sync_job_not_retryable');
     expect(whileProcessing.body.error.details).toEqual({ status: 'processing' });
 
-    const done = await settled(service.api, shop.user.token, job.id);
+    const done = await settled(api, shop.user.token, job.id);
     sandbox.clearFaults(supplier.shopDomain);
     expect(done.status).toBe('completed');
-    const whenCompleted = await service.api.post(`/v1/sync_jobs/${job.id}/retry`, { token: shop.user.token });
+    const whenCompleted = await api.post(`/v1/sync_jobs/${job.id}/retry`, { token: shop.user.token });
     expectError(whenCompleted, 400, 'sync_job_not_retryable');
-    expect(await getJob(service.api, shop.user.token, job.id)).toMatchObject({ status: 'completed', attempts: 1 });
-    expect((await auditOf(service.api, shop.user.token, job.id)).map((entry) => entry.action)).not.toContain('sync_job.retried');
+    expect(await getJob(api, shop.user.token, job.id)).toMatchObject({ status: 'completed', attempts: 1 });
+    expect((await auditOf(api, shop.user.token, job.id)).map((entry) => entry.action)).not.toContain('sync_job.retried');
   });
 
-  it('answers 404 not_found for an unknown job and for another user’s job', async () => {
-    expectError(await service.api.post('/v1/sync_jobs/job_00000000000000000000000000/retry', { token: shop.user.token }), 404, 'not_found');
+  it('answers 404 not_found for an unknown job and for another user’s job', async ({ api, sandbox }) => {
+    expectError(await api.post('/v1/sync_jobs/job_00000000000000000000000000/retry', { token: shop.user.token }), 404, 'not_found');
     const orderId = seedResellerOrder(sandbox, shop, [lineOf(supplier.vendorTag)]);
-    const job = await createJob(service.api, shop.user.token, supplier.id, orderId);
-    const stranger = await registerUser(service.api);
-    const theirs = await service.api.post(`/v1/sync_jobs/${job.id}/retry`, { token: stranger.token });
-    const missing = await service.api.post('/v1/sync_jobs/job_00000000000000000000000000/retry', { token: stranger.token });
+    const job = await createJob(api, shop.user.token, supplier.id, orderId);
+    const stranger = await registerUser(api);
+    const theirs = await api.post(`/v1/sync_jobs/${job.id}/retry`, { token: stranger.token });
+    const missing = await api.post('/v1/sync_jobs/job_00000000000000000000000000/retry', { token: stranger.token });
     expectError(theirs, 404, 'not_found');
     expect(theirs.body.error).toEqual(missing.body.error);
-    expectError(await service.api.get(`/v1/sync_jobs/${job.id}`, { token: stranger.token }), 404, 'not_found');
+    expectError(await api.get(`/v1/sync_jobs/${job.id}`, { token: stranger.token }), 404, 'not_found');
   });
 });
 
@@ -277,74 +267,74 @@ describe('GET /v1/sync_jobs', () => {
   let broken: Supplier;
   const jobs: Record<string, any> = {};
 
-  beforeAll(async () => {
-    shop = await openShop(service.api);
-    otherReseller = (await openShop(service.api, {}, shop.user)).reseller;
+  it.beforeAll(async ({ api, sandbox }) => {
+    shop = await openShop(api);
+    otherReseller = (await openShop(api, {}, shop.user)).reseller;
     const second: Shop = { user: shop.user, reseller: otherReseller };
-    acme = await addSupplier(service.api, shop, { vendorTag: 'Acme' });
-    bolts = await addSupplier(service.api, shop, { vendorTag: 'Bolts' });
-    broken = await addSupplier(service.api, second, { vendorTag: 'Acme' });
+    acme = await addSupplier(api, shop, { vendorTag: 'Acme' });
+    bolts = await addSupplier(api, shop, { vendorTag: 'Bolts' });
+    broken = await addSupplier(api, second, { vendorTag: 'Acme' });
     sandbox.setFaults(broken.shopDomain, { alwaysFail: true });
 
     const order1 = seedResellerOrder(sandbox, shop, [lineOf('Acme'), lineOf('Bolts')]);
     const order2 = seedResellerOrder(sandbox, shop, [lineOf('Acme')]);
     const order3 = seedResellerOrder(sandbox, second, [lineOf('Acme')]);
     // Created one after another, so their ids (time-sortable) are in this order.
-    jobs.a1 = await createJob(service.api, shop.user.token, acme.id, order1);
-    jobs.b1 = await createJob(service.api, shop.user.token, bolts.id, order1);
-    jobs.a2 = await createJob(service.api, shop.user.token, acme.id, order2);
-    jobs.x3 = await createJob(service.api, shop.user.token, broken.id, order3);
-    for (const key of Object.keys(jobs)) jobs[key] = await settled(service.api, shop.user.token, jobs[key].id);
+    jobs.a1 = await createJob(api, shop.user.token, acme.id, order1);
+    jobs.b1 = await createJob(api, shop.user.token, bolts.id, order1);
+    jobs.a2 = await createJob(api, shop.user.token, acme.id, order2);
+    jobs.x3 = await createJob(api, shop.user.token, broken.id, order3);
+    for (const key of Object.keys(jobs)) jobs[key] = await settled(api, shop.user.token, jobs[key].id);
   });
 
-  const list = (query: string, token = shop.user.token) => service.api.get(`/v1/sync_jobs?${query}`, { token });
-  const idsOf = async (query: string) => {
-    const response = await list(query);
+  const list = (api: ApiClient, query: string, token = shop.user.token) => api.get(`/v1/sync_jobs?${query}`, { token });
+  const idsOf = async (api: ApiClient, query: string) => {
+    const response = await list(api, query);
     expect(response.status, JSON.stringify(response.body)).toBe(200);
     return response.body.data.map((job: { id: string }) => job.id);
   };
 
-  it('lists the user’s jobs newest first in the list envelope', async () => {
-    const response = await list('limit=100');
+  it('lists the user’s jobs newest first in the list envelope', async ({ api }) => {
+    const response = await list(api, 'limit=100');
     expect(response.body).toMatchObject({ object: 'list', has_more: false, url: '/v1/sync_jobs' });
     expect(response.body.request_id).toBe(response.headers.get('x-request-id'));
     expect(response.body.data.map((job: { id: string }) => job.id)).toEqual([jobs.x3.id, jobs.a2.id, jobs.b1.id, jobs.a1.id]);
     expect(response.body.data[0]).toEqual({ ...jobs.x3, fulfillments: undefined, request_id: undefined });
   });
 
-  it('filters by status, reseller store, source store and external order id, alone and together', async () => {
+  it('filters by status, reseller store, source store and external order id, alone and together', async ({ api }) => {
     expect(jobs.x3.status).toBe('dead');
-    expect(await idsOf('status=dead')).toEqual([jobs.x3.id]);
-    expect(await idsOf('status=completed')).toEqual([jobs.a2.id, jobs.b1.id, jobs.a1.id]);
-    expect(await idsOf('status=pending')).toEqual([]);
-    expect(await idsOf(`reseller_store_id=${shop.reseller.id}`)).toEqual([jobs.a2.id, jobs.b1.id, jobs.a1.id]);
-    expect(await idsOf(`reseller_store_id=${otherReseller.id}`)).toEqual([jobs.x3.id]);
-    expect(await idsOf(`source_store_id=${acme.id}`)).toEqual([jobs.a2.id, jobs.a1.id]);
-    expect(await idsOf(`external_order_id=${jobs.a1.externalOrderId}`)).toEqual([jobs.b1.id, jobs.a1.id]);
-    expect(await idsOf(`external_order_id=${jobs.a1.externalOrderId}&source_store_id=${bolts.id}`)).toEqual([jobs.b1.id]);
-    expect(await idsOf(`status=dead&reseller_store_id=${shop.reseller.id}`)).toEqual([]);
-    expectError(await list('status=stuck'), 400, 'validation_failed', 'status');
+    expect(await idsOf(api, 'status=dead')).toEqual([jobs.x3.id]);
+    expect(await idsOf(api, 'status=completed')).toEqual([jobs.a2.id, jobs.b1.id, jobs.a1.id]);
+    expect(await idsOf(api, 'status=pending')).toEqual([]);
+    expect(await idsOf(api, `reseller_store_id=${shop.reseller.id}`)).toEqual([jobs.a2.id, jobs.b1.id, jobs.a1.id]);
+    expect(await idsOf(api, `reseller_store_id=${otherReseller.id}`)).toEqual([jobs.x3.id]);
+    expect(await idsOf(api, `source_store_id=${acme.id}`)).toEqual([jobs.a2.id, jobs.a1.id]);
+    expect(await idsOf(api, `external_order_id=${jobs.a1.externalOrderId}`)).toEqual([jobs.b1.id, jobs.a1.id]);
+    expect(await idsOf(api, `external_order_id=${jobs.a1.externalOrderId}&source_store_id=${bolts.id}`)).toEqual([jobs.b1.id]);
+    expect(await idsOf(api, `status=dead&reseller_store_id=${shop.reseller.id}`)).toEqual([]);
+    expectError(await list(api, 'status=stuck'), 400, 'validation_failed', 'status');
   });
 
-  it('pages with starting_after and ending_before', async () => {
+  it('pages with starting_after and ending_before', async ({ api }) => {
     const all = [jobs.x3.id, jobs.a2.id, jobs.b1.id, jobs.a1.id];
-    expect(await allIds((query) => list(query), 1)).toEqual(all);
-    const first = await list('limit=3');
+    expect(await allIds((query) => list(api, query), 1)).toEqual(all);
+    const first = await list(api, 'limit=3');
     expect(first.body.has_more).toBe(true);
     expect(first.body.data.map((job: { id: string }) => job.id)).toEqual(all.slice(0, 3));
-    const second = await list(`limit=3&starting_after=${all[2]}`);
+    const second = await list(api, `limit=3&starting_after=${all[2]}`);
     expect(second.body).toMatchObject({ has_more: false });
     expect(second.body.data.map((job: { id: string }) => job.id)).toEqual([all[3]]);
-    const back = await list(`limit=2&ending_before=${all[3]}`);
+    const back = await list(api, `limit=2&ending_before=${all[3]}`);
     expect(back.body.data.map((job: { id: string }) => job.id)).toEqual(all.slice(1, 3));
     expect(back.body.has_more).toBe(true);
-    expect(await idsOf(`source_store_id=${acme.id}&limit=1&starting_after=${jobs.a2.id}`)).toEqual([jobs.a1.id]);
+    expect(await idsOf(api, `source_store_id=${acme.id}&limit=1&starting_after=${jobs.a2.id}`)).toEqual([jobs.a1.id]);
   });
 
-  it('shows another user none of them, whatever the filter', async () => {
-    const stranger = await registerUser(service.api);
+  it('shows another user none of them, whatever the filter', async ({ api }) => {
+    const stranger = await registerUser(api);
     for (const query of ['', `reseller_store_id=${shop.reseller.id}`, `source_store_id=${acme.id}`, `external_order_id=${jobs.a1.externalOrderId}`, 'status=completed']) {
-      const response = await list(query, stranger.token);
+      const response = await list(api, query, stranger.token);
       expect(response.status).toBe(200);
       expect(response.body.data, query).toEqual([]);
     }
@@ -359,7 +349,7 @@ describe('GET /v1/sync_jobs', () => {
  */
 describe('the retry endpoint follows the machine (canApply RETRY)', () => {
   let apiOnly: TestService;
-  beforeAll(async () => {
+  it.beforeAll(async ({ sandbox }) => {
     apiOnly = await startTestService({ ROLE: 'api', PLATFORM_BASE_URL: sandbox.baseUrlTemplate });
   });
   afterAll(async () => {

@@ -2,12 +2,12 @@
  * fulfillments/create webhooks end to end: an order is routed and placed on the sandbox, the
  * supplier's platform posts its fulfillment, and the tracking must reach the reseller order once.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import type { Platform } from '../src/orders/types.ts';
-import { buildFulfillmentPayload, sendWebhook, startSandbox, type FulfillmentPayloadInput, type Sandbox } from './sandbox/server.ts';
+import { buildFulfillmentPayload, sendWebhook, type FulfillmentPayloadInput } from './sandbox/server.ts';
 import { expectError, withoutRequestId } from './support/assertions.ts';
 import { createResellerStore, createSourceStore, registerUser, type TestUser } from './support/factories.ts';
-import { startTestService, type TestService } from './support/service.ts';
+import { test } from './support/fixtures.ts';
 import { waitFor } from './support/wait.ts';
 import {
   FULFILLMENTS_PATH,
@@ -19,17 +19,6 @@ import {
   uniqueSuffix,
   webhookAuditRows,
 } from './support/webhooks.ts';
-
-let sandbox: Sandbox;
-let service: TestService;
-beforeAll(async () => {
-  sandbox = await startSandbox();
-  service = await startTestService({ PLATFORM_BASE_URL: sandbox.baseUrlTemplate });
-});
-afterAll(async () => {
-  await service?.stop();
-  await sandbox?.close();
-});
 
 let nextOrderId = 820_000;
 let nextFulfillmentId = 5_000_000;
@@ -57,60 +46,11 @@ interface RouteOptions {
   supplierSecret?: string;
 }
 
-/**
- * A reseller with one supplier and an order routed to it and placed on the sandbox. The reseller's
- * order is seeded on the sandbox too, so the tracking can be posted to it.
- */
-async function routedOrder(options: RouteOptions): Promise<Routed> {
-  const user = await registerUser(service.api);
-  const resellerSecret = `whsec_reseller_${uniqueSuffix()}`;
-  const reseller = await createResellerStore(service.api, user.token, { platform: options.resellerPlatform, webhookSecret: resellerSecret });
-  const supplierSecret = options.supplierSecret ?? `whsec_supplier_${uniqueSuffix()}`;
-  const supplier = await createSourceStore(service.api, user.token, reseller.id, {
-    platform: options.supplierPlatform,
-    vendorTag: 'Acme Tools',
-    webhookSecret: supplierSecret,
-    ...(options.supplierDomain && { shopDomain: options.supplierDomain }),
-  });
-  const id = options.resellerPlatform === 'custom' ? `ord_${nextOrderId++}` : nextOrderId++;
-  const payload = sandbox.buildOrderPayload(options.resellerPlatform, {
-    id,
-    lines: [{ sku: 'A-1', title: 'Anvil', vendor: 'Acme Tools', quantity: 1, price: '25.00' }],
-  });
-  sandbox.seedOrder(reseller.shopDomain, options.resellerPlatform, payload);
-  const routed = await sendWebhook({
-    targetUrl: `${service.url}${ORDERS_PATH}`,
-    shopDomain: reseller.shopDomain,
-    secret: resellerSecret,
-    topic: 'orders/create',
-    payload,
-  });
-  expect(routed.status, JSON.stringify(routed.body)).toBe(200);
-  const [jobId] = (routed.body as { syncJobIds: string[] }).syncJobIds;
-  const job = await waitFor(async () => {
-    const response = await service.api.get(`/v1/sync_jobs/${jobId}`, { token: user.token });
-    if (response.body.status === 'dead') throw new Error(`job died: ${response.body.errorMessage}`);
-    return response.body.status === 'completed' ? response.body : null;
-  }, 15_000, 'the order to be placed');
-  return { user, reseller, resellerSecret, resellerOrderId: String(id), supplier, supplierSecret, job };
-}
-
 function fulfillmentOf(routed: Routed, input: Partial<FulfillmentPayloadInput> = {}) {
   return buildFulfillmentPayload(routed.supplier.platform, {
     orderId: routed.job.sourceOrderId,
     trackingNumbers: ['TRK-1'],
     ...input,
-  });
-}
-
-function deliverFulfillment(routed: Routed, payload: unknown, extra: { webhookId?: string; secret?: string; shopDomain?: string } = {}) {
-  return sendWebhook({
-    targetUrl: `${service.url}${FULFILLMENTS_PATH}`,
-    shopDomain: extra.shopDomain ?? routed.supplier.shopDomain,
-    secret: extra.secret ?? routed.supplierSecret,
-    topic: 'fulfillments/create',
-    payload,
-    ...(extra.webhookId !== undefined && { webhookId: extra.webhookId }),
   });
 }
 
@@ -123,24 +63,70 @@ function expectReceived(response: { status: number; body: unknown }, syncJobIds:
   expect(body.syncJobIds).toEqual(syncJobIds);
 }
 
-/** The job's fulfillments once they are all completed (fails fast when one dies). */
-async function completedFulfillments(routed: Routed, count: number) {
-  return waitFor(async () => {
-    const response = await service.api.get(`/v1/sync_jobs/${routed.job.id}`, { token: routed.user.token });
-    const fulfillments = response.body.fulfillments as { status: string; errorMessage: string | null }[];
-    const dead = fulfillments.find((fulfillment) => fulfillment.status === 'dead');
-    if (dead) throw new Error(`fulfillment died: ${dead.errorMessage}`);
-    return fulfillments.length === count && fulfillments.every((fulfillment) => fulfillment.status === 'completed') ? response.body : null;
-  }, 15_000, 'fulfillments to complete');
-}
-
-/** Nothing of a fulfillment was recorded, queued or sent for the reseller. */
-async function expectNoFulfillment(routed: Routed) {
-  expect(await fulfillmentRows(service.databaseUrl, routed.reseller.id)).toEqual([]);
-  const audit = await webhookAuditRows(service.databaseUrl, routed.reseller.id);
-  expect(audit.filter((entry) => entry.action.startsWith('fulfillment.'))).toEqual([]);
-  expect(sandbox.fulfillmentsFor(routed.reseller.shopDomain)).toEqual([]);
-}
+const it = test
+  /**
+   * A reseller with one supplier and an order routed to it and placed on the sandbox. The reseller's
+   * order is seeded on the sandbox too, so the tracking can be posted to it.
+   */
+  .extend('routedOrder', { scope: 'file' }, ({ service, api, sandbox }) => async (options: RouteOptions): Promise<Routed> => {
+    const user = await registerUser(api);
+    const resellerSecret = `whsec_reseller_${uniqueSuffix()}`;
+    const reseller = await createResellerStore(api, user.token, { platform: options.resellerPlatform, webhookSecret: resellerSecret });
+    const supplierSecret = options.supplierSecret ?? `whsec_supplier_${uniqueSuffix()}`;
+    const supplier = await createSourceStore(api, user.token, reseller.id, {
+      platform: options.supplierPlatform,
+      vendorTag: 'Acme Tools',
+      webhookSecret: supplierSecret,
+      ...(options.supplierDomain && { shopDomain: options.supplierDomain }),
+    });
+    const id = options.resellerPlatform === 'custom' ? `ord_${nextOrderId++}` : nextOrderId++;
+    const payload = sandbox.buildOrderPayload(options.resellerPlatform, {
+      id,
+      lines: [{ sku: 'A-1', title: 'Anvil', vendor: 'Acme Tools', quantity: 1, price: '25.00' }],
+    });
+    sandbox.seedOrder(reseller.shopDomain, options.resellerPlatform, payload);
+    const routed = await sendWebhook({
+      targetUrl: `${service.url}${ORDERS_PATH}`,
+      shopDomain: reseller.shopDomain,
+      secret: resellerSecret,
+      topic: 'orders/create',
+      payload,
+    });
+    expect(routed.status, JSON.stringify(routed.body)).toBe(200);
+    const [jobId] = (routed.body as { syncJobIds: string[] }).syncJobIds;
+    const job = await waitFor(async () => {
+      const response = await api.get(`/v1/sync_jobs/${jobId}`, { token: user.token });
+      if (response.body.status === 'dead') throw new Error(`job died: ${response.body.errorMessage}`);
+      return response.body.status === 'completed' ? response.body : null;
+    }, 15_000, 'the order to be placed');
+    return { user, reseller, resellerSecret, resellerOrderId: String(id), supplier, supplierSecret, job };
+  })
+  .extend('deliverFulfillment', { scope: 'file' }, ({ service }) =>
+    (routed: Routed, payload: unknown, extra: { webhookId?: string; secret?: string; shopDomain?: string } = {}) =>
+      sendWebhook({
+        targetUrl: `${service.url}${FULFILLMENTS_PATH}`,
+        shopDomain: extra.shopDomain ?? routed.supplier.shopDomain,
+        secret: extra.secret ?? routed.supplierSecret,
+        topic: 'fulfillments/create',
+        payload,
+        ...(extra.webhookId !== undefined && { webhookId: extra.webhookId }),
+      }))
+  /** The job's fulfillments once they are all completed (fails fast when one dies). */
+  .extend('completedFulfillments', { scope: 'file' }, ({ api }) => (routed: Routed, count: number) =>
+    waitFor(async () => {
+      const response = await api.get(`/v1/sync_jobs/${routed.job.id}`, { token: routed.user.token });
+      const fulfillments = response.body.fulfillments as { status: string; errorMessage: string | null }[];
+      const dead = fulfillments.find((fulfillment) => fulfillment.status === 'dead');
+      if (dead) throw new Error(`fulfillment died: ${dead.errorMessage}`);
+      return fulfillments.length === count && fulfillments.every((fulfillment) => fulfillment.status === 'completed') ? response.body : null;
+    }, 15_000, 'fulfillments to complete'))
+  /** Nothing of a fulfillment was recorded, queued or sent for the reseller. */
+  .extend('expectNoFulfillment', { scope: 'file' }, ({ service, sandbox }) => async (routed: Routed) => {
+    expect(await fulfillmentRows(service.databaseUrl, routed.reseller.id)).toEqual([]);
+    const audit = await webhookAuditRows(service.databaseUrl, routed.reseller.id);
+    expect(audit.filter((entry) => entry.action.startsWith('fulfillment.'))).toEqual([]);
+    expect(sandbox.fulfillmentsFor(routed.reseller.shopDomain)).toEqual([]);
+  });
 
 describe('back-sync', () => {
   const cases: {
@@ -196,7 +182,7 @@ describe('back-sync', () => {
     },
   ];
 
-  it.each(cases)('brings a $supplier fulfillment back to a $reseller reseller order', async ({ supplier, reseller, tracking, expected, request }) => {
+  it.for(cases)('brings a $supplier fulfillment back to a $reseller reseller order', async ({ supplier, reseller, tracking, expected, request }, { service, sandbox, routedOrder, deliverFulfillment, completedFulfillments }) => {
     const routed = await routedOrder({ resellerPlatform: reseller, supplierPlatform: supplier });
     const payload = fulfillmentOf(routed, { ...tracking, ...(supplier === 'platform_a' && { fulfillmentId: nextFulfillmentId++ }) });
 
@@ -233,7 +219,7 @@ describe('back-sync', () => {
 });
 
 describe('applied once', () => {
-  it('applies a platform_a fulfillment once, whether redelivered or resent under a new webhook id', async () => {
+  it('applies a platform_a fulfillment once, whether redelivered or resent under a new webhook id', async ({ service, sandbox, routedOrder, deliverFulfillment, completedFulfillments }) => {
     const routed = await routedOrder({ resellerPlatform: 'platform_a', supplierPlatform: 'platform_a' });
     const payload = fulfillmentOf(routed, { fulfillmentId: nextFulfillmentId++, trackingNumbers: ['ONCE-1'] });
     const first = await deliverFulfillment(routed, payload);
@@ -258,7 +244,7 @@ describe('applied once', () => {
     expect(sandbox.fulfillmentsFor(routed.reseller.shopDomain)).toHaveLength(2);
   });
 
-  it.each(['platform_b', 'custom'] as const)('applies a redelivered %s fulfillment once, also when deliveries race', async (supplierPlatform) => {
+  it.for(['platform_b', 'custom'] as const)('applies a redelivered %s fulfillment once, also when deliveries race', async (supplierPlatform, { service, sandbox, routedOrder, deliverFulfillment, completedFulfillments }) => {
     const routed = await routedOrder({ resellerPlatform: 'custom', supplierPlatform });
     const payload = fulfillmentOf(routed, { trackingNumbers: ['RACE-1'], trackingUrls: ['https://track.example/RACE-1'], company: 'Royal Mail' });
     const webhookId = `wh-${uniqueSuffix()}`;
@@ -275,11 +261,11 @@ describe('applied once', () => {
 });
 
 describe('reseller platform failures', () => {
-  it.each([
+  it.for([
     { name: 'two server errors', faults: { failNext: 2 }, statuses: [500, 500, 201], replayed: false },
     // The first call is carried out but its answer is lost: only the Idempotency-Key prevents a second fulfillment.
     { name: 'a lost answer, then a server error', faults: { acceptThenDropNext: 1, failNext: 1 }, statuses: [null, 500, 201], replayed: true },
-  ])('retries after $name and still adds one fulfillment', async ({ faults, statuses, replayed }) => {
+  ] as const)('retries after $name and still adds one fulfillment', async ({ faults, statuses, replayed }, { sandbox, routedOrder, deliverFulfillment, completedFulfillments }) => {
     const routed = await routedOrder({ resellerPlatform: 'platform_a', supplierPlatform: 'custom' });
     sandbox.setFaults(routed.reseller.shopDomain, faults);
     expectReceived(await deliverFulfillment(routed, fulfillmentOf(routed, { trackingNumbers: ['RETRY-1'] })), [routed.job.id]);
@@ -296,7 +282,7 @@ describe('reseller platform failures', () => {
 });
 
 describe('sender identification', () => {
-  it('finds the source store whose secret verifies among records sharing a supplier domain', async () => {
+  it('finds the source store whose secret verifies among records sharing a supplier domain', async ({ sandbox, routedOrder, deliverFulfillment, completedFulfillments, expectNoFulfillment }) => {
     const sharedDomain = `shared-supplier-${uniqueSuffix()}.example.com`;
     const first = await routedOrder({ resellerPlatform: 'platform_a', supplierPlatform: 'platform_a', supplierDomain: sharedDomain });
     const second = await routedOrder({ resellerPlatform: 'platform_b', supplierPlatform: 'platform_a', supplierDomain: sharedDomain });
@@ -323,7 +309,7 @@ describe('sender identification', () => {
     expect(sandbox.fulfillmentsFor(second.reseller.shopDomain)).toHaveLength(1);
   });
 
-  it('finds the job by the supplier order when records sharing a domain also share the secret', async () => {
+  it('finds the job by the supplier order when records sharing a domain also share the secret', async ({ sandbox, routedOrder, deliverFulfillment, completedFulfillments }) => {
     const sharedDomain = `shared-supplier-${uniqueSuffix()}.example.com`;
     const secret = `whsec_shared_${uniqueSuffix()}`;
     const first = await routedOrder({ resellerPlatform: 'custom', supplierPlatform: 'custom', supplierDomain: sharedDomain, supplierSecret: secret });
@@ -339,17 +325,17 @@ describe('sender identification', () => {
 
 describe('rejected and ignored deliveries', () => {
   let routed: Routed;
-  beforeAll(async () => {
+  it.beforeAll(async ({ routedOrder }) => {
     routed = await routedOrder({ resellerPlatform: 'platform_a', supplierPlatform: 'platform_a' });
   });
 
-  it('acknowledges a fulfillment for an unknown order and creates nothing', async () => {
+  it('acknowledges a fulfillment for an unknown order and creates nothing', async ({ deliverFulfillment, expectNoFulfillment }) => {
     const unknown = buildFulfillmentPayload('platform_a', { orderId: 987_654_321, fulfillmentId: nextFulfillmentId++, trackingNumbers: ['NOPE'] });
     expectReceived(await deliverFulfillment(routed, unknown), []);
     await expectNoFulfillment(routed);
   });
 
-  it('answers 503 while the supplier has a job whose order is not recorded yet, so the platform redelivers', async () => {
+  it('answers 503 while the supplier has a job whose order is not recorded yet, so the platform redelivers', async ({ service, sandbox, routedOrder, expectNoFulfillment }) => {
     const routed = await routedOrder({ resellerPlatform: 'platform_a', supplierPlatform: 'custom' });
     // A second job for the same supplier, held in processing by a slow supplier platform.
     const slowOrderId = nextOrderId++;
@@ -383,7 +369,7 @@ describe('rejected and ignored deliveries', () => {
     await waitFor(async () => (await syncJobRows(service.databaseUrl, routed.reseller.id)).every((job) => job.status === 'completed'));
   });
 
-  it('answers 401 invalid_signature to unverifiable fulfillments and creates nothing', async () => {
+  it('answers 401 invalid_signature to unverifiable fulfillments and creates nothing', async ({ service, expectNoFulfillment }) => {
     const payload = fulfillmentOf(routed, { fulfillmentId: nextFulfillmentId++, trackingNumbers: ['FORGED'] });
     const body = JSON.stringify(payload);
     const base = { body, secret: routed.supplierSecret, shopDomain: routed.supplier.shopDomain, topic: 'fulfillments/create' };
@@ -407,9 +393,9 @@ describe('rejected and ignored deliveries', () => {
     await expectNoFulfillment(routed);
   });
 
-  it('stops accepting fulfillments from a deleted source store', async () => {
+  it('stops accepting fulfillments from a deleted source store', async ({ api, routedOrder, deliverFulfillment, expectNoFulfillment }) => {
     const other = await routedOrder({ resellerPlatform: 'platform_a', supplierPlatform: 'custom' });
-    const deleted = await service.api.delete(`/v1/reseller_stores/${other.reseller.id}/source_stores/${other.supplier.id}`, { token: other.user.token });
+    const deleted = await api.delete(`/v1/reseller_stores/${other.reseller.id}/source_stores/${other.supplier.id}`, { token: other.user.token });
     expect(deleted.status).toBe(204);
     const response = await deliverFulfillment(other, fulfillmentOf(other));
     expect(response.status).toBe(401);
@@ -417,7 +403,7 @@ describe('rejected and ignored deliveries', () => {
     await expectNoFulfillment(other);
   });
 
-  it('answers 400 to a verified body that is not a fulfillment, or another topic', async () => {
+  it('answers 400 to a verified body that is not a fulfillment, or another topic', async ({ service, expectNoFulfillment }) => {
     const base = { secret: routed.supplierSecret, shopDomain: routed.supplier.shopDomain, topic: 'fulfillments/create' };
     const payload = fulfillmentOf(routed, { fulfillmentId: nextFulfillmentId++ });
     const invalid: Record<string, { body: string; param?: string; topic?: string }> = {
@@ -437,7 +423,7 @@ describe('rejected and ignored deliveries', () => {
     await expectNoFulfillment(routed);
   });
 
-  it('leaves the order routing untouched', async () => {
+  it('leaves the order routing untouched', async ({ service, sandbox }) => {
     // The deliveries above neither moved the job nor placed anything more on the supplier.
     const [job] = await syncJobRows(service.databaseUrl, routed.reseller.id);
     expect(job).toMatchObject({ id: routed.job.id, status: 'completed', attempts: 1 });

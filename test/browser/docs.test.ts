@@ -5,8 +5,8 @@
  */
 import { existsSync } from 'node:fs';
 import { chromium, type Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestService, type TestService } from '../support/service.ts';
+import { describe, expect } from 'vitest';
+import { test } from '../support/fixtures.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const CHROMIUM_FLAGS = [
@@ -21,21 +21,16 @@ const CHROMIUM_FLAGS = [
 ];
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
 
-let service: TestService;
-let browser: Browser;
-
-beforeAll(async () => {
+/** Headless Chromium, closed after the file (before the service stops). */
+const it = test.extend('browser', { scope: 'file' }, async ({}, { onCleanup }): Promise<Browser> => {
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does it)`);
-  service = await startTestService();
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS, headless: true, chromiumSandbox: false });
-});
-afterAll(async () => {
-  await browser?.close();
-  await service?.stop();
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS, headless: true, chromiumSandbox: false });
+  onCleanup(() => browser.close());
+  return browser;
 });
 
 describe('GET /docs', () => {
-  it('lists every operation of openapi.json, with assets served by the service only', async () => {
+  it('lists every operation of openapi.json, with assets served by the service only', async ({ service, browser }) => {
     const context = await browser.newContext();
     const requested: string[] = [];
     const refused: string[] = [];
@@ -87,7 +82,7 @@ describe('GET /docs', () => {
     await context.close();
   });
 
-  it('serves its assets from the service, and only the ones the page needs', async () => {
+  it('serves its assets from the service, and only the ones the page needs', async ({ service }) => {
     const css = await fetch(`${service.url}/docs/assets/swagger-ui.css`);
     expect(css.status).toBe(200);
     expect(css.headers.get('content-type')).toMatch(/^text\/css/);

@@ -17,7 +17,7 @@ import { deleteDataDir, freePort } from '../../src/db/embedded.ts';
 import { startSandbox, type Sandbox } from '../sandbox/server.ts';
 import { queryRows } from '../support/database.ts';
 import { waitFor } from '../support/wait.ts';
-import { ChildService, isAlive, postmasterPid } from './support/child-service.ts';
+import { ChildService, isAlive, postmasterPid } from '../support/child-service.ts';
 import { ChaosClient, createReseller, createSupplier, registerUser, type ResellerFixture, type SupplierFixture } from './support/client.ts';
 import { deliverUntilAccepted, mapLimit, type DeliveryResult } from './support/deliverer.ts';
 import { itLeaksNoSecret, ledger } from './support/ledger.ts';

@@ -12,7 +12,7 @@ import { afterAll, describe, expect, inject, it } from 'vitest';
 import { deleteDataDir, freePort, startEmbeddedPostgres, type EmbeddedDatabase } from '../../src/db/embedded.ts';
 import { queryRows } from '../support/database.ts';
 import { waitFor } from '../support/wait.ts';
-import { postmasterPid } from './support/child-service.ts';
+import { postmasterPid } from '../support/child-service.ts';
 import { itLeaksNoSecret, ledger } from './support/ledger.ts';
 
 const dataDir = mkdtempSync(path.join(tmpdir(), 'ors-chaos-embedded-'));

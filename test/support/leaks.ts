@@ -1,6 +1,6 @@
 /**
  * What a test file's secrets and logs were, for the check that no secret is ever logged
- * (test/setup/no-secrets-in-logs.ts runs it after every file). Factories and the ApiClient record
+ * (test/setup/no-secrets-in-logs.ts runs it after every file, once its fixtures are torn down). Factories and the ApiClient record
  * the secrets they send; every service a test starts registers its log lines.
  */
 

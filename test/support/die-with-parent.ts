@@ -1,5 +1,5 @@
 /**
- * Preloaded into the service processes the chaos suite starts (never into the service itself): when
+ * Preloaded into the service processes the tests start as children (never into the service itself): when
  * the test process that started this one goes away without stopping it (the runner was killed), take
  * the whole process group down, embedded PostgreSQL included, instead of living on as an orphan.
  */

@@ -1,0 +1,37 @@
+/** What a benchmark run does, read once from its environment (see the top of bench/run.ts). */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { ROOT } from './common.ts';
+
+export const QUICK = process.env.BENCH_QUICK === '1';
+export const PHASES = new Set((process.env.BENCH_PHASES ?? 'ingest,e2e,processing,scale').split(',').map((p) => p.trim()));
+export const CPU_PROF = process.env.BENCH_CPU_PROF === '1';
+export const KEEP = process.env.BENCH_KEEP === '1' || CPU_PROF;
+export const PGSTAT = process.env.BENCH_PGSTAT === '1';
+/** The service runs with the node flags `npm start` gives it (package.json), then any from BENCH_SERVICE_NODE_ARGS. */
+export const SERVICE_NODE_ARGS = [
+  ...(JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).scripts.start as string).split(' ').filter((arg) => /^--(?!import)/.test(arg)),
+  ...(process.env.BENCH_SERVICE_NODE_ARGS ?? '').split(' ').filter(Boolean),
+];
+
+export const PLAN = {
+  ingest: { connections: 32, seconds: QUICK ? 5 : 15, warmupSeconds: QUICK ? 1 : 3 },
+  e2e: { rate: 200, seconds: QUICK ? 5 : 20, warmupSeconds: QUICK ? 1 : 3, latencyMs: 20 },
+  processing: { jobs: QUICK ? 1_000 : 10_000 },
+  scale: { small: 10_000, large: QUICK ? 100_000 : 1_000_000, connections: 4, seconds: QUICK ? 3 : 8, warmupSeconds: QUICK ? 1 : 2 },
+  /** Raised per-store pacing for runs against the sandbox, which has no rate limit. */
+  pacing: '*=2000:2000',
+};
+
+export const TARGETS: Record<string, { op: '>=' | '<='; value: number }> = {
+  'ingest.ratio': { op: '>=', value: 0.6 },
+  'ingest.p99_ms': { op: '<=', value: 50 },
+  'e2e.p99_ms': { op: '<=', value: 1500 },
+  'processing.ratio': { op: '>=', value: 0.5 },
+  'scale.list_p99_growth': { op: '<=', value: 1.5 },
+  'scale.stats_p99_ms': { op: '<=', value: 50 },
+  rss_mb: { op: '<=', value: 256 },
+};
+
+/** One phase's figures, by results.json key. */
+export type Results = Record<string, number | string | null>;
