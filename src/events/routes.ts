@@ -1,0 +1,20 @@
+import { initServer } from '@ts-rest/express';
+import { contract } from '../../contract/index.ts';
+import { principalOf } from '../auth/principal.ts';
+import { listBody } from '../http/list.ts';
+import { withRequestId } from '../http/request-id.ts';
+import { presentEvent, type EventService } from './service.ts';
+
+export function eventRoutes(events: EventService) {
+  const s = initServer();
+  return s.router(contract.events, {
+    list: async ({ query, req }) => ({
+      status: 200,
+      body: listBody(req, await events.list(principalOf(req).userId, query), presentEvent as never),
+    }),
+    get: async ({ params, req }) => ({
+      status: 200,
+      body: withRequestId(req, presentEvent(await events.get(principalOf(req).userId, params.id))) as never,
+    }),
+  });
+}
