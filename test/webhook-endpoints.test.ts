@@ -203,14 +203,19 @@ describe('webhook endpoints', () => {
     expect((await service.api.post('/v1/webhook_endpoints', { token: user.token, body: { url: receiver.url(freshPath()), enabledEvents: ['*'] } })).status).toBe(201);
   });
 
-  it('a disabled endpoint gets no events but its pings; enabling it clears disabledReason', async () => {
+  it('a disabled endpoint cannot be tested; enabling it clears disabledReason', async () => {
     const endpoint = await createEndpoint(alice);
     const disabled = await service.api.patch(`/v1/webhook_endpoints/${endpoint.id}`, { token: alice.token, body: { status: 'disabled' } });
     expect(disabled.body).toMatchObject({ status: 'disabled', disabledReason: null });
-    await service.api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: alice.token });
-    await waitFor(async () => receiver.at(endpoint.path).length === 1, 10_000, 'the ping to a disabled endpoint');
-    await queryRows(service.databaseUrl, `update webhook_endpoints set disabled_reason = 'Every delivery failed' where id = $1`, [endpoint.id]);
+    const refused = await service.api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: alice.token });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.details.reason).toBe('endpoint_disabled');
+    await queryRows(service.databaseUrl, `update webhook_endpoints set disabled_reason = 'Every delivery failed', failing_since = now() where id = $1`, [endpoint.id]);
     const enabled = await service.api.patch(`/v1/webhook_endpoints/${endpoint.id}`, { token: alice.token, body: { status: 'enabled' } });
     expect(enabled.body).toMatchObject({ status: 'enabled', disabledReason: null });
+    const [row] = await queryRows<{ failing_since: Date | null }>(service.databaseUrl, 'select failing_since from webhook_endpoints where id = $1', [endpoint.id]);
+    expect(row!.failing_since).toBeNull();
+    expect((await service.api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: alice.token })).status).toBe(202);
+    await waitFor(async () => receiver.at(endpoint.path).length === 1, 10_000, 'the ping');
   });
 });

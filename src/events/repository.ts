@@ -32,8 +32,8 @@ export function eventPayload(id: string, event: NewEvent, createdAt: Date): stri
 
 /**
  * One statement: the events, and one pending delivery per event and enabled endpoint of its owner
- * subscribed to its type (or, with `onlyEndpointId`, to that endpoint alone, enabled or not: a test
- * send). Returns the deliveries, whose queue messages the caller inserts in the same transaction.
+ * subscribed to its type (or, with `onlyEndpointId`, to that endpoint alone: a test send). Returns
+ * the deliveries, whose queue messages the caller inserts in the same transaction.
  */
 export async function insertEventsWithDeliveries(trx: Trx, events: NewEvent[], onlyEndpointId: string | null = null): Promise<QueuedDelivery[]> {
   const now = new Date();

@@ -124,9 +124,10 @@ export class WebhookEndpointService {
     return { endpoint, secret };
   }
 
-  /** Queues a `ping` for this endpoint only, enabled or not; returns its delivery. */
+  /** Queues a `ping` for this endpoint only; returns its delivery. */
   async test(ownerId: string, id: string): Promise<WebhookDelivery> {
     const endpoint = await this.get(ownerId, id);
+    if (endpoint.status !== 'enabled') throw endpointDisabled();
     const deliveryId = await this.em.transactional((em) =>
       this.ctx.outbox.appendForEndpoint(transactionOf(em), pingEvent(endpoint.ownerId, endpoint.id), endpoint.id),
     );
@@ -158,7 +159,7 @@ export class WebhookEndpointService {
       if (!delivery) throw notFound();
       const next = applyDeliveryEvent(delivery, { type: 'RETRY' }, this.ctx.config.webhooks.deliveryScheduleMs);
       if (!next) throw conflict('delivery_not_failed', `Only failed deliveries can be retried; this one is ${delivery.status}.`);
-      if (endpoint.status !== 'enabled') throw conflict('endpoint_disabled', 'The endpoint is disabled; enable it first.');
+      if (endpoint.status !== 'enabled') throw endpointDisabled();
       const now = new Date();
       const queueMessageId = newMessageId();
       Object.assign(delivery, next.state, {
@@ -178,6 +179,8 @@ export class WebhookEndpointService {
     if (refusal) throw validationFailed('url', `The URL ${refusal}.`);
   }
 }
+
+const endpointDisabled = () => conflict('endpoint_disabled', 'The endpoint is disabled; enable it first.');
 
 /** The Kysely transaction under an ORM transaction, for the outbox and queue inserts that join it. */
 export function transactionOf(em: EntityManager): Trx {

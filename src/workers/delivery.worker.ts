@@ -47,8 +47,8 @@ export class DeliveryWorker {
       return;
     }
     const logged = log.child({ endpoint_id: work.endpointId, event_id: work.eventId });
-    // A disabled endpoint gets nothing but its test pings; the rest fail at once and can be retried by hand.
-    if (work.endpoint.status !== 'enabled' && work.eventType !== 'ping') {
+    // A disabled endpoint gets nothing: what was queued for it fails at once, and can be retried by hand once it is enabled.
+    if (work.endpoint.status !== 'enabled') {
       await this.record(work, { type: 'ABANDON' }, null, logged);
       return;
     }

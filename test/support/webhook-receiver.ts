@@ -17,6 +17,10 @@ export interface ReceivedDelivery {
   /** Which of the path's secrets verified it (index into `secrets`), each alone. */
   verifiedBy: number[];
   receivedAt: number;
+  /** Whether the whole answer was written before the connection closed (the sender may stop reading). */
+  answered?: boolean;
+  /** When the connection of this request closed. */
+  closedAt?: number;
 }
 
 export interface Behaviour {
@@ -27,6 +31,8 @@ export interface Behaviour {
   hang?: boolean;
   headers?: Record<string, string>;
   body?: string;
+  /** Answer with this many bytes of body instead of `body`. */
+  bodyBytes?: number;
 }
 
 export class WebhookReceiver {
@@ -104,9 +110,13 @@ export class WebhookReceiver {
       this.hanging.add(res);
       return;
     }
+    res.on('close', () => {
+      delivery.answered = res.writableFinished;
+      delivery.closedAt = Date.now();
+    });
     const answer = () => {
       res.writeHead(behaviour.status ?? 200, { 'content-type': 'text/plain', ...behaviour.headers });
-      res.end(behaviour.body ?? 'ok');
+      res.end(behaviour.bodyBytes !== undefined ? Buffer.alloc(behaviour.bodyBytes, 'x') : (behaviour.body ?? 'ok'));
     };
     if (behaviour.delayMs) setTimeout(answer, behaviour.delayMs);
     else answer();
