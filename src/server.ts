@@ -16,6 +16,7 @@ import { Queue } from './queue/queue.ts';
 import { startReconciliationScheduler } from './reconciliation/scheduler.ts';
 import { createServices } from './services.ts';
 import { SecretBox } from './shared/secrets.ts';
+import { guardedAgent } from './shared/url-safety.ts';
 import { oldestPendingDeliveryAt } from './webhook-endpoints/repository.ts';
 import { startWorkers } from './workers/index.ts';
 
@@ -58,6 +59,8 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         timeoutMs: config.platformTimeoutMs,
         pacing: config.platformPacing,
         observe: metrics.observePlatformCall,
+        // Stores reached by their own domain: checked on every connection, like webhook endpoints.
+        ...(!config.platformBaseUrl && !config.urlPolicy.allowPrivateAddresses && { dispatcher: guardedAgent(config.urlPolicy) }),
       }),
     };
     metrics.observeOldestPendingDelivery(() => oldestPendingDeliveryAt(sqlOf(orm)));

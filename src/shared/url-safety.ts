@@ -74,13 +74,29 @@ export async function urlRefusal(rawUrl: string, policy: UrlPolicy): Promise<str
 export async function hostRefusal(host: string, policy: UrlPolicy): Promise<string | null> {
   if (policy.allowPrivateAddresses) return null;
   const bare = unbracketed(host.toLowerCase()).replace(/\.$/, '');
-  if (isLocalhostName(bare)) return `${bare} is a loopback host name`;
+  if (isLocalhostName(bare)) return `must not point at ${bare} (a loopback host name)`;
   const addresses = isIP(bare) ? [bare] : await resolveForCheck(bare);
   for (const address of addresses) {
     const range = forbiddenRange(address);
     if (range) return `must not point at ${describeAddress(bare, address, range)}`;
   }
   return null;
+}
+
+/**
+ * Why a store's shop domain may not be called, or null. Only when store URLs are `https://{shopDomain}`
+ * (no PLATFORM_BASE_URL): a template set by the operator decides where calls go instead.
+ */
+export function shopDomainRefusal(shopDomain: string, settings: { platformBaseUrl: string | null; urlPolicy: UrlPolicy }): Promise<string | null> {
+  if (settings.platformBaseUrl !== null) return Promise.resolve(null);
+  // The URL parser reads the host as a platform call would (`0177.0.0.1` is 127.0.0.1).
+  let host: string;
+  try {
+    host = new URL(`https://${shopDomain}`).hostname;
+  } catch {
+    return Promise.resolve('is not a host name');
+  }
+  return hostRefusal(host, settings.urlPolicy);
 }
 
 async function resolveForCheck(host: string): Promise<string[]> {
