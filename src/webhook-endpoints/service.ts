@@ -1,8 +1,8 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
-import type { Trx } from '../db/sql.ts';
 import { applyDeliveryEvent } from '../../machines/delivery.machine.ts';
 import { MAX_WEBHOOK_ENDPOINTS_PER_USER } from '../../contract/webhook-endpoints.ts';
 import type { AppContext } from '../context.ts';
+import { transactionOf } from '../events/outbox.ts';
 import { pingEvent } from '../events/types.ts';
 import { newMessageId } from '../queue/queue.ts';
 import { conflict, notFound, validationFailed } from '../shared/errors.ts';
@@ -181,10 +181,3 @@ export class WebhookEndpointService {
 }
 
 const endpointDisabled = () => conflict('endpoint_disabled', 'The endpoint is disabled; enable it first.');
-
-/** The Kysely transaction under an ORM transaction, for the outbox and queue inserts that join it. */
-export function transactionOf(em: EntityManager): Trx {
-  const trx = em.getTransactionContext<Trx>();
-  if (!trx) throw new Error('not inside a transaction');
-  return trx;
-}
