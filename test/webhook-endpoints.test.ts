@@ -145,6 +145,15 @@ describe('webhook endpoints', () => {
     const [, later] = await waitFor(async () => receiver.at(endpoint.path).length === 2 && receiver.at(endpoint.path), 10_000, 'the second ping');
     expect(later!.verifiedBy).toEqual([0]);
     expect(String(later!.headers['webhook-signature']).split(' ')).toHaveLength(1);
+
+    // Neither secret, nor a signature made with one, is in any log line of the service.
+    const logs = service.logs.join('\n');
+    expect(service.logs.some((line) => line.includes(endpoint.id))).toBe(true);
+    for (const secret of [endpoint.secret, rotated.body.secret]) {
+      expect(logs).not.toContain(secret);
+      expect(logs).not.toContain(secret.slice('whsec_'.length));
+    }
+    expect(logs).not.toContain(String(later!.headers['webhook-signature']));
   });
 
   it('deletes an endpoint: 204, then 404, and its pending deliveries stop', async () => {

@@ -5,6 +5,10 @@ import { listBody } from '../http/list.ts';
 import { withRequestId } from '../http/request-id.ts';
 import { presentEvent, type EventService } from './service.ts';
 
+/**
+ * The stored payload is the event exactly as delivered, built from the typed presenters when it was
+ * written; the contract's response validation checks it against the event schemas on the way out.
+ */
 export function eventRoutes(events: EventService) {
   const s = initServer();
   return s.router(contract.events, {
