@@ -148,8 +148,9 @@ describe('delivery', () => {
     const slow = await createEndpoint(service, user);
     const fast = await createEndpoint(service, user);
     receiver.behave(slow.path, { hang: true });
-    // More than the slots one endpoint may hold (4), each held for the whole timeout.
-    for (let i = 0; i < 10; i++) await ping(service, user, slow.id);
+    // A burst of more than the slots one endpoint may hold (4), each held for the whole timeout:
+    // the worker's slots fetch its messages all at once.
+    await Promise.all(Array.from({ length: 12 }, () => ping(service, user, slow.id)));
     await waitFor(async () => receiver.at(slow.path).length >= 4, 10_000, 'the slow endpoint to hold its slots');
 
     const sent = Date.now();

@@ -55,6 +55,8 @@ export const WebhookDelivery = defineEntity({
     /** The first 1 KiB of the receiver's last answer, for operators; never returned by the API. */
     lastResponseExcerpt: p.text().nullable(),
     durationMs: p.integer().nullable(),
+    /** While an attempt holds one of the endpoint's sending slots: until when (a lease, freed when the attempt is recorded). */
+    sendingUntil: p.datetime().nullable(),
     /** Id of the only queue message allowed to attempt this delivery; older ones are stale. */
     queueMessageId: p.string().nullable(),
     version: p.integer().version(),
@@ -64,8 +66,14 @@ export const WebhookDelivery = defineEntity({
   indexes: [
     { properties: ['endpointId', 'id'] },
     { properties: ['eventId'] },
-    // The oldest pending delivery (a metric) and retention.
+    // The oldest pending delivery (a metric).
     { properties: ['status', 'createdAt'] },
+    // The slots an endpoint's attempts hold: only the few deliveries being sent are in it.
+    {
+      name: 'webhook_deliveries_sending_index',
+      properties: ['endpointId'],
+      expression: 'create index "webhook_deliveries_sending_index" on "webhook_deliveries" ("endpoint_id") where "sending_until" is not null',
+    },
   ],
 });
 export type WebhookDelivery = InferEntity<typeof WebhookDelivery>;

@@ -83,7 +83,7 @@ export interface AttemptRecord extends DeliveryState {
   updatedAt: Date;
 }
 
-/** Writes an attempt's outcome unless another worker moved the delivery first; whether it was written. */
+/** Writes an attempt's outcome, freeing its sending slot, unless another worker moved the delivery first; whether it was written. */
 export async function recordAttempt(db: Db | Trx, record: AttemptRecord): Promise<boolean> {
   const { rows } = await sql<{ id: string }>`
     update webhook_deliveries set
@@ -91,11 +91,45 @@ export async function recordAttempt(db: Db | Trx, record: AttemptRecord): Promis
       last_attempt_at = coalesce(${record.lastAttemptAt}::timestamptz, last_attempt_at), next_attempt_at = ${record.nextAttemptAt},
       last_response_status = ${record.lastResponseStatus}, last_error = ${record.lastError},
       last_response_excerpt = ${record.lastResponseExcerpt}, duration_ms = coalesce(${record.durationMs}::int, duration_ms),
-      queue_message_id = ${record.queueMessageId}, updated_at = ${record.updatedAt}, version = version + 1
+      queue_message_id = ${record.queueMessageId}, sending_until = null, updated_at = ${record.updatedAt}, version = version + 1
     where id = ${record.id} and version = ${record.version}
     returning id
   `.execute(db);
   return rows.length === 1;
+}
+
+/** Moves a delivery to a new queue message without an attempt (it waits for its turn); whether it was moved. */
+export async function moveToMessage(db: Db | Trx, deliveryId: string, version: number, queueMessageId: string, now: Date): Promise<boolean> {
+  const { rows } = await sql<{ id: string }>`
+    update webhook_deliveries set queue_message_id = ${queueMessageId}, updated_at = ${now}, version = version + 1
+    where id = ${deliveryId} and version = ${version}
+    returning id
+  `.execute(db);
+  return rows.length === 1;
+}
+
+/**
+ * Takes one of the endpoint's `limit` sending slots for the delivery, in the caller's transaction;
+ * whether it got one. A slot is held until the attempt is recorded (`recordAttempt` frees it) or
+ * `leaseUntil` passes (its worker died). The endpoint's row lock serialises the takers, and each
+ * counts in its own statement after the lock, so it sees every slot taken before it: the bound is
+ * exact however many workers, in however many processes, race for the endpoint.
+ */
+export async function takeSendingSlot(
+  trx: Trx,
+  slot: { endpointId: string; deliveryId: string; version: number; limit: number; now: Date; leaseUntil: Date },
+): Promise<boolean> {
+  await sql`select id from webhook_endpoints where id = ${slot.endpointId} for update`.execute(trx);
+  const { rows } = await sql<{ count: string | number }>`
+    select count(*) as count from webhook_deliveries where endpoint_id = ${slot.endpointId} and sending_until > ${slot.now}
+  `.execute(trx);
+  if (Number(rows[0]?.count ?? 0) >= slot.limit) return false;
+  const { rows: taken } = await sql<{ id: string }>`
+    update webhook_deliveries set sending_until = ${slot.leaseUntil}, version = version + 1
+    where id = ${slot.deliveryId} and version = ${slot.version}
+    returning id
+  `.execute(trx);
+  return taken.length === 1;
 }
 
 /** A delivery to the endpoint succeeded: its run of failures, if any, is over. */

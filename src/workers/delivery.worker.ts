@@ -5,17 +5,34 @@ import type { AppContext } from '../context.ts';
 import { sqlOf } from '../db/sql.ts';
 import { newMessageId } from '../queue/queue.ts';
 import { guardedAgent } from '../shared/url-safety.ts';
-import { loadDelivery, markEndpointFailing, markEndpointHealthy, recordAttempt, type AttemptRecord, type DeliveryWork } from '../webhook-endpoints/repository.ts';
+import {
+  loadDelivery,
+  markEndpointFailing,
+  markEndpointHealthy,
+  moveToMessage,
+  recordAttempt,
+  takeSendingSlot,
+  type AttemptRecord,
+  type DeliveryWork,
+} from '../webhook-endpoints/repository.ts';
 import { attemptDelivery, type AttemptResult } from '../webhook-endpoints/sender.ts';
 import { signingSecrets } from '../webhook-endpoints/signing.ts';
 
 /**
- * Deliveries in flight to one endpoint at most, across every worker process (pg-boss
- * `groupConcurrency`, each delivery's message being in its endpoint's group): a slow or dead
+ * Deliveries in flight to one endpoint at most, across every worker process: a slow or dead
  * endpoint holds at most this many of a process's WEBHOOK_DELIVERY_CONCURRENCY slots, and the rest
- * keep serving other endpoints.
+ * keep serving other endpoints. pg-boss's `groupConcurrency` (each delivery's message is in its
+ * endpoint's group) keeps fetches from taking more, but each fetch judges on its own, so fetches
+ * racing each other overshoot it; a sending slot taken under the endpoint's row lock
+ * (`takeSendingSlot`) makes the bound exact, and a message that gets none waits its turn.
  */
 export const DELIVERIES_PER_ENDPOINT = 4;
+
+/** How long a delivery that found its endpoint's slots taken waits before it tries again (plus up to as much jitter). */
+const BUSY_ENDPOINT_WAIT_MS = 500;
+
+/** A sending slot is held past the attempt's timeout by this much before it counts as abandoned (its worker died). */
+const SLOT_LEASE_MARGIN_MS = 30_000;
 
 /** A queue message naming the delivery it may attempt. */
 export interface DeliveryMessage {
@@ -52,6 +69,10 @@ export class DeliveryWorker {
       await this.record(work, { type: 'ABANDON' }, null, logged);
       return;
     }
+    if (!(await this.takeSlot(work))) {
+      await this.waitTurn(work, logged);
+      return;
+    }
     const result = await attemptDelivery(this.dispatcher, {
       url: work.endpoint.url,
       webhookId: work.eventId,
@@ -61,6 +82,31 @@ export class DeliveryWorker {
     });
     this.ctx.metrics.deliveryAttemptDuration.observe({ outcome: result.outcome }, result.durationMs / 1000);
     await this.record(work, { type: result.ok ? 'SUCCEED' : 'FAIL' }, result, logged);
+  }
+
+  /** One of the endpoint's DELIVERIES_PER_ENDPOINT sending slots; on success the delivery's version moved on. */
+  private async takeSlot(work: DeliveryWork): Promise<boolean> {
+    const now = new Date();
+    const leaseUntil = new Date(now.getTime() + this.ctx.config.webhooks.deliveryTimeoutMs + SLOT_LEASE_MARGIN_MS);
+    const taken = await sqlOf(this.ctx.orm)
+      .transaction()
+      .execute((trx) => takeSendingSlot(trx, { endpointId: work.endpointId, deliveryId: work.id, version: work.version, limit: DELIVERIES_PER_ENDPOINT, now, leaseUntil }));
+    if (taken) work.version++;
+    return taken;
+  }
+
+  /** The same attempt, a little later, under a new queue message; no attempt is counted. */
+  private async waitTurn(work: DeliveryWork, log: Logger): Promise<void> {
+    const queueMessageId = newMessageId();
+    const delayMs = BUSY_ENDPOINT_WAIT_MS + Math.floor(Math.random() * BUSY_ENDPOINT_WAIT_MS);
+    const moved = await sqlOf(this.ctx.orm)
+      .transaction()
+      .execute(async (trx) => {
+        if (!(await moveToMessage(trx, work.id, work.version, queueMessageId, new Date()))) return false;
+        await this.ctx.queue.insertIn(trx, 'webhookDelivery', [{ id: queueMessageId, message: { deliveryId: work.id }, delayMs, groupId: work.endpointId }]);
+        return true;
+      });
+    log.debug({ moved, retry_in_ms: delayMs }, "every sending slot of the endpoint is taken; the delivery waits its turn");
   }
 
   private async record(work: DeliveryWork, event: DeliveryEvent, result: AttemptResult | null, log: Logger): Promise<void> {

@@ -104,16 +104,16 @@ export class WebhookReceiver {
     });
     const delivery: ReceivedDelivery = { path, headers, body, event, verifiedBy, receivedAt: Date.now() };
     this.deliveries.push(delivery);
+    res.on('close', () => {
+      delivery.answered = res.writableFinished;
+      delivery.closedAt = Date.now();
+    });
     const configured = this.behaviours.get(path);
     const behaviour = (typeof configured === 'function' ? configured(delivery) : configured) ?? {};
     if (behaviour.hang) {
       this.hanging.add(res);
       return;
     }
-    res.on('close', () => {
-      delivery.answered = res.writableFinished;
-      delivery.closedAt = Date.now();
-    });
     const answer = () => {
       res.writeHead(behaviour.status ?? 200, { 'content-type': 'text/plain', ...behaviour.headers });
       res.end(behaviour.bodyBytes !== undefined ? Buffer.alloc(behaviour.bodyBytes, 'x') : (behaviour.body ?? 'ok'));
