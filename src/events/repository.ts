@@ -10,13 +10,21 @@ export interface QueuedDelivery {
   queueMessageId: string;
 }
 
+interface EventRow {
+  id: string;
+  owner_id: string;
+  reseller_store_id: string | null;
+  type: string;
+  payload: string;
+}
+
 /**
  * A time-sortable `dlv_` id made by the database: the millisecond clock in hex, as the first 48 bits
  * of a UUIDv7 are (so ids sort by creation and serve as paging cursors like every other id), then
  * random hex. Made in SQL because the fan-out learns how many deliveries there are only as it
  * inserts them; PostgreSQL 13 has no uuidv7().
  */
-const DELIVERY_ID = sql`'dlv_' || lpad(to_hex(floor(extract(epoch from clock_timestamp()) * 1000)::bigint), 12, '0') || substr(replace(gen_random_uuid()::text, '-', ''), 13)`;
+const DELIVERY_ID = sql<string>`'dlv_' || lpad(to_hex(floor(extract(epoch from clock_timestamp()) * 1000)::bigint), 12, '0') || substr(replace(gen_random_uuid()::text, '-', ''), 13)`;
 
 /** The event as it is delivered and listed; its bytes are signed the same way on every attempt. */
 export function eventPayload(id: string, event: NewEvent, createdAt: Date): string {
@@ -37,28 +45,61 @@ export function eventPayload(id: string, event: NewEvent, createdAt: Date): stri
  */
 export async function insertEventsWithDeliveries(trx: Trx, events: NewEvent[], onlyEndpointId: string | null = null): Promise<QueuedDelivery[]> {
   const now = new Date();
-  const rows = events.map((event) => {
+  const rows: EventRow[] = events.map((event) => {
     const id = newId('event');
     return { id, owner_id: event.ownerId, reseller_store_id: event.resellerStoreId, type: event.type, payload: eventPayload(id, event, now) };
   });
-  const { rows: deliveries } = await sql<QueuedDelivery>`
-    with e as (
-      select * from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as e(id text, owner_id text, reseller_store_id text, type text, payload text)
-    ), inserted as (
-      insert into events (id, owner_id, reseller_store_id, type, payload, created_at)
-      select id, owner_id, reseller_store_id, type, payload, ${now} from e
-    ), target as (
-      select e.id as event_id, e.type, e.owner_id, w.id as endpoint_id
-      from e join webhook_endpoints w on w.owner_id = e.owner_id
-      where case when ${onlyEndpointId}::text is null
-        then w.status = 'enabled' and (w.enabled_events @> '["*"]'::jsonb or w.enabled_events @> jsonb_build_array(e.type))
-        else w.id = ${onlyEndpointId}::text end
+  return trx
+    // (A raw CTE body is not parenthesised by Kysely, hence the parentheses.)
+    .with(
+      'e',
+      () => sql<EventRow>`(
+        select * from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as e(id text, owner_id text, reseller_store_id text, type text, payload text))`,
     )
-    insert into webhook_deliveries (id, owner_id, endpoint_id, event_id, event_type, status, attempts, schedule_attempts,
-      next_attempt_at, queue_message_id, version, created_at, updated_at)
-    select ${DELIVERY_ID}, owner_id, endpoint_id, event_id, type, 'pending', 0, 0, ${now}, gen_random_uuid()::text, 1, ${now}, ${now}
-    from target
-    returning id, endpoint_id as "endpointId", queue_message_id as "queueMessageId"
-  `.execute(trx);
-  return deliveries;
+    .with('inserted', (db) =>
+      db
+        .insertInto('events')
+        .columns(['id', 'owner_id', 'reseller_store_id', 'type', 'payload', 'created_at'])
+        .expression((eb) => eb.selectFrom('e').select(['id', 'owner_id', 'reseller_store_id', 'type', 'payload', eb.val(now).as('created_at')])),
+    )
+    .with('target', (db) =>
+      db
+        .selectFrom('e')
+        .innerJoin('webhook_endpoints as w', 'w.owner_id', 'e.owner_id')
+        .select(['e.id as event_id', 'e.type', 'e.owner_id', 'w.id as endpoint_id'])
+        .where((eb) =>
+          onlyEndpointId === null
+            ? eb.and([
+                eb('w.status', '=', 'enabled'),
+                eb.or([sql<boolean>`w.enabled_events @> '["*"]'::jsonb`, sql<boolean>`w.enabled_events @> jsonb_build_array(e.type)`]),
+              ])
+            : eb('w.id', '=', onlyEndpointId),
+        ),
+    )
+    .insertInto('webhook_deliveries')
+    .columns([
+      'id', 'owner_id', 'endpoint_id', 'event_id', 'event_type', 'status', 'attempts', 'schedule_attempts',
+      'next_attempt_at', 'queue_message_id', 'version', 'created_at', 'updated_at',
+    ])
+    .expression((eb) =>
+      eb
+        .selectFrom('target')
+        .select([
+          DELIVERY_ID.as('id'),
+          'owner_id',
+          'endpoint_id',
+          'event_id',
+          'type as event_type',
+          eb.val('pending').as('status'),
+          eb.lit(0).as('attempts'),
+          eb.lit(0).as('schedule_attempts'),
+          eb.val(now).as('next_attempt_at'),
+          sql<string>`gen_random_uuid()::text`.as('queue_message_id'),
+          eb.lit(1).as('version'),
+          eb.val(now).as('created_at'),
+          eb.val(now).as('updated_at'),
+        ]),
+    )
+    .returning(['id', 'endpoint_id as endpointId', sql<string>`queue_message_id`.as('queueMessageId')])
+    .execute();
 }
