@@ -7,9 +7,9 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sqlOf } from '../src/db/sql.ts';
-import { orderReconciledEvent } from '../src/events/types.ts';
 import { buildFulfillmentPayload, sendWebhook, startSandbox, type Sandbox } from './sandbox/server.ts';
 import { queryRows } from './support/database.ts';
+import { finishedRun, idOf, jobsByOrder, openReseller, placeOrders, reconcile } from './support/reconciliation.ts';
 import { createResellerStore, createSourceStore, registerUser, type TestUser } from './support/factories.ts';
 import { startTestService, type TestService } from './support/service.ts';
 import { waitFor } from './support/wait.ts';
@@ -23,7 +23,14 @@ let service: TestService;
 beforeAll(async () => {
   sandbox = await startSandbox();
   receiver = await WebhookReceiver.start();
-  service = await startTestService({ PLATFORM_BASE_URL: sandbox.baseUrlTemplate, SYNC_RETRY_BASE_DELAY_MS: '50', WEBHOOK_DELIVERY_SCHEDULE_MS: '0,200,400' });
+  service = await startTestService({
+    PLATFORM_BASE_URL: sandbox.baseUrlTemplate,
+    SYNC_RETRY_BASE_DELAY_MS: '50',
+    WEBHOOK_DELIVERY_SCHEDULE_MS: '0,200,400',
+    // Reconciliation runs only when asked, and every order is old enough for it at once.
+    RECONCILE_INTERVAL_MS: '0',
+    RECONCILE_GRACE_MS: '0',
+  });
 });
 afterAll(async () => {
   await service?.stop();
@@ -156,13 +163,24 @@ describe('every event type, delivered and verified', () => {
     sandbox.clearFaults(shop.reseller.shopDomain);
   });
 
-  it('order.reconciled, appended by reconciliation in its own transaction', async () => {
-    const shop = await openShop();
-    const event = orderReconciledEvent({ ownerId: (await service.api.get('/v1/auth/me', { token: shop.user.token })).body.id, resellerStoreId: shop.reseller.id, externalOrderId: '4711', syncJobIds: ['job_1'] });
-    await sqlOf(service.ctx.orm).transaction().execute((trx) => service.ctx.outbox.append(trx, [event]));
-    const delivered = await waitForEvent(shop.path, 'order.reconciled', '4711');
-    expect(delivered.verifiedBy).toEqual([0]);
-    expect(delivered.event!.data.object).toEqual({ resellerStoreId: shop.reseller.id, externalOrderId: '4711', syncJobIds: ['job_1'] });
+  it('order.reconciled when reconciliation routes an order whose webhook was lost', async () => {
+    const reseller = await openReseller(sandbox, { api: service.api, url: service.url, databaseUrl: service.databaseUrl }, 'platform_b');
+    const path = `/events/${uniqueSuffix()}`;
+    const endpoint = await service.api.post('/v1/webhook_endpoints', { token: reseller.user.token, body: { url: receiver.url(path), enabledEvents: ['order.reconciled', 'sync_job.created'] } });
+    receiver.trust(path, [endpoint.body.secret]);
+    const [lost] = await placeOrders(sandbox, reseller, 1, 'drop');
+    await finishedRun(reseller, await reconcile(reseller));
+
+    const reconciled = await waitForEvent(path, 'order.reconciled', idOf(lost!));
+    expect(reconciled.verifiedBy).toEqual([0]);
+    const jobs = await jobsByOrder(reseller);
+    expect(reconciled.event).toMatchObject({ resellerStoreId: reseller.store.id });
+    expect(reconciled.event!.data.object).toEqual({ resellerStoreId: reseller.store.id, externalOrderId: idOf(lost!), syncJobIds: jobs.get(idOf(lost!)) });
+    const created = await waitForEvent(path, 'sync_job.created', idOf(lost!));
+    expect(created.event!.data.object.id).toBe(jobs.get(idOf(lost!))![0]);
+    // A second run routes nothing, and says nothing.
+    await finishedRun(reseller, await reconcile(reseller));
+    expect(eventsAt(path, 'order.reconciled')).toHaveLength(1);
   });
 });
 
