@@ -135,6 +135,22 @@ describe('every event type, delivered and verified', () => {
     await waitForEvent(shop.path, 'sync_job.completed', jobId);
   });
 
+  it('sync_job.retried for every job a bulk retry retries', async () => {
+    const shop = await openShop();
+    sandbox.setFaults(shop.supplier.shopDomain, { alwaysFail: true, status: 503 });
+    const jobIds = [(await postOrder(shop)).jobId!, (await postOrder(shop)).jobId!];
+    for (const jobId of jobIds) await waitForEvent(shop.path, 'sync_job.dead', jobId);
+    sandbox.clearFaults(shop.supplier.shopDomain);
+    const bulk = await service.api.post('/v1/sync_jobs/bulk_retry', { token: shop.user.token, body: { status: 'dead', reseller_store_id: shop.reseller.id } });
+    expect(bulk.status).toBe(200);
+    expect([...bulk.body.syncJobIds].sort()).toEqual([...jobIds].sort());
+    for (const jobId of jobIds) {
+      const retried = await waitForEvent(shop.path, 'sync_job.retried', jobId);
+      expect(retried.verifiedBy).toEqual([0]);
+      expect(retried.event!.data.object).toMatchObject({ id: jobId, status: 'pending', attempts: 4, errorMessage: null });
+    }
+  });
+
   it('fulfillment.completed when tracking reaches the reseller order, fulfillment.dead when it cannot', async () => {
     const shop = await openShop();
     const { jobId } = await postOrder(shop);
