@@ -10,6 +10,9 @@ const ids = {
   fulfillment: 'ful_01a201b47619708d95b4165a1a703a86',
   request: 'req_5d3cc519db9d49029ca12ef17bf12787',
   reconciliation: 'rec_01a201c0a3d27c41b7f0c6c2d2f5e0a1',
+  event: 'evt_01a201b57f0a7c3e8d21e0b6f4c9a113',
+  endpoint: 'we_01a201ac60d27a4c9f1e5b7d2c8a4f06',
+  delivery: 'dlv_01a201b57f1b4e0d9a3c2f8e7b6d5c41',
 };
 const at = '2026-11-22T05:13:21.382Z';
 
@@ -45,6 +48,7 @@ const syncJob = {
 };
 const fulfillment = {
   id: ids.fulfillment,
+  syncJobId: ids.job,
   status: 'completed',
   attempts: 1,
   trackingNumbers: ['1Z999AA10123456784'],
@@ -90,6 +94,39 @@ const reconciliation = {
 const list = (url: string, item: object) => ({ object: 'list', data: [item], has_more: false, url, request_id: ids.request });
 const one = (item: object) => ({ ...item, request_id: ids.request });
 const received = { received: true, syncJobIds: [ids.job], request_id: ids.request };
+
+const syncJobEvent = {
+  id: ids.event,
+  object: 'event',
+  type: 'sync_job.completed',
+  createdAt: at,
+  resellerStoreId: ids.reseller,
+  data: { object: { ...syncJob, fulfillments: [] } },
+};
+const webhookEndpoint = {
+  id: ids.endpoint,
+  object: 'webhook_endpoint',
+  url: 'https://integrator.example/webhooks/orders',
+  enabledEvents: ['sync_job.completed', 'sync_job.dead', 'fulfillment.completed'],
+  description: 'ERP sync',
+  status: 'enabled',
+  disabledReason: null,
+  createdAt: at,
+  updatedAt: at,
+};
+const signingSecret = 'whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw';
+const delivery = {
+  id: ids.delivery,
+  eventId: ids.event,
+  eventType: 'sync_job.completed',
+  status: 'succeeded',
+  attempts: 1,
+  lastAttemptAt: at,
+  nextAttemptAt: null,
+  lastResponseStatus: 200,
+  lastError: null,
+  durationMs: 84,
+};
 
 export interface OperationExamples {
   request?: unknown;
@@ -176,6 +213,23 @@ export const EXAMPLES: Record<string, OperationExamples> = {
   webhooksFulfillments: {
     request: { order_id: 1002, tracking_provider: 'UPS', tracking_number: '1Z999AA10123456784', tracking_link: 'https://track.example/1Z999AA10123456784' },
     responses: { 200: received },
+  },
+  eventsList: { responses: { 200: list('/v1/events', syncJobEvent) } },
+  eventsGet: { responses: { 200: one(syncJobEvent) } },
+  webhookEndpointsCreate: {
+    request: { url: webhookEndpoint.url, enabledEvents: webhookEndpoint.enabledEvents, description: webhookEndpoint.description },
+    responses: { 201: one({ ...webhookEndpoint, secret: signingSecret }) },
+  },
+  webhookEndpointsList: { responses: { 200: list('/v1/webhook_endpoints', webhookEndpoint) } },
+  webhookEndpointsGet: { responses: { 200: one(webhookEndpoint) } },
+  webhookEndpointsUpdate: { request: { enabledEvents: ['*'] }, responses: { 200: one({ ...webhookEndpoint, enabledEvents: ['*'] }) } },
+  webhookEndpointsRotateSecret: { responses: { 200: one({ ...webhookEndpoint, secret: 'whsec_3kU1Wq0iFv9bTn6yRZp2XcLmAe8GhJsD' }) } },
+  webhookEndpointsTest: {
+    responses: { 202: one({ ...delivery, eventType: 'ping', status: 'pending', attempts: 0, lastAttemptAt: null, nextAttemptAt: at, lastResponseStatus: null, durationMs: null }) },
+  },
+  webhookEndpointsListDeliveries: { responses: { 200: list(`/v1/webhook_endpoints/${ids.endpoint}/deliveries`, delivery) } },
+  webhookEndpointsRetryDelivery: {
+    responses: { 200: one({ ...delivery, status: 'pending', attempts: 8, nextAttemptAt: at, lastResponseStatus: 503, lastError: 'answered 503 Service Unavailable', durationMs: 212 }) },
   },
   healthLive: { responses: { 200: { status: 'ok', request_id: ids.request } } },
   healthReady: {

@@ -2,11 +2,13 @@ import { apiKeysContract } from './api-keys.ts';
 import { auditLogContract } from './audit-log.ts';
 import { authContract } from './auth.ts';
 import { c } from './common.ts';
+import { eventsContract } from './events.ts';
 import { healthContract } from './health.ts';
 import { reconciliationsContract } from './reconciliations.ts';
 import { resellerStoresContract } from './reseller-stores.ts';
 import { sourceStoresContract } from './source-stores.ts';
 import { syncJobsContract } from './sync-jobs.ts';
+import { webhookEndpointsContract } from './webhook-endpoints.ts';
 import { webhooksContract } from './webhooks.ts';
 
 /** The whole API. The Express router and openapi.json are both generated from this. */
@@ -20,6 +22,8 @@ export const contract = c.router(
     syncJobs: syncJobsContract,
     auditLog: auditLogContract,
     webhooks: webhooksContract,
+    events: eventsContract,
+    webhookEndpoints: webhookEndpointsContract,
     health: healthContract,
   },
   { strictStatusCodes: true },

@@ -15,6 +15,13 @@ const TAGS: { name: string; prefix: string; description: string }[] = [
   { name: 'Audit log', prefix: '/v1/audit_log', description: 'Read-only record of what happened in a reseller store workspace.' },
   { name: 'Webhooks', prefix: '/v1/orders/webhook', description: 'Inbound platform webhooks, verified by HMAC-SHA256 instead of bearer auth.' },
   { name: 'Webhooks', prefix: '/v1/fulfillments/webhook', description: '' },
+  { name: 'Events', prefix: '/v1/events', description: 'What happened to sync jobs, fulfillments and orders, as delivered to webhook endpoints.' },
+  {
+    name: 'Webhook endpoints',
+    prefix: '/v1/webhook_endpoints',
+    description:
+      'Outbound webhooks for integrators: events POSTed to your URL, signed as Standard Webhooks 1.0 says (`webhook-id`, `webhook-timestamp`, `webhook-signature`), retried on a schedule over about a day.',
+  },
   { name: 'Operations', prefix: '/', description: 'Health and readiness probes.' },
 ];
 

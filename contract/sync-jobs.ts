@@ -27,8 +27,9 @@ const FulfillmentAttempt = openApi(AttemptFields.extend({
   resellerFulfillmentId: z.string().nullable().describe('The fulfillment the attempt created on the reseller order, when it succeeded.'),
 }), { title: 'FulfillmentAttempt' });
 
-const FulfillmentSchema = openApi(z.object({
+export const FulfillmentSchema = openApi(z.object({
   id: z.string(),
+  syncJobId: z.string().describe('The sync job whose order the tracking belongs to.'),
   status: AttemptStatusSchema,
   attempts: z.number().int(),
   trackingNumbers: z.array(z.string()),
@@ -58,10 +59,12 @@ const SyncJobFields = openApi(z.object({
   updatedAt: Timestamp,
 }), { title: 'SyncJobSummary' });
 
-const SyncJob = openApi(SyncJobFields.extend({
+/** A sync job as `GET /v1/sync_jobs/{id}` shows it; also the `data.object` of `sync_job.*` events. */
+export const SyncJobDetail = openApi(SyncJobFields.extend({
   fulfillments: z.array(FulfillmentSchema).describe('Tracking pushed back to the reseller order, oldest first.'),
-  request_id: RequestId,
-}), { title: 'SyncJob' });
+}), { title: 'SyncJobDetail' });
+
+const SyncJob = openApi(SyncJobDetail.extend({ request_id: RequestId }), { title: 'SyncJob' });
 
 const RetryableStatus = z.enum(['dead', 'failed']);
 

@@ -11,6 +11,7 @@ import { authRoutes } from './auth/routes.ts';
 import type { AppContext } from './context.ts';
 import { consoleRoutes } from './console/routes.ts';
 import { docsRoutes } from './docs/routes.ts';
+import { eventRoutes } from './events/routes.ts';
 import { healthRoutes } from './health/routes.ts';
 import { authenticate } from './http/authenticate.ts';
 import { requireHost } from './http/client-error.ts';
@@ -25,6 +26,7 @@ import { resellerStoreRoutes } from './reseller-stores/routes.ts';
 import type { Services } from './services.ts';
 import { sourceStoreRoutes } from './source-stores/routes.ts';
 import { syncJobRoutes } from './sync-jobs/routes.ts';
+import { webhookEndpointRoutes } from './webhook-endpoints/routes.ts';
 import { verifyWebhook } from './webhooks/intake.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 
@@ -102,6 +104,8 @@ export function createApp(ctx: AppContext, services: Services): Express {
     [contract.syncJobs, syncJobRoutes(services.syncJobs)],
     [contract.auditLog, auditLogRoutes(services.auditLog)],
     [contract.webhooks, webhookRoutes(services.webhooks)],
+    [contract.events, eventRoutes(services.events)],
+    [contract.webhookEndpoints, webhookEndpointRoutes(services.webhookEndpoints)],
   ] as const;
   for (const [routes, implementation] of routers) {
     createExpressEndpoints(routes, implementation as never, app, options as never);

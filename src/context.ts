@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { AccessTokens } from './auth/tokens.ts';
 import type { Config } from './config/index.ts';
 import type { Orm } from './db/orm.ts';
+import type { Outbox } from './events/outbox.ts';
 import type { Metrics } from './metrics/index.ts';
 import type { PlatformAdapter } from './platforms/types.ts';
 import type { Platform } from './orders/types.ts';
@@ -18,4 +19,6 @@ export interface AppContext {
   platforms: Record<Platform, PlatformAdapter>;
   queue: Queue;
   metrics: Metrics;
+  /** Events for integrators, appended in the transaction of the change they report. */
+  outbox: Outbox;
 }

@@ -8,12 +8,16 @@ import type { AppContext } from './context.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.ts';
 import { answerEverythingInTheEnvelope } from './http/client-error.ts';
 import { connectOrm } from './db/orm.ts';
+import { sqlOf } from './db/sql.ts';
+import { Outbox } from './events/outbox.ts';
 import { createPlatformAdapters } from './platforms/index.ts';
 import { Metrics } from './metrics/index.ts';
 import { Queue } from './queue/queue.ts';
 import { startReconciliationScheduler } from './reconciliation/scheduler.ts';
 import { createServices } from './services.ts';
 import { SecretBox } from './shared/secrets.ts';
+import { guardedAgent } from './shared/url-safety.ts';
+import { oldestPendingDeliveryAt } from './webhook-endpoints/repository.ts';
 import { startWorkers } from './workers/index.ts';
 
 export interface RunningService {
@@ -47,6 +51,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       orm,
       logger,
       queue,
+      outbox: new Outbox(queue, config.webhooks.deliveryScheduleMs[0]!),
       secrets: new SecretBox(config.encryptionKey),
       tokens: new AccessTokens(config.jwtSecret),
       platforms: createPlatformAdapters({
@@ -54,8 +59,11 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
         timeoutMs: config.platformTimeoutMs,
         pacing: config.platformPacing,
         observe: metrics.observePlatformCall,
+        // Stores reached by their own domain: checked on every connection, like webhook endpoints.
+        ...(!config.platformBaseUrl && !config.urlPolicy.allowPrivateAddresses && { dispatcher: guardedAgent(config.urlPolicy) }),
       }),
     };
+    metrics.observeOldestPendingDelivery(() => oldestPendingDeliveryAt(sqlOf(orm)));
     const services = createServices(ctx);
     // Workers stop with the queue (graceful: jobs in flight finish), which the stack stops after HTTP.
     if (config.runsWorker) {

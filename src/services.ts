@@ -2,6 +2,7 @@ import { ApiKeyService } from './api-keys/service.ts';
 import { AuditLogService } from './audit-log/service.ts';
 import { AuthService } from './auth/service.ts';
 import type { AppContext } from './context.ts';
+import { EventService } from './events/service.ts';
 import { FulfillmentService } from './fulfillments/service.ts';
 import { RoutedOrderRepository } from './orders/repository.ts';
 import { ReconciliationRepository } from './reconciliation/repository.ts';
@@ -10,6 +11,7 @@ import { ReconciliationService } from './reconciliation/service.ts';
 import { ResellerStoreService } from './reseller-stores/service.ts';
 import { SourceStoreService } from './source-stores/service.ts';
 import { SyncJobService } from './sync-jobs/service.ts';
+import { WebhookEndpointService } from './webhook-endpoints/service.ts';
 import { WebhookService } from './webhooks/service.ts';
 
 export type Services = ReturnType<typeof createServices>;
@@ -37,5 +39,7 @@ export function createServices(ctx: AppContext) {
       route: (store, order, reconciliationId) => webhooks.routeOrder(store, order, { source: 'reconciliation', reconciliationId }),
     }),
     auditLog: new AuditLogService(ctx),
+    events: new EventService(ctx),
+    webhookEndpoints: new WebhookEndpointService(ctx),
   };
 }

@@ -169,3 +169,34 @@ describe('loadConfig', () => {
     expect(path.isAbsolute(loadConfig(valid({ DATA_DIR: 'relative/dir' })).dataDir)).toBe(true);
   });
 });
+
+describe('webhook delivery settings', () => {
+  it('defaults to the schedule of events.md, a 5-day disable window, a 10 s timeout and the production URL policy', () => {
+    expect(loadConfig(valid()).webhooks).toEqual({
+      deliveryScheduleMs: [0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000],
+      disableAfterMs: 5 * 24 * 3_600_000,
+      deliveryConcurrency: 16,
+      deliveryTimeoutMs: 10_000,
+    });
+    expect(loadConfig(valid()).urlPolicy).toEqual({ httpsOnly: false, allowPrivateAddresses: true });
+    expect(loadConfig(valid({ NODE_ENV: 'production' })).urlPolicy).toEqual({ httpsOnly: true, allowPrivateAddresses: false });
+    expect(loadConfig(valid({ NODE_ENV: 'production', WEBHOOK_ALLOW_PRIVATE_URLS: 'true' })).urlPolicy).toEqual({ httpsOnly: true, allowPrivateAddresses: true });
+  });
+
+  it('reads a schedule of delays before each attempt', () => {
+    expect(loadConfig(valid({ WEBHOOK_DELIVERY_SCHEDULE_MS: '0, 300,600' })).webhooks.deliveryScheduleMs).toEqual([0, 300, 600]);
+  });
+
+  it.each(['', 'soon', '0,,300', '0,-5', '1e3', '0,90000000', Array(21).fill('0').join(',')])('rejects the schedule %j naming the variable', (schedule) => {
+    expect(configError(valid({ WEBHOOK_DELIVERY_SCHEDULE_MS: schedule })).message).toContain('WEBHOOK_DELIVERY_SCHEDULE_MS');
+  });
+
+  it.each([
+    ['WEBHOOK_DISABLE_AFTER_MS', '0'],
+    ['WEBHOOK_DELIVERY_CONCURRENCY', '0'],
+    ['WEBHOOK_DELIVERY_TIMEOUT_MS', '10'],
+    ['WEBHOOK_ALLOW_PRIVATE_URLS', 'yes'],
+  ])('rejects a bad %s', (variable, value) => {
+    expect(configError(valid({ [variable]: value })).message).toContain(variable);
+  });
+});

@@ -11,6 +11,7 @@ const TABLES = [
   'api_keys',
   'attempts',
   'audit_entries',
+  'events',
   'fulfillments',
   'reconciliation_runs',
   'reconciliation_watermarks',
@@ -21,6 +22,8 @@ const TABLES = [
   'store_status_counts',
   'sync_jobs',
   'users',
+  'webhook_deliveries',
+  'webhook_endpoints',
 ];
 
 async function admin<T>(run: (client: pg.Client) => Promise<T>): Promise<T> {

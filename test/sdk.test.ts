@@ -10,9 +10,12 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
-import { afterAll, describe, expect } from 'vitest';
-import { test as it } from './support/fixtures.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSandbox, type Sandbox } from './sandbox/server.ts';
 import { recordSecret } from './support/leaks.ts';
+import { startTestService, type TestService } from './support/service.ts';
+import { waitFor } from './support/wait.ts';
+import { WebhookReceiver } from './support/webhook-receiver.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SDK_DIR = path.join(ROOT, 'test/sdk');
@@ -52,7 +55,19 @@ function breakingChange(document: Json): Json {
 const openapiDocument = (): Json => JSON.parse(readFileSync(path.join(ROOT, 'openapi.json'), 'utf8')) as Json;
 
 describe('SDK generated from openapi.json', () => {
-  afterAll(() => {
+  let sandbox: Sandbox;
+  let service: TestService;
+  let receiver: WebhookReceiver;
+
+  beforeAll(async () => {
+    sandbox = await startSandbox();
+    receiver = await WebhookReceiver.start();
+    service = await startTestService({ PLATFORM_BASE_URL: sandbox.baseUrlTemplate });
+  });
+  afterAll(async () => {
+    await service?.stop();
+    await sandbox?.close();
+    await receiver?.close();
     rmSync(path.join(GENERATED, 'breaking'), { recursive: true, force: true });
   });
 
@@ -74,7 +89,7 @@ describe('SDK generated from openapi.json', () => {
     expect(incompatible.output).toMatch(/Property 'raw_key' does not exist/);
   }, 120_000);
 
-  it('runs the main flow against the running service: register, stores, sync job, retry, API key, audit log', async ({ service, sandbox }) => {
+  it('runs the main flow against the running service: register, webhook endpoint, stores, sync job, retry, API key, audit log, events', async () => {
     // Not a static import: the root type check must not follow it into the generated types.
     const clientModule = new URL('./sdk/client.ts', import.meta.url).href;
     const { mainFlow } = (await import(clientModule)) as { mainFlow: (baseUrl: string, hooks: unknown) => Promise<any> };
@@ -87,6 +102,7 @@ describe('SDK generated from openapi.json', () => {
         sandbox.seedOrder(shopDomain, 'platform_a', order);
       },
       secretUsed: (label: string, value: string) => recordSecret(`sdk ${label}`, value),
+      webhookReceiver: () => ({ url: receiver.url('/sdk'), trust: (secret: string) => receiver.trust('/sdk', [secret]) }),
     });
 
     // Dead after the first attempt and three automatic retries, completed by the manual retry.
@@ -98,5 +114,16 @@ describe('SDK generated from openapi.json', () => {
     expect(result.apiKey).toMatchObject({ prefix: 'sk_test_', revokedAt: expect.any(String), statusAfterRevoke: 401, errorCodeAfterRevoke: 'unauthorized' });
     const lifecycle = ['reseller_store.created', 'source_store.created', 'sync_job.created', 'sync_job.dead', 'sync_job.retried', 'sync_job.completed'];
     expect(result.auditActions.filter((action: string) => lifecycle.includes(action))).toEqual(lifecycle);
+
+    // The job's story as events, listed and delivered, each delivery verified by the stock receiver.
+    expect(result.webhookEndpoint.secretShownOnce).toBe(true);
+    const story = ['sync_job.created', 'sync_job.failed', 'sync_job.dead', 'sync_job.retried', 'sync_job.completed'];
+    expect(result.eventTypes.filter((type: string) => story.includes(type))).toEqual(['sync_job.created', 'sync_job.failed', 'sync_job.failed', 'sync_job.failed', 'sync_job.dead', 'sync_job.retried', 'sync_job.completed']);
+    const delivered = await waitFor(async () => {
+      const deliveries = receiver.at('/sdk');
+      return deliveries.length >= result.eventTypes.length && deliveries;
+    }, 15_000, 'every event to be delivered');
+    expect(delivered.every((delivery) => delivery.verifiedBy.length === 1)).toBe(true);
+    expect(new Set(delivered.map((delivery) => delivery.event!.type))).toEqual(new Set(result.eventTypes));
   }, 60_000);
 });

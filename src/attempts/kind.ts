@@ -3,6 +3,8 @@ import type { AuditRecord } from '../audit-log/repository.ts';
 import type { Config } from '../config/index.ts';
 import type { AppContext } from '../context.ts';
 import type { Created } from '../platforms/types.ts';
+import type { Trx } from '../db/sql.ts';
+import type { NewEvent } from '../events/types.ts';
 import type { QueueKey, QueueMessage } from '../queue/queue.ts';
 
 /**
@@ -60,6 +62,11 @@ export interface AttemptKindDefinition<R extends AttemptRow, K extends string, Q
   attempt(ctx: AppContext): Attempt<W>;
   /** The audit entry of a completed or dead row (its action names the status reached). */
   outcomeAudit(row: R): AuditRecord;
+  /**
+   * The events for integrators of the statuses these rows just reached (completed, failed or dead),
+   * read in the transaction that wrote them, after the write (src/events/outbox.ts appends them).
+   */
+  outcomeEvents(trx: Trx, rows: R[]): Promise<NewEvent[]>;
 }
 
 export type AttemptKind<R extends AttemptRow, K extends string, Q extends QueueKey, W extends { row: R }> = ReturnType<

@@ -10,9 +10,9 @@ import { fulfillmentLifecycle } from '../../machines/fulfillment.machine.ts';
 import { nextRetryDelayMs } from '../../machines/attempt.machine.ts';
 import { syncJobLifecycle } from '../../machines/sync-job.machine.ts';
 import type { Fulfillment } from '../fulfillments/entity.ts';
-import { fulfillmentOutcomeAudit, propagateTracking } from '../fulfillments/attempt.ts';
+import { fulfillmentOutcomeAudit, fulfillmentOutcomeEvents, propagateTracking } from '../fulfillments/attempt.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
-import { jobOutcomeAudit, placeSupplierOrder } from '../sync-jobs/attempt.ts';
+import { jobOutcomeAudit, jobOutcomeEvents, placeSupplierOrder } from '../sync-jobs/attempt.ts';
 import type { JobWithSource } from '../sync-jobs/repository.ts';
 import { defineAttemptKind } from './kind.ts';
 
@@ -29,6 +29,7 @@ export const syncJobKind = defineAttemptKind<SyncJob, 'sourceOrderId', 'syncJob'
   retryDelayMs: (config, context) => nextRetryDelayMs(config.syncRetryBaseDelayMs, context),
   attempt: placeSupplierOrder,
   outcomeAudit: jobOutcomeAudit,
+  outcomeEvents: jobOutcomeEvents,
 });
 
 /** Adding a supplier's tracking to the reseller's order. */
@@ -44,6 +45,7 @@ export const fulfillmentKind = defineAttemptKind<Fulfillment, 'resellerFulfillme
   retryDelayMs: (config, context) => nextRetryDelayMs(config.syncRetryBaseDelayMs, context),
   attempt: propagateTracking,
   outcomeAudit: fulfillmentOutcomeAudit,
+  outcomeEvents: fulfillmentOutcomeEvents,
 });
 
 /** Every kind, one worker each (src/workers/index.ts). */

@@ -26,6 +26,30 @@ export function findAttempts(orm: Orm, rowIds: string[]): Promise<AttemptEntry[]
   return orm.em.fork().find(AttemptEntry, { rowId: { $in: rowIds } }, { orderBy: { rowId: 'asc', attempt: 'asc' } });
 }
 
+/**
+ * The timeline entries of these rows as the caller's transaction sees them, its own writes
+ * included (an outcome just recorded), each row's oldest first: for the events written with it.
+ */
+export async function findAttemptsIn(trx: Trx, rowIds: string[]): Promise<AttemptEntry[]> {
+  if (rowIds.length === 0) return [];
+  const rows = await trx.selectFrom('attempts').selectAll().where('row_id', 'in', rowIds).orderBy('row_id').orderBy('attempt').execute();
+  // The ORM's driver hands timestamps over as text whatever the declared type says.
+  return rows.map((row) => ({
+    rowId: row.row_id,
+    attempt: row.attempt,
+    kind: row.kind,
+    ownerId: row.owner_id,
+    resellerStoreId: row.reseller_store_id,
+    trigger: row.trigger,
+    startedAt: new Date(row.started_at),
+    finishedAt: row.finished_at === null ? null : new Date(row.finished_at),
+    outcome: row.outcome,
+    errorMessage: row.error_message,
+    platformStatus: row.platform_status,
+    result: row.result,
+  }) as AttemptEntry);
+}
+
 /** One transition as the statement reads it (jsonb_to_recordset). */
 interface TransitionValues {
   id: string;

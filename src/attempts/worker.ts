@@ -32,8 +32,8 @@ type Outcome = { ok: true; result: string; platformStatus: number } | { ok: fals
  * another worker) turns the write into a no-op instead of overwriting it.
  */
 export class AttemptWorker<R extends AttemptRow, K extends string, Q extends QueueKey, W extends { row: R }> {
-  /** Completed and dead attempts finishing together, of every batch, are recorded in one statement. */
-  private readonly outcomes = new GroupCommit((writes: AttemptWrite<R>[]) => this.write(sqlOf(this.ctx.orm), writes), { maxItems: 64, maxInFlight: 2 });
+  /** Completed and dead attempts finishing together, of every batch, are recorded in one transaction. */
+  private readonly outcomes = new GroupCommit((writes: AttemptWrite<R>[]) => this.writeOutcomes(writes), { maxItems: 64, maxInFlight: 2 });
   private readonly attempt: Attempt<W>;
 
   constructor(
@@ -144,7 +144,20 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends Que
       .execute(async (trx) => {
         if (!(await this.write(trx, [this.writeOf(row, undefined, timeline)]))[0]) return false;
         await this.ctx.queue.insertIn(trx, this.kind.queue, [{ id: row.queueMessageId!, message: this.kind.message(row.id), delayMs }]);
+        await this.ctx.outbox.append(trx, await this.kind.outcomeEvents(trx, [row]));
         return true;
+      });
+  }
+
+  /** Completed and dead rows with their audit entries and timelines (one statement), and the events of those written, in one transaction. */
+  private writeOutcomes(writes: AttemptWrite<R>[]): Promise<boolean[]> {
+    return sqlOf(this.ctx.orm)
+      .transaction()
+      .execute(async (trx) => {
+        const written = await this.write(trx, writes);
+        const rows = writes.filter((_, i) => written[i]).map(({ row }) => row);
+        await this.ctx.outbox.append(trx, await this.kind.outcomeEvents(trx, rows));
+        return written;
       });
   }
 

@@ -67,11 +67,14 @@ export function insertAuditFrom<DB extends Database>(db: QueryCreator<DB>, rows:
   return (db as unknown as QueryCreator<Database>).insertInto('audit_entries').columns(AUDIT_COLUMNS).expression(rows);
 }
 
-/** The entry, unless the resource already has one with its action (decided under an advisory lock on `lockKey`). */
-export async function insertAuditOnce(trx: Transaction<Database>, record: AuditRecord, lockKey: string): Promise<void> {
+/**
+ * The entry, unless the resource already has one with its action (decided under an advisory lock
+ * on `lockKey`); whether it was inserted now.
+ */
+export async function insertAuditOnce(trx: Transaction<Database>, record: AuditRecord, lockKey: string): Promise<boolean> {
   await sql`select pg_advisory_xact_lock(hashtext(${lockKey}))`.execute(trx);
   const row = rowOf(record, new Date());
-  await trx
+  const { numInsertedOrUpdatedRows } = await trx
     .insertInto('audit_entries')
     .columns(AUDIT_COLUMNS)
     .expression(
@@ -99,7 +102,8 @@ export async function insertAuditOnce(trx: Transaction<Database>, record: AuditR
           ),
         ),
     )
-    .execute();
+    .executeTakeFirst();
+  return Number(numInsertedOrUpdatedRows ?? 0) === 1;
 }
 
 /** Reads of the audit log (GET /v1/audit_log). */

@@ -17,6 +17,9 @@ const integer = (min: number, max: number) =>
     z.coerce.number().int().min(min).max(max),
   );
 
+/** Standard delays before each delivery attempt (events.md): at once, 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h. */
+const DEFAULT_DELIVERY_SCHEDULE_MS = [0, 5_000, 300_000, 1_800_000, 7_200_000, 18_000_000, 36_000_000, 36_000_000];
+
 /** Environment variables, validated once at start-up (decisions.md, "Configuration"). */
 const EnvSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
@@ -57,7 +60,23 @@ const EnvSchema = z.object({
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   AUTH_RATE_LIMIT_PER_MINUTE: integer(1, 100_000).default(20),
   TRUST_PROXY: z.enum(['true', 'false']).default('false'),
+  WEBHOOK_DELIVERY_SCHEDULE_MS: z
+    .string()
+    .default(DEFAULT_DELIVERY_SCHEDULE_MS.join(','))
+    .transform((value, ctx) => {
+      const schedule = parseSchedule(value);
+      if (schedule === null) {
+        ctx.addIssue({ code: z.ZodIssueCode.custom, message: 'must be 1 to 20 comma-separated delays in milliseconds, e.g. "0,5000,300000"' });
+        return z.NEVER;
+      }
+      return schedule;
+    }),
+  WEBHOOK_DISABLE_AFTER_MS: integer(1, 365 * 86_400_000).default(5 * 86_400_000),
+  WEBHOOK_DELIVERY_CONCURRENCY: integer(1, 256).default(16),
+  WEBHOOK_DELIVERY_TIMEOUT_MS: integer(100, 120_000).default(10_000),
+  WEBHOOK_ALLOW_PRIVATE_URLS: z.enum(['true', 'false']).default('false'),
 });
+
 
 export type Config = ReturnType<typeof buildConfig>;
 
@@ -96,6 +115,22 @@ function buildConfig(env: z.infer<typeof EnvSchema>) {
     logLevel: env.LOG_LEVEL,
     authRateLimitPerMinute: env.AUTH_RATE_LIMIT_PER_MINUTE,
     trustProxy: env.TRUST_PROXY === 'true',
+    webhooks: {
+      /** Delay before each attempt of a delivery, in ms; its length is the number of attempts. */
+      deliveryScheduleMs: env.WEBHOOK_DELIVERY_SCHEDULE_MS,
+      /** An endpoint whose deliveries have all failed for this long is disabled. */
+      disableAfterMs: env.WEBHOOK_DISABLE_AFTER_MS,
+      /** Deliveries one worker process sends at once (each endpoint gets at most DELIVERIES_PER_ENDPOINT). */
+      deliveryConcurrency: env.WEBHOOK_DELIVERY_CONCURRENCY,
+      /** A delivery attempt not answered with a 2xx within this long failed. */
+      deliveryTimeoutMs: env.WEBHOOK_DELIVERY_TIMEOUT_MS,
+    },
+    /**
+     * Outbound URLs (webhook endpoints, and store domains when no PLATFORM_BASE_URL is set) may
+     * reach loopback, private, link-local and similar addresses: always outside production, and
+     * in production only when WEBHOOK_ALLOW_PRIVATE_URLS=true (src/shared/url-safety.ts).
+     */
+    urlPolicy: { httpsOnly: production, allowPrivateAddresses: !production || env.WEBHOOK_ALLOW_PRIVATE_URLS === 'true' },
   };
 }
 
@@ -128,6 +163,14 @@ function parsePacing(text: string): Partial<Record<Platform, PacingRate>> | null
     else return null;
   }
   return pacing;
+}
+
+/** Whole milliseconds separated by commas, each at most a day; null when the text does not parse. */
+function parseSchedule(text: string): number[] | null {
+  const parts = text.split(',').map((part) => part.trim());
+  if (parts.length < 1 || parts.length > 20 || parts.some((part) => !/^\d{1,9}$/.test(part))) return null;
+  const delays = parts.map(Number);
+  return delays.every((delay) => delay <= 86_400_000) ? delays : null;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { ApiKey } from '../api-keys/entity.ts';
 import { AuditEntry } from '../audit-log/entity.ts';
+import { EventRecord } from '../events/entity.ts';
 import { RefreshToken } from '../auth/entity.ts';
 import { Fulfillment } from '../fulfillments/entity.ts';
 import { RoutedOrder } from '../orders/entity.ts';
@@ -10,5 +11,6 @@ import { SourceStore } from '../source-stores/entity.ts';
 import { SyncJob } from '../sync-jobs/entity.ts';
 import { AttemptEntry } from '../attempts/entity.ts';
 import { User } from '../users/entity.ts';
+import { WebhookDelivery, WebhookEndpoint } from '../webhook-endpoints/entity.ts';
 
-export const entities = [User, RefreshToken, ApiKey, ResellerStore, SourceStore, SyncJob, Fulfillment, AuditEntry, RoutedOrder, ReconciliationRun, ReconciliationWatermark, StoreStatusCount, AttemptEntry];
+export const entities = [User, RefreshToken, ApiKey, ResellerStore, SourceStore, SyncJob, Fulfillment, AuditEntry, RoutedOrder, ReconciliationRun, ReconciliationWatermark, StoreStatusCount, AttemptEntry, EventRecord, WebhookEndpoint, WebhookDelivery];

@@ -1,3 +1,7 @@
+import type { AttemptEntry } from '../attempts/entity.ts';
+import { findAttemptsIn } from '../attempts/repository.ts';
+import type { Trx } from '../db/sql.ts';
+import { fulfillmentEvent, type NewEvent } from '../events/types.ts';
 import { SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
 import type { Attempt } from '../attempts/kind.ts';
 import { JobFailure } from '../attempts/failure.ts';
@@ -48,3 +52,15 @@ export function fulfillmentAuditRecord(fulfillment: Fulfillment, action: string,
 /** The audit entry of a fulfillment's completion or death. */
 export const fulfillmentOutcomeAudit = (fulfillment: Fulfillment): AuditRecord =>
   fulfillmentAuditRecord(fulfillment, `fulfillment.${fulfillment.status}`, { attempts: fulfillment.attempts, errorMessage: fulfillment.errorMessage });
+
+/**
+ * Integrators hear of a fulfillment's completion (tracking reached the customer) and of its death,
+ * the fulfillment with its timeline as its job's GET shows it: the outcome's entry just written included.
+ */
+export async function fulfillmentOutcomeEvents(trx: Trx, fulfillments: Fulfillment[]): Promise<NewEvent[]> {
+  const settled = fulfillments.filter((fulfillment) => fulfillment.status === 'completed' || fulfillment.status === 'dead');
+  if (settled.length === 0) return [];
+  const timelines = new Map<string, AttemptEntry[]>(settled.map((fulfillment) => [fulfillment.id, []]));
+  for (const entry of await findAttemptsIn(trx, [...timelines.keys()])) timelines.get(entry.rowId)?.push(entry);
+  return settled.map((fulfillment) => fulfillmentEvent(`fulfillment.${fulfillment.status as 'completed' | 'dead'}`, fulfillment, timelines.get(fulfillment.id)!));
+}

@@ -51,6 +51,21 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly deliveries = new Counter({
+    name: 'webhook_deliveries_total',
+    help: 'Outbound webhook deliveries finished, by outcome (succeeded, or failed once every scheduled attempt failed).',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly deliveryAttemptDuration = new Histogram({
+    name: 'webhook_delivery_attempt_duration_seconds',
+    help: 'Outbound webhook delivery attempts by outcome (success, http_error, redirect, timeout, refused_address, network_error).',
+    labelNames: ['outcome'] as const,
+    buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+
   constructor(queueDepth?: () => Promise<Record<string, number>>) {
     collectDefaultMetrics({ register: this.registry });
     if (queueDepth) {
@@ -80,6 +95,19 @@ export class Metrics {
         const lags = await read();
         this.reset();
         for (const { resellerStoreId, lagSeconds } of lags) this.set({ reseller_store_id: resellerStoreId }, lagSeconds);
+      },
+    });
+  }
+
+  /** The age of the oldest pending webhook delivery, read from the database at each scrape. */
+  observeOldestPendingDelivery(oldestPendingAt: () => Promise<Date | null>): void {
+    new Gauge({
+      name: 'webhook_delivery_oldest_pending_age_seconds',
+      help: 'Age of the oldest webhook delivery still pending (0 when none is).',
+      registers: [this.registry],
+      async collect() {
+        const oldest = await oldestPendingAt();
+        this.set(oldest ? Math.max(0, (Date.now() - oldest.getTime()) / 1000) : 0);
       },
     });
   }

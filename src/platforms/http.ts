@@ -1,5 +1,5 @@
 import { STATUS_CODES } from 'node:http';
-import { request as send } from 'undici';
+import { request as send, type Dispatcher } from 'undici';
 import type { Platform } from '../orders/types.ts';
 import type { Pacer, TokenBucket } from './pacer.ts';
 import { PayloadError, PlatformError, type StoreConnection } from './types.ts';
@@ -14,6 +14,8 @@ export interface HttpClientSettings {
   pacer: Pacer;
   /** Told about every finished call (for metrics). */
   observe?: (call: PlatformCallObservation) => void;
+  /** Connects the calls: the URL safety guard when stores are reached by their own domain (src/shared/url-safety.ts). */
+  dispatcher?: Dispatcher;
 }
 
 export interface PlatformCallObservation {
@@ -185,6 +187,7 @@ export class PlatformHttpClient {
         headers,
         body: request.body === undefined ? undefined : JSON.stringify(request.body),
         signal: AbortSignal.timeout(this.options.timeoutMs),
+        ...(this.options.dispatcher && { dispatcher: this.options.dispatcher }),
       });
       const responseHeaders: ResponseHeaders = (name) => {
         const value = response.headers[name.toLowerCase()];

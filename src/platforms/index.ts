@@ -21,6 +21,8 @@ export interface PlatformAdapterOptions {
   maxInlineRetryAfterMs?: number;
   /** Told about every finished platform call (for metrics). */
   observe?: HttpClientSettings['observe'];
+  /** The undici dispatcher calls go through (the URL safety guard); undici's global one otherwise. */
+  dispatcher?: HttpClientSettings['dispatcher'];
 }
 
 const DEFAULT_BASE_URL_TEMPLATE = 'https://{shopDomain}';
@@ -35,6 +37,7 @@ export function createPlatformAdapters(options: PlatformAdapterOptions = {}): Re
     maxInlineRetryAfterMs: options.maxInlineRetryAfterMs ?? DEFAULT_MAX_INLINE_RETRY_AFTER_MS,
     pacer: new Pacer({ ...DEFAULT_PACING, ...options.pacing }),
     ...(options.observe && { observe: options.observe }),
+    ...(options.dispatcher && { dispatcher: options.dispatcher }),
   };
   if (!settings.baseUrlTemplate.includes('{shopDomain}')) {
     throw new RangeError(`baseUrlTemplate ${settings.baseUrlTemplate} has no {shopDomain} placeholder`);

@@ -21,6 +21,11 @@ export const QUEUES = {
     name: 'reconciliation.run',
     schema: z.object({ reconciliationId: z.string() }),
   },
+  /** Sent with `group: {id: endpointId}`, so the deliveries in flight to one endpoint are bounded (src/workers/delivery.worker.ts). */
+  webhookDelivery: {
+    name: 'webhook.deliver',
+    schema: z.object({ deliveryId: z.string() }),
+  },
 } as const;
 
 export type QueueKey = keyof typeof QUEUES;
@@ -58,9 +63,9 @@ export interface QueueOptions {
   poolMax?: number;
 }
 
-/** A message as pg-boss inserts it: our id, to run now or after `delayMs`. */
-function jobInsert(id: string, message: object, delayMs: number): JobInsert {
-  return { id, data: message, ...(delayMs > 0 && { startAfter: new Date(Date.now() + delayMs) }) };
+/** A message as pg-boss inserts it: our id, to run now or after `delayMs`, in a concurrency group if it has one. */
+function jobInsert(id: string, message: object, delayMs: number, groupId?: string): JobInsert {
+  return { id, data: message, ...(delayMs > 0 && { startAfter: new Date(Date.now() + delayMs) }), ...(groupId !== undefined && { group: { id: groupId } }) };
 }
 
 export class Queue {
@@ -97,9 +102,13 @@ export class Queue {
    * exists exactly when the state change that needs it commits. Each message carries the id its row
    * stores, chosen by the caller (`newMessageId`): only that message may move the row.
    */
-  async insertIn<K extends QueueKey>(trx: Trx, key: K, messages: { id: string; message: QueueMessage<K>; delayMs?: number }[]): Promise<void> {
+  async insertIn<K extends QueueKey>(
+    trx: Trx,
+    key: K,
+    messages: { id: string; message: QueueMessage<K>; delayMs?: number; groupId?: string }[],
+  ): Promise<void> {
     if (messages.length === 0) return;
-    const jobs = messages.map(({ id, message, delayMs = 0 }) => jobInsert(id, message, delayMs));
+    const jobs = messages.map(({ id, message, delayMs = 0, groupId }) => jobInsert(id, message, delayMs, groupId));
     await this.boss.insert(QUEUES[key].name, jobs, { db: fromKysely(trx as unknown as KyselyTransactionLike) });
   }
 

@@ -6,9 +6,10 @@ import { flushUnique } from '../db/errors.ts';
 import { sqlOf } from '../db/sql.ts';
 import type { Platform } from '../orders/types.ts';
 import { SourceStore } from '../source-stores/entity.ts';
-import { conflict, notFound } from '../shared/errors.ts';
+import { conflict, notFound, validationFailed } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import { findPage, type Page, type PageQuery } from '../shared/paging.ts';
+import { shopDomainRefusal } from '../shared/url-safety.ts';
 import { ResellerStore } from './entity.ts';
 import { readStoreStats, type StoreStats } from './stats.ts';
 
@@ -28,6 +29,7 @@ export class ResellerStoreService {
   }
 
   async create(principal: Principal, input: NewResellerStore): Promise<ResellerStore> {
+    await assertCallableShopDomain(this.ctx.config, input.shopDomain);
     const id = newId('resellerStore');
     const store = this.em.create(ResellerStore, {
       id,
@@ -105,4 +107,10 @@ export class ResellerStoreService {
       metadata: { ...metadata, ...auditContext(principal) },
     });
   }
+}
+
+/** Refuses (400) a shop domain the service must not call: it is, or resolves to, a private address (src/shared/url-safety.ts). */
+export async function assertCallableShopDomain(config: AppContext['config'], shopDomain: string): Promise<void> {
+  const refusal = await shopDomainRefusal(shopDomain, config);
+  if (refusal) throw validationFailed('shopDomain', `The shop domain ${refusal}.`);
 }

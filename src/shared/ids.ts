@@ -11,6 +11,9 @@ const ID_PREFIXES = {
   fulfillment: 'ful',
   refreshToken: 'rtk',
   reconciliation: 'rec',
+  event: 'evt',
+  webhookEndpoint: 'we',
+  webhookDelivery: 'dlv',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

@@ -17,6 +17,9 @@ const REDACT = [
   '*.refreshToken',
   '*.accessTokenEncrypted',
   '*.webhookSecretEncrypted',
+  '*.secret',
+  '*.secretEncrypted',
+  '*.previousSecretEncrypted',
   '*.headers.authorization',
   '*.headers["x-platform-access-token"]',
 ];

@@ -6,7 +6,7 @@ import type { AppContext } from '../context.ts';
 import { flushUnique } from '../db/errors.ts';
 import type { Platform } from '../orders/types.ts';
 import { normaliseVendor } from '../pricing/index.ts';
-import type { ResellerStoreService } from '../reseller-stores/service.ts';
+import { assertCallableShopDomain, type ResellerStoreService } from '../reseller-stores/service.ts';
 import { conflict, notFound, validationFailed } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import { findPage, type Page, type PageQuery } from '../shared/paging.ts';
@@ -45,6 +45,7 @@ export class SourceStoreService {
   async create(principal: Principal, resellerStoreId: string, input: NewSourceStore): Promise<SourceStore> {
     const parent = await this.resellerStores.getActive(principal, resellerStoreId);
     assertPricingAgrees(input.pricingMode, input.pricingConfig);
+    await assertCallableShopDomain(this.ctx.config, input.shopDomain);
     const vendorKey = normaliseVendor(input.vendorTag);
     // Lower-casing can lengthen a tag ('İ' becomes 'i̇'), past what the vendor_key column holds.
     if (vendorKey.length > VENDOR_KEY_MAX_LENGTH) {

@@ -1,3 +1,5 @@
+import type { Trx } from '../db/sql.ts';
+import { syncJobEvent, type NewEvent } from '../events/types.ts';
 import { SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
 import type { Attempt } from '../attempts/kind.ts';
 import { JobFailure } from '../attempts/failure.ts';
@@ -54,3 +56,10 @@ export const jobOutcomeAudit = (job: SyncJob): AuditRecord =>
     attempts: job.attempts,
     ...(job.status === 'completed' ? { sourceOrderId: job.sourceOrderId } : { errorMessage: job.errorMessage }),
   });
+
+/**
+ * `sync_job.completed`, `sync_job.failed` (an attempt failed and another is scheduled) or
+ * `sync_job.dead` (the last one failed). A job has no fulfillments before it completes (see syncJobEvent).
+ */
+export const jobOutcomeEvents = async (_trx: Trx, jobs: SyncJob[]): Promise<NewEvent[]> =>
+  jobs.flatMap((job) => (job.status === 'completed' || job.status === 'failed' || job.status === 'dead' ? [syncJobEvent(`sync_job.${job.status}`, job)] : []));

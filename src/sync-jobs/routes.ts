@@ -43,9 +43,11 @@ function presentAttempt<K extends string>(entry: AttemptEntry, resultKey: K) {
   };
 }
 
-function presentFulfillment(fulfillment: Fulfillment, attempts: AttemptEntry[]) {
+/** A fulfillment as its job's GET shows it (also the `data.object` of its events). */
+export function presentFulfillment(fulfillment: Fulfillment, attempts: AttemptEntry[]) {
   return {
     id: fulfillment.id,
+    syncJobId: fulfillment.syncJobId,
     status: fulfillment.status,
     attempts: fulfillment.attempts,
     trackingNumbers: fulfillment.tracking.numbers,
@@ -60,7 +62,8 @@ function presentFulfillment(fulfillment: Fulfillment, attempts: AttemptEntry[]) 
   };
 }
 
-const presentDetail = ({ job, fulfillments, fulfillmentAttempts }: JobWithFulfillments) => ({
+/** A job as its GET shows it (also the `data.object` of its events). */
+export const presentDetail = ({ job, fulfillments, fulfillmentAttempts }: JobWithFulfillments) => ({
   ...presentSyncJob(job),
   fulfillments: fulfillments.map((fulfillment) => presentFulfillment(fulfillment, fulfillmentAttempts.get(fulfillment.id) ?? [])),
 });

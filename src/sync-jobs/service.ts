@@ -6,6 +6,7 @@ import { findAttempts } from '../attempts/repository.ts';
 import type { AppContext } from '../context.ts';
 import { GroupCommit } from '../db/group-commit.ts';
 import type { Trx } from '../db/sql.ts';
+import { orderReconciledEvent, orderUnmatchedEvent, syncJobEvent, type NewEvent, type UnmatchedOrder } from '../events/types.ts';
 import type { Fulfillment } from '../fulfillments/entity.ts';
 import { FulfillmentRepository } from '../fulfillments/repository.ts';
 import type { RoutingSource } from '../orders/entity.ts';
@@ -146,16 +147,23 @@ export class SyncJobService {
       // First, in key order: concurrent routings of one order queue up here, before any job insert.
       const first = await this.routedOrders.recordIn(trx, recorded.map(({ order, routing }) => ({ ...order, source: routing!.source })), now);
       const firstRouting = new Map(recorded.map((request, index) => [request, first[index]!]));
-      const routed = await this.insertJobs(trx, requests);
+      const routed = await this.insertJobs(trx, requests, now);
       const created = routed.flat().filter((job) => job.created);
       await this.ctx.queue.insertIn(trx, 'syncJob', created.map((job) => ({ id: job.queueMessageId!, message: syncJobKind.message(job.id) })));
+      const events = createdJobEvents(requests, routed, now);
       // Advisory locks in a fixed order, so two groups never wait on each other's (the jobs are inserted sorted too).
       const once = requests.filter((request) => request.onceForOrder).sort((a, b) => orderKey(a.order).localeCompare(orderKey(b.order)));
-      for (const request of once) await insertAuditOnce(trx, request.onceForOrder!, orderKey(request.order));
+      for (const request of once) {
+        if (await insertAuditOnce(trx, request.onceForOrder!, orderKey(request.order))) events.push(unmatchedOrderEvent(request.onceForOrder!));
+      }
       const firstAudits = recorded.filter((request) => firstRouting.get(request) && request.routing!.onFirstRouting);
       await insertAudit(trx, firstAudits.map((request) => request.routing!.onFirstRouting!), now);
-      // EVENT order.reconciled (events issue): append one event per entry of `firstAudits` here, in
-      // this transaction, beside its audit entry (`request.routing.onFirstRouting` carries its fields).
+      for (const request of firstAudits) {
+        const syncJobIds = routed[requests.indexOf(request)]!.map((job) => job.id);
+        events.push(orderReconciledEvent({ ownerId: request.order.ownerId, resellerStoreId: request.order.resellerStoreId, externalOrderId: request.order.externalOrderId, syncJobIds }));
+      }
+      // The events of all this, in the same transaction (src/events/outbox.ts).
+      await this.ctx.outbox.append(trx, events);
       return requests.map((request, index) => ({
         jobs: routed[index]!.map(({ id, created }) => ({ id, created })),
         firstRouting: firstRouting.get(request) ?? false,
@@ -164,8 +172,7 @@ export class SyncJobService {
   }
 
   /** Every request's jobs, in the order of its source stores: inserted, or found existing. */
-  private async insertJobs(trx: Trx, requests: RoutingRequest[]): Promise<CandidateJob[][]> {
-    const now = new Date();
+  private async insertJobs(trx: Trx, requests: RoutingRequest[], now: Date): Promise<CandidateJob[][]> {
     const initial = syncJobKind.initialColumns(now) as SyncJob;
     const candidates: JobCandidate[][] = requests.map(({ order, sourceStoreIds, creator }) =>
       sourceStoreIds.map((sourceStoreId) => ({
@@ -259,10 +266,13 @@ export class SyncJobService {
     }
     job.queueMessageId = newMessageId();
     const audit = jobAuditRecord(job, 'sync_job.retried', actorOf(principal), { attempts: job.attempts, ...auditContext(principal) });
+    const fulfillments = await this.fulfillmentsOf(job.id);
     return this.jobs.transaction(async (trx) => {
       const [moved] = await this.jobs.writeTransitions(trx, [{ row: job, result: syncJobKind.resultOf(job), audit }]);
-      if (moved) await this.ctx.queue.insertIn(trx, 'syncJob', [{ id: job.queueMessageId!, message: syncJobKind.message(job.id) }]);
-      return moved === true;
+      if (!moved) return false;
+      await this.ctx.queue.insertIn(trx, 'syncJob', [{ id: job.queueMessageId!, message: syncJobKind.message(job.id) }]);
+      await this.ctx.outbox.append(trx, [syncJobEvent('sync_job.retried', job, fulfillments)]);
+      return true;
     });
   }
 
@@ -288,9 +298,29 @@ export class SyncJobService {
       const moved = await this.jobs.writeTransitions(trx, writes);
       const jobs = writes.filter((_, i) => moved[i]).map(({ row }) => row);
       await this.ctx.queue.insertIn(trx, 'syncJob', jobs.map((job) => ({ id: job.queueMessageId!, message: syncJobKind.message(job.id) })));
+      // Failed and dead jobs have no fulfillments (see syncJobEvent).
+      await this.ctx.outbox.append(trx, jobs.map((job) => syncJobEvent('sync_job.retried', job)));
       return jobs;
     });
     this.ctx.metrics.attemptTransitions.inc({ kind: 'sync_job', status: 'pending' }, retried.length);
     return { retriedIds: retried.map((job) => job.id), hasMore: candidates.length > limit };
   }
+}
+
+/** `sync_job.created` for each job the routing inserted, as the job's GET shows it then: just created, no fulfillments. */
+function createdJobEvents(requests: RoutingRequest[], routed: CandidateJob[][], now: Date): NewEvent[] {
+  const initial = syncJobKind.initialColumns(now);
+  return requests.flatMap(({ order, sourceStoreIds }, i) =>
+    routed[i]!.flatMap((job, j) => {
+      if (!job.created) return [];
+      const created = { ...initial, id: job.id, ownerId: order.ownerId, resellerStoreId: order.resellerStoreId, sourceStoreId: sourceStoreIds[j]!, externalOrderId: order.externalOrderId, sourceOrderId: null, createdAt: now, updatedAt: now };
+      return [syncJobEvent('sync_job.created', created as SyncJob)];
+    }),
+  );
+}
+
+/** `order.unmatched`, from the once-per-order audit entry of the lines no supplier matched (src/webhooks/service.ts). */
+function unmatchedOrderEvent(audit: AuditRecord): NewEvent {
+  const lines = (audit.metadata?.lines ?? []) as UnmatchedOrder['lines'];
+  return orderUnmatchedEvent({ ownerId: audit.ownerId, resellerStoreId: audit.resellerStoreId, externalOrderId: audit.resourceId, lines });
 }

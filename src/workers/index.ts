@@ -4,6 +4,7 @@ import { QUEUES, type QueueKey, type QueueMessage } from '../queue/queue.ts';
 import type { AttemptKind, AttemptRow } from '../attempts/kind.ts';
 import { ATTEMPT_KINDS } from '../attempts/kinds.ts';
 import { AttemptWorker } from '../attempts/worker.ts';
+import { DELIVERIES_PER_ENDPOINT, DeliveryWorker } from './delivery.worker.ts';
 
 /**
  * A worker fetches up to this many messages at once and works on them together: one fetch, one
@@ -37,20 +38,70 @@ export async function consume(boss: PgBoss, name: string, concurrency: number, h
 }
 
 /**
- * Subscribes one worker to the queue of every kind of retried work (src/attempts/kinds.ts), and
- * one to each run queue (`runs`: a queue without either fails the start-up). A handler that throws (e.g. the database went away) leaves the message to pg-boss, which delivers
- * it again.
+ * Consumes a queue one message per handler call, `slots` at once, at most `perGroup` of one group
+ * (pg-boss `groupConcurrency`). For work whose messages take very different times (an HTTP call to
+ * someone else's server): a batch would wait for its slowest message, here each slot takes its next
+ * message as soon as it is free. Each slot is its own pg-boss worker; the first polls every 0.5 s,
+ * the others every second, and a slot that got a message wakes the next, so a backlog fans out over
+ * every slot at once.
  */
+export async function consumeEach(boss: PgBoss, name: string, slots: number, perGroup: number, handle: (jobs: Job<unknown>[]) => Promise<void>): Promise<void> {
+  const workerIds: string[] = [];
+  for (let i = 0; i < slots; i++) {
+    const options = { batchSize: 1, localConcurrency: 1, groupConcurrency: perGroup, pollingIntervalSeconds: i === 0 ? POLLING_INTERVAL_SECONDS : 1 };
+    workerIds.push(
+      await boss.work(name, options, async (jobs: Job<unknown>[]) => {
+        if (jobs.length === 0) return;
+        const next = workerIds[i + 1];
+        if (next) boss.notifyWorker(next);
+        await handle(jobs);
+        boss.notifyWorker(workerIds[i]!);
+      }),
+    );
+  }
+}
+
 /** Queues whose messages are not attempts of a retried kind: each message is one unit of work that records its own outcome. */
-type RunQueue = Exclude<QueueKey, (typeof ATTEMPT_KINDS)[number]['queue']>;
+type RunQueue = Exclude<QueueKey, (typeof ATTEMPT_KINDS)[number]['queue'] | 'webhookDelivery'>;
 export type RunHandlers = { [K in RunQueue]: (message: QueueMessage<K>) => Promise<void> };
 
+/**
+ * Subscribes one worker to the queue of every kind of retried work (src/attempts/kinds.ts), one to
+ * each run queue (`runs`), and the webhook delivery worker to its queue; a queue without a worker
+ * fails the start-up. A handler that throws (e.g. the database went away) leaves the message to
+ * pg-boss, which delivers it again.
+ */
 export async function startWorkers(ctx: AppContext, runs: RunHandlers): Promise<void> {
   for (const key of Object.keys(QUEUES) as QueueKey[]) {
-    if (!ATTEMPT_KINDS.some((kind) => kind.queue === key) && !(key in runs)) throw new Error(`queue ${QUEUES[key].name} has no worker`);
+    if (!ATTEMPT_KINDS.some((kind) => kind.queue === key) && !(key in runs) && key !== 'webhookDelivery') throw new Error(`queue ${QUEUES[key].name} has no worker`);
   }
   for (const kind of ATTEMPT_KINDS) await startWorker(ctx, kind as unknown as AttemptKind<AttemptRow, string, QueueKey, { row: AttemptRow }>);
   for (const key of Object.keys(runs) as RunQueue[]) await startRunWorker(ctx, key, runs[key]);
+  await startDeliveryWorker(ctx);
+}
+
+/**
+ * Webhook deliveries wait on other people's servers: one message at a time per slot, and a bounded
+ * number per endpoint (src/workers/delivery.worker.ts), so a slow endpoint holds only its own.
+ */
+async function startDeliveryWorker(ctx: AppContext): Promise<void> {
+  const worker = new DeliveryWorker(ctx);
+  const { name, schema } = QUEUES.webhookDelivery;
+  await consumeEach(ctx.queue.boss, name, ctx.config.webhooks.deliveryConcurrency, DELIVERIES_PER_ENDPOINT, async (jobs) => {
+    for (const job of jobs) {
+      const parsed = schema.safeParse(job.data);
+      if (!parsed.success) {
+        ctx.logger.error({ queue: name, message_id: job.id }, 'malformed queue message dropped');
+        continue;
+      }
+      try {
+        await worker.handle({ messageId: job.id, deliveryId: parsed.data.deliveryId });
+      } catch (error) {
+        ctx.logger.error({ err: error, queue: name, message_id: job.id }, 'queue handler failed; pg-boss will redeliver');
+        throw error;
+      }
+    }
+  });
 }
 
 /** Runs each message of a run queue (a reconciliation run), the messages of a batch side by side. */

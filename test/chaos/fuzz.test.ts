@@ -48,7 +48,7 @@ let apiKey: string;
 let revokedKey: string;
 let reseller: ResellerFixture;
 let supplier: SupplierFixture;
-const ids = { rst: '', sst: '', job: '', key: '' };
+const ids = { rst: '', sst: '', job: '', key: '', we: '', dlv: '', evt: '' };
 
 beforeAll(async () => {
   sandbox = await startSandbox();
@@ -74,6 +74,12 @@ beforeAll(async () => {
     payload: sandbox.buildOrderPayload('platform_a', { id: 4242, lines: [{ sku: 'S', title: 'T', vendor: supplier.vendorTag, quantity: 1, price: '1.00' }] }),
   });
   ids.job = delivery.accepted.body.syncJobIds[0];
+  // Deliveries go nowhere: nothing listens on the discard port of loopback.
+  const endpoint = await client.post('/v1/webhook_endpoints', { token: user.token, body: { url: 'http://127.0.0.1:9/fuzz', enabledEvents: ['sync_job.created'] } });
+  ids.we = endpoint.body.id;
+  const ping = await client.post(`/v1/webhook_endpoints/${ids.we}/test`, { token: user.token });
+  ids.dlv = ping.body.id;
+  ids.evt = ping.body.eventId;
 });
 
 afterAll(async () => {
@@ -192,6 +198,10 @@ function bodyTemplate(route: ContractRoute): Record<string, unknown> | null {
       };
     case 'sourceStores.update':
       return { name: 'Renamed', pricingMode: 'percentage', pricingConfig: { type: 'percentage', value: 10 } };
+    case 'webhookEndpoints.create':
+      return { url: 'http://127.0.0.1:9/fuzz', enabledEvents: ['sync_job.dead'], description: 'fuzz' };
+    case 'webhookEndpoints.update':
+      return { description: 'Renamed', enabledEvents: ['*'], status: 'enabled' };
     case 'syncJobs.create':
       return { source_store_id: ids.sst, external_order_id: '4243' };
     case 'webhooks.orders':
@@ -298,7 +308,15 @@ function encode(bytes: Buffer, { name, how }: Encoding): Buffer {
 }
 
 function pathValue(param: string, route: ContractRoute): fc.Arbitrary<string> {
-  const own = param === 'rst_id' ? ids.rst : route.path.includes('source_stores') ? ids.sst : route.path.startsWith('/v1/sync_jobs') ? ids.job : route.path.startsWith('/v1/api_keys') ? ids.key : ids.rst;
+  const own =
+    param === 'rst_id' ? ids.rst
+    : param === 'delivery_id' ? ids.dlv
+    : route.path.includes('source_stores') ? ids.sst
+    : route.path.startsWith('/v1/sync_jobs') ? ids.job
+    : route.path.startsWith('/v1/api_keys') ? ids.key
+    : route.path.startsWith('/v1/webhook_endpoints') ? ids.we
+    : route.path.startsWith('/v1/events') ? ids.evt
+    : ids.rst;
   return fc.oneof(
     { arbitrary: fc.constant(own), weight: 2 },
     { arbitrary: hostileString.map(encodeComponent), weight: 5 },
@@ -307,7 +325,7 @@ function pathValue(param: string, route: ContractRoute): fc.Arbitrary<string> {
   );
 }
 
-const QUERY_KEYS = ['limit', 'starting_after', 'ending_before', 'status', 'reseller_store_id', 'source_store_id', 'external_order_id', 'action', 'resource_id'];
+const QUERY_KEYS = ['limit', 'starting_after', 'ending_before', 'status', 'reseller_store_id', 'source_store_id', 'external_order_id', 'action', 'resource_id', 'type', 'created_after', 'created_before', 'event_id'];
 
 const query: fc.Arbitrary<string> = fc.oneof(
   fc.constant(''),

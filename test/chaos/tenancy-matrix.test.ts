@@ -13,6 +13,7 @@ import { startSandbox, type Sandbox } from '../sandbox/server.ts';
 import { queryRows } from '../support/database.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 import { waitFor } from '../support/wait.ts';
+import { WebhookReceiver } from '../support/webhook-receiver.ts';
 import {
   ChaosClient,
   createApiKey,
@@ -35,9 +36,13 @@ interface Tenant {
   reseller: ResellerFixture;
   supplier: SupplierFixture;
   job: string;
+  endpoint: string;
+  delivery: string;
+  event: string;
 }
 
 let sandbox: Sandbox;
+let receiver: WebhookReceiver;
 let service: TestService;
 let client: ChaosClient;
 let alice: Tenant;
@@ -50,6 +55,9 @@ const MISSING = {
   sst: 'sst_0000000000000000000000000000ffff',
   job: 'job_0000000000000000000000000000ffff',
   key: 'key_0000000000000000000000000000ffff',
+  we: 'we_0000000000000000000000000000ffff',
+  dlv: 'dlv_0000000000000000000000000000ffff',
+  evt: 'evt_0000000000000000000000000000ffff',
 };
 
 type Kind = keyof typeof MISSING;
@@ -57,7 +65,10 @@ type Kind = keyof typeof MISSING;
 /** Which kind of resource a path parameter names. A new kind of id needs a line here. */
 function kindOf(route: ContractRoute, param: string): Kind {
   if (param === 'rst_id') return 'rst';
+  if (param === 'delivery_id') return 'dlv';
   if (param === 'id') {
+    if (route.path.startsWith('/v1/webhook_endpoints/')) return 'we';
+    if (route.path.startsWith('/v1/events/')) return 'evt';
     if (route.path.startsWith('/v1/reseller_stores/:rst_id/source_stores/')) return 'sst';
     if (route.path.startsWith('/v1/reseller_stores/')) return 'rst';
     if (route.path.startsWith('/v1/sync_jobs/')) return 'job';
@@ -66,7 +77,15 @@ function kindOf(route: ContractRoute, param: string): Kind {
   throw new Error(`tenancy matrix: no fixture for :${param} in ${route.method} ${route.path}; add one`);
 }
 
-const idsOf = (tenant: Tenant): Record<Kind, string> => ({ rst: tenant.reseller.id, sst: tenant.supplier.id, job: tenant.job, key: tenant.apiKey.id });
+const idsOf = (tenant: Tenant): Record<Kind, string> => ({
+  rst: tenant.reseller.id,
+  sst: tenant.supplier.id,
+  job: tenant.job,
+  key: tenant.apiKey.id,
+  we: tenant.endpoint,
+  dlv: tenant.delivery,
+  evt: tenant.event,
+});
 
 /** A body the route accepts, so that only ownership can refuse the call. */
 function validBody(route: ContractRoute): unknown {
@@ -86,6 +105,8 @@ function validBody(route: ContractRoute): unknown {
       };
     case 'sourceStores.update':
       return { name: 'Hijacked', pricingMode: 'percentage', pricingConfig: { type: 'percentage', value: -50 } };
+    case 'webhookEndpoints.update':
+      return { url: receiver.url('/hijacked'), description: 'Hijacked' };
     default:
       return undefined;
   }
@@ -103,7 +124,13 @@ async function newTenant(): Promise<Tenant> {
     topic: 'orders/create',
     payload: sandbox.buildOrderPayload('platform_a', { id: Number(`7${Date.now() % 1_000_000}`), lines: [{ sku: 'S', title: 'T', vendor: supplier.vendorTag, quantity: 1, price: '5.00' }] }),
   });
-  return { user, apiKey, reseller, supplier, job: delivery.accepted.body.syncJobIds[0] };
+  const path = `/tenant-${unique()}`;
+  const endpoint = await client.post('/v1/webhook_endpoints', { token: user.token, body: { url: receiver.url(path), enabledEvents: ['*'] } });
+  expect(endpoint.status).toBe(201);
+  receiver.trust(path, [endpoint.body.secret]);
+  const ping = await client.post(`/v1/webhook_endpoints/${endpoint.body.id}/test`, { token: user.token });
+  expect(ping.status).toBe(202);
+  return { user, apiKey, reseller, supplier, job: delivery.accepted.body.syncJobIds[0], endpoint: endpoint.body.id, delivery: ping.body.id, event: ping.body.eventId };
 }
 
 /** Alice's rows as stored: whatever a foreign call might have changed. */
@@ -113,12 +140,15 @@ async function aliceState(): Promise<string> {
     queryRows(service.databaseUrl, 'select id, name, pricing_config, deleted_at from source_stores where reseller_store_id = $1 order by id', [alice.reseller.id]),
     queryRows(service.databaseUrl, 'select id, status, attempts, queue_message_id from sync_jobs where reseller_store_id = $1 order by id', [alice.reseller.id]),
     queryRows(service.databaseUrl, 'select id, revoked_at from api_keys where id = $1', [alice.apiKey.id]),
+    queryRows(service.databaseUrl, 'select id, url, description, status, secret_encrypted, updated_at from webhook_endpoints where id = $1', [alice.endpoint]),
+    queryRows(service.databaseUrl, 'select id, status, attempts, queue_message_id from webhook_deliveries where endpoint_id = $1 order by id', [alice.endpoint]),
   ]);
   return JSON.stringify(rows);
 }
 
 beforeAll(async () => {
   sandbox = await startSandbox();
+  receiver = await WebhookReceiver.start();
   service = await startTestService({ PLATFORM_BASE_URL: sandbox.baseUrlTemplate, SYNC_RETRY_BASE_DELAY_MS: '100' });
   ledger.watch('in-process service', () => service.logs);
   client = new ChaosClient(service.url);
@@ -126,6 +156,8 @@ beforeAll(async () => {
   bob = await newTenant();
   // Alice's job is finished, so a (wrongly allowed) retry would have nothing to wait for.
   await waitFor(async () => (await client.get(`/v1/sync_jobs/${alice.job}`, { token: alice.user.token })).body.status === 'completed', 15_000, "alice's job");
+  // Her deliveries are settled too, so nothing moves under the comparison of her rows.
+  await waitFor(async () => (await queryRows(service.databaseUrl, `select 1 from webhook_deliveries where owner_id = (select owner_id from webhook_endpoints where id = $1) and status = 'pending'`, [alice.endpoint])).length === 0, 15_000, "alice's deliveries");
   const doomed = await createApiKey(client, alice.user.token, 'test');
   aliceRevokedKey = doomed.rawKey;
   expect((await client.get('/v1/auth/me', { token: aliceRevokedKey })).status).toBe(200);
@@ -137,6 +169,7 @@ afterAll(async () => {
   await service?.stop();
   ledger.flush();
   await sandbox?.close();
+  await receiver?.close();
 });
 
 const routes = contractRoutes();
@@ -154,12 +187,16 @@ function foreignPaths(route: ContractRoute): { label: string; foreign: string; m
   if (route.params.length > 1) {
     paths.push({
       label: "alice's child under bob's parent",
-      foreign: fillPath(route.path, Object.fromEntries(route.params.map((p) => [p, p === 'rst_id' ? bob.reseller.id : idsOf(alice)[kindOf(route, p)]]))),
-      missing: fillPath(route.path, Object.fromEntries(route.params.map((p) => [p, p === 'rst_id' ? bob.reseller.id : MISSING[kindOf(route, p)]]))),
+      foreign: fillPath(route.path, Object.fromEntries(route.params.map((p) => [p, isParent(route, p) ? bobsParent(route, p) : idsOf(alice)[kindOf(route, p)]]))),
+      missing: fillPath(route.path, Object.fromEntries(route.params.map((p) => [p, isParent(route, p) ? bobsParent(route, p) : MISSING[kindOf(route, p)]]))),
     });
   }
   return paths;
 }
+
+/** The first of two path parameters names the parent (a reseller store, a webhook endpoint). */
+const isParent = (route: ContractRoute, param: string) => route.params.length > 1 && route.params[0] === param;
+const bobsParent = (route: ContractRoute, param: string) => idsOf(bob)[kindOf(route, param)];
 
 function expectNotFound(response: ChaosResponse, what: string): void {
   expect(response.status, `${what}: ${response.text}`).toBe(404);
@@ -170,7 +207,7 @@ function expectNotFound(response: ChaosResponse, what: string): void {
 describe('the tenancy matrix', () => {
   it('covers every route with an id', () => {
     expect(idRoutes.map((route) => route.name).sort()).toEqual(
-      expect.arrayContaining(['apiKeys.get', 'apiKeys.revoke', 'resellerStores.get', 'resellerStores.update', 'resellerStores.remove', 'sourceStores.create', 'sourceStores.list', 'sourceStores.get', 'sourceStores.update', 'sourceStores.remove', 'syncJobs.get', 'syncJobs.retry']),
+      expect.arrayContaining(['apiKeys.get', 'apiKeys.revoke', 'resellerStores.get', 'resellerStores.update', 'resellerStores.remove', 'sourceStores.create', 'sourceStores.list', 'sourceStores.get', 'sourceStores.update', 'sourceStores.remove', 'syncJobs.get', 'syncJobs.retry', 'events.get', 'webhookEndpoints.get', 'webhookEndpoints.update', 'webhookEndpoints.remove', 'webhookEndpoints.rotateSecret', 'webhookEndpoints.test', 'webhookEndpoints.listDeliveries', 'webhookEndpoints.retryDelivery']),
     );
     for (const route of idRoutes) for (const param of route.params) expect(() => kindOf(route, param)).not.toThrow();
   });
@@ -210,7 +247,7 @@ describe('the tenancy matrix', () => {
   it("left alice's resources exactly as they were", async () => {
     expect(await aliceState()).toBe(aliceBefore);
     // And they are still hers to use.
-    for (const path of [`/v1/reseller_stores/${alice.reseller.id}`, `/v1/reseller_stores/${alice.reseller.id}/source_stores/${alice.supplier.id}`, `/v1/sync_jobs/${alice.job}`, `/v1/api_keys/${alice.apiKey.id}`]) {
+    for (const path of [`/v1/reseller_stores/${alice.reseller.id}`, `/v1/reseller_stores/${alice.reseller.id}/source_stores/${alice.supplier.id}`, `/v1/sync_jobs/${alice.job}`, `/v1/api_keys/${alice.apiKey.id}`, `/v1/webhook_endpoints/${alice.endpoint}`, `/v1/events/${alice.event}`]) {
       expect((await client.get(path, { token: alice.user.token })).status, path).toBe(200);
       expect((await client.get(path, { token: alice.apiKey.rawKey })).status, path).toBe(200);
     }

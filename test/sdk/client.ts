@@ -21,6 +21,8 @@ export interface FlowHooks {
   seedResellerOrder(shopDomain: string, orderId: string, vendor: string): void | Promise<void>;
   /** Told every secret the flow sends, so the caller can check that none is ever logged. */
   secretUsed(label: string, value: string): void;
+  /** Where the flow's webhook endpoint receives events; told the endpoint's signing secret. */
+  webhookReceiver(): { url: string; trust(secret: string): void };
 }
 
 export interface FlowResult {
@@ -29,6 +31,9 @@ export interface FlowResult {
   job: { id: string; status: JobStatus; attempts: number; sourceOrderId: string | null; statusesSeen: JobStatus[] };
   apiKey: { id: string; prefix: string; revokedAt: string | null; statusAfterRevoke: number; errorCodeAfterRevoke: string };
   auditActions: string[];
+  webhookEndpoint: { id: string; secretShownOnce: boolean };
+  /** Event types of the reseller store, oldest first. */
+  eventTypes: string[];
 }
 
 interface Result<T> {
@@ -96,6 +101,17 @@ export async function mainFlow(baseUrl: string, hooks: FlowHooks): Promise<FlowR
   );
   const gotReseller = expectStatus('get reseller store', 200, await api.GET('/v1/reseller_stores/{id}', { params: { path: { id: reseller.id } } }));
   if (gotReseller.shopDomain !== reseller.shopDomain) throw new Error('get reseller store: another store came back');
+
+  // An integrator's endpoint, before anything happens: it hears about everything below.
+  const receiver = hooks.webhookReceiver();
+  const endpoint = expectStatus(
+    'create webhook endpoint',
+    201,
+    await api.POST('/v1/webhook_endpoints', { body: { url: receiver.url, enabledEvents: ['*'], description: 'SDK flow' } }),
+  );
+  hooks.secretUsed('webhook endpoint signing secret', endpoint.secret);
+  receiver.trust(endpoint.secret);
+  const gotEndpoint = expectStatus('get webhook endpoint', 200, await api.GET('/v1/webhook_endpoints/{id}', { params: { path: { id: endpoint.id } } }));
 
   const vendorTag = `SDK Vendor ${unique()}`;
   const supplier = expectStatus(
@@ -181,6 +197,19 @@ export async function mainFlow(baseUrl: string, hooks: FlowHooks): Promise<FlowR
     await api.GET('/v1/audit_log', { params: { query: { reseller_store_id: reseller.id, limit: 100 } } }),
   );
 
+  const events = expectStatus(
+    'list events',
+    200,
+    await api.GET('/v1/events', { params: { query: { reseller_store_id: reseller.id, limit: 100 } } }),
+  );
+  const jobEvents = events.data.filter((event) => event.type.startsWith('sync_job.'));
+  for (const event of jobEvents) {
+    if (event.resellerStoreId !== reseller.id) throw new Error(`list events: ${event.id} belongs to another store`);
+    if (!('fulfillments' in event.data.object) || event.data.object.id !== created.id) throw new Error(`list events: ${event.type} is not about the job`);
+  }
+  const oneEvent = events.data[0];
+  if (oneEvent) expectStatus('get event', 200, await api.GET('/v1/events/{id}', { params: { path: { id: oneEvent.id } } }));
+
   return {
     resellerStoreId: reseller.id,
     sourceStoreId: supplier.id,
@@ -193,5 +222,7 @@ export async function mainFlow(baseUrl: string, hooks: FlowHooks): Promise<FlowR
       errorCodeAfterRevoke: afterRevoke.error?.error.code ?? 'none',
     },
     auditActions: audit.data.map((entry) => entry.action).reverse(),
+    webhookEndpoint: { id: endpoint.id, secretShownOnce: endpoint.secret.startsWith('whsec_') && !('secret' in gotEndpoint) },
+    eventTypes: events.data.map((event) => event.type).reverse(),
   };
 }

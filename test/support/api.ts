@@ -25,6 +25,7 @@ function recordSecretsOf(requestBody: unknown, responseBody: unknown): void {
   if (responseBody && typeof responseBody === 'object') {
     recordSecret('raw API key', (responseBody as Record<string, unknown>).raw_key);
     recordSecret('access token (JWT)', (responseBody as Record<string, unknown>).accessToken);
+    recordSecret('webhook endpoint signing secret', (responseBody as Record<string, unknown>).secret);
   }
 }
 

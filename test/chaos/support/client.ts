@@ -71,6 +71,12 @@ export class ChaosClient {
       ledger.secret('raw API key', rawKey);
       allowed.push(rawKey);
     }
+    const signingSecret = (parsed as { secret?: unknown } | undefined)?.secret;
+    if (response.status >= 200 && response.status < 300 && typeof signingSecret === 'string' && signingSecret.startsWith('whsec_')) {
+      // Shown by an endpoint's creation and its rotation, and never again.
+      ledger.secret('webhook endpoint signing secret', signingSecret);
+      allowed.push(signingSecret);
+    }
     if (response.status >= 200 && response.status < 300) this.registerCreatedSecrets(method, path, options.body);
     ledger.response(`${method} ${path.slice(0, 200)}`, response.status, response.headers, text, allowed);
     return { status: response.status, body: parsed as T, text, headers: response.headers, ms };

@@ -8,7 +8,7 @@ import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { expect, inject, it } from 'vitest';
 
-export type SecretKind = 'password' | 'store access token' | 'webhook secret' | 'raw API key' | 'database password';
+export type SecretKind = 'password' | 'store access token' | 'webhook secret' | 'raw API key' | 'webhook endpoint signing secret' | 'database password';
 
 export interface SecretRecord {
   kind: SecretKind;

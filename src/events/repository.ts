@@ -1,0 +1,105 @@
+import { sql } from 'kysely';
+import type { Trx } from '../db/sql.ts';
+import { newId } from '../shared/ids.ts';
+import type { NewEvent } from './types.ts';
+
+/** A delivery the fan-out created, with the queue message id its row expects. */
+export interface QueuedDelivery {
+  id: string;
+  endpointId: string;
+  queueMessageId: string;
+}
+
+interface EventRow {
+  id: string;
+  owner_id: string;
+  reseller_store_id: string | null;
+  type: string;
+  payload: string;
+}
+
+/**
+ * A time-sortable `dlv_` id made by the database: the millisecond clock in hex, as the first 48 bits
+ * of a UUIDv7 are (so ids sort by creation and serve as paging cursors like every other id), then
+ * random hex. Made in SQL because the fan-out learns how many deliveries there are only as it
+ * inserts them; PostgreSQL 13 has no uuidv7().
+ */
+const DELIVERY_ID = sql<string>`'dlv_' || lpad(to_hex(floor(extract(epoch from clock_timestamp()) * 1000)::bigint), 12, '0') || substr(replace(gen_random_uuid()::text, '-', ''), 13)`;
+
+/** The event as it is delivered and listed; its bytes are signed the same way on every attempt. */
+export function eventPayload(id: string, event: NewEvent, createdAt: Date): string {
+  return JSON.stringify({
+    id,
+    object: 'event',
+    type: event.type,
+    createdAt: createdAt.toISOString(),
+    resellerStoreId: event.resellerStoreId,
+    data: { object: event.object },
+  });
+}
+
+/**
+ * One statement: the events, and one pending delivery per event and enabled endpoint of its owner
+ * subscribed to its type (or, with `onlyEndpointId`, to that endpoint alone: a test send). Returns
+ * the deliveries, whose queue messages the caller inserts in the same transaction.
+ */
+export async function insertEventsWithDeliveries(trx: Trx, events: NewEvent[], onlyEndpointId: string | null = null): Promise<QueuedDelivery[]> {
+  const now = new Date();
+  const rows: EventRow[] = events.map((event) => {
+    const id = newId('event');
+    return { id, owner_id: event.ownerId, reseller_store_id: event.resellerStoreId, type: event.type, payload: eventPayload(id, event, now) };
+  });
+  return trx
+    // (A raw CTE body is not parenthesised by Kysely, hence the parentheses.)
+    .with(
+      'e',
+      () => sql<EventRow>`(
+        select * from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as e(id text, owner_id text, reseller_store_id text, type text, payload text))`,
+    )
+    .with('inserted', (db) =>
+      db
+        .insertInto('events')
+        .columns(['id', 'owner_id', 'reseller_store_id', 'type', 'payload', 'created_at'])
+        .expression((eb) => eb.selectFrom('e').select(['id', 'owner_id', 'reseller_store_id', 'type', 'payload', eb.val(now).as('created_at')])),
+    )
+    .with('target', (db) =>
+      db
+        .selectFrom('e')
+        .innerJoin('webhook_endpoints as w', 'w.owner_id', 'e.owner_id')
+        .select(['e.id as event_id', 'e.type', 'e.owner_id', 'w.id as endpoint_id'])
+        .where((eb) =>
+          onlyEndpointId === null
+            ? eb.and([
+                eb('w.status', '=', 'enabled'),
+                eb.or([sql<boolean>`w.enabled_events @> '["*"]'::jsonb`, sql<boolean>`w.enabled_events @> jsonb_build_array(e.type)`]),
+              ])
+            : eb('w.id', '=', onlyEndpointId),
+        ),
+    )
+    .insertInto('webhook_deliveries')
+    .columns([
+      'id', 'owner_id', 'endpoint_id', 'event_id', 'event_type', 'status', 'attempts', 'schedule_attempts',
+      'next_attempt_at', 'queue_message_id', 'version', 'created_at', 'updated_at',
+    ])
+    .expression((eb) =>
+      eb
+        .selectFrom('target')
+        .select([
+          DELIVERY_ID.as('id'),
+          'owner_id',
+          'endpoint_id',
+          'event_id',
+          'type as event_type',
+          eb.val('pending').as('status'),
+          eb.lit(0).as('attempts'),
+          eb.lit(0).as('schedule_attempts'),
+          eb.val(now).as('next_attempt_at'),
+          sql<string>`gen_random_uuid()::text`.as('queue_message_id'),
+          eb.lit(1).as('version'),
+          eb.val(now).as('created_at'),
+          eb.val(now).as('updated_at'),
+        ]),
+    )
+    .returning(['id', 'endpoint_id as endpointId', sql<string>`queue_message_id`.as('queueMessageId')])
+    .execute();
+}

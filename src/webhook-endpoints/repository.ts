@@ -1,0 +1,171 @@
+import { sql } from 'kysely';
+import type { DeliveryState, DeliveryStatus } from '../../machines/delivery.machine.ts';
+import type { Db, Trx } from '../db/sql.ts';
+import type { SealedSecrets } from './signing.ts';
+
+/** The statements of the delivery worker on webhook_deliveries and webhook_endpoints. */
+
+/** A delivery with what attempting it needs: its event's payload and its endpoint. */
+export interface DeliveryWork extends DeliveryState {
+  id: string;
+  endpointId: string;
+  eventId: string;
+  eventType: string;
+  queueMessageId: string | null;
+  version: number;
+  payload: string;
+  endpoint: SealedSecrets & { url: string; status: 'enabled' | 'disabled' };
+}
+
+/** The ORM's driver hands timestamps over as text whatever the declared type says. */
+const dateOrNull = (value: Date | string | null) => (value === null ? null : new Date(value));
+
+/** One statement: the delivery, its event and its endpoint; null when the delivery is gone (its endpoint was deleted). */
+export async function loadDelivery(db: Db | Trx, deliveryId: string): Promise<DeliveryWork | null> {
+  const row = await db
+    .selectFrom('webhook_deliveries as d')
+    .innerJoin('events as e', 'e.id', 'd.event_id')
+    .innerJoin('webhook_endpoints as w', 'w.id', 'd.endpoint_id')
+    .select([
+      'd.id', 'd.endpoint_id', 'd.event_id', 'd.event_type', 'd.status', 'd.attempts', 'd.schedule_attempts', 'd.queue_message_id', 'd.version',
+      'e.payload', 'w.url', 'w.status as endpoint_status', 'w.secret_encrypted', 'w.previous_secret_encrypted', 'w.previous_secret_expires_at',
+    ])
+    .where('d.id', '=', deliveryId)
+    .executeTakeFirst();
+  if (!row) return null;
+  return {
+    id: row.id,
+    endpointId: row.endpoint_id,
+    eventId: row.event_id,
+    eventType: row.event_type,
+    status: row.status as DeliveryStatus,
+    attempts: row.attempts,
+    scheduleAttempts: row.schedule_attempts,
+    queueMessageId: row.queue_message_id,
+    version: row.version,
+    payload: row.payload,
+    endpoint: {
+      id: row.endpoint_id,
+      url: row.url,
+      status: row.endpoint_status as 'enabled' | 'disabled',
+      secretEncrypted: row.secret_encrypted,
+      previousSecretEncrypted: row.previous_secret_encrypted,
+      previousSecretExpiresAt: dateOrNull(row.previous_secret_expires_at),
+    },
+  };
+}
+
+export interface AttemptRecord extends DeliveryState {
+  id: string;
+  /** The version the delivery was read at: the write applies only while it is still there. */
+  version: number;
+  lastAttemptAt: Date | null;
+  nextAttemptAt: Date | null;
+  lastResponseStatus: number | null;
+  lastError: string | null;
+  lastResponseExcerpt: string | null;
+  durationMs: number | null;
+  queueMessageId: string | null;
+  updatedAt: Date;
+}
+
+/** Writes an attempt's outcome, freeing its sending slot, unless another worker moved the delivery first; whether it was written. */
+export async function recordAttempt(db: Db | Trx, record: AttemptRecord): Promise<boolean> {
+  const written = await db
+    .updateTable('webhook_deliveries')
+    .set((eb) => ({
+      status: record.status,
+      attempts: record.attempts,
+      schedule_attempts: record.scheduleAttempts,
+      // An attempt that was not made (the endpoint is disabled) keeps the last one's time and duration.
+      last_attempt_at: record.lastAttemptAt ?? eb.ref('last_attempt_at'),
+      duration_ms: record.durationMs ?? eb.ref('duration_ms'),
+      next_attempt_at: record.nextAttemptAt,
+      last_response_status: record.lastResponseStatus,
+      last_error: record.lastError,
+      last_response_excerpt: record.lastResponseExcerpt,
+      queue_message_id: record.queueMessageId,
+      sending_until: null,
+      updated_at: record.updatedAt,
+      version: eb('version', '+', 1),
+    }))
+    .where('id', '=', record.id)
+    .where('version', '=', record.version)
+    .executeTakeFirst();
+  return written.numUpdatedRows === 1n;
+}
+
+/** Moves a delivery to a new queue message without an attempt (it waits for its turn); whether it was moved. */
+export async function moveToMessage(db: Db | Trx, deliveryId: string, version: number, queueMessageId: string, now: Date): Promise<boolean> {
+  const moved = await db
+    .updateTable('webhook_deliveries')
+    .set((eb) => ({ queue_message_id: queueMessageId, updated_at: now, version: eb('version', '+', 1) }))
+    .where('id', '=', deliveryId)
+    .where('version', '=', version)
+    .executeTakeFirst();
+  return moved.numUpdatedRows === 1n;
+}
+
+/**
+ * Takes one of the endpoint's `limit` sending slots for the delivery, in the caller's transaction;
+ * whether it got one. A slot is held until the attempt is recorded (`recordAttempt` frees it) or
+ * `leaseUntil` passes (its worker died). The endpoint's row lock serialises the takers, and each
+ * counts in its own statement after the lock, so it sees every slot taken before it: the bound is
+ * exact however many workers, in however many processes, race for the endpoint.
+ */
+export async function takeSendingSlot(
+  trx: Trx,
+  slot: { endpointId: string; deliveryId: string; version: number; limit: number; now: Date; leaseUntil: Date },
+): Promise<boolean> {
+  await trx.selectFrom('webhook_endpoints').select('id').where('id', '=', slot.endpointId).forUpdate().execute();
+  const { taken } = await trx
+    .selectFrom('webhook_deliveries')
+    .select((eb) => eb.fn.countAll<string>().as('taken'))
+    .where('endpoint_id', '=', slot.endpointId)
+    .where('sending_until', '>', slot.now)
+    .executeTakeFirstOrThrow();
+  if (Number(taken) >= slot.limit) return false;
+  const held = await trx
+    .updateTable('webhook_deliveries')
+    .set((eb) => ({ sending_until: slot.leaseUntil, version: eb('version', '+', 1) }))
+    .where('id', '=', slot.deliveryId)
+    .where('version', '=', slot.version)
+    .executeTakeFirst();
+  return held.numUpdatedRows === 1n;
+}
+
+/** A delivery to the endpoint succeeded: its run of failures, if any, is over. */
+export async function markEndpointHealthy(db: Db | Trx, endpointId: string): Promise<void> {
+  await db.updateTable('webhook_endpoints').set({ failing_since: null }).where('id', '=', endpointId).where('failing_since', 'is not', null).execute();
+}
+
+/**
+ * A delivery to the endpoint failed, in the caller's transaction: its run of failures starts now
+ * unless one is going on, and an enabled endpoint failing since `disableIfFailingSince` or earlier
+ * is disabled with `reason`. Returns whether this call disabled it.
+ */
+export async function markEndpointFailing(trx: Trx, endpointId: string, now: Date, disableIfFailingSince: Date, reason: string): Promise<boolean> {
+  const endpoint = await trx.selectFrom('webhook_endpoints').select(['status', 'failing_since']).where('id', '=', endpointId).forUpdate().executeTakeFirst();
+  if (!endpoint) return false;
+  const failingSince = dateOrNull(endpoint.failing_since) ?? now;
+  const disable = endpoint.status === 'enabled' && failingSince <= disableIfFailingSince;
+  await trx
+    .updateTable('webhook_endpoints')
+    .set({
+      failing_since: failingSince,
+      ...(disable && { status: 'disabled', disabled_reason: reason, updated_at: now }),
+    })
+    .where('id', '=', endpointId)
+    .execute();
+  return disable;
+}
+
+/** When the oldest pending delivery was created (a metric); null when none is pending. */
+export async function oldestPendingDeliveryAt(db: Db): Promise<Date | null> {
+  const { oldest } = await db
+    .selectFrom('webhook_deliveries')
+    .select((eb) => eb.fn.min('created_at').as('oldest'))
+    .where('status', '=', 'pending')
+    .executeTakeFirstOrThrow();
+  return dateOrNull(oldest as Date | string | null);
+}

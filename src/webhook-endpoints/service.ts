@@ -1,0 +1,183 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { applyDeliveryEvent } from '../../machines/delivery.machine.ts';
+import { MAX_WEBHOOK_ENDPOINTS_PER_USER } from '../../contract/webhook-endpoints.ts';
+import type { AppContext } from '../context.ts';
+import { transactionOf } from '../events/outbox.ts';
+import { pingEvent } from '../events/types.ts';
+import { newMessageId } from '../queue/queue.ts';
+import { conflict, notFound, validationFailed } from '../shared/errors.ts';
+import { newId } from '../shared/ids.ts';
+import { findPage, type Page, type PageQuery } from '../shared/paging.ts';
+import { urlRefusal } from '../shared/url-safety.ts';
+import { WebhookDelivery, WebhookEndpoint } from './entity.ts';
+import { newSigningSecret, previousSecretBinding } from './signing.ts';
+
+/** How long deliveries are signed with the old secret too after a rotation (events.md). */
+export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
+
+export interface NewEndpoint {
+  url: string;
+  enabledEvents: string[];
+  description?: string | undefined;
+}
+
+export interface EndpointChanges {
+  url?: string | undefined;
+  enabledEvents?: string[] | undefined;
+  description?: string | null | undefined;
+  status?: 'enabled' | 'disabled' | undefined;
+}
+
+export interface DeliveryFilters extends PageQuery {
+  status?: WebhookDelivery['status'] | undefined;
+  event_id?: string | undefined;
+}
+
+export class WebhookEndpointService {
+  constructor(private readonly ctx: AppContext) {}
+
+  private get em(): EntityManager {
+    return this.ctx.orm.em;
+  }
+
+  /** Creates the endpoint; `secret` is returned here and never again. */
+  async create(ownerId: string, input: NewEndpoint): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
+    await this.checkUrl(input.url);
+    const secret = newSigningSecret();
+    const endpoint = await this.em.transactional(async (em) => {
+      // Serialises one user's creations, so concurrent requests cannot pass the limit together.
+      await em.execute('select pg_advisory_xact_lock(hashtext(?))', [`webhook_endpoints:${ownerId}`]);
+      if ((await em.count(WebhookEndpoint, { ownerId })) >= MAX_WEBHOOK_ENDPOINTS_PER_USER) {
+        throw conflict('too_many_webhook_endpoints', `A user can have at most ${MAX_WEBHOOK_ENDPOINTS_PER_USER} webhook endpoints; delete one first.`);
+      }
+      const id = newId('webhookEndpoint');
+      const now = new Date();
+      return em.create(WebhookEndpoint, {
+        id,
+        ownerId,
+        url: input.url,
+        enabledEvents: input.enabledEvents,
+        description: input.description ?? null,
+        status: 'enabled',
+        disabledReason: null,
+        secretEncrypted: this.ctx.secrets.encrypt(secret, id),
+        previousSecretEncrypted: null,
+        previousSecretExpiresAt: null,
+        failingSince: null,
+        createdAt: now,
+        updatedAt: now,
+      });
+    });
+    return { endpoint, secret };
+  }
+
+  list(ownerId: string, page: PageQuery): Promise<Page<WebhookEndpoint>> {
+    return findPage(this.em, WebhookEndpoint, { ownerId }, page);
+  }
+
+  /** The caller's endpoint; another user's is "not found". */
+  async get(ownerId: string, id: string): Promise<WebhookEndpoint> {
+    const endpoint = await this.em.findOne(WebhookEndpoint, { id, ownerId });
+    if (!endpoint) throw notFound();
+    return endpoint;
+  }
+
+  async update(ownerId: string, id: string, changes: EndpointChanges): Promise<WebhookEndpoint> {
+    const endpoint = await this.get(ownerId, id);
+    if (changes.url !== undefined && changes.url !== endpoint.url) {
+      await this.checkUrl(changes.url);
+      endpoint.url = changes.url;
+    }
+    if (changes.enabledEvents !== undefined) endpoint.enabledEvents = changes.enabledEvents;
+    if (changes.description !== undefined) endpoint.description = changes.description;
+    if (changes.status !== undefined && changes.status !== endpoint.status) {
+      endpoint.status = changes.status;
+      // Enabled again by its owner: the failures that disabled it start counting afresh.
+      endpoint.disabledReason = null;
+      endpoint.failingSince = null;
+    }
+    endpoint.updatedAt = new Date();
+    await this.em.flush();
+    return endpoint;
+  }
+
+  /** Deletes the endpoint and its deliveries: their queued messages find nothing and stop. */
+  async remove(ownerId: string, id: string): Promise<void> {
+    const endpoint = await this.get(ownerId, id);
+    await this.em.transactional(async (em) => {
+      await em.nativeDelete(WebhookDelivery, { endpointId: endpoint.id });
+      await em.nativeDelete(WebhookEndpoint, { id: endpoint.id });
+    });
+  }
+
+  /** A new secret; deliveries are signed with the old one too for ROTATION_OVERLAP_MS. */
+  async rotateSecret(ownerId: string, id: string): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
+    const endpoint = await this.get(ownerId, id);
+    const secret = newSigningSecret();
+    const now = new Date();
+    const current = this.ctx.secrets.decrypt(endpoint.secretEncrypted, endpoint.id);
+    endpoint.previousSecretEncrypted = this.ctx.secrets.encrypt(current, previousSecretBinding(endpoint.id));
+    endpoint.previousSecretExpiresAt = new Date(now.getTime() + ROTATION_OVERLAP_MS);
+    endpoint.secretEncrypted = this.ctx.secrets.encrypt(secret, endpoint.id);
+    endpoint.updatedAt = now;
+    await this.em.flush();
+    return { endpoint, secret };
+  }
+
+  /** Queues a `ping` for this endpoint only; returns its delivery. */
+  async test(ownerId: string, id: string): Promise<WebhookDelivery> {
+    const endpoint = await this.get(ownerId, id);
+    if (endpoint.status !== 'enabled') throw endpointDisabled();
+    const deliveryId = await this.em.transactional((em) =>
+      this.ctx.outbox.appendForEndpoint(transactionOf(em), pingEvent(endpoint.ownerId, endpoint.id), endpoint.id),
+    );
+    return this.em.findOneOrFail(WebhookDelivery, { id: deliveryId });
+  }
+
+  async listDeliveries(ownerId: string, id: string, filters: DeliveryFilters): Promise<Page<WebhookDelivery>> {
+    const endpoint = await this.get(ownerId, id);
+    return findPage(
+      this.em,
+      WebhookDelivery,
+      {
+        endpointId: endpoint.id,
+        ...(filters.status !== undefined && { status: filters.status }),
+        ...(filters.event_id !== undefined && { eventId: filters.event_id }),
+      },
+      filters,
+    );
+  }
+
+  /**
+   * Sends a failed delivery again with a fresh schedule, under the same `webhook-id`. Its new queue
+   * message commits with the row, and makes any older message for it stale.
+   */
+  async retryDelivery(ownerId: string, endpointId: string, deliveryId: string): Promise<WebhookDelivery> {
+    const endpoint = await this.get(ownerId, endpointId);
+    return this.em.transactional(async (em) => {
+      const delivery = await em.findOne(WebhookDelivery, { id: deliveryId, endpointId: endpoint.id, ownerId });
+      if (!delivery) throw notFound();
+      const next = applyDeliveryEvent(delivery, { type: 'RETRY' }, this.ctx.config.webhooks.deliveryScheduleMs);
+      if (!next) throw conflict('delivery_not_failed', `Only failed deliveries can be retried; this one is ${delivery.status}.`);
+      if (endpoint.status !== 'enabled') throw endpointDisabled();
+      const now = new Date();
+      const queueMessageId = newMessageId();
+      Object.assign(delivery, next.state, {
+        nextAttemptAt: new Date(now.getTime() + next.nextAttemptInMs!),
+        queueMessageId,
+        updatedAt: now,
+      });
+      await this.ctx.queue.insertIn(transactionOf(em), 'webhookDelivery', [
+        { id: queueMessageId, message: { deliveryId: delivery.id }, delayMs: next.nextAttemptInMs!, groupId: endpoint.id },
+      ]);
+      return delivery;
+    });
+  }
+
+  private async checkUrl(url: string): Promise<void> {
+    const refusal = await urlRefusal(url, this.ctx.config.urlPolicy);
+    if (refusal) throw validationFailed('url', `The URL ${refusal}.`);
+  }
+}
+
+const endpointDisabled = () => conflict('endpoint_disabled', 'The endpoint is disabled; enable it first.');

@@ -1,0 +1,172 @@
+import type { Dispatcher } from 'undici';
+import type { Logger } from 'pino';
+import { applyDeliveryEvent, type DeliveryEvent } from '../../machines/delivery.machine.ts';
+import type { AppContext } from '../context.ts';
+import { sqlOf } from '../db/sql.ts';
+import { newMessageId } from '../queue/queue.ts';
+import { guardedAgent } from '../shared/url-safety.ts';
+import {
+  loadDelivery,
+  markEndpointFailing,
+  markEndpointHealthy,
+  moveToMessage,
+  recordAttempt,
+  takeSendingSlot,
+  type AttemptRecord,
+  type DeliveryWork,
+} from '../webhook-endpoints/repository.ts';
+import { attemptDelivery, type AttemptResult } from '../webhook-endpoints/sender.ts';
+import { signingSecrets } from '../webhook-endpoints/signing.ts';
+
+/**
+ * Deliveries in flight to one endpoint at most, across every worker process: a slow or dead
+ * endpoint holds at most this many of a process's WEBHOOK_DELIVERY_CONCURRENCY slots, and the rest
+ * keep serving other endpoints. pg-boss's `groupConcurrency` (each delivery's message is in its
+ * endpoint's group) keeps fetches from taking more, but each fetch judges on its own, so fetches
+ * racing each other overshoot it; a sending slot taken under the endpoint's row lock
+ * (`takeSendingSlot`) makes the bound exact, and a message that gets none waits its turn.
+ */
+export const DELIVERIES_PER_ENDPOINT = 4;
+
+/** How long a delivery that found its endpoint's slots taken waits before it tries again (plus up to as much jitter). */
+const BUSY_ENDPOINT_WAIT_MS = 500;
+
+/** A sending slot is held past the attempt's timeout by this much before it counts as abandoned (its worker died). */
+const SLOT_LEASE_MARGIN_MS = 30_000;
+
+/** A queue message naming the delivery it may attempt. */
+export interface DeliveryMessage {
+  messageId: string;
+  deliveryId: string;
+}
+
+/**
+ * Attempts webhook deliveries (events.md): read the delivery with its event and endpoint, POST it
+ * signed outside any transaction, then record the outcome in one transaction with the next
+ * attempt's queue message (the schedule of WEBHOOK_DELIVERY_SCHEDULE_MS) and the endpoint's health.
+ * Only the message id stored on a delivery may attempt it, so stale messages (a manual retry, a
+ * deleted endpoint) do nothing.
+ */
+export class DeliveryWorker {
+  /** Keeps connections to receivers alive between deliveries, and refuses forbidden addresses as it connects. */
+  private readonly dispatcher: Dispatcher;
+
+  constructor(private readonly ctx: AppContext) {
+    this.dispatcher = guardedAgent(ctx.config.urlPolicy, { keepAliveTimeout: 10_000 });
+  }
+
+  /** Rejects only when the outcome could not be recorded: pg-boss then delivers the message again. */
+  async handle({ messageId, deliveryId }: DeliveryMessage): Promise<void> {
+    const log = this.ctx.logger.child({ delivery_id: deliveryId, message_id: messageId });
+    const work = await loadDelivery(sqlOf(this.ctx.orm), deliveryId);
+    if (!work || work.queueMessageId !== messageId || work.status !== 'pending') {
+      log.debug('stale delivery message ignored');
+      return;
+    }
+    const logged = log.child({ endpoint_id: work.endpointId, event_id: work.eventId });
+    // A disabled endpoint gets nothing: what was queued for it fails at once, and can be retried by hand once it is enabled.
+    if (work.endpoint.status !== 'enabled') {
+      await this.record(work, { type: 'ABANDON' }, null, logged);
+      return;
+    }
+    if (!(await this.takeSlot(work))) {
+      await this.waitTurn(work, logged);
+      return;
+    }
+    const result = await attemptDelivery(this.dispatcher, {
+      url: work.endpoint.url,
+      webhookId: work.eventId,
+      body: work.payload,
+      secrets: signingSecrets(this.ctx.secrets, work.endpoint, new Date()),
+      timeoutMs: this.ctx.config.webhooks.deliveryTimeoutMs,
+    });
+    this.ctx.metrics.deliveryAttemptDuration.observe({ outcome: result.outcome }, result.durationMs / 1000);
+    await this.record(work, { type: result.ok ? 'SUCCEED' : 'FAIL' }, result, logged);
+  }
+
+  /** One of the endpoint's DELIVERIES_PER_ENDPOINT sending slots; on success the delivery's version moved on. */
+  private async takeSlot(work: DeliveryWork): Promise<boolean> {
+    const now = new Date();
+    const leaseUntil = new Date(now.getTime() + this.ctx.config.webhooks.deliveryTimeoutMs + SLOT_LEASE_MARGIN_MS);
+    const taken = await sqlOf(this.ctx.orm)
+      .transaction()
+      .execute((trx) => takeSendingSlot(trx, { endpointId: work.endpointId, deliveryId: work.id, version: work.version, limit: DELIVERIES_PER_ENDPOINT, now, leaseUntil }));
+    if (taken) work.version++;
+    return taken;
+  }
+
+  /** The same attempt, a little later, under a new queue message; no attempt is counted. */
+  private async waitTurn(work: DeliveryWork, log: Logger): Promise<void> {
+    const queueMessageId = newMessageId();
+    const delayMs = BUSY_ENDPOINT_WAIT_MS + Math.floor(Math.random() * BUSY_ENDPOINT_WAIT_MS);
+    const moved = await sqlOf(this.ctx.orm)
+      .transaction()
+      .execute(async (trx) => {
+        if (!(await moveToMessage(trx, work.id, work.version, queueMessageId, new Date()))) return false;
+        await this.ctx.queue.insertIn(trx, 'webhookDelivery', [{ id: queueMessageId, message: { deliveryId: work.id }, delayMs, groupId: work.endpointId }]);
+        return true;
+      });
+    log.debug({ moved, retry_in_ms: delayMs }, "every sending slot of the endpoint is taken; the delivery waits its turn");
+  }
+
+  private async record(work: DeliveryWork, event: DeliveryEvent, result: AttemptResult | null, log: Logger): Promise<void> {
+    const { deliveryScheduleMs, disableAfterMs } = this.ctx.config.webhooks;
+    const next = applyDeliveryEvent(work, event, deliveryScheduleMs);
+    if (!next) return;
+    const now = new Date();
+    const queueMessageId = next.nextAttemptInMs === null ? null : newMessageId();
+    const record: AttemptRecord = {
+      id: work.id,
+      version: work.version,
+      ...next.state,
+      lastAttemptAt: result ? now : null,
+      nextAttemptAt: next.nextAttemptInMs === null ? null : new Date(now.getTime() + next.nextAttemptInMs),
+      lastResponseStatus: result?.responseStatus ?? null,
+      lastError: result ? result.error : 'not sent: the endpoint is disabled',
+      lastResponseExcerpt: result?.responseExcerpt ?? null,
+      durationMs: result?.durationMs ?? null,
+      queueMessageId,
+      updatedAt: now,
+    };
+    const outcome = await sqlOf(this.ctx.orm)
+      .transaction()
+      .execute(async (trx) => {
+        if (!(await recordAttempt(trx, record))) return null;
+        if (queueMessageId !== null) {
+          await this.ctx.queue.insertIn(trx, 'webhookDelivery', [
+            { id: queueMessageId, message: { deliveryId: work.id }, delayMs: next.nextAttemptInMs!, groupId: work.endpointId },
+          ]);
+        }
+        if (!result) return { disabled: false };
+        if (result.ok) {
+          await markEndpointHealthy(trx, work.endpointId);
+          return { disabled: false };
+        }
+        const reason = `Every delivery failed for ${describeDuration(disableAfterMs)}; enable the endpoint again once it answers.`;
+        return { disabled: await markEndpointFailing(trx, work.endpointId, now, new Date(now.getTime() - disableAfterMs), reason) };
+      });
+    if (!outcome) {
+      log.warn('delivery outcome not recorded: another worker moved the delivery meanwhile');
+      return;
+    }
+    if (outcome.disabled) log.warn('webhook endpoint disabled: its deliveries have all failed for too long');
+    const fields = { status: record.status, attempts: record.attempts, response_status: record.lastResponseStatus, duration_ms: record.durationMs };
+    if (record.status === 'succeeded') log.info(fields, 'webhook delivered');
+    else if (record.status === 'pending') log.warn({ ...fields, error: record.lastError, retry_in_ms: next.nextAttemptInMs }, 'webhook delivery attempt failed; retry scheduled');
+    else log.warn({ ...fields, error: record.lastError }, 'webhook delivery failed');
+    if (record.status !== 'pending') this.ctx.metrics.deliveries.inc({ outcome: record.status });
+  }
+
+  close(): Promise<void> {
+    return this.dispatcher.close();
+  }
+}
+
+/** `5 days`, `2 hours`, `1500 ms`: the disable window as people read it. */
+function describeDuration(ms: number): string {
+  const units: [number, string][] = [[86_400_000, 'day'], [3_600_000, 'hour'], [60_000, 'minute'], [1_000, 'second']];
+  for (const [size, name] of units) {
+    if (ms >= size && ms % size === 0) return `${ms / size} ${name}${ms === size ? '' : 's'}`;
+  }
+  return `${ms} ms`;
+}

@@ -1,0 +1,230 @@
+/**
+ * The webhook_endpoints resource (events.md, "Webhook endpoints"): create with a `whsec_` secret
+ * shown once, list, get, patch, delete, rotate_secret, test ping, deliveries, the per-user limit,
+ * ownership and URL validation. Deliveries go to a real receiver that verifies them with the stock
+ * `standardwebhooks` package.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { queryRows } from './support/database.ts';
+import { registerUser, type TestUser } from './support/factories.ts';
+import { startTestService, type TestService } from './support/service.ts';
+import { waitFor } from './support/wait.ts';
+import { WebhookReceiver } from './support/webhook-receiver.ts';
+
+let service: TestService;
+let receiver: WebhookReceiver;
+let alice: TestUser;
+let bob: TestUser;
+let pathCount = 0;
+
+beforeAll(async () => {
+  receiver = await WebhookReceiver.start();
+  service = await startTestService({ WEBHOOK_DELIVERY_SCHEDULE_MS: '0,200,400' });
+  alice = await registerUser(service.api);
+  bob = await registerUser(service.api);
+});
+
+afterAll(async () => {
+  await service?.stop();
+  await receiver?.close();
+});
+
+const freshPath = () => `/hooks/${++pathCount}`;
+
+async function createEndpoint(user: TestUser, body: Record<string, unknown> = {}) {
+  const path = freshPath();
+  const response = await service.api.post('/v1/webhook_endpoints', { token: user.token, body: { url: receiver.url(path), enabledEvents: ['*'], ...body } });
+  expect(response.status, JSON.stringify(response.body)).toBe(201);
+  receiver.trust(path, [response.body.secret]);
+  return { ...response.body, path } as { id: string; secret: string; path: string; url: string; [key: string]: unknown };
+}
+
+async function deliveriesOf(user: TestUser, endpointId: string, query = '') {
+  const response = await service.api.get(`/v1/webhook_endpoints/${endpointId}/deliveries${query}`, { token: user.token });
+  expect(response.status, JSON.stringify(response.body)).toBe(200);
+  return response.body.data as any[];
+}
+
+describe('webhook endpoints', () => {
+  it('creates an endpoint with a whsec_ secret shown only in that answer', async () => {
+    const created = await createEndpoint(alice, { enabledEvents: ['sync_job.completed', 'sync_job.dead'], description: 'ERP' });
+    expect(created).toMatchObject({
+      id: expect.stringMatching(/^we_[0-9a-f]{32}$/),
+      object: 'webhook_endpoint',
+      enabledEvents: ['sync_job.completed', 'sync_job.dead'],
+      description: 'ERP',
+      status: 'enabled',
+      disabledReason: null,
+      request_id: expect.any(String),
+    });
+    expect(created.secret).toMatch(/^whsec_[A-Za-z0-9+/]{32}$/);
+    expect(Buffer.from(created.secret.slice('whsec_'.length), 'base64')).toHaveLength(24);
+
+    const answers = [
+      await service.api.get(`/v1/webhook_endpoints/${created.id}`, { token: alice.token }),
+      await service.api.get('/v1/webhook_endpoints', { token: alice.token }),
+      await service.api.patch(`/v1/webhook_endpoints/${created.id}`, { token: alice.token, body: { description: 'ERP sync' } }),
+      await service.api.get(`/v1/webhook_endpoints/${created.id}/deliveries`, { token: alice.token }),
+    ];
+    for (const answer of answers) {
+      expect(answer.status).toBe(200);
+      expect(JSON.stringify(answer.body)).not.toContain(created.secret);
+      expect(JSON.stringify(answer.body)).not.toContain('secret');
+    }
+    expect(answers[1]!.body.data.map((endpoint: { id: string }) => endpoint.id)).toContain(created.id);
+    expect(answers[2]!.body.description).toBe('ERP sync');
+
+    // Sealed at rest, not stored as given.
+    const [row] = await queryRows<{ secret_encrypted: string }>(service.databaseUrl, 'select secret_encrypted from webhook_endpoints where id = $1', [created.id]);
+    expect(row!.secret_encrypted).toMatch(/^v1\./);
+    expect(row!.secret_encrypted).not.toContain(created.secret.slice('whsec_'.length));
+  });
+
+  it('validates the body: URL, event types, unknown fields', async () => {
+    const cases = [
+      { url: 'not a url', enabledEvents: ['*'] },
+      { url: 'ftp://example.com/hook', enabledEvents: ['*'] },
+      { url: 'https://user:pass@example.com/hook', enabledEvents: ['*'] },
+      { url: 'https://example.com/hook', enabledEvents: [] },
+      { url: 'https://example.com/hook', enabledEvents: ['sync_job.exploded'] },
+      { url: 'https://example.com/hook', enabledEvents: ['*', 'sync_job.created'] },
+      { url: 'https://example.com/hook', enabledEvents: ['ping'] },
+      { url: 'https://example.com/hook', enabledEvents: ['*'], secret: 'whsec_mine' },
+    ];
+    for (const body of cases) {
+      const response = await service.api.post('/v1/webhook_endpoints', { token: alice.token, body });
+      expect(response.status, JSON.stringify(body)).toBe(400);
+      expect(response.body.error.code).toBe('validation_failed');
+    }
+  });
+
+  it('sends a signed ping on test, which the stock standardwebhooks receiver verifies', async () => {
+    const endpoint = await createEndpoint(alice, { enabledEvents: ['sync_job.completed'] });
+    const queued = await service.api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: alice.token });
+    expect(queued.status).toBe(202);
+    expect(queued.body).toMatchObject({ id: expect.stringMatching(/^dlv_[0-9a-f]{32}$/), eventType: 'ping', status: 'pending', attempts: 0 });
+
+    const [delivery] = await waitFor(async () => receiver.at(endpoint.path).length === 1 && receiver.at(endpoint.path), 10_000, 'the ping');
+    expect(delivery!.verifiedBy).toEqual([0]);
+    expect(delivery!.event).toMatchObject({ id: queued.body.eventId, object: 'event', type: 'ping', resellerStoreId: null, data: { object: { webhookEndpointId: endpoint.id } } });
+    expect(delivery!.headers).toMatchObject({
+      'content-type': 'application/json',
+      'webhook-id': queued.body.eventId,
+      'user-agent': expect.stringMatching(/order-routing/),
+    });
+    expect(Math.abs(Number(delivery!.headers['webhook-timestamp']) - Date.now() / 1000)).toBeLessThan(30);
+
+    const [row] = await waitFor(async () => {
+      const rows = await deliveriesOf(alice, endpoint.id);
+      return rows[0]?.status === 'succeeded' && rows;
+    }, 10_000, 'the delivery to succeed');
+    expect(row).toMatchObject({ id: queued.body.id, status: 'succeeded', attempts: 1, lastResponseStatus: 200, lastError: null, nextAttemptAt: null });
+    expect(row.durationMs).toEqual(expect.any(Number));
+
+    const event = await service.api.get(`/v1/events/${queued.body.eventId}`, { token: alice.token });
+    expect(event.status).toBe(200);
+    expect(JSON.parse(delivery!.body)).toEqual(Object.fromEntries(Object.entries(event.body).filter(([key]) => key !== 'request_id')));
+  });
+
+  it('rotates the secret: for 24 h both the new and the old secret verify every delivery', async () => {
+    const endpoint = await createEndpoint(alice);
+    const rotated = await service.api.post(`/v1/webhook_endpoints/${endpoint.id}/rotate_secret`, { token: alice.token });
+    expect(rotated.status).toBe(200);
+    expect(rotated.body.secret).toMatch(/^whsec_/);
+    expect(rotated.body.secret).not.toBe(endpoint.secret);
+    receiver.trust(endpoint.path, [rotated.body.secret, endpoint.secret]);
+
+    await service.api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: alice.token });
+    const [delivery] = await waitFor(async () => receiver.at(endpoint.path).length === 1 && receiver.at(endpoint.path), 10_000, 'the ping');
+    expect(delivery!.verifiedBy).toEqual([0, 1]);
+    expect(String(delivery!.headers['webhook-signature']).split(' ')).toHaveLength(2);
+
+    // Once the overlap is over, only the new secret signs.
+    await queryRows(service.databaseUrl, `update webhook_endpoints set previous_secret_expires_at = now() - interval '1 second' where id = $1`, [endpoint.id]);
+    await service.api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: alice.token });
+    const [, later] = await waitFor(async () => receiver.at(endpoint.path).length === 2 && receiver.at(endpoint.path), 10_000, 'the second ping');
+    expect(later!.verifiedBy).toEqual([0]);
+    expect(String(later!.headers['webhook-signature']).split(' ')).toHaveLength(1);
+
+    // Neither secret, nor a signature made with one, is in any log line of the service.
+    const logs = service.logs.join('\n');
+    expect(service.logs.some((line) => line.includes(endpoint.id))).toBe(true);
+    for (const secret of [endpoint.secret, rotated.body.secret]) {
+      expect(logs).not.toContain(secret);
+      expect(logs).not.toContain(secret.slice('whsec_'.length));
+    }
+    expect(logs).not.toContain(String(later!.headers['webhook-signature']));
+  });
+
+  it('deletes an endpoint: 204, then 404, and its pending deliveries stop', async () => {
+    const endpoint = await createEndpoint(alice);
+    receiver.behave(endpoint.path, { status: 503 });
+    await service.api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: alice.token });
+    await waitFor(async () => receiver.at(endpoint.path).length >= 1, 10_000, 'the first attempt');
+    const removed = await service.api.delete(`/v1/webhook_endpoints/${endpoint.id}`, { token: alice.token });
+    expect(removed.status).toBe(204);
+    expect((await service.api.get(`/v1/webhook_endpoints/${endpoint.id}`, { token: alice.token })).status).toBe(404);
+    const attemptsAtDeletion = receiver.at(endpoint.path).length;
+    // The schedule (0, 200, 400 ms) would have made every attempt well within this.
+    await waitFor(async () => (await queryRows(service.databaseUrl, `select 1 from pgboss.job where name = 'webhook.deliver' and state in ('created', 'retry', 'active') and group_id = $1`, [endpoint.id])).length === 0, 10_000, 'the queued attempt to be taken');
+    expect(receiver.at(endpoint.path).length).toBeLessThanOrEqual(attemptsAtDeletion + 1);
+    expect(await queryRows(service.databaseUrl, 'select id from webhook_deliveries where endpoint_id = $1', [endpoint.id])).toEqual([]);
+  });
+
+  it('another user\'s endpoint, and its deliveries, are 404 on every route', async () => {
+    const endpoint = await createEndpoint(alice);
+    await service.api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: alice.token });
+    const [delivery] = await waitFor(async () => {
+      const succeeded = (await deliveriesOf(alice, endpoint.id)).filter((d) => d.status === 'succeeded');
+      return succeeded.length > 0 && succeeded;
+    }, 10_000, 'the ping');
+    const calls = [
+      () => service.api.get(`/v1/webhook_endpoints/${endpoint.id}`, { token: bob.token }),
+      () => service.api.patch(`/v1/webhook_endpoints/${endpoint.id}`, { token: bob.token, body: { status: 'disabled' } }),
+      () => service.api.delete(`/v1/webhook_endpoints/${endpoint.id}`, { token: bob.token }),
+      () => service.api.post(`/v1/webhook_endpoints/${endpoint.id}/rotate_secret`, { token: bob.token }),
+      () => service.api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: bob.token }),
+      () => service.api.get(`/v1/webhook_endpoints/${endpoint.id}/deliveries`, { token: bob.token }),
+      () => service.api.post(`/v1/webhook_endpoints/${endpoint.id}/deliveries/${delivery!.id}/retry`, { token: bob.token }),
+      () => service.api.get(`/v1/events/${delivery!.eventId}`, { token: bob.token }),
+    ];
+    for (const call of calls) {
+      const response = await call();
+      expect(response.status).toBe(404);
+      expect(response.body.error.code).toBe('not_found');
+    }
+    expect((await service.api.get('/v1/webhook_endpoints', { token: bob.token })).body.data.map((e: { id: string }) => e.id)).not.toContain(endpoint.id);
+    expect((await service.api.get('/v1/events?type=ping', { token: bob.token })).body.data).toEqual([]);
+    const mine = await service.api.get(`/v1/webhook_endpoints/${endpoint.id}`, { token: alice.token });
+    expect(mine.body).toMatchObject({ status: 'enabled' });
+  });
+
+  it('allows at most 16 endpoints per user', async () => {
+    const user = await registerUser(service.api);
+    const created = await Promise.all(Array.from({ length: 17 }, () =>
+      service.api.post('/v1/webhook_endpoints', { token: user.token, body: { url: receiver.url(freshPath()), enabledEvents: ['*'] } }),
+    ));
+    expect(created.filter((response) => response.status === 201)).toHaveLength(16);
+    const refused = created.find((response) => response.status === 409)!;
+    expect(refused.body.error).toMatchObject({ code: 'conflict', details: { reason: 'too_many_webhook_endpoints' } });
+    const [first] = created.filter((response) => response.status === 201);
+    expect((await service.api.delete(`/v1/webhook_endpoints/${first!.body.id}`, { token: user.token })).status).toBe(204);
+    expect((await service.api.post('/v1/webhook_endpoints', { token: user.token, body: { url: receiver.url(freshPath()), enabledEvents: ['*'] } })).status).toBe(201);
+  });
+
+  it('a disabled endpoint cannot be tested; enabling it clears disabledReason', async () => {
+    const endpoint = await createEndpoint(alice);
+    const disabled = await service.api.patch(`/v1/webhook_endpoints/${endpoint.id}`, { token: alice.token, body: { status: 'disabled' } });
+    expect(disabled.body).toMatchObject({ status: 'disabled', disabledReason: null });
+    const refused = await service.api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: alice.token });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error.details.reason).toBe('endpoint_disabled');
+    await queryRows(service.databaseUrl, `update webhook_endpoints set disabled_reason = 'Every delivery failed', failing_since = now() where id = $1`, [endpoint.id]);
+    const enabled = await service.api.patch(`/v1/webhook_endpoints/${endpoint.id}`, { token: alice.token, body: { status: 'enabled' } });
+    expect(enabled.body).toMatchObject({ status: 'enabled', disabledReason: null });
+    const [row] = await queryRows<{ failing_since: Date | null }>(service.databaseUrl, 'select failing_since from webhook_endpoints where id = $1', [endpoint.id]);
+    expect(row!.failing_since).toBeNull();
+    expect((await service.api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: alice.token })).status).toBe(202);
+    await waitFor(async () => receiver.at(endpoint.path).length === 1, 10_000, 'the ping');
+  });
+});
