@@ -12,6 +12,7 @@ const TABLES = [
   'attempts',
   'audit_entries',
   'fulfillments',
+  'held_fulfillments',
   'reconciliation_runs',
   'reconciliation_watermarks',
   'refresh_tokens',
