@@ -248,6 +248,19 @@ export class SyncJobRepository {
       .execute();
   }
 
+  /** Every job of these reseller orders, as this transaction sees them now, oldest first. */
+  findByOrders(trx: Trx, orders: { resellerStoreId: string; externalOrderId: string }[]) {
+    return trx
+      .selectFrom('sync_jobs')
+      .select(['id', 'reseller_store_id', 'external_order_id'])
+      .where(
+        sql<boolean>`(reseller_store_id, external_order_id) in (
+          select * from unnest(${orders.map((o) => o.resellerStoreId)}::text[], ${orders.map((o) => o.externalOrderId)}::text[]))`,
+      )
+      .orderBy('id')
+      .execute();
+  }
+
   /** Version-checked writes of jobs' lifecycle columns, with their audit entries (see writeAttemptTransitions). */
   writeTransitions(db: Db | Trx, writes: AttemptWrite<SyncJob>[]): Promise<boolean[]> {
     return writeAttemptTransitions(db, 'sync_jobs', 'source_order_id', writes);
