@@ -1,11 +1,11 @@
 /**
- * Workers take queue messages in batches. A row whose stored state cannot be read must cost only
- * its own message: the other jobs of its batch are placed and completed as usual. The jobs are made
- * through an API process first and the worker process starts afterwards, so its first fetch takes
- * them all as one batch.
+ * Workers take queue messages in batches. A row whose stored state cannot be read, or an answer
+ * whose text cannot be stored as it is, must cost only its own message: the other jobs of its batch
+ * are placed and completed as usual. The jobs are made through an API process first and the worker
+ * process starts afterwards, so its first fetch takes them all as one batch.
  */
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from './sandbox/server.ts';
 import { queryRows } from './support/database.ts';
 import { registerUser } from './support/factories.ts';
@@ -26,8 +26,12 @@ beforeAll(async () => {
   api = await startTestService({ ...shared, PLATFORM_BASE_URL: sandbox.baseUrlTemplate, ROLE: 'api' });
 });
 
-afterAll(async () => {
+afterEach(async () => {
   await worker?.stop();
+  worker = undefined;
+});
+
+afterAll(async () => {
   await api?.stop();
   await sandbox?.close();
 });
@@ -58,4 +62,25 @@ it('completes the other jobs of a batch when one row in it cannot be read', asyn
   // All six were in the worker's first batch, started together.
   const started = logLines(worker.logs, 'attempt started').map((line) => line.job_id);
   expect(started.sort()).toEqual(healthy.map((job) => job.id).sort());
+});
+
+it('records every outcome of a batch when one supplier answers with text PostgreSQL cannot store as it is', async () => {
+  const user = await registerUser(api.api);
+  const shop = await openShop(api.api, { platform: 'platform_b' }, user);
+  const careless = await addSupplier(api.api, shop, { vendorTag: 'Careless' });
+  const careful = await addSupplier(api.api, shop, { vendorTag: 'Careful' });
+  sandbox.setFaults(careless.shopDomain, { nulErrorNext: 1 });
+  const bad = await createJob(api.api, user.token, careless.id, seedResellerOrder(sandbox, shop, [lineOf('Careless')]));
+  const healthy = [];
+  for (let i = 0; i < 5; i++) healthy.push(await createJob(api.api, user.token, careful.id, seedResellerOrder(sandbox, shop, [lineOf('Careful')])));
+
+  worker = await startTestProcess({ ...shared, PLATFORM_BASE_URL: sandbox.baseUrlTemplate, ROLE: 'worker', DATABASE_URL: api.databaseUrl, WORKER_CONCURRENCY: '8' });
+  for (const job of healthy) expect(await settled(api.api, user.token, job.id)).toMatchObject({ status: 'completed', attempts: 1 });
+  expect(orderPosts(sandbox, careful.shopDomain)).toHaveLength(healthy.length);
+  // The careless supplier's 422 was recorded as a failed attempt (without its NUL) and retried once.
+  expect(await settled(api.api, user.token, bad.id)).toMatchObject({ status: 'completed', attempts: 2 });
+  expect(orderPosts(sandbox, careless.shopDomain).map((post) => post.status)).toEqual([422, 201]);
+  expect(logLines(worker.logs, 'attempt outcome not recorded')).toEqual([]);
+  const started = logLines(worker.logs, 'attempt started').slice(0, 6).map((line) => line.job_id);
+  expect(started.sort()).toEqual([bad, ...healthy].map((job) => job.id).sort());
 });
