@@ -11,7 +11,7 @@ import type { Faults, Sandbox } from './sandbox/server.ts';
 import { startSandbox } from './sandbox/server.ts';
 import { queryRows } from './support/database.ts';
 import { startTestService, type TestService } from './support/service.ts';
-import { addSupplier, auditOf, createJob, lineOf, openShop, orderPosts, seedResellerOrder, settled } from './support/sync-jobs.ts';
+import { addSupplier, auditOf, createJob, lineOf, messagesOfJob, openShop, orderPosts, queueMessage, seedResellerOrder, settled } from './support/sync-jobs.ts';
 
 let sandbox: Sandbox;
 let service: TestService;
@@ -72,6 +72,10 @@ describe('error texts a supplier answers with', () => {
     expect(done).toMatchObject({ status: 'completed', attempts: 2, errorMessage: null });
     expect(orderPosts(sandbox, supplier.shopDomain).map((post) => post.status)).toEqual([422, 201]);
     expect(sandbox.ordersFor(supplier.shopDomain)).toHaveLength(1);
+    // The failure was recorded and retried under the policy, not redelivered by the queue.
+    expect(done.failedAt).not.toBeNull();
+    const [first] = await messagesOfJob(service.databaseUrl, job.id);
+    expect(await queueMessage(service.databaseUrl, first!.id)).toMatchObject({ state: 'completed', retry_count: 0 });
   });
 
   it('the same emoji on every attempt: dead after 4, with a well-formed error cut after the emoji', async () => {
