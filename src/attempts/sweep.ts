@@ -92,6 +92,8 @@ export class Sweeper {
       ...(rescue.action !== 'requeued' && { timeline: LOST_ATTEMPT }),
     }));
     const written = await writeAttemptTransitions(trx, kind.table, kind.resultColumn, writes);
+    // EVENT sync_job.dead / fulfillment.dead (events issue): append one per dead rescue written here,
+    // in this transaction, beside its audit entry, as the worker's transitions do.
     const moved = rescues.filter((_, i) => written[i]);
     const messages = moved.flatMap(({ row, rescue }) =>
       rescue.action === 'dead' ? [] : [{ id: row.queueMessageId!, message: kind.message(row.id), delayMs: rescue.delayMs }],
