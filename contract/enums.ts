@@ -9,9 +9,11 @@ export type Platform = (typeof PLATFORMS)[number];
 
 /**
  * The lifecycle of every piece of retried work (sync jobs, fulfillments): pending → processing →
- * completed | failed → … → dead (machines/attempt.machine.ts).
+ * completed | failed → … → dead (machines/attempt.machine.ts); `skipped` (terminal, never retried)
+ * is work that must not be attempted, e.g. a fulfillment without the tracking number its reseller
+ * platform needs.
  */
-export const ATTEMPT_STATUSES = ['pending', 'processing', 'completed', 'failed', 'dead'] as const;
+export const ATTEMPT_STATUSES = ['pending', 'processing', 'completed', 'failed', 'dead', 'skipped'] as const;
 export type AttemptStatus = (typeof ATTEMPT_STATUSES)[number];
 
 /** What started one attempt of retried work (its timeline entry); `recovered`: the previous attempt's worker was lost. */

@@ -80,11 +80,12 @@ export const sourceStoresContract = c.router(
       pathParams: SourceStoreParams,
       body: z
         .object({ name: NameSchema.optional(), pricingMode: PricingModeSchema.optional(), pricingConfig: PricingConfigSchema.optional() })
+        .merge(StoreCredentials.partial())
         .strict(),
       responses: { 200: SourceStore, 400: errorResponse(400), 404: errorResponse(404), ...bodyErrors },
       summary: 'Update a source store',
       description:
-        'Name and pricing can be changed. The pricing mode and config must agree: changing the mode requires a config of that type.',
+        'Name and pricing can be changed. The pricing mode and config must agree: changing the mode requires a config of that type. A new `accessToken` or `webhookSecret` (write-only, validated as at creation) replaces the stored one: rotating a credential keeps the store, its id and its jobs, so an order it was routed is never routed again.',
     },
     remove: {
       method: 'DELETE',

@@ -3,7 +3,11 @@ import { ATTEMPT_OUTCOMES, ATTEMPT_STATUSES, ATTEMPT_TRIGGERS } from './enums.ts
 import { auth, authErrors, bodyErrors, c, errorResponse, IdParam, listOf, openApi, NullableTimestamp, PageQuery, RequestId, Timestamp } from './common.ts';
 
 /** A sync job's and a fulfillment's status: both are retried work with one lifecycle. */
-const AttemptStatusSchema = z.enum(ATTEMPT_STATUSES);
+const AttemptStatusSchema = z
+  .enum(ATTEMPT_STATUSES)
+  .describe(
+    '`pending` → `processing` → `completed`, or `failed` and retried automatically, then `dead` until retried by hand. `skipped` (fulfillments only): not sent and never retried, `errorMessage` says why (tracking without a number for a reseller platform that needs one).',
+  );
 
 /** One attempt in a timeline; sync jobs and fulfillments add the id a successful attempt produced. */
 const AttemptFields = z.object({

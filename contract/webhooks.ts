@@ -45,7 +45,7 @@ export const webhooksContract = c.router(
       summary: 'Receive a fulfillments/create webhook',
       metadata: signedBy('source_stores'),
       description:
-        'Sent by a source store\'s platform. Queues the tracking to be added to the reseller order, once per fulfillment.',
+        'Sent by a source store\'s platform. Queues the tracking to be added to the reseller order, once per fulfillment: a delivery under an `X-Platform-Webhook-Id` seen before, or of the same fulfillment (the platform\'s fulfillment id, else the order and its tracking numbers, however the JSON is written), adds nothing. A fulfillment of an order no sync job has recorded is answered 200 at once (`syncJobIds` empty): it is kept when a job of the supplier could own the order (its answer was lost) and applied once that job completes, and otherwise acknowledged as the supplier\'s own sale. Tracking without a number, for a reseller platform that needs one, is recorded `skipped` and never sent.',
     },
   },
 );

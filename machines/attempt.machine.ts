@@ -1,6 +1,9 @@
 /**
  * The lifecycle shared by every piece of queued work that calls a platform: taken by a worker,
- * completed or failed, retried automatically a few times, then dead until someone retries it.
+ * completed or failed, retried automatically a few times, then dead until someone retries it. An
+ * attempt whose worker was lost counts as a failed attempt (LOSE); work whose queue message can no
+ * longer move it is abandoned to dead (ABANDON); work that must not be attempted at all is skipped
+ * (SKIP, terminal).
  * Each kind of work names the id it keeps on success (`resultKey`). The kinds themselves (table,
  * queue, what an attempt does) are defined in src/attempts/kinds.ts.
  */
@@ -25,11 +28,25 @@ export interface AttemptBookkeeping {
 
 export type AttemptContext<TResultKey extends string> = AttemptBookkeeping & Record<TResultKey, string | null>;
 
-/** `at` is the ISO-8601 time of the event: the machine never reads a clock. */
+/** The error a lost attempt (LOSE) records. */
+export const WORKER_LOST_ERROR = 'worker lost: the attempt ended without reporting an outcome';
+
+/**
+ * `at` is the ISO-8601 time of the event: the machine never reads a clock.
+ * - LOSE: the attempt in progress was lost (its worker died, or its outcome could not be recorded):
+ *   a failed attempt like any other, so it spends a retry, and the work dies when none is left.
+ * - ABANDON: the work can no longer be moved by its queue (its message was delivered as often as
+ *   the policy allows without an outcome): dead at once, with `error` saying why.
+ * - SKIP: the work must not be attempted (e.g. tracking without a number for a platform that needs
+ *   one): skipped, terminal, `reason` kept as its error message; never retried.
+ */
 export type AttemptEvent<TResultKey extends string> =
   | { type: 'TAKE'; at: string }
   | ({ type: 'SUCCEED'; at: string } & Record<TResultKey, string>)
   | { type: 'FAIL'; error: string; at: string }
+  | { type: 'LOSE'; at: string }
+  | { type: 'ABANDON'; error: string; at: string }
+  | { type: 'SKIP'; reason: string; at: string }
   | { type: 'RETRY'; at: string };
 
 /**
@@ -84,11 +101,20 @@ function createAttemptMachine<const TResultKey extends string>(id: string, resul
         return { ...context, errorMessage: null, completedAt: event.at, [resultKey]: event[resultKey] };
       }),
       recordFailure: assign(({ context, event }) => {
+        if (event.type === 'LOSE') return { ...context, errorMessage: WORKER_LOST_ERROR, failedAt: event.at };
         if (event.type !== 'FAIL') return context;
         return { ...context, errorMessage: event.error, failedAt: event.at };
       }),
-      // Runs on the eventless transition out of `failed`, so the event is the FAIL that led there.
+      // Runs on the eventless transition out of `failed`, so the event is the FAIL or LOSE that led there.
       recordDeath: assign(({ context, event }) => ({ ...context, deadAt: event.at })),
+      recordAbandonment: assign(({ context, event }) => {
+        if (event.type !== 'ABANDON') return context;
+        return { ...context, errorMessage: event.error, deadAt: event.at };
+      }),
+      recordSkip: assign(({ context, event }) => {
+        if (event.type !== 'SKIP') return context;
+        return { ...context, errorMessage: event.reason };
+      }),
       resetForManualRetry: assign(({ context }) => ({
         ...context,
         retriesLeft: MAX_AUTO_RETRIES,
@@ -105,20 +131,25 @@ function createAttemptMachine<const TResultKey extends string>(id: string, resul
       pending: {
         on: {
           TAKE: { target: 'processing', actions: 'countAttempt' },
+          ABANDON: { target: 'dead', actions: 'recordAbandonment' },
+          SKIP: { target: 'skipped', actions: 'recordSkip' },
         },
       },
       processing: {
         on: {
-          // The queue redelivers the message when a worker died mid-attempt.
-          TAKE: { actions: 'countAttempt' },
           SUCCEED: { target: 'completed', actions: 'recordSuccess' },
           FAIL: { target: 'failed', actions: 'recordFailure' },
+          // A message redelivered after its worker died, or a sweep finding the attempt abandoned,
+          // is not a new attempt on top of the lost one: the lost one failed.
+          LOSE: { target: 'failed', actions: 'recordFailure' },
+          ABANDON: { target: 'dead', actions: 'recordAbandonment' },
         },
       },
       failed: {
         always: { guard: not('hasRetriesLeft'), target: 'dead', actions: 'recordDeath' },
         on: {
           TAKE: { guard: 'hasRetriesLeft', target: 'processing', actions: ['countAttempt', 'spendRetry'] },
+          ABANDON: { target: 'dead', actions: 'recordAbandonment' },
           RETRY: { target: 'pending', actions: 'resetForManualRetry' },
         },
       },
@@ -128,6 +159,7 @@ function createAttemptMachine<const TResultKey extends string>(id: string, resul
         },
       },
       completed: { type: 'final' },
+      skipped: { type: 'final' },
     },
   });
 }

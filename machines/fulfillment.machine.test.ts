@@ -54,4 +54,13 @@ describe('fulfillment machine', () => {
       context: { attempts: 4, retriesLeft: MAX_AUTO_RETRIES, errorMessage: null, deadAt: null },
     });
   });
+
+  it('skips tracking that must not be sent: terminal, never retried, the reason kept', () => {
+    const skipped = replay(initialFulfillment(), [{ type: 'SKIP', reason: 'platform_b needs a tracking number', at: NOW }]);
+
+    expect(skipped).toMatchObject({ status: 'skipped', context: { attempts: 0, errorMessage: 'platform_b needs a tracking number' } });
+    for (const event of [take, succeed, fail, retry, { type: 'LOSE', at: NOW } as const, { type: 'ABANDON', error: 'x', at: NOW } as const]) {
+      expect(canApplyFulfillmentEvent(skipped, event)).toBe(false);
+    }
+  });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   MAX_AUTO_RETRIES,
+  WORKER_LOST_ERROR,
   applySyncJobEvent,
   canApply,
   initialSyncJob,
@@ -46,12 +47,16 @@ const jobIn: Record<SyncJobStatus, PersistedSyncJob> = {
     status: 'dead',
     context: { ...fresh, attempts: 4, retriesLeft: 0, errorMessage: 'timeout', failedAt: EARLIER, deadAt: EARLIER },
   },
+  skipped: { status: 'skipped', context: { ...fresh, errorMessage: 'no tracking number' } },
 };
 
 const events = {
   TAKE: { type: 'TAKE', at: NOW },
   SUCCEED: { type: 'SUCCEED', sourceOrderId: '7001', at: NOW },
   FAIL: { type: 'FAIL', error: 'timeout', at: NOW },
+  LOSE: { type: 'LOSE', at: NOW },
+  ABANDON: { type: 'ABANDON', error: 'abandoned', at: NOW },
+  SKIP: { type: 'SKIP', reason: 'nothing to do', at: NOW },
   RETRY: { type: 'RETRY', at: NOW },
 } satisfies Record<SyncJobEvent['type'], SyncJobEvent>;
 
@@ -62,24 +67,37 @@ const expected: Record<SyncJobStatus, Record<SyncJobEvent['type'], Outcome>> = {
     TAKE: { status: 'processing', changes: { attempts: 1 } },
     SUCCEED: 'refused',
     FAIL: 'refused',
+    LOSE: 'refused',
+    ABANDON: { status: 'dead', changes: { errorMessage: 'abandoned', deadAt: NOW } },
+    SKIP: { status: 'skipped', changes: { errorMessage: 'nothing to do', attempts: 0 } },
     RETRY: 'refused',
   },
   processing: {
-    TAKE: { status: 'processing', changes: { attempts: 3 } },
+    // A redelivered message is not taken on top of the lost attempt: LOSE first.
+    TAKE: 'refused',
     SUCCEED: { status: 'completed', changes: { sourceOrderId: '7001', completedAt: NOW, errorMessage: null } },
     FAIL: { status: 'failed', changes: { errorMessage: 'timeout', failedAt: NOW } },
+    LOSE: { status: 'failed', changes: { errorMessage: WORKER_LOST_ERROR, failedAt: NOW, attempts: 2, retriesLeft: 2 } },
+    ABANDON: { status: 'dead', changes: { errorMessage: 'abandoned', deadAt: NOW } },
+    SKIP: 'refused',
     RETRY: 'refused',
   },
   completed: {
     TAKE: 'refused',
     SUCCEED: 'refused',
     FAIL: 'refused',
+    LOSE: 'refused',
+    ABANDON: 'refused',
+    SKIP: 'refused',
     RETRY: 'refused',
   },
   failed: {
     TAKE: { status: 'processing', changes: { attempts: 3, retriesLeft: 1 } },
     SUCCEED: 'refused',
     FAIL: 'refused',
+    LOSE: 'refused',
+    ABANDON: { status: 'dead', changes: { errorMessage: 'abandoned', deadAt: NOW } },
+    SKIP: 'refused',
     RETRY: {
       status: 'pending',
       changes: { retriesLeft: MAX_AUTO_RETRIES, errorMessage: null, failedAt: null, deadAt: null },
@@ -89,10 +107,22 @@ const expected: Record<SyncJobStatus, Record<SyncJobEvent['type'], Outcome>> = {
     TAKE: 'refused',
     SUCCEED: 'refused',
     FAIL: 'refused',
+    LOSE: 'refused',
+    ABANDON: 'refused',
+    SKIP: 'refused',
     RETRY: {
       status: 'pending',
       changes: { retriesLeft: MAX_AUTO_RETRIES, errorMessage: null, failedAt: null, deadAt: null },
     },
+  },
+  skipped: {
+    TAKE: 'refused',
+    SUCCEED: 'refused',
+    FAIL: 'refused',
+    LOSE: 'refused',
+    ABANDON: 'refused',
+    SKIP: 'refused',
+    RETRY: 'refused',
   },
 };
 
@@ -155,6 +185,17 @@ describe('sync job machine', () => {
     expect(applySyncJobEvent(lastRetry, fail)).toMatchObject({
       status: 'dead',
       context: { attempts: 4, retriesLeft: 0, errorMessage: 'timeout', failedAt: NOW, deadAt: NOW },
+    });
+  });
+
+  it('counts a lost attempt as a failed one: a job whose workers keep dying is attempted 4 times, then dead', () => {
+    const lose = events.LOSE;
+    const job = replay(initialSyncJob(), [take, lose, take, lose, take, lose, take]);
+    expect(job).toMatchObject({ status: 'processing', context: { attempts: 4, retriesLeft: 0 } });
+
+    expect(applySyncJobEvent(job, lose)).toMatchObject({
+      status: 'dead',
+      context: { attempts: 4, retriesLeft: 0, errorMessage: WORKER_LOST_ERROR, failedAt: NOW, deadAt: NOW },
     });
   });
 

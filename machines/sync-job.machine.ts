@@ -7,7 +7,7 @@ import {
   type PersistedAttempt,
 } from './attempt.machine.ts';
 
-export { MAX_AUTO_RETRIES, nextRetryDelayMs } from './attempt.machine.ts';
+export { MAX_AUTO_RETRIES, WORKER_LOST_ERROR, nextRetryDelayMs } from './attempt.machine.ts';
 
 /** One order placed on a source store; on success it keeps the source store's order id. */
 export const syncJobLifecycle = createAttemptLifecycle('syncJob', 'sourceOrderId');

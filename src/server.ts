@@ -65,9 +65,10 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     };
     metrics.observeOldestPendingDelivery(() => oldestPendingDeliveryAt(sqlOf(orm)));
     const services = createServices(ctx);
-    // Workers stop with the queue (graceful: jobs in flight finish), which the stack stops after HTTP.
+    // Workers stop with the queue (graceful: jobs in flight finish), which the stack stops after HTTP,
+    // the reconciliation scheduler and the sweep.
     if (config.runsWorker) {
-      await startWorkers(ctx, { reconciliation: ({ reconciliationId }) => services.reconciliationRunner.execute(reconciliationId) });
+      stack.push(await startWorkers(ctx, { reconciliation: ({ reconciliationId }) => services.reconciliationRunner.execute(reconciliationId) }));
       stack.push(startReconciliationScheduler(ctx, services.reconciliations));
       metrics.observeReconciliationLag(() => services.reconciliations.lagByStore());
     }

@@ -13,6 +13,7 @@ const TABLES = [
   'audit_entries',
   'events',
   'fulfillments',
+  'held_fulfillments',
   'reconciliation_runs',
   'reconciliation_watermarks',
   'refresh_tokens',

@@ -150,7 +150,7 @@ describe('logs', () => {
     }
     expect(untraceable, 'lines with neither request_id nor job_id/fulfillment_id').toEqual([]);
     // Logged deep in the webhook service with the root logger: the request id comes from the log context.
-    const strayLine = service.logs.map((text) => JSON.parse(text) as Record<string, unknown>).find((line) => line.msg === 'fulfillment for an unknown order');
+    const strayLine = service.logs.map((text) => JSON.parse(text) as Record<string, unknown>).find((line) => line.msg === 'fulfillment of an order the service never placed');
     expect(strayLine?.request_id).toEqual(expect.stringMatching(/^req_/));
     expect(kinds.request).toBeGreaterThan(10);
     expect(kinds.job).toBeGreaterThanOrEqual(4);

@@ -352,8 +352,6 @@ describe('PATCH /v1/reseller_stores/{rst_id}/source_stores/{id}', () => {
     ['vendorTag', { vendorTag: 'Other' }],
     ['shopDomain', { shopDomain: 'other.example.com' }],
     ['platform', { platform: 'custom' }],
-    ['accessToken', { accessToken: 'x' }],
-    ['webhookSecret', { webhookSecret: 'x' }],
     ['resellerStoreId', { resellerStoreId: 'rst_other' }],
   ])('rejects the unknown or read-only field %s with 400', async (param, body) => {
     const store = await createSourceStore(service.api, user.token, rstId);

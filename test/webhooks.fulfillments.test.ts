@@ -335,40 +335,6 @@ describe('rejected and ignored deliveries', () => {
     await expectNoFulfillment(routed);
   });
 
-  it('answers 503 while the supplier has a job whose order is not recorded yet, so the platform redelivers', async ({ service, sandbox, routedOrder, expectNoFulfillment }) => {
-    const routed = await routedOrder({ resellerPlatform: 'platform_a', supplierPlatform: 'custom' });
-    // A second job for the same supplier, held in processing by a slow supplier platform.
-    const slowOrderId = nextOrderId++;
-    sandbox.setFaults(routed.supplier.shopDomain, { latencyMs: 2_000 });
-    try {
-      const order = sandbox.buildOrderPayload(routed.reseller.platform, {
-        id: slowOrderId,
-        lines: [{ sku: 'A-2', title: 'Anvil', vendor: 'Acme Tools', quantity: 1, price: '25.00' }],
-      });
-      const placed = await postRawWebhook(service.url, ORDERS_PATH, {
-        body: JSON.stringify(order),
-        secret: routed.resellerSecret,
-        shopDomain: routed.reseller.shopDomain,
-        topic: 'orders/create',
-      });
-      expect(placed.status).toBe(200);
-      await waitFor(async () => (await syncJobRows(service.databaseUrl, routed.reseller.id)).some((job) => job.status === 'processing'));
-      const early = fulfillmentOf(routed, { orderId: 424_242_424, fulfillmentId: nextFulfillmentId++, trackingNumbers: ['EARLY'] });
-      const response = await postRawWebhook(service.url, FULFILLMENTS_PATH, {
-        body: JSON.stringify(early),
-        secret: routed.supplierSecret,
-        shopDomain: routed.supplier.shopDomain,
-        topic: 'fulfillments/create',
-      });
-      expectError(response, 503, 'unavailable');
-      expect(response.headers.get('retry-after')).toBe('30');
-      await expectNoFulfillment(routed);
-    } finally {
-      sandbox.clearFaults(routed.supplier.shopDomain);
-    }
-    await waitFor(async () => (await syncJobRows(service.databaseUrl, routed.reseller.id)).every((job) => job.status === 'completed'));
-  });
-
   it('answers 401 invalid_signature to unverifiable fulfillments and creates nothing', async ({ service, expectNoFulfillment }) => {
     const payload = fulfillmentOf(routed, { fulfillmentId: nextFulfillmentId++, trackingNumbers: ['FORGED'] });
     const body = JSON.stringify(payload);

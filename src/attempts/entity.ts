@@ -1,5 +1,6 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import { ATTEMPT_OUTCOMES, ATTEMPT_TRIGGERS, type AttemptTrigger } from '../../contract/enums.ts';
+import { WORKER_LOST_ERROR } from '../../machines/attempt.machine.ts';
 
 const ATTEMPT_KIND_NAMES = ['sync_job', 'fulfillment'] as const;
 
@@ -33,8 +34,8 @@ export const AttemptEntry = defineEntity({
 });
 export type AttemptEntry = InferEntity<typeof AttemptEntry>;
 
-/** The error an attempt is closed with when its worker was lost mid-attempt and the row was taken again. */
-export const WORKER_LOST = 'worker lost: the attempt ended without reporting an outcome';
+/** The error an attempt is closed with when its worker was lost mid-attempt (the machine's LOSE records the same). */
+export const WORKER_LOST = WORKER_LOST_ERROR;
 
 /** Which attempt a TAKE starts, from the row as it was before the TAKE. */
 export function triggerOf(status: string, attemptsBefore: number): AttemptTrigger {

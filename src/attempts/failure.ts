@@ -1,15 +1,20 @@
 import { PlatformError } from '../platforms/types.ts';
 import { PricingError } from '../pricing/index.ts';
+import { storableText } from '../shared/text.ts';
 
 const MAX_MESSAGE_LENGTH = 500;
 
-/** Expected failures keep their message; anything else is summarised without internals. */
+/**
+ * Expected failures keep their message; anything else is summarised without internals. Always
+ * storable (it is written to the row and its audit entry): a platform's or an order's text can
+ * carry a NUL or half an emoji.
+ */
 export function failureMessage(error: unknown): string {
   const message =
     error instanceof PlatformError || error instanceof PricingError || error instanceof JobFailure
       ? error.message
       : `unexpected error: ${error instanceof Error ? error.name : 'unknown'}`;
-  return message.length > MAX_MESSAGE_LENGTH ? `${message.slice(0, MAX_MESSAGE_LENGTH - 1)}…` : message;
+  return storableText(message, MAX_MESSAGE_LENGTH);
 }
 
 /** How long a platform asked us to wait before the next call (429 Retry-After), if it did. */

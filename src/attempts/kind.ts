@@ -32,6 +32,12 @@ export interface AttemptRow extends AttemptColumns {
   version: number;
 }
 
+/**
+ * Why work died without failing its last attempt: its worker was lost on its last retry, or its
+ * queue message was delivered as often as the queue allows without an outcome (src/attempts/sweep.ts).
+ */
+export type DeathReason = 'worker_lost' | 'delivery_exhausted';
+
 /** The tables of retried work, and the column each keeps its result in. */
 export type AttemptTable = 'sync_jobs' | 'fulfillments';
 
@@ -60,8 +66,11 @@ export interface AttemptKindDefinition<R extends AttemptRow, K extends string, Q
   /** Wait before the next automatic retry, after a failure that left `context`. */
   retryDelayMs(config: Config, context: AttemptContext<K>): number;
   attempt(ctx: AppContext): Attempt<W>;
-  /** The audit entry of a completed or dead row (its action names the status reached). */
-  outcomeAudit(row: R): AuditRecord;
+  /**
+   * The audit entry of a completed or dead row (its action names the status reached); `reason` says
+   * why a row died other than by failing its last attempt (metadata.reason).
+   */
+  outcomeAudit(row: R, reason?: DeathReason): AuditRecord;
   /**
    * The events for integrators of the statuses these rows just reached (completed, failed or dead),
    * read in the transaction that wrote them, after the write (src/events/outbox.ts appends them).

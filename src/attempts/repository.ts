@@ -221,3 +221,39 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
     return written !== undefined;
   });
 }
+
+/** A row the sweep found without a live queue message, and what became of that message. */
+export interface StrandedRow {
+  id: string;
+  version: number;
+  /** pg-boss's state of the row's message (`completed`, `failed`, `cancelled`), or null when it has none or it is gone. */
+  messageState: string | null;
+}
+
+/** The message states in which pg-boss will still deliver a message (or is delivering it). */
+const LIVE_MESSAGE_STATES = ['created', 'retry', 'active'];
+
+/**
+ * Unfinished rows (pending, processing, failed) of a table, untouched since `staleBefore`, whose
+ * queue message is not live: it completed or failed without moving the row, or it is gone. Oldest
+ * first. Reads the partial index on unfinished rows, and pg-boss's job table by primary key.
+ */
+export async function findStranded(db: Db | Trx, table: AttemptTable, queueName: string, staleBefore: Date, limit: number): Promise<StrandedRow[]> {
+  const { rows } = await sql<{ id: string; version: number; message_state: string | null }>`
+    select t.id, t.version, m.state::text as message_state
+    from ${sql.table(table)} t
+    left join pgboss.job m on m.name = ${queueName}
+      and m.id = case when t.queue_message_id ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' then t.queue_message_id::uuid end
+    where t.status in ('pending', 'processing', 'failed') and t.updated_at < ${staleBefore}
+      and (m.id is null or m.state::text <> all(${LIVE_MESSAGE_STATES}::text[]))
+    order by t.updated_at
+    limit ${limit}
+  `.execute(db);
+  return rows.map((row) => ({ id: row.id, version: row.version, messageState: row.message_state }));
+}
+
+/** Takes the sweep's turn for the rest of the transaction, unless another process has it: one sweep at a time. */
+export async function takeSweepTurn(trx: Trx): Promise<boolean> {
+  const { rows } = await sql<{ taken: boolean }>`select pg_try_advisory_xact_lock(hashtext('attempts.sweep')) as taken`.execute(trx);
+  return rows[0]?.taken === true;
+}

@@ -1,12 +1,13 @@
 import type { Logger } from 'pino';
 import type { AttemptEvent } from '../../machines/attempt.machine.ts';
 import type { AppContext } from '../context.ts';
+import { isDatabaseUnavailable } from '../db/errors.ts';
 import { GroupCommit } from '../db/group-commit.ts';
 import { sqlOf, type Db, type Trx } from '../db/sql.ts';
 import { PlatformError } from '../platforms/types.ts';
 import { newMessageId, type QueueKey } from '../queue/queue.ts';
 import { triggerOf } from './entity.ts';
-import { failureMessage, requestedDelayMs } from './failure.ts';
+import { JobFailure, failureMessage, requestedDelayMs } from './failure.ts';
 import type { Attempt, AttemptKind, AttemptRow } from './kind.ts';
 import { writeAttemptTransitions, type AttemptWrite, type TimelineStep } from './repository.ts';
 
@@ -17,6 +18,12 @@ export interface AttemptMessage {
 }
 
 type Outcome = { ok: true; result: string; platformStatus: number } | { ok: false; error: unknown };
+
+/** What a delivered message does to its row when it is taken. */
+type TakeMove = 'take' | 'lost' | null;
+
+/** The timeline step of an attempt found lost: it ends failed, with no answer from the platform. */
+export const LOST_ATTEMPT: TimelineStep = { outcome: 'failed', platformStatus: null };
 
 /**
  * Runs a batch of queue messages of one kind of work: take their rows (processing), perform each
@@ -44,38 +51,44 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends Que
   }
 
   /**
-   * Rejects when the batch could not be read or taken, or an attempt could not be recorded (the
-   * database went away): pg-boss delivers the batch again, and its recorded rows' messages are stale
-   * by then while the others are taken again.
+   * Returns the ids of the messages whose outcome could not be recorded (the database went away
+   * meanwhile): pg-boss delivers those again, alone; every other message of the batch is done. An
+   * outcome is made storable before it is written, and one that still cannot be written for a reason
+   * of its own is recorded as a failed attempt instead, so one bad outcome costs its batch-mates
+   * nothing. Rejects when the batch could not be read or taken: pg-boss delivers it again, and the
+   * messages of rows moved meanwhile are stale by then.
    */
-  async handle(messages: AttemptMessage[]): Promise<void> {
+  async handle(messages: AttemptMessage[]): Promise<Set<string>> {
     const taken = await this.take(messages);
-    const settled = await Promise.allSettled(taken.map(({ work, log }) => this.run(work, log)));
-    let failure: unknown;
-    settled.forEach((result, i) => {
-      if (result.status === 'fulfilled') return;
-      taken[i]!.log.error({ err: result.reason }, 'attempt outcome not recorded; the message will be delivered again');
-      failure ??= result.reason;
-    });
-    if (failure !== undefined) throw failure;
+    const recorded = await Promise.all(taken.map(({ work, log }) => this.run(work, log)));
+    return new Set(taken.filter((_, i) => !recorded[i]).map(({ messageId }) => messageId));
   }
 
-  private async take(messages: AttemptMessage[]): Promise<{ work: W; log: Logger }[]> {
+  private async take(messages: AttemptMessage[]): Promise<{ work: W; log: Logger; messageId: string }[]> {
     const loaded = new Map((await this.attempt.load([...new Set(messages.map((m) => m.rowId))])).map((work) => [work.row.id, work]));
     const now = new Date();
-    const taking: { work: W; log: Logger; timeline: TimelineStep }[] = [];
+    const taking: { work: W; log: Logger; messageId: string; timeline: TimelineStep }[] = [];
+    const lost: { work: W; log: Logger }[] = [];
     for (const { messageId, rowId } of messages) {
       const log = this.ctx.logger.child({ [this.kind.logKey]: rowId, message_id: messageId });
       const work = loaded.get(rowId);
-      // What starts this attempt, read from the row before the TAKE changes it.
-      const timeline = work && { trigger: triggerOf(work.row.status, work.row.attempts) };
-      if (!work || !timeline || work.row.queueMessageId !== messageId || !this.takes(work.row, now, log)) {
-        log.debug('stale message ignored');
-        continue;
-      }
-      taking.push({ work, log, timeline });
+      // What starts this attempt, read from the row before the LOSE and TAKE change it.
+      const trigger = work && triggerOf(work.row.status, work.row.attempts);
+      const move = work && trigger && work.row.queueMessageId === messageId ? this.moveOnTake(work.row, now, log) : null;
+      if (move === 'take') taking.push({ work: work!, log, messageId, timeline: { trigger: trigger! } });
+      else if (move === 'lost') lost.push({ work: work!, log });
+      else log.debug('stale message ignored');
     }
-    const moved = await this.write(sqlOf(this.ctx.orm), taking.map(({ work, timeline }) => this.writeOf(work.row, undefined, timeline)));
+    const writes = [
+      ...taking.map(({ work, timeline }) => this.writeOf(work.row, undefined, timeline)),
+      ...lost.map(({ work }) => this.writeOf(work.row, this.kind.outcomeAudit(work.row, 'worker_lost'), LOST_ATTEMPT)),
+    ];
+    const moved = await this.write(sqlOf(this.ctx.orm), writes);
+    lost.forEach(({ work, log }, i) => {
+      if (!moved[taking.length + i]) return;
+      this.counted('dead');
+      log.warn({ error: work.row.errorMessage, attempts: work.row.attempts, reason: 'worker_lost' }, 'attempts exhausted: dead');
+    });
     const taken = taking.filter(({ log }, i) => {
       if (!moved[i]) log.debug('taken by another worker first');
       return moved[i];
@@ -87,25 +100,68 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends Que
     return taken;
   }
 
-  /** The TAKE transition; a row whose stored state the machine cannot read is left alone, not the whole batch with it. */
-  private takes(row: R, now: Date, log: Logger): boolean {
+  /**
+   * TAKE, after LOSE when the row is still processing: the message was delivered again because the
+   * attempt it started was lost (its worker died, or its outcome could not be recorded), and that
+   * attempt counts as failed, so redeliveries can never attempt the work more often than the policy
+   * allows. 'lost' when that was its last retry (it is dead now). A row whose stored state the
+   * machine cannot read is left alone, not the whole batch with it.
+   */
+  private moveOnTake(row: R, now: Date, log: Logger): TakeMove {
+    const at = now.toISOString();
     try {
-      return this.kind.transition(row, { type: 'TAKE', at: now.toISOString() }, now);
+      if (row.status === 'processing') {
+        if (!this.kind.transition(row, { type: 'LOSE', at }, now)) return null;
+        log.warn({ attempts: row.attempts }, 'previous attempt lost: counted as failed');
+        if ((row.status as AttemptRow['status']) === 'dead') {
+          row.queueMessageId = null;
+          return 'lost';
+        }
+      }
+      return this.kind.transition(row, { type: 'TAKE', at }, now) ? 'take' : null;
     } catch (error) {
       log.error({ err: error }, 'row state unreadable; message ignored');
-      return false;
+      return null;
     }
   }
 
-  private async run(work: W, log: Logger): Promise<void> {
+  /** Performs one attempt and records its outcome; false when it could not be recorded. */
+  private async run(work: W, log: Logger): Promise<boolean> {
     const outcome = await this.attempt.perform(work).then(
       (created): Outcome => ({ ok: true, result: created.id, platformStatus: created.status }),
       (error: unknown): Outcome => ({ ok: false, error }),
     );
-    await this.record(work.row, outcome, log);
+    return this.record(work.row, outcome, log);
   }
 
-  private async record(row: R, outcome: Outcome, log: Logger): Promise<void> {
+  /**
+   * Records the outcome. When it cannot be written for a reason of its own (not an unreachable
+   * database), the attempt is recorded as failed with a plain message instead, so the work is
+   * retried under the policy rather than its message redelivered until the queue gives up. False
+   * when nothing could be recorded: the message is delivered again, and the attempt then counts as lost.
+   */
+  private async record(row: R, outcome: Outcome, log: Logger): Promise<boolean> {
+    const read = { ...row };
+    try {
+      await this.recordOutcome(row, outcome, log);
+      return true;
+    } catch (error) {
+      Object.assign(row, read);
+      log.error({ err: error }, 'attempt outcome not recorded');
+      if (isDatabaseUnavailable(error)) return false;
+      const name = error instanceof Error ? error.name : 'unknown';
+      try {
+        await this.recordOutcome(row, { ok: false, error: new JobFailure(`the attempt's outcome could not be recorded (${name})`) }, log);
+        return true;
+      } catch (fallbackError) {
+        Object.assign(row, read);
+        log.error({ err: fallbackError }, 'attempt failure not recorded either; the message will be delivered again');
+        return false;
+      }
+    }
+  }
+
+  private async recordOutcome(row: R, outcome: Outcome, log: Logger): Promise<void> {
     const now = new Date();
     const at = now.toISOString();
     const event = (

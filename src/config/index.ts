@@ -41,6 +41,7 @@ const EnvSchema = z.object({
   WEBHOOK_STORE_CACHE_TTL_MS: integer(0, 60_000).default(0),
   RECONCILE_INTERVAL_MS: integer(0, 86_400_000).default(300_000),
   RECONCILE_GRACE_MS: integer(0, 86_400_000).default(120_000),
+  SWEEP_INTERVAL_MS: integer(100, 3_600_000).default(60_000),
   PLATFORM_PACING: z
     .string()
     .optional()
@@ -105,6 +106,8 @@ function buildConfig(env: z.infer<typeof EnvSchema>) {
     reconcileIntervalMs: env.RECONCILE_INTERVAL_MS,
     /** Orders younger than this are left to their webhook by reconciliation. */
     reconcileGraceMs: env.RECONCILE_GRACE_MS,
+    /** How often a worker process sweeps for stranded work (src/attempts/sweep.ts); one process at a time. */
+    sweepIntervalMs: env.SWEEP_INTERVAL_MS,
     /** Per-store pacing overrides by platform; empty = the platforms' defaults. */
     platformPacing: env.PLATFORM_PACING,
     jwtSecret: env.JWT_SECRET ?? localSecret(dataDir, production, 'JWT_SECRET', 'jwt-secret', 48),

@@ -5,6 +5,7 @@ import { RefreshToken } from '../auth/entity.ts';
 import { Fulfillment } from '../fulfillments/entity.ts';
 import { RoutedOrder } from '../orders/entity.ts';
 import { ReconciliationRun, ReconciliationWatermark } from '../reconciliation/entity.ts';
+import { HeldFulfillment } from '../fulfillments/held.entity.ts';
 import { ResellerStore } from '../reseller-stores/entity.ts';
 import { StoreStatusCount } from '../reseller-stores/status-count.entity.ts';
 import { SourceStore } from '../source-stores/entity.ts';
@@ -13,4 +14,4 @@ import { AttemptEntry } from '../attempts/entity.ts';
 import { User } from '../users/entity.ts';
 import { WebhookDelivery, WebhookEndpoint } from '../webhook-endpoints/entity.ts';
 
-export const entities = [User, RefreshToken, ApiKey, ResellerStore, SourceStore, SyncJob, Fulfillment, AuditEntry, RoutedOrder, ReconciliationRun, ReconciliationWatermark, StoreStatusCount, AttemptEntry, EventRecord, WebhookEndpoint, WebhookDelivery];
+export const entities = [User, RefreshToken, ApiKey, ResellerStore, SourceStore, SyncJob, Fulfillment, HeldFulfillment, AuditEntry, RoutedOrder, ReconciliationRun, ReconciliationWatermark, StoreStatusCount, AttemptEntry, EventRecord, WebhookEndpoint, WebhookDelivery];

@@ -3,7 +3,7 @@ import { findAttemptsIn } from '../attempts/repository.ts';
 import type { Trx } from '../db/sql.ts';
 import { fulfillmentEvent, type NewEvent } from '../events/types.ts';
 import { SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
-import type { Attempt } from '../attempts/kind.ts';
+import type { Attempt, DeathReason } from '../attempts/kind.ts';
 import { JobFailure } from '../attempts/failure.ts';
 import { connectionOf } from '../attempts/store-connection.ts';
 import type { AppContext } from '../context.ts';
@@ -49,9 +49,13 @@ export function fulfillmentAuditRecord(fulfillment: Fulfillment, action: string,
   };
 }
 
-/** The audit entry of a fulfillment's completion or death. */
-export const fulfillmentOutcomeAudit = (fulfillment: Fulfillment): AuditRecord =>
-  fulfillmentAuditRecord(fulfillment, `fulfillment.${fulfillment.status}`, { attempts: fulfillment.attempts, errorMessage: fulfillment.errorMessage });
+/** The audit entry of a fulfillment's completion or death (`reason` when it died other than by failing its last attempt). */
+export const fulfillmentOutcomeAudit = (fulfillment: Fulfillment, reason?: DeathReason): AuditRecord =>
+  fulfillmentAuditRecord(fulfillment, `fulfillment.${fulfillment.status}`, {
+    attempts: fulfillment.attempts,
+    errorMessage: fulfillment.errorMessage,
+    ...(reason && { reason }),
+  });
 
 /**
  * Integrators hear of a fulfillment's completion (tracking reached the customer) and of its death,

@@ -12,8 +12,13 @@ export const Fulfillment = defineEntity({
     ownerId: p.string(),
     resellerStoreId: p.string(),
     syncJobId: p.string(),
-    /** Identifies the supplier's fulfillment event: its id, else the webhook id, else a body hash. */
+    /**
+     * Identifies the supplier's fulfillment: the platform's fulfillment id, else what it carries (the
+     * order and its tracking numbers, however the JSON was written). See src/fulfillments/identity.ts.
+     */
     dedupeKey: p.string().length(200),
+    /** The X-Platform-Webhook-Id it was delivered under: a redelivery repeats it, whatever its body. */
+    webhookId: p.string().length(200).nullable(),
     status: p.enum(ATTEMPT_STATUSES),
     attempts: p.integer(),
     retriesLeft: p.integer(),
@@ -28,7 +33,12 @@ export const Fulfillment = defineEntity({
     createdAt: p.datetime(),
     updatedAt: p.datetime(),
   },
-  uniques: [{ name: 'fulfillments_job_dedupe_unique', properties: ['syncJobId', 'dedupeKey'] }],
+  uniques: [
+    { name: 'fulfillments_job_dedupe_unique', properties: ['syncJobId', 'dedupeKey'] },
+    { name: 'fulfillments_job_webhook_unique', properties: ['syncJobId', 'webhookId'] },
+  ],
+  // The sweep's scan (src/attempts/sweep.ts): only unfinished rows have an entry, so it stays small.
+  indexes: [{ name: 'fulfillments_unfinished_index', properties: ['updatedAt'], where: "status in ('pending', 'processing', 'failed')" }],
   triggers: statusCountTriggers('fulfillments', 'fulfillment'),
 });
 export type Fulfillment = InferEntity<typeof Fulfillment>;

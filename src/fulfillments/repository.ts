@@ -2,7 +2,21 @@ import { sql } from 'kysely';
 import { writeAttemptTransitions, type AttemptWrite } from '../attempts/repository.ts';
 import type { Orm } from '../db/orm.ts';
 import { sqlOf, type Db, type Trx } from '../db/sql.ts';
+import type { Tracking } from '../orders/types.ts';
 import { Fulfillment } from './entity.ts';
+import type { FulfillmentKeys } from './identity.ts';
+
+/** A held fulfillment (held.entity.ts) to keep, or as read back with the job that now owns its order. */
+export interface HeldRow {
+  id: string;
+  ownerId: string;
+  resellerStoreId: string;
+  sourceStoreId: string;
+  sourceOrderId: string;
+  keys: FulfillmentKeys;
+  tracking: Tracking;
+  receivedAt: Date;
+}
 
 /** Every statement on fulfillments. */
 export class FulfillmentRepository {
@@ -22,12 +36,18 @@ export class FulfillmentRepository {
   }
 
   /**
-   * The job's fulfillment with this dedupe key, read after taking an advisory lock on the pair for
-   * the rest of the transaction: concurrent deliveries of one event see each other's insert.
+   * The job's fulfillment with either of these keys, read after taking an advisory lock on the job
+   * for the rest of the transaction: concurrent deliveries of one fulfillment see each other's insert.
    */
-  async lockAndFind(trx: Trx, syncJobId: string, dedupeKey: string): Promise<Fulfillment | null> {
-    await sql`select pg_advisory_xact_lock(hashtext(${`fulfillment:${syncJobId}:${dedupeKey}`}))`.execute(trx);
-    const row = await trx.selectFrom('fulfillments').selectAll().where('sync_job_id', '=', syncJobId).where('dedupe_key', '=', dedupeKey).executeTakeFirst();
+  async lockAndFind(trx: Trx, syncJobId: string, keys: FulfillmentKeys): Promise<Fulfillment | null> {
+    await sql`select pg_advisory_xact_lock(hashtext(${`fulfillment:${syncJobId}`}))`.execute(trx);
+    const row = await trx
+      .selectFrom('fulfillments')
+      .selectAll()
+      .where('sync_job_id', '=', syncJobId)
+      .where((eb) => eb.or([eb('dedupe_key', '=', keys.dedupeKey), ...(keys.webhookId ? [eb('webhook_id', '=', keys.webhookId)] : [])]))
+      .orderBy('id')
+      .executeTakeFirst();
     return row ? this.orm.em.fork().map(Fulfillment, row as Record<string, unknown>) : null;
   }
 
@@ -40,6 +60,7 @@ export class FulfillmentRepository {
         reseller_store_id: fulfillment.resellerStoreId,
         sync_job_id: fulfillment.syncJobId,
         dedupe_key: fulfillment.dedupeKey,
+        webhook_id: fulfillment.webhookId ?? null,
         status: fulfillment.status,
         attempts: fulfillment.attempts,
         retries_left: fulfillment.retriesLeft,
@@ -60,6 +81,80 @@ export class FulfillmentRepository {
   /** Version-checked writes of fulfillments' lifecycle columns, with their audit entries (see writeAttemptTransitions). */
   writeTransitions(db: Db | Trx, writes: AttemptWrite<Fulfillment>[]): Promise<boolean[]> {
     return writeAttemptTransitions(db, 'fulfillments', 'reseller_fulfillment_id', writes);
+  }
+
+  /** Keeps fulfillments of orders no job has recorded; one already held (same order and identity) is kept as it was. */
+  async hold(rows: HeldRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    await this.db
+      .insertInto('held_fulfillments')
+      .values(
+        rows.map((row) => ({
+          id: row.id,
+          owner_id: row.ownerId,
+          reseller_store_id: row.resellerStoreId,
+          source_store_id: row.sourceStoreId,
+          source_order_id: row.sourceOrderId,
+          dedupe_key: row.keys.dedupeKey,
+          webhook_id: row.keys.webhookId,
+          tracking: JSON.stringify(row.tracking),
+          received_at: row.receivedAt,
+        })),
+      )
+      .onConflict((oc) => oc.columns(['source_store_id', 'source_order_id', 'dedupe_key']).doNothing())
+      .execute();
+  }
+
+  /** Held fulfillments whose order a job of their store has now recorded (it completed), with that job's id. */
+  async findClaimable(limit: number): Promise<(HeldRow & { syncJobId: string })[]> {
+    const rows = await this.db
+      .selectFrom('held_fulfillments as h')
+      .innerJoin('sync_jobs as j', (join) => join.onRef('j.source_store_id', '=', 'h.source_store_id').onRef('j.source_order_id', '=', 'h.source_order_id'))
+      .selectAll('h')
+      .select('j.id as sync_job_id')
+      .orderBy('h.received_at')
+      .limit(limit)
+      .execute();
+    return rows.map((row) => ({
+      id: row.id,
+      ownerId: row.owner_id,
+      resellerStoreId: row.reseller_store_id,
+      sourceStoreId: row.source_store_id,
+      sourceOrderId: row.source_order_id,
+      keys: { dedupeKey: row.dedupe_key, webhookId: row.webhook_id },
+      tracking: row.tracking as Tracking,
+      receivedAt: row.received_at,
+      syncJobId: row.sync_job_id,
+    }));
+  }
+
+  async deleteHeld(trx: Trx, ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await trx.deleteFrom('held_fulfillments').where('id', '=', sql<string>`any(${ids}::text[])`).execute();
+  }
+
+  /**
+   * Forgets held fulfillments that no job can own any more: every job of their store that existed
+   * when one arrived and had sent its order without learning its id has since completed with another
+   * order (or was retried and did). What is left was the supplier's own sale. Returns how many.
+   */
+  async forgetUnowned(): Promise<number> {
+    const result = await this.db
+      .deleteFrom('held_fulfillments as h')
+      .where(({ not, exists, selectFrom }) =>
+        not(
+          exists(
+            selectFrom('sync_jobs as j')
+              .select(sql<number>`1`.as('one'))
+              .whereRef('j.source_store_id', '=', 'h.source_store_id')
+              .where('j.source_order_id', 'is', null)
+              .where('j.attempts', '>', 0)
+              .whereRef('j.created_at', '<', 'h.received_at'),
+          ),
+        ),
+      )
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
   }
 
   transaction<T>(work: (trx: Trx) => Promise<T>): Promise<T> {

@@ -1,29 +1,42 @@
 import { insertAudit } from '../audit-log/repository.ts';
 import { fulfillmentKind } from '../attempts/kinds.ts';
 import type { AppContext } from '../context.ts';
-import type { Tracking } from '../orders/types.ts';
+import type { SourceFulfillment, Tracking } from '../orders/types.ts';
 import { newMessageId } from '../queue/queue.ts';
+import { ResellerStore } from '../reseller-stores/entity.ts';
+import type { SourceStore } from '../source-stores/entity.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
+import { SyncJobRepository } from '../sync-jobs/repository.ts';
 import { newId } from '../shared/ids.ts';
 import { fulfillmentAuditRecord } from './attempt.ts';
 import type { Fulfillment } from './entity.ts';
+import type { FulfillmentKeys } from './identity.ts';
 import { FulfillmentRepository } from './repository.ts';
+
+/** Held fulfillments turned into fulfillments per sweep. */
+const CLAIMS_PER_PASS = 200;
 
 export class FulfillmentService {
   private readonly fulfillments: FulfillmentRepository;
+  private readonly jobs: SyncJobRepository;
 
   constructor(private readonly ctx: AppContext) {
     this.fulfillments = new FulfillmentRepository(ctx.orm);
+    this.jobs = new SyncJobRepository(ctx.orm);
   }
 
   /**
-   * Records a supplier's fulfillment of a job and queues its propagation, once per `dedupeKey`:
-   * a redelivered webhook finds the existing record. Concurrent deliveries are serialised by an
-   * advisory lock; the unique index is the backstop.
+   * Records a supplier's fulfillment of a job and queues its propagation, once: a delivery under a
+   * webhook id, or with an identity, that the job already has finds the existing record. Concurrent
+   * deliveries are serialised by an advisory lock on the job; the unique indexes are the backstop.
+   * Tracking without a number, for a reseller platform that needs one, is recorded `skipped`: it is
+   * never sent, so never retried to death. `heldId` names the held fulfillment this one replaces.
    */
-  async receive(job: SyncJob, tracking: Tracking, dedupeKey: string): Promise<{ fulfillment: Fulfillment; created: boolean }> {
+  async receive(job: SyncJob, tracking: Tracking, keys: FulfillmentKeys, heldId?: string): Promise<{ fulfillment: Fulfillment; created: boolean }> {
+    const skipReason = await this.skipReasonFor(job, tracking);
     const result = await this.fulfillments.transaction(async (trx) => {
-      const existing = await this.fulfillments.lockAndFind(trx, job.id, dedupeKey);
+      if (heldId) await this.fulfillments.deleteHeld(trx, [heldId]);
+      const existing = await this.fulfillments.lockAndFind(trx, job.id, keys);
       if (existing) return { fulfillment: existing, created: false };
       const now = new Date();
       const fulfillment = {
@@ -32,19 +45,79 @@ export class FulfillmentService {
         ownerId: job.ownerId,
         resellerStoreId: job.resellerStoreId,
         syncJobId: job.id,
-        dedupeKey,
+        dedupeKey: keys.dedupeKey,
+        webhookId: keys.webhookId,
         tracking,
-        queueMessageId: newMessageId(),
+        queueMessageId: skipReason ? null : newMessageId(),
         version: 1,
         createdAt: now,
         updatedAt: now,
       } as Fulfillment;
+      const audits = [fulfillmentAuditRecord(fulfillment, 'fulfillment.received', { trackingNumbers: tracking.numbers })];
+      if (skipReason) {
+        fulfillmentKind.transition(fulfillment, { type: 'SKIP', reason: skipReason, at: now.toISOString() }, now);
+        audits.push(fulfillmentAuditRecord(fulfillment, 'fulfillment.skipped', { reason: skipReason }));
+      }
       await this.fulfillments.insert(trx, fulfillment);
-      await insertAudit(trx, [fulfillmentAuditRecord(fulfillment, 'fulfillment.received', { trackingNumbers: tracking.numbers })], now);
-      await this.ctx.queue.insertIn(trx, 'fulfillment', [{ id: fulfillment.queueMessageId!, message: fulfillmentKind.message(fulfillment.id) }]);
+      await insertAudit(trx, audits, now);
+      if (fulfillment.queueMessageId) {
+        await this.ctx.queue.insertIn(trx, 'fulfillment', [{ id: fulfillment.queueMessageId, message: fulfillmentKind.message(fulfillment.id) }]);
+      }
       return { fulfillment, created: true };
     });
-    if (result.created) this.ctx.metrics.attemptTransitions.inc({ kind: 'fulfillment', status: 'pending' });
+    if (result.created) this.ctx.metrics.attemptTransitions.inc({ kind: 'fulfillment', status: result.fulfillment.status });
     return result;
+  }
+
+  /**
+   * A fulfillment of an order no job has recorded. When one of these senders has a job that could
+   * own the order (it sent its supplier order and never learned the id: the answer was lost, or is
+   * still on its way), the fulfillment is held until such a job completes with that order id (see
+   * `claimHeld`); otherwise it is the supplier's own sale and there is nothing to do. Returns whether
+   * it was held.
+   */
+  async holdUnlessUnowned(senders: SourceStore[], fulfillment: SourceFulfillment, keys: FulfillmentKeys): Promise<boolean> {
+    const receivedAt = new Date();
+    const owners = new Set(await this.jobs.storesWithOrdersInDoubt(senders.map((store) => store.id), receivedAt));
+    const holders = senders.filter((store) => owners.has(store.id));
+    await this.fulfillments.hold(
+      holders.map((store) => ({
+        id: newId('heldFulfillment'),
+        ownerId: store.ownerId,
+        resellerStoreId: store.resellerStoreId,
+        sourceStoreId: store.id,
+        sourceOrderId: fulfillment.sourceOrderId,
+        keys,
+        tracking: fulfillment.tracking,
+        receivedAt,
+      })),
+    );
+    return holders.length > 0;
+  }
+
+  /**
+   * Turns held fulfillments whose order a job has since recorded into fulfillments of that job, and
+   * forgets those no job can own any more. Run by the sweep. Returns how many were claimed.
+   */
+  async claimHeld(): Promise<{ claimed: number; forgotten: number }> {
+    const claimable = await this.fulfillments.findClaimable(CLAIMS_PER_PASS);
+    let claimed = 0;
+    for (const held of claimable) {
+      const job = await this.jobs.findById(held.syncJobId);
+      if (!job) continue;
+      const { created } = await this.receive(job, held.tracking, held.keys, held.id);
+      if (created) claimed++;
+      this.ctx.logger.info({ job_id: job.id, source_order_id: held.sourceOrderId, created }, 'held fulfillment claimed by its job');
+    }
+    const forgotten = await this.fulfillments.forgetUnowned();
+    return { claimed, forgotten };
+  }
+
+  /** Why the tracking must not be sent, if it must not: a reseller platform that needs a number gets none. */
+  private async skipReasonFor(job: SyncJob, tracking: Tracking): Promise<string | null> {
+    if (tracking.numbers.length > 0) return null;
+    const reseller = await this.ctx.orm.em.fork().findOne(ResellerStore, { id: job.resellerStoreId });
+    if (!reseller || !this.ctx.platforms[reseller.platform].needsTrackingNumber) return null;
+    return `no tracking number: ${reseller.platform} needs one to add a fulfillment to the order`;
   }
 }

@@ -23,6 +23,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly sweepRescues = new Counter({
+    name: 'attempt_sweep_rescues_total',
+    help: 'Stranded work the sweep moved, by kind and action (requeued: its message was gone; lost: its attempt was lost and is retried; dead).',
+    labelNames: ['kind', 'action'] as const,
+    registers: [this.registry],
+  });
+
   readonly webhookVerificationFailures = new Counter({
     name: 'webhook_verification_failures_total',
     help: 'Webhook deliveries refused with invalid_signature, by endpoint.',

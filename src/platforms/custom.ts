@@ -75,6 +75,7 @@ export function createCustomAdapter(settings: HttpClientSettings): PlatformAdapt
   const readCreated = (what: string) => (body: unknown, _headers: unknown, status: number) => ({ id: parsePayload(createdResponse, body, what).id, status });
   return {
     platform: 'custom',
+    needsTrackingNumber: true,
     getOrder: (store, orderId) => http.get(store, `/orders/${encodeURIComponent(orderId)}`, readOrder),
     createOrder: (store, order, idempotencyKey) =>
       http.post(store, '/orders', orderRequest(order), idempotencyKey, readCreated(`created ${ORDER}`)),

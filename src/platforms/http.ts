@@ -1,6 +1,7 @@
 import { STATUS_CODES } from 'node:http';
 import { request as send, type Dispatcher } from 'undici';
 import type { Platform } from '../orders/types.ts';
+import { redactSecret, storableText } from '../shared/text.ts';
 import type { Pacer, TokenBucket } from './pacer.ts';
 import { PayloadError, PlatformError, type StoreConnection } from './types.ts';
 
@@ -62,6 +63,8 @@ interface ErrorFields {
 
 const MAX_INLINE_RETRIES = 3;
 const MAX_DETAIL_LENGTH = 300;
+/** A PlatformError's whole message (its context, then the detail). */
+const MAX_MESSAGE_LENGTH = 500;
 const SHOP_DOMAIN = /^[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?(?::\d{1,5})?$/i;
 
 /**
@@ -228,7 +231,7 @@ export class PlatformHttpClient {
 
   #httpError(response: RawResponse, store: StoreConnection, request: PlatformRequest): PlatformError {
     const { status } = response;
-    const detail = describeErrorBody(response.text) || STATUS_CODES[status] || 'no details';
+    const detail = describeErrorBody(response.text, store.accessToken) || STATUS_CODES[status] || 'no details';
     return this.#error(store, request, `answered ${status}: ${detail}`, {
       retryable: status === 429 || status >= 500,
       status,
@@ -236,10 +239,11 @@ export class PlatformHttpClient {
     });
   }
 
+  /** Every message is redacted, then made storable: it becomes a job's errorMessage and its audit entry. */
   #error(store: StoreConnection, request: PlatformRequest, outcome: string, fields: ErrorFields): PlatformError {
     const message = `${this.options.platform} ${store.shopDomain}: ${request.method} ${request.path} ${outcome}`;
     return new PlatformError(
-      redact(message, store.accessToken),
+      storableText(redactSecret(message, store.accessToken), MAX_MESSAGE_LENGTH),
       fields.retryable,
       fields.status ?? null,
       fields.retryAfterMs ?? null,
@@ -256,8 +260,14 @@ function parseRetryAfter(header: string | null, now: number = Date.now()): numbe
   return Number.isNaN(date) ? null : Math.max(0, date - now);
 }
 
-/** A one-line summary of an error body: `{"errors": ...}`, `{"message": ...}` or plain text. */
-function describeErrorBody(text: string): string {
+/**
+ * A one-line summary of an error body (`{"errors": ...}`, `{"message": ...}` or plain text), safe to
+ * keep. The token is redacted first, from the text as the platform wrote it (a JSON body's strings
+ * decoded), then again once whitespace is collapsed, and only then is the text cut and made
+ * storable: redacting after the cut let a token cut in half, or one whose whitespace was collapsed,
+ * through.
+ */
+function describeErrorBody(text: string, secret: string): string {
   let summary = text;
   try {
     const parsed: unknown = JSON.parse(text);
@@ -265,7 +275,8 @@ function describeErrorBody(text: string): string {
   } catch {
     // Not JSON (an HTML error page from a proxy, say): the text itself is the best detail.
   }
-  return truncate(summary.replace(/\s+/g, ' ').trim(), MAX_DETAIL_LENGTH);
+  const collapsed = redactSecret(summary, secret).replace(/\s+/g, ' ').trim();
+  return storableText(redactSecret(collapsed, secret), MAX_DETAIL_LENGTH);
 }
 
 function errorContent(body: unknown): unknown {
@@ -285,14 +296,6 @@ function summarise(value: unknown): string {
       .join('; ');
   }
   return String(value);
-}
-
-function truncate(text: string, length: number): string {
-  return text.length <= length ? text : `${text.slice(0, length - 1)}…`;
-}
-
-function redact(message: string, secret: string): string {
-  return secret === '' ? message : message.replaceAll(secret, '[redacted]');
 }
 
 function describeNetworkFailure(error: unknown, timeoutMs: number): string {

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { currencyExponent, fromMinorUnits, MAX_AMOUNT_MINOR, toMinorUnits } from '../money.ts';
 import { MAX_QUANTITY, type PostalAddress } from '../orders/types.ts';
 import { divideRoundingHalfAwayFromZero } from '../pricing/exact-decimal.ts';
+import { isStorableId } from '../shared/text.ts';
 import { PayloadError } from './types.ts';
 
 const DEFAULT_CURRENCY = 'USD';
@@ -25,15 +26,34 @@ export const orderCurrency = z
   .transform((value) => value ?? DEFAULT_CURRENCY);
 
 /**
+ * The longest id the service keeps (`sync_jobs.source_order_id`, `fulfillments.reseller_fulfillment_id`
+ * are varchar(255)). An id it cannot keep, too long or with a control character, is refused when
+ * the answer is read: the attempt fails with a clear error instead of its outcome failing to be written.
+ */
+export const PLATFORM_ID_MAX_LENGTH = 255;
+
+/**
  * An integer id sent as a JSON number or a digit string, carried as a string. A JSON number beyond
  * 2^53 has already lost digits when parsed, so it is refused rather than read as another id.
  */
 export const numericId = z
   .union([z.number().int().positive().safe(), z.string().regex(/^\d+$/, 'expected a numeric id')])
-  .transform(String);
+  .transform(String)
+  .pipe(z.string().max(PLATFORM_ID_MAX_LENGTH, `expected an id of at most ${PLATFORM_ID_MAX_LENGTH} characters`));
 
 /** Any id a platform assigns, number or string, carried as a string. */
-export const anyId = z.union([z.number().int().nonnegative().safe(), z.string().min(1)]).transform(String);
+export const anyId = z
+  .union([z.number().int().nonnegative().safe(), z.string()])
+  .transform(String)
+  .pipe(
+    z
+      .string()
+      .min(1, 'expected an id')
+      .refine(
+        (id) => isStorableId(id, PLATFORM_ID_MAX_LENGTH),
+        `expected an id the service can keep: at most ${PLATFORM_ID_MAX_LENGTH} characters, no control characters`,
+      ),
+  );
 
 /** A whole number of items, 1 to MAX_QUANTITY (1e21 and 2^53 + 2 are integers to JSON, not quantities). */
 export const quantity = z.number().int().positive().max(MAX_QUANTITY);

@@ -74,6 +74,7 @@ export function createPlatformAAdapter(settings: HttpClientSettings): PlatformAd
   });
   return {
     platform: 'platform_a',
+    needsTrackingNumber: false,
     getOrder: (store, orderId) =>
       http.get(store, `${API}/orders/${encodeURIComponent(orderId)}.json`, (body) =>
         readOrder(parsePayload(orderResponse, body, `${ORDER} response`).order),

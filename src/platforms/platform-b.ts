@@ -123,6 +123,7 @@ export function createPlatformBAdapter(settings: HttpClientSettings): PlatformAd
 
   return {
     platform: 'platform_b',
+    needsTrackingNumber: true,
     getOrder: (store, orderId) => http.get(store, `${API}/orders/${encodeURIComponent(orderId)}`, readOrder),
     createOrder: (store, order, idempotencyKey) =>
       http.post(store, `${API}/orders`, orderRequest(order), idempotencyKey, (body, _headers, status) => ({

@@ -27,6 +27,8 @@ export interface ListedOrder {
 
 export interface PlatformAdapter {
   readonly platform: Platform;
+  /** Whether adding a fulfillment needs at least one tracking number (its API refuses one without). */
+  readonly needsTrackingNumber: boolean;
   /** Reads an order from the store and normalises it. */
   getOrder(store: StoreConnection, orderId: string): Promise<ResellerOrder>;
   /** Places an order; a repeat with the same idempotency key returns the first order. */

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { fromKysely, PgBoss, type JobInsert, type KyselyTransactionLike, type Queue as QueueDefinition } from 'pg-boss';
 import type { Logger } from 'pino';
 import { z } from 'zod';
+import { MAX_AUTO_RETRIES } from '../../machines/attempt.machine.ts';
 import type { Trx } from '../db/sql.ts';
 
 /**
@@ -12,10 +13,12 @@ export const QUEUES = {
   syncJob: {
     name: 'sync-job.process',
     schema: z.object({ syncJobId: z.string() }),
+    retryLimit: MAX_AUTO_RETRIES,
   },
   fulfillment: {
     name: 'fulfillment.propagate',
     schema: z.object({ fulfillmentId: z.string() }),
+    retryLimit: MAX_AUTO_RETRIES,
   },
   reconciliation: {
     name: 'reconciliation.run',
@@ -37,7 +40,11 @@ export const newMessageId = (): string => randomUUID();
 /**
  * Business retries are scheduled by the lifecycle machines as new messages; pg-boss's own retries
  * only cover a worker that died or lost its database mid-message (the heartbeat lapses and the
- * same message is delivered again).
+ * same message is delivered again), or an outcome that could not be recorded. A queue of retried
+ * work (`retryLimit` above) allows as many redeliveries as the policy allows retries, and each
+ * counts the lost attempt as failed (LOSE), so a message is never delivered more often than the
+ * policy allows attempts; a message pg-boss gives up on leaves its row to the sweep
+ * (src/attempts/sweep.ts), which moves it to dead (`delivery_exhausted`).
  */
 const QUEUE_OPTIONS: Omit<QueueDefinition, 'name'> = {
   retryLimit: 20,
@@ -90,9 +97,10 @@ export class Queue {
     boss.on('error', (error) => options.logger.error({ err: error }, 'queue error'));
     await boss.start();
     for (const queue of Object.values(QUEUES)) {
-      await boss.createQueue(queue.name, QUEUE_OPTIONS);
+      const options = { ...QUEUE_OPTIONS, ...('retryLimit' in queue && { retryLimit: queue.retryLimit }) };
+      await boss.createQueue(queue.name, options);
       // createQueue leaves an existing queue as it was: bring its options up to date.
-      await boss.updateQueue(queue.name, QUEUE_OPTIONS);
+      await boss.updateQueue(queue.name, options);
     }
     return new Queue(boss);
   }

@@ -9,6 +9,7 @@ const ID_PREFIXES = {
   apiKey: 'key',
   auditEntry: 'aud',
   fulfillment: 'ful',
+  heldFulfillment: 'hfl',
   refreshToken: 'rtk',
   reconciliation: 'rec',
   event: 'evt',

@@ -30,6 +30,9 @@ export interface SourceStoreChanges {
   name?: string | undefined;
   pricingMode?: PricingMode | undefined;
   pricingConfig?: PricingConfig | undefined;
+  /** Write-only: a rotated credential, sealed like at creation. */
+  accessToken?: string | undefined;
+  webhookSecret?: string | undefined;
 }
 
 export class SourceStoreService {
@@ -91,15 +94,24 @@ export class SourceStoreService {
 
   async update(principal: Principal, resellerStoreId: string, id: string, changes: SourceStoreChanges): Promise<SourceStore> {
     const store = await this.getActive(principal, resellerStoreId, id);
-    const pricingMode = changes.pricingMode ?? store.pricingMode;
-    const pricingConfig = changes.pricingConfig ?? store.pricingConfig;
+    const { accessToken, webhookSecret, ...settings } = changes;
+    const pricingMode = settings.pricingMode ?? store.pricingMode;
+    const pricingConfig = settings.pricingConfig ?? store.pricingConfig;
     assertPricingAgrees(pricingMode, pricingConfig);
     const changed = Object.fromEntries(
-      Object.entries(changes).filter(([field, value]) => value !== undefined && JSON.stringify(value) !== JSON.stringify(store[field as keyof SourceStoreChanges])),
+      Object.entries(settings).filter(([field, value]) => value !== undefined && JSON.stringify(value) !== JSON.stringify(store[field as keyof typeof settings])),
     );
-    if (Object.keys(changed).length === 0) return store;
-    this.em.assign(store, { ...changed, pricingMode, pricingConfig });
-    this.audit(principal, store, 'source_store.updated', { changed: Object.keys(changed) });
+    // Credentials are never compared with (or read back from) the sealed ones: given is changed.
+    const rotated = { ...(accessToken !== undefined && { accessToken }), ...(webhookSecret !== undefined && { webhookSecret }) };
+    if (Object.keys(changed).length === 0 && Object.keys(rotated).length === 0) return store;
+    this.em.assign(store, {
+      ...changed,
+      pricingMode,
+      pricingConfig,
+      ...(rotated.accessToken !== undefined && { accessTokenEncrypted: this.ctx.secrets.encrypt(rotated.accessToken, store.id) }),
+      ...(rotated.webhookSecret !== undefined && { webhookSecretEncrypted: this.ctx.secrets.encrypt(rotated.webhookSecret, store.id) }),
+    });
+    this.audit(principal, store, 'source_store.updated', { changed: [...Object.keys(changed), ...Object.keys(rotated)] });
     await this.em.flush();
     return store;
   }

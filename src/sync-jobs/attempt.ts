@@ -1,7 +1,7 @@
 import type { Trx } from '../db/sql.ts';
 import { syncJobEvent, type NewEvent } from '../events/types.ts';
 import { SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
-import type { Attempt } from '../attempts/kind.ts';
+import type { Attempt, DeathReason } from '../attempts/kind.ts';
 import { JobFailure } from '../attempts/failure.ts';
 import { connectionOf } from '../attempts/store-connection.ts';
 import type { AppContext } from '../context.ts';
@@ -50,11 +50,12 @@ export function jobAuditRecord(job: SyncJob, action: string, actorId = SYSTEM_AC
   };
 }
 
-/** The audit entry of a job's completion or death. */
-export const jobOutcomeAudit = (job: SyncJob): AuditRecord =>
+/** The audit entry of a job's completion or death (`reason` when it died other than by failing its last attempt). */
+export const jobOutcomeAudit = (job: SyncJob, reason?: DeathReason): AuditRecord =>
   jobAuditRecord(job, `sync_job.${job.status}`, undefined, {
     attempts: job.attempts,
     ...(job.status === 'completed' ? { sourceOrderId: job.sourceOrderId } : { errorMessage: job.errorMessage }),
+    ...(reason && { reason }),
   });
 
 /**

@@ -123,9 +123,28 @@ export class SyncJobRepository {
     return this.orm.em.fork().findOne(SyncJob, { sourceStoreId: { $in: sourceStoreIds }, sourceOrderId });
   }
 
-  /** Jobs of these source stores without a recorded outcome yet (pending, processing or failed). */
-  countUnrecorded(sourceStoreIds: string[]): Promise<number> {
-    return this.orm.em.fork().count(SyncJob, { sourceStoreId: { $in: sourceStoreIds }, status: { $in: ['pending', 'processing', 'failed'] } });
+  /**
+   * Which of these source stores have a job that could own an order the service never recorded: one
+   * that sent its supplier order (attempts > 0) without learning the order's id (not completed),
+   * created before `before`. A job that never sent anything, or was created later, cannot have
+   * placed an order that a supplier has already fulfilled.
+   */
+  async storesWithOrdersInDoubt(sourceStoreIds: string[], before: Date): Promise<string[]> {
+    // One look-up per store (there is usually one), each stopping at its first such job.
+    const found = await Promise.all(
+      sourceStoreIds.map((sourceStoreId) =>
+        this.db
+          .selectFrom('sync_jobs')
+          .select('source_store_id')
+          .where('source_store_id', '=', sourceStoreId)
+          .where('source_order_id', 'is', null)
+          .where('attempts', '>', 0)
+          .where('created_at', '<', before)
+          .limit(1)
+          .executeTakeFirst(),
+      ),
+    );
+    return found.flatMap((row) => (row ? [row.source_store_id] : []));
   }
 
   /** One statement for the jobs and their source stores; the ORM only maps the rows. */
@@ -226,6 +245,19 @@ export class SyncJobRepository {
         sql<boolean>`(external_order_id, source_store_id) in (
           select * from unnest(${keys.map((k) => k.external_order_id)}::text[], ${keys.map((k) => k.source_store_id)}::text[]))`,
       )
+      .execute();
+  }
+
+  /** Every job of these reseller orders, as this transaction sees them now, oldest first. */
+  findByOrders(trx: Trx, orders: { resellerStoreId: string; externalOrderId: string }[]) {
+    return trx
+      .selectFrom('sync_jobs')
+      .select(['id', 'reseller_store_id', 'external_order_id'])
+      .where(
+        sql<boolean>`(reseller_store_id, external_order_id) in (
+          select * from unnest(${orders.map((o) => o.resellerStoreId)}::text[], ${orders.map((o) => o.externalOrderId)}::text[]))`,
+      )
+      .orderBy('id')
       .execute();
   }
 

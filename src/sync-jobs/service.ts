@@ -75,7 +75,9 @@ interface RoutingRequest {
 /** Reads of a job a manual retry makes before giving up on a job that keeps changing under it. */
 const RETRY_ROUNDS = 3;
 
-const orderKey = (order: OrderToRoute) => `order:${order.resellerStoreId}:${order.externalOrderId}`;
+const orderKey = (order: Pick<OrderToRoute, 'resellerStoreId' | 'externalOrderId'>) => `order:${order.resellerStoreId}:${order.externalOrderId}`;
+
+const zip = <A, B>(as: A[], bs: B[]): [A, B][] => as.map((a, i) => [a, bs[i]!]);
 
 export class SyncJobService {
   /** Orders arriving while routing transactions are in flight are routed together in the next (`createJobs`). */
@@ -140,6 +142,12 @@ export class SyncJobService {
     return routed;
   }
 
+  /**
+   * An order is routed once (operations.md): the first routing (recorded in routed_orders) decides
+   * its jobs, and a later one (a redelivery, reconciliation) gets those jobs back and creates none,
+   * even after a supplier was deleted, re-created with the same vendor tag or added. A manual job
+   * (`routing` null) is not a routing: it is created unless it exists.
+   */
   private routeOrders(requests: RoutingRequest[]): Promise<RoutedOrder[]> {
     return this.jobs.transaction(async (trx) => {
       const now = new Date();
@@ -147,10 +155,13 @@ export class SyncJobService {
       // First, in key order: concurrent routings of one order queue up here, before any job insert.
       const first = await this.routedOrders.recordIn(trx, recorded.map(({ order, routing }) => ({ ...order, source: routing!.source })), now);
       const firstRouting = new Map(recorded.map((request, index) => [request, first[index]!]));
-      const routed = await this.insertJobs(trx, requests, now);
-      const created = routed.flat().filter((job) => job.created);
+      const creating = requests.filter((request) => request.routing === null || firstRouting.get(request));
+      const routed = new Map(zip(creating, await this.insertJobs(trx, creating, now)));
+      const created = [...routed.values()].flat().filter((job) => job.created);
       await this.ctx.queue.insertIn(trx, 'syncJob', created.map((job) => ({ id: job.queueMessageId!, message: syncJobKind.message(job.id) })));
-      const events = createdJobEvents(requests, routed, now);
+      // After the inserts, so an order routed twice in this group finds the jobs its first routing made.
+      const repeated = await this.jobsOfRoutedOrders(trx, requests.filter((request) => !routed.has(request)));
+      const events = createdJobEvents(creating, creating.map((request) => routed.get(request)!), now);
       // Advisory locks in a fixed order, so two groups never wait on each other's (the jobs are inserted sorted too).
       const once = requests.filter((request) => request.onceForOrder).sort((a, b) => orderKey(a.order).localeCompare(orderKey(b.order)));
       for (const request of once) {
@@ -159,20 +170,32 @@ export class SyncJobService {
       const firstAudits = recorded.filter((request) => firstRouting.get(request) && request.routing!.onFirstRouting);
       await insertAudit(trx, firstAudits.map((request) => request.routing!.onFirstRouting!), now);
       for (const request of firstAudits) {
-        const syncJobIds = routed[requests.indexOf(request)]!.map((job) => job.id);
+        const syncJobIds = (routed.get(request) ?? []).map((job) => job.id);
         events.push(orderReconciledEvent({ ownerId: request.order.ownerId, resellerStoreId: request.order.resellerStoreId, externalOrderId: request.order.externalOrderId, syncJobIds }));
       }
       // The events of all this, in the same transaction (src/events/outbox.ts).
       await this.ctx.outbox.append(trx, events);
-      return requests.map((request, index) => ({
-        jobs: routed[index]!.map(({ id, created }) => ({ id, created })),
+      return requests.map((request) => ({
+        jobs: routed.get(request)?.map(({ id, created }) => ({ id, created })) ?? repeated.get(orderKey(request.order)) ?? [],
         firstRouting: firstRouting.get(request) ?? false,
       }));
     });
   }
 
+  /** The jobs of orders routed before, oldest first (the order their routing made them in), by order key. */
+  private async jobsOfRoutedOrders(trx: Trx, requests: RoutingRequest[]): Promise<Map<string, RoutedJob[]>> {
+    const byOrder = new Map<string, RoutedJob[]>(requests.map((request) => [orderKey(request.order), []]));
+    if (requests.length === 0) return byOrder;
+    const rows = await this.jobs.findByOrders(trx, requests.map(({ order }) => ({ resellerStoreId: order.resellerStoreId, externalOrderId: order.externalOrderId })));
+    for (const row of rows) {
+      byOrder.get(orderKey({ resellerStoreId: row.reseller_store_id, externalOrderId: row.external_order_id }))?.push({ id: row.id, created: false });
+    }
+    return byOrder;
+  }
+
   /** Every request's jobs, in the order of its source stores: inserted, or found existing. */
   private async insertJobs(trx: Trx, requests: RoutingRequest[], now: Date): Promise<CandidateJob[][]> {
+    if (requests.length === 0) return [];
     const initial = syncJobKind.initialColumns(now) as SyncJob;
     const candidates: JobCandidate[][] = requests.map(({ order, sourceStoreIds, creator }) =>
       sourceStoreIds.map((sourceStoreId) => ({

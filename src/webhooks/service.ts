@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import type { EntityManager, EventSubscriber, FlushEventArgs, TransactionEventArgs } from '@mikro-orm/core';
 import { recordAudit, SYSTEM_ACTOR } from '../audit-log/repository.ts';
 import type { AppContext } from '../context.ts';
+import { fulfillmentKeys } from '../fulfillments/identity.ts';
 import type { FulfillmentService } from '../fulfillments/service.ts';
 import { PayloadError } from '../platforms/types.ts';
 import { normaliseVendor } from '../pricing/index.ts';
@@ -228,44 +228,31 @@ export class WebhookService {
     await em.flush();
   }
 
-  /** Queues the tracking of a supplier's fulfillment for the reseller order, once per event. */
+  /**
+   * Queues the tracking of a supplier's fulfillment for the reseller order, once per fulfillment
+   * (src/fulfillments/identity.ts). For an order no job has recorded the answer is 200 at once: the
+   * fulfillment is held when a job of the supplier could still turn out to own the order (its
+   * answer was lost, or is on its way), and applied once that job completes; otherwise it is the
+   * supplier's own sale, and acknowledged so the platform stops resending.
+   */
   async receiveFulfillment(senders: SourceStore[], body: unknown, delivery: Delivery): Promise<string[]> {
     expectTopic(delivery.topic, 'fulfillments/create');
     const fulfillment = parse(() => this.ctx.platforms[senders[0]!.platform].parseFulfillmentWebhook(body));
+    const keys = fulfillmentKeys(fulfillment, delivery.webhookId);
     const job = await this.syncJobs.findBySourceOrder(
       senders.map((store) => store.id),
       fulfillment.sourceOrderId,
     );
-    if (!job) {
-      await this.refuseWhileOrdersUnrecorded(senders, fulfillment.sourceOrderId);
-      // Not an order we placed: acknowledged so the platform stops resending.
-      this.ctx.logger.warn({ shop_domain: senders[0]!.shopDomain, source_order_id: fulfillment.sourceOrderId }, 'fulfillment for an unknown order');
-      return [];
+    if (job) {
+      await this.fulfillments.receive(job, fulfillment.tracking, keys);
+      return [job.id];
     }
-    // The signature covers the body, not the headers: keyed by the webhook id, a captured delivery
-    // replayed with a new X-Platform-Webhook-Id was a second fulfillment (the customer notified
-    // twice). Without the platform's own fulfillment id, the signed bytes identify the event.
-    const dedupeKey = fulfillment.fulfillmentId
-      ? `fulfillment:${fulfillment.fulfillmentId}`
-      : `body:${createHash('sha256').update(delivery.rawBody).digest('hex')}`;
-    await this.fulfillments.receive(job, fulfillment.tracking, dedupeKey);
-    return [job.id];
-  }
-
-  /**
-   * A fast supplier can fulfil before we recorded the order id it gave us (the worker is still
-   * between placing and recording, or died there and will be retried). While any of its jobs has
-   * no recorded outcome, answer 503 so the platform redelivers later instead of the tracking
-   * being acknowledged and lost.
-   */
-  private async refuseWhileOrdersUnrecorded(senders: SourceStore[], sourceOrderId: string): Promise<void> {
-    const unrecorded = await this.syncJobs.countUnrecorded(senders.map((store) => store.id));
-    if (unrecorded > 0) {
-      throw new AppError('unavailable', {
-        message: `Order ${sourceOrderId} is not known yet; deliver the fulfillment again later.`,
-        retryAfterSeconds: 30,
-      });
-    }
+    const held = await this.fulfillments.holdUnlessUnowned(senders, fulfillment, keys);
+    this.ctx.logger.info(
+      { shop_domain: senders[0]!.shopDomain, source_order_id: fulfillment.sourceOrderId, held },
+      held ? 'fulfillment held until a job records its order' : 'fulfillment of an order the service never placed',
+    );
+    return [];
   }
 
   private signedBy(store: { id: string; webhookSecretEncrypted: string }, delivery: Delivery): boolean {

@@ -1,8 +1,9 @@
-import type { Job, PgBoss } from 'pg-boss';
+import type { Job, JobResult, PgBoss } from 'pg-boss';
 import type { AppContext } from '../context.ts';
 import { QUEUES, type QueueKey, type QueueMessage } from '../queue/queue.ts';
 import type { AttemptKind, AttemptRow } from '../attempts/kind.ts';
 import { ATTEMPT_KINDS } from '../attempts/kinds.ts';
+import { startSweeper } from '../attempts/sweep.ts';
 import { AttemptWorker } from '../attempts/worker.ts';
 import { DELIVERIES_PER_ENDPOINT, DeliveryWorker } from './delivery.worker.ts';
 
@@ -22,17 +23,26 @@ const POLLING_INTERVAL_SECONDS = 0.5;
  * interval after every batch, so a backlog would drain at one batch per worker every 0.5 s. Each
  * worker is registered on its own, so its handler knows its id and wakes it: after a batch is
  * handled the worker fetches the next at once, and only an empty fetch, or a failure, makes it wait.
+ * `handle` returns the ids of the messages it could not settle: pg-boss fails (and retries) those
+ * alone and completes the rest of the batch. A handler that throws fails the whole batch.
  */
-export async function consume(boss: PgBoss, name: string, concurrency: number, handle: (jobs: Job<unknown>[]) => Promise<void>): Promise<void> {
+export async function consume(
+  boss: PgBoss,
+  name: string,
+  concurrency: number,
+  handle: (jobs: Job<unknown>[]) => Promise<ReadonlySet<string> | void>,
+): Promise<void> {
   const workers = Math.ceil(concurrency / BATCH_SIZE);
   for (let i = 0; i < workers; i++) {
     // `concurrency` shared out exactly: 12 is batches of 6 and 6, not 8 and 8.
     const batchSize = Math.floor(concurrency / workers) + (i < concurrency % workers ? 1 : 0);
     let workerId: string | undefined;
-    workerId = await boss.work(name, { batchSize, localConcurrency: 1, pollingIntervalSeconds: POLLING_INTERVAL_SECONDS }, async (jobs: Job<unknown>[]) => {
-      if (jobs.length === 0) return;
-      await handle(jobs);
+    const options = { batchSize, localConcurrency: 1, pollingIntervalSeconds: POLLING_INTERVAL_SECONDS, perJobResults: true } as const;
+    workerId = await boss.work(name, options, async (jobs: Job<unknown>[]): Promise<JobResult[]> => {
+      if (jobs.length === 0) return [];
+      const unsettled = (await handle(jobs)) ?? new Set<string>();
       if (workerId) boss.notifyWorker(workerId);
+      return jobs.map((job) => ({ id: job.id, status: unsettled.has(job.id) ? 'failed' : 'completed' }));
     });
   }
 }
@@ -67,17 +77,20 @@ export type RunHandlers = { [K in RunQueue]: (message: QueueMessage<K>) => Promi
 
 /**
  * Subscribes one worker to the queue of every kind of retried work (src/attempts/kinds.ts), one to
- * each run queue (`runs`), and the webhook delivery worker to its queue; a queue without a worker
- * fails the start-up. A handler that throws (e.g. the database went away) leaves the message to
- * pg-boss, which delivers it again.
+ * each run queue (`runs`), and the webhook delivery worker to its queue (a queue without a worker
+ * fails the start-up), and starts the sweep for stranded work (src/attempts/sweep.ts); returns what
+ * stops the sweep. A message whose outcome could not be recorded, or a batch whose handler throws
+ * (e.g. the database went away), is left to pg-boss, which delivers it again (an attempt's message at
+ * most as often as the retry policy allows attempts: src/queue/queue.ts).
  */
-export async function startWorkers(ctx: AppContext, runs: RunHandlers): Promise<void> {
+export async function startWorkers(ctx: AppContext, runs: RunHandlers): Promise<() => Promise<void>> {
   for (const key of Object.keys(QUEUES) as QueueKey[]) {
     if (!ATTEMPT_KINDS.some((kind) => kind.queue === key) && !(key in runs) && key !== 'webhookDelivery') throw new Error(`queue ${QUEUES[key].name} has no worker`);
   }
   for (const kind of ATTEMPT_KINDS) await startWorker(ctx, kind as unknown as AttemptKind<AttemptRow, string, QueueKey, { row: AttemptRow }>);
   for (const key of Object.keys(runs) as RunQueue[]) await startRunWorker(ctx, key, runs[key]);
   await startDeliveryWorker(ctx);
+  return startSweeper(ctx);
 }
 
 /**
@@ -134,7 +147,9 @@ async function startWorker<Q extends QueueKey>(ctx: AppContext, kind: AttemptKin
       return [];
     });
     try {
-      await worker.handle(messages);
+      const unrecorded = await worker.handle(messages);
+      if (unrecorded.size > 0) ctx.logger.warn({ queue: name, message_ids: [...unrecorded] }, 'outcomes not recorded; pg-boss will redeliver those messages');
+      return unrecorded;
     } catch (error) {
       ctx.logger.error({ err: error, queue: name, message_ids: messages.map((m) => m.messageId) }, 'queue handler failed; pg-boss will redeliver');
       throw error;

@@ -33,6 +33,10 @@ const faultsSchema = z
     alwaysFail: z.boolean().optional(),
     dropWebhooksNext: count.optional(),
     holdWebhooksNext: count.optional(),
+    nulErrorNext: count.optional(),
+    splitEmojiErrorNext: count.optional(),
+    unkeepableOrderIds: z.enum(['oversized', 'nul']).optional(),
+    echoToken: z.enum(['raw', 'unicode-escaped', 'url-encoded', 'base64']).optional(),
   })
   .strict();
 

@@ -49,6 +49,11 @@ export function accept<T>(schema: z.ZodType<T, z.ZodTypeDef, unknown>, body: unk
 
 export function send(response: ServerResponse, reply: Reply): void {
   const headers: Record<string, string> = { ...reply.headers };
+  if (reply.rawBody !== undefined) {
+    headers['Content-Type'] = 'application/json';
+    response.writeHead(reply.status, headers).end(reply.rawBody);
+    return;
+  }
   if (reply.body === undefined) {
     response.writeHead(reply.status, headers).end();
     return;

@@ -298,6 +298,7 @@ export function answerPlatformRequest(
   if (simulated === undefined) return { reply: NOT_FOUND, idempotentReplay: false };
   const store = state.store(call.shopDomain);
   const token = simulated.token(call.request);
+  if (store.faults.echoToken) return { reply: echoing(token ?? '', store.faults.echoToken), idempotentReplay: false };
   if (!isAuthorised(store, token)) return { reply: unauthorised(token), idempotentReplay: false };
   const idempotencyKey = call.method === 'POST' ? header(call.request, 'idempotency-key') : undefined;
   const remembered = idempotencyKey === undefined ? undefined : store.rememberedReply(idempotencyKey);
@@ -332,6 +333,7 @@ function route(
       const body = jsonBody(call.text);
       const created = context();
       const order = simulated.placeOrder(body, created);
+      if (store.faults.unkeepableOrderIds) order.id = unkeepableId(store.faults.unkeepableOrderIds, created.id);
       store.saveOrder(simulated.platform, order);
       const id = order.id as number | string;
       store.orders.push({ platform: simulated.platform, id, idempotencyKey, body, order, createdAt: created.createdAt });
@@ -376,6 +378,28 @@ function unauthorised(token: string | undefined): Reply {
     status: 401,
     body: { errors: `[API] Invalid API key or access token (unrecognized login or wrong password)${presented}` },
   };
+}
+
+/** An order id no service could store as it is (varchar(255), no NUL). */
+function unkeepableId(kind: 'oversized' | 'nul', id: number): string {
+  return kind === 'oversized' ? `ord_${id}_${'x'.repeat(300)}`.slice(0, 300) : `ord_${id}\u0000`;
+}
+
+/** A 401 whose body repeats the presented token in one of the forms a platform may write it in. */
+function echoing(token: string, form: NonNullable<StoreState['faults']['echoToken']>): Reply {
+  const prefix = '{"errors":"[API] Invalid API key or access token: ';
+  switch (form) {
+    case 'raw':
+      return { status: 401, body: { errors: `[API] Invalid API key or access token: ${token} (unrecognized login)` } };
+    case 'unicode-escaped': {
+      const escaped = [...token].map((char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`).join('');
+      return { status: 401, rawBody: `${prefix}${escaped}"}` };
+    }
+    case 'url-encoded':
+      return { status: 401, body: { errors: `[API] Invalid API key or access token; see https://status.example/auth?token=${encodeURIComponent(token)}` } };
+    case 'base64':
+      return { status: 401, body: { errors: `[API] Invalid credentials: Basic ${Buffer.from(token).toString('base64')}` } };
+  }
 }
 
 function bearerToken(request: IncomingMessage): string | undefined {

@@ -1,6 +1,6 @@
 /** What the sandbox remembers per shop domain, and the faults it was told to inject. */
 import type { Platform } from '../../src/orders/types.ts';
-import { cancelledOrder, orderCreatedAt, type JsonObject } from './payloads.ts';
+import { buildFulfillmentPayload, buildOrderPayload, cancelledOrder, orderCreatedAt, type JsonObject } from './payloads.ts';
 import { sendWebhook, type WebhookResult } from './webhooks.ts';
 
 export interface Faults {
@@ -26,6 +26,17 @@ export interface Faults {
   dropWebhooksNext?: number;
   /** The next N orders/create webhooks are held back until `releaseWebhooks` (a late delivery). */
   holdWebhooksNext?: number;
+  /** The next N requests answer 422 with an error text that carries a NUL character. */
+  nulErrorNext?: number;
+  /** The next N requests answer 422 with an error text whose character 299 starts an emoji (two UTF-16 units). */
+  splitEmojiErrorNext?: number;
+  /** Orders placed get an id no service could keep as it is: 300 characters long, or with a NUL in it. */
+  unkeepableOrderIds?: 'oversized' | 'nul';
+  /**
+   * Every request answers 401 echoing the token it presented, as careless platforms do: as sent,
+   * as JSON \u escapes, URL-encoded, or base64.
+   */
+  echoToken?: 'raw' | 'unicode-escaped' | 'url-encoded' | 'base64';
 }
 
 /** Where the store posts its webhooks, and the secret it signs them with. */
@@ -40,6 +51,8 @@ export type WebhookFate = { delivered: WebhookResult } | { dropped: true } | { h
 export interface Reply {
   status: number;
   body?: unknown;
+  /** Sent byte for byte (as JSON) instead of the serialised `body`. */
+  rawBody?: string;
   headers?: Record<string, string>;
 }
 
@@ -134,6 +147,12 @@ export class StoreState {
       const headers = { 'Retry-After': String(this.faults.retryAfterSeconds ?? 1) };
       return { kind: 'reply', reply: { status: 429, body: { errors: 'Too Many Requests' }, headers } };
     }
+    if (this.#consume('nulErrorNext')) {
+      return { kind: 'reply', reply: { status: 422, body: { errors: { line_items: ['sku A-1\u0000 is not a valid sku'] } } } };
+    }
+    if (this.#consume('splitEmojiErrorNext')) {
+      return { kind: 'reply', reply: { status: 422, body: { errors: `${'x'.repeat(298)}\u{1F4E6} is out of stock` } } };
+    }
     if (this.#consume('failNext') || this.faults.alwaysFail) {
       const status = this.faults.status ?? 500;
       return { kind: 'reply', reply: { status, body: { errors: `Simulated failure (${status})` } } };
@@ -148,7 +167,7 @@ export class StoreState {
     return 'send';
   }
 
-  #consume(counter: 'faultsAfter' | 'dropNext' | 'acceptThenDropNext' | 'rateLimitNext' | 'failNext' | 'dropWebhooksNext' | 'holdWebhooksNext'): boolean {
+  #consume(counter: 'faultsAfter' | 'dropNext' | 'acceptThenDropNext' | 'rateLimitNext' | 'failNext' | 'dropWebhooksNext' | 'holdWebhooksNext' | 'nulErrorNext' | 'splitEmojiErrorNext'): boolean {
     const remaining = this.faults[counter] ?? 0;
     if (remaining <= 0) return false;
     this.faults[counter] = remaining - 1;
@@ -178,6 +197,11 @@ export interface SandboxControls {
   ordersFor(shopDomain: string): ReceivedOrder[];
   fulfillmentsFor(shopDomain: string): ReceivedFulfillment[];
   requestsFor(shopDomain: string): RequestRecord[];
+  /**
+   * A sale the supplier made on its own (no order of the service's): the order is kept on the store
+   * and its fulfillment, as the platform's fulfillments/create webhook would carry it, returned.
+   */
+  directSaleFulfillment(shopDomain: string, platform: Platform, tracking: { trackingNumbers: string[] }): JsonObject;
   /** Replaces the store's faults. */
   setFaults(shopDomain: string, faults: Faults): void;
   clearFaults(shopDomain: string): void;
@@ -270,6 +294,13 @@ export class SandboxState implements SandboxControls {
 
   requestsFor(shopDomain: string): RequestRecord[] {
     return [...this.store(shopDomain).requests];
+  }
+
+  directSaleFulfillment(shopDomain: string, platform: Platform, { trackingNumbers }: { trackingNumbers: string[] }): JsonObject {
+    const id = this.nextId();
+    const orderId = platform === 'custom' ? `ord_${id}` : id;
+    this.store(shopDomain).saveOrder(platform, buildOrderPayload(platform, { id: orderId, lines: [{ sku: 'OWN-1', title: 'Sold directly', vendor: shopDomain, quantity: 1, price: '9.00' }] }));
+    return buildFulfillmentPayload(platform, { orderId, trackingNumbers, ...(platform === 'platform_a' && { fulfillmentId: this.nextId() }) });
   }
 
   setFaults(shopDomain: string, faults: Faults): void {

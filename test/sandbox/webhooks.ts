@@ -12,6 +12,11 @@ export interface WebhookDelivery {
   payload?: unknown;
   /** Sent and signed byte for byte instead of the serialised payload. */
   rawBody?: string | Buffer;
+  /**
+   * Serialise the payload with every object's keys in reverse order: the same fulfillment written
+   * differently, as a platform's redelivery may be (its signature is over these bytes).
+   */
+  reorderKeys?: boolean;
   /** Repeat one to simulate a redelivery; a random UUID when absent. */
   webhookId?: string;
   /** How long the platform waits for an answer; 5 s like the real ones. */
@@ -29,7 +34,8 @@ const PLATFORM_WAIT_MS = 5_000;
 
 /** Posts a webhook signed the way the platforms sign theirs. */
 export async function sendWebhook(delivery: WebhookDelivery): Promise<WebhookResult> {
-  const rawBody = Buffer.from(delivery.rawBody ?? JSON.stringify(delivery.payload ?? null));
+  const payload = delivery.reorderKeys ? reversedKeys(delivery.payload ?? null) : (delivery.payload ?? null);
+  const rawBody = Buffer.from(delivery.rawBody ?? JSON.stringify(payload));
   const webhookId = delivery.webhookId ?? randomUUID();
   const response = await fetch(delivery.targetUrl, {
     method: 'POST',
@@ -46,6 +52,12 @@ export async function sendWebhook(delivery: WebhookDelivery): Promise<WebhookRes
   const text = await response.text();
   const isJson = response.headers.get('content-type')?.includes('json') ?? false;
   return { status: response.status, body: isJson ? parseOrKeep(text) : text, webhookId };
+}
+
+function reversedKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(reversedKeys);
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(Object.entries(value).reverse().map(([key, inner]) => [key, reversedKeys(inner)]));
 }
 
 function parseOrKeep(text: string): unknown {

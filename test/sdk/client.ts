@@ -10,7 +10,7 @@ import createClient, { type Client } from 'openapi-fetch';
 import type { paths } from './generated/api.js';
 
 export type Api = Client<paths>;
-type JobStatus = 'pending' | 'processing' | 'completed' | 'failed' | 'dead';
+type JobStatus = 'pending' | 'processing' | 'completed' | 'failed' | 'dead' | 'skipped';
 
 /** What the flow needs from the world around the service (in the test: the sandbox platform). */
 export interface FlowHooks {

@@ -1,0 +1,169 @@
+import { MAX_AUTO_RETRIES } from '../../machines/attempt.machine.ts';
+import type { AuditRecord } from '../audit-log/repository.ts';
+import type { AppContext } from '../context.ts';
+import { sqlOf, type Trx } from '../db/sql.ts';
+import { FulfillmentService } from '../fulfillments/service.ts';
+import { QUEUES, newMessageId, type QueueKey } from '../queue/queue.ts';
+import type { AttemptKind, AttemptRow, DeathReason } from './kind.ts';
+import { ATTEMPT_KINDS } from './kinds.ts';
+import { findStranded, takeSweepTurn, writeAttemptTransitions, type AttemptWrite } from './repository.ts';
+import { LOST_ATTEMPT } from './worker.ts';
+
+/** Rows of each kind one pass moves at most; the next pass takes the rest. */
+const ROWS_PER_PASS = 500;
+
+export const DELIVERY_EXHAUSTED_ERROR = `abandoned: its queue message was delivered ${MAX_AUTO_RETRIES + 1} times without an outcome being recorded`;
+
+type AnyKind = AttemptKind<AttemptRow, string, QueueKey, { row: AttemptRow }>;
+
+/** What the sweep did to one row. */
+type Rescue = { action: 'requeued' | 'lost'; delayMs: number } | { action: 'dead'; reason: DeathReason };
+
+export interface SweepReport {
+  /** Rows re-enqueued as they were (their message was gone). */
+  requeued: number;
+  /** Attempts found lost (processing, no worker): failed, and retried. */
+  lost: number;
+  /** Rows moved to dead (`delivery_exhausted`, or lost on their last retry: `worker_lost`). */
+  dead: number;
+  /** Held fulfillments that became fulfillments of the job that completed with their order. */
+  claimed: number;
+  /** Held fulfillments no job can own any more (direct sales), forgotten. */
+  forgotten: number;
+}
+
+/**
+ * Keeps the invariant of operations.md ("No job stranded"): every pending, processing or failed
+ * sync job and fulfillment has a live queue message that will move it. Each pass, in one process at
+ * a time (a transaction-scoped advisory lock), it looks at unfinished rows untouched for longer
+ * than the platform timeout plus one sweep interval whose message is no longer live, and:
+ * - message failed (pg-boss delivered it as often as the policy allows, never with an outcome
+ *   recorded): ABANDON, dead, audit `…dead` with `metadata.reason: delivery_exhausted`;
+ * - processing (its worker is gone, so is its message): the attempt was lost, LOSE: failed and
+ *   retried under the policy, or dead with `reason: worker_lost` when it was the last retry;
+ * - pending or failed (the message is gone): a new message, at once.
+ * Every write is conditional on the version read, like a worker's, and commits with its message
+ * and audit entry. Then held fulfillments are claimed by the jobs that completed with their order.
+ */
+export class Sweeper {
+  private readonly fulfillments: FulfillmentService;
+
+  constructor(private readonly ctx: AppContext) {
+    this.fulfillments = new FulfillmentService(ctx);
+  }
+
+  /** How long a row can go untouched without a live message before the sweep counts it stranded. */
+  get strandedAfterMs(): number {
+    return this.ctx.config.platformTimeoutMs + this.ctx.config.sweepIntervalMs;
+  }
+
+  /** One pass; null when another process had the turn. */
+  async sweepOnce(now = new Date()): Promise<SweepReport | null> {
+    const staleBefore = new Date(now.getTime() - this.strandedAfterMs);
+    const report = await sqlOf(this.ctx.orm)
+      .transaction()
+      .execute(async (trx) => {
+        if (!(await takeSweepTurn(trx))) return null;
+        const counts = { requeued: 0, lost: 0, dead: 0 };
+        for (const kind of ATTEMPT_KINDS) await this.sweepKind(trx, kind as unknown as AnyKind, staleBefore, now, counts);
+        return counts;
+      });
+    if (!report) return null;
+    return { ...report, ...(await this.fulfillments.claimHeld()) };
+  }
+
+  private async sweepKind(trx: Trx, kind: AnyKind, staleBefore: Date, now: Date, counts: Omit<SweepReport, 'claimed' | 'forgotten'>): Promise<void> {
+    const stranded = new Map((await findStranded(trx, kind.table, QUEUES[kind.queue].name, staleBefore, ROWS_PER_PASS)).map((row) => [row.id, row]));
+    if (stranded.size === 0) return;
+    const rescues: { row: AttemptRow; rescue: Rescue; audit?: AuditRecord }[] = [];
+    for (const { row } of await kind.attempt(this.ctx).load([...stranded.keys()])) {
+      const seen = stranded.get(row.id)!;
+      // Moved since it was found (a manual retry, a late worker): no longer stranded.
+      if (row.version !== seen.version) continue;
+      const rescue = this.rescue(kind, row, seen.messageState, now);
+      if (!rescue) continue;
+      rescues.push({ row, rescue, ...(rescue.action === 'dead' && { audit: kind.outcomeAudit(row, rescue.reason) }) });
+    }
+    // A lost or abandoned attempt's timeline entry, if one is open, is closed as failed.
+    const writes: AttemptWrite[] = rescues.map(({ row, rescue, audit }) => ({
+      row,
+      result: kind.resultOf(row),
+      audit,
+      ...(rescue.action !== 'requeued' && { timeline: LOST_ATTEMPT }),
+    }));
+    const written = await writeAttemptTransitions(trx, kind.table, kind.resultColumn, writes);
+    // EVENT sync_job.dead / fulfillment.dead (events issue): append one per dead rescue written here,
+    // in this transaction, beside its audit entry, as the worker's transitions do.
+    const moved = rescues.filter((_, i) => written[i]);
+    const messages = moved.flatMap(({ row, rescue }) =>
+      rescue.action === 'dead' ? [] : [{ id: row.queueMessageId!, message: kind.message(row.id), delayMs: rescue.delayMs }],
+    );
+    await this.ctx.queue.insertIn(trx, kind.queue, messages);
+    for (const { row, rescue } of moved) {
+      counts[rescue.action]++;
+      this.ctx.metrics.sweepRescues.inc({ kind: kind.name, action: rescue.action });
+      if (rescue.action !== 'requeued') this.ctx.metrics.attemptTransitions.inc({ kind: kind.name, status: row.status });
+      this.ctx.logger.warn(
+        { [kind.logKey]: row.id, status: row.status, attempts: row.attempts, ...rescue },
+        rescue.action === 'dead' ? 'stranded: dead' : rescue.action === 'lost' ? 'stranded: attempt lost, retry scheduled' : 'stranded: queued again',
+      );
+    }
+  }
+
+  /** What to do with one stranded row (applied to it); null when the machine cannot read or move it. */
+  private rescue(kind: AnyKind, row: AttemptRow, messageState: string | null, now: Date): Rescue | null {
+    const at = now.toISOString();
+    try {
+      if (messageState === 'failed') {
+        if (!kind.transition(row, { type: 'ABANDON', error: DELIVERY_EXHAUSTED_ERROR, at }, now)) return null;
+        row.queueMessageId = null;
+        return { action: 'dead', reason: 'delivery_exhausted' };
+      }
+      if (row.status === 'processing') {
+        if (!kind.transition(row, { type: 'LOSE', at }, now)) return null;
+        if ((row.status as AttemptRow['status']) === 'dead') {
+          row.queueMessageId = null;
+          return { action: 'dead', reason: 'worker_lost' };
+        }
+        row.queueMessageId = newMessageId();
+        return { action: 'lost', delayMs: kind.retryDelayMs(this.ctx.config, kind.restore(row).context) };
+      }
+      kind.restore(row); // throws when its state cannot be read: such a row is left alone
+      row.queueMessageId = newMessageId();
+      row.updatedAt = now;
+      return { action: 'requeued', delayMs: 0 };
+    } catch (error) {
+      this.ctx.logger.error({ err: error, [kind.logKey]: row.id }, 'stranded row state unreadable; left alone');
+      return null;
+    }
+  }
+}
+
+/**
+ * Runs a sweep every SWEEP_INTERVAL_MS in this (worker) process; processes that run at the same
+ * time take turns. Returns a function that stops the passes and waits for one in progress.
+ */
+export function startSweeper(ctx: AppContext): () => Promise<void> {
+  const sweeper = new Sweeper(ctx);
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let pass: Promise<void> = Promise.resolve();
+  const next = () => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      pass = sweeper
+        .sweepOnce()
+        .then((report) => {
+          if (report && Object.values(report).some((count) => count > 0)) ctx.logger.info({ sweep: report }, 'sweep moved stranded work');
+        })
+        .catch((error: unknown) => ctx.logger.warn({ err: error }, 'sweep failed; trying again next interval'))
+        .finally(next);
+    }, ctx.config.sweepIntervalMs);
+  };
+  next();
+  return async () => {
+    stopped = true;
+    clearTimeout(timer);
+    await pass;
+  };
+}
