@@ -92,9 +92,11 @@ export class Sweeper {
       ...(rescue.action !== 'requeued' && { timeline: LOST_ATTEMPT }),
     }));
     const written = await writeAttemptTransitions(trx, kind.table, kind.resultColumn, writes);
-    // EVENT sync_job.dead / fulfillment.dead (events issue): append one per dead rescue written here,
-    // in this transaction, beside its audit entry, as the worker's transitions do.
     const moved = rescues.filter((_, i) => written[i]);
+    // The events of the rows this pass settled or failed (sync_job.dead, .failed, …), in this
+    // transaction beside their audit entries, as the worker's transitions do.
+    const settled = moved.filter(({ rescue }) => rescue.action !== 'requeued').map(({ row }) => row);
+    if (settled.length > 0) await this.ctx.outbox.append(trx, await kind.outcomeEvents(trx, settled));
     const messages = moved.flatMap(({ row, rescue }) =>
       rescue.action === 'dead' ? [] : [{ id: row.queueMessageId!, message: kind.message(row.id), delayMs: rescue.delayMs }],
     );
