@@ -1,17 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { expectError, ISO_UTC } from './support/assertions.ts';
+import type { ApiClient } from './support/api.ts';
 import { queryRows, watchColumnWrites } from './support/database.ts';
 import { createResellerStore, createSourceStore, registerUser, type TestUser } from './support/factories.ts';
-import { startTestService, type TestService } from './support/service.ts';
-
-let service: TestService;
-let user: TestUser;
-beforeAll(async () => {
-  service = await startTestService();
-  user = await registerUser(service.api);
-});
-afterAll(() => service?.stop());
+import { test as it } from './support/fixtures.ts';
 
 const unique = () => randomBytes(4).toString('hex');
 const STORE_FIELDS = ['createdAt', 'deletedAt', 'id', 'name', 'ownerId', 'platform', 'shopDomain'];
@@ -29,9 +22,9 @@ function validStore(overrides: Record<string, unknown> = {}) {
 }
 
 describe('POST /v1/reseller_stores', () => {
-  it('creates a store (201) with a lower-cased shop domain', async () => {
+  it('creates a store (201) with a lower-cased shop domain', async ({ service, api, user }) => {
     const host = `My-Shop-${unique()}`;
-    const response = await service.api.post('/v1/reseller_stores', {
+    const response = await api.post('/v1/reseller_stores', {
       token: user.token,
       body: validStore({ name: 'Main storefront', shopDomain: `  ${host}.Example.COM ` }),
     });
@@ -52,11 +45,11 @@ describe('POST /v1/reseller_stores', () => {
     expect(row!.shop_domain).toBe(`${host.toLowerCase()}.example.com`);
   });
 
-  it.each(['platform_a', 'platform_b', 'custom'])('accepts platform %s', async (platform) => {
-    expect((await createResellerStore(service.api, user.token, { platform })).platform).toBe(platform);
+  it.for(['platform_a', 'platform_b', 'custom'] as const)('accepts platform %s', async (platform, { api, user }) => {
+    expect((await createResellerStore(api, user.token, { platform })).platform).toBe(platform);
   });
 
-  it.each([
+  it.for([
     ['a missing name', { name: undefined }, 'name'],
     ['a blank name', { name: '   ' }, 'name'],
     ['a name over 200 characters', { name: 'n'.repeat(201) }, 'name'],
@@ -78,27 +71,27 @@ describe('POST /v1/reseller_stores', () => {
     ['an access token over 4096 characters', { accessToken: 'a'.repeat(4097) }, 'accessToken'],
     ['a webhook secret with CR/LF', { webhookSecret: 'whsec\r\n' }, 'webhookSecret'],
     ['a webhook secret over 1024 characters', { webhookSecret: 'w'.repeat(1025) }, 'webhookSecret'],
-  ])('rejects %s with 400 naming the field', async (_label, overrides, param) => {
-    const response = await service.api.post('/v1/reseller_stores', { token: user.token, body: validStore(overrides) });
+  ] as const)('rejects %s with 400 naming the field', async ([_label, overrides, param], { api, user }) => {
+    const response = await api.post('/v1/reseller_stores', { token: user.token, body: validStore(overrides) });
     expectError(response, 400, 'validation_failed', param);
   });
 
-  it('rejects a body that is not an object', async () => {
-    const response = await service.api.post('/v1/reseller_stores', { token: user.token, body: [validStore()] });
+  it('rejects a body that is not an object', async ({ api, user }) => {
+    const response = await api.post('/v1/reseller_stores', { token: user.token, body: [validStore()] });
     expectError(response, 400, 'validation_failed');
   });
 
-  it('answers 409 shop_domain_taken for a domain an active store uses, whatever its case and owner', async () => {
-    const existing = await createResellerStore(service.api, user.token);
-    const same = await service.api.post('/v1/reseller_stores', {
+  it('answers 409 shop_domain_taken for a domain an active store uses, whatever its case and owner', async ({ service, api, user }) => {
+    const existing = await createResellerStore(api, user.token);
+    const same = await api.post('/v1/reseller_stores', {
       token: user.token,
       body: validStore({ shopDomain: existing.shopDomain.toUpperCase() }),
     });
     expectError(same, 409, 'conflict', 'shopDomain');
     expect(same.body.error.details).toEqual({ reason: 'shop_domain_taken' });
 
-    const otherUser = await registerUser(service.api);
-    const other = await service.api.post('/v1/reseller_stores', {
+    const otherUser = await registerUser(api);
+    const other = await api.post('/v1/reseller_stores', {
       token: otherUser.token,
       body: validStore({ shopDomain: existing.shopDomain }),
     });
@@ -111,10 +104,10 @@ describe('POST /v1/reseller_stores', () => {
 });
 
 describe('concurrent creates', () => {
-  it('give a shop domain to exactly one of several racing requests; the rest get 409', async () => {
+  it('give a shop domain to exactly one of several racing requests; the rest get 409', async ({ service, api, user }) => {
     const shopDomain = `race-${unique()}.example.com`;
     const results = await Promise.all(
-      [1, 2, 3, 4].map(() => service.api.post('/v1/reseller_stores', { token: user.token, body: validStore({ shopDomain }) })),
+      [1, 2, 3, 4].map(() => api.post('/v1/reseller_stores', { token: user.token, body: validStore({ shopDomain }) })),
     );
     expect(results.map((r) => r.status).sort()).toEqual([201, 409, 409, 409]);
     for (const r of results.filter((r) => r.status === 409)) expect(r.body.error.details).toEqual({ reason: 'shop_domain_taken' });
@@ -127,9 +120,9 @@ describe('concurrent creates', () => {
 });
 
 describe('GET /v1/reseller_stores/{id}', () => {
-  it('returns the store', async () => {
-    const store = await createResellerStore(service.api, user.token, { platform: 'custom' });
-    const response = await service.api.get(`/v1/reseller_stores/${store.id}`, { token: user.token });
+  it('returns the store', async ({ api, user }) => {
+    const store = await createResellerStore(api, user.token, { platform: 'custom' });
+    const response = await api.get(`/v1/reseller_stores/${store.id}`, { token: user.token });
     expect(response.status).toBe(200);
     expect(Object.keys(response.body).sort()).toEqual([...STORE_FIELDS, 'request_id'].sort());
     const { request_id: _a, ...got } = response.body;
@@ -137,34 +130,34 @@ describe('GET /v1/reseller_stores/{id}', () => {
     expect(got).toEqual(created);
   });
 
-  it('answers 404 not_found for an unknown id', async () => {
-    expectError(await service.api.get('/v1/reseller_stores/rst_00000000000000000000000000000000', { token: user.token }), 404, 'not_found');
-    expectError(await service.api.get('/v1/reseller_stores/whatever', { token: user.token }), 404, 'not_found');
+  it('answers 404 not_found for an unknown id', async ({ api, user }) => {
+    expectError(await api.get('/v1/reseller_stores/rst_00000000000000000000000000000000', { token: user.token }), 404, 'not_found');
+    expectError(await api.get('/v1/reseller_stores/whatever', { token: user.token }), 404, 'not_found');
   });
 
-  it('answers 400 for an id over 64 characters', async () => {
-    expectError(await service.api.get(`/v1/reseller_stores/${'x'.repeat(65)}`, { token: user.token }), 400, 'validation_failed', 'id');
+  it('answers 400 for an id over 64 characters', async ({ api, user }) => {
+    expectError(await api.get(`/v1/reseller_stores/${'x'.repeat(65)}`, { token: user.token }), 400, 'validation_failed', 'id');
   });
 
-  it('requires authentication', async () => {
-    const store = await createResellerStore(service.api, user.token);
-    expectError(await service.api.get(`/v1/reseller_stores/${store.id}`), 401, 'unauthorized');
+  it('requires authentication', async ({ api, user }) => {
+    const store = await createResellerStore(api, user.token);
+    expectError(await api.get(`/v1/reseller_stores/${store.id}`), 401, 'unauthorized');
   });
 });
 
 describe('GET /v1/reseller_stores', () => {
   let owner: TestUser;
   let newestFirst: string[];
-  beforeAll(async () => {
-    owner = await registerUser(service.api);
+  it.beforeAll(async ({ api }) => {
+    owner = await registerUser(api);
     const created = [];
-    for (let i = 0; i < 5; i++) created.push(await createResellerStore(service.api, owner.token, { name: `Store ${i}` }));
+    for (let i = 0; i < 5; i++) created.push(await createResellerStore(api, owner.token, { name: `Store ${i}` }));
     newestFirst = created.map((store) => store.id).reverse();
   });
-  const list = (query = '') => service.api.get(`/v1/reseller_stores${query}`, { token: owner.token });
+  const list = (api: ApiClient, query = '') => api.get(`/v1/reseller_stores${query}`, { token: owner.token });
 
-  it('lists the caller\'s stores newest first in the list envelope', async () => {
-    const response = await list();
+  it('lists the caller\'s stores newest first in the list envelope', async ({ api }) => {
+    const response = await list(api);
     expect(response.status).toBe(200);
     expect(Object.keys(response.body).sort()).toEqual(['data', 'has_more', 'object', 'request_id', 'url']);
     expect(response.body).toMatchObject({ object: 'list', has_more: false, url: '/v1/reseller_stores' });
@@ -172,118 +165,118 @@ describe('GET /v1/reseller_stores', () => {
     for (const store of response.body.data) expect(Object.keys(store).sort()).toEqual(STORE_FIELDS);
   });
 
-  it('pages forwards with starting_after and backwards with ending_before', async () => {
-    const page1 = await list('?limit=2');
+  it('pages forwards with starting_after and backwards with ending_before', async ({ api }) => {
+    const page1 = await list(api, '?limit=2');
     expect(ids(page1.body)).toEqual(newestFirst.slice(0, 2));
     expect(page1.body.has_more).toBe(true);
     expect(page1.body.url).toBe('/v1/reseller_stores');
 
-    const page2 = await list(`?limit=2&starting_after=${newestFirst[1]}`);
+    const page2 = await list(api, `?limit=2&starting_after=${newestFirst[1]}`);
     expect(ids(page2.body)).toEqual(newestFirst.slice(2, 4));
     expect(page2.body.has_more).toBe(true);
 
-    const page3 = await list(`?limit=2&starting_after=${newestFirst[3]}`);
+    const page3 = await list(api, `?limit=2&starting_after=${newestFirst[3]}`);
     expect(ids(page3.body)).toEqual(newestFirst.slice(4));
     expect(page3.body.has_more).toBe(false);
 
-    const before = await list(`?limit=2&ending_before=${newestFirst[4]}`);
+    const before = await list(api, `?limit=2&ending_before=${newestFirst[4]}`);
     expect(ids(before.body)).toEqual(newestFirst.slice(2, 4));
     expect(before.body.has_more).toBe(true);
 
-    const first = await list(`?limit=2&ending_before=${newestFirst[2]}`);
+    const first = await list(api, `?limit=2&ending_before=${newestFirst[2]}`);
     expect(ids(first.body)).toEqual(newestFirst.slice(0, 2));
     expect(first.body.has_more).toBe(false);
 
-    const end = await list(`?starting_after=${newestFirst[4]}`);
+    const end = await list(api, `?starting_after=${newestFirst[4]}`);
     expect(end.body.data).toEqual([]);
     expect(end.body.has_more).toBe(false);
   });
 
-  it('defaults to 20 per page and allows up to 100', async () => {
-    const many = await registerUser(service.api);
-    for (let i = 0; i < 21; i++) await createResellerStore(service.api, many.token);
-    const first = await service.api.get('/v1/reseller_stores', { token: many.token });
+  it('defaults to 20 per page and allows up to 100', async ({ api }) => {
+    const many = await registerUser(api);
+    for (let i = 0; i < 21; i++) await createResellerStore(api, many.token);
+    const first = await api.get('/v1/reseller_stores', { token: many.token });
     expect(first.body.data).toHaveLength(20);
     expect(first.body.has_more).toBe(true);
-    const all = await service.api.get('/v1/reseller_stores?limit=100', { token: many.token });
+    const all = await api.get('/v1/reseller_stores?limit=100', { token: many.token });
     expect(all.body.data).toHaveLength(21);
     expect(all.body.has_more).toBe(false);
   });
 
-  it.each([
+  it.for([
     ['limit=0', 'limit'],
     ['limit=101', 'limit'],
     ['limit=abc', 'limit'],
     ['limit=2.5', 'limit'],
     [`starting_after=${'x'.repeat(65)}`, 'starting_after'],
-  ])('rejects %s with 400', async (query, param) => {
-    expectError(await list(`?${query}`), 400, 'validation_failed', param);
+  ] as const)('rejects %s with 400', async ([query, param], { api }) => {
+    expectError(await list(api, `?${query}`), 400, 'validation_failed', param);
   });
 
-  it('rejects starting_after together with ending_before', async () => {
-    expectError(await list(`?starting_after=${newestFirst[0]}&ending_before=${newestFirst[3]}`), 400, 'validation_failed');
+  it('rejects starting_after together with ending_before', async ({ api }) => {
+    expectError(await list(api, `?starting_after=${newestFirst[0]}&ending_before=${newestFirst[3]}`), 400, 'validation_failed');
   });
 
-  it('shows only the caller\'s stores', async () => {
-    const other = await registerUser(service.api);
-    const theirs = await createResellerStore(service.api, other.token);
-    expect(ids((await list('?limit=100')).body)).not.toContain(theirs.id);
-    expect(ids((await service.api.get('/v1/reseller_stores', { token: other.token })).body)).toEqual([theirs.id]);
+  it('shows only the caller\'s stores', async ({ api }) => {
+    const other = await registerUser(api);
+    const theirs = await createResellerStore(api, other.token);
+    expect(ids((await list(api, '?limit=100')).body)).not.toContain(theirs.id);
+    expect(ids((await api.get('/v1/reseller_stores', { token: other.token })).body)).toEqual([theirs.id]);
   });
 });
 
 describe('PATCH /v1/reseller_stores/{id}', () => {
-  it('renames the store', async () => {
-    const store = await createResellerStore(service.api, user.token);
-    const response = await service.api.patch(`/v1/reseller_stores/${store.id}`, { token: user.token, body: { name: '  New name ' } });
+  it('renames the store', async ({ api, user }) => {
+    const store = await createResellerStore(api, user.token);
+    const response = await api.patch(`/v1/reseller_stores/${store.id}`, { token: user.token, body: { name: '  New name ' } });
     expect(response.status).toBe(200);
     expect(response.body).toMatchObject({ id: store.id, name: 'New name', shopDomain: store.shopDomain, platform: store.platform });
-    expect((await service.api.get(`/v1/reseller_stores/${store.id}`, { token: user.token })).body.name).toBe('New name');
+    expect((await api.get(`/v1/reseller_stores/${store.id}`, { token: user.token })).body.name).toBe('New name');
   });
 
-  it('accepts an empty body and changes nothing', async () => {
-    const store = await createResellerStore(service.api, user.token);
-    const response = await service.api.patch(`/v1/reseller_stores/${store.id}`, { token: user.token, body: {} });
+  it('accepts an empty body and changes nothing', async ({ api, user }) => {
+    const store = await createResellerStore(api, user.token);
+    const response = await api.patch(`/v1/reseller_stores/${store.id}`, { token: user.token, body: {} });
     expect(response.status).toBe(200);
     expect(response.body.name).toBe(store.name);
   });
 
-  it.each([
+  it.for([
     ['shopDomain', { shopDomain: 'other.example.com' }],
     ['platform', { platform: 'custom' }],
     ['accessToken', { accessToken: 'new-token' }],
     ['webhookSecret', { name: 'ok', webhookSecret: 'new-secret' }],
     ['id', { id: 'rst_other' }],
-  ])('rejects the unknown or read-only field %s with 400 naming it', async (param, body) => {
-    const store = await createResellerStore(service.api, user.token);
-    const response = await service.api.patch(`/v1/reseller_stores/${store.id}`, { token: user.token, body });
+  ] as const)('rejects the unknown or read-only field %s with 400 naming it', async ([param, body], { api, user }) => {
+    const store = await createResellerStore(api, user.token);
+    const response = await api.patch(`/v1/reseller_stores/${store.id}`, { token: user.token, body });
     expectError(response, 400, 'validation_failed', param);
-    const after = await service.api.get(`/v1/reseller_stores/${store.id}`, { token: user.token });
+    const after = await api.get(`/v1/reseller_stores/${store.id}`, { token: user.token });
     expect(after.body).toMatchObject({ name: store.name, shopDomain: store.shopDomain, platform: store.platform });
   });
 
-  it.each([
+  it.for([
     ['a blank name', { name: '' }],
     ['a name over 200 characters', { name: 'n'.repeat(201) }],
     ['a null name', { name: null }],
-  ])('rejects %s with 400', async (_label, body) => {
-    const store = await createResellerStore(service.api, user.token);
-    expectError(await service.api.patch(`/v1/reseller_stores/${store.id}`, { token: user.token, body }), 400, 'validation_failed', 'name');
+  ] as const)('rejects %s with 400', async ([_label, body], { api, user }) => {
+    const store = await createResellerStore(api, user.token);
+    expectError(await api.patch(`/v1/reseller_stores/${store.id}`, { token: user.token, body }), 400, 'validation_failed', 'name');
   });
 
-  it('answers 404 for an unknown or deleted store', async () => {
-    expectError(await service.api.patch('/v1/reseller_stores/rst_missing', { token: user.token, body: { name: 'x' } }), 404, 'not_found');
-    const store = await createResellerStore(service.api, user.token);
-    expect((await service.api.delete(`/v1/reseller_stores/${store.id}`, { token: user.token })).status).toBe(204);
-    expectError(await service.api.patch(`/v1/reseller_stores/${store.id}`, { token: user.token, body: { name: 'x' } }), 404, 'not_found');
+  it('answers 404 for an unknown or deleted store', async ({ api, user }) => {
+    expectError(await api.patch('/v1/reseller_stores/rst_missing', { token: user.token, body: { name: 'x' } }), 404, 'not_found');
+    const store = await createResellerStore(api, user.token);
+    expect((await api.delete(`/v1/reseller_stores/${store.id}`, { token: user.token })).status).toBe(204);
+    expectError(await api.patch(`/v1/reseller_stores/${store.id}`, { token: user.token, body: { name: 'x' } }), 404, 'not_found');
   });
 });
 
 describe('DELETE /v1/reseller_stores/{id}', () => {
-  it('deletes once under concurrent DELETEs: one 204 and one audit entry, every other 404, deletedAt written once', async () => {
+  it('deletes once under concurrent DELETEs: one 204 and one audit entry, every other 404, deletedAt written once', async ({ service, api, user }) => {
     const deletions = await watchColumnWrites(service.databaseUrl, 'reseller_stores', 'deleted_at');
-    const store = await createResellerStore(service.api, user.token);
-    const responses = await Promise.all(Array.from({ length: 20 }, () => service.api.delete(`/v1/reseller_stores/${store.id}`, { token: user.token })));
+    const store = await createResellerStore(api, user.token);
+    const responses = await Promise.all(Array.from({ length: 20 }, () => api.delete(`/v1/reseller_stores/${store.id}`, { token: user.token })));
     const statuses = responses.map((response) => response.status);
     expect(statuses.filter((status) => status === 204)).toHaveLength(1);
     for (const response of responses.filter((r) => r.status !== 204)) expectError(response, 404, 'not_found');
@@ -292,9 +285,9 @@ describe('DELETE /v1/reseller_stores/{id}', () => {
     expect(audit).toHaveLength(1);
   });
 
-  it('soft-deletes: 204, the row is kept with deletedAt, GET still shows it, lists do not', async () => {
-    const store = await createResellerStore(service.api, user.token);
-    const response = await service.api.delete(`/v1/reseller_stores/${store.id}`, { token: user.token });
+  it('soft-deletes: 204, the row is kept with deletedAt, GET still shows it, lists do not', async ({ service, api, user }) => {
+    const store = await createResellerStore(api, user.token);
+    const response = await api.delete(`/v1/reseller_stores/${store.id}`, { token: user.token });
     expect(response.status).toBe(204);
     expect(response.body).toBeUndefined();
 
@@ -306,29 +299,29 @@ describe('DELETE /v1/reseller_stores/{id}', () => {
     expect(row!.deleted_at).toBeInstanceOf(Date);
     expect(row!.name).toBe(store.name);
 
-    const got = await service.api.get(`/v1/reseller_stores/${store.id}`, { token: user.token });
+    const got = await api.get(`/v1/reseller_stores/${store.id}`, { token: user.token });
     expect(got.status).toBe(200);
     expect(got.body.deletedAt).toMatch(ISO_UTC);
     expect(Date.parse(got.body.deletedAt)).toBe(row!.deleted_at!.getTime());
 
-    const listed = await service.api.get('/v1/reseller_stores?limit=100', { token: user.token });
+    const listed = await api.get('/v1/reseller_stores?limit=100', { token: user.token });
     expect(ids(listed.body)).not.toContain(store.id);
 
-    expectError(await service.api.delete(`/v1/reseller_stores/${store.id}`, { token: user.token }), 404, 'not_found');
+    expectError(await api.delete(`/v1/reseller_stores/${store.id}`, { token: user.token }), 404, 'not_found');
   });
 
-  it('soft-deletes the store\'s source stores and accepts no new ones', async () => {
-    const store = await createResellerStore(service.api, user.token);
-    const source = await createSourceStore(service.api, user.token, store.id);
-    expect((await service.api.delete(`/v1/reseller_stores/${store.id}`, { token: user.token })).status).toBe(204);
+  it('soft-deletes the store\'s source stores and accepts no new ones', async ({ api, user }) => {
+    const store = await createResellerStore(api, user.token);
+    const source = await createSourceStore(api, user.token, store.id);
+    expect((await api.delete(`/v1/reseller_stores/${store.id}`, { token: user.token })).status).toBe(204);
 
-    const got = await service.api.get(`/v1/reseller_stores/${store.id}/source_stores/${source.id}`, { token: user.token });
+    const got = await api.get(`/v1/reseller_stores/${store.id}/source_stores/${source.id}`, { token: user.token });
     expect(got.status).toBe(200);
     expect(got.body.deletedAt).toMatch(ISO_UTC);
-    const listed = await service.api.get(`/v1/reseller_stores/${store.id}/source_stores`, { token: user.token });
+    const listed = await api.get(`/v1/reseller_stores/${store.id}/source_stores`, { token: user.token });
     expect(listed.body.data).toEqual([]);
 
-    const create = await service.api.post(`/v1/reseller_stores/${store.id}/source_stores`, {
+    const create = await api.post(`/v1/reseller_stores/${store.id}/source_stores`, {
       token: user.token,
       body: {
         name: 'Late supplier',
@@ -344,22 +337,22 @@ describe('DELETE /v1/reseller_stores/{id}', () => {
     expectError(create, 404, 'not_found');
   });
 
-  it('frees the shop domain for a new store', async () => {
-    const store = await createResellerStore(service.api, user.token);
-    expect((await service.api.delete(`/v1/reseller_stores/${store.id}`, { token: user.token })).status).toBe(204);
-    const again = await createResellerStore(service.api, user.token, { shopDomain: store.shopDomain });
+  it('frees the shop domain for a new store', async ({ api, user }) => {
+    const store = await createResellerStore(api, user.token);
+    expect((await api.delete(`/v1/reseller_stores/${store.id}`, { token: user.token })).status).toBe(204);
+    const again = await createResellerStore(api, user.token, { shopDomain: store.shopDomain });
     expect(again.id).not.toBe(store.id);
     expect(again.shopDomain).toBe(store.shopDomain);
     // ...but only one active store may hold it.
     expectError(
-      await service.api.post('/v1/reseller_stores', { token: user.token, body: validStore({ shopDomain: store.shopDomain }) }),
+      await api.post('/v1/reseller_stores', { token: user.token, body: validStore({ shopDomain: store.shopDomain }) }),
       409,
       'conflict',
       'shopDomain',
     );
   });
 
-  it('answers 404 for an unknown id', async () => {
-    expectError(await service.api.delete('/v1/reseller_stores/rst_missing', { token: user.token }), 404, 'not_found');
+  it('answers 404 for an unknown id', async ({ api, user }) => {
+    expectError(await api.delete('/v1/reseller_stores/rst_missing', { token: user.token }), 404, 'not_found');
   });
 });

@@ -1,17 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { expectError, ISO_UTC } from './support/assertions.ts';
+import type { ApiClient } from './support/api.ts';
 import { queryRows, watchColumnWrites } from './support/database.ts';
 import { createResellerStore, createSourceStore, registerUser, type TestUser } from './support/factories.ts';
-import { startTestService, type TestService } from './support/service.ts';
-
-let service: TestService;
-let user: TestUser;
-beforeAll(async () => {
-  service = await startTestService();
-  user = await registerUser(service.api);
-});
-afterAll(() => service?.stop());
+import { test as it } from './support/fixtures.ts';
 
 const unique = () => randomBytes(4).toString('hex');
 const SOURCE_FIELDS = [
@@ -56,10 +49,10 @@ const FIELD_RULES = {
 const fieldRules = (...rules: Record<string, unknown>[]) => ({ pricingMode: 'field_rules', pricingConfig: { type: 'field_rules', rules } });
 
 describe('POST /v1/reseller_stores/{rst_id}/source_stores', () => {
-  it('creates a source store (201) with a lower-cased domain and trimmed vendor tag', async () => {
-    const rst = await createResellerStore(service.api, user.token);
+  it('creates a source store (201) with a lower-cased domain and trimmed vendor tag', async ({ service, api, user }) => {
+    const rst = await createResellerStore(api, user.token);
     const tag = `Acme ${unique()}`;
-    const response = await service.api.post(base(rst.id), {
+    const response = await api.post(base(rst.id), {
       token: user.token,
       body: validSource({ name: 'Acme supplies', shopDomain: 'Acme-Supplies.Example.com', vendorTag: `  ${tag}  ` }),
     });
@@ -84,27 +77,27 @@ describe('POST /v1/reseller_stores/{rst_id}/source_stores', () => {
     expect(row).toMatchObject({ vendor_tag: tag, vendor_key: tag.toLowerCase(), shop_domain: 'acme-supplies.example.com' });
   });
 
-  it('creates a field_rules source store', async () => {
-    const rst = await createResellerStore(service.api, user.token);
-    const store = await createSourceStore(service.api, user.token, rst.id, { pricingMode: 'field_rules', pricingConfig: FIELD_RULES });
+  it('creates a field_rules source store', async ({ api, user }) => {
+    const rst = await createResellerStore(api, user.token);
+    const store = await createSourceStore(api, user.token, rst.id, { pricingMode: 'field_rules', pricingConfig: FIELD_RULES });
     expect(store.pricingMode).toBe('field_rules');
     expect(store.pricingConfig).toEqual(FIELD_RULES);
   });
 
-  it.each([1000, -99.99, 0])('accepts a markup of %d%% (the range is -100 < value <= 1000)', async (value) => {
-    const rst = await createResellerStore(service.api, user.token);
-    const store = await createSourceStore(service.api, user.token, rst.id, { pricingConfig: { type: 'percentage', value } });
+  it.for([1000, -99.99, 0] as const)('accepts a markup of %d%% (the range is -100 < value <= 1000)', async (value, { api, user }) => {
+    const rst = await createResellerStore(api, user.token);
+    const store = await createSourceStore(api, user.token, rst.id, { pricingConfig: { type: 'percentage', value } });
     expect(store.pricingConfig).toEqual({ type: 'percentage', value });
   });
 
-  it('allows several source stores on one shop domain (e.g. one per vendor tag)', async () => {
-    const rst = await createResellerStore(service.api, user.token);
-    const first = await createSourceStore(service.api, user.token, rst.id);
-    const second = await createSourceStore(service.api, user.token, rst.id, { shopDomain: first.shopDomain });
+  it('allows several source stores on one shop domain (e.g. one per vendor tag)', async ({ api, user }) => {
+    const rst = await createResellerStore(api, user.token);
+    const first = await createSourceStore(api, user.token, rst.id);
+    const second = await createSourceStore(api, user.token, rst.id, { shopDomain: first.shopDomain });
     expect(second.shopDomain).toBe(first.shopDomain);
   });
 
-  it.each([
+  it.for([
     ['a missing name', { name: undefined }, 'name'],
     ['a name over 200 characters', { name: 'n'.repeat(201) }, 'name'],
     ['an unknown platform', { platform: 'magento' }, 'platform'],
@@ -139,119 +132,119 @@ describe('POST /v1/reseller_stores/{rst_id}/source_stores', () => {
     ['a webhook secret with a line feed', { webhookSecret: 'sec\nret' }, 'webhookSecret'],
     ['a webhook secret with a DEL', { webhookSecret: 'sec\u007f' }, 'webhookSecret'],
     ['a webhook secret over 1024 characters', { webhookSecret: 's'.repeat(1025) }, 'webhookSecret'],
-  ])('rejects %s with 400 naming the field', async (_label, overrides, param) => {
-    const rst = await createResellerStore(service.api, user.token);
-    expectError(await service.api.post(base(rst.id), { token: user.token, body: validSource(overrides) }), 400, 'validation_failed', param);
+  ] as const)('rejects %s with 400 naming the field', async ([_label, overrides, param], { api, user }) => {
+    const rst = await createResellerStore(api, user.token);
+    expectError(await api.post(base(rst.id), { token: user.token, body: validSource(overrides) }), 400, 'validation_failed', param);
   });
 
-  it.each([
+  it.for([
     ['percentage', { type: 'field_rules', rules: [] }],
     ['field_rules', { type: 'percentage', value: 10 }],
-  ])('rejects pricingMode %s with a config of the other type', async (pricingMode, pricingConfig) => {
-    const rst = await createResellerStore(service.api, user.token);
-    const response = await service.api.post(base(rst.id), { token: user.token, body: validSource({ pricingMode, pricingConfig }) });
+  ] as const)('rejects pricingMode %s with a config of the other type', async ([pricingMode, pricingConfig], { api, user }) => {
+    const rst = await createResellerStore(api, user.token);
+    const response = await api.post(base(rst.id), { token: user.token, body: validSource({ pricingMode, pricingConfig }) });
     expectError(response, 400, 'validation_failed', 'pricingConfig.type');
-    expect((await service.api.get(base(rst.id), { token: user.token })).body.data).toEqual([]);
+    expect((await api.get(base(rst.id), { token: user.token })).body.data).toEqual([]);
   });
 
-  it('answers 404 for an unknown or deleted reseller store', async () => {
-    expectError(await service.api.post(base('rst_missing'), { token: user.token, body: validSource() }), 404, 'not_found');
-    const rst = await createResellerStore(service.api, user.token);
-    await service.api.delete(`/v1/reseller_stores/${rst.id}`, { token: user.token });
-    expectError(await service.api.post(base(rst.id), { token: user.token, body: validSource() }), 404, 'not_found');
+  it('answers 404 for an unknown or deleted reseller store', async ({ api, user }) => {
+    expectError(await api.post(base('rst_missing'), { token: user.token, body: validSource() }), 404, 'not_found');
+    const rst = await createResellerStore(api, user.token);
+    await api.delete(`/v1/reseller_stores/${rst.id}`, { token: user.token });
+    expectError(await api.post(base(rst.id), { token: user.token, body: validSource() }), 404, 'not_found');
   });
 
   describe('vendor tags', () => {
-    it('answers 409 vendor_tag_taken for a tag an active sibling has, ignoring case and surrounding space', async () => {
-      const rst = await createResellerStore(service.api, user.token);
+    it('answers 409 vendor_tag_taken for a tag an active sibling has, ignoring case and surrounding space', async ({ api, user }) => {
+      const rst = await createResellerStore(api, user.token);
       const tag = `Acme Tools ${unique()}`;
-      await createSourceStore(service.api, user.token, rst.id, { vendorTag: tag });
+      await createSourceStore(api, user.token, rst.id, { vendorTag: tag });
       for (const variant of [tag, tag.toUpperCase(), `  ${tag.toLowerCase()}\t`]) {
-        const response = await service.api.post(base(rst.id), { token: user.token, body: validSource({ vendorTag: variant }) });
+        const response = await api.post(base(rst.id), { token: user.token, body: validSource({ vendorTag: variant }) });
         expectError(response, 409, 'conflict', 'vendorTag');
         expect(response.body.error.details).toEqual({ reason: 'vendor_tag_taken' });
       }
-      expect((await service.api.get(base(rst.id), { token: user.token })).body.data).toHaveLength(1);
+      expect((await api.get(base(rst.id), { token: user.token })).body.data).toHaveLength(1);
     });
 
-    it('gives a tag to exactly one of several racing requests', async () => {
-      const rst = await createResellerStore(service.api, user.token);
+    it('gives a tag to exactly one of several racing requests', async ({ api, user }) => {
+      const rst = await createResellerStore(api, user.token);
       const tag = `Race ${unique()}`;
       const results = await Promise.all(
         [tag, tag.toLowerCase(), ` ${tag.toUpperCase()} `].map((vendorTag) =>
-          service.api.post(base(rst.id), { token: user.token, body: validSource({ vendorTag }) }),
+          api.post(base(rst.id), { token: user.token, body: validSource({ vendorTag }) }),
         ),
       );
       expect(results.map((r) => r.status).sort()).toEqual([201, 409, 409]);
-      expect((await service.api.get(base(rst.id), { token: user.token })).body.data).toHaveLength(1);
+      expect((await api.get(base(rst.id), { token: user.token })).body.data).toHaveLength(1);
     });
 
-    it('measures the 200-character limit on the tag as matched (lower-cased), answering 400 rather than failing', async () => {
-      const rst = await createResellerStore(service.api, user.token);
+    it('measures the 200-character limit on the tag as matched (lower-cased), answering 400 rather than failing', async ({ api, user }) => {
+      const rst = await createResellerStore(api, user.token);
       // 'İ' lower-cases to two characters ('i' and a combining dot).
-      const fits = await createSourceStore(service.api, user.token, rst.id, { vendorTag: '\u0130'.repeat(100) });
+      const fits = await createSourceStore(api, user.token, rst.id, { vendorTag: '\u0130'.repeat(100) });
       expect(fits.vendorTag).toBe('\u0130'.repeat(100));
-      const tooLong = await service.api.post(base(rst.id), { token: user.token, body: validSource({ vendorTag: '\u0130'.repeat(101) }) });
+      const tooLong = await api.post(base(rst.id), { token: user.token, body: validSource({ vendorTag: '\u0130'.repeat(101) }) });
       expectError(tooLong, 400, 'validation_failed', 'vendorTag');
     });
 
-    it('allows the same tag under another reseller store', async () => {
+    it('allows the same tag under another reseller store', async ({ api, user }) => {
       const tag = `Shared ${unique()}`;
-      const a = await createResellerStore(service.api, user.token);
-      const b = await createResellerStore(service.api, user.token);
-      await createSourceStore(service.api, user.token, a.id, { vendorTag: tag });
-      expect((await createSourceStore(service.api, user.token, b.id, { vendorTag: tag })).vendorTag).toBe(tag);
+      const a = await createResellerStore(api, user.token);
+      const b = await createResellerStore(api, user.token);
+      await createSourceStore(api, user.token, a.id, { vendorTag: tag });
+      expect((await createSourceStore(api, user.token, b.id, { vendorTag: tag })).vendorTag).toBe(tag);
     });
 
-    it('frees the tag when its source store is deleted', async () => {
-      const rst = await createResellerStore(service.api, user.token);
+    it('frees the tag when its source store is deleted', async ({ api, user }) => {
+      const rst = await createResellerStore(api, user.token);
       const tag = `Reuse ${unique()}`;
-      const first = await createSourceStore(service.api, user.token, rst.id, { vendorTag: tag });
-      expect((await service.api.delete(`${base(rst.id)}/${first.id}`, { token: user.token })).status).toBe(204);
-      const second = await createSourceStore(service.api, user.token, rst.id, { vendorTag: tag.toUpperCase() });
+      const first = await createSourceStore(api, user.token, rst.id, { vendorTag: tag });
+      expect((await api.delete(`${base(rst.id)}/${first.id}`, { token: user.token })).status).toBe(204);
+      const second = await createSourceStore(api, user.token, rst.id, { vendorTag: tag.toUpperCase() });
       expect(second.id).not.toBe(first.id);
     });
   });
 });
 
 describe('GET /v1/reseller_stores/{rst_id}/source_stores/{id}', () => {
-  it('returns the source store', async () => {
-    const rst = await createResellerStore(service.api, user.token);
-    const store = await createSourceStore(service.api, user.token, rst.id);
-    const response = await service.api.get(`${base(rst.id)}/${store.id}`, { token: user.token });
+  it('returns the source store', async ({ api, user }) => {
+    const rst = await createResellerStore(api, user.token);
+    const store = await createSourceStore(api, user.token, rst.id);
+    const response = await api.get(`${base(rst.id)}/${store.id}`, { token: user.token });
     expect(response.status).toBe(200);
     const { request_id: _a, ...got } = response.body;
     const { request_id: _b, ...created } = store;
     expect(got).toEqual(created);
   });
 
-  it('answers 404 for an unknown id, or a source store under another of the caller\'s reseller stores', async () => {
-    const rst = await createResellerStore(service.api, user.token);
-    const sibling = await createResellerStore(service.api, user.token);
-    const store = await createSourceStore(service.api, user.token, rst.id);
-    expectError(await service.api.get(`${base(rst.id)}/sst_missing`, { token: user.token }), 404, 'not_found');
-    expectError(await service.api.get(`${base(sibling.id)}/${store.id}`, { token: user.token }), 404, 'not_found');
-    expectError(await service.api.get(`${base('rst_missing')}/${store.id}`, { token: user.token }), 404, 'not_found');
+  it('answers 404 for an unknown id, or a source store under another of the caller\'s reseller stores', async ({ api, user }) => {
+    const rst = await createResellerStore(api, user.token);
+    const sibling = await createResellerStore(api, user.token);
+    const store = await createSourceStore(api, user.token, rst.id);
+    expectError(await api.get(`${base(rst.id)}/sst_missing`, { token: user.token }), 404, 'not_found');
+    expectError(await api.get(`${base(sibling.id)}/${store.id}`, { token: user.token }), 404, 'not_found');
+    expectError(await api.get(`${base('rst_missing')}/${store.id}`, { token: user.token }), 404, 'not_found');
   });
 });
 
 describe('GET /v1/reseller_stores/{rst_id}/source_stores', () => {
   let rstId: string;
   let newestFirst: string[];
-  beforeAll(async () => {
-    const rst = await createResellerStore(service.api, user.token);
+  it.beforeAll(async ({ api, user }) => {
+    const rst = await createResellerStore(api, user.token);
     rstId = rst.id;
     const created = [];
-    for (let i = 0; i < 5; i++) created.push(await createSourceStore(service.api, user.token, rst.id, { name: `Supplier ${i}` }));
+    for (let i = 0; i < 5; i++) created.push(await createSourceStore(api, user.token, rst.id, { name: `Supplier ${i}` }));
     newestFirst = created.map((store) => store.id).reverse();
     // Stores of another reseller store never show up here.
-    const other = await createResellerStore(service.api, user.token);
-    await createSourceStore(service.api, user.token, other.id);
+    const other = await createResellerStore(api, user.token);
+    await createSourceStore(api, user.token, other.id);
   });
-  const list = (query = '') => service.api.get(`${base(rstId)}${query}`, { token: user.token });
+  const list = (api: ApiClient, user: TestUser, query = '') => api.get(`${base(rstId)}${query}`, { token: user.token });
 
-  it('lists newest first in the list envelope', async () => {
-    const response = await list();
+  it('lists newest first in the list envelope', async ({ api, user }) => {
+    const response = await list(api, user);
     expect(response.status).toBe(200);
     expect(Object.keys(response.body).sort()).toEqual(['data', 'has_more', 'object', 'request_id', 'url']);
     expect(response.body).toMatchObject({ object: 'list', has_more: false, url: base(rstId) });
@@ -259,155 +252,155 @@ describe('GET /v1/reseller_stores/{rst_id}/source_stores', () => {
     for (const store of response.body.data) expect(Object.keys(store).sort()).toEqual(SOURCE_FIELDS);
   });
 
-  it('pages with limit, starting_after and ending_before', async () => {
-    const page1 = await list('?limit=2');
+  it('pages with limit, starting_after and ending_before', async ({ api, user }) => {
+    const page1 = await list(api, user, '?limit=2');
     expect(ids(page1.body)).toEqual(newestFirst.slice(0, 2));
     expect(page1.body.has_more).toBe(true);
     expect(page1.body.url).toBe(base(rstId));
-    const page2 = await list(`?limit=2&starting_after=${newestFirst[1]}`);
+    const page2 = await list(api, user, `?limit=2&starting_after=${newestFirst[1]}`);
     expect(ids(page2.body)).toEqual(newestFirst.slice(2, 4));
     expect(page2.body.has_more).toBe(true);
-    const page3 = await list(`?limit=2&starting_after=${newestFirst[3]}`);
+    const page3 = await list(api, user, `?limit=2&starting_after=${newestFirst[3]}`);
     expect(ids(page3.body)).toEqual(newestFirst.slice(4));
     expect(page3.body.has_more).toBe(false);
-    const back = await list(`?limit=3&ending_before=${newestFirst[4]}`);
+    const back = await list(api, user, `?limit=3&ending_before=${newestFirst[4]}`);
     expect(ids(back.body)).toEqual(newestFirst.slice(1, 4));
     expect(back.body.has_more).toBe(true);
-    const top = await list(`?ending_before=${newestFirst[1]}`);
+    const top = await list(api, user, `?ending_before=${newestFirst[1]}`);
     expect(ids(top.body)).toEqual(newestFirst.slice(0, 1));
     expect(top.body.has_more).toBe(false);
   });
 
-  it('rejects bad paging with 400', async () => {
-    expectError(await list('?limit=0'), 400, 'validation_failed', 'limit');
-    expectError(await list('?limit=101'), 400, 'validation_failed', 'limit');
-    expectError(await list(`?starting_after=${newestFirst[0]}&ending_before=${newestFirst[2]}`), 400, 'validation_failed');
+  it('rejects bad paging with 400', async ({ api, user }) => {
+    expectError(await list(api, user, '?limit=0'), 400, 'validation_failed', 'limit');
+    expectError(await list(api, user, '?limit=101'), 400, 'validation_failed', 'limit');
+    expectError(await list(api, user, `?starting_after=${newestFirst[0]}&ending_before=${newestFirst[2]}`), 400, 'validation_failed');
   });
 
-  it('leaves out deleted source stores', async () => {
-    const rst = await createResellerStore(service.api, user.token);
-    const kept = await createSourceStore(service.api, user.token, rst.id);
-    const gone = await createSourceStore(service.api, user.token, rst.id);
-    await service.api.delete(`${base(rst.id)}/${gone.id}`, { token: user.token });
-    expect(ids((await service.api.get(base(rst.id), { token: user.token })).body)).toEqual([kept.id]);
+  it('leaves out deleted source stores', async ({ api, user }) => {
+    const rst = await createResellerStore(api, user.token);
+    const kept = await createSourceStore(api, user.token, rst.id);
+    const gone = await createSourceStore(api, user.token, rst.id);
+    await api.delete(`${base(rst.id)}/${gone.id}`, { token: user.token });
+    expect(ids((await api.get(base(rst.id), { token: user.token })).body)).toEqual([kept.id]);
   });
 
-  it('answers 404 for an unknown reseller store', async () => {
-    expectError(await service.api.get(base('rst_missing'), { token: user.token }), 404, 'not_found');
+  it('answers 404 for an unknown reseller store', async ({ api, user }) => {
+    expectError(await api.get(base('rst_missing'), { token: user.token }), 404, 'not_found');
   });
 });
 
 describe('PATCH /v1/reseller_stores/{rst_id}/source_stores/{id}', () => {
   let rstId: string;
-  beforeAll(async () => {
-    rstId = (await createResellerStore(service.api, user.token)).id;
+  it.beforeAll(async ({ api, user }) => {
+    rstId = (await createResellerStore(api, user.token)).id;
   });
-  const patch = (id: string, body: unknown) => service.api.patch(`${base(rstId)}/${id}`, { token: user.token, body });
-  const get = async (id: string) => (await service.api.get(`${base(rstId)}/${id}`, { token: user.token })).body;
+  const patch = (api: ApiClient, user: TestUser, id: string, body: unknown) => api.patch(`${base(rstId)}/${id}`, { token: user.token, body });
+  const get = async (api: ApiClient, user: TestUser, id: string) => (await api.get(`${base(rstId)}/${id}`, { token: user.token })).body;
 
-  it('renames', async () => {
-    const store = await createSourceStore(service.api, user.token, rstId);
-    const response = await patch(store.id, { name: 'Renamed supplier' });
+  it('renames', async ({ api, user }) => {
+    const store = await createSourceStore(api, user.token, rstId);
+    const response = await patch(api, user, store.id, { name: 'Renamed supplier' });
     expect(response.status).toBe(200);
     expect(response.body).toMatchObject({ id: store.id, name: 'Renamed supplier', vendorTag: store.vendorTag, pricingConfig: store.pricingConfig });
-    expect((await get(store.id)).name).toBe('Renamed supplier');
+    expect((await get(api, user, store.id)).name).toBe('Renamed supplier');
   });
 
-  it('changes the markup within the same mode', async () => {
-    const store = await createSourceStore(service.api, user.token, rstId);
-    const response = await patch(store.id, { pricingConfig: { type: 'percentage', value: 42.5 } });
+  it('changes the markup within the same mode', async ({ service, api, user }) => {
+    const store = await createSourceStore(api, user.token, rstId);
+    const response = await patch(api, user, store.id, { pricingConfig: { type: 'percentage', value: 42.5 } });
     expect(response.status, JSON.stringify(response.body)).toBe(200);
     expect(response.body.pricingConfig).toEqual({ type: 'percentage', value: 42.5 });
-    expect((await get(store.id)).pricingConfig).toEqual({ type: 'percentage', value: 42.5 });
+    expect((await get(api, user, store.id)).pricingConfig).toEqual({ type: 'percentage', value: 42.5 });
     const [row] = await queryRows(service.databaseUrl, 'select pricing_config from source_stores where id = $1', [store.id]);
     expect(row!.pricing_config).toEqual({ type: 'percentage', value: 42.5 });
   });
 
-  it('switches mode together with a config of the new type, leaving nothing of the old config', async () => {
-    const store = await createSourceStore(service.api, user.token, rstId);
-    const response = await patch(store.id, { pricingMode: 'field_rules', pricingConfig: FIELD_RULES });
+  it('switches mode together with a config of the new type, leaving nothing of the old config', async ({ service, api, user }) => {
+    const store = await createSourceStore(api, user.token, rstId);
+    const response = await patch(api, user, store.id, { pricingMode: 'field_rules', pricingConfig: FIELD_RULES });
     expect(response.status, JSON.stringify(response.body)).toBe(200);
     expect(response.body.pricingMode).toBe('field_rules');
     expect(response.body.pricingConfig).toEqual(FIELD_RULES);
     const [row] = await queryRows(service.databaseUrl, 'select pricing_mode, pricing_config from source_stores where id = $1', [store.id]);
     expect(row).toEqual({ pricing_mode: 'field_rules', pricing_config: FIELD_RULES });
 
-    const back = await patch(store.id, { pricingMode: 'percentage', pricingConfig: { type: 'percentage', value: 5 } });
+    const back = await patch(api, user, store.id, { pricingMode: 'percentage', pricingConfig: { type: 'percentage', value: 5 } });
     expect(back.status, JSON.stringify(back.body)).toBe(200);
     expect(back.body.pricingConfig).toEqual({ type: 'percentage', value: 5 });
-    expect((await get(store.id)).pricingConfig).toEqual({ type: 'percentage', value: 5 });
+    expect((await get(api, user, store.id)).pricingConfig).toEqual({ type: 'percentage', value: 5 });
   });
 
-  it.each([
+  it.for([
     ['a mode without a matching config', { pricingMode: 'field_rules' }],
     ['a config that disagrees with the current mode', { pricingConfig: { type: 'field_rules', rules: [] } }],
     ['a mode and config that disagree', { pricingMode: 'percentage', pricingConfig: { type: 'field_rules', rules: [] } }],
-  ])('rejects %s with 400 and changes nothing', async (_label, body) => {
-    const store = await createSourceStore(service.api, user.token, rstId);
-    expectError(await patch(store.id, body), 400, 'validation_failed', 'pricingConfig.type');
-    expect(await get(store.id)).toMatchObject({ pricingMode: 'percentage', pricingConfig: store.pricingConfig });
+  ] as const)('rejects %s with 400 and changes nothing', async ([_label, body], { api, user }) => {
+    const store = await createSourceStore(api, user.token, rstId);
+    expectError(await patch(api, user, store.id, body), 400, 'validation_failed', 'pricingConfig.type');
+    expect(await get(api, user, store.id)).toMatchObject({ pricingMode: 'percentage', pricingConfig: store.pricingConfig });
   });
 
-  it.each([
+  it.for([
     ['vendorTag', { vendorTag: 'Other' }],
     ['shopDomain', { shopDomain: 'other.example.com' }],
     ['platform', { platform: 'custom' }],
     ['resellerStoreId', { resellerStoreId: 'rst_other' }],
-  ])('rejects the unknown or read-only field %s with 400', async (param, body) => {
-    const store = await createSourceStore(service.api, user.token, rstId);
-    expectError(await patch(store.id, body), 400, 'validation_failed', param);
-    expect(await get(store.id)).toMatchObject({ vendorTag: store.vendorTag, shopDomain: store.shopDomain, platform: store.platform });
+  ] as const)('rejects the unknown or read-only field %s with 400', async ([param, body], { api, user }) => {
+    const store = await createSourceStore(api, user.token, rstId);
+    expectError(await patch(api, user, store.id, body), 400, 'validation_failed', param);
+    expect(await get(api, user, store.id)).toMatchObject({ vendorTag: store.vendorTag, shopDomain: store.shopDomain, platform: store.platform });
   });
 
-  it('rejects an invalid name and markup with 400', async () => {
-    const store = await createSourceStore(service.api, user.token, rstId);
-    expectError(await patch(store.id, { name: '' }), 400, 'validation_failed', 'name');
-    expectError(await patch(store.id, { pricingConfig: { type: 'percentage', value: 2000 } }), 400, 'validation_failed', 'pricingConfig.value');
+  it('rejects an invalid name and markup with 400', async ({ api, user }) => {
+    const store = await createSourceStore(api, user.token, rstId);
+    expectError(await patch(api, user, store.id, { name: '' }), 400, 'validation_failed', 'name');
+    expectError(await patch(api, user, store.id, { pricingConfig: { type: 'percentage', value: 2000 } }), 400, 'validation_failed', 'pricingConfig.value');
   });
 
-  it.each([
+  it.for([
     ['set: 1e20', { field: 'price', op: 'set', value: 1e20 }],
     ['add: 1e300', { field: 'price', op: 'add', value: 1e300 }],
     ['add: -1e13', { field: 'price', op: 'add', value: -1e13 }],
-  ])('rejects a price rule beyond the amount limit (%s) with 400 and changes nothing', async (_label, rule) => {
-    const store = await createSourceStore(service.api, user.token, rstId);
+  ] as const)('rejects a price rule beyond the amount limit (%s) with 400 and changes nothing', async ([_label, rule], { api, user }) => {
+    const store = await createSourceStore(api, user.token, rstId);
     const config = { type: 'field_rules', rules: [{ field: 'sku', op: 'prefix', value: 'S-' }, rule] };
-    expectError(await patch(store.id, { pricingMode: 'field_rules', pricingConfig: config }), 400, 'validation_failed', 'pricingConfig.rules.1.value');
-    expect(await get(store.id)).toMatchObject({ pricingMode: 'percentage', pricingConfig: store.pricingConfig });
+    expectError(await patch(api, user, store.id, { pricingMode: 'field_rules', pricingConfig: config }), 400, 'validation_failed', 'pricingConfig.rules.1.value');
+    expect(await get(api, user, store.id)).toMatchObject({ pricingMode: 'percentage', pricingConfig: store.pricingConfig });
   });
 
-  it('accepts price rules at the limits', async () => {
-    const store = await createSourceStore(service.api, user.token, rstId);
+  it('accepts price rules at the limits', async ({ api, user }) => {
+    const store = await createSourceStore(api, user.token, rstId);
     const rules = [
       { field: 'price', op: 'set', value: 1_000_000_000_000 },
       { field: 'price', op: 'add', value: -1_000_000_000_000 },
       { field: 'price', op: 'multiply', value: 1000 },
     ];
-    const response = await patch(store.id, { pricingMode: 'field_rules', pricingConfig: { type: 'field_rules', rules } });
+    const response = await patch(api, user, store.id, { pricingMode: 'field_rules', pricingConfig: { type: 'field_rules', rules } });
     expect(response.status, JSON.stringify(response.body)).toBe(200);
   });
 
-  it('accepts an empty body', async () => {
-    const store = await createSourceStore(service.api, user.token, rstId);
-    const response = await patch(store.id, {});
+  it('accepts an empty body', async ({ api, user }) => {
+    const store = await createSourceStore(api, user.token, rstId);
+    const response = await patch(api, user, store.id, {});
     expect(response.status).toBe(200);
     expect(response.body.name).toBe(store.name);
   });
 
-  it('answers 404 for an unknown or deleted source store', async () => {
-    expectError(await patch('sst_missing', { name: 'x' }), 404, 'not_found');
-    const store = await createSourceStore(service.api, user.token, rstId);
-    await service.api.delete(`${base(rstId)}/${store.id}`, { token: user.token });
-    expectError(await patch(store.id, { name: 'x' }), 404, 'not_found');
+  it('answers 404 for an unknown or deleted source store', async ({ api, user }) => {
+    expectError(await patch(api, user, 'sst_missing', { name: 'x' }), 404, 'not_found');
+    const store = await createSourceStore(api, user.token, rstId);
+    await api.delete(`${base(rstId)}/${store.id}`, { token: user.token });
+    expectError(await patch(api, user, store.id, { name: 'x' }), 404, 'not_found');
   });
 });
 
 describe('DELETE /v1/reseller_stores/{rst_id}/source_stores/{id}', () => {
-  it('deletes once under concurrent DELETEs: one 204 and one audit entry, every other 404, deletedAt written once', async () => {
+  it('deletes once under concurrent DELETEs: one 204 and one audit entry, every other 404, deletedAt written once', async ({ service, api, user }) => {
     const deletions = await watchColumnWrites(service.databaseUrl, 'source_stores', 'deleted_at');
-    const rst = await createResellerStore(service.api, user.token);
-    const store = await createSourceStore(service.api, user.token, rst.id);
-    const responses = await Promise.all(Array.from({ length: 20 }, () => service.api.delete(`${base(rst.id)}/${store.id}`, { token: user.token })));
+    const rst = await createResellerStore(api, user.token);
+    const store = await createSourceStore(api, user.token, rst.id);
+    const responses = await Promise.all(Array.from({ length: 20 }, () => api.delete(`${base(rst.id)}/${store.id}`, { token: user.token })));
     expect(responses.filter((response) => response.status === 204)).toHaveLength(1);
     for (const response of responses.filter((r) => r.status !== 204)) expectError(response, 404, 'not_found');
     expect(await deletions(store.id)).toHaveLength(1);
@@ -415,10 +408,10 @@ describe('DELETE /v1/reseller_stores/{rst_id}/source_stores/{id}', () => {
     expect(audit).toHaveLength(1);
   });
 
-  it('soft-deletes: 204, row kept with deleted_at, GET shows deletedAt', async () => {
-    const rst = await createResellerStore(service.api, user.token);
-    const store = await createSourceStore(service.api, user.token, rst.id);
-    const response = await service.api.delete(`${base(rst.id)}/${store.id}`, { token: user.token });
+  it('soft-deletes: 204, row kept with deleted_at, GET shows deletedAt', async ({ service, api, user }) => {
+    const rst = await createResellerStore(api, user.token);
+    const store = await createSourceStore(api, user.token, rst.id);
+    const response = await api.delete(`${base(rst.id)}/${store.id}`, { token: user.token });
     expect(response.status).toBe(204);
     expect(response.body).toBeUndefined();
 
@@ -430,19 +423,19 @@ describe('DELETE /v1/reseller_stores/{rst_id}/source_stores/{id}', () => {
     expect(row!.deleted_at).toBeInstanceOf(Date);
     expect(row!.vendor_tag).toBe(store.vendorTag);
 
-    const got = await service.api.get(`${base(rst.id)}/${store.id}`, { token: user.token });
+    const got = await api.get(`${base(rst.id)}/${store.id}`, { token: user.token });
     expect(got.status).toBe(200);
     expect(got.body.deletedAt).toMatch(ISO_UTC);
 
-    expectError(await service.api.delete(`${base(rst.id)}/${store.id}`, { token: user.token }), 404, 'not_found');
+    expectError(await api.delete(`${base(rst.id)}/${store.id}`, { token: user.token }), 404, 'not_found');
   });
 
-  it('answers 404 for an unknown id or the wrong reseller store', async () => {
-    const rst = await createResellerStore(service.api, user.token);
-    const sibling = await createResellerStore(service.api, user.token);
-    const store = await createSourceStore(service.api, user.token, rst.id);
-    expectError(await service.api.delete(`${base(rst.id)}/sst_missing`, { token: user.token }), 404, 'not_found');
-    expectError(await service.api.delete(`${base(sibling.id)}/${store.id}`, { token: user.token }), 404, 'not_found');
-    expect((await service.api.get(`${base(rst.id)}/${store.id}`, { token: user.token })).body.deletedAt).toBeNull();
+  it('answers 404 for an unknown id or the wrong reseller store', async ({ api, user }) => {
+    const rst = await createResellerStore(api, user.token);
+    const sibling = await createResellerStore(api, user.token);
+    const store = await createSourceStore(api, user.token, rst.id);
+    expectError(await api.delete(`${base(rst.id)}/sst_missing`, { token: user.token }), 404, 'not_found');
+    expectError(await api.delete(`${base(sibling.id)}/${store.id}`, { token: user.token }), 404, 'not_found');
+    expect((await api.get(`${base(rst.id)}/${store.id}`, { token: user.token })).body.deletedAt).toBeNull();
   });
 });

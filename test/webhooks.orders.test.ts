@@ -2,12 +2,13 @@
  * orders/create webhooks end to end: real HTTP into the service, real database and queue, and the
  * sandbox platform receiving the supplier orders. No mocks; asynchronous effects are polled.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import type { Platform } from '../src/orders/types.ts';
-import { SAMPLE_ADDRESS, sendWebhook, startSandbox, type JsonObject, type OrderLineInput, type Sandbox } from './sandbox/server.ts';
+import { SAMPLE_ADDRESS, sendWebhook, type JsonObject, type OrderLineInput, type Sandbox } from './sandbox/server.ts';
 import { expectError, withoutRequestId } from './support/assertions.ts';
 import { createResellerStore, createSourceStore, registerUser, type TestUser } from './support/factories.ts';
-import { startTestService, type TestService } from './support/service.ts';
+import { test } from './support/fixtures.ts';
+import type { TestService } from './support/service.ts';
 import { waitFor } from './support/wait.ts';
 import {
   ORDERS_PATH,
@@ -18,17 +19,6 @@ import {
   webhookAuditRows,
 } from './support/webhooks.ts';
 
-let sandbox: Sandbox;
-let service: TestService;
-beforeAll(async () => {
-  sandbox = await startSandbox();
-  service = await startTestService({ PLATFORM_BASE_URL: sandbox.baseUrlTemplate });
-});
-afterAll(async () => {
-  await service?.stop();
-  await sandbox?.close();
-});
-
 let nextOrderId = 710_000;
 
 interface Reseller {
@@ -37,51 +27,46 @@ interface Reseller {
   secret: string;
 }
 
-async function newReseller(platform: Platform = 'platform_a'): Promise<Reseller> {
-  const user = await registerUser(service.api);
-  const secret = `whsec_reseller_${uniqueSuffix()}`;
-  const store = await createResellerStore(service.api, user.token, { platform, webhookSecret: secret });
-  return { user, store, secret };
-}
-
-function addSupplier(reseller: Reseller, overrides: Record<string, unknown>) {
-  return createSourceStore(service.api, reseller.user.token, reseller.store.id, overrides);
-}
-
-/** The reseller platform's order object, also seeded on the sandbox as the platform would hold it. */
-function resellerOrder(reseller: Reseller, lines: OrderLineInput[], extra: { id?: number | string; currency?: string; email?: string } = {}) {
-  const id = extra.id ?? nextOrderId++;
-  const payload = sandbox.buildOrderPayload(reseller.store.platform, { id, lines, email: extra.email ?? 'ada@example.com', ...(extra.currency && { currency: extra.currency }) });
-  sandbox.seedOrder(reseller.store.shopDomain, reseller.store.platform, payload);
-  return payload;
-}
-
-function deliverOrder(reseller: Reseller, payload: unknown, webhookId?: string) {
-  return sendWebhook({
-    targetUrl: `${service.url}${ORDERS_PATH}`,
-    shopDomain: reseller.store.shopDomain,
-    secret: reseller.secret,
-    topic: 'orders/create',
-    payload,
-    ...(webhookId !== undefined && { webhookId }),
-  });
-}
-
-async function jobOf(reseller: Reseller, id: string) {
-  const response = await service.api.get(`/v1/sync_jobs/${id}`, { token: reseller.user.token });
-  expect(response.status, JSON.stringify(response.body)).toBe(200);
-  return response.body;
-}
-
-/** Waits until every job of the reseller's order is completed (fails fast when one dies). */
-async function waitForCompleted(reseller: Reseller, ids: string[]) {
-  return waitFor(async () => {
-    const jobs = await Promise.all(ids.map((id) => jobOf(reseller, id)));
-    const dead = jobs.find((job) => job.status === 'dead');
-    if (dead) throw new Error(`job ${dead.id} died: ${dead.errorMessage}`);
-    return jobs.every((job) => job.status === 'completed') ? jobs : null;
-  }, 15_000, 'sync jobs to complete');
-}
+const it = test
+  /** A new user with a reseller store on `platform`, signing its webhooks with a secret of its own. */
+  .extend('newReseller', { scope: 'file' }, ({ api }) => async (platform: Platform = 'platform_a'): Promise<Reseller> => {
+    const user = await registerUser(api);
+    const secret = `whsec_reseller_${uniqueSuffix()}`;
+    const store = await createResellerStore(api, user.token, { platform, webhookSecret: secret });
+    return { user, store, secret };
+  })
+  .extend('addSupplier', { scope: 'file' }, ({ api }) => (reseller: Reseller, overrides: Record<string, unknown>) =>
+    createSourceStore(api, reseller.user.token, reseller.store.id, overrides))
+  /** The reseller platform's order object, also seeded on the sandbox as the platform would hold it. */
+  .extend('resellerOrder', { scope: 'file' }, ({ sandbox }) =>
+    (reseller: Reseller, lines: OrderLineInput[], extra: { id?: number | string; currency?: string; email?: string } = {}) => {
+      const id = extra.id ?? nextOrderId++;
+      const payload = sandbox.buildOrderPayload(reseller.store.platform, { id, lines, email: extra.email ?? 'ada@example.com', ...(extra.currency && { currency: extra.currency }) });
+      sandbox.seedOrder(reseller.store.shopDomain, reseller.store.platform, payload);
+      return payload;
+    })
+  .extend('deliverOrder', { scope: 'file' }, ({ service }) => (reseller: Reseller, payload: unknown, webhookId?: string) =>
+    sendWebhook({
+      targetUrl: `${service.url}${ORDERS_PATH}`,
+      shopDomain: reseller.store.shopDomain,
+      secret: reseller.secret,
+      topic: 'orders/create',
+      payload,
+      ...(webhookId !== undefined && { webhookId }),
+    }))
+  .extend('jobOf', { scope: 'file' }, ({ api }) => async (reseller: Reseller, id: string) => {
+    const response = await api.get(`/v1/sync_jobs/${id}`, { token: reseller.user.token });
+    expect(response.status, JSON.stringify(response.body)).toBe(200);
+    return response.body;
+  })
+  /** Waits until every job of the reseller's order is completed (fails fast when one dies). */
+  .extend('waitForCompleted', { scope: 'file' }, ({ jobOf }) => (reseller: Reseller, ids: string[]) =>
+    waitFor(async () => {
+      const jobs = await Promise.all(ids.map((id) => jobOf(reseller, id)));
+      const dead = jobs.find((job) => job.status === 'dead');
+      if (dead) throw new Error(`job ${dead.id} died: ${dead.errorMessage}`);
+      return jobs.every((job) => job.status === 'completed') ? jobs : null;
+    }, 15_000, 'sync jobs to complete'));
 
 function expectReceived(response: { status: number; body: unknown }, jobCount: number): string[] {
   expect(response.status, JSON.stringify(response.body)).toBe(200);
@@ -104,7 +89,7 @@ function replaced(text: string, pattern: RegExp, replacement: string): string {
 }
 
 describe('routing', () => {
-  it('splits one order over three suppliers on three platforms, each priced and referenced its own way', async () => {
+  it('splits one order over three suppliers on three platforms, each priced and referenced its own way', async ({ service, sandbox, newReseller, addSupplier, resellerOrder, deliverOrder, waitForCompleted }) => {
     const reseller = await newReseller('platform_a');
     const acme = await addSupplier(reseller, {
       platform: 'platform_a',
@@ -222,7 +207,7 @@ describe('routing', () => {
     expect(audit.filter((entry) => entry.action === 'order.lines_unmatched')).toEqual([]);
   });
 
-  it('routes a platform_b reseller order, whose line vendors are meta_data entries', async () => {
+  it('routes a platform_b reseller order, whose line vendors are meta_data entries', async ({ service, sandbox, newReseller, addSupplier, resellerOrder, deliverOrder, waitForCompleted }) => {
     const reseller = await newReseller('platform_b');
     const cog = await addSupplier(reseller, { platform: 'custom', vendorTag: 'Cog Works', pricingConfig: { type: 'percentage', value: 100 } });
     const acme = await addSupplier(reseller, {
@@ -258,7 +243,7 @@ describe('routing', () => {
     });
   });
 
-  it('prices a platform_b line from its exact total, not from the float price or a rounded unit price', async () => {
+  it('prices a platform_b line from its exact total, not from the float price or a rounded unit price', async ({ sandbox, newReseller, addSupplier, resellerOrder, deliverOrder, waitForCompleted }) => {
     const reseller = await newReseller('platform_b');
     const bolt = await addSupplier(reseller, { platform: 'platform_b', vendorTag: 'Bolt Co', pricingConfig: { type: 'percentage', value: 0 } });
     const acme = await addSupplier(reseller, { platform: 'platform_a', vendorTag: 'Acme', pricingConfig: { type: 'percentage', value: 0 } });
@@ -284,7 +269,7 @@ describe('routing', () => {
     expect((acmeOrder!.body as { order: JsonObject }).order).toMatchObject({ line_items: [{ sku: 'A-3', quantity: 3, price: '3.33' }] });
   });
 
-  it('routes a custom reseller order with a string id, in a currency without minor units', async () => {
+  it('routes a custom reseller order with a string id, in a currency without minor units', async ({ sandbox, newReseller, addSupplier, resellerOrder, deliverOrder, waitForCompleted }) => {
     const reseller = await newReseller('custom');
     const bolt = await addSupplier(reseller, { platform: 'platform_b', vendorTag: 'Bolt Co', pricingConfig: { type: 'percentage', value: 10 } });
     const orderId = `ord_${nextOrderId++}`;
@@ -315,14 +300,14 @@ describe('routing', () => {
 describe('currencies', () => {
   // ISO 4217 minor units; Intl's locale data gives 0 decimals to PKR, HUF, COP and IQD, which
   // refused these orders ("more decimals than PKR allows").
-  it.each([
+  it.for([
     ['PKR', 2, '499.99', '399.99'],
     ['HUF', 2, '1990.50', '1592.40'],
     ['COP', 2, '10000.50', '8000.40'],
     ['IQD', 3, '12.345', '9.876'],
     ['KWD', 3, '1.250', '1.000'],
     ['CLP', 0, '1500', '1200'],
-  ])('routes an order in %s (%i decimals), priced exactly in its minor units', async (currency, _decimals, price, supplierPrice) => {
+  ] as const)('routes an order in %s (%i decimals), priced exactly in its minor units', async ([currency, _decimals, price, supplierPrice], { sandbox, newReseller, addSupplier, resellerOrder, deliverOrder, waitForCompleted }) => {
     const reseller = await newReseller('platform_a');
     const supplier = await addSupplier(reseller, { platform: 'custom', vendorTag: 'Acme', pricingConfig: { type: 'percentage', value: 25 } });
     const payload = resellerOrder(reseller, [{ sku: 'A-1', title: 'Anvil', vendor: 'Acme', quantity: 2, price }], { currency });
@@ -339,13 +324,13 @@ describe('quantities and amounts', () => {
     return replaced(JSON.stringify(payload), /"quantity":1,/, `"quantity":${quantity},`);
   }
 
-  it.each([
+  it.for([
     ['1e300', 'line_items.0.quantity'],
     ['1e21', 'line_items.0.quantity'],
     ['9007199254740994', 'line_items.0.quantity'],
     ['1000001', 'line_items.0.quantity'],
     ['2.5', 'line_items.0.quantity'],
-  ])('refuses the whole order with a line of quantity %s: 400 naming the field, the reason audited, nothing routed', async (quantity, param) => {
+  ] as const)('refuses the whole order with a line of quantity %s: 400 naming the field, the reason audited, nothing routed', async ([quantity, param], { service, api, sandbox, newReseller, addSupplier, resellerOrder }) => {
     const reseller = await newReseller('platform_b');
     const bolt = await addSupplier(reseller, { platform: 'platform_b', vendorTag: 'Bolt Co' });
     const payload = resellerOrder(reseller, [
@@ -361,19 +346,19 @@ describe('quantities and amounts', () => {
     expect(audit).toEqual([
       { action: 'order.refused', resource_id: String(payload.id), metadata: { param, reason: response.body.error.message, webhookId: 'wh-big' } },
     ]);
-    const entries = await service.api.get(`/v1/audit_log?action=order.refused&reseller_store_id=${reseller.store.id}`, { token: reseller.user.token });
+    const entries = await api.get(`/v1/audit_log?action=order.refused&reseller_store_id=${reseller.store.id}`, { token: reseller.user.token });
     expect(entries.body.data).toHaveLength(1);
     expect(entries.body.data[0]).toMatchObject({ resourceType: 'order', resourceId: String(payload.id), actorId: 'system' });
     expect(sandbox.ordersFor(bolt.shopDomain)).toEqual([]);
   });
 
-  it.each([
+  it.for([
     ['platform_a', { price: '10000000000.01' }, 'line_items.0.price'],
     ['platform_a', { price: '100000000.00', quantity: 101 }, 'line_items.0.quantity'],
     ['platform_b', { total: '8e+3.02' }, 'line_items.0.total'],
     ['platform_b', { total: '10000000000000.00' }, 'line_items.0.total'],
     ['custom', { unitPrice: 1e300 }, 'lines.0.unitPrice'],
-  ] as const)('refuses a %s order with an amount beyond the limit (%j)', async (platform, fields, param) => {
+  ] as const)('refuses a %s order with an amount beyond the limit (%j)', async ([platform, fields, param], { service, newReseller, addSupplier, resellerOrder }) => {
     const reseller = await newReseller(platform);
     await addSupplier(reseller, { vendorTag: 'Acme' });
     const payload = resellerOrder(reseller, [{ sku: 'A-1', title: 'Anvil', vendor: 'Acme', quantity: 1, price: '1.00' }]);
@@ -384,7 +369,7 @@ describe('quantities and amounts', () => {
     expect((await webhookAuditRows(service.databaseUrl, reseller.store.id)).map((row) => [row.action, row.metadata.param])).toEqual([['order.refused', param]]);
   });
 
-  it('routes a line of the largest quantity, 1,000,000', async () => {
+  it('routes a line of the largest quantity, 1,000,000', async ({ sandbox, newReseller, addSupplier, resellerOrder, deliverOrder, waitForCompleted }) => {
     const reseller = await newReseller('platform_a');
     const supplier = await addSupplier(reseller, { platform: 'platform_b', vendorTag: 'Acme', pricingConfig: { type: 'percentage', value: 0 } });
     const payload = resellerOrder(reseller, [{ sku: 'A-1', title: 'Washer', vendor: 'Acme', quantity: 1_000_000, price: '0.01' }]);
@@ -395,14 +380,14 @@ describe('quantities and amounts', () => {
 });
 
 describe('vendor matching', () => {
-  it('matches trimmed and case-insensitively, never a deleted store, and records unmatched lines once', async () => {
+  it('matches trimmed and case-insensitively, never a deleted store, and records unmatched lines once', async ({ service, api, sandbox, newReseller, addSupplier, resellerOrder, deliverOrder, waitForCompleted }) => {
     const reseller = await newReseller('platform_a');
     const acme = await addSupplier(reseller, { platform: 'custom', vendorTag: 'Acme Tools', pricingConfig: { type: 'percentage', value: 0 } });
     const gone = await addSupplier(reseller, { platform: 'custom', vendorTag: 'Gone Inc' });
-    const deleted = await service.api.delete(`/v1/reseller_stores/${reseller.store.id}/source_stores/${gone.id}`, { token: reseller.user.token });
+    const deleted = await api.delete(`/v1/reseller_stores/${reseller.store.id}/source_stores/${gone.id}`, { token: reseller.user.token });
     expect(deleted.status).toBe(204);
     const retired = await addSupplier(reseller, { platform: 'custom', vendorTag: 'Retired' });
-    expect((await service.api.delete(`/v1/reseller_stores/${reseller.store.id}/source_stores/${retired.id}`, { token: reseller.user.token })).status).toBe(204);
+    expect((await api.delete(`/v1/reseller_stores/${reseller.store.id}/source_stores/${retired.id}`, { token: reseller.user.token })).status).toBe(204);
     // The deleted store's tag taken over by a new store: only the active one gets the line.
     const successor = await addSupplier(reseller, { platform: 'custom', vendorTag: 'retired ', pricingConfig: { type: 'percentage', value: 0 } });
 
@@ -421,7 +406,7 @@ describe('vendor matching', () => {
     expect(sorted(rows.map((row) => row.source_store_id))).toEqual(sorted([acme.id, successor.id]));
 
     const unmatchedEntries = async () => {
-      const response = await service.api.get(`/v1/audit_log?action=order.lines_unmatched&reseller_store_id=${reseller.store.id}`, { token: reseller.user.token });
+      const response = await api.get(`/v1/audit_log?action=order.lines_unmatched&reseller_store_id=${reseller.store.id}`, { token: reseller.user.token });
       expect(response.status, JSON.stringify(response.body)).toBe(200);
       return response.body.data;
     };
@@ -449,7 +434,7 @@ describe('vendor matching', () => {
     expect(sandbox.ordersFor(successor.shopDomain).map((order) => order.body)).toMatchObject([{ lines: [{ sku: 'R-1', unitPrice: '6.00' }] }]);
   });
 
-  it('acknowledges an order that matches no supplier with no job', async () => {
+  it('acknowledges an order that matches no supplier with no job', async ({ service, sandbox, newReseller, addSupplier, resellerOrder, deliverOrder }) => {
     const reseller = await newReseller('platform_a');
     const acme = await addSupplier(reseller, { vendorTag: 'Acme Tools' });
     const payload = resellerOrder(reseller, [{ sku: 'Z-1', title: 'Zip', vendor: 'Nobody', quantity: 1, price: '1.00' }]);
@@ -469,7 +454,7 @@ describe('vendor matching', () => {
 });
 
 describe('redeliveries', () => {
-  it('answers a redelivery with the same jobs and places no second order', async () => {
+  it('answers a redelivery with the same jobs and places no second order', async ({ service, sandbox, newReseller, addSupplier, resellerOrder, deliverOrder, waitForCompleted }) => {
     const reseller = await newReseller('platform_a');
     const acme = await addSupplier(reseller, { platform: 'platform_a', vendorTag: 'Acme Tools' });
     const cog = await addSupplier(reseller, { platform: 'custom', vendorTag: 'Cog Works' });
@@ -501,7 +486,7 @@ describe('redeliveries', () => {
     expect(sandbox.ordersFor(cog.shopDomain)).toHaveLength(1);
   });
 
-  it('makes exactly one job per supplier from 10 concurrent deliveries of one order', async () => {
+  it('makes exactly one job per supplier from 10 concurrent deliveries of one order', async ({ service, sandbox, newReseller, addSupplier, resellerOrder, deliverOrder, waitForCompleted }) => {
     const reseller = await newReseller('platform_a');
     const suppliers = await Promise.all(
       (['platform_a', 'platform_b', 'custom'] as const).map((platform, index) => addSupplier(reseller, { platform, vendorTag: `Maker ${index}` })),
@@ -529,7 +514,7 @@ describe('redeliveries', () => {
 });
 
 describe('orders arriving together (group commit)', () => {
-  it('gives each of 40 concurrent orders of two resellers its own jobs, queue messages and audit entries', async () => {
+  it('gives each of 40 concurrent orders of two resellers its own jobs, queue messages and audit entries', async ({ service, sandbox, newReseller, addSupplier, resellerOrder, deliverOrder }) => {
     const resellers = [await newReseller('platform_a'), await newReseller('platform_b')];
     const suppliers = await Promise.all(
       resellers.map(async (reseller) => ({
@@ -581,7 +566,7 @@ describe('verification', () => {
   let payload: JsonObject;
   let body: string;
 
-  beforeAll(async () => {
+  it.beforeAll(async ({ newReseller, addSupplier, resellerOrder }) => {
     reseller = await newReseller('platform_a');
     supplierSecret = `whsec_supplier_${uniqueSuffix()}`;
     supplier = await addSupplier(reseller, { platform: 'custom', vendorTag: 'Acme Tools', webhookSecret: supplierSecret });
@@ -589,7 +574,7 @@ describe('verification', () => {
     body = JSON.stringify(payload);
   });
 
-  const post = (delivery: Partial<Parameters<typeof postRawWebhook>[2]>) =>
+  const post = (service: TestService, delivery: Partial<Parameters<typeof postRawWebhook>[2]>) =>
     postRawWebhook(service.url, ORDERS_PATH, {
       body,
       secret: reseller.secret,
@@ -599,17 +584,17 @@ describe('verification', () => {
     });
 
   /** Nothing at all came of the deliveries. */
-  async function expectNothingCreated() {
+  async function expectNothingCreated(service: TestService, sandbox: Sandbox) {
     expect(await syncJobRows(service.databaseUrl, reseller.store.id)).toEqual([]);
     expect(await webhookAuditRows(service.databaseUrl, reseller.store.id)).toEqual([]);
     expect(sandbox.ordersFor(supplier.shopDomain)).toEqual([]);
   }
 
-  it('answers every unverifiable delivery with the same 401 invalid_signature and creates nothing', async () => {
-    const otherUser = await registerUser(service.api);
+  it('answers every unverifiable delivery with the same 401 invalid_signature and creates nothing', async ({ service, api, sandbox }) => {
+    const otherUser = await registerUser(api);
     const deletedSecret = `whsec_deleted_${uniqueSuffix()}`;
-    const deletedStore = await createResellerStore(service.api, otherUser.token, { webhookSecret: deletedSecret });
-    expect((await service.api.delete(`/v1/reseller_stores/${deletedStore.id}`, { token: otherUser.token })).status).toBe(204);
+    const deletedStore = await createResellerStore(api, otherUser.token, { webhookSecret: deletedSecret });
+    expect((await api.delete(`/v1/reseller_stores/${deletedStore.id}`, { token: otherUser.token })).status).toBe(204);
 
     const tampered = JSON.stringify({ ...payload, line_items: [{ ...(payload.line_items as JsonObject[])[0], quantity: 100 }] });
     const cases: Record<string, Partial<Parameters<typeof postRawWebhook>[2]>> = {
@@ -630,7 +615,7 @@ describe('verification', () => {
     };
     const bodies: Record<string, unknown>[] = [];
     for (const [name, delivery] of Object.entries(cases)) {
-      const response = await post(delivery);
+      const response = await post(service, delivery);
       expect(response.status, name).toBe(401);
       expectError(response, 401, 'invalid_signature');
       bodies.push(withoutRequestId(response.body));
@@ -650,13 +635,13 @@ describe('verification', () => {
     bodies.push(withoutRequestId((await garbage.json()) as Record<string, unknown>));
     // Not told apart: identical bodies apart from the request id.
     for (const other of bodies) expect(other).toEqual(bodies[0]);
-    await expectNothingCreated();
+    await expectNothingCreated(service, sandbox);
   });
 
-  it('verifies the exact bytes received, not a re-serialisation', async () => {
+  it('verifies the exact bytes received, not a re-serialisation', async ({ service, api, sandbox, newReseller, resellerOrder }) => {
     // The same order pretty-printed and signed over those bytes verifies (and is routed).
     const other = await newReseller('platform_a');
-    const otherSupplier = await createSourceStore(service.api, other.user.token, other.store.id, { vendorTag: 'Acme Tools' });
+    const otherSupplier = await createSourceStore(api, other.user.token, other.store.id, { vendorTag: 'Acme Tools' });
     const pretty = JSON.stringify(resellerOrder(other, [{ sku: 'A-1', title: 'Anvil', vendor: 'Acme Tools', quantity: 1, price: '10.00' }]), null, 2);
     const response = await postRawWebhook(service.url, ORDERS_PATH, { body: pretty, secret: other.secret, shopDomain: other.store.shopDomain, topic: 'orders/create' });
     expectReceived(response, 1);
@@ -666,7 +651,7 @@ describe('verification', () => {
     await waitFor(async () => sandbox.ordersFor(otherSupplier.shopDomain).length === 1, 15_000, 'the routed order');
   });
 
-  it('rejects a verified body that is not a valid order with 400 validation_failed', async () => {
+  it('rejects a verified body that is not a valid order with 400 validation_failed', async ({ service, sandbox, newReseller }) => {
     const line = (payload.line_items as JsonObject[])[0]!;
     const invalid: Record<string, { body: string; param?: string }> = {
       'an object that is no order': { body: '{"foo":1}' },
@@ -688,7 +673,7 @@ describe('verification', () => {
     const other = await newReseller('platform_a');
     const refused: string[] = [];
     for (const [name, { body: raw, param }] of Object.entries(invalid)) {
-      const response = await post({ body: raw, secret: other.secret, shopDomain: other.store.shopDomain });
+      const response = await post(service, { body: raw, secret: other.secret, shopDomain: other.store.shopDomain });
       expect(response.status, `${name}: ${JSON.stringify(response.body)}`).toBe(400);
       expectError(response, 400, 'validation_failed', param);
       // An object read as an order and found invalid is audited with the reason; bytes that are no JSON object are not orders.
@@ -698,27 +683,27 @@ describe('verification', () => {
     const audit = await webhookAuditRows(service.databaseUrl, other.store.id);
     expect(audit.map((row) => [row.action, row.metadata.param])).toEqual(refused.map((param) => ['order.refused', param]));
     expect(refused).toHaveLength(7);
-    await expectNothingCreated();
+    await expectNothingCreated(service, sandbox);
   });
 
-  it('answers 415 for another content type, but only once the delivery verified', async () => {
+  it('answers 415 for another content type, but only once the delivery verified', async ({ service, sandbox }) => {
     for (const contentType of ['text/plain', 'application/x-www-form-urlencoded']) {
-      expectError(await post({ contentType }), 415, 'unsupported_media_type');
-      expectError(await post({ contentType, secret: 'whsec_not_the_secret' }), 401, 'invalid_signature');
+      expectError(await post(service, { contentType }), 415, 'unsupported_media_type');
+      expectError(await post(service, { contentType, secret: 'whsec_not_the_secret' }), 401, 'invalid_signature');
     }
-    await expectNothingCreated();
+    await expectNothingCreated(service, sandbox);
   });
 
-  it('answers 413 for a body over 1 MiB', async () => {
+  it('answers 413 for a body over 1 MiB', async ({ service, sandbox }) => {
     const huge = JSON.stringify({ ...payload, note: 'x'.repeat(1024 * 1024) });
-    expectError(await post({ body: huge }), 413, 'payload_too_large');
-    expectError(await post({ body: huge, secret: 'whsec_not_the_secret' }), 413, 'payload_too_large');
-    await expectNothingCreated();
+    expectError(await post(service, { body: huge }), 413, 'payload_too_large');
+    expectError(await post(service, { body: huge, secret: 'whsec_not_the_secret' }), 413, 'payload_too_large');
+    await expectNothingCreated(service, sandbox);
   });
 
-  it('serves the endpoint under any letter case, still only to the reseller store, and only for POST', async () => {
+  it('serves the endpoint under any letter case, still only to the reseller store, and only for POST', async ({ service, api, sandbox, newReseller, resellerOrder }) => {
     const other = await newReseller('platform_a');
-    const otherSupplier = await createSourceStore(service.api, other.user.token, other.store.id, { vendorTag: 'Acme Tools', webhookSecret: 'whsec_other_supplier' });
+    const otherSupplier = await createSourceStore(api, other.user.token, other.store.id, { vendorTag: 'Acme Tools', webhookSecret: 'whsec_other_supplier' });
     const order = JSON.stringify(resellerOrder(other, [{ sku: 'A-1', title: 'Anvil', vendor: 'Acme Tools', quantity: 1, price: '10.00' }]));
     const delivery = { body: order, secret: other.secret, shopDomain: other.store.shopDomain, topic: 'orders/create' };
     // Routes match paths case-insensitively; the signature check must agree on which endpoint this is.
@@ -728,16 +713,16 @@ describe('verification', () => {
     expectError(await postRawWebhook(service.url, ORDERS_PATH, bySupplier), 401, 'invalid_signature');
     expect(await syncJobRows(service.databaseUrl, other.store.id)).toHaveLength(1);
     // Not a delivery: no route, rather than a signature error.
-    expectError(await service.api.get(ORDERS_PATH), 404, 'not_found');
+    expectError(await api.get(ORDERS_PATH), 404, 'not_found');
     await waitFor(async () => sandbox.ordersFor(otherSupplier.shopDomain).length === 1, 15_000, 'the routed order');
   });
 
-  it('answers 400 for another topic', async () => {
+  it('answers 400 for another topic', async ({ service, sandbox }) => {
     for (const topic of ['fulfillments/create', 'orders/updated', '']) {
-      const response = await post({ topic });
+      const response = await post(service, { topic });
       expect(response.status, `${topic}: ${JSON.stringify(response.body)}`).toBe(400);
       expectError(response, 400, 'validation_failed', 'x-platform-topic');
     }
-    await expectNothingCreated();
+    await expectNothingCreated(service, sandbox);
   });
 });
