@@ -47,7 +47,7 @@ async function finishedRuns(reseller: Reseller) {
 }
 
 describe('two processes reconciling on a schedule', () => {
-  it('route each lost order once, one run per store at a time, one list call per run', async ({ sandbox, processes, targets }) => {
+  it('route each lost order once, one run per store at a time, one list call per run', async ({ sandbox, targets }) => {
     const user = await registerUser(targets[0]!.api);
     // Each store is connected through one process and posts its webhooks to the other.
     const resellers = await Promise.all(PLATFORMS.map((platform, index) => openReseller(sandbox, targets[index % 2]!, platform, user)));
@@ -86,9 +86,8 @@ describe('two processes reconciling on a schedule', () => {
       const calls = listCalls(sandbox, reseller).length;
       expect(calls === finished || calls === finished + 1, `${calls} list calls for ${finished} finished runs`).toBe(true);
     }
-    // Both processes took runs.
-    const logged = processes.map((process) => process.logs.filter((line) => line.includes('"reconciliation finished"')).length);
-    expect(logged.every((count) => count > 0), `runs finished per process: ${logged}`).toBe(true);
+    // Which process takes a store's turn is up to who gets the lock first: on a loaded machine one
+    // may take them all, so the guarantee checked is the one above (once, never overlapping), not a spread.
   });
 
   it('stop reconciling a store once it is deleted', async ({ sandbox, targets }) => {
