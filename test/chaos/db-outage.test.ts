@@ -210,7 +210,8 @@ describe('the database stops for a few seconds under load', () => {
       expect(attempt.body.error.code).toBe('unavailable');
     }
     const readyDuring = readiness.filter((probe) => during(probe.startedAt));
-    expect(readyDuring.length).toBeGreaterThanOrEqual(5);
+    // At least a few probes fell inside the outage (fewer on a loaded machine, where each takes longer).
+    expect(readyDuring.length).toBeGreaterThanOrEqual(3);
     for (const probe of readyDuring) {
       expect(probe.status).toBe(503);
       expect(probe.ms).toBeLessThan(ANSWER_WITHIN_MS);

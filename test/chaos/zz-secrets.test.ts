@@ -23,7 +23,7 @@ describe('secrets across the whole chaos suite', () => {
     const logs = ledger.logLines();
     if (responses.length === 0) skip('run alone: the other chaos files recorded nothing to check');
     // The check covered every kind of secret and every file that talks to the service.
-    expect(new Set(secrets.map((secret) => secret.kind))).toEqual(new Set(['password', 'store access token', 'webhook secret', 'raw API key', 'database password']));
+    expect(new Set(secrets.map((secret) => secret.kind))).toEqual(new Set(['password', 'store access token', 'webhook secret', 'raw API key', 'database password', 'webhook endpoint signing secret']));
     const files = new Set([...responses, ...logs].map((record) => record.file));
     expect(files.size, [...files].join(', ')).toBeGreaterThanOrEqual(5);
     expect(logs.length).toBeGreaterThan(1_000);
