@@ -4,6 +4,7 @@ import type { Config } from './config/index.ts';
 import type { Orm } from './db/orm.ts';
 import type { Outbox } from './events/outbox.ts';
 import type { Metrics } from './metrics/index.ts';
+import type { SharedPacer } from './pacing/pacer.ts';
 import type { PlatformAdapter } from './platforms/types.ts';
 import type { Platform } from './orders/types.ts';
 import type { Queue } from './queue/queue.ts';
@@ -17,6 +18,8 @@ export interface AppContext {
   secrets: SecretBox;
   tokens: AccessTokens;
   platforms: Record<Platform, PlatformAdapter>;
+  /** Every store's turns to be called, shared with every process (src/pacing/). */
+  pacer: SharedPacer;
   queue: Queue;
   metrics: Metrics;
   /** Events for integrators, appended in the transaction of the change they report. */

@@ -12,6 +12,7 @@ import { sqlOf } from './db/sql.ts';
 import { Outbox } from './events/outbox.ts';
 import { createPlatformAdapters } from './platforms/index.ts';
 import { Metrics } from './metrics/index.ts';
+import { SharedPacer } from './pacing/pacer.ts';
 import { Queue } from './queue/queue.ts';
 import { startReconciliationScheduler } from './reconciliation/scheduler.ts';
 import { createServices } from './services.ts';
@@ -41,10 +42,14 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     const databaseUrl = config.databaseUrl ?? (await startEmbedded(config, logger, stack));
     const orm = await connectOrm(databaseUrl);
     stack.push(() => orm.close());
+    // After the queue stopped and before the database closes: attempts let go of by their batches finish.
+    let drainWorkers = async () => {};
+    stack.push(() => drainWorkers());
     const queue = await Queue.start({ connectionString: databaseUrl, logger, supervise: config.runsWorker });
     stack.push(() => queue.stop());
 
     const metrics = new Metrics(() => queue.depth());
+    const pacer = new SharedPacer(sqlOf(orm), config.platformPacing);
     const ctx: AppContext = {
       config,
       metrics,
@@ -52,12 +57,14 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
       logger,
       queue,
       outbox: new Outbox(queue, config.webhooks.deliveryScheduleMs[0]!),
+      pacer,
       secrets: new SecretBox(config.encryptionKey),
       tokens: new AccessTokens(config.jwtSecret),
       platforms: createPlatformAdapters({
         baseUrlTemplate: config.platformBaseUrl ?? undefined,
         timeoutMs: config.platformTimeoutMs,
-        pacing: config.platformPacing,
+        pacer,
+        maxRetryAfterMs: config.maxRetryAfterMs,
         observe: metrics.observePlatformCall,
         // Stores reached by their own domain: checked on every connection, like webhook endpoints.
         ...(!config.platformBaseUrl && !config.urlPolicy.allowPrivateAddresses && { dispatcher: guardedAgent(config.urlPolicy) }),
@@ -68,7 +75,9 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     // Workers stop with the queue (graceful: jobs in flight finish), which the stack stops after HTTP,
     // the reconciliation scheduler and the sweep.
     if (config.runsWorker) {
-      stack.push(await startWorkers(ctx, { reconciliation: ({ reconciliationId }) => services.reconciliationRunner.execute(reconciliationId) }));
+      const workers = await startWorkers(ctx, { reconciliation: ({ reconciliationId }) => services.reconciliationRunner.execute(reconciliationId) });
+      drainWorkers = workers.drain;
+      stack.push(workers.stop);
       stack.push(startReconciliationScheduler(ctx, services.reconciliations));
       metrics.observeReconciliationLag(() => services.reconciliations.lagByStore());
     }

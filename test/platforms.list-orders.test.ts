@@ -16,35 +16,43 @@ import {
 } from '../src/platforms/index.ts';
 import { nextLink } from '../src/platforms/listing.ts';
 import type { ListedOrder } from '../src/platforms/types.ts';
+import type { PacingRate } from '../src/platforms/pacer.ts';
 import { type Sandbox, buildOrderPayload, startSandbox } from './sandbox/server.ts';
+import { startTestPacing } from './support/pacer.ts';
 
-const UNPACED = { burst: 1_000, perSecond: 1_000 };
 const T0 = Date.parse('2026-11-20T08:00:00.000Z');
 const at = (minutes: number) => new Date(T0 + minutes * 60_000);
 
 let sandbox: Sandbox;
+let pacing: Awaited<ReturnType<typeof startTestPacing>>;
 let adapters: Record<Platform, PlatformAdapter>;
 let storeCount = 0;
 
 beforeAll(async () => {
   sandbox = await startSandbox();
+  pacing = await startTestPacing();
   adapters = adaptersWith();
 });
-afterAll(() => sandbox.close());
+afterAll(async () => {
+  await pacing.close();
+  await sandbox.close();
+});
 
-function adaptersWith(options: PlatformAdapterOptions = {}): Record<Platform, PlatformAdapter> {
+type AdapterSettings = Omit<PlatformAdapterOptions, 'pacer'> & { pacing?: Partial<Record<Platform, PacingRate>> };
+
+function adaptersWith({ pacing: rates, ...options }: AdapterSettings = {}): Record<Platform, PlatformAdapter> {
   return createPlatformAdapters({
     baseUrlTemplate: sandbox.baseUrlTemplate,
     timeoutMs: 2_000,
     maxInlineRetryAfterMs: 1_500,
-    pacing: { platform_a: UNPACED, platform_b: UNPACED, custom: UNPACED },
+    pacer: pacing.pacer(rates),
     ...options,
   });
 }
 
 function newStore(platform: Platform): StoreConnection {
   storeCount += 1;
-  const store = { platform, shopDomain: `list-${storeCount}.example`, accessToken: `tok_list_secret_${storeCount}` };
+  const store = { storeId: `list_store_${storeCount}`, platform, shopDomain: `list-${storeCount}.example`, accessToken: `tok_list_secret_${storeCount}` };
   sandbox.registerStore(store.shopDomain, { accessToken: store.accessToken });
   return store;
 }
@@ -246,9 +254,9 @@ describe('a next link that points outside the store', () => {
   it('is refused without sending the token there', async () => {
     const local = createPlatformAdapters({
       baseUrlTemplate: `http://127.0.0.1:${(platform.address() as AddressInfo).port}/{shopDomain}`,
-      pacing: { platform_a: UNPACED },
+      pacer: pacing.pacer(),
     });
-    const store: StoreConnection = { platform: 'platform_a', shopDomain: 'shop.example', accessToken: 'tok_never_leaves' };
+    const store: StoreConnection = { storeId: 'list_store_elsewhere', platform: 'platform_a', shopDomain: 'shop.example', accessToken: 'tok_never_leaves' };
     const error = await failureOf(listAll(local.platform_a, store, at(0)), store);
     expect(error).toMatchObject({ retryable: false });
     expect(error.message).toContain('outside the store');

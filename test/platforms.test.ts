@@ -17,6 +17,8 @@ import {
   createPlatformAdapters,
 } from '../src/platforms/index.ts';
 import { verifySignature } from '../src/webhooks/signature.ts';
+import type { PacingRate } from '../src/platforms/pacer.ts';
+import { startTestPacing } from './support/pacer.ts';
 import {
   SAMPLE_ADDRESS,
   type Sandbox,
@@ -25,25 +27,31 @@ import {
   startSandbox,
 } from './sandbox/server.ts';
 
-const UNPACED = { burst: 1_000, perSecond: 1_000 };
-
 let sandbox: Sandbox;
+let pacing: Awaited<ReturnType<typeof startTestPacing>>;
 let adapters: Record<Platform, PlatformAdapter>;
 let storeCount = 0;
 
 beforeAll(async () => {
   sandbox = await startSandbox({ port: 0 });
+  pacing = await startTestPacing();
   adapters = adaptersWith();
 });
 
-afterAll(() => sandbox.close());
+afterAll(async () => {
+  await pacing.close();
+  await sandbox.close();
+});
 
-function adaptersWith(options: PlatformAdapterOptions = {}): Record<Platform, PlatformAdapter> {
+type AdapterSettings = Omit<PlatformAdapterOptions, 'pacer'> & { pacing?: Partial<Record<Platform, PacingRate>> };
+
+/** Adapters paced through the database (src/pacing/), unpaced unless `pacing` says otherwise. */
+function adaptersWith({ pacing: rates, ...options }: AdapterSettings = {}): Record<Platform, PlatformAdapter> {
   return createPlatformAdapters({
     baseUrlTemplate: sandbox.baseUrlTemplate,
     timeoutMs: 2_000,
     maxInlineRetryAfterMs: 1_500,
-    pacing: { platform_a: UNPACED, platform_b: UNPACED, custom: UNPACED },
+    pacer: pacing.pacer(rates),
     ...options,
   });
 }
@@ -51,7 +59,7 @@ function adaptersWith(options: PlatformAdapterOptions = {}): Record<Platform, Pl
 /** A fresh registered store per test, so faults, logs and pacing never leak between tests. */
 function newStore(platform: Platform): StoreConnection {
   storeCount += 1;
-  const store = { platform, shopDomain: `shop-${storeCount}.example`, accessToken: `shpat_secret_${storeCount}` };
+  const store = { storeId: `store_${storeCount}`, platform, shopDomain: `shop-${storeCount}.example`, accessToken: `shpat_secret_${storeCount}` };
   sandbox.registerStore(store.shopDomain, { accessToken: store.accessToken });
   return store;
 }
@@ -350,6 +358,19 @@ describe('failures', () => {
     expect(sandbox.requestsFor(store.shopDomain)).toHaveLength(1);
   });
 
+  it('a Retry-After longer than maxRetryAfterMs pauses the store for maxRetryAfterMs only', async () => {
+    const bounded = adaptersWith({ maxRetryAfterMs: 2_000 });
+    const store = newStore('platform_b');
+    sandbox.setFaults(store.shopDomain, { rateLimitNext: 1, retryAfterSeconds: 3_600 });
+    const error = await platformError(bounded.platform_b.createOrder(store, supplierOrder, 'k'), store);
+    expect(error).toMatchObject({ retryable: true, status: 429, retryAfterMs: 2_000 });
+    // The store is held back for those 2 s, not an hour.
+    const held = await platformError(bounded.platform_b.createOrder(store, supplierOrder, 'k'), store);
+    expect(held).toMatchObject({ retryable: true, sent: false });
+    expect(held.retryAfterMs).toBeGreaterThan(1_500);
+    expect(held.retryAfterMs).toBeLessThanOrEqual(2_000);
+  });
+
   it.each(PLATFORMS)('%s: a timeout is retryable', async (platform) => {
     const impatient = adaptersWith({ timeoutMs: 100 });
     const store = newStore(platform);
@@ -386,6 +407,33 @@ describe('pacing', () => {
     const arrivals = sandbox.requestsFor(store.shopDomain).map((request) => Date.parse(request.at));
     expect(arrivals).toHaveLength(5);
     expect((arrivals[4] ?? 0) - (arrivals[0] ?? 0)).toBeGreaterThanOrEqual(250);
+  });
+
+  it("keeps credentials apart: two store records of one domain each have their own allowance", async () => {
+    const paced = adaptersWith({ pacing: { custom: { burst: 1, perSecond: 1 } } });
+    const real = newStore('custom');
+    const stranger = { ...real, storeId: `${real.storeId}_stranger` };
+    sandbox.seedOrder(real.shopDomain, 'custom', resellerPayload('custom'));
+    await paced.custom.getOrder(stranger, 'ord_abc');
+    const started = performance.now();
+    await paced.custom.getOrder(real, 'ord_abc');
+    expect(performance.now() - started).toBeLessThan(500);
+  });
+
+  it('a turn the caller already waited for (heldTurn) is spent without reserving another', async () => {
+    const paced = adaptersWith({ pacing: { custom: { burst: 1, perSecond: 0.2 } } });
+    const store = newStore('custom');
+    sandbox.seedOrder(store.shopDomain, 'custom', resellerPayload('custom'));
+    await paced.custom.getOrder(store, 'ord_abc');
+    // The bucket is empty for five seconds, but this call's turn was already waited for.
+    const heldTurn = { spent: false };
+    await paced.custom.getOrder({ ...store, heldTurn }, 'ord_abc');
+    expect(heldTurn.spent).toBe(true);
+    // Without one, the next call's turn is too far away to wait for inside the call: not sent.
+    const error = await platformError(paced.custom.getOrder(store, 'ord_abc'), store);
+    expect(error).toMatchObject({ retryable: true, sent: false });
+    expect(error.retryAfterMs).toBeGreaterThan(1_500);
+    expect(sandbox.requestsFor(store.shopDomain)).toHaveLength(2);
   });
 
   it('keeps stores apart: one store at its limit does not slow another', async () => {

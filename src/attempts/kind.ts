@@ -2,6 +2,7 @@ import type { AttemptContext, AttemptEvent, AttemptLifecycle, AttemptStatus } fr
 import type { AuditRecord } from '../audit-log/repository.ts';
 import type { Config } from '../config/index.ts';
 import type { AppContext } from '../context.ts';
+import type { PacedStore } from '../platforms/pacer.ts';
 import type { Created } from '../platforms/types.ts';
 import type { Trx } from '../db/sql.ts';
 import type { NewEvent } from '../events/types.ts';
@@ -45,7 +46,16 @@ export type AttemptTable = 'sync_jobs' | 'fulfillments';
 export interface Attempt<W> {
   /** Reads these rows with whatever performing them needs (`W`); missing rows are left out. */
   load(rowIds: string[]): Promise<W[]>;
-  /** The side effect, outside any transaction; returns the id it produced (e.g. the order placed) and the platform's HTTP status. */
+  /**
+   * The stores `perform` will call. The worker waits for each one's turn (src/attempts/pacing.ts)
+   * before it takes the row, so a row whose store is not free is postponed without spending an attempt.
+   */
+  targets(work: W): PacedStore[];
+  /**
+   * The side effect, outside any transaction; returns the id it produced (e.g. the order placed) and
+   * the platform's HTTP status. Called once the turns of `targets(work)` have come: its first call
+   * to each target spends that turn.
+   */
   perform(work: W): Promise<Created>;
 }
 

@@ -10,7 +10,7 @@ import { fulfillmentLifecycle } from '../../machines/fulfillment.machine.ts';
 import { nextRetryDelayMs } from '../../machines/attempt.machine.ts';
 import { syncJobLifecycle } from '../../machines/sync-job.machine.ts';
 import type { Fulfillment } from '../fulfillments/entity.ts';
-import { fulfillmentOutcomeAudit, fulfillmentOutcomeEvents, propagateTracking } from '../fulfillments/attempt.ts';
+import { fulfillmentOutcomeAudit, fulfillmentOutcomeEvents, propagateTracking, type FulfillmentWork } from '../fulfillments/attempt.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
 import { jobOutcomeAudit, jobOutcomeEvents, placeSupplierOrder } from '../sync-jobs/attempt.ts';
 import type { JobWithSource } from '../sync-jobs/repository.ts';
@@ -33,7 +33,7 @@ export const syncJobKind = defineAttemptKind<SyncJob, 'sourceOrderId', 'syncJob'
 });
 
 /** Adding a supplier's tracking to the reseller's order. */
-export const fulfillmentKind = defineAttemptKind<Fulfillment, 'resellerFulfillmentId', 'fulfillment', { row: Fulfillment }>({
+export const fulfillmentKind = defineAttemptKind<Fulfillment, 'resellerFulfillmentId', 'fulfillment', FulfillmentWork>({
   name: 'fulfillment',
   table: 'fulfillments',
   resultColumn: 'reseller_fulfillment_id',

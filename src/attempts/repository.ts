@@ -257,3 +257,40 @@ export async function takeSweepTurn(trx: Trx): Promise<boolean> {
   const { rows } = await sql<{ taken: boolean }>`select pg_try_advisory_xact_lock(hashtext('attempts.sweep')) as taken`.execute(trx);
   return rows[0]?.taken === true;
 }
+
+/** A row's queue message replaced by a later one: `messageId` was read with the row, at `version`. */
+export interface MessageReplacement {
+  id: string;
+  version: number;
+  messageId: string | null;
+  nextMessageId: string;
+}
+
+/**
+ * Hands rows over to new queue messages without any other change (a postponement: the lifecycle
+ * columns stay as they are, no attempt is spent). Like a transition, each write applies only while
+ * the row is at the version, and still names the message, that were read; returns which applied.
+ */
+export async function replaceQueueMessages(db: Db | Trx, table: AttemptTable, replacements: MessageReplacement[]): Promise<boolean[]> {
+  if (replacements.length === 0) return [];
+  const rows = await db
+    .with(
+      'v',
+      () => sql<{ id: string; version: number; message_id: string | null; next_message_id: string }>`(
+        select * from jsonb_to_recordset(${JSON.stringify(
+          replacements.map((r) => ({ id: r.id, version: r.version, message_id: r.messageId, next_message_id: r.nextMessageId })),
+        )}::jsonb) as v(id text, version int, message_id text, next_message_id text))`,
+    )
+    .with(
+      'replaced',
+      () => sql<{ id: string }>`(
+        update ${sql.table(table)} as t set queue_message_id = v.next_message_id, version = t.version + 1
+        from v where t.id = v.id and t.version = v.version and t.queue_message_id is not distinct from v.message_id
+        returning t.id)`,
+    )
+    .selectFrom('replaced')
+    .select('id')
+    .execute();
+  const replaced = new Set(rows.map((row) => row.id));
+  return replacements.map((r) => replaced.has(r.id));
+}

@@ -9,11 +9,16 @@ interface StoreRow {
   accessTokenEncrypted: string;
 }
 
-/** Decrypts a store's token only for the call that needs it; it is never kept or logged. */
-export function connectionOf(ctx: AppContext, store: StoreRow): StoreConnection {
+/**
+ * Decrypts a store's token only for the call that needs it; it is never kept or logged. `heldTurn`:
+ * the caller already waited for the store's turn (src/attempts/pacing.ts), which the first call spends.
+ */
+export function connectionOf(ctx: AppContext, store: StoreRow, heldTurn = false): StoreConnection {
   return {
+    storeId: store.id,
     platform: store.platform,
     shopDomain: store.shopDomain,
     accessToken: ctx.secrets.decrypt(store.accessTokenEncrypted, store.id),
+    ...(heldTurn && { heldTurn: { spent: false } }),
   };
 }

@@ -1,3 +1,4 @@
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { AttemptEvent } from '../../machines/attempt.machine.ts';
 import type { AppContext } from '../context.ts';
@@ -6,16 +7,43 @@ import { GroupCommit } from '../db/group-commit.ts';
 import { sqlOf, type Db, type Trx } from '../db/sql.ts';
 import { PlatformError } from '../platforms/types.ts';
 import { newMessageId, type QueueKey } from '../queue/queue.ts';
+import type { AttemptTrigger } from '../../contract/enums.ts';
 import { triggerOf } from './entity.ts';
 import { JobFailure, failureMessage, requestedDelayMs } from './failure.ts';
 import type { Attempt, AttemptKind, AttemptRow } from './kind.ts';
-import { writeAttemptTransitions, type AttemptWrite, type TimelineStep } from './repository.ts';
+import { attemptTurns, MAX_TURN_WAIT_MS, postponeToTurns } from './pacing.ts';
+import { replaceQueueMessages, writeAttemptTransitions, type AttemptWrite, type TimelineStep } from './repository.ts';
 
 /** A queue message naming the row it may move. */
 export interface AttemptMessage {
   messageId: string;
   rowId: string;
+  /** The turn the message was postponed to (src/attempts/pacing.ts), if it was. */
+  turnAt?: Date | undefined;
 }
+
+/** A row taken, and when its turn to call its stores comes (`performance.now()` time). */
+interface Taken<W> {
+  work: W;
+  log: Logger;
+  messageId: string;
+  turnAt: number;
+  /** Set once the attempt's platform calls are over (before its outcome is recorded). */
+  called?: boolean;
+  /** The row being handed to a watchdog message (see `letGo`): the outcome is recorded after it. */
+  handover?: Promise<boolean>;
+  /** The watchdog message the row was handed to, deleted with the outcome's write. */
+  watchdog?: string;
+}
+
+/**
+ * A batch's attempts still calling their platform this long after it started are let go of, so one
+ * slow platform does not hold the batch's consumer (and so other stores' messages) for the length of
+ * its calls.
+ */
+const LET_GO_AFTER_MS = 1_500;
+/** Attempts let go of and still running, per worker, at most; past it a batch waits for them again. */
+const MAX_LET_GO = 512;
 
 type Outcome = { ok: true; result: string; platformStatus: number } | { ok: false; error: unknown };
 
@@ -42,12 +70,17 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends Que
   /** Completed and dead attempts finishing together, of every batch, are recorded in one transaction. */
   private readonly outcomes = new GroupCommit((writes: AttemptWrite<R>[]) => this.writeOutcomes(writes), { maxItems: 64, maxInFlight: 2 });
   private readonly attempt: Attempt<W>;
+  /** For trying a row's moves on a copy before they are made (`take`). */
+  private readonly quiet: Logger;
+  /** Attempts let go of (still calling a slow platform), until they record their outcome. */
+  readonly #letGo = new Set<Promise<boolean>>();
 
   constructor(
     private readonly ctx: AppContext,
     private readonly kind: AttemptKind<R, K, Q, W>,
   ) {
     this.attempt = kind.attempt(ctx);
+    this.quiet = ctx.logger.child({}, { level: 'silent' });
   }
 
   /**
@@ -56,29 +89,114 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends Que
    * outcome is made storable before it is written, and one that still cannot be written for a reason
    * of its own is recorded as a failed attempt instead, so one bad outcome costs its batch-mates
    * nothing. Rejects when the batch could not be read or taken: pg-boss delivers it again, and the
-   * messages of rows moved meanwhile are stale by then.
+   * messages of rows moved meanwhile are stale by then. Attempts still calling their platform after
+   * LET_GO_AFTER_MS are let go of (`letGo`) and finish on their own.
    */
   async handle(messages: AttemptMessage[]): Promise<Set<string>> {
     const taken = await this.take(messages);
-    const recorded = await Promise.all(taken.map(({ work, log }) => this.run(work, log)));
-    return new Set(taken.filter((_, i) => !recorded[i]).map(({ messageId }) => messageId));
+    const runs = taken.map((item) => this.run(item));
+    let timer: NodeJS.Timeout | undefined;
+    const inTime = await Promise.race([Promise.all(runs), new Promise<null>((resolve) => (timer = setTimeout(resolve, LET_GO_AFTER_MS, null)))]);
+    clearTimeout(timer);
+    const letGo = inTime ? new Set<Taken<W>>() : await this.letGo(taken.filter((item) => !item.called));
+    const unrecorded = new Set<string>();
+    for (const [i, item] of taken.entries()) {
+      if (letGo.has(item)) {
+        // Its outcome is recorded when its call ends; should that fail, its watchdog takes the row again.
+        const running: Promise<boolean> = runs[i]!.finally(() => this.#letGo.delete(running));
+        this.#letGo.add(running);
+      } else if (!(await runs[i]!)) unrecorded.add(item.messageId);
+    }
+    return unrecorded;
   }
 
-  private async take(messages: AttemptMessage[]): Promise<{ work: W; log: Logger; messageId: string }[]> {
+  /** Resolves once every attempt let go of has recorded its outcome (at shutdown, before the database closes). */
+  async drain(): Promise<void> {
+    while (this.#letGo.size > 0) await Promise.all([...this.#letGo]);
+  }
+
+  /**
+   * Lets the batch finish without attempts still calling their platform: each row is handed, in one
+   * transaction, to a new queue message that starts only after any attempt must have ended (a
+   * watchdog), so the batch's message can complete without the row being left with no live message.
+   * The attempt records its outcome as usual (after the hand-over, whose version it then holds) and
+   * deletes the watchdog with it; if this process dies first, the watchdog delivers the row again,
+   * and the attempt counts as lost (LOSE), as with a worker that died holding its message. Returns
+   * the attempts let go of.
+   */
+  private async letGo(calling: Taken<W>[]): Promise<Set<Taken<W>>> {
+    if (calling.length === 0 || this.#letGo.size + calling.length > MAX_LET_GO) return new Set();
+    const watchdogs = calling.map(() => newMessageId());
+    // Assigned before any await: an attempt whose call ends now waits for the hand-over to record.
+    const handover = this.handOver(calling, watchdogs);
+    calling.forEach((item, i) => (item.handover = handover.then((handed) => handed[i]!, () => false)));
+    let handed: boolean[];
+    try {
+      handed = await handover;
+    } catch (error) {
+      // Nothing was handed over: the batch waits for its attempts as it would have.
+      this.ctx.logger.warn({ err: error }, 'slow attempts not let go of: the hand-over failed');
+      return new Set();
+    }
+    const letGo = calling.filter((_, i) => handed[i]);
+    for (const _ of letGo) this.ctx.metrics.attemptsLetGo.inc({ kind: this.kind.name });
+    return new Set(letGo);
+  }
+
+  private async handOver(calling: Taken<W>[], watchdogs: string[]): Promise<boolean[]> {
+    // Longer than any attempt can last: four calls (one and three inline retries) timing out, their waits, a margin.
+    const delayMs = 4 * this.ctx.config.platformTimeoutMs + 45_000;
+    const handed = await sqlOf(this.ctx.orm)
+      .transaction()
+      .execute(async (trx) => {
+        const replaced = await replaceQueueMessages(
+          trx,
+          this.kind.table,
+          calling.map(({ work: { row } }, i) => ({ id: row.id, version: row.version, messageId: row.queueMessageId ?? null, nextMessageId: watchdogs[i]! })),
+        );
+        const messages = calling.flatMap(({ work: { row } }, i) => (replaced[i] ? [{ id: watchdogs[i]!, message: this.kind.message(row.id), delayMs }] : []));
+        await this.ctx.queue.insertIn(trx, this.kind.queue, messages);
+        return replaced;
+      });
+    calling.forEach((item, i) => {
+      if (!handed[i]) return;
+      item.work.row.version += 1;
+      item.work.row.queueMessageId = watchdogs[i]!;
+      item.watchdog = watchdogs[i]!;
+      item.log.debug({ watchdog_message_id: watchdogs[i] }, 'attempt let go of: still calling its platform');
+    });
+    return handed;
+  }
+
+  /**
+   * Reads the batch's rows, reserves their stores' turns (one statement), postpones the rows whose
+   * turn is not near to it without taking them, and takes the rest.
+   */
+  private async take(messages: AttemptMessage[]): Promise<Taken<W>[]> {
     const loaded = new Map((await this.attempt.load([...new Set(messages.map((m) => m.rowId))])).map((work) => [work.row.id, work]));
     const now = new Date();
-    const taking: { work: W; log: Logger; messageId: string; timeline: TimelineStep }[] = [];
+    const candidates: { work: W; log: Logger; messageId: string; trigger: AttemptTrigger; heldAt: Date | null }[] = [];
     const lost: { work: W; log: Logger }[] = [];
-    for (const { messageId, rowId } of messages) {
+    for (const { messageId, rowId, turnAt } of messages) {
       const log = this.ctx.logger.child({ [this.kind.logKey]: rowId, message_id: messageId });
       const work = loaded.get(rowId);
       // What starts this attempt, read from the row before the LOSE and TAKE change it.
       const trigger = work && triggerOf(work.row.status, work.row.attempts);
-      const move = work && trigger && work.row.queueMessageId === messageId ? this.moveOnTake(work.row, now, log) : null;
-      if (move === 'take') taking.push({ work: work!, log, messageId, timeline: { trigger: trigger! } });
-      else if (move === 'lost') lost.push({ work: work!, log });
+      // Tried on a copy: a row whose store's turn is not near is postponed, not moved.
+      const move = work && trigger && work.row.queueMessageId === messageId ? this.moveOnTake({ ...work.row }, now, this.quiet) : null;
+      if (move === 'take') candidates.push({ work: work!, log, messageId, trigger: trigger!, heldAt: turnAt ?? null });
+      else if (move === 'lost' && this.moveOnTake(work!.row, now, log) === 'lost') lost.push({ work: work!, log });
       else log.debug('stale message ignored');
     }
+    const turns = await attemptTurns(this.ctx.pacer, candidates.map(({ work, heldAt }) => ({ targets: this.attempt.targets(work), heldAt })));
+    const reservedAt = performance.now();
+    const later = candidates.flatMap(({ work, log }, i) => (turns[i]!.waitMs > MAX_TURN_WAIT_MS ? [{ row: work.row, turnAt: turns[i]!.at!, log }] : []));
+    await postponeToTurns(this.ctx, this.kind, later);
+    const taking = candidates.flatMap(({ work, log, messageId, trigger }, i) => {
+      const { waitMs } = turns[i]!;
+      if (waitMs > MAX_TURN_WAIT_MS || this.moveOnTake(work.row, now, log) !== 'take') return [];
+      return [{ work, log, messageId, timeline: { trigger } as TimelineStep, turnAt: reservedAt + waitMs }];
+    });
     const writes = [
       ...taking.map(({ work, timeline }) => this.writeOf(work.row, undefined, timeline)),
       ...lost.map(({ work }) => this.writeOf(work.row, this.kind.outcomeAudit(work.row, 'worker_lost'), LOST_ATTEMPT)),
@@ -125,13 +243,19 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends Que
     }
   }
 
-  /** Performs one attempt and records its outcome; false when it could not be recorded. */
-  private async run(work: W, log: Logger): Promise<boolean> {
+  /** Waits for the row's turn, performs one attempt and records its outcome; false when it could not be recorded. */
+  private async run(item: Taken<W>): Promise<boolean> {
+    const { work, log, turnAt } = item;
+    const waitMs = turnAt - performance.now();
+    if (waitMs > 0) await delay(waitMs);
     const outcome = await this.attempt.perform(work).then(
       (created): Outcome => ({ ok: true, result: created.id, platformStatus: created.status }),
       (error: unknown): Outcome => ({ ok: false, error }),
     );
-    return this.record(work.row, outcome, log);
+    item.called = true;
+    // A hand-over that failed (the database) left the row as it was: the outcome is recorded at the version it had.
+    if (item.handover) await item.handover;
+    return this.record(work.row, outcome, log, item.watchdog);
   }
 
   /**
@@ -140,10 +264,10 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends Que
    * retried under the policy rather than its message redelivered until the queue gives up. False
    * when nothing could be recorded: the message is delivered again, and the attempt then counts as lost.
    */
-  private async record(row: R, outcome: Outcome, log: Logger): Promise<boolean> {
+  private async record(row: R, outcome: Outcome, log: Logger, watchdog?: string): Promise<boolean> {
     const read = { ...row };
     try {
-      await this.recordOutcome(row, outcome, log);
+      await this.recordOutcome(row, outcome, log, watchdog);
       return true;
     } catch (error) {
       Object.assign(row, read);
@@ -151,7 +275,7 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends Que
       if (isDatabaseUnavailable(error)) return false;
       const name = error instanceof Error ? error.name : 'unknown';
       try {
-        await this.recordOutcome(row, { ok: false, error: new JobFailure(`the attempt's outcome could not be recorded (${name})`) }, log);
+        await this.recordOutcome(row, { ok: false, error: new JobFailure(`the attempt's outcome could not be recorded (${name})`) }, log, watchdog);
         return true;
       } catch (fallbackError) {
         Object.assign(row, read);
@@ -161,7 +285,8 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends Que
     }
   }
 
-  private async recordOutcome(row: R, outcome: Outcome, log: Logger): Promise<void> {
+  /** `watchdog`: the message the row was handed to when let go of, deleted in the outcome's transaction. */
+  private async recordOutcome(row: R, outcome: Outcome, log: Logger, watchdog?: string): Promise<void> {
     const now = new Date();
     const at = now.toISOString();
     const event = (
@@ -174,7 +299,8 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends Que
 
     if (row.status === 'completed' || row.status === 'dead') {
       if (row.status === 'dead') row.queueMessageId = null;
-      if (!(await this.outcomes.submit(this.writeOf(row, this.kind.outcomeAudit(row), timeline)))) {
+      const write = this.writeOf(row, this.kind.outcomeAudit(row), timeline);
+      if (!(await (watchdog ? this.writeOutcomes([write], watchdog).then(([written]) => written!) : this.outcomes.submit(write)))) {
         log.warn({ status: row.status }, 'outcome not recorded: another worker moved the row meanwhile, and its outcome stands');
         return;
       }
@@ -183,7 +309,7 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends Que
     } else {
       const { context } = this.kind.restore(row);
       const delayMs = Math.max(this.kind.retryDelayMs(this.ctx.config, context), outcome.ok ? 0 : requestedDelayMs(outcome.error));
-      if (!(await this.moveWithMessage(row, timeline, delayMs))) {
+      if (!(await this.moveWithMessage(row, timeline, delayMs, watchdog))) {
         log.warn({ status: row.status }, 'outcome not recorded: another worker moved the row meanwhile, and its outcome stands');
         return;
       }
@@ -193,7 +319,7 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends Que
   }
 
   /** Writes the transition with a new queue message (the next attempt, after `delayMs`) in one transaction. */
-  private moveWithMessage(row: R, timeline: TimelineStep, delayMs: number): Promise<boolean> {
+  private moveWithMessage(row: R, timeline: TimelineStep, delayMs: number, watchdog?: string): Promise<boolean> {
     row.queueMessageId = newMessageId();
     return sqlOf(this.ctx.orm)
       .transaction()
@@ -201,18 +327,23 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends Que
         if (!(await this.write(trx, [this.writeOf(row, undefined, timeline)]))[0]) return false;
         await this.ctx.queue.insertIn(trx, this.kind.queue, [{ id: row.queueMessageId!, message: this.kind.message(row.id), delayMs }]);
         await this.ctx.outbox.append(trx, await this.kind.outcomeEvents(trx, [row]));
+        if (watchdog) await this.ctx.queue.discardIn(trx, this.kind.queue, [watchdog]);
         return true;
       });
   }
 
-  /** Completed and dead rows with their audit entries and timelines (one statement), and the events of those written, in one transaction. */
-  private writeOutcomes(writes: AttemptWrite<R>[]): Promise<boolean[]> {
+  /**
+   * Completed and dead rows with their audit entries and timelines (one statement), and the events of
+   * those written, in one transaction; with `watchdog` (one row let go of), its watchdog message deleted too.
+   */
+  private writeOutcomes(writes: AttemptWrite<R>[], watchdog?: string): Promise<boolean[]> {
     return sqlOf(this.ctx.orm)
       .transaction()
       .execute(async (trx) => {
         const written = await this.write(trx, writes);
         const rows = writes.filter((_, i) => written[i]).map(({ row }) => row);
         await this.ctx.outbox.append(trx, await this.kind.outcomeEvents(trx, rows));
+        if (watchdog && written[0]) await this.ctx.queue.discardIn(trx, this.kind.queue, [watchdog]);
         return written;
       });
   }

@@ -60,6 +60,9 @@ const EnvSchema = z.object({
     .optional(),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   AUTH_RATE_LIMIT_PER_MINUTE: integer(1, 100_000).default(20),
+  MAX_RETRY_AFTER_MS: integer(1_000, 86_400_000).default(600_000),
+  MAX_SOURCE_STORES_PER_USER: integer(1, 1_000_000).default(500),
+  WEBHOOK_SIGNATURE_FAILURES_PER_MINUTE: integer(1, 1_000_000).default(60),
   TRUST_PROXY: z.enum(['true', 'false']).default('false'),
   WEBHOOK_DELIVERY_SCHEDULE_MS: z
     .string()
@@ -117,6 +120,12 @@ function buildConfig(env: z.infer<typeof EnvSchema>) {
     ),
     logLevel: env.LOG_LEVEL,
     authRateLimitPerMinute: env.AUTH_RATE_LIMIT_PER_MINUTE,
+    /** The longest pause a 429's Retry-After can impose on a store (src/platforms/http.ts). */
+    maxRetryAfterMs: env.MAX_RETRY_AFTER_MS,
+    /** Active source stores one user may have (each is a secret a fulfillment webhook may be checked against). */
+    maxSourceStoresPerUser: env.MAX_SOURCE_STORES_PER_USER,
+    /** Failed fulfillment-webhook signatures per minute, per client and per shop domain, before 429 (src/webhooks/). */
+    webhookSignatureFailuresPerMinute: env.WEBHOOK_SIGNATURE_FAILURES_PER_MINUTE,
     trustProxy: env.TRUST_PROXY === 'true',
     webhooks: {
       /** Delay before each attempt of a delivery, in ms; its length is the number of attempts. */

@@ -101,6 +101,7 @@ export const TABLES = {
     webhook_secret_encrypted: 'text',
     created_at: 'timestamp with time zone',
     deleted_at: 'timestamp with time zone null',
+    webhook_proven_at: 'timestamp with time zone null',
   },
   reseller_stores: {
     id: 'character varying',
@@ -184,6 +185,20 @@ export const TABLES = {
     version: 'integer default',
     created_at: 'timestamp with time zone',
     updated_at: 'timestamp with time zone',
+  },
+  store_pacing: {
+    store_id: 'character varying',
+    next_at: 'timestamp with time zone',
+    paused_until: 'timestamp with time zone null',
+  },
+  rate_limit_counters: {
+    key: 'character varying',
+    hits: 'integer',
+    resets_at: 'timestamp with time zone',
+  },
+  source_store_domains: {
+    shop_domain: 'character varying',
+    version: 'integer',
   },
 } as const;
 

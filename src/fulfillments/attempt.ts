@@ -12,22 +12,34 @@ import { SyncJobRepository } from '../sync-jobs/repository.ts';
 import type { Fulfillment } from './entity.ts';
 import { FulfillmentRepository } from './repository.ts';
 
+/** A fulfillment and the reseller store it adds the tracking to, unless that store was deleted. */
+export interface FulfillmentWork {
+  row: Fulfillment;
+  reseller: ResellerStore | null;
+}
+
 /** One attempt of a fulfillment: add the supplier's tracking to the reseller order, notifying the customer. */
-export function propagateTracking(ctx: AppContext): Attempt<{ row: Fulfillment }> {
+export function propagateTracking(ctx: AppContext): Attempt<FulfillmentWork> {
   const fulfillments = new FulfillmentRepository(ctx.orm);
   const jobs = new SyncJobRepository(ctx.orm);
 
   return {
-    load: async (ids) => (await fulfillments.findByIds(ids)).map((row) => ({ row })),
+    async load(ids) {
+      const rows = await fulfillments.findByIds(ids);
+      const resellerIds = [...new Set(rows.map((row) => row.resellerStoreId))];
+      const resellers = await ctx.orm.em.fork().find(ResellerStore, { id: { $in: resellerIds }, deletedAt: null });
+      return rows.map((row) => ({ row, reseller: resellers.find((store) => store.id === row.resellerStoreId) ?? null }));
+    },
+
+    targets: ({ reseller }) => (reseller ? [{ storeId: reseller.id, platform: reseller.platform }] : []),
 
     /** Keyed by our fulfillment id, so a retry after a crash cannot add the tracking twice. */
-    async perform({ row: fulfillment }) {
+    async perform({ row: fulfillment, reseller }) {
       const job = await jobs.findById(fulfillment.syncJobId);
       if (!job) throw new JobFailure('the sync job no longer exists');
-      const reseller = await ctx.orm.em.fork().findOne(ResellerStore, { id: job.resellerStoreId });
-      if (!reseller || reseller.deletedAt) throw new JobFailure('the reseller store was deleted');
+      if (!reseller) throw new JobFailure('the reseller store was deleted');
       return ctx.platforms[reseller.platform].createFulfillment(
-        connectionOf(ctx, reseller),
+        connectionOf(ctx, reseller, true),
         job.externalOrderId,
         fulfillment.tracking,
         `fulfillment:${fulfillment.id}`,

@@ -30,6 +30,20 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly attemptsPostponed = new Counter({
+    name: 'attempts_postponed_total',
+    help: 'Queue messages of retried work postponed to their store\'s next turn without spending an attempt, by kind.',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+
+  readonly attemptsLetGo = new Counter({
+    name: 'attempts_let_go_total',
+    help: 'Attempts still calling a slow platform when their batch was released (handed to a watchdog message), by kind.',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+
   readonly webhookVerificationFailures = new Counter({
     name: 'webhook_verification_failures_total',
     help: 'Webhook deliveries refused with invalid_signature, by endpoint.',

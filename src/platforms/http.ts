@@ -1,8 +1,9 @@
 import { STATUS_CODES } from 'node:http';
+import { setTimeout as delay } from 'node:timers/promises';
 import { request as send, type Dispatcher } from 'undici';
 import type { Platform } from '../orders/types.ts';
 import { redactSecret, storableText } from '../shared/text.ts';
-import type { Pacer, TokenBucket } from './pacer.ts';
+import type { StorePacer } from './pacer.ts';
 import { PayloadError, PlatformError, type StoreConnection } from './types.ts';
 
 /** Settings shared by every platform's client. */
@@ -10,9 +11,12 @@ export interface HttpClientSettings {
   /** A store's base URL with a `{shopDomain}` placeholder, e.g. `https://{shopDomain}`. */
   baseUrlTemplate: string;
   timeoutMs: number;
-  /** A 429 whose Retry-After is at most this long is waited out inside the call. */
+  /** A 429 whose Retry-After is at most this long is waited out inside the call; so is a turn this near. */
   maxInlineRetryAfterMs: number;
-  pacer: Pacer;
+  /** A 429's Retry-After is honoured up to this long (a platform asking for an hour gets this). */
+  maxRetryAfterMs: number;
+  /** Each store's turns, shared by every caller of the store. */
+  pacer: StorePacer;
   /** Told about every finished call (for metrics). */
   observe?: (call: PlatformCallObservation) => void;
   /** Connects the calls: the URL safety guard when stores are reached by their own domain (src/shared/url-safety.ts). */
@@ -59,9 +63,13 @@ interface ErrorFields {
   retryable: boolean;
   status?: number;
   retryAfterMs?: number | null;
+  /** False when the request never left: its turn was too far away. */
+  sent?: boolean;
 }
 
 const MAX_INLINE_RETRIES = 3;
+/** The pause after a 429 that says nothing of when to come back. */
+const DEFAULT_RETRY_AFTER_MS = 1_000;
 const MAX_DETAIL_LENGTH = 300;
 /** A PlatformError's whole message (its context, then the detail). */
 const MAX_MESSAGE_LENGTH = 500;
@@ -125,19 +133,28 @@ export class PlatformHttpClient {
 
   async #call<T>(store: StoreConnection, request: PlatformRequest, read: ResponseReader<T>): Promise<T> {
     const url = this.#urlFor(store, request);
-    const bucket = this.options.pacer.bucketFor(this.options.platform, store.shopDomain);
+    let refused: PlatformError | undefined;
     for (let retries = 0; ; retries++) {
-      await this.#waitForTurn(bucket, store, request);
+      try {
+        await this.#waitForTurn(store, request);
+      } catch (notSent) {
+        // Refused once already: the 429 is the outcome, to be tried again once the store is free.
+        if (refused && notSent instanceof PlatformError) throw this.#refusedUntil(refused, notSent.retryAfterMs);
+        throw notSent;
+      }
       const response = await this.#exchange(url, store, request);
       if (response.status >= 200 && response.status < 300) return this.#read(response, store, request, read);
       const error = this.#httpError(response, store, request);
-      if (response.status === 429 && error.retryAfterMs !== null) {
-        // The paused bucket holds this retry, and every other call to the store, until Retry-After passes.
-        bucket.pause(error.retryAfterMs);
-        if (error.retryAfterMs <= this.options.maxInlineRetryAfterMs && retries < MAX_INLINE_RETRIES) continue;
-      }
-      throw error;
+      if (response.status !== 429) throw error;
+      // Every caller of the store, in every process, waits out the pause; so does this call's retry.
+      await this.options.pacer.pause(this.#paced(store), error.retryAfterMs!);
+      if (error.retryAfterMs! > this.options.maxInlineRetryAfterMs || retries >= MAX_INLINE_RETRIES) throw error;
+      refused = error;
     }
+  }
+
+  #refusedUntil(refused: PlatformError, retryAfterMs: number | null): PlatformError {
+    return new PlatformError(refused.message, true, refused.status, Math.max(refused.retryAfterMs ?? 0, retryAfterMs ?? 0));
   }
 
   #urlFor(store: StoreConnection, request: PlatformRequest): string {
@@ -162,15 +179,28 @@ export class PlatformHttpClient {
     return `${target.pathname.slice(basePath.length)}${target.search}`;
   }
 
-  async #waitForTurn(bucket: TokenBucket, store: StoreConnection, request: PlatformRequest): Promise<void> {
-    const pausedForMs = bucket.pausedForMs();
-    if (pausedForMs > this.options.maxInlineRetryAfterMs) {
-      throw this.#error(store, request, `not sent: the store is rate limited for another ${pausedForMs} ms`, {
+  /**
+   * Spends the turn a worker already waited for (`heldTurn`), or reserves the store's next one and
+   * waits for it when it is near; a turn further away is not waited for inside the call.
+   */
+  async #waitForTurn(store: StoreConnection, request: PlatformRequest): Promise<void> {
+    if (store.heldTurn && !store.heldTurn.spent) {
+      store.heldTurn.spent = true;
+      return;
+    }
+    const waitMs = await this.options.pacer.reserve(this.#paced(store));
+    if (waitMs > this.options.maxInlineRetryAfterMs) {
+      throw this.#error(store, request, `not sent: the store's next turn is in ${Math.ceil(waitMs)} ms`, {
         retryable: true,
-        retryAfterMs: pausedForMs,
+        retryAfterMs: Math.ceil(waitMs),
+        sent: false,
       });
     }
-    await bucket.take();
+    if (waitMs > 0) await delay(waitMs);
+  }
+
+  #paced(store: StoreConnection) {
+    return { storeId: store.storeId, platform: this.options.platform };
   }
 
   async #exchange(url: string, store: StoreConnection, request: PlatformRequest): Promise<RawResponse> {
@@ -232,10 +262,11 @@ export class PlatformHttpClient {
   #httpError(response: RawResponse, store: StoreConnection, request: PlatformRequest): PlatformError {
     const { status } = response;
     const detail = describeErrorBody(response.text, store.accessToken) || STATUS_CODES[status] || 'no details';
+    const retryAfterMs = parseRetryAfter(response.retryAfter);
     return this.#error(store, request, `answered ${status}: ${detail}`, {
       retryable: status === 429 || status >= 500,
       status,
-      retryAfterMs: parseRetryAfter(response.retryAfter),
+      retryAfterMs: status === 429 ? Math.min(retryAfterMs ?? DEFAULT_RETRY_AFTER_MS, this.options.maxRetryAfterMs) : retryAfterMs,
     });
   }
 
@@ -247,6 +278,7 @@ export class PlatformHttpClient {
       fields.retryable,
       fields.status ?? null,
       fields.retryAfterMs ?? null,
+      fields.sent ?? true,
     );
   }
 }

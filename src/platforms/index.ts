@@ -1,24 +1,26 @@
 import type { Platform } from '../orders/types.ts';
 import { createCustomAdapter } from './custom.ts';
 import type { HttpClientSettings } from './http.ts';
-import { DEFAULT_PACING, Pacer, type PacingRate } from './pacer.ts';
+import type { StorePacer } from './pacer.ts';
 import { createPlatformAAdapter } from './platform-a.ts';
 import { createPlatformBAdapter } from './platform-b.ts';
 import type { PlatformAdapter } from './types.ts';
 
 export { PayloadError, PlatformError } from './types.ts';
 export type { PlatformAdapter, StoreConnection } from './types.ts';
-export { DEFAULT_PACING, type PacingRate } from './pacer.ts';
+export { DEFAULT_PACING, type PacedStore, type PacingRate, type StorePacer } from './pacer.ts';
 
 export interface PlatformAdapterOptions {
   /** Store base URL with a `{shopDomain}` placeholder, e.g. `http://127.0.0.1:4010/{shopDomain}`. */
   baseUrlTemplate?: string;
   /** Per request, including reading the response body. */
   timeoutMs?: number;
-  /** Overrides the default per-store pacing of a platform. */
-  pacing?: Partial<Record<Platform, PacingRate>>;
+  /** Each store's turns (src/pacing/pacer.ts: shared by every process on the database). */
+  pacer: StorePacer;
   /** A 429 asking to wait at most this long is waited out inside the call instead of thrown. */
   maxInlineRetryAfterMs?: number;
+  /** The longest Retry-After honoured; a platform asking for more gets this. */
+  maxRetryAfterMs?: number;
   /** Told about every finished platform call (for metrics). */
   observe?: HttpClientSettings['observe'];
   /** The undici dispatcher calls go through (the URL safety guard); undici's global one otherwise. */
@@ -28,14 +30,16 @@ export interface PlatformAdapterOptions {
 const DEFAULT_BASE_URL_TEMPLATE = 'https://{shopDomain}';
 const DEFAULT_TIMEOUT_MS = 10_000;
 const DEFAULT_MAX_INLINE_RETRY_AFTER_MS = 5_000;
+const DEFAULT_MAX_RETRY_AFTER_MS = 10 * 60_000;
 
 /** One adapter per platform; they share a pacer so each store is paced across all callers. */
-export function createPlatformAdapters(options: PlatformAdapterOptions = {}): Record<Platform, PlatformAdapter> {
+export function createPlatformAdapters(options: PlatformAdapterOptions): Record<Platform, PlatformAdapter> {
   const settings: HttpClientSettings = {
     baseUrlTemplate: options.baseUrlTemplate ?? DEFAULT_BASE_URL_TEMPLATE,
     timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
     maxInlineRetryAfterMs: options.maxInlineRetryAfterMs ?? DEFAULT_MAX_INLINE_RETRY_AFTER_MS,
-    pacer: new Pacer({ ...DEFAULT_PACING, ...options.pacing }),
+    maxRetryAfterMs: options.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS,
+    pacer: options.pacer,
     ...(options.observe && { observe: options.observe }),
     ...(options.dispatcher && { dispatcher: options.dispatcher }),
   };

@@ -8,9 +8,13 @@ export interface Created {
 
 /** What an adapter needs to call one store. The token is decrypted only for the call. */
 export interface StoreConnection {
+  /** The store record's id: its calls spend this record's allowance (src/pacing/), whatever the domain. */
+  storeId: string;
   platform: Platform;
   shopDomain: string;
   accessToken: string;
+  /** A turn the caller already waited for (a worker does, before it takes a job): the next call spends it. */
+  heldTurn?: { spent: boolean };
 }
 
 /** One order of a store's order list: what reconciliation needs to decide, and the order itself. */
@@ -59,6 +63,8 @@ export class PlatformError extends Error {
     readonly retryable: boolean,
     readonly status: number | null = null,
     readonly retryAfterMs: number | null = null,
+    /** False when the request was never sent (the store's turn was too far away): nothing happened on the platform. */
+    readonly sent: boolean = true,
   ) {
     super(message);
     this.name = 'PlatformError';

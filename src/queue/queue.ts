@@ -9,15 +9,21 @@ import type { Trx } from '../db/sql.ts';
  * Every queue, its message schema and its options in one place. A queue message only names the
  * record to move and the message id that record expects; everything else is read from the row.
  */
+/**
+ * `turnAt`: the message was postponed to a turn reserved for its row's platform calls
+ * (src/attempts/pacing.ts); the worker spends that turn instead of reserving another.
+ */
+const turnAt = z.string().datetime({ offset: true }).optional();
+
 export const QUEUES = {
   syncJob: {
     name: 'sync-job.process',
-    schema: z.object({ syncJobId: z.string() }),
+    schema: z.object({ syncJobId: z.string(), turnAt }),
     retryLimit: MAX_AUTO_RETRIES,
   },
   fulfillment: {
     name: 'fulfillment.propagate',
-    schema: z.object({ fulfillmentId: z.string() }),
+    schema: z.object({ fulfillmentId: z.string(), turnAt }),
     retryLimit: MAX_AUTO_RETRIES,
   },
   reconciliation: {
@@ -70,9 +76,13 @@ export interface QueueOptions {
   poolMax?: number;
 }
 
-/** A message as pg-boss inserts it: our id, to run now or after `delayMs`, in a concurrency group if it has one. */
-function jobInsert(id: string, message: object, delayMs: number, groupId?: string): JobInsert {
-  return { id, data: message, ...(delayMs > 0 && { startAfter: new Date(Date.now() + delayMs) }), ...(groupId !== undefined && { group: { id: groupId } }) };
+/**
+ * A message as pg-boss inserts it: our id, to run now, after `delayMs` or at `startAfter` (the
+ * database's clock), in a concurrency group if it has one.
+ */
+function jobInsert(id: string, message: object, delayMs: number, groupId?: string, startAfter?: Date): JobInsert {
+  const at = startAfter ?? (delayMs > 0 ? new Date(Date.now() + delayMs) : undefined);
+  return { id, data: message, ...(at && { startAfter: at }), ...(groupId !== undefined && { group: { id: groupId } }) };
 }
 
 export class Queue {
@@ -113,11 +123,16 @@ export class Queue {
   async insertIn<K extends QueueKey>(
     trx: Trx,
     key: K,
-    messages: { id: string; message: QueueMessage<K>; delayMs?: number; groupId?: string }[],
+    messages: { id: string; message: QueueMessage<K>; delayMs?: number; groupId?: string; startAfter?: Date }[],
   ): Promise<void> {
     if (messages.length === 0) return;
-    const jobs = messages.map(({ id, message, delayMs = 0, groupId }) => jobInsert(id, message, delayMs, groupId));
+    const jobs = messages.map(({ id, message, delayMs = 0, groupId, startAfter }) => jobInsert(id, message, delayMs, groupId, startAfter));
     await this.boss.insert(QUEUES[key].name, jobs, { db: fromKysely(trx as unknown as KyselyTransactionLike) });
+  }
+
+  /** Deletes messages no longer needed (a watchdog whose attempt ended) in the caller's Kysely transaction. */
+  async discardIn<K extends QueueKey>(trx: Trx, key: K, ids: string[]): Promise<void> {
+    await this.boss.deleteJob(QUEUES[key].name, ids, { db: fromKysely(trx as unknown as KyselyTransactionLike) });
   }
 
   /** Readiness: the queue's tables answer. */

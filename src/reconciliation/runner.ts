@@ -1,3 +1,4 @@
+import { connectionOf } from '../attempts/store-connection.ts';
 import type { AppContext } from '../context.ts';
 import type { ResellerOrder } from '../orders/types.ts';
 import { PlatformError, type ListedOrder } from '../platforms/types.ts';
@@ -71,11 +72,8 @@ export class ReconciliationRunner {
     const cutoff = new Date(Date.now() - this.ctx.config.reconcileGraceMs);
     await this.repository.progress(run, since, 0, 0);
 
-    const connection = {
-      platform: store.platform,
-      shopDomain: store.shopDomain,
-      accessToken: this.ctx.secrets.decrypt(store.accessTokenEncrypted, store.id),
-    };
+    // Paced like every call to the store (its shared turns), so a run never starves order placement.
+    const connection = connectionOf(this.ctx, store);
     let newest = current.watermark;
     let truncated = false;
     let pages = 0;

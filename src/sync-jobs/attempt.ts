@@ -7,7 +7,7 @@ import { connectionOf } from '../attempts/store-connection.ts';
 import type { AppContext } from '../context.ts';
 import type { ResellerOrder } from '../orders/types.ts';
 import { buildSupplierOrder } from '../pricing/index.ts';
-import { ResellerStore } from '../reseller-stores/entity.ts';
+import type { ResellerStore } from '../reseller-stores/entity.ts';
 import type { SyncJob } from './entity.ts';
 import { SyncJobRepository, type JobWithSource } from './repository.ts';
 
@@ -15,24 +15,29 @@ import { SyncJobRepository, type JobWithSource } from './repository.ts';
 export function placeSupplierOrder(ctx: AppContext): Attempt<JobWithSource> {
   const jobs = new SyncJobRepository(ctx.orm);
 
-  async function readResellerOrder(job: SyncJob): Promise<ResellerOrder> {
-    const reseller = await ctx.orm.em.fork().findOne(ResellerStore, { id: job.resellerStoreId });
-    if (!reseller || reseller.deletedAt) throw new JobFailure('the reseller store was deleted');
-    return ctx.platforms[reseller.platform].getOrder(connectionOf(ctx, reseller), job.externalOrderId);
+  async function readResellerOrder(job: SyncJob, reseller: ResellerStore | null): Promise<ResellerOrder> {
+    if (!reseller) throw new JobFailure('the reseller store was deleted');
+    return ctx.platforms[reseller.platform].getOrder(connectionOf(ctx, reseller, true), job.externalOrderId);
   }
 
   return {
     load: (jobIds) => jobs.loadWithSources(jobIds),
 
+    /** The supplier's store, and the reseller's when the order must be read from it first (a manual job). */
+    targets: ({ row: job, source, reseller }) => [
+      ...(!job.order && reseller ? [{ storeId: reseller.id, platform: reseller.platform }] : []),
+      ...(source ? [{ storeId: source.id, platform: source.platform }] : []),
+    ],
+
     /**
      * The Idempotency-Key is the job's id, not the attempt's: when a worker dies after the platform
      * accepted the order, the next attempt gets the same order back instead of creating a second.
      */
-    async perform({ row: job, source }) {
+    async perform({ row: job, source, reseller }) {
       if (!source) throw new JobFailure('the source store was deleted');
-      const order = job.order ?? (await readResellerOrder(job));
+      const order = job.order ?? (await readResellerOrder(job, reseller));
       const supplierOrder = buildSupplierOrder(order, source, job.id);
-      return ctx.platforms[source.platform].createOrder(connectionOf(ctx, source), supplierOrder, `sync-job:${job.id}`);
+      return ctx.platforms[source.platform].createOrder(connectionOf(ctx, source, true), supplierOrder, `sync-job:${job.id}`);
     },
   };
 }

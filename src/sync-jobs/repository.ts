@@ -4,6 +4,7 @@ import { writeAttemptTransitions, type AttemptWrite } from '../attempts/reposito
 import type { Orm } from '../db/orm.ts';
 import { sqlOf, type Db, type Trx } from '../db/sql.ts';
 import type { ResellerOrder } from '../orders/types.ts';
+import { ResellerStore } from '../reseller-stores/entity.ts';
 import { SourceStore } from '../source-stores/entity.ts';
 import { findPage, type Page, type PageQuery } from '../shared/paging.ts';
 import { SyncJob } from './entity.ts';
@@ -54,10 +55,14 @@ export interface InitialJobColumns {
   retriesLeft: number;
 }
 
-/** A job and its source store, unless that store was deleted. */
+/**
+ * A job and its source store, unless that store was deleted; and for a job without a stored order
+ * (a manual one), the reseller store it reads the order from, unless deleted.
+ */
 export interface JobWithSource {
   row: SyncJob;
   source: SourceStore | null;
+  reseller: ResellerStore | null;
 }
 
 /**
@@ -147,19 +152,24 @@ export class SyncJobRepository {
     return found.flatMap((row) => (row ? [row.source_store_id] : []));
   }
 
-  /** One statement for the jobs and their source stores; the ORM only maps the rows. */
+  /** One statement for the jobs and the stores they call; the ORM only maps the rows. */
   async loadWithSources(jobIds: string[]): Promise<JobWithSource[]> {
     const rows = await this.db
       .selectFrom('sync_jobs as j')
       .leftJoin('source_stores as s', (join) => join.onRef('s.id', '=', 'j.source_store_id').on('s.deleted_at', 'is', null))
+      .leftJoin('reseller_stores as r', (join) =>
+        join.onRef('r.id', '=', 'j.reseller_store_id').on('r.deleted_at', 'is', null).on(sql<boolean>`j."order" is null`),
+      )
       .selectAll('j')
       .select(sql<Record<string, unknown> | null>`to_jsonb(s)`.as('source_store'))
+      .select(sql<Record<string, unknown> | null>`to_jsonb(r)`.as('reseller_store'))
       .where('j.id', '=', sql<string>`any(${jobIds}::text[])`)
       .execute();
     const em = this.orm.em.fork();
-    return rows.map(({ source_store: source, ...job }) => ({
+    return rows.map(({ source_store: source, reseller_store: reseller, ...job }) => ({
       row: em.map(SyncJob, job as Record<string, unknown>),
       source: source ? em.map(SourceStore, source) : null,
+      reseller: reseller ? em.map(ResellerStore, reseller) : null,
     }));
   }
 

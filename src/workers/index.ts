@@ -79,18 +79,22 @@ export type RunHandlers = { [K in RunQueue]: (message: QueueMessage<K>) => Promi
  * Subscribes one worker to the queue of every kind of retried work (src/attempts/kinds.ts), one to
  * each run queue (`runs`), and the webhook delivery worker to its queue (a queue without a worker
  * fails the start-up), and starts the sweep for stranded work (src/attempts/sweep.ts); returns what
- * stops the sweep. A message whose outcome could not be recorded, or a batch whose handler throws
+ * stops the sweep (`stop`) and `drain`, which resolves once the attempts let go of by their batches
+ * (still calling a slow platform, src/attempts/worker.ts) have recorded their outcomes: call it after
+ * the queue stopped. A message whose outcome could not be recorded, or a batch whose handler throws
  * (e.g. the database went away), is left to pg-boss, which delivers it again (an attempt's message at
  * most as often as the retry policy allows attempts: src/queue/queue.ts).
  */
-export async function startWorkers(ctx: AppContext, runs: RunHandlers): Promise<() => Promise<void>> {
+export async function startWorkers(ctx: AppContext, runs: RunHandlers): Promise<{ stop: () => Promise<void>; drain: () => Promise<void> }> {
   for (const key of Object.keys(QUEUES) as QueueKey[]) {
     if (!ATTEMPT_KINDS.some((kind) => kind.queue === key) && !(key in runs) && key !== 'webhookDelivery') throw new Error(`queue ${QUEUES[key].name} has no worker`);
   }
-  for (const kind of ATTEMPT_KINDS) await startWorker(ctx, kind as unknown as AttemptKind<AttemptRow, string, QueueKey, { row: AttemptRow }>);
+  const workers: AttemptWorker<AttemptRow, string, QueueKey, { row: AttemptRow }>[] = [];
+  for (const kind of ATTEMPT_KINDS) workers.push(await startWorker(ctx, kind as unknown as AttemptKind<AttemptRow, string, QueueKey, { row: AttemptRow }>));
   for (const key of Object.keys(runs) as RunQueue[]) await startRunWorker(ctx, key, runs[key]);
   await startDeliveryWorker(ctx);
-  return startSweeper(ctx);
+  const stop = startSweeper(ctx);
+  return { stop, drain: async () => void (await Promise.all(workers.map((worker) => worker.drain()))) };
 }
 
 /**
@@ -136,13 +140,19 @@ async function startRunWorker<Q extends RunQueue>(ctx: AppContext, key: Q, run: 
   });
 }
 
-async function startWorker<Q extends QueueKey>(ctx: AppContext, kind: AttemptKind<AttemptRow, string, Q, { row: AttemptRow }>): Promise<void> {
+async function startWorker<Q extends QueueKey>(
+  ctx: AppContext,
+  kind: AttemptKind<AttemptRow, string, Q, { row: AttemptRow }>,
+): Promise<AttemptWorker<AttemptRow, string, Q, { row: AttemptRow }>> {
   const worker = new AttemptWorker(ctx, kind);
   const { name, schema } = QUEUES[kind.queue];
   await consume(ctx.queue.boss, name, ctx.config.workerConcurrency, async (jobs) => {
     const messages = jobs.flatMap((job) => {
       const parsed = schema.safeParse(job.data);
-      if (parsed.success) return [{ messageId: job.id, rowId: kind.rowIdOf(parsed.data as QueueMessage<Q>) }];
+      if (parsed.success) {
+        const { turnAt } = parsed.data as { turnAt?: string };
+        return [{ messageId: job.id, rowId: kind.rowIdOf(parsed.data as QueueMessage<Q>), turnAt: turnAt ? new Date(turnAt) : undefined }];
+      }
       ctx.logger.error({ queue: name, message_id: job.id }, 'malformed queue message dropped');
       return [];
     });
@@ -155,4 +165,5 @@ async function startWorker<Q extends QueueKey>(ctx: AppContext, kind: AttemptKin
       throw error;
     }
   });
+  return worker;
 }

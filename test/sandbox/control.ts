@@ -37,6 +37,7 @@ const faultsSchema = z
     splitEmojiErrorNext: count.optional(),
     unkeepableOrderIds: z.enum(['oversized', 'nul']).optional(),
     echoToken: z.enum(['raw', 'unicode-escaped', 'url-encoded', 'base64']).optional(),
+    rateLimit: z.object({ perSecond: z.number().positive(), burst: z.number().int().positive() }).strict().optional(),
   })
   .strict();
 

@@ -20,7 +20,7 @@ export interface Faults {
   dropNext?: number;
   /** The next N requests are carried out, then the connection is destroyed: a lost response. */
   acceptThenDropNext?: number;
-  /** Every request answers `status` until the faults are cleared. */
+  /** Every request answers `status` until the faults are cleared (with `status: 429`, the 429 mode: Retry-After too). */
   alwaysFail?: boolean;
   /** The next N orders/create webhooks the store would send are lost for good (never sent). */
   dropWebhooksNext?: number;
@@ -37,6 +37,12 @@ export interface Faults {
    * as JSON \u escapes, URL-encoded, or base64.
    */
   echoToken?: 'raw' | 'unicode-escaped' | 'url-encoded' | 'base64';
+  /**
+   * An enforced rate limit, as a platform's own: a token bucket per access token presented (the
+   * credential's, whichever caller sends it), `burst` requests at once refilled at `perSecond`; a
+   * request finding it empty answers 429 with Retry-After: retryAfterSeconds (default 1).
+   */
+  rateLimit?: { perSecond: number; burst: number };
 }
 
 /** Where the store posts its webhooks, and the secret it signs them with. */
@@ -96,7 +102,9 @@ const IDEMPOTENCY_TTL_MS = 24 * 60 * 60 * 1000;
 
 export class StoreState {
   accessToken: string | null = null;
-  faults: Faults = {};
+  #faults: Faults = {};
+  /** The rate limit's bucket per access token presented. */
+  readonly #buckets = new Map<string, { tokens: number; refilledAt: number }>();
   webhooks: WebhookSubscription | null = null;
   /** The largest page the store's order lists answer, whatever the caller asks (null: as asked). */
   listPageSize: number | null = null;
@@ -138,15 +146,24 @@ export class StoreState {
     this.#replies.set(idempotencyKey, { reply, expiresAt: now + IDEMPOTENCY_TTL_MS });
   }
 
-  /** Consumes one injected fault for the request being handled, if any applies. */
-  takeFault(): FaultAction | null {
+  get faults(): Faults {
+    return this.#faults;
+  }
+
+  /** Replacing the faults refills the rate limit's buckets. */
+  set faults(faults: Faults) {
+    this.#faults = faults;
+    this.#buckets.clear();
+  }
+
+  /** Consumes one injected fault for the request being handled (made with `token`), if any applies. */
+  takeFault(token: string, now = Date.now()): FaultAction | null {
+    // The enforced rate limit is the platform's own, not an injected fault: faultsAfter does not defer it.
+    if (this.#overLimit(token, now)) return { kind: 'reply', reply: this.#tooManyRequests() };
     if (this.#consume('faultsAfter')) return null;
     if (this.#consume('dropNext')) return { kind: 'drop' };
     if (this.#consume('acceptThenDropNext')) return { kind: 'acceptThenDrop' };
-    if (this.#consume('rateLimitNext')) {
-      const headers = { 'Retry-After': String(this.faults.retryAfterSeconds ?? 1) };
-      return { kind: 'reply', reply: { status: 429, body: { errors: 'Too Many Requests' }, headers } };
-    }
+    if (this.#consume('rateLimitNext')) return { kind: 'reply', reply: this.#tooManyRequests() };
     if (this.#consume('nulErrorNext')) {
       return { kind: 'reply', reply: { status: 422, body: { errors: { line_items: ['sku A-1\u0000 is not a valid sku'] } } } };
     }
@@ -155,6 +172,7 @@ export class StoreState {
     }
     if (this.#consume('failNext') || this.faults.alwaysFail) {
       const status = this.faults.status ?? 500;
+      if (status === 429) return { kind: 'reply', reply: this.#tooManyRequests() };
       return { kind: 'reply', reply: { status, body: { errors: `Simulated failure (${status})` } } };
     }
     return null;
@@ -165,6 +183,23 @@ export class StoreState {
     if (this.#consume('dropWebhooksNext')) return 'drop';
     if (this.#consume('holdWebhooksNext')) return 'hold';
     return 'send';
+  }
+
+  #tooManyRequests(): Reply {
+    const headers = { 'Retry-After': String(this.faults.retryAfterSeconds ?? 1) };
+    return { status: 429, body: { errors: 'Too Many Requests' }, headers };
+  }
+
+  #overLimit(token: string, now: number): boolean {
+    const limit = this.faults.rateLimit;
+    if (!limit) return false;
+    const bucket = this.#buckets.get(token) ?? { tokens: limit.burst, refilledAt: now };
+    bucket.tokens = Math.min(limit.burst, bucket.tokens + ((now - bucket.refilledAt) / 1000) * limit.perSecond);
+    bucket.refilledAt = now;
+    this.#buckets.set(token, bucket);
+    if (bucket.tokens < 1) return true;
+    bucket.tokens -= 1;
+    return false;
   }
 
   #consume(counter: 'faultsAfter' | 'dropNext' | 'acceptThenDropNext' | 'rateLimitNext' | 'failNext' | 'dropWebhooksNext' | 'holdWebhooksNext' | 'nulErrorNext' | 'splitEmojiErrorNext'): boolean {

@@ -1,0 +1,19 @@
+import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+
+/**
+ * One platform store's call allowance, shared by every process on the database (src/pacing/):
+ * a token bucket kept as the time it would next be full (`nextAt`, GCRA's theoretical arrival time)
+ * and the end of a pause a 429 asked for. Keyed by the store record's id (the credential), never
+ * by its domain, so no tenant can spend another's allowance. The table is UNLOGGED (see the
+ * migration): its rows are soon-stale timing, and a crash that empties it only costs one burst.
+ */
+export const StorePacing = defineEntity({
+  name: 'StorePacing',
+  tableName: 'store_pacing',
+  properties: {
+    storeId: p.string().length(64).primary(),
+    nextAt: p.datetime(),
+    pausedUntil: p.datetime().nullable(),
+  },
+});
+export type StorePacing = InferEntity<typeof StorePacing>;

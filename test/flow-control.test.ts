@@ -1,0 +1,290 @@
+/**
+ * Flow control across processes and tenants (issue 15) and rate-limit pauses that spend no
+ * attempt (issue 13, point 3), against the sandbox's enforced per-credential rate limit: one API
+ * and two worker processes share each store's allowance; one tenant's backlog or bogus credential
+ * never slows another tenant's orders; a 429 pauses the store for everyone for its (bounded)
+ * Retry-After while the jobs not yet sent wait without spending attempts.
+ */
+import { randomBytes } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sendWebhook, startSandbox, type Sandbox } from './sandbox/server.ts';
+import { queryRows } from './support/database.ts';
+import { createResellerStore, createSourceStore, registerUser } from './support/factories.ts';
+import { startTestProcess, startTestService, type TestProcess, type TestService } from './support/service.ts';
+import { lineOf, logLines, newOrderId, orderPosts, settled, waitForJob } from './support/sync-jobs.ts';
+import { ORDERS_PATH } from './support/webhooks.ts';
+import { waitFor } from './support/wait.ts';
+
+/** The supplier's own limit in the sandbox, and the service's pacing of platform_a stores: the same. */
+const LIMIT = { perSecond: 5, burst: 10 };
+const PACING = `platform_a=${LIMIT.perSecond}:${LIMIT.burst}`;
+
+let sandbox: Sandbox;
+beforeAll(async () => {
+  sandbox = await startSandbox();
+});
+afterAll(() => sandbox?.close());
+
+interface Tenant {
+  token: string;
+  reseller: { id: string; shopDomain: string };
+  webhookSecret: string;
+}
+
+async function openTenant(service: TestService): Promise<Tenant> {
+  const user = await registerUser(service.api);
+  const webhookSecret = `whsec_${randomBytes(12).toString('hex')}`;
+  const reseller = await createResellerStore(service.api, user.token, { webhookSecret });
+  return { token: user.token, reseller, webhookSecret };
+}
+
+async function addSupplier(service: TestService, tenant: Tenant, overrides: Record<string, unknown> = {}) {
+  return createSourceStore(service.api, tenant.token, tenant.reseller.id, { platform: 'platform_a', ...overrides });
+}
+
+/** Posts one orders/create webhook per vendor tag list, eight at a time; returns each order's job ids. */
+async function postOrders(service: TestService, tenant: Tenant, vendorTag: string, count: number): Promise<string[]> {
+  const jobIds: string[] = [];
+  const ids = Array.from({ length: count }, () => Number(newOrderId()));
+  for (let i = 0; i < ids.length; i += 8) {
+    const answers = await Promise.all(ids.slice(i, i + 8).map((id) => postOrder(service, tenant, vendorTag, id)));
+    jobIds.push(...answers.flat());
+  }
+  return jobIds;
+}
+
+async function postOrder(service: TestService, tenant: Tenant, vendorTag: string, id = Number(newOrderId())): Promise<string[]> {
+  const payload = sandbox.buildOrderPayload('platform_a', { id, lines: [lineOf(vendorTag)] });
+  const answer = await sendWebhook({
+    targetUrl: `${service.url}${ORDERS_PATH}`,
+    shopDomain: tenant.reseller.shopDomain,
+    secret: tenant.webhookSecret,
+    topic: 'orders/create',
+    payload,
+  });
+  expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+  return (answer.body as { syncJobIds: string[] }).syncJobIds;
+}
+
+/** Sends one order and measures from the webhook to its supplier receiving it (ms). */
+async function latencyToSupplier(service: TestService, tenant: Tenant, supplier: { shopDomain: string; vendorTag: string }): Promise<number> {
+  const before = sandbox.ordersFor(supplier.shopDomain).length;
+  const sentAt = Date.now();
+  await postOrder(service, tenant, supplier.vendorTag);
+  const received = await waitFor(async () => sandbox.ordersFor(supplier.shopDomain)[before], 15_000, `an order at ${supplier.shopDomain}`);
+  return Date.parse(received.createdAt) - sentAt;
+}
+
+async function jobRows(databaseUrl: string, ids: string[]) {
+  return queryRows<{ id: string; status: string; attempts: number }>(databaseUrl, 'select id, status, attempts from sync_jobs where id = any($1::text[])', [ids]);
+}
+
+async function allCompleted(databaseUrl: string, ids: string[], timeoutMs: number): Promise<void> {
+  await waitFor(
+    async () => (await jobRows(databaseUrl, ids)).every((job) => job.status === 'completed'),
+    timeoutMs,
+    `${ids.length} completed jobs`,
+  );
+}
+
+describe('one API and two worker processes on one database', () => {
+  let api: TestService;
+  let workers: TestProcess[];
+
+  beforeAll(async () => {
+    const shared = {
+      ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+      JWT_SECRET: randomBytes(32).toString('hex'),
+      PLATFORM_BASE_URL: sandbox.baseUrlTemplate,
+      PLATFORM_PACING: PACING,
+    };
+    api = await startTestService({ ...shared, ROLE: 'api' });
+    workers = [];
+    for (let i = 0; i < 2; i++) workers.push(await startTestProcess({ ...shared, ROLE: 'worker', DATABASE_URL: api.databaseUrl }));
+  }, 60_000);
+  afterAll(async () => {
+    for (const worker of workers ?? []) await worker.stop();
+    await api?.stop();
+  });
+
+  it("share a supplier's rate limit during a flash sale, while another reseller's orders go straight through", async () => {
+    const busy = await openTenant(api);
+    const supplier = await addSupplier(api, busy, { vendorTag: 'FlashCo' });
+    sandbox.setFaults(supplier.shopDomain, { rateLimit: LIMIT });
+    const quiet = await openTenant(api);
+    const quietSupplier = await addSupplier(api, quiet, { vendorTag: 'QuietCo' });
+
+    const flashSale = 60;
+    const jobIds = await postOrders(api, busy, supplier.vendorTag, flashSale);
+    expect(jobIds).toHaveLength(flashSale);
+
+    // Meanwhile, the other reseller's orders reach their supplier at once: the backlog holds no worker.
+    const latencies: number[] = [];
+    for (let i = 0; i < 3; i++) latencies.push(await latencyToSupplier(api, quiet, quietSupplier));
+    expect(Math.max(...latencies), `quiet reseller latencies ${latencies.join(', ')} ms`).toBeLessThan(2_000);
+    expect(sandbox.ordersFor(supplier.shopDomain).length, 'the flash sale was still draining').toBeLessThan(flashSale);
+
+    await allCompleted(api.databaseUrl, jobIds, 40_000);
+    const posts = orderPosts(sandbox, supplier.shopDomain);
+    const refused = posts.filter((post) => post.status === 429);
+    expect(refused.length, 'answers 429').toBeLessThanOrEqual(2);
+    // Every order placed once, each job at its first attempt: waiting for a turn spent none.
+    expect(sandbox.ordersFor(supplier.shopDomain)).toHaveLength(flashSale);
+    expect(new Set(sandbox.ordersFor(supplier.shopDomain).map((order) => order.idempotencyKey)).size).toBe(flashSale);
+    const jobs = await jobRows(api.databaseUrl, jobIds);
+    expect(jobs.filter((job) => job.attempts > 1).length).toBeLessThanOrEqual(refused.length);
+
+    // After the burst, the supplier's rate is used at ≥ 90 %.
+    const accepted = posts.filter((post) => post.status === 201).map((post) => Date.parse(post.at));
+    const steady = accepted.slice(LIMIT.burst);
+    const perSecond = ((steady.length - 1) * 1000) / (steady.at(-1)! - steady[0]!);
+    expect(perSecond, 'orders per second after the burst').toBeGreaterThanOrEqual(0.9 * LIMIT.perSecond);
+    expect(perSecond).toBeLessThanOrEqual(1.1 * LIMIT.perSecond);
+
+    // Both workers placed orders; the rest of the backlog was postponed to its turns, not held in a slot.
+    const startedBy = workers.map((worker) => logLines(worker.logs, 'attempt started').filter((line) => jobIds.includes(line.job_id as string)).length);
+    for (const [i, count] of startedBy.entries()) expect(count, `jobs started by worker ${i + 1}`).toBeGreaterThan(0);
+    const postponed = workers.map((worker) => worker.ctx.metrics.attemptsPostponed);
+    const total = (await Promise.all(postponed.map(async (counter) => (await counter.get()).values.reduce((sum, v) => sum + v.value, 0)))).reduce((a, b) => a + b, 0);
+    expect(total).toBeGreaterThan(0);
+  }, 90_000);
+
+  it("keep tenants apart: another user's records of the same supplier domain, with a bogus token and a backlog, do not delay the real one", async () => {
+    const real = await openTenant(api);
+    const accessToken = `real_${randomBytes(8).toString('hex')}`;
+    const supplier = await addSupplier(api, real, { vendorTag: 'SharedCo', accessToken });
+    sandbox.registerStore(supplier.shopDomain, { accessToken });
+    sandbox.setFaults(supplier.shopDomain, { rateLimit: LIMIT });
+    const intruder = await openTenant(api);
+    await addSupplier(api, intruder, { vendorTag: 'SharedCo', shopDomain: supplier.shopDomain, accessToken: `bogus_${randomBytes(8).toString('hex')}` });
+
+    const intruderJobs = await postOrders(api, intruder, 'SharedCo', 40);
+    expect(intruderJobs).toHaveLength(40);
+    // The intruder's 40 jobs (and their retries) are far more than the domain's burst of 10 ...
+    await waitFor(
+      async () => (await jobRows(api.databaseUrl, intruderJobs)).some((job) => job.attempts > 0),
+      15_000,
+      "the intruder's first attempts",
+    );
+    // ... yet they spend only the intruder's own allowance: the real tenant's order goes at once.
+    const latency = await latencyToSupplier(api, real, supplier);
+    expect(latency).toBeLessThan(2_000);
+    const stillQueued = (await jobRows(api.databaseUrl, intruderJobs)).filter((job) => job.status !== 'dead' && job.status !== 'completed');
+    expect(stillQueued.length, "the intruder's backlog was still there").toBeGreaterThan(0);
+  }, 60_000);
+});
+
+describe('a 429 pauses its store for every process without spending attempts (issue 13)', () => {
+  let service: TestService;
+
+  beforeAll(async () => {
+    service = await startTestService({ PLATFORM_BASE_URL: sandbox.baseUrlTemplate, MAX_RETRY_AFTER_MS: '10000' });
+  });
+  afterAll(() => service?.stop());
+
+  /** The order POSTs the supplier received, oldest first, with their statuses. */
+  const postsOf = (shopDomain: string) => orderPosts(sandbox, shopDomain).map((post) => ({ status: post.status, at: Date.parse(post.at) }));
+
+  it('Retry-After: 10 fails only the refused attempt; the jobs not yet sent wait out the pause and complete at their first attempt', async () => {
+    const tenant = await openTenant(service);
+    const supplier = await addSupplier(service, tenant, { platform: 'custom', vendorTag: 'TenCo' });
+    sandbox.setFaults(supplier.shopDomain, { rateLimitNext: 1, retryAfterSeconds: 10 });
+
+    const jobIds = await postOrders(service, tenant, supplier.vendorTag, 20);
+    await allCompleted(service.databaseUrl, jobIds, 30_000);
+
+    const posts = postsOf(supplier.shopDomain);
+    const refusedAt = posts.find((post) => post.status === 429)!.at;
+    expect(posts.filter((post) => post.status === 429)).toHaveLength(1);
+    // Nothing reached the store during the pause but calls already under way when it began.
+    expect(posts.filter((post) => post.at > refusedAt + 1_000 && post.at < refusedAt + 9_900)).toEqual([]);
+    expect(sandbox.ordersFor(supplier.shopDomain)).toHaveLength(20);
+    const jobs = await jobRows(service.databaseUrl, jobIds);
+    expect(jobs.filter((job) => job.attempts === 2)).toHaveLength(1);
+    expect(jobs.filter((job) => job.attempts !== 1 && job.attempts !== 2)).toEqual([]);
+    expect(jobs.every((job) => job.status === 'completed')).toBe(true);
+  }, 60_000);
+
+  it('Retry-After: 3600 is bounded by MAX_RETRY_AFTER_MS, and a manual retry meanwhile is postponed, not failed', async () => {
+    const tenant = await openTenant(service);
+    const supplier = await addSupplier(service, tenant, { platform: 'custom', vendorTag: 'HourCo' });
+    // First a job that dies (four 503s), to be retried by hand during the pause.
+    sandbox.setFaults(supplier.shopDomain, { failNext: 4, status: 503 });
+    const [deadJob] = await postOrders(service, tenant, supplier.vendorTag, 1);
+    expect(await settled(service.api, tenant.token, deadJob!)).toMatchObject({ status: 'dead', attempts: 4 });
+
+    sandbox.setFaults(supplier.shopDomain, { rateLimitNext: 1, retryAfterSeconds: 3600 });
+    const jobIds = await postOrders(service, tenant, supplier.vendorTag, 5);
+    await waitFor(async () => postsOf(supplier.shopDomain).some((post) => post.status === 429), 10_000, 'the 429');
+    const refusedAt = postsOf(supplier.shopDomain).find((post) => post.status === 429)!.at;
+
+    const retried = await service.api.post(`/v1/sync_jobs/${deadJob}/retry`, { token: tenant.token });
+    expect(retried.status).toBe(200);
+    const revived = await waitForJob(service.api, tenant.token, deadJob!, (job) => job.status === 'completed', 20_000);
+    expect(revived.attempts).toBe(5);
+    await allCompleted(service.databaseUrl, jobIds, 20_000);
+
+    const posts = postsOf(supplier.shopDomain);
+    const after = posts.filter((post) => post.at > refusedAt + 1_000);
+    // The pause lasted MAX_RETRY_AFTER_MS (10 s), not an hour.
+    expect(Math.min(...after.map((post) => post.at)) - refusedAt).toBeGreaterThanOrEqual(9_900);
+    expect(Math.min(...after.map((post) => post.at)) - refusedAt).toBeLessThan(15_000);
+    expect(sandbox.ordersFor(supplier.shopDomain)).toHaveLength(6);
+    const jobs = await jobRows(service.databaseUrl, jobIds);
+    expect(jobs.filter((job) => job.attempts === 2)).toHaveLength(1);
+    expect(jobs.filter((job) => job.attempts > 2)).toEqual([]);
+  }, 60_000);
+});
+
+describe('a slow supplier holds back only its own jobs', () => {
+  let service: TestService;
+
+  beforeAll(async () => {
+    // Two consumers of eight: twenty slow calls would hold both for the length of a call.
+    service = await startTestService({ PLATFORM_BASE_URL: sandbox.baseUrlTemplate, WORKER_CONCURRENCY: '16' });
+  });
+  afterAll(() => service?.stop());
+
+  it("lets its batches go while its calls run, so another reseller's order goes through; each job still completes once", async () => {
+    const slow = await openTenant(service);
+    const slowSupplier = await addSupplier(service, slow, { platform: 'custom', vendorTag: 'SlowCo' });
+    sandbox.setFaults(slowSupplier.shopDomain, { latencyMs: 5_000 });
+    const quiet = await openTenant(service);
+    const quietSupplier = await addSupplier(service, quiet, { platform: 'custom', vendorTag: 'QuickCo' });
+
+    const slowJobs = await postOrders(service, slow, slowSupplier.vendorTag, 20);
+    await waitFor(
+      async () => (await jobRows(service.databaseUrl, slowJobs)).filter((job) => job.status === 'processing').length >= 4,
+      10_000,
+      'the slow calls under way',
+    );
+    const latency = await latencyToSupplier(service, quiet, quietSupplier);
+    expect(latency).toBeLessThan(3_500);
+    expect(sandbox.ordersFor(slowSupplier.shopDomain).length, 'the slow calls were still running').toBeLessThan(20);
+    // Meanwhile each row let go of names a watchdog message that would take it again after any attempt
+    // must have ended, should this process die before recording the outcome.
+    const guarded = await queryRows<{ wait_s: number }>(
+      service.databaseUrl,
+      `select extract(epoch from m.start_after - now())::float8 as wait_s from sync_jobs j join pgboss.job m on m.id::text = j.queue_message_id
+        where j.id = any($1::text[]) and j.status = 'processing' and m.state = 'created'`,
+      [slowJobs],
+    );
+    expect(guarded.length).toBeGreaterThan(0);
+    for (const { wait_s } of guarded) expect(wait_s).toBeGreaterThan(30);
+
+    await allCompleted(service.databaseUrl, slowJobs, 30_000);
+    // Each let-go attempt recorded its outcome itself: one call, one order and one attempt per job.
+    expect(sandbox.ordersFor(slowSupplier.shopDomain)).toHaveLength(20);
+    expect(orderPosts(sandbox, slowSupplier.shopDomain)).toHaveLength(20);
+    expect((await jobRows(service.databaseUrl, slowJobs)).filter((job) => job.attempts !== 1)).toEqual([]);
+    const letGo = (await service.ctx.metrics.attemptsLetGo.get()).values.reduce((sum, value) => sum + value.value, 0);
+    expect(letGo).toBeGreaterThan(0);
+    // Each watchdog message went with its attempt's outcome: no message is left that could move these jobs.
+    const open = await queryRows(
+      service.databaseUrl,
+      `select id from pgboss.job where name = 'sync-job.process' and state <> 'completed' and data->>'syncJobId' = any($1::text[])`,
+      [slowJobs],
+    );
+    expect(open).toEqual([]);
+  }, 60_000);
+});

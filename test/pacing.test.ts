@@ -1,0 +1,102 @@
+/**
+ * The shared per-store pacing (src/pacing/) on the real database: the token bucket's turns, the
+ * pause a 429 sets, turns held by postponed messages, and two pacers (two processes) sharing one
+ * store's allowance.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectOrm, type Orm } from '../src/db/orm.ts';
+import { sqlOf } from '../src/db/sql.ts';
+import { SharedPacer } from '../src/pacing/pacer.ts';
+import { PacingRepository, type TurnRequest } from '../src/pacing/repository.ts';
+import { createTestDatabase } from './support/database.ts';
+
+let orm: Orm;
+let repository: PacingRepository;
+let storeCount = 0;
+
+beforeAll(async () => {
+  orm = await connectOrm(await createTestDatabase(), 4);
+  repository = new PacingRepository(sqlOf(orm));
+});
+afterAll(() => orm?.close());
+
+const newStore = () => `sst_pacing_${++storeCount}`;
+
+/** 10 calls a second, bursts of 3. */
+const request = (storeId: string, heldAt: Date | null = null): TurnRequest => ({ storeId, spacingMs: 100, burst: 3, heldAt });
+
+describe('turns', () => {
+  it('lets a burst go at once, then one call per spacing, in request order', async () => {
+    const store = newStore();
+    const turns = await repository.reserve(Array.from({ length: 6 }, () => request(store)), 1_000);
+    const waits = turns.map((turn) => turn.waitMs);
+    expect(waits.slice(0, 3)).toEqual([0, 0, 0]);
+    expect(waits[3]).toBeGreaterThan(90);
+    expect(waits[3]).toBeLessThanOrEqual(100);
+    expect(turns[4]!.at.getTime() - turns[3]!.at.getTime()).toBe(100);
+    expect(turns[5]!.at.getTime() - turns[4]!.at.getTime()).toBe(100);
+
+    // Reserved separately, the next turn follows the last one.
+    const [next] = await repository.reserve([request(store)], 1_000);
+    expect(next!.at.getTime() - turns[5]!.at.getTime()).toBe(100);
+  });
+
+  it('keeps stores apart: one store in debt does not delay another', async () => {
+    const busy = newStore();
+    const idle = newStore();
+    const turns = await repository.reserve([...Array.from({ length: 20 }, () => request(busy)), request(idle)], 1_000);
+    expect(turns[19]!.waitMs).toBeGreaterThan(1_500);
+    expect(turns[20]!.waitMs).toBe(0);
+  });
+
+  it('after a pause, resumes with one call at its end, then one per spacing', async () => {
+    const store = newStore();
+    const until = await repository.pause(store, 2_000, 100, 3);
+    const turns = await repository.reserve([request(store), request(store), request(store)], 1_000);
+    expect(turns[0]!.at.getTime()).toBe(until.getTime());
+    expect(turns[1]!.at.getTime() - turns[0]!.at.getTime()).toBe(100);
+    expect(turns[2]!.at.getTime() - turns[1]!.at.getTime()).toBe(100);
+    expect(turns[0]!.waitMs).toBeGreaterThan(1_900);
+
+    // A shorter pause does not cut a longer one short.
+    expect((await repository.pause(store, 10, 100, 3)).getTime()).toBe(until.getTime());
+  });
+
+  it('honours a held turn at no cost, unless a pause now covers it or it is too late', async () => {
+    const store = newStore();
+    const [turn] = await repository.reserve([request(store)], 1_000);
+    const held = turn!.at;
+    // Held: the same turn back, and the bucket is not charged again (the next fresh turn is the second of the burst).
+    const [again, fresh] = await repository.reserve([request(store, held), request(store)], 1_000);
+    expect(again!.at.getTime()).toBeGreaterThanOrEqual(held.getTime());
+    expect(fresh!.waitMs).toBe(0);
+
+    // Too late (a worker that stalled): a fresh turn instead.
+    const stale = new Date(held.getTime() - 5_000);
+    const [late] = await repository.reserve([request(store, stale)], 1_000);
+    expect(late!.at.getTime()).toBeGreaterThan(stale.getTime() + 1_000);
+
+    // Covered by a pause that began after it was reserved: a fresh turn after the pause.
+    const until = await repository.pause(store, 3_000, 100, 3);
+    const [covered] = await repository.reserve([request(store, new Date())], 1_000);
+    expect(covered!.at.getTime()).toBeGreaterThanOrEqual(until.getTime());
+  });
+});
+
+describe('two pacers on one database (two processes)', () => {
+  it('share a store: turns reserved through either never overlap', async () => {
+    const [a, b] = [new SharedPacer(sqlOf(orm), { custom: { perSecond: 10, burst: 1 } }), new SharedPacer(sqlOf(orm), { custom: { perSecond: 10, burst: 1 } })];
+    const store = { storeId: newStore(), platform: 'custom' as const };
+    const turns = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).turns([{ store }]).then(([turn]) => turn!.at.getTime())));
+    const sorted = [...turns].sort((x, y) => x - y);
+    expect(new Set(sorted).size).toBe(10);
+    sorted.slice(1).forEach((at, i) => expect(at - sorted[i]!).toBe(100));
+  });
+
+  it('share a pause: one pacer told of a 429 holds back the other', async () => {
+    const [a, b] = [new SharedPacer(sqlOf(orm)), new SharedPacer(sqlOf(orm))];
+    const store = { storeId: newStore(), platform: 'platform_b' as const };
+    await a.pause(store, 1_500);
+    expect(await b.reserve(store)).toBeGreaterThan(1_400);
+  });
+});
