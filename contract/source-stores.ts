@@ -55,7 +55,7 @@ export const sourceStoresContract = c.router(
       responses: { 201: SourceStore, 400: errorResponse(400), 404: errorResponse(404), 409: errorResponse(409), ...bodyErrors },
       summary: 'Add a source store (supplier)',
       description:
-        '`pricingConfig.type` must equal `pricingMode`. `vendorTag` is unique among the reseller store\'s active source stores (409 `vendor_tag_taken`). Price rules `add` and `set` take at most 10^12 minor units; a price computed for a supplier whose line total would exceed that fails the sync job with the reason.',
+        '`pricingConfig.type` must equal `pricingMode`. `vendorTag` is unique among the reseller store\'s active source stores (409 `vendor_tag_taken`). Price rules `add` and `set` take at most 10^12 minor units; a price computed for a supplier whose line total would exceed that fails the sync job with the reason. A user has at most `MAX_SOURCE_STORES_PER_USER` active source stores (default 500; 409 `source_store_limit_reached` past it).',
     },
     list: {
       method: 'GET',

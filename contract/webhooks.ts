@@ -19,6 +19,8 @@ const Received = z.object({
 });
 
 const webhookErrors = errors(400, 401, 413, 415, 500, 503);
+/** A fulfillment delivery may also meet the limit on failed signatures of its domain or client. */
+const fulfillmentWebhookErrors = errors(400, 401, 413, 415, 429, 500, 503);
 
 /** The body is the platform's own order / fulfillment object (see platforms.md). */
 const PlatformPayload = z.record(z.unknown());
@@ -41,11 +43,11 @@ export const webhooksContract = c.router(
       path: '/v1/fulfillments/webhook',
       headers: WebhookHeaders,
       body: PlatformPayload,
-      responses: { 200: Received, ...webhookErrors },
+      responses: { 200: Received, ...fulfillmentWebhookErrors },
       summary: 'Receive a fulfillments/create webhook',
       metadata: signedBy('source_stores'),
       description:
-        'Sent by a source store\'s platform. Queues the tracking to be added to the reseller order, once per fulfillment: a delivery under an `X-Platform-Webhook-Id` seen before, or of the same fulfillment (the platform\'s fulfillment id, else the order and its tracking numbers, however the JSON is written), adds nothing. A fulfillment of an order no sync job has recorded is answered 200 at once (`syncJobIds` empty): it is kept when a job of the supplier could own the order (its answer was lost) and applied once that job completes, and otherwise acknowledged as the supplier\'s own sale. Tracking without a number, for a reseller platform that needs one, is recorded `skipped` and never sent.',
+        'Sent by a source store\'s platform. Queues the tracking to be added to the reseller order, once per fulfillment: a delivery under an `X-Platform-Webhook-Id` seen before, or of the same fulfillment (the platform\'s fulfillment id, else the order and its tracking numbers, however the JSON is written), adds nothing. A fulfillment of an order no sync job has recorded is answered 200 at once (`syncJobIds` empty): it is kept when a job of the supplier could own the order (its answer was lost) and applied once that job completes, and otherwise acknowledged as the supplier\'s own sale. Tracking without a number, for a reseller platform that needs one, is recorded `skipped` and never sent. Failed signatures are limited per shop domain and per client (`WEBHOOK_SIGNATURE_FAILURES_PER_MINUTE`); past the limit a delivery that none of the domain\'s proven senders (those whose deliveries verified before) signed answers 429 with Retry-After, and the platform delivers it again.',
     },
   },
 );

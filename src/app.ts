@@ -19,6 +19,8 @@ import { errorHandler, notFoundHandler } from './http/errors.ts';
 import { recordHttpMetrics } from './http/metrics.ts';
 import { routePipeline } from './http/pipeline.ts';
 import { perMinuteLimiter } from './http/rate-limit.ts';
+import { SharedCounters } from './rate-limits/repository.ts';
+import { sqlOf } from './db/sql.ts';
 import { requestId } from './http/request-id.ts';
 import { onRequestValidationError } from './http/validation.ts';
 import { reconciliationRoutes } from './reconciliation/routes.ts';
@@ -88,7 +90,7 @@ export function createApp(ctx: AppContext, services: Services): Express {
       routePipeline({
         authenticate: authenticate(services.apiKeys, ctx.tokens),
         verifyWebhook: verifyWebhook(services.webhooks),
-        rateLimiter: perMinuteLimiter(ctx.config.authRateLimitPerMinute),
+        rateLimiter: perMinuteLimiter(ctx.config.authRateLimitPerMinute, new SharedCounters(sqlOf(ctx.orm))),
       }),
     ],
     requestValidationErrorHandler: onRequestValidationError,

@@ -55,25 +55,33 @@ export class SourceStoreService {
       throw validationFailed('vendorTag', `vendorTag: must be at most ${VENDOR_KEY_MAX_LENGTH} characters once lower-cased.`);
     }
     const id = newId('sourceStore');
-    const store = this.em.create(SourceStore, {
-      id,
-      ownerId: parent.ownerId,
-      resellerStoreId: parent.id,
-      name: input.name,
-      platform: input.platform,
-      shopDomain: input.shopDomain,
-      vendorTag: input.vendorTag,
-      vendorKey,
-      pricingMode: input.pricingMode,
-      pricingConfig: input.pricingConfig,
-      accessTokenEncrypted: this.ctx.secrets.encrypt(input.accessToken, id),
-      webhookSecretEncrypted: this.ctx.secrets.encrypt(input.webhookSecret, id),
-      createdAt: new Date(),
-      deletedAt: null,
+    const limit = this.ctx.config.maxSourceStoresPerUser;
+    return this.em.transactional(async (em) => {
+      // One creation per user at a time, so concurrent ones cannot all pass the count.
+      await em.execute('select pg_advisory_xact_lock(hashtext(?))', [`source_stores:${parent.ownerId}`]);
+      if ((await em.count(SourceStore, { ownerId: parent.ownerId, deletedAt: null })) >= limit) {
+        throw conflict('source_store_limit_reached', `A user can have at most ${limit} active source stores; delete one first.`);
+      }
+      const store = em.create(SourceStore, {
+        id,
+        ownerId: parent.ownerId,
+        resellerStoreId: parent.id,
+        name: input.name,
+        platform: input.platform,
+        shopDomain: input.shopDomain,
+        vendorTag: input.vendorTag,
+        vendorKey,
+        pricingMode: input.pricingMode,
+        pricingConfig: input.pricingConfig,
+        accessTokenEncrypted: this.ctx.secrets.encrypt(input.accessToken, id),
+        webhookSecretEncrypted: this.ctx.secrets.encrypt(input.webhookSecret, id),
+        createdAt: new Date(),
+        deletedAt: null,
+      });
+      this.audit(principal, store, 'source_store.created', { vendorTag: store.vendorTag, platform: store.platform }, em);
+      await flushUnique(em, () => conflict('vendor_tag_taken', 'Another active source store of this reseller store has this vendor tag.', 'vendorTag'));
+      return store;
     });
-    this.audit(principal, store, 'source_store.created', { vendorTag: store.vendorTag, platform: store.platform });
-    await flushUnique(this.em, () => conflict('vendor_tag_taken', 'Another active source store of this reseller store has this vendor tag.', 'vendorTag'));
-    return store;
   }
 
   async list(principal: Principal, resellerStoreId: string, page: PageQuery): Promise<Page<SourceStore>> {

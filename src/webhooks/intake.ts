@@ -12,6 +12,7 @@ declare module 'express-serve-static-core' {
 
 function deliveryOf(req: Request, rawBody: Buffer): Delivery {
   return {
+    client: req.ip,
     shopDomain: req.get('x-platform-shop-domain'),
     signature: req.get('x-platform-hmac-sha256'),
     topic: req.get('x-platform-topic'),

@@ -12,8 +12,13 @@ import type { ResellerOrder } from '../orders/types.ts';
 import { SyncJobRepository } from '../sync-jobs/repository.ts';
 import type { RoutedOrder, SyncJobService } from '../sync-jobs/service.ts';
 import { verifySignature } from './signature.ts';
+import { SourceSecrets } from './source-secrets.ts';
+import { SharedCounters } from '../rate-limits/repository.ts';
+import { sqlOf } from '../db/sql.ts';
 
 export interface Delivery {
+  /** The client's address (X-Forwarded-For's when TRUST_PROXY), for the failed-signature limit. */
+  client: string | undefined;
   shopDomain: string | undefined;
   signature: string | undefined;
   topic: string | undefined;
@@ -100,6 +105,8 @@ class StoreLookupCache implements EventSubscriber {
 export class WebhookService {
   private readonly stores: StoreLookupCache;
   private readonly syncJobs: SyncJobRepository;
+  private readonly sourceSecrets: SourceSecrets;
+  private readonly counters: SharedCounters;
 
   constructor(
     private readonly ctx: AppContext,
@@ -108,6 +115,8 @@ export class WebhookService {
   ) {
     this.stores = new StoreLookupCache(ctx.config.webhookStoreCacheTtlMs);
     this.syncJobs = new SyncJobRepository(ctx.orm);
+    this.sourceSecrets = new SourceSecrets(ctx);
+    this.counters = new SharedCounters(sqlOf(ctx.orm));
     ctx.orm.em.getEventManager().registerSubscriber(this.stores);
   }
 
@@ -127,14 +136,29 @@ export class WebhookService {
   /**
    * The active source stores that signed a fulfillments/create delivery. Several source store
    * records (of different resellers) may share a supplier's domain: the ones whose secret
-   * verifies are the senders.
+   * verifies are the senders. Checking a delivery against every secret of a domain that strangers
+   * gave many records is the costly part (src/webhooks/source-secrets.ts), so failed signatures are
+   * counted per domain and per client across processes, and past the limit only the domain's
+   * proven senders are tried: a delivery none of them signed gets 429, which a platform retries.
    */
   async verifySourceStores(delivery: Delivery): Promise<SourceStore[]> {
     const shopDomain = normaliseDomain(delivery.shopDomain);
-    const candidates = shopDomain ? await this.ctx.orm.em.fork().find(SourceStore, { shopDomain, deletedAt: null }) : [];
-    const senders = candidates.filter((store) => this.signedBy(store, delivery));
-    if (senders.length === 0) throw this.refused('fulfillments');
-    return senders;
+    if (!shopDomain || !delivery.signature) throw this.refused('fulfillments');
+    const budget = signatureFailureKeys(shopDomain, delivery.client);
+    let retryAfterSeconds = 1;
+    const check = await this.sourceSecrets.check(shopDomain, delivery.rawBody, delivery.signature, async () => {
+      const spent = (await this.counters.current(budget)).filter((count) => count.hits >= this.ctx.config.webhookSignatureFailuresPerMinute);
+      retryAfterSeconds = Math.max(1, ...spent.map((count) => Math.ceil((count.resetsAtMs - Date.now()) / 1000)));
+      return spent.length === 0;
+    });
+    if (check.verdict === 'signed') return check.senders;
+    if (check.verdict === 'limited') {
+      this.ctx.metrics.webhookVerificationFailures.inc({ endpoint: 'fulfillments' });
+      throw new AppError('rate_limited', { message: 'Too many deliveries with an invalid signature; retry later.', retryAfterSeconds });
+    }
+    // Only a domain with source stores costs anything to check; a made-up one is counted per client alone.
+    await this.counters.hit(check.domainKnown ? budget : budget.slice(1), SIGNATURE_FAILURE_WINDOW_MS);
+    throw this.refused('fulfillments');
   }
 
   private refused(endpoint: 'orders' | 'fulfillments'): AppError {
@@ -255,10 +279,13 @@ export class WebhookService {
     return [];
   }
 
-  private signedBy(store: { id: string; webhookSecretEncrypted: string }, delivery: Delivery): boolean {
-    if (!delivery.signature) return false;
-    return verifySignature(delivery.rawBody, this.ctx.secrets.decrypt(store.webhookSecretEncrypted, store.id), delivery.signature);
-  }
+}
+
+const SIGNATURE_FAILURE_WINDOW_MS = 60_000;
+
+/** The counters of failed fulfillment-webhook signatures: the domain's first, the client's second. */
+function signatureFailureKeys(shopDomain: string, client: string | undefined): string[] {
+  return [`signature:domain:${shopDomain}`, `signature:client:${client ?? 'unknown'}`];
 }
 
 function normaliseDomain(domain: string | undefined): string | null {

@@ -46,6 +46,7 @@ export async function startTestProcess(env: Record<string, string> = {}): Promis
     LOG_LEVEL: 'info',
     SYNC_RETRY_BASE_DELAY_MS: '100',
     AUTH_RATE_LIMIT_PER_MINUTE: '10000',
+    WEBHOOK_SIGNATURE_FAILURES_PER_MINUTE: '10000',
     ...env,
   });
   recordSecret('JWT_SECRET', config.jwtSecret);
