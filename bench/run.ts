@@ -7,7 +7,7 @@
  * (bench/harness.ts: the database, the sandbox, process starts, notes) and returns its figures.
  * Prints a table and writes bench/results.json.
  *
- *   BENCH_PHASES=ingest,e2e,processing,scale   run only these phases
+ *   BENCH_PHASES=ingest,e2e,processing,scale,flow,fairness,capacity   run only these phases
  *   BENCH_QUICK=1                              shorter runs and smaller counts (a smoke test)
  *   BENCH_CPU_PROF=1                           service processes write V8 CPU profiles (kept)
  *   BENCH_KEEP=1                               keep the temporary folder (logs, database)
@@ -24,7 +24,9 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { deleteDataDir } from '../src/db/embedded.ts';
 import { ROOT, round } from './common.ts';
 import { Bench, Infrastructure, createWorkspace, runLog, serviceEnvironment } from './harness.ts';
+import { capacityPhase } from './phases/capacity.ts';
 import { e2ePhase } from './phases/e2e.ts';
+import { fairnessPhase, flowPhase } from './phases/flow.ts';
 import { ingestPhase } from './phases/ingest.ts';
 import { processingPhase } from './phases/processing.ts';
 import { scalePhase } from './phases/scale.ts';
@@ -37,6 +39,9 @@ const PHASE_RUNS = [
   ['e2e', e2ePhase],
   ['processing', processingPhase],
   ['scale', scalePhase],
+  ['flow', flowPhase],
+  ['fairness', fairnessPhase],
+  ['capacity', capacityPhase],
 ] as const;
 
 async function main(): Promise<number> {

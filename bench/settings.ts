@@ -4,7 +4,7 @@ import path from 'node:path';
 import { ROOT } from './common.ts';
 
 export const QUICK = process.env.BENCH_QUICK === '1';
-export const PHASES = new Set((process.env.BENCH_PHASES ?? 'ingest,e2e,processing,scale').split(',').map((p) => p.trim()));
+export const PHASES = new Set((process.env.BENCH_PHASES ?? 'ingest,e2e,processing,scale,flow,fairness,capacity').split(',').map((p) => p.trim()));
 export const CPU_PROF = process.env.BENCH_CPU_PROF === '1';
 export const KEEP = process.env.BENCH_KEEP === '1' || CPU_PROF;
 export const PGSTAT = process.env.BENCH_PGSTAT === '1';
@@ -21,6 +21,11 @@ export const PLAN = {
   scale: { small: 10_000, large: QUICK ? 100_000 : 1_000_000, connections: 4, seconds: QUICK ? 3 : 8, warmupSeconds: QUICK ? 1 : 2 },
   /** Raised per-store pacing for runs against the sandbox, which has no rate limit. */
   pacing: '*=2000:2000',
+  /** A platform_a supplier enforcing 5 requests/s, bursts of 10 (429 Retry-After: 1), the service paced the same. */
+  limit: { perSecond: 5, burst: 10 },
+  flow: { workers: 2, orders: QUICK ? 60 : 200 },
+  fairness: { backlog: QUICK ? 1_000 : 5_000, quietRate: 4, seconds: QUICK ? 8 : 25 },
+  capacity: { rates: QUICK ? [100, 200] : [100, 150, 200, 250, 300, 350, 400, 450, 500], seconds: QUICK ? 4 : 10, p99Ms: 1_000, latencyMs: 20 },
 };
 
 export const TARGETS: Record<string, { op: '>=' | '<='; value: number }> = {
@@ -30,6 +35,9 @@ export const TARGETS: Record<string, { op: '>=' | '<='; value: number }> = {
   'processing.ratio': { op: '>=', value: 0.5 },
   'scale.list_p99_growth': { op: '<=', value: 1.5 },
   'scale.stats_p99_ms': { op: '<=', value: 50 },
+  'flow.ratio': { op: '>=', value: 0.9 },
+  'flow.rate_limited': { op: '<=', value: 5 },
+  'fairness.p99_ms': { op: '<=', value: 2000 },
   rss_mb: { op: '<=', value: 256 },
 };
 
