@@ -70,8 +70,6 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends Que
   /** Completed and dead attempts finishing together, of every batch, are recorded in one transaction. */
   private readonly outcomes = new GroupCommit((writes: AttemptWrite<R>[]) => this.writeOutcomes(writes), { maxItems: 64, maxInFlight: 2 });
   private readonly attempt: Attempt<W>;
-  /** For trying a row's moves on a copy before they are made (`take`). */
-  private readonly quiet: Logger;
   /** Attempts let go of (still calling a slow platform), until they record their outcome. */
   readonly #letGo = new Set<Promise<boolean>>();
 
@@ -80,7 +78,6 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends Que
     private readonly kind: AttemptKind<R, K, Q, W>,
   ) {
     this.attempt = kind.attempt(ctx);
-    this.quiet = ctx.logger.child({}, { level: 'silent' });
   }
 
   /**
@@ -183,7 +180,7 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends Que
       // What starts this attempt, read from the row before the LOSE and TAKE change it.
       const trigger = work && triggerOf(work.row.status, work.row.attempts);
       // Tried on a copy: a row whose store's turn is not near is postponed, not moved.
-      const move = work && trigger && work.row.queueMessageId === messageId ? this.moveOnTake({ ...work.row }, now, this.quiet) : null;
+      const move = work && trigger && work.row.queueMessageId === messageId ? this.moveOnTake({ ...work.row }, now, log, { dryRun: true }) : null;
       if (move === 'take') candidates.push({ work: work!, log, messageId, trigger: trigger!, heldAt: turnAt ?? null });
       else if (move === 'lost' && this.moveOnTake(work!.row, now, log) === 'lost') lost.push({ work: work!, log });
       else log.debug('stale message ignored');
@@ -223,14 +220,16 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends Que
    * attempt it started was lost (its worker died, or its outcome could not be recorded), and that
    * attempt counts as failed, so redeliveries can never attempt the work more often than the policy
    * allows. 'lost' when that was its last retry (it is dead now). A row whose stored state the
-   * machine cannot read is left alone, not the whole batch with it.
+   * machine cannot read is left alone, not the whole batch with it. `dryRun`: tried on a copy of the
+   * row first (the row is postponed if its store's turn is not near), so the lost attempt is logged
+   * only when it is counted.
    */
-  private moveOnTake(row: R, now: Date, log: Logger): TakeMove {
+  private moveOnTake(row: R, now: Date, log: Logger, { dryRun = false } = {}): TakeMove {
     const at = now.toISOString();
     try {
       if (row.status === 'processing') {
         if (!this.kind.transition(row, { type: 'LOSE', at }, now)) return null;
-        log.warn({ attempts: row.attempts }, 'previous attempt lost: counted as failed');
+        if (!dryRun) log.warn({ attempts: row.attempts }, 'previous attempt lost: counted as failed');
         if ((row.status as AttemptRow['status']) === 'dead') {
           row.queueMessageId = null;
           return 'lost';
