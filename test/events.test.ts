@@ -5,37 +5,23 @@
  * asked for, a rolled-back change emits nothing, and a slow endpoint does not hold up routing.
  */
 import { sql } from 'kysely';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { sqlOf } from '../src/db/sql.ts';
-import { buildFulfillmentPayload, sendWebhook, startSandbox, type Sandbox } from './sandbox/server.ts';
+import { buildFulfillmentPayload, sendWebhook } from './sandbox/server.ts';
 import { queryRows } from './support/database.ts';
 import { finishedRun, idOf, jobsByOrder, openReseller, placeOrders, reconcile } from './support/reconciliation.ts';
 import { createResellerStore, createSourceStore, registerUser, type TestUser } from './support/factories.ts';
-import { startTestService, type TestService } from './support/service.ts';
+import { test } from './support/fixtures.ts';
 import { waitFor } from './support/wait.ts';
 import { FULFILLMENTS_PATH, ORDERS_PATH, uniqueSuffix } from './support/webhooks.ts';
-import { WebhookReceiver, type ReceivedDelivery } from './support/webhook-receiver.ts';
+import type { ReceivedDelivery } from './support/webhook-receiver.ts';
 
-let sandbox: Sandbox;
-let receiver: WebhookReceiver;
-let service: TestService;
-
-beforeAll(async () => {
-  sandbox = await startSandbox();
-  receiver = await WebhookReceiver.start();
-  service = await startTestService({
-    PLATFORM_BASE_URL: sandbox.baseUrlTemplate,
-    SYNC_RETRY_BASE_DELAY_MS: '50',
-    WEBHOOK_DELIVERY_SCHEDULE_MS: '0,200,400',
-    // Reconciliation runs only when asked, and every order is old enough for it at once.
-    RECONCILE_INTERVAL_MS: '0',
-    RECONCILE_GRACE_MS: '0',
-  });
-});
-afterAll(async () => {
-  await service?.stop();
-  await receiver?.close();
-  await sandbox?.close();
+test.override('serviceEnv', {
+  SYNC_RETRY_BASE_DELAY_MS: '50',
+  WEBHOOK_DELIVERY_SCHEDULE_MS: '0,200,400',
+  // Reconciliation runs only when asked, and every order is old enough for it at once.
+  RECONCILE_INTERVAL_MS: '0',
+  RECONCILE_GRACE_MS: '0',
 });
 
 let nextOrderId = 930_000 + Math.floor(Math.random() * 10_000) * 10;
@@ -51,44 +37,41 @@ interface Shop {
   endpointId: string;
 }
 
-async function openShop(enabledEvents: string[] = ['*']): Promise<Shop> {
-  const user = await registerUser(service.api);
-  const resellerSecret = `whsec_reseller_${uniqueSuffix()}`;
-  const supplierSecret = `whsec_supplier_${uniqueSuffix()}`;
-  const reseller = await createResellerStore(service.api, user.token, { platform: 'platform_a', webhookSecret: resellerSecret });
-  const supplier = await createSourceStore(service.api, user.token, reseller.id, { platform: 'custom', vendorTag: `Acme ${uniqueSuffix()}`, webhookSecret: supplierSecret });
-  const path = `/events/${uniqueSuffix()}`;
-  const endpoint = await service.api.post('/v1/webhook_endpoints', { token: user.token, body: { url: receiver.url(path), enabledEvents } });
-  expect(endpoint.status).toBe(201);
-  receiver.trust(path, [endpoint.body.secret]);
-  return { user, reseller, resellerSecret, supplier, supplierSecret, path, endpointId: endpoint.body.id };
-}
-
-/** An order with a line for the supplier (and optionally one nobody sells), posted as the platform would. */
-async function postOrder(shop: Shop, options: { unmatched?: boolean } = {}) {
-  const id = nextOrderId++;
-  const lines = [{ sku: 'A-1', title: 'Anvil', vendor: shop.supplier.vendorTag, quantity: 1, price: '25.00' }];
-  if (options.unmatched) lines.push({ sku: 'Z-9', title: 'Zeppelin', vendor: 'Nobody', quantity: 2, price: '9.00' });
-  const payload = sandbox.buildOrderPayload('platform_a', { id, lines });
-  sandbox.seedOrder(shop.reseller.shopDomain, 'platform_a', payload);
-  const response = await sendWebhook({ targetUrl: `${service.url}${ORDERS_PATH}`, shopDomain: shop.reseller.shopDomain, secret: shop.resellerSecret, topic: 'orders/create', payload });
-  return { orderId: String(id), response, jobId: (response.body as { syncJobIds?: string[] }).syncJobIds?.[0] };
-}
-
-const eventsAt = (path: string, type?: string) => receiver.at(path).filter((delivery) => !type || delivery.event?.type === type);
-
-function waitForEvent(path: string, type: string, about?: string, timeoutMs = 15_000): Promise<ReceivedDelivery> {
-  return waitFor(async () => eventsAt(path, type).find((delivery) => !about || JSON.stringify(delivery.event!.data.object).includes(about)), timeoutMs, `${type} at ${path}`);
-}
-
-async function getJob(shop: Shop, jobId: string) {
-  const response = await service.api.get(`/v1/sync_jobs/${jobId}`, { token: shop.user.token });
-  const { request_id: _request, ...job } = response.body;
-  return job;
-}
+const it = test
+  .extend('openShop', { scope: 'file' }, ({ api, receiver }) => async (enabledEvents: string[] = ['*']): Promise<Shop> => {
+    const user = await registerUser(api);
+    const resellerSecret = `whsec_reseller_${uniqueSuffix()}`;
+    const supplierSecret = `whsec_supplier_${uniqueSuffix()}`;
+    const reseller = await createResellerStore(api, user.token, { platform: 'platform_a', webhookSecret: resellerSecret });
+    const supplier = await createSourceStore(api, user.token, reseller.id, { platform: 'custom', vendorTag: `Acme ${uniqueSuffix()}`, webhookSecret: supplierSecret });
+    const path = `/events/${uniqueSuffix()}`;
+    const endpoint = await api.post('/v1/webhook_endpoints', { token: user.token, body: { url: receiver.url(path), enabledEvents } });
+    expect(endpoint.status).toBe(201);
+    receiver.trust(path, [endpoint.body.secret]);
+    return { user, reseller, resellerSecret, supplier, supplierSecret, path, endpointId: endpoint.body.id };
+  })
+  /** An order with a line for the supplier (and optionally one nobody sells), posted as the platform would. */
+  .extend('postOrder', { scope: 'file' }, ({ service, sandbox }) => async (shop: Shop, options: { unmatched?: boolean } = {}) => {
+    const id = nextOrderId++;
+    const lines = [{ sku: 'A-1', title: 'Anvil', vendor: shop.supplier.vendorTag, quantity: 1, price: '25.00' }];
+    if (options.unmatched) lines.push({ sku: 'Z-9', title: 'Zeppelin', vendor: 'Nobody', quantity: 2, price: '9.00' });
+    const payload = sandbox.buildOrderPayload('platform_a', { id, lines });
+    sandbox.seedOrder(shop.reseller.shopDomain, 'platform_a', payload);
+    const response = await sendWebhook({ targetUrl: `${service.url}${ORDERS_PATH}`, shopDomain: shop.reseller.shopDomain, secret: shop.resellerSecret, topic: 'orders/create', payload });
+    return { orderId: String(id), response, jobId: (response.body as { syncJobIds?: string[] }).syncJobIds?.[0] };
+  })
+  .extend('eventsAt', { scope: 'file' }, ({ receiver }) => (path: string, type?: string) =>
+    receiver.at(path).filter((delivery) => !type || delivery.event?.type === type))
+  .extend('waitForEvent', { scope: 'file' }, ({ eventsAt }) => (path: string, type: string, about?: string, timeoutMs = 15_000): Promise<ReceivedDelivery> =>
+    waitFor(async () => eventsAt(path, type).find((delivery) => !about || JSON.stringify(delivery.event!.data.object).includes(about)), timeoutMs, `${type} at ${path}`))
+  .extend('getJob', { scope: 'file' }, ({ api }) => async (shop: Shop, jobId: string) => {
+    const response = await api.get(`/v1/sync_jobs/${jobId}`, { token: shop.user.token });
+    const { request_id: _request, ...job } = response.body;
+    return job;
+  });
 
 describe('every event type, delivered and verified', () => {
-  it('sync_job.created and order.unmatched when an order is routed; sync_job.completed when it is placed', async () => {
+  it('sync_job.created and order.unmatched when an order is routed; sync_job.completed when it is placed', async ({ service, api, sandbox, openShop, postOrder, waitForEvent, getJob }) => {
     const shop = await openShop();
     const { orderId, response, jobId } = await postOrder(shop, { unmatched: true });
     expect(response.status).toBe(200);
@@ -110,11 +93,11 @@ describe('every event type, delivered and verified', () => {
     // A redelivery of the order creates nothing, so it emits nothing either.
     const again = await sendWebhook({ targetUrl: `${service.url}${ORDERS_PATH}`, shopDomain: shop.reseller.shopDomain, secret: shop.resellerSecret, topic: 'orders/create', payload: sandbox.buildOrderPayload('platform_a', { id: Number(orderId), lines: [{ sku: 'A-1', title: 'Anvil', vendor: shop.supplier.vendorTag, quantity: 1, price: '25.00' }, { sku: 'Z-9', title: 'Zeppelin', vendor: 'Nobody', quantity: 2, price: '9.00' }] }) });
     expect(again.status).toBe(200);
-    const types = (await service.api.get(`/v1/events?reseller_store_id=${shop.reseller.id}`, { token: shop.user.token })).body.data.map((event: { type: string }) => event.type);
+    const types = (await api.get(`/v1/events?reseller_store_id=${shop.reseller.id}`, { token: shop.user.token })).body.data.map((event: { type: string }) => event.type);
     expect(types.filter((type: string) => type === 'sync_job.created' || type === 'order.unmatched').sort()).toEqual(['order.unmatched', 'sync_job.created']);
   });
 
-  it('sync_job.failed on every failed attempt, sync_job.dead after the last, sync_job.retried by hand', async () => {
+  it('sync_job.failed on every failed attempt, sync_job.dead after the last, sync_job.retried by hand', async ({ api, sandbox, openShop, postOrder, eventsAt, waitForEvent, getJob }) => {
     const shop = await openShop();
     sandbox.setFaults(shop.supplier.shopDomain, { alwaysFail: true, status: 503 });
     const { jobId } = await postOrder(shop);
@@ -126,7 +109,7 @@ describe('every event type, delivered and verified', () => {
     expect(failed.every((delivery) => delivery.verifiedBy.length === 1 && delivery.event!.data.object.status === 'failed')).toBe(true);
 
     sandbox.clearFaults(shop.supplier.shopDomain);
-    const retry = await service.api.post(`/v1/sync_jobs/${jobId}/retry`, { token: shop.user.token });
+    const retry = await api.post(`/v1/sync_jobs/${jobId}/retry`, { token: shop.user.token });
     expect(retry.status).toBe(200);
     const retried = await waitForEvent(shop.path, 'sync_job.retried', jobId);
     const { request_id: _request, ...asRetried } = retry.body;
@@ -135,13 +118,13 @@ describe('every event type, delivered and verified', () => {
     await waitForEvent(shop.path, 'sync_job.completed', jobId);
   });
 
-  it('sync_job.retried for every job a bulk retry retries', async () => {
+  it('sync_job.retried for every job a bulk retry retries', async ({ api, sandbox, openShop, postOrder, waitForEvent }) => {
     const shop = await openShop();
     sandbox.setFaults(shop.supplier.shopDomain, { alwaysFail: true, status: 503 });
     const jobIds = [(await postOrder(shop)).jobId!, (await postOrder(shop)).jobId!];
     for (const jobId of jobIds) await waitForEvent(shop.path, 'sync_job.dead', jobId);
     sandbox.clearFaults(shop.supplier.shopDomain);
-    const bulk = await service.api.post('/v1/sync_jobs/bulk_retry', { token: shop.user.token, body: { status: 'dead', reseller_store_id: shop.reseller.id } });
+    const bulk = await api.post('/v1/sync_jobs/bulk_retry', { token: shop.user.token, body: { status: 'dead', reseller_store_id: shop.reseller.id } });
     expect(bulk.status).toBe(200);
     expect([...bulk.body.syncJobIds].sort()).toEqual([...jobIds].sort());
     for (const jobId of jobIds) {
@@ -151,7 +134,7 @@ describe('every event type, delivered and verified', () => {
     }
   });
 
-  it('fulfillment.completed when tracking reaches the reseller order, fulfillment.dead when it cannot', async () => {
+  it('fulfillment.completed when tracking reaches the reseller order, fulfillment.dead when it cannot', async ({ service, sandbox, openShop, postOrder, waitForEvent, getJob }) => {
     const shop = await openShop();
     const { jobId } = await postOrder(shop);
     await waitForEvent(shop.path, 'sync_job.completed', jobId);
@@ -179,10 +162,10 @@ describe('every event type, delivered and verified', () => {
     sandbox.clearFaults(shop.reseller.shopDomain);
   });
 
-  it('order.reconciled when reconciliation routes an order whose webhook was lost', async () => {
-    const reseller = await openReseller(sandbox, { api: service.api, url: service.url, databaseUrl: service.databaseUrl }, 'platform_b');
+  it('order.reconciled when reconciliation routes an order whose webhook was lost', async ({ service, api, sandbox, receiver, eventsAt, waitForEvent }) => {
+    const reseller = await openReseller(sandbox, { api, url: service.url, databaseUrl: service.databaseUrl }, 'platform_b');
     const path = `/events/${uniqueSuffix()}`;
-    const endpoint = await service.api.post('/v1/webhook_endpoints', { token: reseller.user.token, body: { url: receiver.url(path), enabledEvents: ['order.reconciled', 'sync_job.created'] } });
+    const endpoint = await api.post('/v1/webhook_endpoints', { token: reseller.user.token, body: { url: receiver.url(path), enabledEvents: ['order.reconciled', 'sync_job.created'] } });
     receiver.trust(path, [endpoint.body.secret]);
     const [lost] = await placeOrders(sandbox, reseller, 1, 'drop');
     await finishedRun(reseller, await reconcile(reseller));
@@ -201,13 +184,13 @@ describe('every event type, delivered and verified', () => {
 });
 
 describe('subscriptions', () => {
-  it('an endpoint gets only the types it enabled; a disabled one gets nothing new', async () => {
+  it('an endpoint gets only the types it enabled; a disabled one gets nothing new', async ({ service, api, sandbox, receiver, openShop, postOrder, waitForEvent }) => {
     const shop = await openShop();
     const onlyDead = `/events/only-dead-${uniqueSuffix()}`;
-    const endpoint = await service.api.post('/v1/webhook_endpoints', { token: shop.user.token, body: { url: receiver.url(onlyDead), enabledEvents: ['sync_job.dead'] } });
+    const endpoint = await api.post('/v1/webhook_endpoints', { token: shop.user.token, body: { url: receiver.url(onlyDead), enabledEvents: ['sync_job.dead'] } });
     const disabled = `/events/disabled-${uniqueSuffix()}`;
-    const off = await service.api.post('/v1/webhook_endpoints', { token: shop.user.token, body: { url: receiver.url(disabled), enabledEvents: ['*'] } });
-    await service.api.patch(`/v1/webhook_endpoints/${off.body.id}`, { token: shop.user.token, body: { status: 'disabled' } });
+    const off = await api.post('/v1/webhook_endpoints', { token: shop.user.token, body: { url: receiver.url(disabled), enabledEvents: ['*'] } });
+    await api.patch(`/v1/webhook_endpoints/${off.body.id}`, { token: shop.user.token, body: { status: 'disabled' } });
     receiver.trust(onlyDead, [endpoint.body.secret]);
 
     sandbox.setFaults(shop.supplier.shopDomain, { alwaysFail: true, status: 500 });
@@ -222,12 +205,12 @@ describe('subscriptions', () => {
 });
 
 describe('GET /v1/events', () => {
-  it('lists the owner\'s events newest first, with filters and paging; others see none of them', async () => {
+  it('lists the owner\'s events newest first, with filters and paging; others see none of them', async ({ api, openShop, postOrder, waitForEvent }) => {
     const shop = await openShop();
     const { jobId } = await postOrder(shop, { unmatched: true });
     await waitForEvent(shop.path, 'sync_job.completed', jobId);
     const list = async (query: string, token = shop.user.token) => {
-      const response = await service.api.get(`/v1/events${query}`, { token });
+      const response = await api.get(`/v1/events${query}`, { token });
       expect(response.status, JSON.stringify(response.body)).toBe(200);
       return response.body;
     };
@@ -249,23 +232,23 @@ describe('GET /v1/events', () => {
     expect((await list(`?created_before=${encodeURIComponent(oldest)}&reseller_store_id=${shop.reseller.id}`)).data).toEqual([]);
     expect((await list('?created_after=2999-01-01T00:00:00.000Z')).data).toEqual([]);
 
-    const one = await service.api.get(`/v1/events/${ids[0]}`, { token: shop.user.token });
+    const one = await api.get(`/v1/events/${ids[0]}`, { token: shop.user.token });
     expect(one.status).toBe(200);
     const { request_id: _request, ...event } = one.body;
     expect(event).toEqual(all.data[0]);
 
-    const stranger = await registerUser(service.api);
+    const stranger = await registerUser(api);
     expect((await list('', stranger.token)).data).toEqual([]);
     expect((await list(`?reseller_store_id=${shop.reseller.id}`, stranger.token)).data).toEqual([]);
-    expect((await service.api.get(`/v1/events/${ids[0]}`, { token: stranger.token })).status).toBe(404);
+    expect((await api.get(`/v1/events/${ids[0]}`, { token: stranger.token })).status).toBe(404);
 
-    expect((await service.api.get('/v1/events?type=sync_job.exploded', { token: shop.user.token })).status).toBe(400);
-    expect((await service.api.get('/v1/events?created_after=yesterday', { token: shop.user.token })).status).toBe(400);
+    expect((await api.get('/v1/events?type=sync_job.exploded', { token: shop.user.token })).status).toBe(400);
+    expect((await api.get('/v1/events?created_after=yesterday', { token: shop.user.token })).status).toBe(400);
   });
 });
 
 describe('the outbox', () => {
-  it('a change that rolls back emits nothing', async () => {
+  it('a change that rolls back emits nothing', async ({ service, api, sandbox, openShop, postOrder, eventsAt, waitForEvent, getJob }) => {
     const shop = await openShop();
     sandbox.setFaults(shop.supplier.shopDomain, { alwaysFail: true, status: 500 });
     const { jobId, orderId } = await postOrder(shop);
@@ -278,7 +261,7 @@ describe('the outbox', () => {
       begin if new.action in ('sync_job.retried', 'sync_job.created') then raise exception 'refused by the test'; end if; return new; end $$`.execute(db);
     await sql`create trigger refuse_audit before insert on audit_entries for each row execute function refuse_audit()`.execute(db);
     try {
-      const retry = await service.api.post(`/v1/sync_jobs/${jobId}/retry`, { token: shop.user.token });
+      const retry = await api.post(`/v1/sync_jobs/${jobId}/retry`, { token: shop.user.token });
       expect(retry.status).toBe(500);
       expect((await getJob(shop, jobId!)).status).toBe('dead');
       const refusedOrder = await postOrder(shop);
@@ -293,7 +276,7 @@ describe('the outbox', () => {
     expect(await queryRows(service.databaseUrl, `select d.id from webhook_deliveries d join events e on e.id = d.event_id where e.type = 'sync_job.retried' and e.reseller_store_id = $1`, [shop.reseller.id])).toEqual([]);
   });
 
-  it('a slow endpoint does not hold up the routing of orders', async () => {
+  it('a slow endpoint does not hold up the routing of orders', async ({ receiver, openShop, postOrder, getJob }) => {
     const shop = await openShop();
     receiver.behave(shop.path, { hang: true });
     for (let i = 0; i < 3; i++) {
@@ -310,7 +293,7 @@ describe('the outbox', () => {
 });
 
 describe('metrics', () => {
-  it('counts deliveries by outcome, times attempts and reports the oldest pending delivery', async () => {
+  it('counts deliveries by outcome, times attempts and reports the oldest pending delivery', async ({ service }) => {
     const response = await fetch(`${service.url}/metrics`);
     const text = await response.text();
     expect(text).toMatch(/^webhook_deliveries_total\{outcome="succeeded"\} [1-9]\d*$/m);

@@ -6,55 +6,43 @@
  * into errorMessage, the audit log and the logs when it had repeated whitespace or was long.
  */
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Faults, Sandbox } from './sandbox/server.ts';
-import { startSandbox } from './sandbox/server.ts';
+import { describe, expect } from 'vitest';
+import type { Faults } from './sandbox/server.ts';
 import { queryRows } from './support/database.ts';
-import { startTestService, type TestService } from './support/service.ts';
+import { test } from './support/fixtures.ts';
 import { addSupplier, auditOf, createJob, lineOf, messagesOfJob, openShop, orderPosts, queueMessage, seedResellerOrder, settled } from './support/sync-jobs.ts';
-
-let sandbox: Sandbox;
-let service: TestService;
-beforeAll(async () => {
-  sandbox = await startSandbox();
-  service = await startTestService({ PLATFORM_BASE_URL: sandbox.baseUrlTemplate });
-});
-afterAll(async () => {
-  await service?.stop();
-  await sandbox?.close();
-});
-
-/** A shop with one supplier (custom platform unless told) answering with `faults`, and a job for it. */
-async function jobFor(faults: Faults, supplierOverrides: Record<string, unknown> = {}) {
-  const shop = await openShop(service.api);
-  const supplier = await addSupplier(service.api, shop, { vendorTag: 'Acme', ...supplierOverrides });
-  sandbox.setFaults(supplier.shopDomain, faults);
-  const orderId = seedResellerOrder(sandbox, shop, [lineOf('Acme')]);
-  const job = await createJob(service.api, shop.user.token, supplier.id, orderId);
-  return { shop, supplier, job };
-}
 
 const hasLoneSurrogate = (text: string) => text !== text.toWellFormed();
 
-/** What the job's row and its audit entries hold, as stored. */
-async function stored(jobId: string) {
-  const [row] = await queryRows<{ status: string; attempts: number; error_message: string | null; source_order_id: string | null }>(
-    service.databaseUrl,
-    'select status, attempts, error_message, source_order_id from sync_jobs where id = $1',
-    [jobId],
-  );
-  const audit = await queryRows<{ action: string; metadata: Record<string, unknown> }>(
-    service.databaseUrl,
-    'select action, metadata from audit_entries where resource_id = $1 order by id',
-    [jobId],
-  );
-  return { row: row!, audit };
-}
+const it = test
+  /** A shop with one supplier (custom platform unless told) answering with `faults`, and a job for it. */
+  .extend('jobFor', { scope: 'file' }, ({ api, sandbox }) => async (faults: Faults, supplierOverrides: Record<string, unknown> = {}) => {
+    const shop = await openShop(api);
+    const supplier = await addSupplier(api, shop, { vendorTag: 'Acme', ...supplierOverrides });
+    sandbox.setFaults(supplier.shopDomain, faults);
+    const orderId = seedResellerOrder(sandbox, shop, [lineOf('Acme')]);
+    const job = await createJob(api, shop.user.token, supplier.id, orderId);
+    return { shop, supplier, job };
+  })
+  /** What the job's row and its audit entries hold, as stored. */
+  .extend('stored', { scope: 'file' }, ({ service }) => async (jobId: string) => {
+    const [row] = await queryRows<{ status: string; attempts: number; error_message: string | null; source_order_id: string | null }>(
+      service.databaseUrl,
+      'select status, attempts, error_message, source_order_id from sync_jobs where id = $1',
+      [jobId],
+    );
+    const audit = await queryRows<{ action: string; metadata: Record<string, unknown> }>(
+      service.databaseUrl,
+      'select action, metadata from audit_entries where resource_id = $1 order by id',
+      [jobId],
+    );
+    return { row: row!, audit };
+  });
 
 describe('error texts a supplier answers with', () => {
-  it('a 422 whose error text carries a NUL: the attempts fail as the policy says, the error kept without the NUL', async () => {
+  it('a 422 whose error text carries a NUL: the attempts fail as the policy says, the error kept without the NUL', async ({ api, sandbox, jobFor, stored }) => {
     const { shop, supplier, job } = await jobFor({ nulErrorNext: 4 });
-    const dead = await settled(service.api, shop.user.token, job.id);
+    const dead = await settled(api, shop.user.token, job.id);
     expect(dead).toMatchObject({ status: 'dead', attempts: 4, sourceOrderId: null });
     expect(dead.errorMessage).toContain('422');
     expect(dead.errorMessage).toContain('sku A-1 is not a valid sku');
@@ -66,9 +54,9 @@ describe('error texts a supplier answers with', () => {
     expect(audit[1]!.metadata.errorMessage).toBe(dead.errorMessage);
   });
 
-  it('an error text with an emoji where the detail is cut: kept whole, never cut between its halves', async () => {
+  it('an error text with an emoji where the detail is cut: kept whole, never cut between its halves', async ({ service, api, sandbox, jobFor }) => {
     const { shop, supplier, job } = await jobFor({ splitEmojiErrorNext: 1 });
-    const done = await settled(service.api, shop.user.token, job.id);
+    const done = await settled(api, shop.user.token, job.id);
     expect(done).toMatchObject({ status: 'completed', attempts: 2, errorMessage: null });
     expect(orderPosts(sandbox, supplier.shopDomain).map((post) => post.status)).toEqual([422, 201]);
     expect(sandbox.ordersFor(supplier.shopDomain)).toHaveLength(1);
@@ -78,9 +66,9 @@ describe('error texts a supplier answers with', () => {
     expect(await queueMessage(service.databaseUrl, first!.id)).toMatchObject({ state: 'completed', retry_count: 0 });
   });
 
-  it('the same emoji on every attempt: dead after 4, with a well-formed error cut after the emoji', async () => {
+  it('the same emoji on every attempt: dead after 4, with a well-formed error cut after the emoji', async ({ api, sandbox, jobFor, stored }) => {
     const { shop, supplier, job } = await jobFor({ splitEmojiErrorNext: 4 });
-    const dead = await settled(service.api, shop.user.token, job.id);
+    const dead = await settled(api, shop.user.token, job.id);
     expect(dead).toMatchObject({ status: 'dead', attempts: 4 });
     expect(hasLoneSurrogate(dead.errorMessage)).toBe(false);
     // Cut on code points: the emoji at character 299 is whole, and the ellipsis follows it.
@@ -92,9 +80,9 @@ describe('error texts a supplier answers with', () => {
 });
 
 describe('order ids a supplier answers with', () => {
-  it.each(['oversized', 'nul'] as const)('a %s order id is a failed attempt with a clear error; one order, never a second', async (kind) => {
+  it.for(['oversized', 'nul'] as const)('a %s order id is a failed attempt with a clear error; one order, never a second', async (kind, { api, sandbox, jobFor, stored }) => {
     const { shop, supplier, job } = await jobFor({ unkeepableOrderIds: kind });
-    const dead = await settled(service.api, shop.user.token, job.id);
+    const dead = await settled(api, shop.user.token, job.id);
     expect(dead).toMatchObject({ status: 'dead', attempts: 4, sourceOrderId: null });
     expect(dead.errorMessage).toContain('answered 201 with an unexpected body');
     expect(dead.errorMessage).toContain('expected an id the service can keep');
@@ -122,21 +110,21 @@ describe('a token the supplier echoes', () => {
     'longer than the detail kept (400 characters)': () => `sup_${hex(198)}`,
   };
 
-  it.each(
+  it.for(
     (['raw', 'unicode-escaped', 'url-encoded', 'base64'] as const).flatMap((form) =>
       Object.entries(tokens).map(([shape, make]) => ({ form, shape, make })),
     ),
-  )('$shape, echoed $form: redacted from errorMessage, the audit log and the logs', async ({ form, make }) => {
+  )('$shape, echoed $form: redacted from errorMessage, the audit log and the logs', async ({ form, make }, { service, api, sandbox, jobFor, stored }) => {
     const token = make();
     const { shop, supplier, job } = await jobFor({ echoToken: form }, { accessToken: token });
-    const dead = await settled(service.api, shop.user.token, job.id);
+    const dead = await settled(api, shop.user.token, job.id);
     expect(dead).toMatchObject({ status: 'dead', attempts: 4 });
     expect(dead.errorMessage).toContain('answered 401');
     expect(dead.errorMessage).toContain('[redacted]');
     expect(sandbox.ordersFor(supplier.shopDomain)).toHaveLength(0);
 
     const { audit } = await stored(job.id);
-    const kept = [dead.errorMessage, JSON.stringify(audit), JSON.stringify(await auditOf(service.api, shop.user.token, job.id)), ...service.logs].join('\n');
+    const kept = [dead.errorMessage, JSON.stringify(audit), JSON.stringify(await auditOf(api, shop.user.token, job.id)), ...service.logs].join('\n');
     const leaked = fragmentsOf(token).filter((fragment) => kept.includes(fragment));
     expect(leaked).toEqual([]);
     for (const encoded of [encodeURIComponent(token), Buffer.from(token).toString('base64').slice(0, 40)]) expect(kept).not.toContain(encoded);

@@ -6,136 +6,107 @@
  * worker, for a redelivered message) finishes it as the retry policy says: completed, or dead with
  * audit `sync_job.dead` and its `metadata.reason`. Before the sweep such rows stayed as they were.
  */
-import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { WORKER_LOST_ERROR } from '../machines/attempt.machine.ts';
 import { Sweeper } from '../src/attempts/sweep.ts';
-import { buildFulfillmentPayload, sendWebhook, startSandbox, type Sandbox } from './sandbox/server.ts';
+import { buildFulfillmentPayload, sendWebhook } from './sandbox/server.ts';
 import { queryRows } from './support/database.ts';
-import { startTestProcess, startTestService, type TestProcess, type TestService } from './support/service.ts';
+import { test } from './support/fixtures.ts';
 import { addSupplier, auditOf, createJob, getJob, jobRow, lineOf, logLines, openShop, orderPosts, seedResellerOrder, settled, type Shop, type Supplier } from './support/sync-jobs.ts';
 import { waitFor } from './support/wait.ts';
 import { FULFILLMENTS_PATH, queueMessageCount, uniqueSuffix } from './support/webhooks.ts';
 
-let sandbox: Sandbox;
-let api: TestService;
-let worker: TestProcess | undefined;
-const shared = {
-  ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-  JWT_SECRET: randomBytes(32).toString('hex'),
-};
+test.override('serviceEnv', { ROLE: 'api' });
 
-beforeAll(async () => {
-  sandbox = await startSandbox();
-  api = await startTestService({ ...shared, PLATFORM_BASE_URL: sandbox.baseUrlTemplate, ROLE: 'api' });
-});
-afterEach(async () => {
-  await worker?.stop();
-  worker = undefined;
-});
-afterAll(async () => {
-  await api?.stop();
-  await sandbox?.close();
-});
-
-/** A worker process on the API's database that sweeps every 300 ms; rows untouched for 1.3 s count as stranded. */
-async function startWorker(): Promise<TestProcess> {
-  worker = await startTestProcess({
-    ...shared,
-    PLATFORM_BASE_URL: sandbox.baseUrlTemplate,
-    ROLE: 'worker',
-    DATABASE_URL: api.databaseUrl,
-    SWEEP_INTERVAL_MS: '300',
-    PLATFORM_TIMEOUT_MS: '1000',
-  });
-  return worker;
-}
-
-const sql = <T = Record<string, unknown>>(text: string, params: unknown[] = []) => queryRows<T>(api.databaseUrl, text, params);
-
-/** A job made through the API process (no worker runs yet, so it waits, pending, with its message). */
-async function pendingJob(): Promise<{ shop: Shop; supplier: Supplier; job: { id: string }; messageId: string }> {
-  const shop = await openShop(api.api);
-  const supplier = await addSupplier(api.api, shop, { vendorTag: 'Acme' });
-  const job = await createJob(api.api, shop.user.token, supplier.id, seedResellerOrder(sandbox, shop, [lineOf('Acme')]));
-  return { shop, supplier, job, messageId: (await jobRow(api.databaseUrl, job.id)).queue_message_id! };
-}
-
-/** Puts the job in a state as a crash would leave it, last touched an hour ago, and its message in `messageState` (null: gone). */
-async function strand(jobId: string, messageId: string, row: { status: string; attempts: number; retriesLeft: number }, messageState: 'completed' | 'failed' | 'retry' | null) {
-  await sql(`update sync_jobs set status = $2, attempts = $3, retries_left = $4, updated_at = now() - interval '1 hour' where id = $1`, [
-    jobId,
-    row.status,
-    row.attempts,
-    row.retriesLeft,
-  ]);
-  if (messageState === null) await sql('delete from pgboss.job where id = $1', [messageId]);
-  else await sql(`update pgboss.job set state = $2, start_after = now() where id = $1`, [messageId, messageState]);
-}
-
-const deadEntry = async (token: string, id: string) => (await auditOf(api.api, token, id)).find((entry) => entry.action === 'sync_job.dead');
+const it = test
+  /**
+   * Starts a worker process on the API's database that sweeps every 300 ms (rows untouched for
+   * 1.3 s count as stranded); it stops when the test ends.
+   */
+  .extend('startSweepingWorker', ({ startWorkerForTest }) => () => startWorkerForTest({ SWEEP_INTERVAL_MS: '300', PLATFORM_TIMEOUT_MS: '1000' }))
+  .extend('sql', { scope: 'file' }, ({ service }) => <T = Record<string, unknown>>(text: string, params: unknown[] = []) => queryRows<T>(service.databaseUrl, text, params))
+  /** A job made through the API process (no worker runs yet, so it waits, pending, with its message). */
+  .extend('pendingJob', { scope: 'file' }, ({ service, api, sandbox }) => async (): Promise<{ shop: Shop; supplier: Supplier; job: { id: string }; messageId: string }> => {
+    const shop = await openShop(api);
+    const supplier = await addSupplier(api, shop, { vendorTag: 'Acme' });
+    const job = await createJob(api, shop.user.token, supplier.id, seedResellerOrder(sandbox, shop, [lineOf('Acme')]));
+    return { shop, supplier, job, messageId: (await jobRow(service.databaseUrl, job.id)).queue_message_id! };
+  })
+  /** Puts the job in a state as a crash would leave it, last touched an hour ago, and its message in `messageState` (null: gone). */
+  .extend('strand', { scope: 'file' }, ({ sql }) =>
+    async (jobId: string, messageId: string, row: { status: string; attempts: number; retriesLeft: number }, messageState: 'completed' | 'failed' | 'retry' | null) => {
+      await sql(`update sync_jobs set status = $2, attempts = $3, retries_left = $4, updated_at = now() - interval '1 hour' where id = $1`, [
+        jobId,
+        row.status,
+        row.attempts,
+        row.retriesLeft,
+      ]);
+      if (messageState === null) await sql('delete from pgboss.job where id = $1', [messageId]);
+      else await sql(`update pgboss.job set state = $2, start_after = now() where id = $1`, [messageId, messageState]);
+    })
+  .extend('deadEntry', { scope: 'file' }, ({ api }) => async (token: string, id: string) =>
+    (await auditOf(api, token, id)).find((entry) => entry.action === 'sync_job.dead'));
 
 describe('the sweep', () => {
-  it('queues a pending job whose message was lost again: completed, attempt 1, one order', async () => {
+  it('queues a pending job whose message was lost again: completed, attempt 1, one order', async ({ api, sandbox, pendingJob, strand, startSweepingWorker }) => {
     const { shop, supplier, job, messageId } = await pendingJob();
     await strand(job.id, messageId, { status: 'pending', attempts: 0, retriesLeft: 3 }, null);
-    const process = await startWorker();
-    expect(await settled(api.api, shop.user.token, job.id)).toMatchObject({ status: 'completed', attempts: 1, errorMessage: null });
+    const process = await startSweepingWorker();
+    expect(await settled(api, shop.user.token, job.id)).toMatchObject({ status: 'completed', attempts: 1, errorMessage: null });
     expect(sandbox.ordersFor(supplier.shopDomain)).toHaveLength(1);
     expect(logLines(process.logs, 'stranded: queued again')).toEqual([expect.objectContaining({ job_id: job.id, action: 'requeued' })]);
   });
 
-  it('counts an attempt whose worker is gone (processing, no live message) as failed, and retries it', async () => {
+  it('counts an attempt whose worker is gone (processing, no live message) as failed, and retries it', async ({ api, sandbox, pendingJob, strand, startSweepingWorker }) => {
     const { shop, supplier, job, messageId } = await pendingJob();
     await strand(job.id, messageId, { status: 'processing', attempts: 1, retriesLeft: 3 }, 'completed');
-    await startWorker();
-    const done = await settled(api.api, shop.user.token, job.id);
+    await startSweepingWorker();
+    const done = await settled(api, shop.user.token, job.id);
     expect(done).toMatchObject({ status: 'completed', attempts: 2, errorMessage: null });
     expect(done.failedAt).not.toBeNull();
     expect(sandbox.ordersFor(supplier.shopDomain)).toHaveLength(1);
   });
 
-  it('moves a job lost on its last retry to dead (worker_lost); a manual retry then completes it', async () => {
+  it('moves a job lost on its last retry to dead (worker_lost); a manual retry then completes it', async ({ service, api, sandbox, pendingJob, strand, deadEntry, startSweepingWorker }) => {
     const { shop, supplier, job, messageId } = await pendingJob();
     await strand(job.id, messageId, { status: 'processing', attempts: 4, retriesLeft: 0 }, 'completed');
-    await startWorker();
-    const dead = await settled(api.api, shop.user.token, job.id);
+    await startSweepingWorker();
+    const dead = await settled(api, shop.user.token, job.id);
     expect(dead).toMatchObject({ status: 'dead', attempts: 4, errorMessage: WORKER_LOST_ERROR });
     expect(orderPosts(sandbox, supplier.shopDomain)).toHaveLength(0);
     expect((await deadEntry(shop.user.token, job.id))?.metadata).toMatchObject({ reason: 'worker_lost', attempts: 4 });
-    expect((await jobRow(api.databaseUrl, job.id)).queue_message_id).toBeNull();
-    expect((await api.api.get(`/v1/sync_jobs?status=dead&source_store_id=${supplier.id}`, { token: shop.user.token })).body.data).toHaveLength(1);
+    expect((await jobRow(service.databaseUrl, job.id)).queue_message_id).toBeNull();
+    expect((await api.get(`/v1/sync_jobs?status=dead&source_store_id=${supplier.id}`, { token: shop.user.token })).body.data).toHaveLength(1);
 
-    const retried = await api.api.post(`/v1/sync_jobs/${job.id}/retry`, { token: shop.user.token });
+    const retried = await api.post(`/v1/sync_jobs/${job.id}/retry`, { token: shop.user.token });
     expect(retried.status, JSON.stringify(retried.body)).toBe(200);
-    expect(await settled(api.api, shop.user.token, job.id)).toMatchObject({ status: 'completed', attempts: 5 });
+    expect(await settled(api, shop.user.token, job.id)).toMatchObject({ status: 'completed', attempts: 5 });
     expect(sandbox.ordersFor(supplier.shopDomain)).toHaveLength(1);
   });
 
-  it('moves a job whose message the queue gave up on to dead (delivery_exhausted)', async () => {
+  it('moves a job whose message the queue gave up on to dead (delivery_exhausted)', async ({ api, sandbox, pendingJob, strand, deadEntry, startSweepingWorker }) => {
     const { shop, supplier, job, messageId } = await pendingJob();
     await strand(job.id, messageId, { status: 'pending', attempts: 0, retriesLeft: 3 }, 'failed');
-    await startWorker();
-    const dead = await settled(api.api, shop.user.token, job.id);
+    await startSweepingWorker();
+    const dead = await settled(api, shop.user.token, job.id);
     expect(dead).toMatchObject({ status: 'dead', attempts: 0 });
     expect(dead.errorMessage).toContain('delivered 4 times');
     expect((await deadEntry(shop.user.token, job.id))?.metadata).toMatchObject({ reason: 'delivery_exhausted', attempts: 0 });
     expect(orderPosts(sandbox, supplier.shopDomain)).toHaveLength(0);
   });
 
-  it('queues a fulfillment whose message was lost again, and it reaches the customer once', async () => {
-    const shop = await openShop(api.api, { platform: 'custom' });
+  it('queues a fulfillment whose message was lost again, and it reaches the customer once', async ({ service, api, sandbox, sql, startSweepingWorker }) => {
+    const shop = await openShop(api, { platform: 'custom' });
     const supplierSecret = `whsec_${uniqueSuffix()}`;
-    const supplier = await addSupplier(api.api, shop, { vendorTag: 'Acme', webhookSecret: supplierSecret });
-    const job = await createJob(api.api, shop.user.token, supplier.id, seedResellerOrder(sandbox, shop, [lineOf('Acme')]));
-    await startWorker();
-    const placed = await settled(api.api, shop.user.token, job.id);
-    await worker!.stop();
-    worker = undefined;
+    const supplier = await addSupplier(api, shop, { vendorTag: 'Acme', webhookSecret: supplierSecret });
+    const job = await createJob(api, shop.user.token, supplier.id, seedResellerOrder(sandbox, shop, [lineOf('Acme')]));
+    const placing = await startSweepingWorker();
+    const placed = await settled(api, shop.user.token, job.id);
+    await placing.stop();
 
     const delivered = await sendWebhook({
-      targetUrl: `${api.url}${FULFILLMENTS_PATH}`,
+      targetUrl: `${service.url}${FULFILLMENTS_PATH}`,
       shopDomain: supplier.shopDomain,
       secret: supplierSecret,
       topic: 'fulfillments/create',
@@ -146,46 +117,46 @@ describe('the sweep', () => {
     await sql('delete from pgboss.job where id = $1', [fulfillment!.queue_message_id]);
     await sql(`update fulfillments set updated_at = now() - interval '1 hour' where id = $1`, [fulfillment!.id]);
 
-    await startWorker();
-    await waitFor(async () => (await getJob(api.api, shop.user.token, job.id)).fulfillments[0]?.status === 'completed', 15_000, 'the fulfillment');
+    await startSweepingWorker();
+    await waitFor(async () => (await getJob(api, shop.user.token, job.id)).fulfillments[0]?.status === 'completed', 15_000, 'the fulfillment');
     expect(sandbox.fulfillmentsFor(shop.reseller.shopDomain)).toHaveLength(1);
-    expect(await queueMessageCount(api.databaseUrl, 'fulfillment.propagate', [fulfillment!.id])).toBe(1);
+    expect(await queueMessageCount(service.databaseUrl, 'fulfillment.propagate', [fulfillment!.id])).toBe(1);
   });
 
-  it('runs in one process at a time', async () => {
+  it('runs in one process at a time', async ({ service, api, pendingJob, strand, startSweepingWorker }) => {
     const { shop, job, messageId } = await pendingJob();
     await strand(job.id, messageId, { status: 'pending', attempts: 0, retriesLeft: 3 }, null);
     // Another process holds the sweep's turn: this one's passes, scheduled or not, do nothing.
-    const other = new pg.Client({ connectionString: api.databaseUrl });
+    const other = new pg.Client({ connectionString: service.databaseUrl });
     await other.connect();
     try {
       await other.query('begin');
       await other.query(`select pg_advisory_xact_lock(hashtext('attempts.sweep'))`);
-      const process = await startWorker();
+      const process = await startSweepingWorker();
       expect(await new Sweeper(process.ctx).sweepOnce()).toBeNull();
-      expect((await jobRow(api.databaseUrl, job.id)).status).toBe('pending');
+      expect((await jobRow(service.databaseUrl, job.id)).status).toBe('pending');
       await other.query('rollback');
     } finally {
       await other.end();
     }
     // Its turn now: the job is queued again and completes.
-    expect(await settled(api.api, shop.user.token, job.id)).toMatchObject({ status: 'completed', attempts: 1 });
+    expect(await settled(api, shop.user.token, job.id)).toMatchObject({ status: 'completed', attempts: 1 });
   });
 });
 
 describe('redelivered messages', () => {
-  it('never attempt a job more often than the policy allows: a redelivery on the last retry is the death of the lost attempt, not a fifth call', async () => {
+  it('never attempt a job more often than the policy allows: a redelivery on the last retry is the death of the lost attempt, not a fifth call', async ({ api, sandbox, pendingJob, strand, deadEntry, startSweepingWorker }) => {
     const { shop, supplier, job, messageId } = await pendingJob();
     // The worker that took attempt 4 died; pg-boss redelivers its message.
     await strand(job.id, messageId, { status: 'processing', attempts: 4, retriesLeft: 0 }, 'retry');
-    await startWorker();
-    const dead = await settled(api.api, shop.user.token, job.id);
+    await startSweepingWorker();
+    const dead = await settled(api, shop.user.token, job.id);
     expect(dead).toMatchObject({ status: 'dead', attempts: 4, errorMessage: WORKER_LOST_ERROR });
     expect((await deadEntry(shop.user.token, job.id))?.metadata).toMatchObject({ reason: 'worker_lost' });
     expect(orderPosts(sandbox, supplier.shopDomain)).toHaveLength(0);
   });
 
-  it('are bounded by the queue: as many redeliveries as the policy allows retries', async () => {
+  it('are bounded by the queue: as many redeliveries as the policy allows retries', async ({ sql }) => {
     const queues = await sql<{ name: string; retry_limit: number }>(
       `select name, retry_limit from pgboss.queue where name in ('sync-job.process', 'fulfillment.propagate') order by name`,
     );

@@ -5,34 +5,25 @@
  * then with rows in every status written straight to the tables, moved and deleted in SQL, which
  * is what the counting triggers must follow whoever writes.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { newId } from '../src/shared/ids.ts';
-import { startSandbox, type Sandbox } from './sandbox/server.ts';
+import type { Sandbox } from './sandbox/server.ts';
 import { queryRows } from './support/database.ts';
 import { registerUser } from './support/factories.ts';
-import { startTestService, type TestService } from './support/service.ts';
+import { test } from './support/fixtures.ts';
 import { addSupplier, createJob, lineOf, openShop, seedResellerOrder, waitForJob, type Shop, type Supplier } from './support/sync-jobs.ts';
 import { waitFor } from './support/wait.ts';
 
-let sandbox: Sandbox;
-let service: TestService;
+// One message in flight per queue: a job held by a slow platform keeps the next one waiting.
+test.override('serviceEnv', { WORKER_CONCURRENCY: '1' });
 
-beforeAll(async () => {
-  sandbox = await startSandbox();
-  // One message in flight per queue: a job held by a slow platform keeps the next one waiting.
-  service = await startTestService({ PLATFORM_BASE_URL: sandbox.baseUrlTemplate, WORKER_CONCURRENCY: '1' });
-});
-afterAll(async () => {
-  await service?.stop();
-  await sandbox?.close();
-});
-
-const statsOf = async (shop: Shop, token = shop.user.token) => service.api.get(`/v1/reseller_stores/${shop.reseller.id}/stats`, { token });
+const it = test.extend('statsOf', { scope: 'file' }, ({ api }) => async (shop: Shop, token = shop.user.token) =>
+  api.get(`/v1/reseller_stores/${shop.reseller.id}/stats`, { token }));
 const ZERO = { pending: 0, processing: 0, completed: 0, failed: 0, dead: 0 };
 
 describe('GET /v1/reseller_stores/{id}/stats', () => {
-  it('a new store: zero everywhere, nothing pending, no order yet', async () => {
-    const shop = await openShop(service.api);
+  it('a new store: zero everywhere, nothing pending, no order yet', async ({ api, statsOf }) => {
+    const shop = await openShop(api);
     const response = await statsOf(shop);
     expect(response.status).toBe(200);
     expect(response.body).toEqual({
@@ -45,16 +36,16 @@ describe('GET /v1/reseller_stores/{id}/stats', () => {
     });
   });
 
-  it('counts jobs the worker moves through every status', async () => {
-    const shop = await openShop(service.api);
+  it('counts jobs the worker moves through every status', async ({ api, sandbox, statsOf }) => {
+    const shop = await openShop(api);
     const supplier = async (faults: Parameters<Sandbox['setFaults']>[1]): Promise<Supplier> => {
-      const created = await addSupplier(service.api, shop, { vendorTag: `Vendor ${newId('syncJob').slice(-6)}` });
+      const created = await addSupplier(api, shop, { vendorTag: `Vendor ${newId('syncJob').slice(-6)}` });
       sandbox.setFaults(created.shopDomain, faults);
       return created;
     };
     const job = async (target: Supplier) =>
-      createJob(service.api, shop.user.token, target.id, seedResellerOrder(sandbox, shop, [lineOf(target.vendorTag)]));
-    const until = (id: string, status: string) => waitForJob(service.api, shop.user.token, id, (j) => j.status === status, 20_000, status);
+      createJob(api, shop.user.token, target.id, seedResellerOrder(sandbox, shop, [lineOf(target.vendorTag)]));
+    const until = (id: string, status: string) => waitForJob(api, shop.user.token, id, (j) => j.status === status, 20_000, status);
 
     await until((await job(await supplier({}))).id, 'completed');
     await until((await job(await supplier({ alwaysFail: true }))).id, 'dead');
@@ -79,14 +70,14 @@ describe('GET /v1/reseller_stores/{id}/stats', () => {
     });
   }, 60_000);
 
-  it('counts rows in every status, whoever writes them, and follows updates and deletes', async () => {
-    const shop = await openShop(service.api);
-    const other = await openShop(service.api, {}, shop.user);
-    const supplier = await addSupplier(service.api, shop);
+  it('counts rows in every status, whoever writes them, and follows updates and deletes', async ({ service, api, statsOf }) => {
+    const shop = await openShop(api);
+    const other = await openShop(api, {}, shop.user);
+    const supplier = await addSupplier(api, shop);
     const perStatus = { pending: 1, processing: 2, completed: 3, failed: 4, dead: 5 };
-    const jobIds = await insertJobs(shop, supplier, perStatus);
-    await insertJobs(other, await addSupplier(service.api, other), { dead: 7 });
-    await insertFulfillments(shop, jobIds[0]!, { pending: 5, processing: 4, completed: 3, failed: 2, dead: 1 });
+    const jobIds = await insertJobs(service.databaseUrl, shop, supplier, perStatus);
+    await insertJobs(service.databaseUrl, other, await addSupplier(api, other), { dead: 7 });
+    await insertFulfillments(service.databaseUrl, shop, jobIds[0]!, { pending: 5, processing: 4, completed: 3, failed: 2, dead: 1 });
 
     let stats = (await statsOf(shop)).body;
     expect(stats.syncJobs).toEqual(perStatus);
@@ -111,12 +102,12 @@ describe('GET /v1/reseller_stores/{id}/stats', () => {
     expect((await statsOf(other)).body.syncJobs).toEqual({ ...ZERO, dead: 7 });
   });
 
-  it('lastReconciledAt: when the last successful reconciliation of the store finished', async () => {
-    const shop = await openShop(service.api);
-    const started = await service.api.post(`/v1/reseller_stores/${shop.reseller.id}/reconcile`, { token: shop.user.token, body: {} });
+  it('lastReconciledAt: when the last successful reconciliation of the store finished', async ({ api, statsOf }) => {
+    const shop = await openShop(api);
+    const started = await api.post(`/v1/reseller_stores/${shop.reseller.id}/reconcile`, { token: shop.user.token, body: {} });
     expect(started.status, JSON.stringify(started.body)).toBe(202);
     const run = await waitFor(async () => {
-      const runs = (await service.api.get(`/v1/reseller_stores/${shop.reseller.id}/reconciliations`, { token: shop.user.token })).body.data as any[];
+      const runs = (await api.get(`/v1/reseller_stores/${shop.reseller.id}/reconciliations`, { token: shop.user.token })).body.data as any[];
       const ours = runs.find((candidate) => candidate.id === started.body.reconciliationId);
       return ours?.status === 'succeeded' ? ours : null;
     }, 15_000, 'the reconciliation to succeed');
@@ -124,13 +115,13 @@ describe('GET /v1/reseller_stores/{id}/stats', () => {
     expect((await statsOf(shop)).body.lastReconciledAt).toBe(run.finishedAt);
   });
 
-  it("another user's store is not found, and a token is required", async () => {
-    const shop = await openShop(service.api);
-    const stranger = await registerUser(service.api);
+  it("another user's store is not found, and a token is required", async ({ api, statsOf }) => {
+    const shop = await openShop(api);
+    const stranger = await registerUser(api);
     const response = await statsOf(shop, stranger.token);
     expect(response.status).toBe(404);
     expect(response.body.error.code).toBe('not_found');
-    expect((await service.api.get(`/v1/reseller_stores/${shop.reseller.id}/stats`)).status).toBe(401);
+    expect((await api.get(`/v1/reseller_stores/${shop.reseller.id}/stats`)).status).toBe(401);
   });
 });
 
@@ -138,12 +129,12 @@ const ownerIdOf = (shop: Shop): string => (shop.reseller as unknown as { ownerId
 let nextOrder = 950_000_000;
 
 /** Job rows of the store in the given statuses, in one statement each; returns their ids. */
-async function insertJobs(shop: Shop, supplier: Supplier, counts: Partial<Record<string, number>>): Promise<string[]> {
+async function insertJobs(databaseUrl: string, shop: Shop, supplier: Supplier, counts: Partial<Record<string, number>>): Promise<string[]> {
   const ids: string[] = [];
   for (const [status, count] of Object.entries(counts)) {
     const batch = Array.from({ length: count! }, () => newId('syncJob'));
     await queryRows(
-      service.databaseUrl,
+      databaseUrl,
       `insert into sync_jobs (id, owner_id, reseller_store_id, source_store_id, external_order_id, origin, status, attempts, retries_left, version, created_at, updated_at)
        select id, $2, $3, $4, ($5::bigint + n)::text, 'manual', $6, 1, 3, 1, now(), now() from unnest($1::text[]) with ordinality as c(id, n)`,
       [batch, ownerIdOf(shop), shop.reseller.id, supplier.id, nextOrder, status],
@@ -154,10 +145,10 @@ async function insertJobs(shop: Shop, supplier: Supplier, counts: Partial<Record
   return ids;
 }
 
-async function insertFulfillments(shop: Shop, syncJobId: string, counts: Record<string, number>): Promise<void> {
+async function insertFulfillments(databaseUrl: string, shop: Shop, syncJobId: string, counts: Record<string, number>): Promise<void> {
   for (const [status, count] of Object.entries(counts)) {
     await queryRows(
-      service.databaseUrl,
+      databaseUrl,
       `insert into fulfillments (id, owner_id, reseller_store_id, sync_job_id, dedupe_key, status, attempts, tracking, retries_left, version, created_at, updated_at)
        select $1 || n, $2, $3, $4, $5 || n, $5, 0, '{"numbers": [], "urls": [], "company": null}', 3, 1, now(), now() from generate_series(1, $6::int) as n`,
       [newId('fulfillment'), ownerIdOf(shop), shop.reseller.id, syncJobId, status, count],

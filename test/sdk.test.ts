@@ -10,12 +10,10 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import openapiTS, { astToString } from 'openapi-typescript';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSandbox, type Sandbox } from './sandbox/server.ts';
+import { afterAll, describe, expect } from 'vitest';
+import { test as it } from './support/fixtures.ts';
 import { recordSecret } from './support/leaks.ts';
-import { startTestService, type TestService } from './support/service.ts';
 import { waitFor } from './support/wait.ts';
-import { WebhookReceiver } from './support/webhook-receiver.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SDK_DIR = path.join(ROOT, 'test/sdk');
@@ -55,21 +53,7 @@ function breakingChange(document: Json): Json {
 const openapiDocument = (): Json => JSON.parse(readFileSync(path.join(ROOT, 'openapi.json'), 'utf8')) as Json;
 
 describe('SDK generated from openapi.json', () => {
-  let sandbox: Sandbox;
-  let service: TestService;
-  let receiver: WebhookReceiver;
-
-  beforeAll(async () => {
-    sandbox = await startSandbox();
-    receiver = await WebhookReceiver.start();
-    service = await startTestService({ PLATFORM_BASE_URL: sandbox.baseUrlTemplate });
-  });
-  afterAll(async () => {
-    await service?.stop();
-    await sandbox?.close();
-    await receiver?.close();
-    rmSync(path.join(GENERATED, 'breaking'), { recursive: true, force: true });
-  });
+  afterAll(() => rmSync(path.join(GENERATED, 'breaking'), { recursive: true, force: true }));
 
   it('type-checks the client strictly against the generated types, and fails on a breaking change of the spec', async () => {
     const document = openapiDocument();
@@ -89,7 +73,7 @@ describe('SDK generated from openapi.json', () => {
     expect(incompatible.output).toMatch(/Property 'raw_key' does not exist/);
   }, 120_000);
 
-  it('runs the main flow against the running service: register, webhook endpoint, stores, sync job, retry, API key, audit log, events', async () => {
+  it('runs the main flow against the running service: register, webhook endpoint, stores, sync job, retry, API key, audit log, events', async ({ service, sandbox, receiver }) => {
     // Not a static import: the root type check must not follow it into the generated types.
     const clientModule = new URL('./sdk/client.ts', import.meta.url).href;
     const { mainFlow } = (await import(clientModule)) as { mainFlow: (baseUrl: string, hooks: unknown) => Promise<any> };

@@ -3,41 +3,29 @@
  * by the worker with the take and the outcome, against the real database, queue and sandbox. (An
  * attempt whose worker died is covered by test/sync-jobs.crash.test.ts.)
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import type { Platform } from '../src/orders/types.ts';
-import { buildFulfillmentPayload, sendWebhook, startSandbox, type Sandbox } from './sandbox/server.ts';
+import { buildFulfillmentPayload, sendWebhook, type Sandbox } from './sandbox/server.ts';
 import { ISO_UTC } from './support/assertions.ts';
 import { registerUser } from './support/factories.ts';
-import { startTestService, type TestService } from './support/service.ts';
+import { test } from './support/fixtures.ts';
 import { addSupplier, createJob, lineOf, openShop, seedResellerOrder, settled, waitForJob, type Shop } from './support/sync-jobs.ts';
 import { waitFor } from './support/wait.ts';
 
-let sandbox: Sandbox;
-let service: TestService;
-
-beforeAll(async () => {
-  sandbox = await startSandbox();
-  service = await startTestService({ PLATFORM_BASE_URL: sandbox.baseUrlTemplate });
-});
-afterAll(async () => {
-  await service?.stop();
-  await sandbox?.close();
-});
-
-const timelineOf = async (shop: Shop, jobId: string) => {
-  const response = await service.api.get(`/v1/sync_jobs/${jobId}/attempts`, { token: shop.user.token });
-  expect(response.status, JSON.stringify(response.body)).toBe(200);
-  expect(response.body).toMatchObject({ object: 'list', has_more: false, url: `/v1/sync_jobs/${jobId}/attempts` });
-  return response.body.data as any[];
-};
-
-async function jobFor(faults: Parameters<Sandbox['setFaults']>[1], supplierOverrides: Record<string, unknown> = {}) {
-  const shop = await openShop(service.api);
-  const supplier = await addSupplier(service.api, shop, { vendorTag: 'Acme', ...supplierOverrides });
-  sandbox.setFaults(supplier.shopDomain, faults);
-  const job = await createJob(service.api, shop.user.token, supplier.id, seedResellerOrder(sandbox, shop, [lineOf('Acme')]));
-  return { shop, supplier, job };
-}
+const it = test
+  .extend('timelineOf', { scope: 'file' }, ({ api }) => async (shop: Shop, jobId: string) => {
+    const response = await api.get(`/v1/sync_jobs/${jobId}/attempts`, { token: shop.user.token });
+    expect(response.status, JSON.stringify(response.body)).toBe(200);
+    expect(response.body).toMatchObject({ object: 'list', has_more: false, url: `/v1/sync_jobs/${jobId}/attempts` });
+    return response.body.data as any[];
+  })
+  .extend('jobFor', { scope: 'file' }, ({ api, sandbox }) => async (faults: Parameters<Sandbox['setFaults']>[1], supplierOverrides: Record<string, unknown> = {}) => {
+    const shop = await openShop(api);
+    const supplier = await addSupplier(api, shop, { vendorTag: 'Acme', ...supplierOverrides });
+    sandbox.setFaults(supplier.shopDomain, faults);
+    const job = await createJob(api, shop.user.token, supplier.id, seedResellerOrder(sandbox, shop, [lineOf('Acme')]));
+    return { shop, supplier, job };
+  });
 
 /** Every entry is finished after it started, in order, and its duration is the difference. */
 function expectConsistent(timeline: any[]) {
@@ -55,9 +43,9 @@ function expectConsistent(timeline: any[]) {
 }
 
 describe('GET /v1/sync_jobs/{id}/attempts', () => {
-  it('keeps every attempt across automatic retries, death and a manual retry, with the platform status of each', async () => {
+  it('keeps every attempt across automatic retries, death and a manual retry, with the platform status of each', async ({ api, sandbox, timelineOf, jobFor }) => {
     const { shop, supplier, job } = await jobFor({ alwaysFail: true, status: 503 });
-    const dead = await settled(service.api, shop.user.token, job.id);
+    const dead = await settled(api, shop.user.token, job.id);
     expect(dead.status).toBe('dead');
 
     const failed = { outcome: 'failed', platformStatus: 503, sourceOrderId: null, errorMessage: expect.stringContaining('answered 503') };
@@ -71,8 +59,8 @@ describe('GET /v1/sync_jobs/{id}/attempts', () => {
     expectConsistent(timeline);
 
     sandbox.clearFaults(supplier.shopDomain);
-    expect((await service.api.post(`/v1/sync_jobs/${job.id}/retry`, { token: shop.user.token })).status).toBe(200);
-    const done = await settled(service.api, shop.user.token, job.id);
+    expect((await api.post(`/v1/sync_jobs/${job.id}/retry`, { token: shop.user.token })).status).toBe(200);
+    const done = await settled(api, shop.user.token, job.id);
     expect(done.status).toBe('completed');
     timeline = await timelineOf(shop, job.id);
     expect(timeline).toHaveLength(5);
@@ -91,13 +79,13 @@ describe('GET /v1/sync_jobs/{id}/attempts', () => {
     expectConsistent(timeline);
   });
 
-  it('shows the attempt in progress while the platform call runs; no answer means no platform status', async () => {
+  it('shows the attempt in progress while the platform call runs; no answer means no platform status', async ({ api, timelineOf, jobFor }) => {
     const { shop, job } = await jobFor({ latencyMs: 1_500, dropNext: 1 });
-    await waitForJob(service.api, shop.user.token, job.id, (j) => j.status === 'processing', 10_000, 'processing');
+    await waitForJob(api, shop.user.token, job.id, (j) => j.status === 'processing', 10_000, 'processing');
     expect(await timelineOf(shop, job.id)).toEqual([
       expect.objectContaining({ attempt: 1, trigger: 'initial', outcome: 'in_progress', finishedAt: null, durationMs: null, platformStatus: null, errorMessage: null }),
     ]);
-    const done = await settled(service.api, shop.user.token, job.id);
+    const done = await settled(api, shop.user.token, job.id);
     expect(done.status).toBe('completed');
     const timeline = await timelineOf(shop, job.id);
     expect(timeline).toEqual([
@@ -108,11 +96,11 @@ describe('GET /v1/sync_jobs/{id}/attempts', () => {
     expectConsistent(timeline);
   });
 
-  it("another user's job is not found, like a missing one", async () => {
+  it("another user's job is not found, like a missing one", async ({ api, jobFor }) => {
     const { job } = await jobFor({});
-    const stranger = await registerUser(service.api);
+    const stranger = await registerUser(api);
     for (const id of [job.id, 'job_missing']) {
-      const response = await service.api.get(`/v1/sync_jobs/${id}/attempts`, { token: stranger.token });
+      const response = await api.get(`/v1/sync_jobs/${id}/attempts`, { token: stranger.token });
       expect(response.status).toBe(404);
       expect(response.body.error.code).toBe('not_found');
     }
@@ -120,10 +108,10 @@ describe('GET /v1/sync_jobs/{id}/attempts', () => {
 });
 
 describe('a fulfillment’s timeline (GET /v1/sync_jobs/{id})', () => {
-  it('lists its own attempts: a failed push to the reseller, then the automatic retry that succeeded', async () => {
+  it('lists its own attempts: a failed push to the reseller, then the automatic retry that succeeded', async ({ service, api, sandbox, timelineOf, jobFor }) => {
     const supplierSecret = 'whsec_supplier_timeline_0123456789';
     const { shop, supplier, job } = await jobFor({}, { webhookSecret: supplierSecret });
-    const placed = await settled(service.api, shop.user.token, job.id);
+    const placed = await settled(api, shop.user.token, job.id);
     expect(placed.status).toBe('completed');
 
     sandbox.setFaults(shop.reseller.shopDomain, { failNext: 1, status: 502 });
@@ -137,7 +125,7 @@ describe('a fulfillment’s timeline (GET /v1/sync_jobs/{id})', () => {
     expect(delivered.status, JSON.stringify(delivered.body)).toBe(200);
 
     const withTracking = await waitFor(async () => {
-      const body = (await service.api.get(`/v1/sync_jobs/${job.id}`, { token: shop.user.token })).body;
+      const body = (await api.get(`/v1/sync_jobs/${job.id}`, { token: shop.user.token })).body;
       return body.fulfillments[0]?.status === 'completed' ? body : null;
     }, 15_000, 'the fulfillment to complete');
     const [fulfillment] = withTracking.fulfillments;

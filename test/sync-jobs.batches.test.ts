@@ -4,59 +4,36 @@
  * are placed and completed as usual. The jobs are made through an API process first and the worker
  * process starts afterwards, so its first fetch takes them all as one batch.
  */
-import { randomBytes } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { startSandbox, type Sandbox } from './sandbox/server.ts';
+import { expect } from 'vitest';
 import { queryRows } from './support/database.ts';
 import { registerUser } from './support/factories.ts';
-import { startTestProcess, startTestService, type TestProcess, type TestService } from './support/service.ts';
+import { test as it } from './support/fixtures.ts';
 import { addSupplier, createJob, jobRow, lineOf, logLines, messagesOfJob, openShop, orderPosts, queueMessage, seedResellerOrder, settled } from './support/sync-jobs.ts';
 import { waitFor } from './support/wait.ts';
 
-let sandbox: Sandbox;
-let api: TestService;
-let worker: TestProcess | undefined;
-const shared = {
-  ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-  JWT_SECRET: randomBytes(32).toString('hex'),
-};
+it.override('serviceEnv', { ROLE: 'api' });
 
-beforeAll(async () => {
-  sandbox = await startSandbox();
-  api = await startTestService({ ...shared, PLATFORM_BASE_URL: sandbox.baseUrlTemplate, ROLE: 'api' });
-});
-
-afterEach(async () => {
-  await worker?.stop();
-  worker = undefined;
-});
-
-afterAll(async () => {
-  await api?.stop();
-  await sandbox?.close();
-});
-
-it('completes the other jobs of a batch when one row in it cannot be read', async () => {
-  const user = await registerUser(api.api);
-  const shop = await openShop(api.api, { platform: 'platform_b' }, user);
-  const supplier = await addSupplier(api.api, shop, { vendorTag: 'Acme' });
+it('completes the other jobs of a batch when one row in it cannot be read', async ({ service, api, sandbox, startWorkerForTest }) => {
+  const user = await registerUser(api);
+  const shop = await openShop(api, { platform: 'platform_b' }, user);
+  const supplier = await addSupplier(api, shop, { vendorTag: 'Acme' });
   const jobs = [];
   for (let i = 0; i < 6; i++) {
     const orderId = seedResellerOrder(sandbox, shop, [lineOf('Acme')]);
-    jobs.push(await createJob(api.api, user.token, supplier.id, orderId));
+    jobs.push(await createJob(api, user.token, supplier.id, orderId));
   }
   const [broken, ...healthy] = jobs;
   // Lifecycle columns the machine cannot read (the not-null constraint would refuse them: dropped in this test's own database).
-  await queryRows(api.databaseUrl, 'alter table sync_jobs alter column retries_left drop not null');
-  await queryRows(api.databaseUrl, 'update sync_jobs set retries_left = null where id = $1', [broken.id]);
+  await queryRows(service.databaseUrl, 'alter table sync_jobs alter column retries_left drop not null');
+  await queryRows(service.databaseUrl, 'update sync_jobs set retries_left = null where id = $1', [broken.id]);
 
-  worker = await startTestProcess({ ...shared, PLATFORM_BASE_URL: sandbox.baseUrlTemplate, ROLE: 'worker', DATABASE_URL: api.databaseUrl, WORKER_CONCURRENCY: '8' });
-  for (const job of healthy) expect((await settled(api.api, user.token, job.id)).status).toBe('completed');
+  const worker = await startWorkerForTest({ WORKER_CONCURRENCY: '8' });
+  for (const job of healthy) expect((await settled(api, user.token, job.id)).status).toBe('completed');
 
   expect(orderPosts(sandbox, supplier.shopDomain)).toHaveLength(healthy.length);
-  await waitFor(async () => logLines(worker!.logs, 'row state unreadable; message ignored').length > 0 || null, 10_000, 'the unreadable row to be logged');
+  await waitFor(async () => logLines(worker.logs, 'row state unreadable; message ignored').length > 0 || null, 10_000, 'the unreadable row to be logged');
   expect(logLines(worker.logs, 'row state unreadable; message ignored')[0]).toMatchObject({ job_id: broken.id, level: 50 });
-  const row = await jobRow(api.databaseUrl, broken.id);
+  const row = await jobRow(service.databaseUrl, broken.id);
   expect(row.status).toBe('pending');
   expect(row.attempts).toBe(0);
   // All six were in the worker's first batch, started together.
@@ -64,26 +41,26 @@ it('completes the other jobs of a batch when one row in it cannot be read', asyn
   expect(started.sort()).toEqual(healthy.map((job) => job.id).sort());
 });
 
-it('records every outcome of a batch when one supplier answers with text PostgreSQL cannot store as it is', async () => {
-  const user = await registerUser(api.api);
-  const shop = await openShop(api.api, { platform: 'platform_b' }, user);
-  const careless = await addSupplier(api.api, shop, { vendorTag: 'Careless' });
-  const careful = await addSupplier(api.api, shop, { vendorTag: 'Careful' });
+it('records every outcome of a batch when one supplier answers with text PostgreSQL cannot store as it is', async ({ service, api, sandbox, startWorkerForTest }) => {
+  const user = await registerUser(api);
+  const shop = await openShop(api, { platform: 'platform_b' }, user);
+  const careless = await addSupplier(api, shop, { vendorTag: 'Careless' });
+  const careful = await addSupplier(api, shop, { vendorTag: 'Careful' });
   sandbox.setFaults(careless.shopDomain, { nulErrorNext: 1 });
-  const bad = await createJob(api.api, user.token, careless.id, seedResellerOrder(sandbox, shop, [lineOf('Careless')]));
+  const bad = await createJob(api, user.token, careless.id, seedResellerOrder(sandbox, shop, [lineOf('Careless')]));
   const healthy = [];
-  for (let i = 0; i < 5; i++) healthy.push(await createJob(api.api, user.token, careful.id, seedResellerOrder(sandbox, shop, [lineOf('Careful')])));
+  for (let i = 0; i < 5; i++) healthy.push(await createJob(api, user.token, careful.id, seedResellerOrder(sandbox, shop, [lineOf('Careful')])));
 
-  worker = await startTestProcess({ ...shared, PLATFORM_BASE_URL: sandbox.baseUrlTemplate, ROLE: 'worker', DATABASE_URL: api.databaseUrl, WORKER_CONCURRENCY: '8' });
-  for (const job of healthy) expect(await settled(api.api, user.token, job.id)).toMatchObject({ status: 'completed', attempts: 1 });
+  const worker = await startWorkerForTest({ WORKER_CONCURRENCY: '8' });
+  for (const job of healthy) expect(await settled(api, user.token, job.id)).toMatchObject({ status: 'completed', attempts: 1 });
   expect(orderPosts(sandbox, careful.shopDomain)).toHaveLength(healthy.length);
   // The careless supplier's 422 was recorded as a failed attempt (without its NUL) and retried once
   // under the policy; its message was settled with the rest of the batch, not redelivered.
-  const done = await settled(api.api, user.token, bad.id);
+  const done = await settled(api, user.token, bad.id);
   expect(done).toMatchObject({ status: 'completed', attempts: 2 });
   expect(done.failedAt).not.toBeNull();
   expect(orderPosts(sandbox, careless.shopDomain).map((post) => post.status)).toEqual([422, 201]);
-  const messages = await Promise.all([bad, ...healthy].map(async (job) => queueMessage(api.databaseUrl, (await messagesOfJob(api.databaseUrl, job.id))[0]!.id)));
+  const messages = await Promise.all([bad, ...healthy].map(async (job) => queueMessage(service.databaseUrl, (await messagesOfJob(service.databaseUrl, job.id))[0]!.id)));
   for (const message of messages) expect(message).toMatchObject({ state: 'completed', retry_count: 0 });
   const started = logLines(worker.logs, 'attempt started').slice(0, 6).map((line) => line.job_id);
   expect(started.sort()).toEqual([bad, ...healthy].map((job) => job.id).sort());

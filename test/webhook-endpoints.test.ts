@@ -4,49 +4,41 @@
  * ownership and URL validation. Deliveries go to a real receiver that verifies them with the stock
  * `standardwebhooks` package.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { queryRows } from './support/database.ts';
 import { registerUser, type TestUser } from './support/factories.ts';
-import { startTestService, type TestService } from './support/service.ts';
+import { test } from './support/fixtures.ts';
 import { waitFor } from './support/wait.ts';
-import { WebhookReceiver } from './support/webhook-receiver.ts';
 
-let service: TestService;
-let receiver: WebhookReceiver;
+test.override('serviceEnv', { WEBHOOK_DELIVERY_SCHEDULE_MS: '0,200,400' });
+
 let alice: TestUser;
 let bob: TestUser;
 let pathCount = 0;
 
-beforeAll(async () => {
-  receiver = await WebhookReceiver.start();
-  service = await startTestService({ WEBHOOK_DELIVERY_SCHEDULE_MS: '0,200,400' });
-  alice = await registerUser(service.api);
-  bob = await registerUser(service.api);
-});
-
-afterAll(async () => {
-  await service?.stop();
-  await receiver?.close();
-});
-
 const freshPath = () => `/hooks/${++pathCount}`;
 
-async function createEndpoint(user: TestUser, body: Record<string, unknown> = {}) {
-  const path = freshPath();
-  const response = await service.api.post('/v1/webhook_endpoints', { token: user.token, body: { url: receiver.url(path), enabledEvents: ['*'], ...body } });
-  expect(response.status, JSON.stringify(response.body)).toBe(201);
-  receiver.trust(path, [response.body.secret]);
-  return { ...response.body, path } as { id: string; secret: string; path: string; url: string; [key: string]: unknown };
-}
+const it = test
+  .extend('createEndpoint', { scope: 'file' }, ({ api, receiver }) => async (user: TestUser, body: Record<string, unknown> = {}) => {
+    const path = freshPath();
+    const response = await api.post('/v1/webhook_endpoints', { token: user.token, body: { url: receiver.url(path), enabledEvents: ['*'], ...body } });
+    expect(response.status, JSON.stringify(response.body)).toBe(201);
+    receiver.trust(path, [response.body.secret]);
+    return { ...response.body, path } as { id: string; secret: string; path: string; url: string; [key: string]: unknown };
+  })
+  .extend('deliveriesOf', { scope: 'file' }, ({ api }) => async (user: TestUser, endpointId: string, query = '') => {
+    const response = await api.get(`/v1/webhook_endpoints/${endpointId}/deliveries${query}`, { token: user.token });
+    expect(response.status, JSON.stringify(response.body)).toBe(200);
+    return response.body.data as any[];
+  });
 
-async function deliveriesOf(user: TestUser, endpointId: string, query = '') {
-  const response = await service.api.get(`/v1/webhook_endpoints/${endpointId}/deliveries${query}`, { token: user.token });
-  expect(response.status, JSON.stringify(response.body)).toBe(200);
-  return response.body.data as any[];
-}
+it.beforeAll(async ({ api }) => {
+  alice = await registerUser(api);
+  bob = await registerUser(api);
+});
 
 describe('webhook endpoints', () => {
-  it('creates an endpoint with a whsec_ secret shown only in that answer', async () => {
+  it('creates an endpoint with a whsec_ secret shown only in that answer', async ({ service, api, createEndpoint }) => {
     const created = await createEndpoint(alice, { enabledEvents: ['sync_job.completed', 'sync_job.dead'], description: 'ERP' });
     expect(created).toMatchObject({
       id: expect.stringMatching(/^we_[0-9a-f]{32}$/),
@@ -61,10 +53,10 @@ describe('webhook endpoints', () => {
     expect(Buffer.from(created.secret.slice('whsec_'.length), 'base64')).toHaveLength(24);
 
     const answers = [
-      await service.api.get(`/v1/webhook_endpoints/${created.id}`, { token: alice.token }),
-      await service.api.get('/v1/webhook_endpoints', { token: alice.token }),
-      await service.api.patch(`/v1/webhook_endpoints/${created.id}`, { token: alice.token, body: { description: 'ERP sync' } }),
-      await service.api.get(`/v1/webhook_endpoints/${created.id}/deliveries`, { token: alice.token }),
+      await api.get(`/v1/webhook_endpoints/${created.id}`, { token: alice.token }),
+      await api.get('/v1/webhook_endpoints', { token: alice.token }),
+      await api.patch(`/v1/webhook_endpoints/${created.id}`, { token: alice.token, body: { description: 'ERP sync' } }),
+      await api.get(`/v1/webhook_endpoints/${created.id}/deliveries`, { token: alice.token }),
     ];
     for (const answer of answers) {
       expect(answer.status).toBe(200);
@@ -80,7 +72,7 @@ describe('webhook endpoints', () => {
     expect(row!.secret_encrypted).not.toContain(created.secret.slice('whsec_'.length));
   });
 
-  it('validates the body: URL, event types, unknown fields', async () => {
+  it('validates the body: URL, event types, unknown fields', async ({ api }) => {
     const cases = [
       { url: 'not a url', enabledEvents: ['*'] },
       { url: 'ftp://example.com/hook', enabledEvents: ['*'] },
@@ -92,15 +84,15 @@ describe('webhook endpoints', () => {
       { url: 'https://example.com/hook', enabledEvents: ['*'], secret: 'whsec_mine' },
     ];
     for (const body of cases) {
-      const response = await service.api.post('/v1/webhook_endpoints', { token: alice.token, body });
+      const response = await api.post('/v1/webhook_endpoints', { token: alice.token, body });
       expect(response.status, JSON.stringify(body)).toBe(400);
       expect(response.body.error.code).toBe('validation_failed');
     }
   });
 
-  it('sends a signed ping on test, which the stock standardwebhooks receiver verifies', async () => {
+  it('sends a signed ping on test, which the stock standardwebhooks receiver verifies', async ({ api, receiver, createEndpoint, deliveriesOf }) => {
     const endpoint = await createEndpoint(alice, { enabledEvents: ['sync_job.completed'] });
-    const queued = await service.api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: alice.token });
+    const queued = await api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: alice.token });
     expect(queued.status).toBe(202);
     expect(queued.body).toMatchObject({ id: expect.stringMatching(/^dlv_[0-9a-f]{32}$/), eventType: 'ping', status: 'pending', attempts: 0 });
 
@@ -121,27 +113,27 @@ describe('webhook endpoints', () => {
     expect(row).toMatchObject({ id: queued.body.id, status: 'succeeded', attempts: 1, lastResponseStatus: 200, lastError: null, nextAttemptAt: null });
     expect(row.durationMs).toEqual(expect.any(Number));
 
-    const event = await service.api.get(`/v1/events/${queued.body.eventId}`, { token: alice.token });
+    const event = await api.get(`/v1/events/${queued.body.eventId}`, { token: alice.token });
     expect(event.status).toBe(200);
     expect(JSON.parse(delivery!.body)).toEqual(Object.fromEntries(Object.entries(event.body).filter(([key]) => key !== 'request_id')));
   });
 
-  it('rotates the secret: for 24 h both the new and the old secret verify every delivery', async () => {
+  it('rotates the secret: for 24 h both the new and the old secret verify every delivery', async ({ service, api, receiver, createEndpoint }) => {
     const endpoint = await createEndpoint(alice);
-    const rotated = await service.api.post(`/v1/webhook_endpoints/${endpoint.id}/rotate_secret`, { token: alice.token });
+    const rotated = await api.post(`/v1/webhook_endpoints/${endpoint.id}/rotate_secret`, { token: alice.token });
     expect(rotated.status).toBe(200);
     expect(rotated.body.secret).toMatch(/^whsec_/);
     expect(rotated.body.secret).not.toBe(endpoint.secret);
     receiver.trust(endpoint.path, [rotated.body.secret, endpoint.secret]);
 
-    await service.api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: alice.token });
+    await api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: alice.token });
     const [delivery] = await waitFor(async () => receiver.at(endpoint.path).length === 1 && receiver.at(endpoint.path), 10_000, 'the ping');
     expect(delivery!.verifiedBy).toEqual([0, 1]);
     expect(String(delivery!.headers['webhook-signature']).split(' ')).toHaveLength(2);
 
     // Once the overlap is over, only the new secret signs.
     await queryRows(service.databaseUrl, `update webhook_endpoints set previous_secret_expires_at = now() - interval '1 second' where id = $1`, [endpoint.id]);
-    await service.api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: alice.token });
+    await api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: alice.token });
     const [, later] = await waitFor(async () => receiver.at(endpoint.path).length === 2 && receiver.at(endpoint.path), 10_000, 'the second ping');
     expect(later!.verifiedBy).toEqual([0]);
     expect(String(later!.headers['webhook-signature']).split(' ')).toHaveLength(1);
@@ -156,14 +148,14 @@ describe('webhook endpoints', () => {
     expect(logs).not.toContain(String(later!.headers['webhook-signature']));
   });
 
-  it('deletes an endpoint: 204, then 404, and its pending deliveries stop', async () => {
+  it('deletes an endpoint: 204, then 404, and its pending deliveries stop', async ({ service, api, receiver, createEndpoint }) => {
     const endpoint = await createEndpoint(alice);
     receiver.behave(endpoint.path, { status: 503 });
-    await service.api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: alice.token });
+    await api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: alice.token });
     await waitFor(async () => receiver.at(endpoint.path).length >= 1, 10_000, 'the first attempt');
-    const removed = await service.api.delete(`/v1/webhook_endpoints/${endpoint.id}`, { token: alice.token });
+    const removed = await api.delete(`/v1/webhook_endpoints/${endpoint.id}`, { token: alice.token });
     expect(removed.status).toBe(204);
-    expect((await service.api.get(`/v1/webhook_endpoints/${endpoint.id}`, { token: alice.token })).status).toBe(404);
+    expect((await api.get(`/v1/webhook_endpoints/${endpoint.id}`, { token: alice.token })).status).toBe(404);
     const attemptsAtDeletion = receiver.at(endpoint.path).length;
     // The schedule (0, 200, 400 ms) would have made every attempt well within this.
     await waitFor(async () => (await queryRows(service.databaseUrl, `select 1 from pgboss.job where name = 'webhook.deliver' and state in ('created', 'retry', 'active') and group_id = $1`, [endpoint.id])).length === 0, 10_000, 'the queued attempt to be taken');
@@ -171,60 +163,60 @@ describe('webhook endpoints', () => {
     expect(await queryRows(service.databaseUrl, 'select id from webhook_deliveries where endpoint_id = $1', [endpoint.id])).toEqual([]);
   });
 
-  it('another user\'s endpoint, and its deliveries, are 404 on every route', async () => {
+  it('another user\'s endpoint, and its deliveries, are 404 on every route', async ({ api, createEndpoint, deliveriesOf }) => {
     const endpoint = await createEndpoint(alice);
-    await service.api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: alice.token });
+    await api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: alice.token });
     const [delivery] = await waitFor(async () => {
       const succeeded = (await deliveriesOf(alice, endpoint.id)).filter((d) => d.status === 'succeeded');
       return succeeded.length > 0 && succeeded;
     }, 10_000, 'the ping');
     const calls = [
-      () => service.api.get(`/v1/webhook_endpoints/${endpoint.id}`, { token: bob.token }),
-      () => service.api.patch(`/v1/webhook_endpoints/${endpoint.id}`, { token: bob.token, body: { status: 'disabled' } }),
-      () => service.api.delete(`/v1/webhook_endpoints/${endpoint.id}`, { token: bob.token }),
-      () => service.api.post(`/v1/webhook_endpoints/${endpoint.id}/rotate_secret`, { token: bob.token }),
-      () => service.api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: bob.token }),
-      () => service.api.get(`/v1/webhook_endpoints/${endpoint.id}/deliveries`, { token: bob.token }),
-      () => service.api.post(`/v1/webhook_endpoints/${endpoint.id}/deliveries/${delivery!.id}/retry`, { token: bob.token }),
-      () => service.api.get(`/v1/events/${delivery!.eventId}`, { token: bob.token }),
+      () => api.get(`/v1/webhook_endpoints/${endpoint.id}`, { token: bob.token }),
+      () => api.patch(`/v1/webhook_endpoints/${endpoint.id}`, { token: bob.token, body: { status: 'disabled' } }),
+      () => api.delete(`/v1/webhook_endpoints/${endpoint.id}`, { token: bob.token }),
+      () => api.post(`/v1/webhook_endpoints/${endpoint.id}/rotate_secret`, { token: bob.token }),
+      () => api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: bob.token }),
+      () => api.get(`/v1/webhook_endpoints/${endpoint.id}/deliveries`, { token: bob.token }),
+      () => api.post(`/v1/webhook_endpoints/${endpoint.id}/deliveries/${delivery!.id}/retry`, { token: bob.token }),
+      () => api.get(`/v1/events/${delivery!.eventId}`, { token: bob.token }),
     ];
     for (const call of calls) {
       const response = await call();
       expect(response.status).toBe(404);
       expect(response.body.error.code).toBe('not_found');
     }
-    expect((await service.api.get('/v1/webhook_endpoints', { token: bob.token })).body.data.map((e: { id: string }) => e.id)).not.toContain(endpoint.id);
-    expect((await service.api.get('/v1/events?type=ping', { token: bob.token })).body.data).toEqual([]);
-    const mine = await service.api.get(`/v1/webhook_endpoints/${endpoint.id}`, { token: alice.token });
+    expect((await api.get('/v1/webhook_endpoints', { token: bob.token })).body.data.map((e: { id: string }) => e.id)).not.toContain(endpoint.id);
+    expect((await api.get('/v1/events?type=ping', { token: bob.token })).body.data).toEqual([]);
+    const mine = await api.get(`/v1/webhook_endpoints/${endpoint.id}`, { token: alice.token });
     expect(mine.body).toMatchObject({ status: 'enabled' });
   });
 
-  it('allows at most 16 endpoints per user', async () => {
-    const user = await registerUser(service.api);
+  it('allows at most 16 endpoints per user', async ({ api, receiver }) => {
+    const user = await registerUser(api);
     const created = await Promise.all(Array.from({ length: 17 }, () =>
-      service.api.post('/v1/webhook_endpoints', { token: user.token, body: { url: receiver.url(freshPath()), enabledEvents: ['*'] } }),
+      api.post('/v1/webhook_endpoints', { token: user.token, body: { url: receiver.url(freshPath()), enabledEvents: ['*'] } }),
     ));
     expect(created.filter((response) => response.status === 201)).toHaveLength(16);
     const refused = created.find((response) => response.status === 409)!;
     expect(refused.body.error).toMatchObject({ code: 'conflict', details: { reason: 'too_many_webhook_endpoints' } });
     const [first] = created.filter((response) => response.status === 201);
-    expect((await service.api.delete(`/v1/webhook_endpoints/${first!.body.id}`, { token: user.token })).status).toBe(204);
-    expect((await service.api.post('/v1/webhook_endpoints', { token: user.token, body: { url: receiver.url(freshPath()), enabledEvents: ['*'] } })).status).toBe(201);
+    expect((await api.delete(`/v1/webhook_endpoints/${first!.body.id}`, { token: user.token })).status).toBe(204);
+    expect((await api.post('/v1/webhook_endpoints', { token: user.token, body: { url: receiver.url(freshPath()), enabledEvents: ['*'] } })).status).toBe(201);
   });
 
-  it('a disabled endpoint cannot be tested; enabling it clears disabledReason', async () => {
+  it('a disabled endpoint cannot be tested; enabling it clears disabledReason', async ({ service, api, receiver, createEndpoint }) => {
     const endpoint = await createEndpoint(alice);
-    const disabled = await service.api.patch(`/v1/webhook_endpoints/${endpoint.id}`, { token: alice.token, body: { status: 'disabled' } });
+    const disabled = await api.patch(`/v1/webhook_endpoints/${endpoint.id}`, { token: alice.token, body: { status: 'disabled' } });
     expect(disabled.body).toMatchObject({ status: 'disabled', disabledReason: null });
-    const refused = await service.api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: alice.token });
+    const refused = await api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: alice.token });
     expect(refused.status).toBe(409);
     expect(refused.body.error.details.reason).toBe('endpoint_disabled');
     await queryRows(service.databaseUrl, `update webhook_endpoints set disabled_reason = 'Every delivery failed', failing_since = now() where id = $1`, [endpoint.id]);
-    const enabled = await service.api.patch(`/v1/webhook_endpoints/${endpoint.id}`, { token: alice.token, body: { status: 'enabled' } });
+    const enabled = await api.patch(`/v1/webhook_endpoints/${endpoint.id}`, { token: alice.token, body: { status: 'enabled' } });
     expect(enabled.body).toMatchObject({ status: 'enabled', disabledReason: null });
     const [row] = await queryRows<{ failing_since: Date | null }>(service.databaseUrl, 'select failing_since from webhook_endpoints where id = $1', [endpoint.id]);
     expect(row!.failing_since).toBeNull();
-    expect((await service.api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: alice.token })).status).toBe(202);
+    expect((await api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: alice.token })).status).toBe(202);
     await waitFor(async () => receiver.at(endpoint.path).length === 1, 10_000, 'the ping');
   });
 });
