@@ -48,9 +48,11 @@ const Count = z.number().int();
 const StatusCounts = openApi(z.object({ pending: Count, processing: Count, completed: Count, failed: Count, dead: Count }), {
   title: 'StatusCounts',
 });
+/** Fulfillments have one status more than sync jobs: `skipped` (not sent, never retried). */
+const FulfillmentStatusCounts = openApi(StatusCounts.extend({ skipped: Count }), { title: 'FulfillmentStatusCounts' });
 const ResellerStoreStats = openApi(z.object({
   syncJobs: StatusCounts.describe('Sync jobs of the store by status.'),
-  fulfillments: StatusCounts.describe('Fulfillments of the store by status.'),
+  fulfillments: FulfillmentStatusCounts.describe('Fulfillments of the store by status, `skipped` included.'),
   oldestPendingSeconds: z.number().int().nullable().describe('How long the longest-waiting pending sync job has been pending; null when none is.'),
   lastOrderAt: NullableTimestamp.describe('When the newest sync job of the store was created (the last order routed).'),
   lastReconciledAt: NullableTimestamp.describe('When the last successful reconciliation of missed webhooks finished; null before the first.'),

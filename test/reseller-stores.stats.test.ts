@@ -20,6 +20,7 @@ test.override('serviceEnv', { WORKER_CONCURRENCY: '1' });
 const it = test.extend('statsOf', { scope: 'file' }, ({ api }) => async (shop: Shop, token = shop.user.token) =>
   api.get(`/v1/reseller_stores/${shop.reseller.id}/stats`, { token }));
 const ZERO = { pending: 0, processing: 0, completed: 0, failed: 0, dead: 0 };
+const NO_FULFILLMENTS = { ...ZERO, skipped: 0 };
 
 describe('GET /v1/reseller_stores/{id}/stats', () => {
   it('a new store: zero everywhere, nothing pending, no order yet', async ({ api, statsOf }) => {
@@ -28,7 +29,7 @@ describe('GET /v1/reseller_stores/{id}/stats', () => {
     expect(response.status).toBe(200);
     expect(response.body).toEqual({
       syncJobs: ZERO,
-      fulfillments: ZERO,
+      fulfillments: NO_FULFILLMENTS,
       oldestPendingSeconds: null,
       lastOrderAt: null,
       lastReconciledAt: null,
@@ -56,7 +57,7 @@ describe('GET /v1/reseller_stores/{id}/stats', () => {
 
     const response = await statsOf(shop);
     expect(response.body.syncJobs).toEqual({ pending: 1, processing: 1, completed: 1, failed: 1, dead: 1 });
-    expect(response.body.fulfillments).toEqual(ZERO);
+    expect(response.body.fulfillments).toEqual(NO_FULFILLMENTS);
     expect(response.body.oldestPendingSeconds).toBeGreaterThanOrEqual(0);
     expect(response.body.oldestPendingSeconds).toBeLessThan(5);
     expect(response.body.lastOrderAt).toBe(waiting.createdAt);
@@ -77,11 +78,11 @@ describe('GET /v1/reseller_stores/{id}/stats', () => {
     const perStatus = { pending: 1, processing: 2, completed: 3, failed: 4, dead: 5 };
     const jobIds = await insertJobs(service.databaseUrl, shop, supplier, perStatus);
     await insertJobs(service.databaseUrl, other, await addSupplier(api, other), { dead: 7 });
-    await insertFulfillments(service.databaseUrl, shop, jobIds[0]!, { pending: 5, processing: 4, completed: 3, failed: 2, dead: 1 });
+    await insertFulfillments(service.databaseUrl, shop, jobIds[0]!, { pending: 5, processing: 4, completed: 3, failed: 2, dead: 1, skipped: 6 });
 
     let stats = (await statsOf(shop)).body;
     expect(stats.syncJobs).toEqual(perStatus);
-    expect(stats.fulfillments).toEqual({ pending: 5, processing: 4, completed: 3, failed: 2, dead: 1 });
+    expect(stats.fulfillments).toEqual({ pending: 5, processing: 4, completed: 3, failed: 2, dead: 1, skipped: 6 });
     expect((await statsOf(other)).body.syncJobs).toEqual({ ...ZERO, dead: 7 });
 
     // The pending job has waited 90 s; the newest job names the last order.
@@ -98,7 +99,7 @@ describe('GET /v1/reseller_stores/{id}/stats', () => {
     await queryRows(service.databaseUrl, `update fulfillments set status = 'completed' where reseller_store_id = $1 and status = 'pending'`, [shop.reseller.id]);
     stats = (await statsOf(shop)).body;
     expect(stats.syncJobs).toEqual({ pending: 10, processing: 2, completed: 0, failed: 0, dead: 0 });
-    expect(stats.fulfillments).toEqual({ pending: 0, processing: 4, completed: 8, failed: 2, dead: 1 });
+    expect(stats.fulfillments).toEqual({ pending: 0, processing: 4, completed: 8, failed: 2, dead: 1, skipped: 6 });
     expect((await statsOf(other)).body.syncJobs).toEqual({ ...ZERO, dead: 7 });
   });
 

@@ -149,6 +149,7 @@ describe('the operator console', () => {
     await page.getByRole('heading', { level: 2, name: 'Corner Shop' }).waitFor();
     const counts = page.getByRole('table', { name: 'Counts by status' });
     await expect(counts.getByRole('row', { name: /dead/ }).textContent()).resolves.toMatch(/dead\s*3\s*0/);
+    await expect(counts.getByRole('row', { name: /skipped/ }).textContent()).resolves.toMatch(/skipped\s*—\s*0/);
     const problemsTable = page.getByRole('table', { name: /Dead and failed sync jobs/ });
     const row = problemsTable.getByRole('row', { name: new RegExp(`#${scene.deadJob.externalOrderId}`) });
     await expect(row.textContent()).resolves.toContain('Acme Supplies');

@@ -366,10 +366,10 @@ function StatsView({ stats }) {
         <caption>Counts by status</caption>
         <thead><tr><th scope="col">Status</th><th scope="col">Sync jobs</th><th scope="col">Fulfillments</th></tr></thead>
         <tbody>
-          ${STATUSES.map(
+          ${[...STATUSES, 'skipped'].map(
             (status) => html`<tr>
               <th scope="row"><${Status} status=${status} /></th>
-              <td>${number.format(stats.syncJobs[status])}</td>
+              <td>${status in stats.syncJobs ? number.format(stats.syncJobs[status]) : html`<span aria-label="not applicable">—</span>`}</td>
               <td>${number.format(stats.fulfillments[status])}</td>
             </tr>`,
           )}
