@@ -203,6 +203,12 @@ describe('the embedded PostgreSQL from a private folder', () => {
     const development = await runFailingStart({ NODE_ENV: 'development', DATA_DIR: '/dev/null/ors/data' });
     expect(development.code).toBe(1);
     expect(development.output).toEqual([expect.stringMatching(/^invalid configuration: DATA_DIR .*ENOTDIR.*: set DATA_DIR to a folder this user can write$/)]);
+    // A folder where mkdir answers ENOENT at every level (Node's recursive mkdir loops there forever).
+    const underProc = await runFailingStart({ ...secrets, DATA_DIR: '/proc/ors/data' });
+    expect(underProc.code).toBe(1);
+    expect(underProc.output).toEqual([expect.stringMatching(/DATA_DIR \/proc\/ors\/data .*ENOENT.*: set DATA_DIR to a folder this user can write, or set DATABASE_URL$/)]);
+    const underProcInDevelopment = await runFailingStart({ NODE_ENV: 'development', DATA_DIR: '/proc/ors/data' });
+    expect(underProcInDevelopment.output).toEqual([expect.stringMatching(/^invalid configuration: DATA_DIR .*ENOENT.*: set DATA_DIR to a folder this user can write$/)]);
 
     if (!isRoot) return;
     // Root, a DATA_DIR the postgres user cannot enter, and nowhere writable to keep the cluster in.

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
+import { makeDirectories } from '../shared/directories.ts';
 import { z } from 'zod';
 import { PLATFORMS, type Platform } from '../orders/types.ts';
 import type { PacingRate } from '../platforms/pacer.ts';
@@ -194,7 +195,7 @@ function localSecret(dataDir: string, production: boolean, variable: string, fil
   const secretsDir = path.join(dataDir, 'secrets');
   const secretPath = path.join(secretsDir, file);
   if (existsSync(secretPath)) return readFileSync(secretPath, 'utf8').trim();
-  mkdirSync(secretsDir, { recursive: true, mode: 0o700 });
+  makeDirectories(secretsDir, 0o700);
   const secret = randomBytes(bytes).toString('base64');
   writeFileSync(secretPath, secret, { mode: 0o600, flag: 'wx' });
   return secret;

@@ -28,7 +28,6 @@ import {
   cpSync,
   existsSync,
   lstatSync,
-  mkdirSync,
   readdirSync,
   readFileSync,
   readlinkSync,
@@ -40,6 +39,7 @@ import {
 } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { makeDirectories } from '../shared/directories.ts';
 
 /** A start-up problem the operator has to solve; its message says how, on one line. */
 export class EmbeddedDatabaseError extends Error {}
@@ -227,7 +227,7 @@ function sharedPlace(runAs: RunAs, places: string[], unreachable: string): strin
  */
 function ownFolder(dir: string): void {
   if (!existsSync(dir)) {
-    mkdirSync(dir, { recursive: true });
+    makeDirectories(dir);
     chmodSync(dir, 0o755);
   }
   const stat = lstatSync(dir);

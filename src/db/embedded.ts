@@ -1,8 +1,9 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { accessSync, chownSync, constants, existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { accessSync, chownSync, constants, existsSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
+import { makeDirectories } from '../shared/directories.ts';
 import { createInterface } from 'node:readline';
 import {
   EmbeddedDatabaseError,
@@ -93,7 +94,7 @@ async function prepareCluster(cluster: ClusterLocation, notice: (line: string) =
 
 function createDataDir(dataDir: string): void {
   try {
-    mkdirSync(dataDir, { recursive: true, mode: 0o755 });
+    makeDirectories(dataDir, 0o755);
     accessSync(dataDir, constants.W_OK);
   } catch (error) {
     throw new EmbeddedDatabaseError(
@@ -105,7 +106,7 @@ function createDataDir(dataDir: string): void {
 function clusterPassword(dataDir: string): string {
   const file = path.join(dataDir, 'secrets', 'postgres-password');
   if (existsSync(file)) return readFileSync(file, 'utf8').trim();
-  mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  makeDirectories(path.dirname(file), 0o700);
   const password = randomBytes(24).toString('base64url');
   writeFileSync(file, password, { mode: 0o600 });
   return password;
@@ -116,7 +117,7 @@ function isInitialised(clusterDir: string): boolean {
 }
 
 async function initialise(binaries: Binaries, clusterDir: string, password: string, runAs: RunAs | null, log: (line: string) => void): Promise<void> {
-  mkdirSync(clusterDir, { recursive: true, mode: 0o700 });
+  makeDirectories(clusterDir, 0o700);
   // initdb reads the superuser's password from a file; it sits beside the cluster, readable by it alone.
   const passwordFile = path.join(path.dirname(clusterDir), `.initdb-password-${process.pid}`);
   writeFileSync(passwordFile, `${password}\n`, { mode: 0o600 });
