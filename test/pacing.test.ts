@@ -22,8 +22,8 @@ afterAll(() => orm?.close());
 
 const newStore = () => `sst_pacing_${++storeCount}`;
 
-/** 10 calls a second, bursts of 3. */
-const request = (storeId: string, heldAt: Date | null = null): TurnRequest => ({ storeId, spacingMs: 100, burst: 3, heldAt });
+/** 10 calls a second, bursts of 3 unless told. */
+const request = (storeId: string, heldAt: Date | null = null, burst = 3): TurnRequest => ({ storeId, spacingMs: 100, burst, heldAt });
 
 describe('turns', () => {
   it('lets a burst go at once, then one call per spacing, in request order', async () => {
@@ -63,22 +63,26 @@ describe('turns', () => {
   });
 
   it('honours a held turn at no cost, unless a pause now covers it or it is too late', async () => {
+    // Bursts of 1, so every charged call moves the next fresh turn by one spacing.
     const store = newStore();
-    const [turn] = await repository.reserve([request(store)], 1_000);
-    const held = turn!.at;
-    // Held: the same turn back, and the bucket is not charged again (the next fresh turn is the second of the burst).
-    const [again, fresh] = await repository.reserve([request(store, held), request(store)], 1_000);
-    expect(again!.at.getTime()).toBeGreaterThanOrEqual(held.getTime());
-    expect(fresh!.waitMs).toBe(0);
+    const single = (heldAt: Date | null = null) => request(store, heldAt, 1);
+    // Twenty turns ahead: the last one lies about 2 s ahead, so it is held well within the tolerance.
+    const queued = await repository.reserve(Array.from({ length: 20 }, () => single()), 1_000);
+    const held = queued.at(-1)!.at;
+    // Held: the same turn back, and the bucket is not charged again: the next fresh turn follows the held one.
+    const [again, fresh] = await repository.reserve([single(held), single()], 1_000);
+    expect(again!.at.getTime()).toBe(held.getTime());
+    expect(fresh!.at.getTime() - held.getTime()).toBe(100);
 
-    // Too late (a worker that stalled): a fresh turn instead.
-    const stale = new Date(held.getTime() - 5_000);
-    const [late] = await repository.reserve([request(store, stale)], 1_000);
-    expect(late!.at.getTime()).toBeGreaterThan(stale.getTime() + 1_000);
+    // Too late (a worker that stalled): a fresh turn instead, charged like any other, so the turn after it moves back one spacing.
+    const stale = new Date(Date.now() - 5_000);
+    const [late, next] = await repository.reserve([single(stale), single()], 1_000);
+    expect(late!.at.getTime() - fresh!.at.getTime()).toBe(100);
+    expect(next!.at.getTime() - fresh!.at.getTime()).toBe(200);
 
     // Covered by a pause that began after it was reserved: a fresh turn after the pause.
-    const until = await repository.pause(store, 3_000, 100, 3);
-    const [covered] = await repository.reserve([request(store, new Date())], 1_000);
+    const until = await repository.pause(store, 3_000, 100, 1);
+    const [covered] = await repository.reserve([single(new Date())], 1_000);
     expect(covered!.at.getTime()).toBeGreaterThanOrEqual(until.getTime());
   });
 });
