@@ -54,7 +54,7 @@ export function createOperationsApp(ctx: AppContext): Express {
 export function createApp(ctx: AppContext, services: Services): Express {
   const app = express();
   app.disable('x-powered-by');
-  app.set('trust proxy', ctx.config.trustProxy);
+  app.set('trust proxy', ctx.config.trustedProxyHops > 0 ? ctx.config.trustedProxyHops : false);
   app.set('etag', false);
 
   app.use(requestId, requireHost);

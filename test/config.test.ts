@@ -51,8 +51,15 @@ describe('loadConfig', () => {
       reconcileGraceMs: 120_000,
       logLevel: 'info',
       jwtSecret: JWT_SECRET,
+      trustedProxyHops: 0,
     });
     expect(config.encryptionKey.equals(Buffer.from(ENCRYPTION_KEY, 'base64'))).toBe(true);
+  });
+
+  it('TRUST_PROXY: true is the one load balancer in front, a number that many proxies', () => {
+    expect(loadConfig(valid({ TRUST_PROXY: 'true' })).trustedProxyHops).toBe(1);
+    expect(loadConfig(valid({ TRUST_PROXY: '3' })).trustedProxyHops).toBe(3);
+    expect(loadConfig(valid({ TRUST_PROXY: 'false' })).trustedProxyHops).toBe(0);
   });
 
   it('reads the values it is given', () => {
@@ -98,6 +105,8 @@ describe('loadConfig', () => {
     ['RECONCILE_INTERVAL_MS', { RECONCILE_INTERVAL_MS: '-1' }],
     ['RECONCILE_GRACE_MS', { RECONCILE_GRACE_MS: '2m' }],
     ['LOG_LEVEL', { LOG_LEVEL: 'loud' }],
+    ['TRUST_PROXY', { TRUST_PROXY: 'yes' }],
+    ['TRUST_PROXY', { TRUST_PROXY: '0' }],
     ['NODE_ENV', { NODE_ENV: 'staging' }],
     ['JWT_SECRET', { JWT_SECRET: 'short' }],
     ['ENCRYPTION_KEY', { ENCRYPTION_KEY: 'not-base64-32-bytes' }],

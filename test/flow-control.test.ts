@@ -7,12 +7,12 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sendWebhook, startSandbox, type Sandbox } from './sandbox/server.ts';
+import { buildFulfillmentPayload, sendWebhook, startSandbox, type Sandbox } from './sandbox/server.ts';
 import { queryRows } from './support/database.ts';
 import { createResellerStore, createSourceStore, registerUser } from './support/factories.ts';
 import { startTestProcess, startTestService, type TestProcess, type TestService } from './support/service.ts';
 import { lineOf, logLines, newOrderId, orderPosts, settled, waitForJob } from './support/sync-jobs.ts';
-import { ORDERS_PATH } from './support/webhooks.ts';
+import { FULFILLMENTS_PATH, ORDERS_PATH } from './support/webhooks.ts';
 import { waitFor } from './support/wait.ts';
 
 /** The supplier's own limit in the sandbox, and the service's pacing of platform_a stores: the same. */
@@ -171,7 +171,7 @@ describe('one API and two worker processes on one database', () => {
     expect(latency).toBeLessThan(2_000);
     const stillQueued = (await jobRows(api.databaseUrl, intruderJobs)).filter((job) => job.status !== 'dead' && job.status !== 'completed');
     expect(stillQueued.length, "the intruder's backlog was still there").toBeGreaterThan(0);
-  }, 60_000);
+  }, 90_000);
 });
 
 describe('a 429 pauses its store for every process without spending attempts (issue 13)', () => {
@@ -233,7 +233,7 @@ describe('a 429 pauses its store for every process without spending attempts (is
     const jobs = await jobRows(service.databaseUrl, jobIds);
     expect(jobs.filter((job) => job.attempts === 2)).toHaveLength(1);
     expect(jobs.filter((job) => job.attempts > 2)).toEqual([]);
-  }, 60_000);
+  }, 90_000);
 });
 
 describe('a slow supplier holds back only its own jobs', () => {
@@ -286,5 +286,51 @@ describe('a slow supplier holds back only its own jobs', () => {
       [slowJobs],
     );
     expect(open).toEqual([]);
-  }, 60_000);
+  }, 90_000);
+});
+
+describe('an attempt that makes several calls to one store', () => {
+  let service: TestService;
+
+  beforeAll(async () => {
+    // platform_b takes one tracking number per call: a reseller store paced at 2 calls/s.
+    service = await startTestService({ PLATFORM_BASE_URL: sandbox.baseUrlTemplate, PLATFORM_PACING: 'platform_b=2:2' });
+  });
+  afterAll(() => service?.stop());
+
+  it('waits for a turn per call, so a backlog of multi-parcel fulfillments spends no attempt on pacing', async () => {
+    const user = await registerUser(service.api);
+    const resellerSecret = `whsec_${randomBytes(12).toString('hex')}`;
+    const reseller = await createResellerStore(service.api, user.token, { platform: 'platform_b', webhookSecret: resellerSecret });
+    const supplierSecret = `whsec_${randomBytes(12).toString('hex')}`;
+    const supplier = await createSourceStore(service.api, user.token, reseller.id, { platform: 'custom', vendorTag: 'ParcelCo', webhookSecret: supplierSecret });
+
+    const orders = Array.from({ length: 12 }, () => Number(newOrderId()));
+    const jobIds: string[] = [];
+    for (const id of orders) {
+      const payload = sandbox.buildOrderPayload('platform_b', { id, lines: [lineOf(supplier.vendorTag)] });
+      sandbox.seedOrder(reseller.shopDomain, 'platform_b', payload);
+      const routed = await sendWebhook({ targetUrl: `${service.url}${ORDERS_PATH}`, shopDomain: reseller.shopDomain, secret: resellerSecret, topic: 'orders/create', payload });
+      expect(routed.status, JSON.stringify(routed.body)).toBe(200);
+      jobIds.push(...(routed.body as { syncJobIds: string[] }).syncJobIds);
+    }
+    await allCompleted(service.databaseUrl, jobIds, 20_000);
+
+    // Each supplier order ships in two parcels: 24 calls to the reseller store, 12 s of its turns (and
+    // more than the 5 s a call waits for its turn inline, were only the first call's turn reserved).
+    const supplierOrders = sandbox.ordersFor(supplier.shopDomain);
+    for (const [i, order] of supplierOrders.entries()) {
+      const payload = buildFulfillmentPayload('custom', { orderId: order.id, trackingNumbers: [1, 2].map((n) => `PARCEL-${i}-${n}`) });
+      const answer = await sendWebhook({ targetUrl: `${service.url}${FULFILLMENTS_PATH}`, shopDomain: supplier.shopDomain, secret: supplierSecret, topic: 'fulfillments/create', payload });
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+    }
+    const fulfillments = () =>
+      queryRows<{ status: string; attempts: number }>(service.databaseUrl, 'select status, attempts from fulfillments where reseller_store_id = $1', [reseller.id]);
+    await waitFor(async () => {
+      const rows = await fulfillments();
+      return rows.length === 12 && rows.every((row) => row.status === 'completed');
+    }, 40_000, 'twelve completed fulfillments');
+    expect((await fulfillments()).map((row) => row.attempts)).toEqual(Array(12).fill(1));
+    expect(sandbox.fulfillmentsFor(reseller.shopDomain)).toHaveLength(24);
+  }, 90_000);
 });

@@ -32,6 +32,8 @@ beforeAll(async () => {
     PLATFORM_BASE_URL: sandbox.baseUrlTemplate,
     WEBHOOK_SIGNATURE_FAILURES_PER_MINUTE: String(FAILURES_PER_MINUTE),
     MAX_SOURCE_STORES_PER_USER: String(STORES_PER_USER),
+    // Lets a test speak as several clients (X-Forwarded-For); without the header the client is the loopback address.
+    TRUST_PROXY: 'true',
   };
   first = await startTestService(shared);
   second = await startTestService({ ...shared, DATABASE_URL: first.databaseUrl });
@@ -58,12 +60,12 @@ async function supplierOf(service: TestService, user: TestUser, shopDomain = `su
 }
 
 /** A fulfillment of an order no job placed: verified, it is acknowledged with no job (200). */
-function deliver(service: TestService, shopDomain: string, secret: string) {
+function deliver(service: TestService, shopDomain: string, secret: string, forwardedFor?: string) {
   const body = JSON.stringify(buildFulfillmentPayload('custom', { orderId: `ord_${unique()}`, trackingNumbers: ['1Z999'] }));
-  return postRawWebhook(service.url, FULFILLMENTS_PATH, { body, secret, shopDomain, topic: 'fulfillments/create' });
+  return postRawWebhook(service.url, FULFILLMENTS_PATH, { body, secret, shopDomain, topic: 'fulfillments/create', ...(forwardedFor && { forwardedFor }) });
 }
 
-const forged = (service: TestService, shopDomain: string) => deliver(service, shopDomain, `whsec_forged_${unique()}`);
+const forged = (service: TestService, shopDomain: string, forwardedFor?: string) => deliver(service, shopDomain, `whsec_forged_${unique()}`, forwardedFor);
 
 /** Inserts `count` source stores of one domain for one made-up owner, as a stranger scripting the API would. */
 async function strangerRecords(shopDomain: string, count: number): Promise<void> {
@@ -153,6 +155,36 @@ describe('fulfillment webhook verification', () => {
     // The other domain has no failure counted, but this client does; its secret was never proven, so trying it is refused.
     expectError(await forged(second, other.shopDomain), 429, 'rate_limited');
   });
+
+  it("never refuses a correctly signed delivery for another client's forgeries, nor a proven sender's for its own client's", async () => {
+    const domain = `shared-${unique()}.example.com`;
+    // Nine resellers' records of one supplier domain, each with its own secret, all proven but the last.
+    const senders: Supplier[] = [];
+    for (let i = 0; i < 3; i++) {
+      const owner = await registerUser(first.api);
+      for (let j = 0; j < STORES_PER_USER; j++) senders.push(await supplierOf(first, owner, domain));
+    }
+    const platformClient = '198.51.100.7';
+    for (const sender of senders.slice(0, 8)) expect((await deliver(first, domain, sender.webhookSecret, platformClient)).status).toBe(200);
+    const unproven = senders.at(-1)!;
+    // And strangers' records whose secrets never signed anything: trying them is what the budgets guard.
+    await strangerRecords(domain, 50);
+
+    // A stranger's address spends its budget on the domain...
+    const attacker = '203.0.113.9';
+    let status = 0;
+    for (let i = 0; i <= FAILURES_PER_MINUTE && status !== 429; i++) status = (await forged(first, domain, attacker)).status;
+    expect(status).toBe(429);
+    // ...which is its own: the platform's address still has every secret tried, the unproven one's included.
+    expect((await deliver(second, domain, unproven.webhookSecret, platformClient)).status).toBe(200);
+
+    // The platform's address spends its own budget (another shop of the domain misconfigured)...
+    status = 0;
+    for (let i = 0; i <= FAILURES_PER_MINUTE && status !== 429; i++) status = (await forged(first, domain, platformClient)).status;
+    expect(status).toBe(429);
+    // ...yet every proven sender behind it is still heard, the ninth as well as the first.
+    for (const sender of senders) expect((await deliver(first, domain, sender.webhookSecret, platformClient)).status).toBe(200);
+  }, 30_000);
 });
 
 describe('source stores per user', () => {

@@ -420,20 +420,22 @@ describe('pacing', () => {
     expect(performance.now() - started).toBeLessThan(500);
   });
 
-  it('a turn the caller already waited for (heldTurn) is spent without reserving another', async () => {
+  it('turns the caller already waited for (heldTurns) are spent, one per call, without reserving others', async () => {
     const paced = adaptersWith({ pacing: { custom: { burst: 1, perSecond: 0.2 } } });
     const store = newStore('custom');
     sandbox.seedOrder(store.shopDomain, 'custom', resellerPayload('custom'));
     await paced.custom.getOrder(store, 'ord_abc');
-    // The bucket is empty for five seconds, but this call's turn was already waited for.
-    const heldTurn = { spent: false };
-    await paced.custom.getOrder({ ...store, heldTurn }, 'ord_abc');
-    expect(heldTurn.spent).toBe(true);
-    // Without one, the next call's turn is too far away to wait for inside the call: not sent.
-    const error = await platformError(paced.custom.getOrder(store, 'ord_abc'), store);
+    // The bucket is empty for five seconds, but these two calls' turns were already waited for.
+    const heldTurns = { remaining: 2 };
+    const connection = { ...store, heldTurns };
+    await paced.custom.getOrder(connection, 'ord_abc');
+    await paced.custom.getOrder(connection, 'ord_abc');
+    expect(heldTurns.remaining).toBe(0);
+    // Once they are spent, the next call's turn is too far away to wait for inside the call: not sent.
+    const error = await platformError(paced.custom.getOrder(connection, 'ord_abc'), store);
     expect(error).toMatchObject({ retryable: true, sent: false });
     expect(error.retryAfterMs).toBeGreaterThan(1_500);
-    expect(sandbox.requestsFor(store.shopDomain)).toHaveLength(2);
+    expect(sandbox.requestsFor(store.shopDomain)).toHaveLength(3);
   });
 
   it('keeps stores apart: one store at its limit does not slow another', async () => {

@@ -10,15 +10,15 @@ interface StoreRow {
 }
 
 /**
- * Decrypts a store's token only for the call that needs it; it is never kept or logged. `heldTurn`:
- * the caller already waited for the store's turn (src/attempts/pacing.ts), which the first call spends.
+ * Decrypts a store's token only for the call that needs it; it is never kept or logged. `heldTurns`:
+ * how many of the store's turns the caller already waited for (src/attempts/pacing.ts), one per call.
  */
-export function connectionOf(ctx: AppContext, store: StoreRow, heldTurn = false): StoreConnection {
+export function connectionOf(ctx: AppContext, store: StoreRow, heldTurns = 0): StoreConnection {
   return {
     storeId: store.id,
     platform: store.platform,
     shopDomain: store.shopDomain,
     accessToken: ctx.secrets.decrypt(store.accessTokenEncrypted, store.id),
-    ...(heldTurn && { heldTurn: { spent: false } }),
+    ...(heldTurns > 0 && { heldTurns: { remaining: heldTurns } }),
   };
 }

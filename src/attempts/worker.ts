@@ -5,6 +5,7 @@ import type { AppContext } from '../context.ts';
 import { isDatabaseUnavailable } from '../db/errors.ts';
 import { GroupCommit } from '../db/group-commit.ts';
 import { sqlOf, type Db, type Trx } from '../db/sql.ts';
+import { DEFAULT_MAX_INLINE_RETRY_AFTER_MS } from '../platforms/index.ts';
 import { PlatformError } from '../platforms/types.ts';
 import { newMessageId, type QueueKey } from '../queue/queue.ts';
 import type { AttemptTrigger } from '../../contract/enums.ts';
@@ -140,9 +141,16 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends Que
     return new Set(letGo);
   }
 
+  /**
+   * Longer than the attempt can last: each of its calls tried four times (one and three inline
+   * retries), each try timing out after waiting the longest inline wait, and a margin.
+   */
+  private longestAttemptMs(work: W): number {
+    const calls = Math.max(1, this.attempt.targets(work).length);
+    return calls * 4 * (this.ctx.config.platformTimeoutMs + DEFAULT_MAX_INLINE_RETRY_AFTER_MS) + 30_000;
+  }
+
   private async handOver(calling: Taken<W>[], watchdogs: string[]): Promise<boolean[]> {
-    // Longer than any attempt can last: four calls (one and three inline retries) timing out, their waits, a margin.
-    const delayMs = 4 * this.ctx.config.platformTimeoutMs + 45_000;
     const handed = await sqlOf(this.ctx.orm)
       .transaction()
       .execute(async (trx) => {
@@ -151,7 +159,9 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends Que
           this.kind.table,
           calling.map(({ work: { row } }, i) => ({ id: row.id, version: row.version, messageId: row.queueMessageId ?? null, nextMessageId: watchdogs[i]! })),
         );
-        const messages = calling.flatMap(({ work: { row } }, i) => (replaced[i] ? [{ id: watchdogs[i]!, message: this.kind.message(row.id), delayMs }] : []));
+        const messages = calling.flatMap(({ work }, i) =>
+          replaced[i] ? [{ id: watchdogs[i]!, message: this.kind.message(work.row.id), delayMs: this.longestAttemptMs(work) }] : [],
+        );
         await this.ctx.queue.insertIn(trx, this.kind.queue, messages);
         return replaced;
       });

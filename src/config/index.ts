@@ -64,7 +64,10 @@ const EnvSchema = z.object({
   MAX_RETRY_AFTER_MS: integer(1_000, 86_400_000).default(600_000),
   MAX_SOURCE_STORES_PER_USER: integer(1, 1_000_000).default(500),
   WEBHOOK_SIGNATURE_FAILURES_PER_MINUTE: integer(1, 1_000_000).default(60),
-  TRUST_PROXY: z.enum(['true', 'false']).default('false'),
+  TRUST_PROXY: z
+    .string()
+    .regex(/^(true|false|[1-9]|10)$/, 'must be true, false or the number of proxies in front (1-10)')
+    .default('false'),
   WEBHOOK_DELIVERY_SCHEDULE_MS: z
     .string()
     .default(DEFAULT_DELIVERY_SCHEDULE_MS.join(','))
@@ -127,7 +130,8 @@ function buildConfig(env: z.infer<typeof EnvSchema>) {
     maxSourceStoresPerUser: env.MAX_SOURCE_STORES_PER_USER,
     /** Failed fulfillment-webhook signatures per minute, per client and per shop domain, before 429 (src/webhooks/). */
     webhookSignatureFailuresPerMinute: env.WEBHOOK_SIGNATURE_FAILURES_PER_MINUTE,
-    trustProxy: env.TRUST_PROXY === 'true',
+    // `true` is one proxy (the load balancer): the client is the address it saw, not one a client wrote into the header.
+    trustedProxyHops: env.TRUST_PROXY === 'true' ? 1 : env.TRUST_PROXY === 'false' ? 0 : Number(env.TRUST_PROXY),
     webhooks: {
       /** Delay before each attempt of a delivery, in ms; its length is the number of attempts. */
       deliveryScheduleMs: env.WEBHOOK_DELIVERY_SCHEDULE_MS,

@@ -31,15 +31,18 @@ export function propagateTracking(ctx: AppContext): Attempt<FulfillmentWork> {
       return rows.map((row) => ({ row, reseller: resellers.find((store) => store.id === row.resellerStoreId) ?? null }));
     },
 
-    targets: ({ reseller }) => (reseller ? [{ storeId: reseller.id, platform: reseller.platform }] : []),
+    /** One turn per call: platform_b takes one tracking number per call. */
+    targets: ({ row, reseller }) =>
+      reseller ? Array.from({ length: ctx.platforms[reseller.platform].fulfillmentCalls(row.tracking) }, () => ({ storeId: reseller.id, platform: reseller.platform })) : [],
 
     /** Keyed by our fulfillment id, so a retry after a crash cannot add the tracking twice. */
     async perform({ row: fulfillment, reseller }) {
       const job = await jobs.findById(fulfillment.syncJobId);
       if (!job) throw new JobFailure('the sync job no longer exists');
       if (!reseller) throw new JobFailure('the reseller store was deleted');
-      return ctx.platforms[reseller.platform].createFulfillment(
-        connectionOf(ctx, reseller, true),
+      const platform = ctx.platforms[reseller.platform];
+      return platform.createFulfillment(
+        connectionOf(ctx, reseller, platform.fulfillmentCalls(fulfillment.tracking)),
         job.externalOrderId,
         fulfillment.tracking,
         `fulfillment:${fulfillment.id}`,

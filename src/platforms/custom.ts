@@ -76,6 +76,7 @@ export function createCustomAdapter(settings: HttpClientSettings): PlatformAdapt
   return {
     platform: 'custom',
     needsTrackingNumber: true,
+    fulfillmentCalls: () => 1,
     getOrder: (store, orderId) => http.get(store, `/orders/${encodeURIComponent(orderId)}`, readOrder),
     createOrder: (store, order, idempotencyKey) =>
       http.post(store, '/orders', orderRequest(order), idempotencyKey, readCreated(`created ${ORDER}`)),

@@ -180,12 +180,12 @@ export class PlatformHttpClient {
   }
 
   /**
-   * Spends the turn a worker already waited for (`heldTurn`), or reserves the store's next one and
+   * Spends a turn a worker already waited for (`heldTurns`), or reserves the store's next one and
    * waits for it when it is near; a turn further away is not waited for inside the call.
    */
   async #waitForTurn(store: StoreConnection, request: PlatformRequest): Promise<void> {
-    if (store.heldTurn && !store.heldTurn.spent) {
-      store.heldTurn.spent = true;
+    if (store.heldTurns && store.heldTurns.remaining > 0) {
+      store.heldTurns.remaining -= 1;
       return;
     }
     const waitMs = await this.options.pacer.reserve(this.#paced(store));

@@ -29,7 +29,7 @@ export interface PlatformAdapterOptions {
 
 const DEFAULT_BASE_URL_TEMPLATE = 'https://{shopDomain}';
 const DEFAULT_TIMEOUT_MS = 10_000;
-const DEFAULT_MAX_INLINE_RETRY_AFTER_MS = 5_000;
+export const DEFAULT_MAX_INLINE_RETRY_AFTER_MS = 5_000;
 const DEFAULT_MAX_RETRY_AFTER_MS = 10 * 60_000;
 
 /** One adapter per platform; they share a pacer so each store is paced across all callers. */

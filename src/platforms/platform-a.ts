@@ -75,6 +75,7 @@ export function createPlatformAAdapter(settings: HttpClientSettings): PlatformAd
   return {
     platform: 'platform_a',
     needsTrackingNumber: false,
+    fulfillmentCalls: () => 1,
     getOrder: (store, orderId) =>
       http.get(store, `${API}/orders/${encodeURIComponent(orderId)}.json`, (body) =>
         readOrder(parsePayload(orderResponse, body, `${ORDER} response`).order),

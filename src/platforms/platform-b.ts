@@ -124,6 +124,8 @@ export function createPlatformBAdapter(settings: HttpClientSettings): PlatformAd
   return {
     platform: 'platform_b',
     needsTrackingNumber: true,
+    /** One per tracking number (see createFulfillment). */
+    fulfillmentCalls: (tracking) => Math.max(1, tracking.numbers.length),
     getOrder: (store, orderId) => http.get(store, `${API}/orders/${encodeURIComponent(orderId)}`, readOrder),
     createOrder: (store, order, idempotencyKey) =>
       http.post(store, `${API}/orders`, orderRequest(order), idempotencyKey, (body, _headers, status) => ({

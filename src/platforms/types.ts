@@ -13,8 +13,11 @@ export interface StoreConnection {
   platform: Platform;
   shopDomain: string;
   accessToken: string;
-  /** A turn the caller already waited for (a worker does, before it takes a job): the next call spends it. */
-  heldTurn?: { spent: boolean };
+  /**
+   * Turns the caller already waited for (a worker does, before it takes a job, one per call its
+   * attempt makes to this store): each call spends one while any remain, then reserves its own.
+   */
+  heldTurns?: { remaining: number };
 }
 
 /** One order of a store's order list: what reconciliation needs to decide, and the order itself. */
@@ -37,6 +40,8 @@ export interface PlatformAdapter {
   getOrder(store: StoreConnection, orderId: string): Promise<ResellerOrder>;
   /** Places an order; a repeat with the same idempotency key returns the first order. */
   createOrder(store: StoreConnection, order: SupplierOrder, idempotencyKey: string): Promise<Created>;
+  /** How many calls `createFulfillment` makes for this tracking (so a worker can wait for every one's turn). */
+  fulfillmentCalls(tracking: Tracking): number;
   /** Adds a fulfillment with tracking to an order and notifies the customer. */
   createFulfillment(
     store: StoreConnection,

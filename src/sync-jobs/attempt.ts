@@ -17,7 +17,7 @@ export function placeSupplierOrder(ctx: AppContext): Attempt<JobWithSource> {
 
   async function readResellerOrder(job: SyncJob, reseller: ResellerStore | null): Promise<ResellerOrder> {
     if (!reseller) throw new JobFailure('the reseller store was deleted');
-    return ctx.platforms[reseller.platform].getOrder(connectionOf(ctx, reseller, true), job.externalOrderId);
+    return ctx.platforms[reseller.platform].getOrder(connectionOf(ctx, reseller, 1), job.externalOrderId);
   }
 
   return {
@@ -37,7 +37,7 @@ export function placeSupplierOrder(ctx: AppContext): Attempt<JobWithSource> {
       if (!source) throw new JobFailure('the source store was deleted');
       const order = job.order ?? (await readResellerOrder(job, reseller));
       const supplierOrder = buildSupplierOrder(order, source, job.id);
-      return ctx.platforms[source.platform].createOrder(connectionOf(ctx, source, true), supplierOrder, `sync-job:${job.id}`);
+      return ctx.platforms[source.platform].createOrder(connectionOf(ctx, source, 1), supplierOrder, `sync-job:${job.id}`);
     },
   };
 }

@@ -138,8 +138,10 @@ export class WebhookService {
    * records (of different resellers) may share a supplier's domain: the ones whose secret
    * verifies are the senders. Checking a delivery against every secret of a domain that strangers
    * gave many records is the costly part (src/webhooks/source-secrets.ts), so failed signatures are
-   * counted per domain and per client across processes, and past the limit only the domain's
-   * proven senders are tried: a delivery none of them signed gets 429, which a platform retries.
+   * counted per client on each domain and per client overall, across processes, and past either
+   * limit only the domain's proven senders are tried: a delivery none of them signed gets 429,
+   * which a platform retries. The counts are the client's own, so one client's forgeries never
+   * hold back a delivery from another.
    */
   async verifySourceStores(delivery: Delivery): Promise<SourceStore[]> {
     const shopDomain = normaliseDomain(delivery.shopDomain);
@@ -284,8 +286,9 @@ export class WebhookService {
 const SIGNATURE_FAILURE_WINDOW_MS = 60_000;
 
 /** The counters of failed fulfillment-webhook signatures: the domain's first, the client's second. */
+/** A client's failures on one domain, then its failures on any: the first is left out for a domain without records. */
 function signatureFailureKeys(shopDomain: string, client: string | undefined): string[] {
-  return [`signature:domain:${shopDomain}`, `signature:client:${client ?? 'unknown'}`];
+  return [`signature:domain:${shopDomain}:client:${client ?? 'unknown'}`, `signature:client:${client ?? 'unknown'}`];
 }
 
 function normaliseDomain(domain: string | undefined): string | null {

@@ -8,8 +8,8 @@ interface DomainSecrets {
   version: number;
   /** Each distinct secret with the records that share it (one supplier store's secret can serve several resellers). */
   bySecret: Map<string, SourceStore[]>;
-  /** The secrets of the records proven earliest (the first to have verified a delivery), in that order. */
-  proven: string[];
+  /** The secrets of the records that verified a delivery before, earliest proven first. */
+  proven: Set<string>;
   /** Record id and ciphertext → secret, so a reload decrypts only what changed. */
   decrypted: Map<string, string>;
 }
@@ -22,19 +22,17 @@ export type SenderCheck =
   /** Not verified by a proven sender, and the rest was not tried: the caller's budget for that is spent. */
   | { verdict: 'limited' };
 
-/** Proven senders of a domain checked before anything else; the rest costs a budgeted scan. */
-const PROVEN_SENDERS = 8;
 const MAX_CACHED_DOMAINS = 10_000;
 
 /**
  * The fulfillment webhook's secrets per supplier domain, decrypted once and kept while the
  * domain's version (source_store_domains, bumped by a trigger on any change of its records, by any
  * process) stays the same: a delivery costs one indexed read, whatever the number of records
- * sharing the domain. The secrets of the records that were first to verify a delivery
+ * sharing the domain. The secrets of the records that verified a delivery before
  * (`webhook_proven_at`, kept in the row, so every process knows them) are checked first, earliest
- * first: a supplier's delivery costs an HMAC or a few however many records strangers add with its
- * domain later, and however many of their own deliveries they sign. Trying every other secret is
- * the costly part, and the caller decides when it may (`mayScan`).
+ * first, always: a supplier's delivery costs an HMAC or a few however many unproven records
+ * strangers add with its domain, and it is never refused for another sender's failures. Trying
+ * every other secret is the costly part, and the caller decides when it may (`mayScan`).
  */
 export class SourceSecrets {
   readonly #domains = new Map<string, Promise<DomainSecrets>>();
@@ -44,13 +42,13 @@ export class SourceSecrets {
     this.#stores = new SourceStoreRepository(ctx.orm);
   }
 
-  /** Finds the records whose secret signed the delivery; `mayScan` is asked before trying more than the recent senders. */
+  /** Finds the records whose secret signed the delivery; `mayScan` is asked before trying more than the proven senders. */
   async check(shopDomain: string, rawBody: Buffer, signature: string, mayScan: () => Promise<boolean>): Promise<SenderCheck> {
     const secrets = await this.#current(shopDomain);
     if (!secrets) return { verdict: 'unsigned', domainKnown: false };
-    const proven = secrets.proven.find((secret) => verifySignature(rawBody, secret, signature));
+    const proven = [...secrets.proven].find((secret) => verifySignature(rawBody, secret, signature));
     if (proven) return { verdict: 'signed', senders: secrets.bySecret.get(proven)! };
-    const others = [...secrets.bySecret.keys()].filter((secret) => !secrets.proven.includes(secret));
+    const others = [...secrets.bySecret.keys()].filter((secret) => !secrets.proven.has(secret));
     if (others.length === 0) return { verdict: 'unsigned', domainKnown: true };
     if (!(await mayScan())) return { verdict: 'limited' };
     const found = others.find((secret) => verifySignature(rawBody, secret, signature));
@@ -60,7 +58,7 @@ export class SourceSecrets {
     if (unproven.length > 0) {
       // Bumps the domain's version: every process reloads it with this sender proven.
       await this.#stores.markWebhookProven(unproven);
-      if (secrets.proven.length < PROVEN_SENDERS) secrets.proven.push(found);
+      secrets.proven.add(found);
     }
     return { verdict: 'signed', senders };
   }
@@ -79,14 +77,14 @@ export class SourceSecrets {
   /** Stamped with the version read before the rows: a change committed in between only makes the next delivery reload. */
   async #load(shopDomain: string, version: number, previous: DomainSecrets | undefined): Promise<DomainSecrets> {
     const stores = await this.#stores.activeByDomain(shopDomain);
-    const secrets: DomainSecrets = { version, bySecret: new Map(), proven: [], decrypted: new Map() };
+    const secrets: DomainSecrets = { version, bySecret: new Map(), proven: new Set(), decrypted: new Map() };
     const provenFirst = (store: SourceStore) => store.webhookProvenAt?.getTime() ?? Number.POSITIVE_INFINITY;
     for (const store of stores.sort((a, b) => provenFirst(a) - provenFirst(b))) {
       const sealed = `${store.id}:${store.webhookSecretEncrypted}`;
       const secret = previous?.decrypted.get(sealed) ?? this.ctx.secrets.decrypt(store.webhookSecretEncrypted, store.id);
       secrets.decrypted.set(sealed, secret);
       secrets.bySecret.set(secret, [...(secrets.bySecret.get(secret) ?? []), store]);
-      if (store.webhookProvenAt && secrets.proven.length < PROVEN_SENDERS && !secrets.proven.includes(secret)) secrets.proven.push(secret);
+      if (store.webhookProvenAt) secrets.proven.add(secret);
     }
     return secrets;
   }

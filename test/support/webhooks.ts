@@ -23,6 +23,8 @@ export interface RawDelivery {
   topic?: string;
   webhookId?: string;
   contentType?: string;
+  /** Sent as X-Forwarded-For: the client address a service with TRUST_PROXY=true sees. */
+  forwardedFor?: string;
 }
 
 /**
@@ -39,6 +41,7 @@ export async function postRawWebhook(baseUrl: string, path: string, delivery: Ra
   if (delivery.shopDomain !== undefined) headers['x-platform-shop-domain'] = delivery.shopDomain;
   if (delivery.topic !== undefined) headers['x-platform-topic'] = delivery.topic;
   headers['x-platform-webhook-id'] = delivery.webhookId ?? `wh-${uniqueSuffix()}`;
+  if (delivery.forwardedFor !== undefined) headers['x-forwarded-for'] = delivery.forwardedFor;
   const response = await fetch(`${baseUrl}${path}`, { method: 'POST', headers, body: new Uint8Array(body) });
   const text = await response.text();
   let parsed: unknown = text;
