@@ -324,3 +324,20 @@ describe('a store deleted during a run', () => {
     expect(run.ordersRouted).toBeLessThan(3);
   });
 });
+
+describe('a reseller store with a backlog of calls', () => {
+  it("waits its turn behind them: the run succeeds instead of failing unsent", async ({ service, sandbox, target }) => {
+    const reseller = await openReseller(sandbox, target, 'platform_a');
+    const lost = await placeOrders(sandbox, reseller, 2, 'drop');
+    // Turns reserved for 8 s of the store's calls (platform_a: 2 calls/s, a burst of 40), as a
+    // backlog of fulfillments to it would; a listing waiting only 5 s would fail unsent.
+    const store = { storeId: reseller.store.id, platform: 'platform_a' as const };
+    await service.ctx.pacer.turns(Array.from({ length: 55 }, () => ({ store })));
+
+    const startedAt = Date.now();
+    const run = await finishedRun(reseller, await reconcile(reseller), 30_000);
+    expect(run).toMatchObject({ status: 'succeeded', ordersSeen: 2, ordersRouted: 2, error: null });
+    expect(Date.now() - startedAt).toBeGreaterThan(5_000);
+    await expectRoutedOnce(reseller, lost.map(idOf));
+  }, 45_000);
+});

@@ -189,7 +189,7 @@ export class PlatformHttpClient {
       return;
     }
     const waitMs = await this.options.pacer.reserve(this.#paced(store));
-    if (waitMs > this.options.maxInlineRetryAfterMs) {
+    if (waitMs > (store.maxTurnWaitMs ?? this.options.maxInlineRetryAfterMs)) {
       throw this.#error(store, request, `not sent: the store's next turn is in ${Math.ceil(waitMs)} ms`, {
         retryable: true,
         retryAfterMs: Math.ceil(waitMs),

@@ -18,6 +18,12 @@ export interface StoreConnection {
    * attempt makes to this store): each call spends one while any remain, then reserves its own.
    */
   heldTurns?: { remaining: number };
+  /**
+   * How long a call may wait for a turn it reserves itself (default: the adapters' longest inline
+   * wait, 5 s); a turn further away fails the call unsent. Work that holds no worker slot (a
+   * reconciliation run) may wait longer rather than fail while the store has a backlog.
+   */
+  maxTurnWaitMs?: number;
 }
 
 /** One order of a store's order list: what reconciliation needs to decide, and the order itself. */

@@ -18,6 +18,8 @@ export interface ListedOrderRouting {
 export const WATERMARK_OVERLAP_MS = 5 * 60_000;
 /** A run's hold on its store; renewed while it runs, so a lost process's run is taken over or failed soon after. */
 export const RUN_LEASE_MS = 60_000;
+/** How long one page of a listing waits for the store's turn before the run fails (and is retried next interval). */
+const MAX_LISTING_TURN_WAIT_MS = 60_000;
 /** Pages one run lists at most; a store with more picks up from its new watermark in the next run. */
 const MAX_PAGES_PER_RUN = 400;
 
@@ -72,8 +74,9 @@ export class ReconciliationRunner {
     const cutoff = new Date(Date.now() - this.ctx.config.reconcileGraceMs);
     await this.repository.progress(run, since, 0, 0);
 
-    // Paced like every call to the store (its shared turns), so a run never starves order placement.
-    const connection = connectionOf(this.ctx, store);
+    // Paced like every call to the store (its shared turns), so a run never starves order placement;
+    // it waits its turn behind a backlog (its lease is renewed meanwhile) rather than fail.
+    const connection = { ...connectionOf(this.ctx, store), maxTurnWaitMs: MAX_LISTING_TURN_WAIT_MS };
     let newest = current.watermark;
     let truncated = false;
     let pages = 0;
