@@ -11,7 +11,7 @@ import { newId } from '../shared/ids.ts';
 import { findPage, type Page, type PageQuery } from '../shared/paging.ts';
 import { shopDomainRefusal } from '../shared/url-safety.ts';
 import { ResellerStore } from './entity.ts';
-import { readStoreStats, type StoreStats } from './stats.ts';
+import { readStoreStats, type StoreStats } from './repository.ts';
 
 export interface NewResellerStore {
   name: string;
