@@ -11,5 +11,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // Most of a test's time is spent waiting (HTTP, timers, the queue), so two files at a time halve the
+    // suite on two cores without making its timing-sensitive tests tight.
+    maxWorkers: 2,
   },
 });
