@@ -106,6 +106,7 @@ describe('loadConfig', () => {
     ['RECONCILE_GRACE_MS', { RECONCILE_GRACE_MS: '2m' }],
     ['LOG_LEVEL', { LOG_LEVEL: 'loud' }],
     ['TRUST_PROXY', { TRUST_PROXY: 'yes' }],
+    ['EVENT_RETENTION_DAYS', { EVENT_RETENTION_DAYS: '7' }],
     ['TRUST_PROXY', { TRUST_PROXY: '0' }],
     ['NODE_ENV', { NODE_ENV: 'staging' }],
     ['JWT_SECRET', { JWT_SECRET: 'short' }],

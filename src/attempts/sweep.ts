@@ -4,6 +4,7 @@ import type { AppContext } from '../context.ts';
 import { sqlOf, type Trx } from '../db/sql.ts';
 import { FulfillmentService } from '../fulfillments/service.ts';
 import { QUEUES, newMessageId, type QueueKey } from '../queue/queue.ts';
+import { every } from '../shared/periodic.ts';
 import type { AttemptKind, AttemptRow, DeathReason } from './kind.ts';
 import { ATTEMPT_KINDS } from './kinds.ts';
 import { findStranded, takeSweepTurn, writeAttemptTransitions, type AttemptWrite } from './repository.ts';
@@ -147,25 +148,12 @@ export class Sweeper {
  */
 export function startSweeper(ctx: AppContext): () => Promise<void> {
   const sweeper = new Sweeper(ctx);
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let pass: Promise<void> = Promise.resolve();
-  const next = () => {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      pass = sweeper
-        .sweepOnce()
-        .then((report) => {
-          if (report && Object.values(report).some((count) => count > 0)) ctx.logger.info({ sweep: report }, 'sweep moved stranded work');
-        })
-        .catch((error: unknown) => ctx.logger.warn({ err: error }, 'sweep failed; trying again next interval'))
-        .finally(next);
-    }, ctx.config.sweepIntervalMs);
-  };
-  next();
-  return async () => {
-    stopped = true;
-    clearTimeout(timer);
-    await pass;
-  };
+  return every(ctx.config.sweepIntervalMs, () =>
+    sweeper
+      .sweepOnce()
+      .then((report) => {
+        if (report && Object.values(report).some((count) => count > 0)) ctx.logger.info({ sweep: report }, 'sweep moved stranded work');
+      })
+      .catch((error: unknown) => ctx.logger.warn({ err: error }, 'sweep failed; trying again next interval')),
+  );
 }

@@ -43,6 +43,8 @@ const EnvSchema = z.object({
   RECONCILE_INTERVAL_MS: integer(0, 86_400_000).default(300_000),
   RECONCILE_GRACE_MS: integer(0, 86_400_000).default(120_000),
   SWEEP_INTERVAL_MS: integer(100, 3_600_000).default(60_000),
+  // events.md: events are kept at least 30 days.
+  EVENT_RETENTION_DAYS: integer(30, 3_650).default(30),
   PLATFORM_PACING: z
     .string()
     .optional()
@@ -115,6 +117,7 @@ function buildConfig(env: z.infer<typeof EnvSchema>) {
     reconcileGraceMs: env.RECONCILE_GRACE_MS,
     /** How often a worker process sweeps for stranded work (src/attempts/sweep.ts); one process at a time. */
     sweepIntervalMs: env.SWEEP_INTERVAL_MS,
+    eventRetentionDays: env.EVENT_RETENTION_DAYS,
     /** Per-store pacing overrides by platform; empty = the platforms' defaults. */
     platformPacing: env.PLATFORM_PACING,
     jwtSecret: env.JWT_SECRET ?? localSecret(dataDir, production, 'JWT_SECRET', 'jwt-secret', 48),

@@ -103,3 +103,36 @@ export async function insertEventsWithDeliveries(trx: Trx, events: NewEvent[], o
     .returning(['id', 'endpoint_id as endpointId', sql<string>`queue_message_id`.as('queueMessageId')])
     .execute();
 }
+
+/**
+ * The smallest id of anything created at or after `at` (ids start with their creation time in
+ * milliseconds, as UUIDv7's first 48 bits: src/shared/ids.ts), so "created before" is a range of the
+ * primary key.
+ */
+export function firstIdAt(prefix: string, at: Date): string {
+  return `${prefix}_${at.getTime().toString(16).padStart(12, '0')}${'0'.repeat(20)}`;
+}
+
+/**
+ * Deletes up to `limit` events created before `before`, oldest first, with their deliveries, in one
+ * statement; an event with a delivery still pending is kept until it ends. Returns how many went.
+ */
+export async function pruneEventsBefore(trx: Trx, before: Date, limit: number): Promise<number> {
+  const { rows } = await sql<{ id: string }>`
+    with doomed as (
+      select e.id from events e
+      where e.id < ${firstIdAt('evt', before)}
+        and not exists (select 1 from webhook_deliveries d where d.event_id = e.id and d.status = 'pending')
+      order by e.id limit ${limit}
+    ),
+    deliveries as (delete from webhook_deliveries d using doomed where d.event_id = doomed.id)
+    delete from events e using doomed where e.id = doomed.id
+    returning e.id`.execute(trx);
+  return rows.length;
+}
+
+/** One process prunes at a time (a transaction-scoped advisory lock); false when another has the turn. */
+export async function takePruneTurn(trx: Trx): Promise<boolean> {
+  const { rows } = await sql<{ taken: boolean }>`select pg_try_advisory_xact_lock(hashtext('events.prune')) as taken`.execute(trx);
+  return rows[0]?.taken === true;
+}

@@ -1,4 +1,5 @@
 import type { AppContext } from '../context.ts';
+import { every } from '../shared/periodic.ts';
 import type { ReconciliationService } from './service.ts';
 
 /**
@@ -11,27 +12,12 @@ export function startReconciliationScheduler(ctx: AppContext, reconciliations: R
   const intervalMs = ctx.config.reconcileIntervalMs;
   if (intervalMs === 0) return async () => {};
   const turnMs = Math.min(10_000, Math.max(250, Math.floor(intervalMs / 2)));
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let turn: Promise<void> = Promise.resolve();
-
-  const next = () => {
-    if (stopped) return;
-    timer = setTimeout(() => {
-      turn = reconciliations
-        .scheduleDue()
-        .then((started) => {
-          if (started > 0) ctx.logger.info({ runs: started }, 'reconciliations scheduled');
-        })
-        .catch((error: unknown) => ctx.logger.warn({ err: error }, 'scheduling reconciliations failed; trying again next turn'))
-        .finally(next);
-    }, turnMs);
-  };
-  next();
-
-  return async () => {
-    stopped = true;
-    clearTimeout(timer);
-    await turn;
-  };
+  return every(turnMs, () =>
+    reconciliations
+      .scheduleDue()
+      .then((started) => {
+        if (started > 0) ctx.logger.info({ runs: started }, 'reconciliations scheduled');
+      })
+      .catch((error: unknown) => ctx.logger.warn({ err: error }, 'scheduling reconciliations failed; trying again next turn')),
+  );
 }

@@ -4,6 +4,7 @@ import { QUEUES, type QueueKey, type QueueMessage } from '../queue/queue.ts';
 import type { AttemptKind, AttemptRow } from '../attempts/kind.ts';
 import { ATTEMPT_KINDS } from '../attempts/kinds.ts';
 import { startSweeper } from '../attempts/sweep.ts';
+import { startEventPruner } from '../events/retention.ts';
 import { AttemptWorker } from '../attempts/worker.ts';
 import { DELIVERIES_PER_ENDPOINT, DeliveryWorker } from './delivery.worker.ts';
 
@@ -78,9 +79,10 @@ export type RunHandlers = { [K in RunQueue]: (message: QueueMessage<K>) => Promi
 /**
  * Subscribes one worker to the queue of every kind of retried work (src/attempts/kinds.ts), one to
  * each run queue (`runs`), and the webhook delivery worker to its queue (a queue without a worker
- * fails the start-up), and starts the sweep for stranded work (src/attempts/sweep.ts); returns what
- * stops the sweep (`stop`) and `drain`, which resolves once the attempts let go of by their batches
- * (still calling a slow platform, src/attempts/worker.ts) have recorded their outcomes: call it after
+ * fails the start-up), and starts the sweep for stranded work (src/attempts/sweep.ts) and the pruning
+ * of old events (src/events/retention.ts); returns what stops those two (`stop`) and `drain`, which
+ * resolves once the attempts let go of by their batches (still calling a slow platform,
+ * src/attempts/worker.ts) have recorded their outcomes: call it after
  * the queue stopped. A message whose outcome could not be recorded, or a batch whose handler throws
  * (e.g. the database went away), is left to pg-boss, which delivers it again (an attempt's message at
  * most as often as the retry policy allows attempts: src/queue/queue.ts).
@@ -93,7 +95,9 @@ export async function startWorkers(ctx: AppContext, runs: RunHandlers): Promise<
   for (const kind of ATTEMPT_KINDS) workers.push(await startWorker(ctx, kind as unknown as AttemptKind<AttemptRow, string, QueueKey, { row: AttemptRow }>));
   for (const key of Object.keys(runs) as RunQueue[]) await startRunWorker(ctx, key, runs[key]);
   await startDeliveryWorker(ctx);
-  const stop = startSweeper(ctx);
+  const stopSweeper = startSweeper(ctx);
+  const stopPruner = startEventPruner(ctx);
+  const stop = async () => void (await Promise.all([stopSweeper(), stopPruner()]));
   return { stop, drain: async () => void (await Promise.all(workers.map((worker) => worker.drain()))) };
 }
 
