@@ -2,7 +2,8 @@
  * Flow control at the API (issue 15, points 3 and 5), on two API processes sharing one database:
  * fulfillment webhook verification costs a bounded amount for a domain that strangers gave many
  * source store records, its cached secrets follow changes made through the other process, failed
- * signatures are limited per domain and per client without refusing a recent sender's delivery,
+ * signatures are limited per client (on a domain, and overall) without refusing a proven sender's
+ * delivery or another client's,
  * a user's active source stores are capped, and the auth rate limit counts across processes.
  */
 import { randomBytes } from 'node:crypto';
