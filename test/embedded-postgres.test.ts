@@ -8,7 +8,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chownSync, cpSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, symlinkSync } from 'node:fs';
+import { chownSync, cpSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -207,6 +207,11 @@ describe('the embedded PostgreSQL from a private folder', () => {
     const underProc = await runFailingStart({ ...secrets, DATA_DIR: '/proc/ors/data' });
     expect(underProc.code).toBe(1);
     expect(underProc.output).toEqual([expect.stringMatching(/DATA_DIR \/proc\/ors\/data .*ENOENT.*: set DATA_DIR to a folder this user can write, or set DATABASE_URL$/)]);
+    // A file where the folder should be.
+    const aFile = path.join(mkdtempSync(path.join(tmpdir(), 'ors-file-')), 'data');
+    writeFileSync(aFile, '');
+    const fileInTheWay = await runFailingStart({ ...secrets, DATA_DIR: aFile });
+    expect(fileInTheWay.output).toEqual([expect.stringMatching(/DATA_DIR .*ENOTDIR.*: set DATA_DIR to a folder this user can write, or set DATABASE_URL$/)]);
     const underProcInDevelopment = await runFailingStart({ NODE_ENV: 'development', DATA_DIR: '/proc/ors/data' });
     expect(underProcInDevelopment.output).toEqual([expect.stringMatching(/^invalid configuration: DATA_DIR .*ENOENT.*: set DATA_DIR to a folder this user can write$/)]);
 

@@ -438,6 +438,20 @@ describe('pacing', () => {
     expect(sandbox.requestsFor(store.shopDomain)).toHaveLength(3);
   });
 
+  it('a 429 voids the turns held from before it: the retry waits out the pause', async () => {
+    const paced = adaptersWith({ pacing: { custom: { burst: 10, perSecond: 10 } }, maxInlineRetryAfterMs: 3_000 });
+    const store = newStore('custom');
+    sandbox.seedOrder(store.shopDomain, 'custom', resellerPayload('custom'));
+    sandbox.setFaults(store.shopDomain, { rateLimitNext: 1, retryAfterSeconds: 2 });
+    const heldTurns = { remaining: 3 };
+    await paced.custom.getOrder({ ...store, heldTurns }, 'ord_abc');
+    expect(heldTurns.remaining).toBe(0);
+    const [refused, retried] = sandbox.requestsFor(store.shopDomain);
+    expect(refused!.status).toBe(429);
+    expect(retried!.status).toBe(200);
+    expect(Date.parse(retried!.at) - Date.parse(refused!.at)).toBeGreaterThanOrEqual(1_900);
+  });
+
   it('keeps stores apart: one store at its limit does not slow another', async () => {
     const paced = adaptersWith({ pacing: { custom: { burst: 1, perSecond: 1 } } });
     const busy = newStore('custom');

@@ -125,7 +125,8 @@ export async function pruneEventsBefore(trx: Trx, before: Date, limit: number): 
         and not exists (select 1 from webhook_deliveries d where d.event_id = e.id and d.status = 'pending')
       order by e.id limit ${limit}
     ),
-    deliveries as (delete from webhook_deliveries d using doomed where d.event_id = doomed.id)
+    -- Re-checked on a row a manual retry set back to pending meanwhile: that delivery stays.
+    deliveries as (delete from webhook_deliveries d using doomed where d.event_id = doomed.id and d.status <> 'pending')
     delete from events e using doomed where e.id = doomed.id
     returning e.id`.execute(trx);
   return rows.length;

@@ -8,6 +8,7 @@ const EVENTS_PER_BATCH = 1_000;
 const BATCHES_PER_PASS = 50;
 /** How often a worker process prunes (processes take turns). */
 export const PRUNE_INTERVAL_MS = 60 * 60_000;
+const FIRST_PRUNE_AFTER_MS = 60_000;
 
 /**
  * Deletes events (and their deliveries) older than EVENT_RETENTION_DAYS, so the table holds what
@@ -36,5 +37,7 @@ export function startEventPruner(ctx: AppContext): () => Promise<void> {
         if (pruned) ctx.logger.info({ events_pruned: pruned, retention_days: ctx.config.eventRetentionDays }, 'old events pruned');
       })
       .catch((error: unknown) => ctx.logger.warn({ err: error }, 'event pruning failed; trying again next interval')),
+    // Soon after start (processes restarted more often than hourly prune too), spread across processes.
+    FIRST_PRUNE_AFTER_MS + Math.floor(Math.random() * FIRST_PRUNE_AFTER_MS),
   );
 }

@@ -146,7 +146,9 @@ export class PlatformHttpClient {
       if (response.status >= 200 && response.status < 300) return this.#read(response, store, request, read);
       const error = this.#httpError(response, store, request);
       if (response.status !== 429) throw error;
-      // Every caller of the store, in every process, waits out the pause; so does this call's retry.
+      // Every caller of the store, in every process, waits out the pause; so does this call's retry,
+      // and so do this attempt's later calls: turns held from before the pause are void.
+      if (store.heldTurns) store.heldTurns.remaining = 0;
       await this.options.pacer.pause(this.#paced(store), error.retryAfterMs!);
       if (error.retryAfterMs! > this.options.maxInlineRetryAfterMs || retries >= MAX_INLINE_RETRIES) throw error;
       refused = error;

@@ -1,3 +1,4 @@
+import ipaddr from 'ipaddr.js';
 import type { EntityManager, EventSubscriber, FlushEventArgs, TransactionEventArgs } from '@mikro-orm/core';
 import { recordAudit, SYSTEM_ACTOR } from '../audit-log/repository.ts';
 import type { AppContext } from '../context.ts';
@@ -285,10 +286,20 @@ export class WebhookService {
 
 const SIGNATURE_FAILURE_WINDOW_MS = 60_000;
 
-/** The counters of failed fulfillment-webhook signatures: the domain's first, the client's second. */
 /** A client's failures on one domain, then its failures on any: the first is left out for a domain without records. */
 function signatureFailureKeys(shopDomain: string, client: string | undefined): string[] {
-  return [`signature:domain:${shopDomain}:client:${client ?? 'unknown'}`, `signature:client:${client ?? 'unknown'}`];
+  const sender = clientNetwork(client);
+  return [`signature:domain:${shopDomain}:client:${sender}`, `signature:client:${sender}`];
+}
+
+/**
+ * Whom a budget belongs to: an IPv4 address, or an IPv6 address's /64 (one subscriber's network:
+ * a single host can use any address in it, so counting per address would give it endless budgets).
+ */
+function clientNetwork(client: string | undefined): string {
+  if (!client || !ipaddr.isValid(client)) return client ?? 'unknown';
+  const address = ipaddr.process(client);
+  return address.kind() === 'ipv6' ? `${(address as ipaddr.IPv6).parts.slice(0, 4).map((part) => part.toString(16)).join(':')}::/64` : address.toString();
 }
 
 function normaliseDomain(domain: string | undefined): string | null {

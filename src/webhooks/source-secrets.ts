@@ -22,17 +22,19 @@ export type SenderCheck =
   /** Not verified by a proven sender, and the rest was not tried: the caller's budget for that is spent. */
   | { verdict: 'limited' };
 
+/** Proven senders checked at no cost to anyone's budget; the rest (proven later, or not at all) cost a budgeted scan. */
+const FREE_SENDERS = 8;
 const MAX_CACHED_DOMAINS = 10_000;
 
 /**
  * The fulfillment webhook's secrets per supplier domain, decrypted once and kept while the
  * domain's version (source_store_domains, bumped by a trigger on any change of its records, by any
  * process) stays the same: a delivery costs one indexed read, whatever the number of records
- * sharing the domain. The secrets of the records that verified a delivery before
- * (`webhook_proven_at`, kept in the row, so every process knows them) are checked first, earliest
- * first, always: a supplier's delivery costs an HMAC or a few however many unproven records
- * strangers add with its domain, and it is never refused for another sender's failures. Trying
- * every other secret is the costly part, and the caller decides when it may (`mayScan`).
+ * sharing the domain. The secrets of the first records to verify a delivery (`webhook_proven_at`,
+ * kept in the row, so every process knows them) are checked first, a few at most, whatever any
+ * budget says: a supplier's delivery costs an HMAC or a few however many records strangers add with
+ * its domain. Trying every other secret (proven later, then never proven) is the costly part, and
+ * the caller decides when it may (`mayScan`).
  */
 export class SourceSecrets {
   readonly #domains = new Map<string, Promise<DomainSecrets>>();
@@ -46,9 +48,12 @@ export class SourceSecrets {
   async check(shopDomain: string, rawBody: Buffer, signature: string, mayScan: () => Promise<boolean>): Promise<SenderCheck> {
     const secrets = await this.#current(shopDomain);
     if (!secrets) return { verdict: 'unsigned', domainKnown: false };
-    const proven = [...secrets.proven].find((secret) => verifySignature(rawBody, secret, signature));
-    if (proven) return { verdict: 'signed', senders: secrets.bySecret.get(proven)! };
-    const others = [...secrets.bySecret.keys()].filter((secret) => !secrets.proven.has(secret));
+    const proven = [...secrets.proven];
+    const free = proven.slice(0, FREE_SENDERS).find((secret) => verifySignature(rawBody, secret, signature));
+    if (free) return { verdict: 'signed', senders: secrets.bySecret.get(free)! };
+    // Proven later first, then never proven: anyone can prove a record of their own, so beyond the
+    // first few every check is budgeted.
+    const others = [...proven.slice(FREE_SENDERS), ...[...secrets.bySecret.keys()].filter((secret) => !secrets.proven.has(secret))];
     if (others.length === 0) return { verdict: 'unsigned', domainKnown: true };
     if (!(await mayScan())) return { verdict: 'limited' };
     const found = others.find((secret) => verifySignature(rawBody, secret, signature));
