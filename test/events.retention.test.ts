@@ -3,7 +3,8 @@
  * are deleted with their deliveries, except one whose delivery is still pending; newer events stay.
  */
 import { describe, expect } from 'vitest';
-import { eventPayload, firstIdAt } from '../src/events/repository.ts';
+import { eventPayload } from '../src/events/repository.ts';
+import { firstIdAt } from '../src/shared/ids.ts';
 import { pruneEvents } from '../src/events/retention.ts';
 import { queryRows } from './support/database.ts';
 import { test as it } from './support/fixtures.ts';
@@ -19,7 +20,7 @@ describe('event retention', () => {
     const eventAt = async (daysAgo: number, deliveryStatus: 'succeeded' | 'failed' | 'pending' | null) => {
       const createdAt = new Date(now.getTime() - daysAgo * DAY_MS);
       const suffix = (++serial).toString(16).padStart(20, '0');
-      const id = `${firstIdAt('evt', createdAt).slice(0, -20)}${suffix}`;
+      const id = `${firstIdAt('event', createdAt).slice(0, -20)}${suffix}`;
       const event = { ownerId: owner!.id, resellerStoreId: null, type: 'ping', object: { object: 'ping' } } as never;
       await queryRows(service.databaseUrl, 'insert into events (id, owner_id, reseller_store_id, type, payload, created_at) values ($1, $2, null, $3, $4, $5)', [
         id, owner!.id, 'ping', eventPayload(id, event, createdAt), createdAt,

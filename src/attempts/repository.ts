@@ -252,12 +252,6 @@ export async function findStranded(db: Db | Trx, table: AttemptTable, queueName:
   return rows.map((row) => ({ id: row.id, version: row.version, messageState: row.message_state }));
 }
 
-/** Takes the sweep's turn for the rest of the transaction, unless another process has it: one sweep at a time. */
-export async function takeSweepTurn(trx: Trx): Promise<boolean> {
-  const { rows } = await sql<{ taken: boolean }>`select pg_try_advisory_xact_lock(hashtext('attempts.sweep')) as taken`.execute(trx);
-  return rows[0]?.taken === true;
-}
-
 /** A row's queue message replaced by a later one: `messageId` was read with the row, at `version`. */
 export interface MessageReplacement {
   id: string;

@@ -7,7 +7,8 @@ import { QUEUES, newMessageId, type QueueKey } from '../queue/queue.ts';
 import { every } from '../shared/periodic.ts';
 import type { AttemptKind, AttemptRow, DeathReason } from './kind.ts';
 import { ATTEMPT_KINDS } from './kinds.ts';
-import { findStranded, takeSweepTurn, writeAttemptTransitions, type AttemptWrite } from './repository.ts';
+import { takeTurn } from '../db/turns.ts';
+import { findStranded, writeAttemptTransitions, type AttemptWrite } from './repository.ts';
 import { LOST_ATTEMPT } from './worker.ts';
 
 /** Rows of each kind one pass moves at most; the next pass takes the rest. */
@@ -64,7 +65,7 @@ export class Sweeper {
     const report = await sqlOf(this.ctx.orm)
       .transaction()
       .execute(async (trx) => {
-        if (!(await takeSweepTurn(trx))) return null;
+        if (!(await takeTurn(trx, 'attempts.sweep'))) return null;
         const counts = { requeued: 0, lost: 0, dead: 0 };
         for (const kind of ATTEMPT_KINDS) await this.sweepKind(trx, kind as unknown as AnyKind, staleBefore, now, counts);
         return counts;

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Trx } from '../db/sql.ts';
-import { newId } from '../shared/ids.ts';
+import { firstIdAt, newId } from '../shared/ids.ts';
 import type { NewEvent } from './types.ts';
 
 /** A delivery the fan-out created, with the queue message id its row expects. */
@@ -105,15 +105,6 @@ export async function insertEventsWithDeliveries(trx: Trx, events: NewEvent[], o
 }
 
 /**
- * The smallest id of anything created at or after `at` (ids start with their creation time in
- * milliseconds, as UUIDv7's first 48 bits: src/shared/ids.ts), so "created before" is a range of the
- * primary key.
- */
-export function firstIdAt(prefix: string, at: Date): string {
-  return `${prefix}_${at.getTime().toString(16).padStart(12, '0')}${'0'.repeat(20)}`;
-}
-
-/**
  * Deletes up to `limit` events created before `before`, oldest first, with their deliveries, in one
  * statement; an event with a delivery still pending is kept until it ends. Returns how many went.
  */
@@ -121,7 +112,7 @@ export async function pruneEventsBefore(trx: Trx, before: Date, limit: number): 
   const { rows } = await sql<{ id: string }>`
     with doomed as (
       select e.id from events e
-      where e.id < ${firstIdAt('evt', before)}
+      where e.id < ${firstIdAt('event', before)}
         and not exists (select 1 from webhook_deliveries d where d.event_id = e.id and d.status = 'pending')
       order by e.id limit ${limit}
     ),
@@ -130,10 +121,4 @@ export async function pruneEventsBefore(trx: Trx, before: Date, limit: number): 
     delete from events e using doomed where e.id = doomed.id
     returning e.id`.execute(trx);
   return rows.length;
-}
-
-/** One process prunes at a time (a transaction-scoped advisory lock); false when another has the turn. */
-export async function takePruneTurn(trx: Trx): Promise<boolean> {
-  const { rows } = await sql<{ taken: boolean }>`select pg_try_advisory_xact_lock(hashtext('events.prune')) as taken`.execute(trx);
-  return rows[0]?.taken === true;
 }

@@ -1,7 +1,8 @@
 import type { AppContext } from '../context.ts';
 import { sqlOf } from '../db/sql.ts';
 import { every } from '../shared/periodic.ts';
-import { pruneEventsBefore, takePruneTurn } from './repository.ts';
+import { takeTurn } from '../db/turns.ts';
+import { pruneEventsBefore } from './repository.ts';
 
 /** Events deleted per statement, and statements per pass: a pass stays short; the next takes the rest. */
 const EVENTS_PER_BATCH = 1_000;
@@ -21,7 +22,7 @@ export async function pruneEvents(ctx: AppContext, now = new Date()): Promise<nu
   for (let batch = 0; batch < BATCHES_PER_PASS; batch++) {
     const deleted = await sqlOf(ctx.orm)
       .transaction()
-      .execute(async (trx) => ((await takePruneTurn(trx)) ? pruneEventsBefore(trx, before, EVENTS_PER_BATCH) : null));
+      .execute(async (trx) => ((await takeTurn(trx, 'events.prune')) ? pruneEventsBefore(trx, before, EVENTS_PER_BATCH) : null));
     if (deleted === null) return batch === 0 ? null : pruned;
     pruned += deleted;
     if (deleted < EVENTS_PER_BATCH) break;

@@ -1,3 +1,4 @@
+import { takeTurn } from '../db/turns.ts';
 import { sql, type UpdateQueryBuilder, type UpdateResult } from 'kysely';
 import { insertAudit, type AuditRecord } from '../audit-log/repository.ts';
 import type { Orm } from '../db/orm.ts';
@@ -80,8 +81,7 @@ export class ReconciliationRepository {
    */
   startDue(intervalMs: number, queuedLeaseMs: number, limit: number): Promise<string[]> {
     return this.db.transaction().execute(async (trx) => {
-      const { rows: locked } = await sql<{ locked: boolean }>`select pg_try_advisory_xact_lock(hashtext(${SCHEDULER_LOCK})) as locked`.execute(trx);
-      if (!locked[0]?.locked) return [];
+      if (!(await takeTurn(trx, SCHEDULER_LOCK))) return [];
       await abandonExpired(trx, null);
       const due = await trx
         .selectFrom('reseller_stores as s')
