@@ -1,4 +1,4 @@
-import ipaddr from 'ipaddr.js';
+import { ipKeyGenerator } from 'express-rate-limit';
 import type { EntityManager, EventSubscriber, FlushEventArgs, TransactionEventArgs } from '@mikro-orm/core';
 import { recordAudit, SYSTEM_ACTOR } from '../audit-log/repository.ts';
 import type { AppContext } from '../context.ts';
@@ -288,18 +288,9 @@ const SIGNATURE_FAILURE_WINDOW_MS = 60_000;
 
 /** A client's failures on one domain, then its failures on any: the first is left out for a domain without records. */
 function signatureFailureKeys(shopDomain: string, client: string | undefined): string[] {
-  const sender = clientNetwork(client);
+  // An IPv6 client by its /64 (one subscriber's network, any address of which a single host can use).
+  const sender = client ? ipKeyGenerator(client, 64) : 'unknown';
   return [`signature:domain:${shopDomain}:client:${sender}`, `signature:client:${sender}`];
-}
-
-/**
- * Whom a budget belongs to: an IPv4 address, or an IPv6 address's /64 (one subscriber's network:
- * a single host can use any address in it, so counting per address would give it endless budgets).
- */
-function clientNetwork(client: string | undefined): string {
-  if (!client || !ipaddr.isValid(client)) return client ?? 'unknown';
-  const address = ipaddr.process(client);
-  return address.kind() === 'ipv6' ? `${(address as ipaddr.IPv6).parts.slice(0, 4).map((part) => part.toString(16)).join(':')}::/64` : address.toString();
 }
 
 function normaliseDomain(domain: string | undefined): string | null {
