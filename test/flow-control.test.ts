@@ -5,6 +5,7 @@
  * never slows another tenant's orders; a 429 pauses the store for everyone for its (bounded)
  * Retry-After while the jobs not yet sent wait without spending attempts.
  */
+import type { Platform } from '../src/orders/types.ts';
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildFulfillmentPayload, sendWebhook, startSandbox, type Sandbox } from './sandbox/server.ts';
@@ -27,15 +28,15 @@ afterAll(() => sandbox?.close());
 
 interface Tenant {
   token: string;
-  reseller: { id: string; shopDomain: string };
+  reseller: { id: string; shopDomain: string; platform: Platform };
   webhookSecret: string;
 }
 
-async function openTenant(service: TestService): Promise<Tenant> {
+async function openTenant(service: TestService, platform: Platform = 'platform_a'): Promise<Tenant> {
   const user = await registerUser(service.api);
   const webhookSecret = `whsec_${randomBytes(12).toString('hex')}`;
-  const reseller = await createResellerStore(service.api, user.token, { webhookSecret });
-  return { token: user.token, reseller, webhookSecret };
+  const reseller = await createResellerStore(service.api, user.token, { platform, webhookSecret });
+  return { token: user.token, reseller: { ...reseller, platform }, webhookSecret };
 }
 
 async function addSupplier(service: TestService, tenant: Tenant, overrides: Record<string, unknown> = {}) {
@@ -54,7 +55,10 @@ async function postOrders(service: TestService, tenant: Tenant, vendorTag: strin
 }
 
 async function postOrder(service: TestService, tenant: Tenant, vendorTag: string, id = Number(newOrderId())): Promise<string[]> {
-  const payload = sandbox.buildOrderPayload('platform_a', { id, lines: [lineOf(vendorTag)] });
+  const { platform, shopDomain } = tenant.reseller;
+  const payload = sandbox.buildOrderPayload(platform, { id, lines: [lineOf(vendorTag)] });
+  // On the store too, as the platform has it (a fulfillment is added to it later).
+  sandbox.seedOrder(shopDomain, platform, payload);
   const answer = await sendWebhook({
     targetUrl: `${service.url}${ORDERS_PATH}`,
     shopDomain: tenant.reseller.shopDomain,
@@ -299,21 +303,12 @@ describe('an attempt that makes several calls to one store', () => {
   afterAll(() => service?.stop());
 
   it('waits for a turn per call, so a backlog of multi-parcel fulfillments spends no attempt on pacing', async () => {
-    const user = await registerUser(service.api);
-    const resellerSecret = `whsec_${randomBytes(12).toString('hex')}`;
-    const reseller = await createResellerStore(service.api, user.token, { platform: 'platform_b', webhookSecret: resellerSecret });
+    const tenant = await openTenant(service, 'platform_b');
+    const { reseller } = tenant;
     const supplierSecret = `whsec_${randomBytes(12).toString('hex')}`;
-    const supplier = await createSourceStore(service.api, user.token, reseller.id, { platform: 'custom', vendorTag: 'ParcelCo', webhookSecret: supplierSecret });
+    const supplier = await addSupplier(service, tenant, { platform: 'custom', vendorTag: 'ParcelCo', webhookSecret: supplierSecret });
 
-    const orders = Array.from({ length: 12 }, () => Number(newOrderId()));
-    const jobIds: string[] = [];
-    for (const id of orders) {
-      const payload = sandbox.buildOrderPayload('platform_b', { id, lines: [lineOf(supplier.vendorTag)] });
-      sandbox.seedOrder(reseller.shopDomain, 'platform_b', payload);
-      const routed = await sendWebhook({ targetUrl: `${service.url}${ORDERS_PATH}`, shopDomain: reseller.shopDomain, secret: resellerSecret, topic: 'orders/create', payload });
-      expect(routed.status, JSON.stringify(routed.body)).toBe(200);
-      jobIds.push(...(routed.body as { syncJobIds: string[] }).syncJobIds);
-    }
+    const jobIds = await postOrders(service, tenant, supplier.vendorTag, 12);
     await allCompleted(service.databaseUrl, jobIds, 20_000);
 
     // Each supplier order ships in two parcels: 24 calls to the reseller store, 12 s of its turns (and
