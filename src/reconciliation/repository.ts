@@ -131,7 +131,9 @@ export class ReconciliationRepository {
           error: null,
           takes: 0,
           lease_expires_at: fromNow(queuedLeaseMs),
-          started_at: sql<Date>`now()`,
+          // When the run is recorded, not when its transaction began: the scheduler's transaction can
+          // begin before the store's previous run finished, and its runs start after that one.
+          started_at: sql<Date>`clock_timestamp()`,
           finished_at: null,
         })),
       )
