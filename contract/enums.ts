@@ -8,13 +8,24 @@ export const PLATFORMS = ['platform_a', 'platform_b', 'custom'] as const;
 export type Platform = (typeof PLATFORMS)[number];
 
 /**
- * The lifecycle of every piece of retried work (sync jobs, fulfillments): pending → processing →
- * completed | failed → … → dead (machines/attempt.machine.ts); `skipped` (terminal, never retried)
- * is work that must not be attempted, e.g. a fulfillment without the tracking number its reseller
- * platform needs.
+ * A sync job's status (interface.md 2.3: exactly these five). Its lifecycle is the retried-work
+ * machine's (machines/attempt.machine.ts): pending → processing → completed | failed → … → dead.
  */
-export const ATTEMPT_STATUSES = ['pending', 'processing', 'completed', 'failed', 'dead', 'skipped'] as const;
-export type AttemptStatus = (typeof ATTEMPT_STATUSES)[number];
+export const SYNC_JOB_STATUSES = ['pending', 'processing', 'completed', 'failed', 'dead'] as const;
+export type SyncJobStatus = (typeof SYNC_JOB_STATUSES)[number];
+
+/**
+ * A fulfillment's status: the same lifecycle plus `skipped` (terminal, never retried), a
+ * fulfillment that must not be sent, e.g. tracking without the number its reseller platform needs.
+ */
+export const FULFILLMENT_STATUSES = ['pending', 'processing', 'completed', 'failed', 'dead', 'skipped'] as const;
+export type FulfillmentStatus = (typeof FULFILLMENT_STATUSES)[number];
+
+/**
+ * Every state of the retried-work lifecycle (machines/attempt.machine.ts), which each kind's
+ * statuses are a subset of; not a resource's list (a kind never reaches a state its list lacks).
+ */
+export type AttemptStatus = SyncJobStatus | FulfillmentStatus;
 
 /** What started one attempt of retried work (its timeline entry); `recovered`: the previous attempt's worker was lost. */
 export const ATTEMPT_TRIGGERS = ['initial', 'automatic_retry', 'manual_retry', 'recovered'] as const;

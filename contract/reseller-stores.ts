@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { FULFILLMENT_STATUSES, SYNC_JOB_STATUSES } from './enums.ts';
 import {
   auth,
   authErrors,
@@ -44,12 +45,12 @@ const ResellerStoreFields = openApi(z.object({
 }), { title: 'ResellerStoreSummary' });
 const ResellerStore = openApi(ResellerStoreFields.extend({ request_id: RequestId }), { title: 'ResellerStore' });
 
-const Count = z.number().int();
-const StatusCounts = openApi(z.object({ pending: Count, processing: Count, completed: Count, failed: Count, dead: Count }), {
-  title: 'StatusCounts',
-});
+/** One count per status of a resource's own list. */
+const countsByStatus = <S extends string>(statuses: readonly [S, ...S[]]) =>
+  z.object(Object.fromEntries(statuses.map((status) => [status, z.number().int()])) as Record<S, z.ZodNumber>);
+const StatusCounts = openApi(countsByStatus(SYNC_JOB_STATUSES), { title: 'StatusCounts' });
 /** Fulfillments have one status more than sync jobs: `skipped` (not sent, never retried). */
-const FulfillmentStatusCounts = openApi(StatusCounts.extend({ skipped: Count }), { title: 'FulfillmentStatusCounts' });
+const FulfillmentStatusCounts = openApi(countsByStatus(FULFILLMENT_STATUSES), { title: 'FulfillmentStatusCounts' });
 const ResellerStoreStats = openApi(z.object({
   syncJobs: StatusCounts.describe('Sync jobs of the store by status.'),
   fulfillments: FulfillmentStatusCounts.describe('Fulfillments of the store by status, `skipped` included.'),

@@ -1,12 +1,15 @@
 import { z } from 'zod';
-import { ATTEMPT_OUTCOMES, ATTEMPT_STATUSES, ATTEMPT_TRIGGERS } from './enums.ts';
+import { ATTEMPT_OUTCOMES, ATTEMPT_TRIGGERS, FULFILLMENT_STATUSES, SYNC_JOB_STATUSES } from './enums.ts';
 import { auth, authErrors, bodyErrors, c, errorResponse, IdParam, listOf, openApi, NullableTimestamp, PageQuery, RequestId, Timestamp } from './common.ts';
 
-/** A sync job's and a fulfillment's status: both are retried work with one lifecycle. */
-const AttemptStatusSchema = z
-  .enum(ATTEMPT_STATUSES)
+const SyncJobStatusSchema = z
+  .enum(SYNC_JOB_STATUSES)
+  .describe('`pending` → `processing` → `completed`, or `failed` and retried automatically, then `dead` until retried by hand.');
+
+const FulfillmentStatusSchema = z
+  .enum(FULFILLMENT_STATUSES)
   .describe(
-    '`pending` → `processing` → `completed`, or `failed` and retried automatically, then `dead` until retried by hand. `skipped` (fulfillments only): not sent and never retried, `errorMessage` says why (tracking without a number for a reseller platform that needs one).',
+    'As a sync job: `pending` → `processing` → `completed`, or `failed` and retried automatically, then `dead`. `skipped`: not sent and never retried, `errorMessage` says why (tracking without a number for a reseller platform that needs one).',
   );
 
 /** One attempt in a timeline; sync jobs and fulfillments add the id a successful attempt produced. */
@@ -34,7 +37,7 @@ const FulfillmentAttempt = openApi(AttemptFields.extend({
 export const FulfillmentSchema = openApi(z.object({
   id: z.string(),
   syncJobId: z.string().describe('The sync job whose order the tracking belongs to.'),
-  status: AttemptStatusSchema,
+  status: FulfillmentStatusSchema,
   attempts: z.number().int(),
   trackingNumbers: z.array(z.string()),
   trackingUrls: z.array(z.string()),
@@ -51,7 +54,7 @@ const SyncJobFields = openApi(z.object({
   id: z.string(),
   resellerStoreId: z.string(),
   sourceStoreId: z.string(),
-  status: AttemptStatusSchema,
+  status: SyncJobStatusSchema,
   attempts: z.number().int().describe('Processing attempts so far; 0 on a new job.'),
   externalOrderId: z.string().describe('Numeric order id on the reseller platform.'),
   sourceOrderId: z.string().nullable().describe('Order id on the source store, once placed.'),
@@ -100,7 +103,7 @@ export const syncJobsContract = c.router(
       method: 'GET',
       path: '/v1/sync_jobs',
       query: PageQuery.extend({
-        status: AttemptStatusSchema.optional(),
+        status: SyncJobStatusSchema.optional(),
         reseller_store_id: z.string().max(64).optional(),
         source_store_id: z.string().max(64).optional(),
         external_order_id: z.string().max(32).optional(),

@@ -3,7 +3,6 @@ import {
   type AttemptContext,
   type AttemptEvent,
   type AttemptState,
-  type AttemptStatus,
   type PersistedAttempt,
 } from './attempt.machine.ts';
 
@@ -15,7 +14,7 @@ export { MAX_AUTO_RETRIES, nextRetryDelayMs } from './attempt.machine.ts';
  */
 export const fulfillmentLifecycle = createAttemptLifecycle('fulfillment', 'resellerFulfillmentId');
 
-export type FulfillmentStatus = AttemptStatus;
+export type { FulfillmentStatus } from '../contract/enums.ts';
 export type FulfillmentContext = AttemptContext<'resellerFulfillmentId'>;
 export type FulfillmentEvent = AttemptEvent<'resellerFulfillmentId'>;
 export type PersistedFulfillment = PersistedAttempt<'resellerFulfillmentId'>;

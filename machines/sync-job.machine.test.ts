@@ -11,8 +11,11 @@ import {
   type SyncJobContext,
   type SyncJobEvent,
   type SyncJobState,
-  type SyncJobStatus,
 } from './sync-job.machine.ts';
+import type { AttemptStatus as LifecycleStatus } from './attempt.machine.ts';
+
+/** The shared lifecycle's every state (a sync job never reaches `skipped`, but its machine is the shared one). */
+type SyncJobStatus = LifecycleStatus;
 
 const EARLIER = '2026-11-02T09:00:00.000Z';
 const NOW = '2026-11-02T09:05:00.000Z';

@@ -3,7 +3,6 @@ import {
   type AttemptContext,
   type AttemptEvent,
   type AttemptState,
-  type AttemptStatus,
   type PersistedAttempt,
 } from './attempt.machine.ts';
 
@@ -12,7 +11,7 @@ export { MAX_AUTO_RETRIES, WORKER_LOST_ERROR, nextRetryDelayMs } from './attempt
 /** One order placed on a source store; on success it keeps the source store's order id. */
 export const syncJobLifecycle = createAttemptLifecycle('syncJob', 'sourceOrderId');
 
-export type SyncJobStatus = AttemptStatus;
+export type { SyncJobStatus } from '../contract/enums.ts';
 export type SyncJobContext = AttemptContext<'sourceOrderId'>;
 export type SyncJobEvent = AttemptEvent<'sourceOrderId'>;
 export type PersistedSyncJob = PersistedAttempt<'sourceOrderId'>;

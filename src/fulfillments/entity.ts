@@ -1,5 +1,5 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
-import { ATTEMPT_STATUSES } from '../../contract/enums.ts';
+import { FULFILLMENT_STATUSES } from '../../contract/enums.ts';
 import type { Tracking } from '../orders/types.ts';
 import { statusCountTriggers } from '../reseller-stores/status-count.entity.ts';
 
@@ -19,7 +19,7 @@ export const Fulfillment = defineEntity({
     dedupeKey: p.string().length(200),
     /** The X-Platform-Webhook-Id it was delivered under: a redelivery repeats it, whatever its body. */
     webhookId: p.string().length(200).nullable(),
-    status: p.enum(ATTEMPT_STATUSES),
+    status: p.enum(FULFILLMENT_STATUSES),
     attempts: p.integer(),
     retriesLeft: p.integer(),
     tracking: p.json<Tracking>(),

@@ -1,13 +1,13 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/sql.ts';
-import { ATTEMPT_STATUSES } from '../../contract/enums.ts';
+import { FULFILLMENT_STATUSES, SYNC_JOB_STATUSES } from '../../contract/enums.ts';
 
-export type StatusCounts = Record<(typeof ATTEMPT_STATUSES)[number], number>;
+export type StatusCounts<S extends string> = Record<S, number>;
 
 /** A reseller store at a glance (GET /v1/reseller_stores/{id}/stats). */
 export interface StoreStats {
-  syncJobs: StatusCounts;
-  fulfillments: StatusCounts;
+  syncJobs: StatusCounts<(typeof SYNC_JOB_STATUSES)[number]>;
+  fulfillments: StatusCounts<(typeof FULFILLMENT_STATUSES)[number]>;
   /** How long the longest-waiting pending job has been pending; null when none is. */
   oldestPendingSeconds: number | null;
   /** When the store's newest sync job was created: the last order routed. */
@@ -53,16 +53,16 @@ export async function readStoreStats(db: Db, resellerStoreId: string): Promise<S
     from (select ${resellerStoreId}::text as id) as s
   `.execute(db);
   const row = rows[0]!;
-  const countsOf = (kind: string): StatusCounts => {
-    const counts = Object.fromEntries(ATTEMPT_STATUSES.map((status) => [status, 0])) as StatusCounts;
+  const countsOf = <S extends string>(kind: string, statuses: readonly S[]): StatusCounts<S> => {
+    const counts = Object.fromEntries(statuses.map((status) => [status, 0])) as StatusCounts<S>;
     for (const entry of row.counts ?? []) {
-      if (entry.kind === kind && entry.status in counts) counts[entry.status as keyof StatusCounts] = entry.count;
+      if (entry.kind === kind && entry.status in counts) counts[entry.status as S] = entry.count;
     }
     return counts;
   };
   return {
-    syncJobs: countsOf('sync_job'),
-    fulfillments: countsOf('fulfillment'),
+    syncJobs: countsOf('sync_job', SYNC_JOB_STATUSES),
+    fulfillments: countsOf('fulfillment', FULFILLMENT_STATUSES),
     // A clock step can make a fresh job look younger than now.
     oldestPendingSeconds: row.oldest_pending_seconds === null ? null : Math.max(0, row.oldest_pending_seconds),
     lastOrderAt: dateOrNull(row.last_order_at),

@@ -1,5 +1,5 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
-import { ATTEMPT_STATUSES } from '../../contract/enums.ts';
+import { SYNC_JOB_STATUSES } from '../../contract/enums.ts';
 import type { ResellerOrder } from '../orders/types.ts';
 import { statusCountTriggers } from '../reseller-stores/status-count.entity.ts';
 
@@ -18,7 +18,7 @@ export const SyncJob = defineEntity({
     sourceStoreId: p.string(),
     externalOrderId: p.string().length(32),
     origin: p.enum(['webhook', 'manual'] as const),
-    status: p.enum(ATTEMPT_STATUSES),
+    status: p.enum(SYNC_JOB_STATUSES),
     attempts: p.integer(),
     /** Automatic retries still allowed after a failure (the machine's `retriesLeft`). */
     retriesLeft: p.integer(),
