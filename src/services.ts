@@ -4,7 +4,7 @@ import { AuthService } from './auth/service.ts';
 import type { AppContext } from './context.ts';
 import { EventService } from './events/service.ts';
 import { FulfillmentService } from './fulfillments/service.ts';
-import { RoutedOrderRepository } from './orders/repository.ts';
+import { OrderRouter } from './orders/routing.ts';
 import { ReconciliationRepository } from './reconciliation/repository.ts';
 import { ReconciliationRunner } from './reconciliation/runner.ts';
 import { ReconciliationService } from './reconciliation/service.ts';
@@ -21,9 +21,11 @@ export function createServices(ctx: AppContext) {
   const sourceStores = new SourceStoreService(ctx, resellerStores);
   const syncJobs = new SyncJobService(ctx, sourceStores);
   const fulfillments = new FulfillmentService(ctx);
-  const webhooks = new WebhookService(ctx, syncJobs, fulfillments);
+  // Routing matches orders against the source stores the order webhook caches: built before it, handed its look-up.
+  let webhooks: WebhookService | undefined;
+  const routing = new OrderRouter(ctx, syncJobs, (resellerStoreId) => webhooks!.activeSourcesOf(resellerStoreId));
+  webhooks = new WebhookService(ctx, routing, fulfillments);
   const reconciliationRepository = new ReconciliationRepository(ctx.orm, ctx.queue);
-  const routedOrders = new RoutedOrderRepository(ctx.orm);
   return {
     auth: new AuthService(ctx),
     apiKeys: new ApiKeyService(ctx),
@@ -31,13 +33,12 @@ export function createServices(ctx: AppContext) {
     sourceStores,
     syncJobs,
     fulfillments,
+    /** Routing an order (src/orders/routing.ts), through its port. */
+    routing,
     webhooks,
     reconciliations: new ReconciliationService(ctx, resellerStores, reconciliationRepository),
     /** Carries out queued reconciliation runs (workers). */
-    reconciliationRunner: new ReconciliationRunner(ctx, reconciliationRepository, {
-      routedAmong: (resellerStoreId, externalOrderIds) => routedOrders.routedAmong(resellerStoreId, externalOrderIds),
-      route: (store, order, reconciliationId) => webhooks.routeOrder(store, order, { source: 'reconciliation', reconciliationId }),
-    }),
+    reconciliationRunner: new ReconciliationRunner(ctx, reconciliationRepository, routing),
     auditLog: new AuditLogService(ctx),
     events: new EventService(ctx),
     webhookEndpoints: new WebhookEndpointService(ctx),

@@ -9,7 +9,7 @@
 import pg from 'pg';
 import { describe, expect } from 'vitest';
 import { WORKER_LOST_ERROR } from '../machines/attempt.machine.ts';
-import { Sweeper } from '../src/attempts/sweep.ts';
+import { createSweeper } from '../src/workers/kinds.ts';
 import { buildFulfillmentPayload, sendWebhook } from './sandbox/server.ts';
 import { queryRows } from './support/database.ts';
 import { test } from './support/fixtures.ts';
@@ -133,7 +133,7 @@ describe('the sweep', () => {
       await other.query('begin');
       await other.query(`select pg_advisory_xact_lock(hashtext('attempts.sweep'))`);
       const process = await startSweepingWorker();
-      expect(await new Sweeper(process.ctx).sweepOnce()).toBeNull();
+      expect(await createSweeper(process.ctx).sweepOnce()).toBeNull();
       expect((await jobRow(service.databaseUrl, job.id)).status).toBe('pending');
       await other.query('rollback');
     } finally {

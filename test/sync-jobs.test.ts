@@ -6,7 +6,7 @@
 import { afterAll, describe, expect } from 'vitest';
 import { canApply } from '../machines/sync-job.machine.ts';
 import { SyncJob } from '../src/sync-jobs/entity.ts';
-import { syncJobKind } from '../src/attempts/kinds.ts';
+import { syncJobKind } from '../src/sync-jobs/kind.ts';
 import type { ApiClient } from './support/api.ts';
 import { allIds, expectError, ISO_UTC } from './support/assertions.ts';
 import { registerUser } from './support/factories.ts';

@@ -1,5 +1,4 @@
 import { PlatformError } from '../platforms/types.ts';
-import { PricingError } from '../pricing/index.ts';
 import { storableText } from '../shared/text.ts';
 
 const MAX_MESSAGE_LENGTH = 500;
@@ -11,7 +10,7 @@ const MAX_MESSAGE_LENGTH = 500;
  */
 export function failureMessage(error: unknown): string {
   const message =
-    error instanceof PlatformError || error instanceof PricingError || error instanceof JobFailure
+    error instanceof PlatformError || error instanceof JobFailure
       ? error.message
       : `unexpected error: ${error instanceof Error ? error.name : 'unknown'}`;
   return storableText(message, MAX_MESSAGE_LENGTH);
@@ -22,5 +21,8 @@ export function requestedDelayMs(error: unknown): number {
   return error instanceof PlatformError && error.retryAfterMs !== null ? error.retryAfterMs : 0;
 }
 
-/** A job that cannot be done as it stands (e.g. its store was deleted). */
+/**
+ * Work that cannot be done as it stands (e.g. its store was deleted, or pricing refuses the order):
+ * its message is kept. A kind turns its own expected failures into this one.
+ */
 export class JobFailure extends Error {}

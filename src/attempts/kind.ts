@@ -1,12 +1,31 @@
 import type { AttemptContext, AttemptEvent, AttemptLifecycle, AttemptStatus } from '../../machines/attempt.machine.ts';
 import type { AuditRecord } from '../audit-log/repository.ts';
 import type { Config } from '../config/index.ts';
-import type { AppContext } from '../context.ts';
+import type { Orm } from '../db/orm.ts';
+import type { Outbox } from '../events/outbox.ts';
+import type { Metrics } from '../metrics/index.ts';
+import type { SharedPacer } from '../pacing/pacer.ts';
 import type { PacedStore } from '../platforms/pacer.ts';
+import type { Logger } from 'pino';
 import type { Created } from '../platforms/types.ts';
 import type { Trx } from '../db/sql.ts';
 import type { NewEvent } from '../events/types.ts';
-import type { QueueKey, QueueMessage } from '../queue/queue.ts';
+import type { Queue, QueueKey, QueueMessage } from '../queue/queue.ts';
+
+/**
+ * What the retry framework itself uses (the worker, the sweep, pacing), handed in by the
+ * composition root; it names no feature. What one kind's attempt needs is that kind's business
+ * (`AttemptKindDefinition.attempt`).
+ */
+export interface AttemptRuntime {
+  config: Pick<Config, 'platformTimeoutMs' | 'sweepIntervalMs' | 'syncRetryBaseDelayMs'>;
+  orm: Orm;
+  logger: Logger;
+  queue: Queue;
+  metrics: Metrics;
+  pacer: SharedPacer;
+  outbox: Outbox;
+}
 
 /**
  * The columns every piece of retried work keeps. They are its lifecycle machine's whole state:
@@ -59,10 +78,14 @@ export interface Attempt<W> {
   perform(work: W): Promise<Created>;
 }
 
-/** One kind of retried work, as defined in kinds.ts. */
-export interface AttemptKindDefinition<R extends AttemptRow, K extends string, Q extends QueueKey, W extends { row: R }> {
+/**
+ * One kind of retried work, defined in its feature's folder (`src/sync-jobs/kind.ts`) and listed
+ * once where the workers are put together (src/workers/kinds.ts). `D` is what its attempt needs,
+ * handed over by the composition root.
+ */
+export interface AttemptKindDefinition<R extends AttemptRow, K extends string, Q extends QueueKey, W extends { row: R }, D = unknown> {
   /** Names the kind in metrics (`kind` label), audit actions (`sync_job.completed`) and logs. */
-  name: 'sync_job' | 'fulfillment';
+  name: string;
   table: AttemptTable;
   /** The column the result is kept in; the machine's context names it `lifecycle.resultKey`. */
   resultColumn: string;
@@ -74,8 +97,8 @@ export interface AttemptKindDefinition<R extends AttemptRow, K extends string, Q
   /** The log field carrying the row's id (`job_id`). */
   logKey: string;
   /** Wait before the next automatic retry, after a failure that left `context`. */
-  retryDelayMs(config: Config, context: AttemptContext<K>): number;
-  attempt(ctx: AppContext): Attempt<W>;
+  retryDelayMs(config: AttemptRuntime['config'], context: AttemptContext<K>): number;
+  attempt(deps: D): Attempt<W>;
   /**
    * The audit entry of a completed or dead row (its action names the status reached); `reason` says
    * why a row died other than by failing its last attempt (metadata.reason).
@@ -88,16 +111,16 @@ export interface AttemptKindDefinition<R extends AttemptRow, K extends string, Q
   outcomeEvents(trx: Trx, rows: R[]): Promise<NewEvent[]>;
 }
 
-export type AttemptKind<R extends AttemptRow, K extends string, Q extends QueueKey, W extends { row: R }> = ReturnType<
-  typeof defineAttemptKind<R, K, Q, W>
+export type AttemptKind<R extends AttemptRow, K extends string, Q extends QueueKey, W extends { row: R }, D = unknown> = ReturnType<
+  typeof defineAttemptKind<R, K, Q, W, D>
 >;
 
 const isoOrNull = (date: Date | null | undefined) => (date ? date.toISOString() : null);
 const dateOrNull = (iso: string | null) => (iso ? new Date(iso) : null);
 
 /** A kind with its row projection: the machine's state read from and written to a row's columns. */
-export function defineAttemptKind<R extends AttemptRow, K extends string, Q extends QueueKey, W extends { row: R }>(
-  definition: AttemptKindDefinition<R, K, Q, W>,
+export function defineAttemptKind<R extends AttemptRow, K extends string, Q extends QueueKey, W extends { row: R }, D = unknown>(
+  definition: AttemptKindDefinition<R, K, Q, W, D>,
 ) {
   const { lifecycle } = definition;
   const resultOf = (row: Partial<R>) => ((row as Record<string, unknown>)[lifecycle.resultKey] as string | null | undefined) ?? null;

@@ -1,10 +1,9 @@
 import type { Logger } from 'pino';
-import type { AppContext } from '../context.ts';
 import { sqlOf } from '../db/sql.ts';
 import type { SharedPacer } from '../pacing/pacer.ts';
 import type { PacedStore } from '../platforms/pacer.ts';
 import { newMessageId, type QueueKey, type QueueMessage } from '../queue/queue.ts';
-import type { AttemptKindDefinition, AttemptRow } from './kind.ts';
+import type { AttemptKindDefinition, AttemptRow, AttemptRuntime } from './kind.ts';
 import { replaceQueueMessages } from './repository.ts';
 
 /**
@@ -42,7 +41,7 @@ export async function attemptTurns(pacer: SharedPacer, attempts: { targets: Pace
  * moved meanwhile (another worker, a manual retry) keeps its own message instead.
  */
 export async function postponeToTurns<Q extends QueueKey>(
-  ctx: AppContext,
+  ctx: AttemptRuntime,
   kind: Pick<AttemptKindDefinition<AttemptRow, string, Q, { row: AttemptRow }>, 'name' | 'table' | 'queue' | 'message'>,
   postponed: { row: AttemptRow; turnAt: Date; log: Logger }[],
 ): Promise<void> {

@@ -1,5 +1,5 @@
-import type { AppContext } from '../context.ts';
-import type { Platform } from '../orders/types.ts';
+import type { Platform } from '../../contract/enums.ts';
+import type { SecretBox } from '../shared/secrets.ts';
 import type { StoreConnection } from '../platforms/types.ts';
 
 interface StoreRow {
@@ -13,7 +13,7 @@ interface StoreRow {
  * Decrypts a store's token only for the call that needs it; it is never kept or logged. `heldTurns`:
  * how many of the store's turns the caller already waited for (src/attempts/pacing.ts), one per call.
  */
-export function connectionOf(ctx: AppContext, store: StoreRow, heldTurns = 0): StoreConnection {
+export function connectionOf(ctx: { secrets: SecretBox }, store: StoreRow, heldTurns = 0): StoreConnection {
   return {
     storeId: store.id,
     platform: store.platform,

@@ -1,12 +1,9 @@
 import { MAX_AUTO_RETRIES } from '../../machines/attempt.machine.ts';
 import type { AuditRecord } from '../audit-log/repository.ts';
-import type { AppContext } from '../context.ts';
 import { sqlOf, type Trx } from '../db/sql.ts';
-import { FulfillmentService } from '../fulfillments/service.ts';
 import { QUEUES, newMessageId, type QueueKey } from '../queue/queue.ts';
 import { every } from '../shared/periodic.ts';
-import type { AttemptKind, AttemptRow, DeathReason } from './kind.ts';
-import { ATTEMPT_KINDS } from './kinds.ts';
+import type { Attempt, AttemptKind, AttemptRow, AttemptRuntime, DeathReason } from './kind.ts';
 import { takeTurn } from '../db/turns.ts';
 import { findStranded, writeAttemptTransitions, type AttemptWrite } from './repository.ts';
 import { LOST_ATTEMPT } from './worker.ts';
@@ -16,23 +13,34 @@ const ROWS_PER_PASS = 500;
 
 export const DELIVERY_EXHAUSTED_ERROR = `abandoned: its queue message was delivered ${MAX_AUTO_RETRIES + 1} times without an outcome being recorded`;
 
-type AnyKind = AttemptKind<AttemptRow, string, QueueKey, { row: AttemptRow }>;
+type AnyKind = AttemptKind<AttemptRow, string, QueueKey, { row: AttemptRow }, never>;
+
+/** A kind as the sweep is handed it: its definition and what reads its rows (`attempt.load`). */
+export interface SweptKind {
+  kind: AnyKind;
+  attempt: Pick<Attempt<{ row: AttemptRow }>, 'load'>;
+}
+
+/**
+ * Work a feature does after each pass that moved anything or not (e.g. claiming held
+ * fulfillments); each returns counts that join the pass's report.
+ */
+export type SweepHook = () => Promise<Record<string, number>>;
 
 /** What the sweep did to one row. */
 type Rescue = { action: 'requeued' | 'lost'; delayMs: number } | { action: 'dead'; reason: DeathReason };
 
-export interface SweepReport {
+export interface SweepCounts {
   /** Rows re-enqueued as they were (their message was gone). */
   requeued: number;
   /** Attempts found lost (processing, no worker): failed, and retried. */
   lost: number;
   /** Rows moved to dead (`delivery_exhausted`, or lost on their last retry: `worker_lost`). */
   dead: number;
-  /** Held fulfillments that became fulfillments of the job that completed with their order. */
-  claimed: number;
-  /** Held fulfillments no job can own any more (direct sales), forgotten. */
-  forgotten: number;
 }
+
+/** What a pass did: the rows it moved, and what its hooks report (the fulfillments' `claimed`, `forgotten`). */
+export type SweepReport = SweepCounts & Record<string, number>;
 
 /**
  * Keeps the invariant of operations.md ("No job stranded"): every pending, processing or failed
@@ -45,14 +53,15 @@ export interface SweepReport {
  *   retried under the policy, or dead with `reason: worker_lost` when it was the last retry;
  * - pending or failed (the message is gone): a new message, at once.
  * Every write is conditional on the version read, like a worker's, and commits with its message
- * and audit entry. Then held fulfillments are claimed by the jobs that completed with their order.
+ * and audit entry. Then its hooks run (the fulfillments feature claims held fulfillments for the
+ * jobs that completed with their order). It knows no kind: it is handed them, and the hooks.
  */
 export class Sweeper {
-  private readonly fulfillments: FulfillmentService;
-
-  constructor(private readonly ctx: AppContext) {
-    this.fulfillments = new FulfillmentService(ctx);
-  }
+  constructor(
+    private readonly ctx: AttemptRuntime,
+    private readonly kinds: readonly SweptKind[],
+    private readonly hooks: readonly SweepHook[] = [],
+  ) {}
 
   /** How long a row can go untouched without a live message before the sweep counts it stranded. */
   get strandedAfterMs(): number {
@@ -67,18 +76,20 @@ export class Sweeper {
       .execute(async (trx) => {
         if (!(await takeTurn(trx, 'attempts.sweep'))) return null;
         const counts = { requeued: 0, lost: 0, dead: 0 };
-        for (const kind of ATTEMPT_KINDS) await this.sweepKind(trx, kind as unknown as AnyKind, staleBefore, now, counts);
+        for (const swept of this.kinds) await this.sweepKind(trx, swept, staleBefore, now, counts);
         return counts;
       });
     if (!report) return null;
-    return { ...report, ...(await this.fulfillments.claimHeld()) };
+    let reported: SweepReport = report;
+    for (const hook of this.hooks) reported = { ...reported, ...(await hook()) };
+    return reported;
   }
 
-  private async sweepKind(trx: Trx, kind: AnyKind, staleBefore: Date, now: Date, counts: Omit<SweepReport, 'claimed' | 'forgotten'>): Promise<void> {
+  private async sweepKind(trx: Trx, { kind, attempt }: SweptKind, staleBefore: Date, now: Date, counts: SweepCounts): Promise<void> {
     const stranded = new Map((await findStranded(trx, kind.table, QUEUES[kind.queue].name, staleBefore, ROWS_PER_PASS)).map((row) => [row.id, row]));
     if (stranded.size === 0) return;
     const rescues: { row: AttemptRow; rescue: Rescue; audit?: AuditRecord }[] = [];
-    for (const { row } of await kind.attempt(this.ctx).load([...stranded.keys()])) {
+    for (const { row } of await attempt.load([...stranded.keys()])) {
       const seen = stranded.get(row.id)!;
       // Moved since it was found (a manual retry, a late worker): no longer stranded.
       if (row.version !== seen.version) continue;
@@ -147,8 +158,8 @@ export class Sweeper {
  * Runs a sweep every SWEEP_INTERVAL_MS in this (worker) process; processes that run at the same
  * time take turns. Returns a function that stops the passes and waits for one in progress.
  */
-export function startSweeper(ctx: AppContext): () => Promise<void> {
-  const sweeper = new Sweeper(ctx);
+export function startSweeper(ctx: AttemptRuntime, kinds: readonly SweptKind[], hooks: readonly SweepHook[]): () => Promise<void> {
+  const sweeper = new Sweeper(ctx, kinds, hooks);
   return every(ctx.config.sweepIntervalMs, () =>
     sweeper
       .sweepOnce()

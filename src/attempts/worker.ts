@@ -1,7 +1,6 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { AttemptEvent } from '../../machines/attempt.machine.ts';
-import type { AppContext } from '../context.ts';
 import { isDatabaseUnavailable } from '../db/errors.ts';
 import { GroupCommit } from '../db/group-commit.ts';
 import { sqlOf, type Db, type Trx } from '../db/sql.ts';
@@ -11,7 +10,7 @@ import { newMessageId, type QueueKey } from '../queue/queue.ts';
 import type { AttemptTrigger } from '../../contract/enums.ts';
 import { triggerOf } from './entity.ts';
 import { JobFailure, failureMessage, requestedDelayMs } from './failure.ts';
-import type { Attempt, AttemptKind, AttemptRow } from './kind.ts';
+import type { Attempt, AttemptKind, AttemptRow, AttemptRuntime } from './kind.ts';
 import { attemptTurns, MAX_TURN_WAIT_MS, postponeToTurns } from './pacing.ts';
 import { replaceQueueMessages, writeAttemptTransitions, type AttemptWrite, type TimelineStep } from './repository.ts';
 
@@ -70,16 +69,15 @@ export const LOST_ATTEMPT: TimelineStep = { outcome: 'failed', platformStatus: n
 export class AttemptWorker<R extends AttemptRow, K extends string, Q extends QueueKey, W extends { row: R }> {
   /** Completed and dead attempts finishing together, of every batch, are recorded in one transaction. */
   private readonly outcomes = new GroupCommit((writes: AttemptWrite<R>[]) => this.writeOutcomes(writes), { maxItems: 64, maxInFlight: 2 });
-  private readonly attempt: Attempt<W>;
   /** Attempts let go of (still calling a slow platform), until they record their outcome. */
   readonly #letGo = new Set<Promise<boolean>>();
 
+  /** `attempt`: what one attempt of this kind does, built by the composition root from `kind.attempt`. */
   constructor(
-    private readonly ctx: AppContext,
-    private readonly kind: AttemptKind<R, K, Q, W>,
-  ) {
-    this.attempt = kind.attempt(ctx);
-  }
+    private readonly ctx: AttemptRuntime,
+    private readonly kind: AttemptKind<R, K, Q, W, never>,
+    private readonly attempt: Attempt<W>,
+  ) {}
 
   /**
    * Returns the ids of the messages whose outcome could not be recorded (the database went away

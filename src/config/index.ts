@@ -3,7 +3,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { makeDirectories } from '../shared/directories.ts';
 import { z } from 'zod';
-import { PLATFORMS, type Platform } from '../orders/types.ts';
+import { PLATFORMS, type Platform } from '../../contract/enums.ts';
 import type { PacingRate } from '../platforms/pacer.ts';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;

@@ -1,7 +1,7 @@
 import type { AttemptEntry } from '../attempts/entity.ts';
 import { findAttemptsIn } from '../attempts/repository.ts';
 import type { Trx } from '../db/sql.ts';
-import { fulfillmentEvent, type NewEvent } from '../events/types.ts';
+import type { NewEvent } from '../events/types.ts';
 import { SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
 import type { Attempt, DeathReason } from '../attempts/kind.ts';
 import { JobFailure } from '../attempts/failure.ts';
@@ -10,6 +10,7 @@ import type { AppContext } from '../context.ts';
 import { ResellerStore } from '../reseller-stores/entity.ts';
 import { SyncJobRepository } from '../sync-jobs/repository.ts';
 import type { Fulfillment } from './entity.ts';
+import { fulfillmentEvent } from './events.ts';
 import { FulfillmentRepository } from './repository.ts';
 
 /** A fulfillment and the reseller store it adds the tracking to, unless that store was deleted. */

@@ -1,5 +1,5 @@
 import { insertAudit } from '../audit-log/repository.ts';
-import { fulfillmentKind } from '../attempts/kinds.ts';
+import { fulfillmentKind } from './kind.ts';
 import type { AppContext } from '../context.ts';
 import type { SourceFulfillment, Tracking } from '../orders/types.ts';
 import { newMessageId } from '../queue/queue.ts';

@@ -34,6 +34,11 @@ export class RoutedOrderRepository {
     return orders.map((order) => firsts.delete(keyOf(order)));
   }
 
+  /** The routing transaction: every statement of one group of orders commits together. */
+  transaction<T>(work: (trx: Trx) => Promise<T>): Promise<T> {
+    return sqlOf(this.orm).transaction().execute(work);
+  }
+
   /** Which of these orders of one store were routed already: a read, so skipping them writes nothing. */
   async routedAmong(resellerStoreId: string, externalOrderIds: string[]): Promise<Set<string>> {
     if (externalOrderIds.length === 0) return new Set();

@@ -2,6 +2,9 @@
 
 export { PLATFORMS, type Platform } from '../../contract/enums.ts';
 
+/** Order ids the service keeps (sync_jobs.external_order_id); an order with another id is refused. */
+export const EXTERNAL_ORDER_ID = /^[A-Za-z0-9_-]{1,32}$/;
+
 export interface PostalAddress {
   name: string | null;
   address1: string | null;

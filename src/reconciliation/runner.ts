@@ -1,18 +1,10 @@
 import { connectionOf } from '../attempts/store-connection.ts';
 import type { AppContext } from '../context.ts';
-import type { ResellerOrder } from '../orders/types.ts';
+import type { OrderRouting } from '../orders/port.ts';
+import { EXTERNAL_ORDER_ID, type ResellerOrder } from '../orders/types.ts';
 import { PlatformError, type ListedOrder } from '../platforms/types.ts';
 import type { ResellerStore } from '../reseller-stores/entity.ts';
-import { EXTERNAL_ORDER_ID } from '../webhooks/service.ts';
 import type { ReconciliationRepository, RunOutcome, TakenRun, Watermark } from './repository.ts';
-
-/** The order webhook's routing, as reconciliation uses it. */
-export interface ListedOrderRouting {
-  /** Which of these orders of the store were routed already: a read, so skipping them writes nothing. */
-  routedAmong(resellerStoreId: string, externalOrderIds: string[]): Promise<Set<string>>;
-  /** Routes one order as its webhook would have; `firstRouting` is false when something routed it first. */
-  route(store: ResellerStore, order: ResellerOrder, reconciliationId: string): Promise<{ firstRouting: boolean }>;
-}
 
 /** Orders can appear in a platform's list a little after their creation time: each run relists this much. */
 export const WATERMARK_OVERLAP_MS = 5 * 60_000;
@@ -35,7 +27,8 @@ export class ReconciliationRunner {
   constructor(
     private readonly ctx: AppContext,
     private readonly repository: ReconciliationRepository,
-    private readonly routing: ListedOrderRouting,
+    /** Routing, through its port (src/orders/port.ts), as the order webhook routes. */
+    private readonly routing: OrderRouting,
   ) {}
 
   /** Runs the reconciliation a queue message names, unless it finished or another process holds it. */
@@ -116,7 +109,7 @@ export class ReconciliationRunner {
     const unrouted = routable.filter((listed) => !routed.has(listed.externalOrderId));
     lease.check();
     // Routed together, the orders share the webhook path's group commit.
-    const results = await Promise.all(unrouted.map((listed) => this.routing.route(store, listed.order as ResellerOrder, run.id)));
+    const results = await Promise.all(unrouted.map((listed) => this.routing.route(store, listed.order as ResellerOrder, { source: 'reconciliation', reconciliationId: run.id })));
     const first = results.filter((result) => result.firstRouting).length;
     tally.ordersRouted += first;
     this.ctx.metrics.reconciliationOrdersRouted.inc(first);

@@ -1,14 +1,15 @@
 import type { Trx } from '../db/sql.ts';
-import { syncJobEvent, type NewEvent } from '../events/types.ts';
+import type { NewEvent } from '../events/types.ts';
 import { SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
 import type { Attempt, DeathReason } from '../attempts/kind.ts';
 import { JobFailure } from '../attempts/failure.ts';
 import { connectionOf } from '../attempts/store-connection.ts';
 import type { AppContext } from '../context.ts';
 import type { ResellerOrder } from '../orders/types.ts';
-import { buildSupplierOrder } from '../pricing/index.ts';
+import { buildSupplierOrder, PricingError } from '../pricing/index.ts';
 import type { ResellerStore } from '../reseller-stores/entity.ts';
 import type { SyncJob } from './entity.ts';
+import { syncJobEvent } from './events.ts';
 import { SyncJobRepository, type JobWithSource } from './repository.ts';
 
 /** One attempt of a sync job: place the supplier's part of the order on its source store. */
@@ -36,10 +37,20 @@ export function placeSupplierOrder(ctx: AppContext): Attempt<JobWithSource> {
     async perform({ row: job, source, reseller }) {
       if (!source) throw new JobFailure('the source store was deleted');
       const order = job.order ?? (await readResellerOrder(job, reseller));
-      const supplierOrder = buildSupplierOrder(order, source, job.id);
+      const supplierOrder = priced(() => buildSupplierOrder(order, source, job.id));
       return ctx.platforms[source.platform].createOrder(connectionOf(ctx, source, 1), supplierOrder, `sync-job:${job.id}`);
     },
   };
+}
+
+/** Pricing's refusal is an expected failure of the job: its message is kept. */
+function priced<T>(build: () => T): T {
+  try {
+    return build();
+  } catch (error) {
+    if (error instanceof PricingError) throw new JobFailure(error.message);
+    throw error;
+  }
 }
 
 /** A job's audit entry: every one names the order and the source store. */

@@ -2,71 +2,11 @@ import { initServer } from '@ts-rest/express';
 import { contract } from '../../contract/index.ts';
 import { BULK_RETRY_LIMIT } from '../../contract/sync-jobs.ts';
 import { principalOf } from '../auth/principal.ts';
-import type { Fulfillment } from '../fulfillments/entity.ts';
 import { listBody } from '../http/list.ts';
 import { withRequestId } from '../http/request-id.ts';
-import { iso, isoOrNull } from '../shared/time.ts';
-import type { AttemptEntry } from '../attempts/entity.ts';
-import type { SyncJob } from './entity.ts';
-import type { JobWithFulfillments, SyncJobService } from './service.ts';
-
-function presentSyncJob(job: SyncJob) {
-  return {
-    id: job.id,
-    resellerStoreId: job.resellerStoreId,
-    sourceStoreId: job.sourceStoreId,
-    status: job.status,
-    attempts: job.attempts,
-    externalOrderId: job.externalOrderId,
-    sourceOrderId: job.sourceOrderId ?? null,
-    errorMessage: job.errorMessage ?? null,
-    completedAt: isoOrNull(job.completedAt),
-    failedAt: isoOrNull(job.failedAt),
-    deadAt: isoOrNull(job.deadAt),
-    createdAt: iso(job.createdAt),
-    updatedAt: iso(job.updatedAt),
-  };
-}
-
-/** A timeline entry; `resultKey` names what a successful attempt produced. */
-function presentAttempt<K extends string>(entry: AttemptEntry, resultKey: K) {
-  return {
-    attempt: entry.attempt,
-    trigger: entry.trigger,
-    startedAt: iso(entry.startedAt),
-    finishedAt: isoOrNull(entry.finishedAt),
-    durationMs: entry.finishedAt ? entry.finishedAt.getTime() - entry.startedAt.getTime() : null,
-    outcome: entry.outcome,
-    errorMessage: entry.errorMessage ?? null,
-    platformStatus: entry.platformStatus ?? null,
-    ...({ [resultKey]: entry.result ?? null } as Record<K, string | null>),
-  };
-}
-
-/** A fulfillment as its job's GET shows it (also the `data.object` of its events). */
-export function presentFulfillment(fulfillment: Fulfillment, attempts: AttemptEntry[]) {
-  return {
-    id: fulfillment.id,
-    syncJobId: fulfillment.syncJobId,
-    status: fulfillment.status,
-    attempts: fulfillment.attempts,
-    trackingNumbers: fulfillment.tracking.numbers,
-    trackingUrls: fulfillment.tracking.urls,
-    trackingCompany: fulfillment.tracking.company,
-    resellerFulfillmentId: fulfillment.resellerFulfillmentId ?? null,
-    errorMessage: fulfillment.errorMessage ?? null,
-    completedAt: isoOrNull(fulfillment.completedAt),
-    deadAt: isoOrNull(fulfillment.deadAt),
-    createdAt: iso(fulfillment.createdAt),
-    timeline: attempts.map((entry) => presentAttempt(entry, 'resellerFulfillmentId')),
-  };
-}
-
-/** A job as its GET shows it (also the `data.object` of its events). */
-export const presentDetail = ({ job, fulfillments, fulfillmentAttempts }: JobWithFulfillments) => ({
-  ...presentSyncJob(job),
-  fulfillments: fulfillments.map((fulfillment) => presentFulfillment(fulfillment, fulfillmentAttempts.get(fulfillment.id) ?? [])),
-});
+import { presentAttempt } from '../attempts/present.ts';
+import { presentDetail, presentSyncJob } from './present.ts';
+import type { SyncJobService } from './service.ts';
 
 export function syncJobRoutes(jobs: SyncJobService) {
   const s = initServer();

@@ -1,16 +1,16 @@
 import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
-import { insertAudit, insertAuditOnce, type AuditRecord } from '../audit-log/repository.ts';
 import type { AttemptEntry } from '../attempts/entity.ts';
-import { syncJobKind } from '../attempts/kinds.ts';
+import { syncJobKind } from './kind.ts';
 import { findAttempts } from '../attempts/repository.ts';
 import type { AppContext } from '../context.ts';
-import { GroupCommit } from '../db/group-commit.ts';
 import type { Trx } from '../db/sql.ts';
-import { orderReconciledEvent, orderUnmatchedEvent, syncJobEvent, type NewEvent, type UnmatchedOrder } from '../events/types.ts';
+import type { NewEvent } from '../events/types.ts';
+import { syncJobEvent } from './events.ts';
+import type { JobWithFulfillments } from './present.ts';
+
+export type { JobWithFulfillments };
 import type { Fulfillment } from '../fulfillments/entity.ts';
 import { FulfillmentRepository } from '../fulfillments/repository.ts';
-import type { RoutingSource } from '../orders/entity.ts';
-import { RoutedOrderRepository } from '../orders/repository.ts';
 import type { ResellerOrder } from '../orders/types.ts';
 import { newMessageId } from '../queue/queue.ts';
 import type { SourceStoreService } from '../source-stores/service.ts';
@@ -30,13 +30,6 @@ export interface OrderToRoute {
   order: ResellerOrder | null;
 }
 
-export interface JobWithFulfillments {
-  job: SyncJob;
-  fulfillments: Fulfillment[];
-  /** The fulfillments' timelines, by fulfillment id, oldest attempt first. */
-  fulfillmentAttempts: Map<string, AttemptEntry[]>;
-}
-
 /** Who caused a job's creation, for its audit entry. */
 export interface JobCreator {
   actorId: string;
@@ -48,43 +41,25 @@ export interface RoutedJob {
   created: boolean;
 }
 
-/** How an order came to be routed, for `route`. */
-export interface Routing {
-  source: RoutingSource;
-  /** Recorded once per order however often it is delivered (the lines no supplier matched). */
-  onceForOrder?: AuditRecord | undefined;
-  /** Recorded only by the routing that routes the order first (`order.reconciled`). */
-  onFirstRouting?: AuditRecord | undefined;
-}
-
-/** The order's jobs, and whether this routing was the first of the order. */
-export interface RoutedOrder {
-  jobs: RoutedJob[];
-  firstRouting: boolean;
-}
-
-interface RoutingRequest {
+/** The jobs to create for one order: one per source store, unless it exists. */
+export interface JobsRequest {
   order: OrderToRoute;
   sourceStoreIds: string[];
   creator: JobCreator;
-  onceForOrder: AuditRecord | undefined;
-  /** Null for a manual job (POST /v1/sync_jobs), which does not route the order. */
-  routing: Routing | null;
+}
+
+/** What `createIn` wrote: each request's jobs (inserted or found) and the `sync_job.created` events to append. */
+export interface CreatedJobs {
+  jobs: CandidateJob[][];
+  events: NewEvent[];
 }
 
 /** Reads of a job a manual retry makes before giving up on a job that keeps changing under it. */
 const RETRY_ROUNDS = 3;
 
-const orderKey = (order: Pick<OrderToRoute, 'resellerStoreId' | 'externalOrderId'>) => `order:${order.resellerStoreId}:${order.externalOrderId}`;
-
-const zip = <A, B>(as: A[], bs: B[]): [A, B][] => as.map((a, i) => [a, bs[i]!]);
-
 export class SyncJobService {
-  /** Orders arriving while routing transactions are in flight are routed together in the next (`createJobs`). */
-  private readonly routing = new GroupCommit((requests: RoutingRequest[]) => this.routeOrders(requests), { maxItems: 64, maxInFlight: 4 });
   private readonly jobs: SyncJobRepository;
   private readonly fulfillments: FulfillmentRepository;
-  private readonly routedOrders: RoutedOrderRepository;
 
   constructor(
     private readonly ctx: AppContext,
@@ -92,7 +67,6 @@ export class SyncJobService {
   ) {
     this.jobs = new SyncJobRepository(ctx.orm);
     this.fulfillments = new FulfillmentRepository(ctx.orm);
-    this.routedOrders = new RoutedOrderRepository(ctx.orm);
   }
 
   /** POST /v1/sync_jobs: the existing job for the order and source store, or a new one. */
@@ -111,90 +85,42 @@ export class SyncJobService {
    * Creates the order's jobs for these source stores that do not exist yet, with their queue
    * messages and audit entries, and returns every one of them, new or not, in the order asked. The
    * unique index on (order, source store) decides which jobs are new (`on conflict do nothing`):
-   * concurrent deliveries of one order cannot create a duplicate, and a redelivery gets the
-   * existing jobs back.
-   *
-   * This is the order webhook's hot path: orders arriving together are written together, in one
-   * transaction (see `routeOrders`: one statement for the jobs and their audit entries, pg-boss's
-   * insert for their messages, and two more per order with unmatched lines), rather than through
-   * the unit of work.
-   *
-   * `onceForOrder` is an audit entry recorded once per order however often it is delivered (the
-   * lines no supplier matched), under an advisory lock on the order.
+   * concurrent requests for one order cannot create a duplicate, and a repeat gets the existing
+   * jobs back. A manual job is not a routing of the order (src/orders/routing.ts routes orders).
    */
-  async createJobs(order: OrderToRoute, sourceStoreIds: string[], creator: JobCreator, onceForOrder?: AuditRecord): Promise<RoutedJob[]> {
-    const { jobs } = await this.submit({ order, sourceStoreIds, creator, onceForOrder, routing: null });
-    return jobs;
-  }
-
-  /**
-   * Routes a reseller order (its webhook, or reconciliation): `createJobs`, and in the same
-   * transaction the order is recorded as routed (routed_orders), so reconciliation knows it was,
-   * even when no supplier matched it.
-   */
-  route(order: OrderToRoute, sourceStoreIds: string[], creator: JobCreator, routing: Routing): Promise<RoutedOrder> {
-    return this.submit({ order, sourceStoreIds, creator, onceForOrder: routing.onceForOrder, routing });
-  }
-
-  private async submit(request: RoutingRequest): Promise<RoutedOrder> {
-    const routed = await this.routing.submit(request);
-    this.ctx.metrics.attemptTransitions.inc({ kind: 'sync_job', status: 'pending' }, routed.jobs.filter((job) => job.created).length);
-    return routed;
-  }
-
-  /**
-   * An order is routed once (operations.md): the first routing (recorded in routed_orders) decides
-   * its jobs, and a later one (a redelivery, reconciliation) gets those jobs back and creates none,
-   * even after a supplier was deleted, re-created with the same vendor tag or added. A manual job
-   * (`routing` null) is not a routing: it is created unless it exists.
-   */
-  private routeOrders(requests: RoutingRequest[]): Promise<RoutedOrder[]> {
-    return this.jobs.transaction(async (trx) => {
-      const now = new Date();
-      const recorded = requests.filter((request) => request.routing !== null);
-      // First, in key order: concurrent routings of one order queue up here, before any job insert.
-      const first = await this.routedOrders.recordIn(trx, recorded.map(({ order, routing }) => ({ ...order, source: routing!.source })), now);
-      const firstRouting = new Map(recorded.map((request, index) => [request, first[index]!]));
-      const creating = requests.filter((request) => request.routing === null || firstRouting.get(request));
-      const routed = new Map(zip(creating, await this.insertJobs(trx, creating, now)));
-      const created = [...routed.values()].flat().filter((job) => job.created);
-      await this.ctx.queue.insertIn(trx, 'syncJob', created.map((job) => ({ id: job.queueMessageId!, message: syncJobKind.message(job.id) })));
-      // After the inserts, so an order routed twice in this group finds the jobs its first routing made.
-      const repeated = await this.jobsOfRoutedOrders(trx, requests.filter((request) => !routed.has(request)));
-      const events = createdJobEvents(creating, creating.map((request) => routed.get(request)!), now);
-      // Advisory locks in a fixed order, so two groups never wait on each other's (the jobs are inserted sorted too).
-      const once = requests.filter((request) => request.onceForOrder).sort((a, b) => orderKey(a.order).localeCompare(orderKey(b.order)));
-      for (const request of once) {
-        if (await insertAuditOnce(trx, request.onceForOrder!, orderKey(request.order))) events.push(unmatchedOrderEvent(request.onceForOrder!));
-      }
-      const firstAudits = recorded.filter((request) => firstRouting.get(request) && request.routing!.onFirstRouting);
-      await insertAudit(trx, firstAudits.map((request) => request.routing!.onFirstRouting!), now);
-      for (const request of firstAudits) {
-        const syncJobIds = (routed.get(request) ?? []).map((job) => job.id);
-        events.push(orderReconciledEvent({ ownerId: request.order.ownerId, resellerStoreId: request.order.resellerStoreId, externalOrderId: request.order.externalOrderId, syncJobIds }));
-      }
-      // The events of all this, in the same transaction (src/events/outbox.ts).
-      await this.ctx.outbox.append(trx, events);
-      return requests.map((request) => ({
-        jobs: routed.get(request)?.map(({ id, created }) => ({ id, created })) ?? repeated.get(orderKey(request.order)) ?? [],
-        firstRouting: firstRouting.get(request) ?? false,
-      }));
+  async createJobs(order: OrderToRoute, sourceStoreIds: string[], creator: JobCreator): Promise<RoutedJob[]> {
+    const [jobs] = await this.jobs.transaction(async (trx) => {
+      const created = await this.createIn(trx, [{ order, sourceStoreIds, creator }], new Date());
+      await this.ctx.outbox.append(trx, created.events);
+      return created.jobs;
     });
+    this.ctx.metrics.attemptTransitions.inc({ kind: 'sync_job', status: 'pending' }, jobs!.filter((job) => job.created).length);
+    return jobs!.map(({ id, created }) => ({ id, created }));
   }
 
-  /** The jobs of orders routed before, oldest first (the order their routing made them in), by order key. */
-  private async jobsOfRoutedOrders(trx: Trx, requests: RoutingRequest[]): Promise<Map<string, RoutedJob[]>> {
-    const byOrder = new Map<string, RoutedJob[]>(requests.map((request) => [orderKey(request.order), []]));
-    if (requests.length === 0) return byOrder;
-    const rows = await this.jobs.findByOrders(trx, requests.map(({ order }) => ({ resellerStoreId: order.resellerStoreId, externalOrderId: order.externalOrderId })));
-    for (const row of rows) {
-      byOrder.get(orderKey({ resellerStoreId: row.reseller_store_id, externalOrderId: row.external_order_id }))?.push({ id: row.id, created: false });
-    }
-    return byOrder;
+  /**
+   * In the caller's transaction (the routing's, src/orders/routing.ts, on the order webhook's hot
+   * path): every request's jobs inserted unless they exist, in one statement with their audit
+   * entries, and the new jobs' queue messages in one more. Returns the jobs and their
+   * `sync_job.created` events, for the caller to append with its own (and to count the new jobs in
+   * `attempt_transitions_total` once it committed).
+   */
+  async createIn(trx: Trx, requests: JobsRequest[], now: Date): Promise<CreatedJobs> {
+    const jobs = await this.insertJobs(trx, requests, now);
+    const created = jobs.flat().filter((job) => job.created);
+    await this.ctx.queue.insertIn(trx, 'syncJob', created.map((job) => ({ id: job.queueMessageId!, message: syncJobKind.message(job.id) })));
+    return { jobs, events: createdJobEvents(requests, jobs, now) };
+  }
+
+  /** The jobs of these orders, oldest first (the order their routing made them in), by order. */
+  async jobsOfOrdersIn(trx: Trx, orders: Pick<OrderToRoute, 'resellerStoreId' | 'externalOrderId'>[]): Promise<{ resellerStoreId: string; externalOrderId: string; id: string }[]> {
+    if (orders.length === 0) return [];
+    const rows = await this.jobs.findByOrders(trx, orders.map(({ resellerStoreId, externalOrderId }) => ({ resellerStoreId, externalOrderId })));
+    return rows.map((row) => ({ resellerStoreId: row.reseller_store_id, externalOrderId: row.external_order_id, id: row.id }));
   }
 
   /** Every request's jobs, in the order of its source stores: inserted, or found existing. */
-  private async insertJobs(trx: Trx, requests: RoutingRequest[], now: Date): Promise<CandidateJob[][]> {
+  private async insertJobs(trx: Trx, requests: JobsRequest[], now: Date): Promise<CandidateJob[][]> {
     if (requests.length === 0) return [];
     const initial = syncJobKind.initialColumns(now) as SyncJob;
     const candidates: JobCandidate[][] = requests.map(({ order, sourceStoreIds, creator }) =>
@@ -331,7 +257,7 @@ export class SyncJobService {
 }
 
 /** `sync_job.created` for each job the routing inserted, as the job's GET shows it then: just created, no fulfillments. */
-function createdJobEvents(requests: RoutingRequest[], routed: CandidateJob[][], now: Date): NewEvent[] {
+function createdJobEvents(requests: JobsRequest[], routed: CandidateJob[][], now: Date): NewEvent[] {
   const initial = syncJobKind.initialColumns(now);
   return requests.flatMap(({ order, sourceStoreIds }, i) =>
     routed[i]!.flatMap((job, j) => {
@@ -340,10 +266,4 @@ function createdJobEvents(requests: RoutingRequest[], routed: CandidateJob[][], 
       return [syncJobEvent('sync_job.created', created as SyncJob)];
     }),
   );
-}
-
-/** `order.unmatched`, from the once-per-order audit entry of the lines no supplier matched (src/webhooks/service.ts). */
-function unmatchedOrderEvent(audit: AuditRecord): NewEvent {
-  const lines = (audit.metadata?.lines ?? []) as UnmatchedOrder['lines'];
-  return orderUnmatchedEvent({ ownerId: audit.ownerId, resellerStoreId: audit.resellerStoreId, externalOrderId: audit.resourceId, lines });
 }

@@ -3,7 +3,7 @@ import { applyDeliveryEvent } from '../../machines/delivery.machine.ts';
 import { MAX_WEBHOOK_ENDPOINTS_PER_USER } from '../../contract/webhook-endpoints.ts';
 import type { AppContext } from '../context.ts';
 import { transactionOf } from '../events/outbox.ts';
-import { pingEvent } from '../events/types.ts';
+import { pingEvent } from './events.ts';
 import { newMessageId } from '../queue/queue.ts';
 import { conflict, notFound, validationFailed } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';

@@ -9,9 +9,10 @@ import { normaliseVendor } from '../pricing/index.ts';
 import { ResellerStore } from '../reseller-stores/entity.ts';
 import { SourceStore } from '../source-stores/entity.ts';
 import { AppError, validationFailed } from '../shared/errors.ts';
-import type { ResellerOrder } from '../orders/types.ts';
+import { EXTERNAL_ORDER_ID, type ResellerOrder } from '../orders/types.ts';
 import { SyncJobRepository } from '../sync-jobs/repository.ts';
-import type { RoutedOrder, SyncJobService } from '../sync-jobs/service.ts';
+import type { OrderRouting } from '../orders/port.ts';
+import type { RoutableSource } from '../orders/routing.ts';
 import { verifySignature } from './signature.ts';
 import { SourceSecrets } from './source-secrets.ts';
 import { SharedCounters } from '../rate-limits/repository.ts';
@@ -27,11 +28,6 @@ export interface Delivery {
   rawBody: Buffer;
 }
 
-/** Order ids the service keeps (sync_jobs.external_order_id); an order with another id is refused. */
-export const EXTERNAL_ORDER_ID = /^[A-Za-z0-9_-]{1,32}$/;
-
-/** What routes an order: its webhook delivery, or a reconciliation run that listed it. */
-export type RoutingVia = { source: 'webhook'; webhookId: string | null } | { source: 'reconciliation'; reconciliationId: string };
 
 /** Entities whose changes empty the store look-up cache. */
 const CACHED_ENTITIES = new Set(['ResellerStore', 'SourceStore']);
@@ -111,7 +107,7 @@ export class WebhookService {
 
   constructor(
     private readonly ctx: AppContext,
-    private readonly jobs: SyncJobService,
+    private readonly routing: OrderRouting,
     private readonly fulfillments: FulfillmentService,
   ) {
     this.stores = new StoreLookupCache(ctx.config.webhookStoreCacheTtlMs);
@@ -119,6 +115,14 @@ export class WebhookService {
     this.sourceSecrets = new SourceSecrets(ctx);
     this.counters = new SharedCounters(sqlOf(ctx.orm));
     ctx.orm.em.getEventManager().registerSubscriber(this.stores);
+  }
+
+  /**
+   * A reseller store's active source stores, as routing matches an order's lines to them
+   * (src/orders/routing.ts), cached with the store look-ups.
+   */
+  activeSourcesOf(resellerStoreId: string): Promise<RoutableSource[]> {
+    return this.stores.get(`sources:${resellerStoreId}`, () => this.ctx.orm.em.fork().find(SourceStore, { resellerStoreId, deletedAt: null })) as Promise<RoutableSource[]>;
   }
 
   /** The active reseller store that signed an orders/create delivery, or 401 invalid_signature. */
@@ -169,59 +173,12 @@ export class WebhookService {
     return new AppError('invalid_signature');
   }
 
-  /** An orders/create delivery: the order read by the platform's reader, then routed (`routeOrder`). */
+  /** An orders/create delivery: the order read by the platform's reader, then routed (src/orders/routing.ts). */
   async receiveOrder(store: ResellerStore, body: unknown, delivery: Delivery): Promise<string[]> {
     expectTopic(delivery.topic, 'orders/create');
     const order = await this.readOrder(store, body, delivery);
-    const routed = await this.routeOrder(store, order, { source: 'webhook', webhookId: delivery.webhookId ?? null });
+    const routed = await this.routing.route(store, order, { source: 'webhook', webhookId: delivery.webhookId ?? null });
     return routed.jobs.map((job) => job.id);
-  }
-
-  /**
-   * Routes an order, from its webhook or from reconciliation (which reads listed orders with the
-   * same platform reader): one sync job per active source store whose vendor tag matches a line.
-   * Jobs that already exist for the order (a redelivery) are returned, not created again. The order
-   * is recorded as routed in the same transaction; `firstRouting` says whether this call did it.
-   */
-  async routeOrder(store: ResellerStore, order: ResellerOrder, via: RoutingVia): Promise<RoutedOrder> {
-    const sources = (await this.stores.get(`sources:${store.id}`, () =>
-      this.ctx.orm.em.fork().find(SourceStore, { resellerStoreId: store.id, deletedAt: null }),
-    ))!;
-    const lineKeys = new Set(order.lines.map((line) => normaliseVendor(line.vendor)));
-    const sourceKeys = new Set(sources.map((source) => source.vendorKey));
-    const matched = sources.filter((source) => lineKeys.has(source.vendorKey));
-    const unmatched = order.lines.filter((line) => !sourceKeys.has(normaliseVendor(line.vendor)));
-
-    const orderAudit = (action: string, metadata: Record<string, unknown>) => ({
-      ownerId: store.ownerId,
-      resellerStoreId: store.id,
-      action,
-      resourceType: 'order',
-      resourceId: order.externalOrderId,
-      actorId: SYSTEM_ACTOR,
-      metadata,
-    });
-    const unmatchedAudit =
-      unmatched.length > 0
-        ? orderAudit('order.lines_unmatched', { lines: unmatched.map(({ sku, title, vendor, quantity }) => ({ sku, title, vendor, quantity })) })
-        : undefined;
-    const origin =
-      via.source === 'webhook'
-        ? { origin: 'webhook', webhookId: via.webhookId }
-        : { origin: 'reconciliation', reconciliationId: via.reconciliationId };
-    return this.jobs.route(
-      { ownerId: store.ownerId, resellerStoreId: store.id, externalOrderId: order.externalOrderId, order },
-      matched.map((source) => source.id),
-      { actorId: SYSTEM_ACTOR, metadata: origin },
-      {
-        source: via.source,
-        onceForOrder: unmatchedAudit,
-        onFirstRouting:
-          via.source === 'reconciliation'
-            ? orderAudit('order.reconciled', { reconciliationId: via.reconciliationId, sourceStoreIds: matched.map((source) => source.id) })
-            : undefined,
-      },
-    );
   }
 
   /**

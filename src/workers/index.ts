@@ -1,12 +1,12 @@
 import type { Job, JobResult, PgBoss } from 'pg-boss';
 import type { AppContext } from '../context.ts';
 import { QUEUES, type QueueKey, type QueueMessage } from '../queue/queue.ts';
-import type { AttemptKind, AttemptRow } from '../attempts/kind.ts';
-import { ATTEMPT_KINDS } from '../attempts/kinds.ts';
+import type { AttemptRow } from '../attempts/kind.ts';
 import { startSweeper } from '../attempts/sweep.ts';
 import { startEventPruner } from '../events/retention.ts';
 import { AttemptWorker } from '../attempts/worker.ts';
 import { DELIVERIES_PER_ENDPOINT, DeliveryWorker } from './delivery.worker.ts';
+import { registerKinds, sweepHooks, type AttemptQueue, type RegisteredKind } from './kinds.ts';
 
 /**
  * A worker fetches up to this many messages at once and works on them together: one fetch, one
@@ -73,11 +73,11 @@ export async function consumeEach(boss: PgBoss, name: string, slots: number, per
 }
 
 /** Queues whose messages are not attempts of a retried kind: each message is one unit of work that records its own outcome. */
-type RunQueue = Exclude<QueueKey, (typeof ATTEMPT_KINDS)[number]['queue'] | 'webhookDelivery'>;
+type RunQueue = Exclude<QueueKey, AttemptQueue | 'webhookDelivery'>;
 export type RunHandlers = { [K in RunQueue]: (message: QueueMessage<K>) => Promise<void> };
 
 /**
- * Subscribes one worker to the queue of every kind of retried work (src/attempts/kinds.ts), one to
+ * Subscribes one worker to the queue of every kind of retried work (src/workers/kinds.ts), one to
  * each run queue (`runs`), and the webhook delivery worker to its queue (a queue without a worker
  * fails the start-up), and starts the sweep for stranded work (src/attempts/sweep.ts) and the pruning
  * of old events (src/events/retention.ts); returns what stops those two (`stop`) and `drain`, which
@@ -88,14 +88,17 @@ export type RunHandlers = { [K in RunQueue]: (message: QueueMessage<K>) => Promi
  * most as often as the retry policy allows attempts: src/queue/queue.ts).
  */
 export async function startWorkers(ctx: AppContext, runs: RunHandlers): Promise<{ stop: () => Promise<void>; drain: () => Promise<void> }> {
+  const kinds = registerKinds(ctx);
   for (const key of Object.keys(QUEUES) as QueueKey[]) {
-    if (!ATTEMPT_KINDS.some((kind) => kind.queue === key) && !(key in runs) && key !== 'webhookDelivery') throw new Error(`queue ${QUEUES[key].name} has no worker`);
+    const consumers = kinds.filter(({ kind }) => kind.queue === key).length + (key in runs ? 1 : 0) + (key === 'webhookDelivery' ? 1 : 0);
+    if (consumers === 0) throw new Error(`queue ${QUEUES[key].name} has no worker`);
+    if (consumers > 1) throw new Error(`queue ${QUEUES[key].name} has ${consumers} workers`);
   }
   const workers: AttemptWorker<AttemptRow, string, QueueKey, { row: AttemptRow }>[] = [];
-  for (const kind of ATTEMPT_KINDS) workers.push(await startWorker(ctx, kind as unknown as AttemptKind<AttemptRow, string, QueueKey, { row: AttemptRow }>));
+  for (const registered of kinds) workers.push(await startWorker(ctx, registered));
   for (const key of Object.keys(runs) as RunQueue[]) await startRunWorker(ctx, key, runs[key]);
   await startDeliveryWorker(ctx);
-  const stopSweeper = startSweeper(ctx);
+  const stopSweeper = startSweeper(ctx, kinds, sweepHooks(ctx));
   const stopPruner = startEventPruner(ctx);
   const stop = async () => void (await Promise.all([stopSweeper(), stopPruner()]));
   return { stop, drain: async () => void (await Promise.all(workers.map((worker) => worker.drain()))) };
@@ -144,11 +147,9 @@ async function startRunWorker<Q extends RunQueue>(ctx: AppContext, key: Q, run: 
   });
 }
 
-async function startWorker<Q extends QueueKey>(
-  ctx: AppContext,
-  kind: AttemptKind<AttemptRow, string, Q, { row: AttemptRow }>,
-): Promise<AttemptWorker<AttemptRow, string, Q, { row: AttemptRow }>> {
-  const worker = new AttemptWorker(ctx, kind);
+async function startWorker(ctx: AppContext, { kind, attempt }: RegisteredKind): Promise<AttemptWorker<AttemptRow, string, QueueKey, { row: AttemptRow }>> {
+  type Q = QueueKey;
+  const worker = new AttemptWorker(ctx, kind, attempt);
   const { name, schema } = QUEUES[kind.queue];
   await consume(ctx.queue.boss, name, ctx.config.workerConcurrency, async (jobs) => {
     const messages = jobs.flatMap((job) => {

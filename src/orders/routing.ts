@@ -1,0 +1,161 @@
+import { insertAudit, insertAuditOnce, SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
+import type { AppContext } from '../context.ts';
+import { GroupCommit } from '../db/group-commit.ts';
+import type { Trx } from '../db/sql.ts';
+import type { NewEvent } from '../events/types.ts';
+import { normaliseVendor } from '../pricing/index.ts';
+import type { JobCreator, JobsRequest, SyncJobService } from '../sync-jobs/service.ts';
+import type { RoutingSource } from './entity.ts';
+import { orderReconciledEvent, orderUnmatchedEvent, type UnmatchedOrder } from './events.ts';
+import type { OrderRouting, OrderStore, RoutedOrder, RoutingVia } from './port.ts';
+import { RoutedOrderRepository } from './repository.ts';
+import type { OrderLine, ResellerOrder } from './types.ts';
+
+/** A supplier an order can be routed to: its vendor tag, normalised (`normaliseVendor`). */
+export interface RoutableSource {
+  id: string;
+  vendorKey: string;
+}
+
+/** One order to route, matched: its jobs' source stores, and what its routing records. */
+interface RoutingRequest extends JobsRequest {
+  source: RoutingSource;
+  /** The lines no supplier matched: audited and announced once per order, however often it is routed. */
+  unmatched: UnmatchedOrder | null;
+  /** Recorded only by the routing that routes the order first (`order.reconciled`). */
+  reconciliationId: string | null;
+}
+
+type OrderKey = Pick<JobsRequest['order'], 'resellerStoreId' | 'externalOrderId'>;
+const orderKey = (order: OrderKey) => `order:${order.resellerStoreId}:${order.externalOrderId}`;
+
+const unmatchedLines = (lines: OrderLine[]) => lines.map(({ sku, title, vendor, quantity }) => ({ sku, title, vendor, quantity }));
+
+/**
+ * Routing a reseller order has this one home: matching its lines to suppliers by vendor, the routing
+ * transaction (the order recorded as routed, its sync jobs, their audit entries, queue messages and
+ * events), routed-once, and the order's own events (`order.unmatched`, `order.reconciled`).
+ *
+ * This is the order webhook's hot path: orders arriving while routing transactions are in flight
+ * are routed together in the next (group commit, src/db/group-commit.ts): one statement records
+ * the orders, one inserts the jobs with their audit entries, pg-boss's insert their messages, and
+ * two more per order with unmatched lines, rather than through the unit of work.
+ */
+export class OrderRouter implements OrderRouting {
+  private readonly routing = new GroupCommit((requests: RoutingRequest[]) => this.routeOrders(requests), { maxItems: 64, maxInFlight: 4 });
+  private readonly routedOrders: RoutedOrderRepository;
+
+  /** `activeSources`: a reseller store's active source stores (the order webhook caches them). */
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly syncJobs: SyncJobService,
+    private readonly activeSources: (resellerStoreId: string) => Promise<RoutableSource[]>,
+  ) {
+    this.routedOrders = new RoutedOrderRepository(ctx.orm);
+  }
+
+  routedAmong(resellerStoreId: string, externalOrderIds: string[]): Promise<Set<string>> {
+    return this.routedOrders.routedAmong(resellerStoreId, externalOrderIds);
+  }
+
+  /**
+   * Routes an order, from its webhook or from reconciliation: one sync job per active source store
+   * whose vendor tag matches a line. Jobs that already exist for the order (a redelivery) are
+   * returned, not created again. The order is recorded as routed in the same transaction;
+   * `firstRouting` says whether this call did it.
+   */
+  async route(store: OrderStore, order: ResellerOrder, via: RoutingVia): Promise<RoutedOrder> {
+    const sources = await this.activeSources(store.id);
+    const lineKeys = new Set(order.lines.map((line) => normaliseVendor(line.vendor)));
+    const sourceKeys = new Set(sources.map((source) => source.vendorKey));
+    const matched = sources.filter((source) => lineKeys.has(source.vendorKey));
+    const unmatched = order.lines.filter((line) => !sourceKeys.has(normaliseVendor(line.vendor)));
+    const creator: JobCreator = {
+      actorId: SYSTEM_ACTOR,
+      metadata: via.source === 'webhook' ? { origin: 'webhook', webhookId: via.webhookId } : { origin: 'reconciliation', reconciliationId: via.reconciliationId },
+    };
+    const orderToRoute = { ownerId: store.ownerId, resellerStoreId: store.id, externalOrderId: order.externalOrderId, order };
+    const routed = await this.routing.submit({
+      order: orderToRoute,
+      sourceStoreIds: matched.map((source) => source.id),
+      creator,
+      source: via.source,
+      unmatched: unmatched.length > 0 ? { ownerId: store.ownerId, resellerStoreId: store.id, externalOrderId: order.externalOrderId, lines: unmatchedLines(unmatched) } : null,
+      reconciliationId: via.source === 'reconciliation' ? via.reconciliationId : null,
+    });
+    this.ctx.metrics.attemptTransitions.inc({ kind: 'sync_job', status: 'pending' }, routed.jobs.filter((job) => job.created).length);
+    return routed;
+  }
+
+  /**
+   * An order is routed once (operations.md): the first routing (recorded in routed_orders) decides
+   * its jobs, and a later one (a redelivery, reconciliation) gets those jobs back and creates none,
+   * even after a supplier was deleted, re-created with the same vendor tag or added.
+   */
+  private routeOrders(requests: RoutingRequest[]): Promise<RoutedOrder[]> {
+    return this.routedOrders.transaction(async (trx) => {
+      const now = new Date();
+      // First, in key order: concurrent routings of one order queue up here, before any job insert.
+      const first = await this.routedOrders.recordIn(trx, requests.map(({ order, source }) => ({ ...order, source })), now);
+      const routing = requests.filter((_, index) => first[index]);
+      const created = await this.syncJobs.createIn(trx, routing, now);
+      const jobsOf = new Map(routing.map((request, index) => [request, created.jobs[index]!]));
+      // After the inserts, so an order routed twice in this group finds the jobs its first routing made.
+      const repeated = await this.jobsOfRoutedOrders(trx, requests.filter((request) => !jobsOf.has(request)));
+      const events: NewEvent[] = [...created.events];
+      await this.recordUnmatched(trx, requests, events);
+      const reconciled = routing.filter((request) => request.reconciliationId !== null);
+      await insertAudit(trx, reconciled.map((request) => reconciledAudit(request)), now);
+      for (const request of reconciled) {
+        const syncJobIds = jobsOf.get(request)!.map((job) => job.id);
+        events.push(orderReconciledEvent({ ...request.order, syncJobIds }));
+      }
+      // The events of all this, in the same transaction (src/events/outbox.ts).
+      await this.ctx.outbox.append(trx, events);
+      return requests.map((request, index) => ({
+        jobs: jobsOf.get(request)?.map(({ id, created }) => ({ id, created })) ?? repeated.get(orderKey(request.order)) ?? [],
+        firstRouting: first[index] ?? false,
+      }));
+    });
+  }
+
+  /**
+   * The lines no supplier matched, recorded once per order however often it is delivered (an audit
+   * entry under an advisory lock on the order) with their `order.unmatched` event. Locks are taken
+   * in a fixed order, so two groups never wait on each other's.
+   */
+  private async recordUnmatched(trx: Trx, requests: RoutingRequest[], events: NewEvent[]): Promise<void> {
+    const once = requests.filter((request) => request.unmatched).sort((a, b) => orderKey(a.order).localeCompare(orderKey(b.order)));
+    for (const request of once) {
+      const unmatched = request.unmatched!;
+      if (await insertAuditOnce(trx, orderAudit(request, 'order.lines_unmatched', { lines: unmatched.lines }), orderKey(request.order))) {
+        events.push(orderUnmatchedEvent(unmatched));
+      }
+    }
+  }
+
+  /** The jobs of orders routed before, oldest first (the order their routing made them in), by order key. */
+  private async jobsOfRoutedOrders(trx: Trx, requests: RoutingRequest[]): Promise<Map<string, { id: string; created: boolean }[]>> {
+    const byOrder = new Map<string, { id: string; created: boolean }[]>(requests.map((request) => [orderKey(request.order), []]));
+    for (const job of await this.syncJobs.jobsOfOrdersIn(trx, requests.map(({ order }) => order))) {
+      byOrder.get(orderKey(job))?.push({ id: job.id, created: false });
+    }
+    return byOrder;
+  }
+}
+
+function orderAudit(request: RoutingRequest, action: string, metadata: Record<string, unknown>): AuditRecord {
+  return {
+    ownerId: request.order.ownerId,
+    resellerStoreId: request.order.resellerStoreId,
+    action,
+    resourceType: 'order',
+    resourceId: request.order.externalOrderId,
+    actorId: SYSTEM_ACTOR,
+    metadata,
+  };
+}
+
+/** `order.reconciled`: reconciliation routed the order first. */
+const reconciledAudit = (request: RoutingRequest): AuditRecord =>
+  orderAudit(request, 'order.reconciled', { reconciliationId: request.reconciliationId, sourceStoreIds: request.sourceStoreIds });

@@ -1,0 +1,50 @@
+/**
+ * The one list of kinds of retried work. Each kind is defined in its feature's folder (what its
+ * rows are, its machine, its queue, what one attempt does, its audit and events); the retry
+ * framework (src/attempts/) knows none of them and is handed this list: one worker per kind
+ * (src/workers/index.ts) and the sweep. Start-up fails on a kind listed twice, two kinds on one
+ * queue or table, and a queue of retried work no kind consumes.
+ */
+import type { Attempt, AttemptKind, AttemptRow } from '../attempts/kind.ts';
+import { Sweeper, type SweepHook, type SweptKind } from '../attempts/sweep.ts';
+import type { AppContext } from '../context.ts';
+import { fulfillmentKind } from '../fulfillments/kind.ts';
+import { FulfillmentService } from '../fulfillments/service.ts';
+import type { QueueKey } from '../queue/queue.ts';
+import { syncJobKind } from '../sync-jobs/kind.ts';
+
+export const ATTEMPT_KINDS = [syncJobKind, fulfillmentKind] as const;
+
+/** Queues of retried work, one per kind. */
+export type AttemptQueue = (typeof ATTEMPT_KINDS)[number]['queue'];
+
+type AnyKind = AttemptKind<AttemptRow, string, QueueKey, { row: AttemptRow }, AppContext>;
+
+/** A kind with its attempt built for this process. */
+export interface RegisteredKind {
+  kind: AttemptKind<AttemptRow, string, QueueKey, { row: AttemptRow }, never>;
+  attempt: Attempt<{ row: AttemptRow }>;
+}
+
+/** Every kind with what its attempt needs; throws when the list names a kind, a queue or a table twice. */
+export function registerKinds(ctx: AppContext, kinds: readonly unknown[] = ATTEMPT_KINDS): RegisteredKind[] {
+  const seen = { name: new Set<string>(), queue: new Set<string>(), table: new Set<string>() };
+  return (kinds as readonly AnyKind[]).map((kind) => {
+    for (const key of ['name', 'queue', 'table'] as const) {
+      if (seen[key].has(kind[key])) throw new Error(`attempt kinds: ${key} ${kind[key]} is listed twice (src/workers/kinds.ts)`);
+      seen[key].add(kind[key]);
+    }
+    return { kind: kind as unknown as RegisteredKind['kind'], attempt: kind.attempt(ctx) };
+  });
+}
+
+/** What features do after each sweep pass: the fulfillments feature claims held fulfillments. */
+export function sweepHooks(ctx: AppContext): SweepHook[] {
+  const fulfillments = new FulfillmentService(ctx);
+  return [() => fulfillments.claimHeld()];
+}
+
+/** The sweep of this process, handed every kind and the hooks. */
+export function createSweeper(ctx: AppContext, kinds: readonly SweptKind[] = registerKinds(ctx)): Sweeper {
+  return new Sweeper(ctx, kinds, sweepHooks(ctx));
+}
