@@ -1,6 +1,6 @@
 import { Migrator } from '@mikro-orm/migrations';
 import { defineConfig, type Options } from '@mikro-orm/postgresql';
-import { entities } from './src/db/entities.ts';
+import { entities } from './src/entities.ts';
 import { POOL_OPTIONS, releaseClosedConnections } from './src/db/pool.ts';
 
 /**

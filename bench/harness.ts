@@ -11,7 +11,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import pg from 'pg';
 import { loadConfig } from '../src/config/index.ts';
 import { freePort, startEmbeddedPostgres, type EmbeddedDatabase } from '../src/db/embedded.ts';
-import { connectOrm } from '../src/db/orm.ts';
+import { connectOrm } from '../src/database.ts';
 import { Queue } from '../src/queue/queue.ts';
 import { createLogger } from '../src/shared/logger.ts';
 import { GiveUp, MemorySampler, SHOP, clusterCpuSeconds, cpuSeconds, round, runTsForJson, spawnTs, waitFor, waitForLog, type Child } from './common.ts';

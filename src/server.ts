@@ -7,7 +7,7 @@ import type { Config } from './config/index.ts';
 import type { AppContext } from './context.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.ts';
 import { answerEverythingInTheEnvelope } from './http/client-error.ts';
-import { connectOrm } from './db/orm.ts';
+import { connectOrm } from './database.ts';
 import { sqlOf } from './db/sql.ts';
 import { Outbox } from './events/outbox.ts';
 import { createPlatformAdapters } from './platforms/index.ts';

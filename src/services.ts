@@ -11,6 +11,9 @@ import { ReconciliationService } from './reconciliation/service.ts';
 import { ResellerStoreService } from './reseller-stores/service.ts';
 import { SourceStoreService } from './source-stores/service.ts';
 import { SyncJobService } from './sync-jobs/service.ts';
+import { SyncJobRepository } from './sync-jobs/repository.ts';
+import { FulfillmentRepository } from './fulfillments/repository.ts';
+import { SourceStoreRepository } from './source-stores/repository.ts';
 import { WebhookEndpointService } from './webhook-endpoints/service.ts';
 import { WebhookService } from './webhooks/service.ts';
 
@@ -19,12 +22,14 @@ export type Services = ReturnType<typeof createServices>;
 export function createServices(ctx: AppContext) {
   const resellerStores = new ResellerStoreService(ctx);
   const sourceStores = new SourceStoreService(ctx, resellerStores);
-  const syncJobs = new SyncJobService(ctx, sourceStores);
-  const fulfillments = new FulfillmentService(ctx);
+  // Repositories one feature reads of another's, through the reading feature's own port.
+  const syncJobRepository = new SyncJobRepository(ctx.orm);
+  const syncJobs = new SyncJobService(ctx, sourceStores, new FulfillmentRepository(ctx.orm));
+  const fulfillments = new FulfillmentService(ctx, syncJobRepository);
   // Routing matches orders against the source stores the order webhook caches: built before it, handed its look-up.
   let webhooks: WebhookService | undefined;
   const routing = new OrderRouter(ctx, syncJobs, (resellerStoreId) => webhooks!.activeSourcesOf(resellerStoreId));
-  webhooks = new WebhookService(ctx, routing, fulfillments);
+  webhooks = new WebhookService(ctx, routing, fulfillments, syncJobRepository, new SourceStoreRepository(ctx.orm));
   const reconciliationRepository = new ReconciliationRepository(ctx.orm, ctx.queue);
   return {
     auth: new AuthService(ctx),

@@ -5,7 +5,7 @@ import pg from 'pg';
 import pino from 'pino';
 import type { TestProject } from 'vitest/node';
 import { deleteDataDir, startEmbeddedPostgres } from '../src/db/embedded.ts';
-import { connectOrm } from '../src/db/orm.ts';
+import { connectOrm } from '../src/database.ts';
 import { Queue } from '../src/queue/queue.ts';
 
 export const TEMPLATE_DATABASE = 'service_template';

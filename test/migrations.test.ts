@@ -3,10 +3,11 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { MikroORM } from '@mikro-orm/postgresql';
 import { ormConfig } from '../mikro-orm.config.ts';
-import { connectOrm, type Orm } from '../src/db/orm.ts';
+import { connectOrm } from '../src/database.ts';
+import type { Orm } from '../src/db/orm.ts';
 import { queryRows } from './support/database.ts';
 
-/** Every table the entities declare (src/db/entities.ts). */
+/** Every table the entities declare (src/entities.ts). */
 const TABLES = [
   'api_keys',
   'attempts',

@@ -4,7 +4,8 @@
  * store's allowance.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectOrm, type Orm } from '../src/db/orm.ts';
+import { connectOrm } from '../src/database.ts';
+import type { Orm } from '../src/db/orm.ts';
 import { sqlOf } from '../src/db/sql.ts';
 import { SharedPacer } from '../src/pacing/pacer.ts';
 import { PacingRepository, type TurnRequest } from '../src/pacing/repository.ts';

@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { Orm } from './orm.ts';
+import type { MikroORM } from '@mikro-orm/postgresql';
 
 const MIGRATION_LOCK = 4_201_337;
 
@@ -7,7 +7,7 @@ const MIGRATION_LOCK = 4_201_337;
  * Applies pending migrations while holding a PostgreSQL advisory lock, so API and worker
  * processes starting together against one database migrate it exactly once.
  */
-export async function migrate(orm: Orm, clientUrl: string): Promise<void> {
+export async function migrate(orm: MikroORM, clientUrl: string): Promise<void> {
   const client = new pg.Client({ connectionString: clientUrl, application_name: 'order-routing-migrate' });
   await client.connect();
   try {

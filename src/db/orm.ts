@@ -1,12 +1,15 @@
-import { MikroORM } from '@mikro-orm/postgresql';
-import { ormConfig } from '../../mikro-orm.config.ts';
+import { MikroORM, type Options } from '@mikro-orm/postgresql';
 import { migrate } from './migrate.ts';
 
 export type Orm = MikroORM;
 
-/** Connects the ORM and applies pending migrations (real migration files, never schema sync). */
-export async function connectOrm(clientUrl: string, poolMax = 10): Promise<Orm> {
-  const orm = await MikroORM.init(ormConfig(clientUrl, { pool: { min: 0, max: poolMax } }));
+/**
+ * Connects the ORM with these settings (the entities are the composition's: mikro-orm.config.ts,
+ * src/entities.ts; src/database.ts connects the service's) and applies pending migrations (real
+ * migration files, never schema sync).
+ */
+export async function openOrm(options: Options, clientUrl: string): Promise<Orm> {
+  const orm = await MikroORM.init(options);
   try {
     await migrate(orm, clientUrl);
   } catch (error) {

@@ -8,10 +8,13 @@ import { JobFailure } from '../attempts/failure.ts';
 import { connectionOf } from '../attempts/store-connection.ts';
 import type { AppContext } from '../context.ts';
 import { ResellerStore } from '../reseller-stores/entity.ts';
-import { SyncJobRepository } from '../sync-jobs/repository.ts';
 import type { Fulfillment } from './entity.ts';
 import { fulfillmentEvent } from './events.ts';
+import type { SyncJobReads } from './ports.ts';
 import { FulfillmentRepository } from './repository.ts';
+
+/** What a fulfillment's attempt needs: the service's context and the sync jobs' reads (src/workers/kinds.ts hands them over). */
+export type FulfillmentAttemptDeps = AppContext & { syncJobReads: SyncJobReads };
 
 /** A fulfillment and the reseller store it adds the tracking to, unless that store was deleted. */
 export interface FulfillmentWork {
@@ -20,9 +23,9 @@ export interface FulfillmentWork {
 }
 
 /** One attempt of a fulfillment: add the supplier's tracking to the reseller order, notifying the customer. */
-export function propagateTracking(ctx: AppContext): Attempt<FulfillmentWork> {
+export function propagateTracking(ctx: FulfillmentAttemptDeps): Attempt<FulfillmentWork> {
   const fulfillments = new FulfillmentRepository(ctx.orm);
-  const jobs = new SyncJobRepository(ctx.orm);
+  const jobs = ctx.syncJobReads;
 
   return {
     async load(ids) {

@@ -1,15 +1,14 @@
 import { nextRetryDelayMs } from '../../machines/attempt.machine.ts';
 import { fulfillmentLifecycle } from '../../machines/fulfillment.machine.ts';
 import { defineAttemptKind } from '../attempts/kind.ts';
-import type { AppContext } from '../context.ts';
-import { fulfillmentOutcomeAudit, fulfillmentOutcomeEvents, propagateTracking, type FulfillmentWork } from './attempt.ts';
+import { fulfillmentOutcomeAudit, fulfillmentOutcomeEvents, propagateTracking, type FulfillmentAttemptDeps, type FulfillmentWork } from './attempt.ts';
 import type { Fulfillment } from './entity.ts';
 
 /**
  * Adding a supplier's tracking to the reseller's order: a kind of retried work (src/attempts/), run
  * by the worker src/workers/kinds.ts lists it for.
  */
-export const fulfillmentKind = defineAttemptKind<Fulfillment, 'resellerFulfillmentId', 'fulfillment', FulfillmentWork, AppContext>({
+export const fulfillmentKind = defineAttemptKind<Fulfillment, 'resellerFulfillmentId', 'fulfillment', FulfillmentWork, FulfillmentAttemptDeps>({
   name: 'fulfillment',
   table: 'fulfillments',
   resultColumn: 'reseller_fulfillment_id',

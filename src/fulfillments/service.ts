@@ -6,11 +6,11 @@ import { newMessageId } from '../queue/queue.ts';
 import { ResellerStore } from '../reseller-stores/entity.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
-import { SyncJobRepository } from '../sync-jobs/repository.ts';
 import { newId } from '../shared/ids.ts';
 import { fulfillmentAuditRecord } from './attempt.ts';
 import type { Fulfillment } from './entity.ts';
 import type { FulfillmentKeys } from './identity.ts';
+import type { SyncJobReads } from './ports.ts';
 import { FulfillmentRepository } from './repository.ts';
 
 /** Held fulfillments turned into fulfillments per sweep. */
@@ -18,11 +18,12 @@ const CLAIMS_PER_PASS = 200;
 
 export class FulfillmentService {
   private readonly fulfillments: FulfillmentRepository;
-  private readonly jobs: SyncJobRepository;
 
-  constructor(private readonly ctx: AppContext) {
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly jobs: SyncJobReads,
+  ) {
     this.fulfillments = new FulfillmentRepository(ctx.orm);
-    this.jobs = new SyncJobRepository(ctx.orm);
   }
 
   /**

@@ -1,7 +1,16 @@
 import type { Request } from 'express';
-import type { ApiKeyService } from '../api-keys/service.ts';
-import type { AccessTokens } from '../auth/tokens.ts';
+import type { ApiKeyEnvironment } from '../../contract/enums.ts';
 import { AppError } from '../shared/errors.ts';
+
+/** Checks an API key (the api-keys feature): the key's record while it is valid, else null. */
+export interface ApiKeyCheck {
+  authenticate(rawKey: string): Promise<{ id: string; ownerId: string; environment: ApiKeyEnvironment } | null>;
+}
+
+/** Checks an access token (the auth feature): its user's id while it is valid, else null. */
+export interface AccessTokenCheck {
+  verify(token: string): Promise<string | null>;
+}
 
 const BEARER = /^Bearer ([\x21-\x7e]{1,4096})$/i;
 
@@ -15,7 +24,7 @@ const accessTokenRequired = () =>
  * A `bearer` route's caller (src/http/pipeline.ts): a JWT or an API key (a credential starting with
  * `sk_` is an API key); an `access_token` route's caller: a JWT only. Any failure is a 401.
  */
-export function authenticate(apiKeys: ApiKeyService, tokens: AccessTokens) {
+export function authenticate(apiKeys: ApiKeyCheck, tokens: AccessTokenCheck) {
   return async (req: Request, kind: 'bearer' | 'access_token' = 'bearer'): Promise<void> => {
     const credential = BEARER.exec(req.get('authorization') ?? '')?.[1];
     if (!credential) throw new AppError('unauthorized');

@@ -6,11 +6,11 @@ import type { AppContext } from '../context.ts';
 import type { Trx } from '../db/sql.ts';
 import type { NewEvent } from '../events/types.ts';
 import { syncJobEvent } from './events.ts';
+import type { FulfillmentReads } from './ports.ts';
 import type { JobWithFulfillments } from './present.ts';
 
 export type { JobWithFulfillments };
 import type { Fulfillment } from '../fulfillments/entity.ts';
-import { FulfillmentRepository } from '../fulfillments/repository.ts';
 import type { ResellerOrder } from '../orders/types.ts';
 import { newMessageId } from '../queue/queue.ts';
 import type { SourceStoreService } from '../source-stores/service.ts';
@@ -59,14 +59,13 @@ const RETRY_ROUNDS = 3;
 
 export class SyncJobService {
   private readonly jobs: SyncJobRepository;
-  private readonly fulfillments: FulfillmentRepository;
 
   constructor(
     private readonly ctx: AppContext,
     private readonly sourceStores: SourceStoreService,
+    private readonly fulfillments: FulfillmentReads,
   ) {
     this.jobs = new SyncJobRepository(ctx.orm);
-    this.fulfillments = new FulfillmentRepository(ctx.orm);
   }
 
   /** POST /v1/sync_jobs: the existing job for the order and source store, or a new one. */

@@ -10,9 +10,9 @@ import { ResellerStore } from '../reseller-stores/entity.ts';
 import { SourceStore } from '../source-stores/entity.ts';
 import { AppError, validationFailed } from '../shared/errors.ts';
 import { EXTERNAL_ORDER_ID, type ResellerOrder } from '../orders/types.ts';
-import { SyncJobRepository } from '../sync-jobs/repository.ts';
 import type { OrderRouting } from '../orders/port.ts';
 import type { RoutableSource } from '../orders/routing.ts';
+import type { JobsBySourceOrder, SourceStoreReads } from './ports.ts';
 import { verifySignature } from './signature.ts';
 import { SourceSecrets } from './source-secrets.ts';
 import { SharedCounters } from '../rate-limits/repository.ts';
@@ -101,7 +101,6 @@ class StoreLookupCache implements EventSubscriber {
 
 export class WebhookService {
   private readonly stores: StoreLookupCache;
-  private readonly syncJobs: SyncJobRepository;
   private readonly sourceSecrets: SourceSecrets;
   private readonly counters: SharedCounters;
 
@@ -109,10 +108,11 @@ export class WebhookService {
     private readonly ctx: AppContext,
     private readonly routing: OrderRouting,
     private readonly fulfillments: FulfillmentService,
+    private readonly syncJobs: JobsBySourceOrder,
+    sourceStores: SourceStoreReads,
   ) {
     this.stores = new StoreLookupCache(ctx.config.webhookStoreCacheTtlMs);
-    this.syncJobs = new SyncJobRepository(ctx.orm);
-    this.sourceSecrets = new SourceSecrets(ctx);
+    this.sourceSecrets = new SourceSecrets(ctx, sourceStores);
     this.counters = new SharedCounters(sqlOf(ctx.orm));
     ctx.orm.em.getEventManager().registerSubscriber(this.stores);
   }

@@ -1,6 +1,6 @@
 import type { AppContext } from '../context.ts';
+import type { SourceStoreReads } from './ports.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
-import { SourceStoreRepository } from '../source-stores/repository.ts';
 import { verifySignature } from './signature.ts';
 
 /** A supplier domain's active source stores, grouped by their decrypted webhook secret. */
@@ -38,10 +38,13 @@ const MAX_CACHED_DOMAINS = 10_000;
  */
 export class SourceSecrets {
   readonly #domains = new Map<string, Promise<DomainSecrets>>();
-  readonly #stores: SourceStoreRepository;
+  readonly #stores: SourceStoreReads;
 
-  constructor(private readonly ctx: AppContext) {
-    this.#stores = new SourceStoreRepository(ctx.orm);
+  constructor(
+    private readonly ctx: AppContext,
+    stores: SourceStoreReads,
+  ) {
+    this.#stores = stores;
   }
 
   /** Finds the records whose secret signed the delivery; `mayScan` is asked before trying more than the proven senders. */

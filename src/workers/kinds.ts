@@ -12,13 +12,19 @@ import { fulfillmentKind } from '../fulfillments/kind.ts';
 import { FulfillmentService } from '../fulfillments/service.ts';
 import type { QueueKey } from '../queue/queue.ts';
 import { syncJobKind } from '../sync-jobs/kind.ts';
+import { SyncJobRepository } from '../sync-jobs/repository.ts';
 
 export const ATTEMPT_KINDS = [syncJobKind, fulfillmentKind] as const;
 
 /** Queues of retried work, one per kind. */
 export type AttemptQueue = (typeof ATTEMPT_KINDS)[number]['queue'];
 
-type AnyKind = AttemptKind<AttemptRow, string, QueueKey, { row: AttemptRow }, AppContext>;
+/** What the kinds' attempts need, built once per process. */
+type KindDeps = AppContext & { syncJobReads: SyncJobRepository };
+
+const kindDeps = (ctx: AppContext): KindDeps => ({ ...ctx, syncJobReads: new SyncJobRepository(ctx.orm) });
+
+type AnyKind = AttemptKind<AttemptRow, string, QueueKey, { row: AttemptRow }, KindDeps>;
 
 /** A kind with its attempt built for this process. */
 export interface RegisteredKind {
@@ -29,18 +35,19 @@ export interface RegisteredKind {
 /** Every kind with what its attempt needs; throws when the list names a kind, a queue or a table twice. */
 export function registerKinds(ctx: AppContext, kinds: readonly unknown[] = ATTEMPT_KINDS): RegisteredKind[] {
   const seen = { name: new Set<string>(), queue: new Set<string>(), table: new Set<string>() };
+  const deps = kindDeps(ctx);
   return (kinds as readonly AnyKind[]).map((kind) => {
     for (const key of ['name', 'queue', 'table'] as const) {
       if (seen[key].has(kind[key])) throw new Error(`attempt kinds: ${key} ${kind[key]} is listed twice (src/workers/kinds.ts)`);
       seen[key].add(kind[key]);
     }
-    return { kind: kind as unknown as RegisteredKind['kind'], attempt: kind.attempt(ctx) };
+    return { kind: kind as unknown as RegisteredKind['kind'], attempt: kind.attempt(deps) };
   });
 }
 
 /** What features do after each sweep pass: the fulfillments feature claims held fulfillments. */
 export function sweepHooks(ctx: AppContext): SweepHook[] {
-  const fulfillments = new FulfillmentService(ctx);
+  const fulfillments = new FulfillmentService(ctx, new SyncJobRepository(ctx.orm));
   return [() => fulfillments.claimHeld()];
 }
 

@@ -1,4 +1,5 @@
-import { connectOrm, type Orm } from '../../src/db/orm.ts';
+import { connectOrm } from '../../src/database.ts';
+import type { Orm } from '../../src/db/orm.ts';
 import { sqlOf } from '../../src/db/sql.ts';
 import type { Platform } from '../../src/orders/types.ts';
 import { SharedPacer } from '../../src/pacing/pacer.ts';

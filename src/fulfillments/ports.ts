@@ -1,0 +1,11 @@
+import type { SyncJob } from '../sync-jobs/entity.ts';
+
+/**
+ * The sync jobs a fulfillment belongs to, as this feature reads them: the sync jobs' repository,
+ * handed in by the composition root (src/services.ts, src/workers/kinds.ts).
+ */
+export interface SyncJobReads {
+  findById(id: string): Promise<SyncJob | null>;
+  /** Which of these source stores have a job that could own an order the service never recorded. */
+  storesWithOrdersInDoubt(sourceStoreIds: string[], before: Date): Promise<string[]>;
+}

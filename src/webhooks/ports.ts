@@ -1,0 +1,15 @@
+import type { SourceStore } from '../source-stores/entity.ts';
+import type { SyncJob } from '../sync-jobs/entity.ts';
+
+/** The job a source store placed as an order: the sync jobs' repository, handed in by the composition root (src/services.ts). */
+export interface JobsBySourceOrder {
+  findBySourceOrder(sourceStoreIds: string[], sourceOrderId: string): Promise<SyncJob | null>;
+}
+
+/** The source stores of a supplier domain, for checking a fulfillment webhook's signature: the source stores' repository. */
+export interface SourceStoreReads {
+  /** The version of a domain's source stores, bumped on any change; null when no source store ever had the domain. */
+  domainVersion(shopDomain: string): Promise<number | null>;
+  activeByDomain(shopDomain: string): Promise<SourceStore[]>;
+  markWebhookProven(ids: string[]): Promise<void>;
+}
