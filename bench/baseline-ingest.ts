@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import pg from 'pg';
 import { MAX_AUTO_RETRIES } from '../machines/attempt.machine.ts';
-import { QUEUES } from '../src/queue/queue.ts';
+import { syncJobKind } from '../src/sync-jobs/kind.ts';
 import { newId } from '../src/shared/ids.ts';
 import { verifySignature } from '../src/webhooks/signature.ts';
 
@@ -19,7 +19,7 @@ const secret = env.WEBHOOK_SECRET!;
 const ownerId = env.OWNER_ID!;
 const resellerStoreId = env.RESELLER_STORE_ID!;
 const sourceStoreIds = env.SOURCE_STORE_IDS!.split(',');
-const queueName = QUEUES.syncJob.name;
+const queueName = syncJobKind.queue.name;
 
 async function ingest(order: { id: number | string }, webhookId: string): Promise<string[]> {
   const externalOrderId = String(order.id);

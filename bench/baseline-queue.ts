@@ -5,7 +5,9 @@
  */
 import { writeFileSync } from 'node:fs';
 import { consume } from '../src/workers/index.ts';
-import { QUEUES, Queue } from '../src/queue/queue.ts';
+import { Queue } from '../src/queue/queue.ts';
+import { syncJobKind } from '../src/sync-jobs/kind.ts';
+import { ATTEMPT_QUEUES } from '../src/workers/kinds.ts';
 import { createLogger } from '../src/shared/logger.ts';
 
 export interface QueueBaselineInput {
@@ -25,8 +27,8 @@ export interface QueueBaselineResult {
 }
 
 const input = JSON.parse(process.argv[2] ?? '{}') as QueueBaselineInput;
-const queue = await Queue.start({ connectionString: input.databaseUrl, logger: createLogger('warn'), supervise: true });
-const name = QUEUES.syncJob.name;
+const queue = await Queue.start({ connectionString: input.databaseUrl, logger: createLogger('warn'), supervise: true, queues: ATTEMPT_QUEUES });
+const name = syncJobKind.queue.name;
 
 for (let offset = 0; offset < input.count; offset += 1000) {
   const chunk = Array.from({ length: Math.min(1000, input.count - offset) }, (_, i) => ({ data: { syncJobId: `job_${offset + i}` } }));

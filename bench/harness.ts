@@ -13,6 +13,7 @@ import { loadConfig } from '../src/config/index.ts';
 import { freePort, startEmbeddedPostgres, type EmbeddedDatabase } from '../src/db/embedded.ts';
 import { connectOrm } from '../src/database.ts';
 import { Queue } from '../src/queue/queue.ts';
+import { ATTEMPT_QUEUES } from '../src/workers/kinds.ts';
 import { createLogger } from '../src/shared/logger.ts';
 import { GiveUp, MemorySampler, SHOP, clusterCpuSeconds, cpuSeconds, round, runTsForJson, spawnTs, waitFor, waitForLog, type Child } from './common.ts';
 import type { LoadInput, LoadResult } from './load.ts';
@@ -252,7 +253,7 @@ export async function withClient<T>(url: string, use: (client: pg.Client) => Pro
 /** The service's migrations and queue schema, for a database the service itself never starts on. */
 export async function migrateDatabase(url: string): Promise<void> {
   const orm = await connectOrm(url, 2);
-  const queue = await Queue.start({ connectionString: url, logger: createLogger('warn'), supervise: false });
+  const queue = await Queue.start({ connectionString: url, logger: createLogger('warn'), supervise: false, queues: ATTEMPT_QUEUES });
   await queue.stop();
   await orm.close();
 }

@@ -20,6 +20,7 @@ import { SecretBox } from './shared/secrets.ts';
 import { guardedAgent } from './shared/url-safety.ts';
 import { oldestPendingDeliveryAt } from './webhook-endpoints/repository.ts';
 import { startWorkers } from './workers/index.ts';
+import { ATTEMPT_QUEUES } from './workers/kinds.ts';
 
 export interface RunningService {
   /** Base URL of the HTTP API, when this process serves it. */
@@ -45,7 +46,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     // After the queue stopped and before the database closes: attempts let go of by their batches finish.
     let drainWorkers = async () => {};
     stack.push(() => drainWorkers());
-    const queue = await Queue.start({ connectionString: databaseUrl, logger, supervise: config.runsWorker });
+    const queue = await Queue.start({ connectionString: databaseUrl, logger, supervise: config.runsWorker, queues: ATTEMPT_QUEUES });
     stack.push(() => queue.stop());
 
     const metrics = new Metrics(() => queue.depth());

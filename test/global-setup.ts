@@ -7,6 +7,7 @@ import type { TestProject } from 'vitest/node';
 import { deleteDataDir, startEmbeddedPostgres } from '../src/db/embedded.ts';
 import { connectOrm } from '../src/database.ts';
 import { Queue } from '../src/queue/queue.ts';
+import { ATTEMPT_QUEUES } from '../src/workers/kinds.ts';
 
 export const TEMPLATE_DATABASE = 'service_template';
 
@@ -36,7 +37,7 @@ export default async function setup(project: TestProject) {
   const templateUrl = db.url(TEMPLATE_DATABASE);
   const orm = await connectOrm(templateUrl, 2);
   await orm.close();
-  const queue = await Queue.start({ connectionString: templateUrl, logger: pino({ level: 'silent' }), supervise: false });
+  const queue = await Queue.start({ connectionString: templateUrl, logger: pino({ level: 'silent' }), supervise: false, queues: ATTEMPT_QUEUES });
   await queue.stop();
 
   project.provide('pgAdminUrl', db.url());

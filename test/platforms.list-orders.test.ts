@@ -16,7 +16,7 @@ import {
 } from '../src/platforms/index.ts';
 import { nextLink } from '../src/platforms/listing.ts';
 import type { ListedOrder } from '../src/platforms/types.ts';
-import type { PacingRate } from '../src/platforms/pacer.ts';
+import type { PacingRate } from '../src/pacing/rates.ts';
 import { type Sandbox, buildOrderPayload, startSandbox } from './sandbox/server.ts';
 import { startTestPacing } from './support/pacer.ts';
 

@@ -17,7 +17,7 @@ import {
   createPlatformAdapters,
 } from '../src/platforms/index.ts';
 import { verifySignature } from '../src/webhooks/signature.ts';
-import type { PacingRate } from '../src/platforms/pacer.ts';
+import type { PacingRate } from '../src/pacing/rates.ts';
 import { startTestPacing } from './support/pacer.ts';
 import {
   SAMPLE_ADDRESS,

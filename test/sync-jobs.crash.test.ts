@@ -16,7 +16,7 @@
  * its timer. A second worker process, started afterwards, picks the redelivered message up.
  */
 import { expect } from 'vitest';
-import { QUEUES } from '../src/queue/queue.ts';
+import { syncJobKind } from '../src/sync-jobs/kind.ts';
 import { WORKER_LOST } from '../src/attempts/entity.ts';
 import { DbLink } from './support/db-link.ts';
 import { test } from './support/fixtures.ts';
@@ -84,7 +84,7 @@ it('a worker dying after the platform accepted the order: completed, with exactl
   await waitFor(async () => (await queueMessage(service.databaseUrl, messageId))?.heartbeat_stale === true, 20_000, 'the heartbeat to lapse');
   const survivor = await startWorker();
   // pg-boss's supervisor pass, now rather than at its next tick: fails the message for its heartbeat.
-  await survivor.ctx.queue.boss.supervise(QUEUES.syncJob.name);
+  await survivor.ctx.queue.boss.supervise(syncJobKind.queue.name);
   expect(await queueMessage(service.databaseUrl, messageId)).toMatchObject({ state: expect.stringMatching(/^(retry|active|completed)$/) });
 
   // The same message, redelivered, lets the surviving worker take the job again.

@@ -2,8 +2,6 @@ import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import { ATTEMPT_OUTCOMES, ATTEMPT_TRIGGERS, type AttemptTrigger } from '../../contract/enums.ts';
 import { WORKER_LOST_ERROR } from '../../machines/attempt.machine.ts';
 
-const ATTEMPT_KIND_NAMES = ['sync_job', 'fulfillment'] as const;
-
 /**
  * One attempt at a sync job or a fulfillment: its timeline entry. The worker writes it in the same
  * statement as the transition it belongs to: the row taken (`in_progress`), then the outcome
@@ -18,7 +16,8 @@ export const AttemptEntry = defineEntity({
     /** The sync job's or fulfillment's id. */
     rowId: p.string().primary(),
     attempt: p.integer().primary(),
-    kind: p.enum(ATTEMPT_KIND_NAMES),
+    /** The kind's name (`defineAttemptKind` `name`: `sync_job`, `fulfillment`): any kind, so adding one changes no core table. */
+    kind: p.text(),
     ownerId: p.string(),
     resellerStoreId: p.string(),
     trigger: p.enum(ATTEMPT_TRIGGERS),

@@ -5,12 +5,28 @@ import type { Orm } from '../db/orm.ts';
 import type { Outbox } from '../events/outbox.ts';
 import type { Metrics } from '../metrics/index.ts';
 import type { SharedPacer } from '../pacing/pacer.ts';
-import type { PacedStore } from '../platforms/pacer.ts';
+import type { PacedStore } from '../pacing/rates.ts';
 import type { Logger } from 'pino';
 import type { Created } from '../platforms/types.ts';
 import type { Trx } from '../db/sql.ts';
 import type { NewEvent } from '../events/types.ts';
-import type { Queue, QueueKey, QueueMessage } from '../queue/queue.ts';
+import { z } from 'zod';
+import { MAX_AUTO_RETRIES } from '../../machines/attempt.machine.ts';
+import type { Queue, QueueSpec } from '../queue/queue.ts';
+
+/**
+ * `turnAt`: the message was postponed to a turn reserved for its row's platform calls
+ * (src/pacing/attempt-turns.ts); the worker spends that turn instead of reserving another.
+ */
+const turnAt = z.string().datetime({ offset: true }).optional();
+
+/**
+ * A kind's queue: its messages name the row (`shape`) and may carry a reserved turn. pg-boss
+ * redelivers a message at most as often as the policy allows retries (src/queue/queue.ts).
+ */
+export function attemptQueue<S extends z.ZodRawShape>(name: string, shape: S) {
+  return { name, schema: z.object({ ...shape, turnAt }), retryLimit: MAX_AUTO_RETRIES };
+}
 
 /**
  * What the retry framework itself uses (the worker, the sweep, pacing), handed in by the
@@ -58,15 +74,22 @@ export interface AttemptRow extends AttemptColumns {
  */
 export type DeathReason = 'worker_lost' | 'delivery_exhausted';
 
-/** The tables of retried work, and the column each keeps its result in. */
-export type AttemptTable = 'sync_jobs' | 'fulfillments';
+/** A table of retried work (a kind's `table`), with the lifecycle columns of `AttemptColumns`. */
+export type AttemptTable = string;
+
+/** Where a kind's transitions are written: its name (the timeline's `kind`), its table and its result column. */
+export interface AttemptTarget {
+  name: string;
+  table: AttemptTable;
+  resultColumn: string;
+}
 
 /** What one attempt needs and does: read the rows and what performing them needs, then perform one. */
 export interface Attempt<W> {
   /** Reads these rows with whatever performing them needs (`W`); missing rows are left out. */
   load(rowIds: string[]): Promise<W[]>;
   /**
-   * The stores `perform` will call. The worker waits for each one's turn (src/attempts/pacing.ts)
+   * The stores `perform` will call. The worker waits for each one's turn (src/pacing/attempt-turns.ts)
    * before it takes the row, so a row whose store is not free is postponed without spending an attempt.
    */
   targets(work: W): PacedStore[];
@@ -83,17 +106,18 @@ export interface Attempt<W> {
  * once where the workers are put together (src/workers/kinds.ts). `D` is what its attempt needs,
  * handed over by the composition root.
  */
-export interface AttemptKindDefinition<R extends AttemptRow, K extends string, Q extends QueueKey, W extends { row: R }, D = unknown> {
+export interface AttemptKindDefinition<R extends AttemptRow, K extends string, Q extends object, W extends { row: R }, D = unknown> {
   /** Names the kind in metrics (`kind` label), audit actions (`sync_job.completed`) and logs. */
   name: string;
   table: AttemptTable;
   /** The column the result is kept in; the machine's context names it `lifecycle.resultKey`. */
   resultColumn: string;
   lifecycle: AttemptLifecycle<K>;
-  queue: Q;
+  /** The kind's own queue (`attemptQueue`); its message moves a row. */
+  queue: QueueSpec<Q>;
   /** The queue message that moves a row, and back. */
-  message(rowId: string): QueueMessage<Q>;
-  rowIdOf(message: QueueMessage<Q>): string;
+  message(rowId: string): Q;
+  rowIdOf(message: Q): string;
   /** The log field carrying the row's id (`job_id`). */
   logKey: string;
   /** Wait before the next automatic retry, after a failure that left `context`. */
@@ -111,7 +135,7 @@ export interface AttemptKindDefinition<R extends AttemptRow, K extends string, Q
   outcomeEvents(trx: Trx, rows: R[]): Promise<NewEvent[]>;
 }
 
-export type AttemptKind<R extends AttemptRow, K extends string, Q extends QueueKey, W extends { row: R }, D = unknown> = ReturnType<
+export type AttemptKind<R extends AttemptRow, K extends string, Q extends object, W extends { row: R }, D = unknown> = ReturnType<
   typeof defineAttemptKind<R, K, Q, W, D>
 >;
 
@@ -119,7 +143,7 @@ const isoOrNull = (date: Date | null | undefined) => (date ? date.toISOString() 
 const dateOrNull = (iso: string | null) => (iso ? new Date(iso) : null);
 
 /** A kind with its row projection: the machine's state read from and written to a row's columns. */
-export function defineAttemptKind<R extends AttemptRow, K extends string, Q extends QueueKey, W extends { row: R }, D = unknown>(
+export function defineAttemptKind<R extends AttemptRow, K extends string, Q extends object, W extends { row: R }, D = unknown>(
   definition: AttemptKindDefinition<R, K, Q, W, D>,
 ) {
   const { lifecycle } = definition;

@@ -5,7 +5,7 @@ import type { Orm } from '../db/orm.ts';
 import type { Db, Trx } from '../db/sql.ts';
 import { newId } from '../shared/ids.ts';
 import { AttemptEntry, WORKER_LOST } from './entity.ts';
-import type { AttemptRow, AttemptTable } from './kind.ts';
+import type { AttemptRow, AttemptTable, AttemptTarget } from './kind.ts';
 
 /** The timeline entry a transition starts (a worker's TAKE) or finishes (its SUCCEED or FAIL). */
 export type TimelineStep = { trigger: AttemptTrigger } | { outcome: 'succeeded' | 'failed'; platformStatus: number | null };
@@ -18,7 +18,6 @@ export interface AttemptWrite<R extends AttemptRow = AttemptRow> {
   timeline?: TimelineStep | undefined;
 }
 
-const KIND_OF_TABLE = { sync_jobs: 'sync_job', fulfillments: 'fulfillment' } as const;
 
 /** The timeline entries of these rows (sync jobs or fulfillments), each row's oldest first. */
 export function findAttempts(orm: Orm, rowIds: string[]): Promise<AttemptEntry[]> {
@@ -90,8 +89,7 @@ interface TransitionValues {
  */
 export async function writeAttemptTransitions<R extends AttemptRow>(
   db: Db | Trx,
-  table: AttemptTable,
-  resultColumn: string,
+  { name: kind, table, resultColumn }: AttemptTarget,
   writes: AttemptWrite<R>[],
 ): Promise<boolean[]> {
   if (writes.length === 0) return [];
@@ -120,7 +118,6 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
     attempt_outcome: timeline && 'outcome' in timeline ? timeline.outcome : null,
     platform_status: timeline && 'outcome' in timeline ? timeline.platformStatus : null,
   }));
-  const kind = KIND_OF_TABLE[table];
   const rows = await db
     .with(
       'v',

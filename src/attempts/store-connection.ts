@@ -11,7 +11,7 @@ interface StoreRow {
 
 /**
  * Decrypts a store's token only for the call that needs it; it is never kept or logged. `heldTurns`:
- * how many of the store's turns the caller already waited for (src/attempts/pacing.ts), one per call.
+ * how many of the store's turns the caller already waited for (src/pacing/attempt-turns.ts), one per call.
  */
 export function connectionOf(ctx: { secrets: SecretBox }, store: StoreRow, heldTurns = 0): StoreConnection {
   return {

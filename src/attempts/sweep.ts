@@ -1,10 +1,10 @@
 import { MAX_AUTO_RETRIES } from '../../machines/attempt.machine.ts';
 import type { AuditRecord } from '../audit-log/repository.ts';
 import { sqlOf, type Trx } from '../db/sql.ts';
-import { QUEUES, newMessageId, type QueueKey } from '../queue/queue.ts';
+import { newMessageId } from '../queue/queue.ts';
 import { every } from '../shared/periodic.ts';
 import type { Attempt, AttemptKind, AttemptRow, AttemptRuntime, DeathReason } from './kind.ts';
-import { takeTurn } from '../db/turns.ts';
+import { takeTurn } from '../db/locks.ts';
 import { findStranded, writeAttemptTransitions, type AttemptWrite } from './repository.ts';
 import { LOST_ATTEMPT } from './worker.ts';
 
@@ -13,7 +13,7 @@ const ROWS_PER_PASS = 500;
 
 export const DELIVERY_EXHAUSTED_ERROR = `abandoned: its queue message was delivered ${MAX_AUTO_RETRIES + 1} times without an outcome being recorded`;
 
-type AnyKind = AttemptKind<AttemptRow, string, QueueKey, { row: AttemptRow }, never>;
+type AnyKind = AttemptKind<AttemptRow, string, object, { row: AttemptRow }, never>;
 
 /** A kind as the sweep is handed it: its definition and what reads its rows (`attempt.load`). */
 export interface SweptKind {
@@ -86,7 +86,7 @@ export class Sweeper {
   }
 
   private async sweepKind(trx: Trx, { kind, attempt }: SweptKind, staleBefore: Date, now: Date, counts: SweepCounts): Promise<void> {
-    const stranded = new Map((await findStranded(trx, kind.table, QUEUES[kind.queue].name, staleBefore, ROWS_PER_PASS)).map((row) => [row.id, row]));
+    const stranded = new Map((await findStranded(trx, kind.table, kind.queue.name, staleBefore, ROWS_PER_PASS)).map((row) => [row.id, row]));
     if (stranded.size === 0) return;
     const rescues: { row: AttemptRow; rescue: Rescue; audit?: AuditRecord }[] = [];
     for (const { row } of await attempt.load([...stranded.keys()])) {
@@ -104,7 +104,7 @@ export class Sweeper {
       audit,
       ...(rescue.action !== 'requeued' && { timeline: LOST_ATTEMPT }),
     }));
-    const written = await writeAttemptTransitions(trx, kind.table, kind.resultColumn, writes);
+    const written = await writeAttemptTransitions(trx, kind, writes);
     const moved = rescues.filter((_, i) => written[i]);
     // The events of the rows this pass settled or failed (sync_job.dead, .failed, …), in this
     // transaction beside their audit entries, as the worker's transitions do.

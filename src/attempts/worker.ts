@@ -6,19 +6,19 @@ import { GroupCommit } from '../db/group-commit.ts';
 import { sqlOf, type Db, type Trx } from '../db/sql.ts';
 import { DEFAULT_MAX_INLINE_RETRY_AFTER_MS } from '../platforms/index.ts';
 import { PlatformError } from '../platforms/types.ts';
-import { newMessageId, type QueueKey } from '../queue/queue.ts';
+import { newMessageId } from '../queue/queue.ts';
 import type { AttemptTrigger } from '../../contract/enums.ts';
 import { triggerOf } from './entity.ts';
 import { JobFailure, failureMessage, requestedDelayMs } from './failure.ts';
 import type { Attempt, AttemptKind, AttemptRow, AttemptRuntime } from './kind.ts';
-import { attemptTurns, MAX_TURN_WAIT_MS, postponeToTurns } from './pacing.ts';
+import { attemptTurns, MAX_TURN_WAIT_MS, postponeToTurns } from '../pacing/attempt-turns.ts';
 import { replaceQueueMessages, writeAttemptTransitions, type AttemptWrite, type TimelineStep } from './repository.ts';
 
 /** A queue message naming the row it may move. */
 export interface AttemptMessage {
   messageId: string;
   rowId: string;
-  /** The turn the message was postponed to (src/attempts/pacing.ts), if it was. */
+  /** The turn the message was postponed to (src/pacing/attempt-turns.ts), if it was. */
   turnAt?: Date | undefined;
 }
 
@@ -66,7 +66,7 @@ export const LOST_ATTEMPT: TimelineStep = { outcome: 'failed', platformStatus: n
  * while the row is at the version read, so a concurrent move (a redelivered message taken by
  * another worker) turns the write into a no-op instead of overwriting it.
  */
-export class AttemptWorker<R extends AttemptRow, K extends string, Q extends QueueKey, W extends { row: R }> {
+export class AttemptWorker<R extends AttemptRow, K extends string, Q extends object, W extends { row: R }> {
   /** Completed and dead attempts finishing together, of every batch, are recorded in one transaction. */
   private readonly outcomes = new GroupCommit((writes: AttemptWrite<R>[]) => this.writeOutcomes(writes), { maxItems: 64, maxInFlight: 2 });
   /** Attempts let go of (still calling a slow platform), until they record their outcome. */
@@ -360,7 +360,7 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends Que
   }
 
   private write(db: Db | Trx, writes: AttemptWrite<R>[]): Promise<boolean[]> {
-    return writeAttemptTransitions(db, this.kind.table, this.kind.resultColumn, writes);
+    return writeAttemptTransitions(db, this.kind, writes);
   }
 
   private counted(status: string): void {

@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { sql, type Expression, type QueryCreator, type Transaction } from 'kysely';
+import { holdLock } from '../db/locks.ts';
 import type { Orm } from '../db/orm.ts';
 import type { Database } from '../db/schema.ts';
 import { newId } from '../shared/ids.ts';
@@ -72,7 +73,7 @@ export function insertAuditFrom<DB extends Database>(db: QueryCreator<DB>, rows:
  * on `lockKey`); whether it was inserted now.
  */
 export async function insertAuditOnce(trx: Transaction<Database>, record: AuditRecord, lockKey: string): Promise<boolean> {
-  await sql`select pg_advisory_xact_lock(hashtext(${lockKey}))`.execute(trx);
+  await holdLock(trx, lockKey);
   const row = rowOf(record, new Date());
   const { numInsertedOrUpdatedRows } = await trx
     .insertInto('audit_entries')

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { makeDirectories } from '../shared/directories.ts';
 import { z } from 'zod';
 import { PLATFORMS, type Platform } from '../../contract/enums.ts';
-import type { PacingRate } from '../platforms/pacer.ts';
+import type { PacingRate } from '../pacing/rates.ts';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 

@@ -1,7 +1,7 @@
 import type { AppContext } from '../context.ts';
 import { sqlOf } from '../db/sql.ts';
 import { every } from '../shared/periodic.ts';
-import { takeTurn } from '../db/turns.ts';
+import { takeTurn } from '../db/locks.ts';
 import { pruneEventsBefore } from './repository.ts';
 
 /** Events deleted per statement, and statements per pass: a pass stays short; the next takes the rest. */

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { writeAttemptTransitions, type AttemptWrite } from '../attempts/repository.ts';
+import { holdLock } from '../db/locks.ts';
 import type { Orm } from '../db/orm.ts';
 import { sqlOf, type Db, type Trx } from '../db/sql.ts';
 import type { Tracking } from '../orders/types.ts';
@@ -40,7 +41,7 @@ export class FulfillmentRepository {
    * for the rest of the transaction: concurrent deliveries of one fulfillment see each other's insert.
    */
   async lockAndFind(trx: Trx, syncJobId: string, keys: FulfillmentKeys): Promise<Fulfillment | null> {
-    await sql`select pg_advisory_xact_lock(hashtext(${`fulfillment:${syncJobId}`}))`.execute(trx);
+    await holdLock(trx, `fulfillment:${syncJobId}`);
     const row = await trx
       .selectFrom('fulfillments')
       .selectAll()
@@ -80,7 +81,7 @@ export class FulfillmentRepository {
 
   /** Version-checked writes of fulfillments' lifecycle columns, with their audit entries (see writeAttemptTransitions). */
   writeTransitions(db: Db | Trx, writes: AttemptWrite<Fulfillment>[]): Promise<boolean[]> {
-    return writeAttemptTransitions(db, 'fulfillments', 'reseller_fulfillment_id', writes);
+    return writeAttemptTransitions(db, { name: 'fulfillment', table: 'fulfillments', resultColumn: 'reseller_fulfillment_id' }, writes);
   }
 
   /** Keeps fulfillments of orders no job has recorded; one already held (same order and identity) is kept as it was. */

@@ -62,7 +62,7 @@ export class FulfillmentService {
       await this.fulfillments.insert(trx, fulfillment);
       await insertAudit(trx, audits, now);
       if (fulfillment.queueMessageId) {
-        await this.ctx.queue.insertIn(trx, 'fulfillment', [{ id: fulfillment.queueMessageId, message: fulfillmentKind.message(fulfillment.id) }]);
+        await this.ctx.queue.insertIn(trx, fulfillmentKind.queue, [{ id: fulfillment.queueMessageId, message: fulfillmentKind.message(fulfillment.id) }]);
       }
       return { fulfillment, created: true };
     });

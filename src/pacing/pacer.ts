@@ -1,7 +1,7 @@
 import type { Db } from '../db/sql.ts';
 import { GroupCommit } from '../db/group-commit.ts';
 import type { Platform } from '../../contract/enums.ts';
-import { assertValidRate, DEFAULT_PACING, type PacedStore, type PacingRate, type StorePacer } from '../platforms/pacer.ts';
+import { assertValidRate, DEFAULT_PACING, type PacedStore, type PacingRate, type StorePacer } from './rates.ts';
 import { PacingRepository, type Turn, type TurnRequest } from './repository.ts';
 
 /**

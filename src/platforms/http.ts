@@ -3,7 +3,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { request as send, type Dispatcher } from 'undici';
 import type { Platform } from '../orders/types.ts';
 import { redactSecret, storableText } from '../shared/text.ts';
-import type { StorePacer } from './pacer.ts';
+import type { StorePacer } from '../pacing/rates.ts';
 import { PayloadError, PlatformError, type StoreConnection } from './types.ts';
 
 /** Settings shared by every platform's client. */

@@ -1,14 +1,14 @@
 import type { Platform } from '../orders/types.ts';
 import { createCustomAdapter } from './custom.ts';
 import type { HttpClientSettings } from './http.ts';
-import type { StorePacer } from './pacer.ts';
+import type { StorePacer } from '../pacing/rates.ts';
 import { createPlatformAAdapter } from './platform-a.ts';
 import { createPlatformBAdapter } from './platform-b.ts';
 import type { PlatformAdapter } from './types.ts';
 
 export { PayloadError, PlatformError } from './types.ts';
 export type { PlatformAdapter, StoreConnection } from './types.ts';
-export { DEFAULT_PACING, type PacedStore, type PacingRate, type StorePacer } from './pacer.ts';
+export { DEFAULT_PACING, type PacedStore, type PacingRate, type StorePacer } from '../pacing/rates.ts';
 
 export interface PlatformAdapterOptions {
   /** Store base URL with a `{shopDomain}` placeholder, e.g. `http://127.0.0.1:4010/{shopDomain}`. */

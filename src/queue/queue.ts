@@ -2,30 +2,24 @@ import { randomUUID } from 'node:crypto';
 import { fromKysely, PgBoss, type JobInsert, type KyselyTransactionLike, type Queue as QueueDefinition } from 'pg-boss';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import { MAX_AUTO_RETRIES } from '../../machines/attempt.machine.ts';
 import type { Trx } from '../db/sql.ts';
 
 /**
- * Every queue, its message schema and its options in one place. A queue message only names the
- * record to move and the message id that record expects; everything else is read from the row.
+ * A queue: its name, its message schema and its options. A queue message only names the record to
+ * move and the message id that record expects; everything else is read from the row.
  */
-/**
- * `turnAt`: the message was postponed to a turn reserved for its row's platform calls
- * (src/attempts/pacing.ts); the worker spends that turn instead of reserving another.
- */
-const turnAt = z.string().datetime({ offset: true }).optional();
+export interface QueueSpec<M extends object = object> {
+  name: string;
+  schema: z.ZodType<M, z.ZodTypeDef, unknown>;
+  /** For queues of retried work (src/attempts/kind.ts `attemptQueue`): see QUEUE_OPTIONS. */
+  retryLimit?: number;
+}
 
+/**
+ * The queues of runs and of webhook deliveries. Each kind of retried work defines its own queue
+ * with the kind (src/<feature>/kind.ts); the composition root hands those to `Queue.start`.
+ */
 export const QUEUES = {
-  syncJob: {
-    name: 'sync-job.process',
-    schema: z.object({ syncJobId: z.string(), turnAt }),
-    retryLimit: MAX_AUTO_RETRIES,
-  },
-  fulfillment: {
-    name: 'fulfillment.propagate',
-    schema: z.object({ fulfillmentId: z.string(), turnAt }),
-    retryLimit: MAX_AUTO_RETRIES,
-  },
   reconciliation: {
     name: 'reconciliation.run',
     schema: z.object({ reconciliationId: z.string() }),
@@ -39,6 +33,17 @@ export const QUEUES = {
 
 export type QueueKey = keyof typeof QUEUES;
 export type QueueMessage<K extends QueueKey> = z.infer<(typeof QUEUES)[K]['schema']>;
+
+/** A message to insert: our id, to run now, after `delayMs` or at `startAfter`, in a concurrency group if it has one. */
+export interface OutgoingMessage<M> {
+  id: string;
+  message: M;
+  delayMs?: number;
+  groupId?: string;
+  startAfter?: Date;
+}
+
+const nameOf = (queue: QueueKey | QueueSpec): string => (typeof queue === 'string' ? QUEUES[queue].name : queue.name);
 
 /** Queue message ids are chosen before the insert, so the row that expects one can store it in the same transaction. */
 export const newMessageId = (): string => randomUUID();
@@ -74,6 +79,8 @@ export interface QueueOptions {
   supervise: boolean;
   /** pg-boss's own connections (fetch, complete, maintenance); 5 held a busy worker's batches back. */
   poolMax?: number;
+  /** The queues of the kinds of retried work (src/workers/kinds.ts), created beside QUEUES. */
+  queues?: readonly QueueSpec[];
 }
 
 /**
@@ -86,7 +93,11 @@ function jobInsert(id: string, message: object, delayMs: number, groupId?: strin
 }
 
 export class Queue {
-  private constructor(readonly boss: PgBoss) {}
+  private constructor(
+    readonly boss: PgBoss,
+    /** Every queue this process created: QUEUES and the kinds'. */
+    private readonly names: readonly string[],
+  ) {}
 
   static async start(options: QueueOptions): Promise<Queue> {
     const boss = new PgBoss({
@@ -106,13 +117,14 @@ export class Queue {
     });
     boss.on('error', (error) => options.logger.error({ err: error }, 'queue error'));
     await boss.start();
-    for (const queue of Object.values(QUEUES)) {
-      const options = { ...QUEUE_OPTIONS, ...('retryLimit' in queue && { retryLimit: queue.retryLimit }) };
-      await boss.createQueue(queue.name, options);
+    const queues: QueueSpec[] = [...(options.queues ?? []), ...Object.values(QUEUES)];
+    for (const queue of queues) {
+      const settings = { ...QUEUE_OPTIONS, ...(queue.retryLimit !== undefined && { retryLimit: queue.retryLimit }) };
+      await boss.createQueue(queue.name, settings);
       // createQueue leaves an existing queue as it was: bring its options up to date.
-      await boss.updateQueue(queue.name, options);
+      await boss.updateQueue(queue.name, settings);
     }
-    return new Queue(boss);
+    return new Queue(boss, queues.map((queue) => queue.name));
   }
 
   /**
@@ -120,30 +132,28 @@ export class Queue {
    * exists exactly when the state change that needs it commits. Each message carries the id its row
    * stores, chosen by the caller (`newMessageId`): only that message may move the row.
    */
-  async insertIn<K extends QueueKey>(
-    trx: Trx,
-    key: K,
-    messages: { id: string; message: QueueMessage<K>; delayMs?: number; groupId?: string; startAfter?: Date }[],
-  ): Promise<void> {
+  async insertIn<K extends QueueKey>(trx: Trx, queue: K, messages: OutgoingMessage<QueueMessage<K>>[]): Promise<void>;
+  async insertIn<M extends object>(trx: Trx, queue: QueueSpec<M>, messages: OutgoingMessage<M>[]): Promise<void>;
+  async insertIn(trx: Trx, queue: QueueKey | QueueSpec, messages: OutgoingMessage<object>[]): Promise<void> {
     if (messages.length === 0) return;
     const jobs = messages.map(({ id, message, delayMs = 0, groupId, startAfter }) => jobInsert(id, message, delayMs, groupId, startAfter));
-    await this.boss.insert(QUEUES[key].name, jobs, { db: fromKysely(trx as unknown as KyselyTransactionLike) });
+    await this.boss.insert(nameOf(queue), jobs, { db: fromKysely(trx as unknown as KyselyTransactionLike) });
   }
 
   /** Deletes messages no longer needed (a watchdog whose attempt ended) in the caller's Kysely transaction. */
-  async discardIn<K extends QueueKey>(trx: Trx, key: K, ids: string[]): Promise<void> {
-    await this.boss.deleteJob(QUEUES[key].name, ids, { db: fromKysely(trx as unknown as KyselyTransactionLike) });
+  async discardIn(trx: Trx, queue: QueueKey | QueueSpec, ids: string[]): Promise<void> {
+    await this.boss.deleteJob(nameOf(queue), ids, { db: fromKysely(trx as unknown as KyselyTransactionLike) });
   }
 
   /** Readiness: the queue's tables answer. */
   async ping(): Promise<void> {
-    await this.boss.getQueue(QUEUES.syncJob.name);
+    await this.boss.getQueue(this.names[0]!);
   }
 
   async depth(): Promise<Record<string, number>> {
     const depths: Record<string, number> = {};
-    for (const queue of Object.values(QUEUES)) {
-      depths[queue.name] = (await this.boss.getQueue(queue.name))?.queuedCount ?? 0;
+    for (const name of this.names) {
+      depths[name] = (await this.boss.getQueue(name))?.queuedCount ?? 0;
     }
     return depths;
   }

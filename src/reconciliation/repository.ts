@@ -1,4 +1,4 @@
-import { takeTurn } from '../db/turns.ts';
+import { takeTurn } from '../db/locks.ts';
 import { sql, type UpdateQueryBuilder, type UpdateResult } from 'kysely';
 import { insertAudit, type AuditRecord } from '../audit-log/repository.ts';
 import type { Orm } from '../db/orm.ts';

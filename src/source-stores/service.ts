@@ -1,3 +1,5 @@
+import { holdLock } from '../db/locks.ts';
+import { transactionOf } from '../events/outbox.ts';
 import { LockMode, type EntityManager } from '@mikro-orm/postgresql';
 import type { PricingConfig, PricingMode } from '../../contract/pricing.ts';
 import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
@@ -58,7 +60,7 @@ export class SourceStoreService {
     const limit = this.ctx.config.maxSourceStoresPerUser;
     return this.em.transactional(async (em) => {
       // One creation per user at a time, so concurrent ones cannot all pass the count.
-      await em.execute('select pg_advisory_xact_lock(hashtext(?))', [`source_stores:${parent.ownerId}`]);
+      await holdLock(transactionOf(em), `source_stores:${parent.ownerId}`);
       if ((await em.count(SourceStore, { ownerId: parent.ownerId, deletedAt: null })) >= limit) {
         throw conflict('source_store_limit_reached', `A user can have at most ${limit} active source stores; delete one first.`);
       }

@@ -1,6 +1,7 @@
 import { nextRetryDelayMs } from '../../machines/attempt.machine.ts';
 import { syncJobLifecycle } from '../../machines/sync-job.machine.ts';
-import { defineAttemptKind } from '../attempts/kind.ts';
+import { z } from 'zod';
+import { attemptQueue, defineAttemptKind } from '../attempts/kind.ts';
 import type { AppContext } from '../context.ts';
 import { jobOutcomeAudit, jobOutcomeEvents, placeSupplierOrder } from './attempt.ts';
 import type { SyncJob } from './entity.ts';
@@ -10,12 +11,12 @@ import type { JobWithSource } from './repository.ts';
  * Placing one supplier's part of a reseller order on the supplier's store: a kind of retried work
  * (src/attempts/), run by the worker src/workers/kinds.ts lists it for.
  */
-export const syncJobKind = defineAttemptKind<SyncJob, 'sourceOrderId', 'syncJob', JobWithSource, AppContext>({
+export const syncJobKind = defineAttemptKind<SyncJob, 'sourceOrderId', { syncJobId: string; turnAt?: string | undefined }, JobWithSource, AppContext>({
   name: 'sync_job',
   table: 'sync_jobs',
   resultColumn: 'source_order_id',
   lifecycle: syncJobLifecycle,
-  queue: 'syncJob',
+  queue: attemptQueue('sync-job.process', { syncJobId: z.string() }),
   message: (syncJobId) => ({ syncJobId }),
   rowIdOf: (message) => message.syncJobId,
   logKey: 'job_id',

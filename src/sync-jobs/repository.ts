@@ -273,7 +273,7 @@ export class SyncJobRepository {
 
   /** Version-checked writes of jobs' lifecycle columns, with their audit entries (see writeAttemptTransitions). */
   writeTransitions(db: Db | Trx, writes: AttemptWrite<SyncJob>[]): Promise<boolean[]> {
-    return writeAttemptTransitions(db, 'sync_jobs', 'source_order_id', writes);
+    return writeAttemptTransitions(db, { name: 'sync_job', table: 'sync_jobs', resultColumn: 'source_order_id' }, writes);
   }
 
   /** Runs `work` in one Kysely transaction on the ORM's pool. */

@@ -107,7 +107,7 @@ export class SyncJobService {
   async createIn(trx: Trx, requests: JobsRequest[], now: Date): Promise<CreatedJobs> {
     const jobs = await this.insertJobs(trx, requests, now);
     const created = jobs.flat().filter((job) => job.created);
-    await this.ctx.queue.insertIn(trx, 'syncJob', created.map((job) => ({ id: job.queueMessageId!, message: syncJobKind.message(job.id) })));
+    await this.ctx.queue.insertIn(trx, syncJobKind.queue, created.map((job) => ({ id: job.queueMessageId!, message: syncJobKind.message(job.id) })));
     return { jobs, events: createdJobEvents(requests, jobs, now) };
   }
 
@@ -218,7 +218,7 @@ export class SyncJobService {
     return this.jobs.transaction(async (trx) => {
       const [moved] = await this.jobs.writeTransitions(trx, [{ row: job, result: syncJobKind.resultOf(job), audit }]);
       if (!moved) return false;
-      await this.ctx.queue.insertIn(trx, 'syncJob', [{ id: job.queueMessageId!, message: syncJobKind.message(job.id) }]);
+      await this.ctx.queue.insertIn(trx, syncJobKind.queue, [{ id: job.queueMessageId!, message: syncJobKind.message(job.id) }]);
       await this.ctx.outbox.append(trx, [syncJobEvent('sync_job.retried', job, fulfillments)]);
       return true;
     });
@@ -245,7 +245,7 @@ export class SyncJobService {
     const retried = await this.jobs.transaction(async (trx) => {
       const moved = await this.jobs.writeTransitions(trx, writes);
       const jobs = writes.filter((_, i) => moved[i]).map(({ row }) => row);
-      await this.ctx.queue.insertIn(trx, 'syncJob', jobs.map((job) => ({ id: job.queueMessageId!, message: syncJobKind.message(job.id) })));
+      await this.ctx.queue.insertIn(trx, syncJobKind.queue, jobs.map((job) => ({ id: job.queueMessageId!, message: syncJobKind.message(job.id) })));
       // Failed and dead jobs have no fulfillments (see syncJobEvent).
       await this.ctx.outbox.append(trx, jobs.map((job) => syncJobEvent('sync_job.retried', job)));
       return jobs;

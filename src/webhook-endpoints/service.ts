@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/postgresql';
 import { applyDeliveryEvent } from '../../machines/delivery.machine.ts';
 import { MAX_WEBHOOK_ENDPOINTS_PER_USER } from '../../contract/webhook-endpoints.ts';
 import type { AppContext } from '../context.ts';
+import { holdLock } from '../db/locks.ts';
 import { transactionOf } from '../events/outbox.ts';
 import { pingEvent } from './events.ts';
 import { newMessageId } from '../queue/queue.ts';
@@ -46,7 +47,7 @@ export class WebhookEndpointService {
     const secret = newSigningSecret();
     const endpoint = await this.em.transactional(async (em) => {
       // Serialises one user's creations, so concurrent requests cannot pass the limit together.
-      await em.execute('select pg_advisory_xact_lock(hashtext(?))', [`webhook_endpoints:${ownerId}`]);
+      await holdLock(transactionOf(em), `webhook_endpoints:${ownerId}`);
       if ((await em.count(WebhookEndpoint, { ownerId })) >= MAX_WEBHOOK_ENDPOINTS_PER_USER) {
         throw conflict('too_many_webhook_endpoints', `A user can have at most ${MAX_WEBHOOK_ENDPOINTS_PER_USER} webhook endpoints; delete one first.`);
       }

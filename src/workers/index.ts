@@ -6,7 +6,7 @@ import { startSweeper } from '../attempts/sweep.ts';
 import { startEventPruner } from '../events/retention.ts';
 import { AttemptWorker } from '../attempts/worker.ts';
 import { DELIVERIES_PER_ENDPOINT, DeliveryWorker } from './delivery.worker.ts';
-import { registerKinds, sweepHooks, type AttemptQueue, type RegisteredKind } from './kinds.ts';
+import { registerKinds, sweepHooks, type RegisteredKind } from './kinds.ts';
 
 /**
  * A worker fetches up to this many messages at once and works on them together: one fetch, one
@@ -73,7 +73,7 @@ export async function consumeEach(boss: PgBoss, name: string, slots: number, per
 }
 
 /** Queues whose messages are not attempts of a retried kind: each message is one unit of work that records its own outcome. */
-type RunQueue = Exclude<QueueKey, AttemptQueue | 'webhookDelivery'>;
+type RunQueue = Exclude<QueueKey, 'webhookDelivery'>;
 export type RunHandlers = { [K in RunQueue]: (message: QueueMessage<K>) => Promise<void> };
 
 /**
@@ -90,11 +90,11 @@ export type RunHandlers = { [K in RunQueue]: (message: QueueMessage<K>) => Promi
 export async function startWorkers(ctx: AppContext, runs: RunHandlers): Promise<{ stop: () => Promise<void>; drain: () => Promise<void> }> {
   const kinds = registerKinds(ctx);
   for (const key of Object.keys(QUEUES) as QueueKey[]) {
-    const consumers = kinds.filter(({ kind }) => kind.queue === key).length + (key in runs ? 1 : 0) + (key === 'webhookDelivery' ? 1 : 0);
+    const consumers = kinds.filter(({ kind }) => kind.queue.name === QUEUES[key].name).length + (key in runs ? 1 : 0) + (key === 'webhookDelivery' ? 1 : 0);
     if (consumers === 0) throw new Error(`queue ${QUEUES[key].name} has no worker`);
     if (consumers > 1) throw new Error(`queue ${QUEUES[key].name} has ${consumers} workers`);
   }
-  const workers: AttemptWorker<AttemptRow, string, QueueKey, { row: AttemptRow }>[] = [];
+  const workers: AttemptWorker<AttemptRow, string, object, { row: AttemptRow }>[] = [];
   for (const registered of kinds) workers.push(await startWorker(ctx, registered));
   for (const key of Object.keys(runs) as RunQueue[]) await startRunWorker(ctx, key, runs[key]);
   await startDeliveryWorker(ctx);
@@ -147,16 +147,15 @@ async function startRunWorker<Q extends RunQueue>(ctx: AppContext, key: Q, run: 
   });
 }
 
-async function startWorker(ctx: AppContext, { kind, attempt }: RegisteredKind): Promise<AttemptWorker<AttemptRow, string, QueueKey, { row: AttemptRow }>> {
-  type Q = QueueKey;
+async function startWorker(ctx: AppContext, { kind, attempt }: RegisteredKind): Promise<AttemptWorker<AttemptRow, string, object, { row: AttemptRow }>> {
   const worker = new AttemptWorker(ctx, kind, attempt);
-  const { name, schema } = QUEUES[kind.queue];
+  const { name, schema } = kind.queue;
   await consume(ctx.queue.boss, name, ctx.config.workerConcurrency, async (jobs) => {
     const messages = jobs.flatMap((job) => {
       const parsed = schema.safeParse(job.data);
       if (parsed.success) {
         const { turnAt } = parsed.data as { turnAt?: string };
-        return [{ messageId: job.id, rowId: kind.rowIdOf(parsed.data as QueueMessage<Q>), turnAt: turnAt ? new Date(turnAt) : undefined }];
+        return [{ messageId: job.id, rowId: kind.rowIdOf(parsed.data), turnAt: turnAt ? new Date(turnAt) : undefined }];
       }
       ctx.logger.error({ queue: name, message_id: job.id }, 'malformed queue message dropped');
       return [];

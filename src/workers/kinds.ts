@@ -10,25 +10,24 @@ import { Sweeper, type SweepHook, type SweptKind } from '../attempts/sweep.ts';
 import type { AppContext } from '../context.ts';
 import { fulfillmentKind } from '../fulfillments/kind.ts';
 import { FulfillmentService } from '../fulfillments/service.ts';
-import type { QueueKey } from '../queue/queue.ts';
 import { syncJobKind } from '../sync-jobs/kind.ts';
 import { SyncJobRepository } from '../sync-jobs/repository.ts';
 
 export const ATTEMPT_KINDS = [syncJobKind, fulfillmentKind] as const;
 
-/** Queues of retried work, one per kind. */
-export type AttemptQueue = (typeof ATTEMPT_KINDS)[number]['queue'];
+/** The kinds' queues, for `Queue.start` to create (src/server.ts). */
+export const ATTEMPT_QUEUES = ATTEMPT_KINDS.map((kind) => kind.queue);
 
 /** What the kinds' attempts need, built once per process. */
 type KindDeps = AppContext & { syncJobReads: SyncJobRepository };
 
 const kindDeps = (ctx: AppContext): KindDeps => ({ ...ctx, syncJobReads: new SyncJobRepository(ctx.orm) });
 
-type AnyKind = AttemptKind<AttemptRow, string, QueueKey, { row: AttemptRow }, KindDeps>;
+type AnyKind = AttemptKind<AttemptRow, string, object, { row: AttemptRow }, KindDeps>;
 
 /** A kind with its attempt built for this process. */
 export interface RegisteredKind {
-  kind: AttemptKind<AttemptRow, string, QueueKey, { row: AttemptRow }, never>;
+  kind: AttemptKind<AttemptRow, string, object, { row: AttemptRow }, never>;
   attempt: Attempt<{ row: AttemptRow }>;
 }
 
@@ -38,8 +37,9 @@ export function registerKinds(ctx: AppContext, kinds: readonly unknown[] = ATTEM
   const deps = kindDeps(ctx);
   return (kinds as readonly AnyKind[]).map((kind) => {
     for (const key of ['name', 'queue', 'table'] as const) {
-      if (seen[key].has(kind[key])) throw new Error(`attempt kinds: ${key} ${kind[key]} is listed twice (src/workers/kinds.ts)`);
-      seen[key].add(kind[key]);
+      const value = key === 'queue' ? kind.queue.name : kind[key];
+      if (seen[key].has(value)) throw new Error(`attempt kinds: ${key} ${value} is listed twice (src/workers/kinds.ts)`);
+      seen[key].add(value);
     }
     return { kind: kind as unknown as RegisteredKind['kind'], attempt: kind.attempt(deps) };
   });

@@ -3,7 +3,7 @@ import type { Orm } from '../../src/db/orm.ts';
 import { sqlOf } from '../../src/db/sql.ts';
 import type { Platform } from '../../src/orders/types.ts';
 import { SharedPacer } from '../../src/pacing/pacer.ts';
-import type { PacingRate } from '../../src/platforms/pacer.ts';
+import type { PacingRate } from '../../src/pacing/rates.ts';
 import { createTestDatabase } from './database.ts';
 
 export const UNPACED: PacingRate = { burst: 1_000, perSecond: 1_000 };

@@ -1,4 +1,4 @@
-import type { Platform } from '../orders/types.ts';
+import type { Platform } from '../../contract/enums.ts';
 
 /** A store's allowance: up to `burst` calls at once, refilled at `perSecond`. */
 export interface PacingRate {

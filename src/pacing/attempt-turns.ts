@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
 import { sqlOf } from '../db/sql.ts';
-import type { SharedPacer } from '../pacing/pacer.ts';
-import type { PacedStore } from '../platforms/pacer.ts';
-import { newMessageId, type QueueKey, type QueueMessage } from '../queue/queue.ts';
-import type { AttemptKindDefinition, AttemptRow, AttemptRuntime } from './kind.ts';
-import { replaceQueueMessages } from './repository.ts';
+import type { SharedPacer } from './pacer.ts';
+import type { PacedStore } from './rates.ts';
+import { newMessageId } from '../queue/queue.ts';
+import type { AttemptKindDefinition, AttemptRow, AttemptRuntime } from '../attempts/kind.ts';
+import { replaceQueueMessages } from '../attempts/repository.ts';
 
 /**
  * A turn this near is waited for inside the worker (the row is taken, then the call waits); a
@@ -40,7 +40,7 @@ export async function attemptTurns(pacer: SharedPacer, attempts: { targets: Pace
  * transaction. Nothing else about the row changes: no attempt is spent, its status stays. A row
  * moved meanwhile (another worker, a manual retry) keeps its own message instead.
  */
-export async function postponeToTurns<Q extends QueueKey>(
+export async function postponeToTurns<Q extends object>(
   ctx: AttemptRuntime,
   kind: Pick<AttemptKindDefinition<AttemptRow, string, Q, { row: AttemptRow }>, 'name' | 'table' | 'queue' | 'message'>,
   postponed: { row: AttemptRow; turnAt: Date; log: Logger }[],
@@ -53,7 +53,7 @@ export async function postponeToTurns<Q extends QueueKey>(
       const written = await replaceQueueMessages(trx, kind.table, replacements);
       const messages = postponed.flatMap(({ row, turnAt }, i) =>
         written[i]
-          ? [{ id: replacements[i]!.nextMessageId, message: { ...kind.message(row.id), turnAt: turnAt.toISOString() } as QueueMessage<Q>, startAfter: turnAt }]
+          ? [{ id: replacements[i]!.nextMessageId, message: { ...kind.message(row.id), turnAt: turnAt.toISOString() } as Q, startAfter: turnAt }]
           : [],
       );
       await ctx.queue.insertIn(trx, kind.queue, messages);
