@@ -1,13 +1,17 @@
+import { ApiKeyRepository } from './api-keys/repository.ts';
 import { ApiKeyService } from './api-keys/service.ts';
 import { AuditLogService } from './audit-log/service.ts';
+import { AuthRepository } from './auth/repository.ts';
 import { AuthService } from './auth/service.ts';
 import type { AppContext } from './context.ts';
+import { EventRepository } from './events/repository.ts';
 import { EventService } from './events/service.ts';
 import { FulfillmentService } from './fulfillments/service.ts';
 import { OrderRouter } from './orders/routing.ts';
 import { ReconciliationRepository } from './reconciliation/repository.ts';
 import { ReconciliationRunner } from './reconciliation/runner.ts';
 import { ReconciliationService } from './reconciliation/service.ts';
+import { ResellerStoreRepository } from './reseller-stores/repository.ts';
 import { ResellerStoreService } from './reseller-stores/service.ts';
 import { SourceStoreService } from './source-stores/service.ts';
 import { SyncJobService } from './sync-jobs/service.ts';
@@ -20,20 +24,21 @@ import { WebhookService } from './webhooks/service.ts';
 export type Services = ReturnType<typeof createServices>;
 
 export function createServices(ctx: AppContext) {
-  const resellerStores = new ResellerStoreService(ctx);
+  const resellerStoreRepository = new ResellerStoreRepository(ctx.orm);
+  const resellerStores = new ResellerStoreService(resellerStoreRepository, ctx);
   const sourceStores = new SourceStoreService(ctx, resellerStores);
   // Repositories one feature reads of another's, through the reading feature's own port.
   const syncJobRepository = new SyncJobRepository(ctx.orm);
   const syncJobs = new SyncJobService(ctx, sourceStores, new FulfillmentRepository(ctx.orm));
-  const fulfillments = new FulfillmentService(ctx, syncJobRepository);
+  const fulfillments = new FulfillmentService(ctx, syncJobRepository, resellerStoreRepository);
   // Routing matches orders against the source stores the order webhook caches: built before it, handed its look-up.
   let webhooks: WebhookService | undefined;
   const routing = new OrderRouter(ctx, syncJobs, (resellerStoreId) => webhooks!.activeSourcesOf(resellerStoreId));
   webhooks = new WebhookService(ctx, routing, fulfillments, syncJobRepository, new SourceStoreRepository(ctx.orm));
   const reconciliationRepository = new ReconciliationRepository(ctx.orm, ctx.queue);
   return {
-    auth: new AuthService(ctx),
-    apiKeys: new ApiKeyService(ctx),
+    auth: new AuthService(new AuthRepository(ctx.orm), ctx.tokens),
+    apiKeys: new ApiKeyService(new ApiKeyRepository(ctx.orm)),
     resellerStores,
     sourceStores,
     syncJobs,
@@ -45,7 +50,7 @@ export function createServices(ctx: AppContext) {
     /** Carries out queued reconciliation runs (workers). */
     reconciliationRunner: new ReconciliationRunner(ctx, reconciliationRepository, routing),
     auditLog: new AuditLogService(ctx),
-    events: new EventService(ctx),
+    events: new EventService(new EventRepository(ctx.orm)),
     webhookEndpoints: new WebhookEndpointService(ctx),
   };
 }

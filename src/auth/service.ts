@@ -1,13 +1,10 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import argon2 from 'argon2';
-import type { AppContext } from '../context.ts';
-import { flushUnique } from '../db/errors.ts';
 import { newId } from '../shared/ids.ts';
 import { AppError, conflict } from '../shared/errors.ts';
 import { sha256Hex } from '../shared/secrets.ts';
-import { User } from '../users/entity.ts';
-import { RefreshToken } from './entity.ts';
-import { newOpaqueToken, REFRESH_TOKEN_TTL_SECONDS, type AccessToken } from './tokens.ts';
+import type { User } from '../users/entity.ts';
+import type { AuthRepository } from './repository.ts';
+import { newOpaqueToken, REFRESH_TOKEN_TTL_SECONDS, type AccessToken, type AccessTokens } from './tokens.ts';
 
 export interface Session extends AccessToken {
   refreshToken: string;
@@ -26,33 +23,27 @@ export class AuthService {
   /** Verified against when the email is unknown, so both failures take the same time; made on first need. */
   #decoyHash: Promise<string> | undefined;
 
-  constructor(private readonly ctx: AppContext) {}
-
-  private get em(): EntityManager {
-    return this.ctx.orm.em;
-  }
+  constructor(
+    private readonly accounts: AuthRepository,
+    private readonly tokens: AccessTokens,
+  ) {}
 
   async register(email: string, password: string): Promise<Session> {
-    const user = this.em.create(User, {
-      id: newId('user'),
-      email,
-      passwordHash: await argon2.hash(password, ARGON2_OPTIONS),
-      createdAt: new Date(),
-    });
-    await flushUnique(this.em, () => conflict('email_taken', 'A user with this email already exists.', 'email'));
+    const user = await this.accounts.insertUser(
+      { id: newId('user'), email, passwordHash: await argon2.hash(password, ARGON2_OPTIONS), createdAt: new Date() },
+      () => conflict('email_taken', 'A user with this email already exists.', 'email'),
+    );
     return this.startSession(user.id, newId('refreshToken'));
   }
 
   async login(email: string, password: string): Promise<Session> {
-    const em = this.em.fork();
-    const user = await em.findOne(User, { email });
+    const user = await this.accounts.findUserByEmail(email);
     const valid = await argon2.verify(user?.passwordHash ?? (await this.decoyHash()), password);
     if (!user || !valid) throw new AppError('invalid_credentials');
     // A hash made with older parameters is replaced at the next login, so every account verifies
     // at the same cost as the decoy (the time of a failed login says nothing about the email).
     if (argon2.needsRehash(user.passwordHash, ARGON2_OPTIONS)) {
-      user.passwordHash = await argon2.hash(password, ARGON2_OPTIONS);
-      await em.flush();
+      await this.accounts.setPasswordHash(user.id, await argon2.hash(password, ARGON2_OPTIONS));
     }
     return this.startSession(user.id, newId('refreshToken'));
   }
@@ -71,16 +62,11 @@ export class AuthService {
    */
   async refresh(presented: string | undefined): Promise<Session> {
     if (!presented) throw new AppError('unauthorized', { message: 'No refresh token cookie.' });
-    const token = await this.em.findOne(RefreshToken, { tokenHash: sha256Hex(presented) });
+    const token = await this.accounts.findRefreshToken(sha256Hex(presented));
     if (!token || token.revokedAt || token.expiresAt <= new Date()) {
       throw new AppError('unauthorized', { message: 'The refresh token is not valid.' });
     }
-    const claimed = await this.em.nativeUpdate(
-      RefreshToken,
-      { id: token.id, rotatedAt: null, revokedAt: null },
-      { rotatedAt: new Date() },
-    );
-    if (claimed === 0) {
+    if (!(await this.accounts.claimRefreshToken(token.id, new Date()))) {
       await this.revokeFamily(token.familyId);
       throw new AppError('unauthorized', { message: 'The refresh token was already used; the session is revoked.' });
     }
@@ -89,25 +75,25 @@ export class AuthService {
 
   async logout(presented: string | undefined): Promise<void> {
     if (!presented) return;
-    const token = await this.em.findOne(RefreshToken, { tokenHash: sha256Hex(presented) });
+    const token = await this.accounts.findRefreshToken(sha256Hex(presented));
     if (token) await this.revokeFamily(token.familyId);
   }
 
   async me(userId: string): Promise<User> {
-    const user = await this.em.findOne(User, { id: userId });
+    const user = await this.accounts.findUser(userId);
     if (!user) throw new AppError('unauthorized');
     return user;
   }
 
   private async revokeFamily(familyId: string): Promise<void> {
-    await this.em.nativeUpdate(RefreshToken, { familyId, revokedAt: null }, { revokedAt: new Date() });
+    await this.accounts.revokeFamily(familyId, new Date());
   }
 
   private async startSession(userId: string, familyId: string): Promise<Session> {
     const refreshToken = newOpaqueToken();
     const now = new Date();
     const refreshExpiresAt = new Date(now.getTime() + REFRESH_TOKEN_TTL_SECONDS * 1000);
-    this.em.create(RefreshToken, {
+    await this.accounts.insertRefreshToken({
       id: newId('refreshToken'),
       userId,
       familyId,
@@ -117,7 +103,6 @@ export class AuthService {
       revokedAt: null,
       createdAt: now,
     });
-    await this.em.flush();
-    return { ...(await this.ctx.tokens.issue(userId, now)), refreshToken, refreshExpiresAt };
+    return { ...(await this.tokens.issue(userId, now)), refreshToken, refreshExpiresAt };
   }
 }

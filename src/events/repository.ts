@@ -1,5 +1,8 @@
 import { sql } from 'kysely';
+import type { Orm } from '../db/orm.ts';
 import type { Trx } from '../db/sql.ts';
+import { findPage, type Page, type PageQuery } from '../shared/paging.ts';
+import { EventRecord } from './entity.ts';
 import { firstIdAt, newId } from '../shared/ids.ts';
 import type { NewEvent } from './types.ts';
 
@@ -121,4 +124,39 @@ export async function pruneEventsBefore(trx: Trx, before: Date, limit: number): 
     delete from events e using doomed where e.id = doomed.id
     returning e.id`.execute(trx);
   return rows.length;
+}
+
+export interface EventFilters extends PageQuery {
+  type?: string | undefined;
+  reseller_store_id?: string | undefined;
+  created_after?: string | undefined;
+  created_before?: string | undefined;
+}
+
+/** The events API's reads (GET /v1/events). */
+export class EventRepository {
+  constructor(private readonly orm: Orm) {}
+
+  /** The user's events (those of their stores, and their endpoints' pings), newest first. */
+  list(ownerId: string, filters: EventFilters): Promise<Page<EventRecord>> {
+    const createdAt = {
+      ...(filters.created_after !== undefined && { $gt: new Date(filters.created_after) }),
+      ...(filters.created_before !== undefined && { $lt: new Date(filters.created_before) }),
+    };
+    return findPage(
+      this.orm.em,
+      EventRecord,
+      {
+        ownerId,
+        ...(filters.type !== undefined && { type: filters.type }),
+        ...(filters.reseller_store_id !== undefined && { resellerStoreId: filters.reseller_store_id }),
+        ...(Object.keys(createdAt).length > 0 && { createdAt }),
+      },
+      filters,
+    );
+  }
+
+  findOwned(ownerId: string, id: string): Promise<EventRecord | null> {
+    return this.orm.em.findOne(EventRecord, { id, ownerId });
+  }
 }

@@ -7,14 +7,14 @@ import type { Attempt, DeathReason } from '../attempts/kind.ts';
 import { JobFailure } from '../attempts/failure.ts';
 import { connectionOf } from '../attempts/store-connection.ts';
 import type { AppContext } from '../context.ts';
-import { ResellerStore } from '../reseller-stores/entity.ts';
+import type { ResellerStore } from '../reseller-stores/entity.ts';
 import type { Fulfillment } from './entity.ts';
 import { fulfillmentEvent } from './events.ts';
-import type { SyncJobReads } from './ports.ts';
+import type { ResellerStoreReads, SyncJobReads } from './ports.ts';
 import { FulfillmentRepository } from './repository.ts';
 
 /** What a fulfillment's attempt needs: the service's context and the sync jobs' reads (src/workers/kinds.ts hands them over). */
-export type FulfillmentAttemptDeps = AppContext & { syncJobReads: SyncJobReads };
+export type FulfillmentAttemptDeps = AppContext & { syncJobReads: SyncJobReads; resellerStoreReads: ResellerStoreReads };
 
 /** A fulfillment and the reseller store it adds the tracking to, unless that store was deleted. */
 export interface FulfillmentWork {
@@ -31,7 +31,7 @@ export function propagateTracking(ctx: FulfillmentAttemptDeps): Attempt<Fulfillm
     async load(ids) {
       const rows = await fulfillments.findByIds(ids);
       const resellerIds = [...new Set(rows.map((row) => row.resellerStoreId))];
-      const resellers = await ctx.orm.em.fork().find(ResellerStore, { id: { $in: resellerIds }, deletedAt: null });
+      const resellers = await ctx.resellerStoreReads.findActiveByIds(resellerIds);
       return rows.map((row) => ({ row, reseller: resellers.find((store) => store.id === row.resellerStoreId) ?? null }));
     },
 

@@ -1,3 +1,4 @@
+import type { ResellerStore } from '../reseller-stores/entity.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
 
 /**
@@ -8,4 +9,11 @@ export interface SyncJobReads {
   findById(id: string): Promise<SyncJob | null>;
   /** Which of these source stores have a job that could own an order the service never recorded. */
   storesWithOrdersInDoubt(sourceStoreIds: string[], before: Date): Promise<string[]>;
+}
+
+/** The reseller stores fulfillments are added to: the reseller stores' repository, handed in by the composition root. */
+export interface ResellerStoreReads {
+  /** Deleted ones included. */
+  findById(id: string): Promise<ResellerStore | null>;
+  findActiveByIds(ids: string[]): Promise<ResellerStore[]>;
 }

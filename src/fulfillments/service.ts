@@ -3,14 +3,13 @@ import { fulfillmentKind } from './kind.ts';
 import type { AppContext } from '../context.ts';
 import type { SourceFulfillment, Tracking } from '../orders/types.ts';
 import { newMessageId } from '../queue/queue.ts';
-import { ResellerStore } from '../reseller-stores/entity.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
 import { newId } from '../shared/ids.ts';
 import { fulfillmentAuditRecord } from './attempt.ts';
 import type { Fulfillment } from './entity.ts';
 import type { FulfillmentKeys } from './identity.ts';
-import type { SyncJobReads } from './ports.ts';
+import type { ResellerStoreReads, SyncJobReads } from './ports.ts';
 import { FulfillmentRepository } from './repository.ts';
 
 /** Held fulfillments turned into fulfillments per sweep. */
@@ -22,6 +21,7 @@ export class FulfillmentService {
   constructor(
     private readonly ctx: AppContext,
     private readonly jobs: SyncJobReads,
+    private readonly resellerStores: ResellerStoreReads,
   ) {
     this.fulfillments = new FulfillmentRepository(ctx.orm);
   }
@@ -117,7 +117,7 @@ export class FulfillmentService {
   /** Why the tracking must not be sent, if it must not: a reseller platform that needs a number gets none. */
   private async skipReasonFor(job: SyncJob, tracking: Tracking): Promise<string | null> {
     if (tracking.numbers.length > 0) return null;
-    const reseller = await this.ctx.orm.em.fork().findOne(ResellerStore, { id: job.resellerStoreId });
+    const reseller = await this.resellerStores.findById(job.resellerStoreId);
     if (!reseller || !this.ctx.platforms[reseller.platform].needsTrackingNumber) return null;
     return `no tracking number: ${reseller.platform} needs one to add a fulfillment to the order`;
   }

@@ -1,5 +1,13 @@
+import { LockMode } from '@mikro-orm/postgresql';
 import { sql } from 'kysely';
-import type { Db } from '../db/sql.ts';
+import { recordAudit, type AuditRecord } from '../audit-log/repository.ts';
+import { flushUnique } from '../db/errors.ts';
+import type { Orm } from '../db/orm.ts';
+import { sqlOf, type Db } from '../db/sql.ts';
+import type { AppError } from '../shared/errors.ts';
+import { findPage, type Page, type PageQuery } from '../shared/paging.ts';
+import { SourceStore } from '../source-stores/entity.ts';
+import { ResellerStore } from './entity.ts';
 import { FULFILLMENT_STATUSES, SYNC_JOB_STATUSES } from '../../contract/enums.ts';
 
 export type StatusCounts<S extends string> = Record<S, number>;
@@ -68,4 +76,65 @@ export async function readStoreStats(db: Db, resellerStoreId: string): Promise<S
     lastOrderAt: dateOrNull(row.last_order_at),
     lastReconciledAt: dateOrNull(row.last_reconciled_at),
   };
+}
+
+/** Statements on reseller_stores, each change with its audit entry in its unit of work. */
+export class ResellerStoreRepository {
+  constructor(private readonly orm: Orm) {}
+
+  /** Inserts the store with its audit entry; a shop domain another active store uses is `duplicate()`, thrown. */
+  async insert(store: ResellerStore, audit: (store: ResellerStore) => AuditRecord, duplicate: () => AppError): Promise<ResellerStore> {
+    const em = this.orm.em;
+    const created = em.create(ResellerStore, store);
+    recordAudit(em, audit(created));
+    await flushUnique(em, duplicate);
+    return created;
+  }
+
+  list(ownerId: string, page: PageQuery): Promise<Page<ResellerStore>> {
+    return findPage(this.orm.em, ResellerStore, { ownerId, deletedAt: null }, page);
+  }
+
+  /** The user's store, deleted ones included. */
+  findOwned(ownerId: string, id: string): Promise<ResellerStore | null> {
+    return this.orm.em.findOne(ResellerStore, { id, ownerId });
+  }
+
+  /** A store by id, deleted ones included (outside a request: a fork of its own). */
+  findById(id: string): Promise<ResellerStore | null> {
+    return this.orm.em.fork().findOne(ResellerStore, { id });
+  }
+
+  /** The active stores among these ids (outside a request: a fork of its own). */
+  findActiveByIds(ids: string[]): Promise<ResellerStore[]> {
+    return this.orm.em.fork().find(ResellerStore, { id: { $in: ids }, deletedAt: null });
+  }
+
+  stats(resellerStoreId: string): Promise<StoreStats> {
+    return readStoreStats(sqlOf(this.orm), resellerStoreId);
+  }
+
+  /** Writes the changes made to a store read through this repository, with their audit entry. */
+  async update(store: ResellerStore, audit: AuditRecord): Promise<void> {
+    const em = this.orm.em;
+    recordAudit(em, audit);
+    await em.flush();
+  }
+
+  /**
+   * Soft-deletes the user's active store and its source stores, with its audit entry; false when
+   * there is no such active store. The row is read FOR UPDATE among the active ones, so of
+   * concurrent deletes exactly one finds it; the others wait for it and find it deleted.
+   */
+  softDelete(ownerId: string, id: string, audit: (store: ResellerStore) => AuditRecord): Promise<boolean> {
+    return this.orm.em.transactional(async (em) => {
+      const store = await em.findOne(ResellerStore, { id, ownerId, deletedAt: null }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+      if (!store) return false;
+      const now = new Date();
+      store.deletedAt = now;
+      await em.nativeUpdate(SourceStore, { resellerStoreId: store.id, deletedAt: null }, { deletedAt: now });
+      recordAudit(em, audit(store));
+      return true;
+    });
+  }
 }

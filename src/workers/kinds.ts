@@ -12,6 +12,7 @@ import { fulfillmentKind } from '../fulfillments/kind.ts';
 import { FulfillmentService } from '../fulfillments/service.ts';
 import { syncJobKind } from '../sync-jobs/kind.ts';
 import { SyncJobRepository } from '../sync-jobs/repository.ts';
+import { ResellerStoreRepository } from '../reseller-stores/repository.ts';
 
 export const ATTEMPT_KINDS = [syncJobKind, fulfillmentKind] as const;
 
@@ -19,9 +20,13 @@ export const ATTEMPT_KINDS = [syncJobKind, fulfillmentKind] as const;
 export const ATTEMPT_QUEUES = ATTEMPT_KINDS.map((kind) => kind.queue);
 
 /** What the kinds' attempts need, built once per process. */
-type KindDeps = AppContext & { syncJobReads: SyncJobRepository };
+type KindDeps = AppContext & { syncJobReads: SyncJobRepository; resellerStoreReads: ResellerStoreRepository };
 
-const kindDeps = (ctx: AppContext): KindDeps => ({ ...ctx, syncJobReads: new SyncJobRepository(ctx.orm) });
+const kindDeps = (ctx: AppContext): KindDeps => ({
+  ...ctx,
+  syncJobReads: new SyncJobRepository(ctx.orm),
+  resellerStoreReads: new ResellerStoreRepository(ctx.orm),
+});
 
 type AnyKind = AttemptKind<AttemptRow, string, object, { row: AttemptRow }, KindDeps>;
 
@@ -47,7 +52,7 @@ export function registerKinds(ctx: AppContext, kinds: readonly unknown[] = ATTEM
 
 /** What features do after each sweep pass: the fulfillments feature claims held fulfillments. */
 export function sweepHooks(ctx: AppContext): SweepHook[] {
-  const fulfillments = new FulfillmentService(ctx, new SyncJobRepository(ctx.orm));
+  const fulfillments = new FulfillmentService(ctx, new SyncJobRepository(ctx.orm), new ResellerStoreRepository(ctx.orm));
   return [() => fulfillments.claimHeld()];
 }
 
