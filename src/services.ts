@@ -26,7 +26,8 @@ export type Services = ReturnType<typeof createServices>;
 export function createServices(ctx: AppContext) {
   const resellerStoreRepository = new ResellerStoreRepository(ctx.orm);
   const resellerStores = new ResellerStoreService(resellerStoreRepository, ctx);
-  const sourceStores = new SourceStoreService(ctx, resellerStores);
+  const sourceStoreRepository = new SourceStoreRepository(ctx.orm);
+  const sourceStores = new SourceStoreService(sourceStoreRepository, ctx, resellerStores);
   // Repositories one feature reads of another's, through the reading feature's own port.
   const syncJobRepository = new SyncJobRepository(ctx.orm);
   const syncJobs = new SyncJobService(ctx, sourceStores, new FulfillmentRepository(ctx.orm));
@@ -34,7 +35,7 @@ export function createServices(ctx: AppContext) {
   // Routing matches orders against the source stores the order webhook caches: built before it, handed its look-up.
   let webhooks: WebhookService | undefined;
   const routing = new OrderRouter(ctx, syncJobs, (resellerStoreId) => webhooks!.activeSourcesOf(resellerStoreId));
-  webhooks = new WebhookService(ctx, routing, fulfillments, syncJobRepository, new SourceStoreRepository(ctx.orm));
+  webhooks = new WebhookService(ctx, routing, fulfillments, syncJobRepository, sourceStoreRepository);
   const reconciliationRepository = new ReconciliationRepository(ctx.orm, ctx.queue);
   return {
     auth: new AuthService(new AuthRepository(ctx.orm), ctx.tokens),

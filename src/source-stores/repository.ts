@@ -1,8 +1,15 @@
+import { LockMode, type RequiredEntityData } from '@mikro-orm/postgresql';
+import { recordAudit, type AuditRecord } from '../audit-log/repository.ts';
+import { flushUnique } from '../db/errors.ts';
+import { holdLock } from '../db/locks.ts';
 import type { Orm } from '../db/orm.ts';
 import { sqlOf } from '../db/sql.ts';
+import { transactionOf } from '../events/outbox.ts';
+import type { AppError } from '../shared/errors.ts';
+import { findPage, type Page, type PageQuery } from '../shared/paging.ts';
 import { SourceStore } from './entity.ts';
 
-/** Statements on source_stores the webhook path needs without the unit of work. */
+/** Statements on source_stores: the API's, each change with its audit entry, and the webhook path's without the unit of work. */
 export class SourceStoreRepository {
   constructor(private readonly orm: Orm) {}
 
@@ -18,6 +25,55 @@ export class SourceStoreRepository {
   /** The active source stores of a domain (several users may have a record of one supplier). */
   activeByDomain(shopDomain: string): Promise<SourceStore[]> {
     return this.orm.em.fork().find(SourceStore, { shopDomain, deletedAt: null });
+  }
+
+  /**
+   * Inserts the store with its audit entry, unless its user has `limit` active ones (`tooMany()`,
+   * thrown) or its reseller store has an active one with its vendor tag (`duplicate()`). One creation
+   * per user at a time (a lock on the user), so concurrent ones cannot all pass the count.
+   */
+  insertUnderLimit(store: RequiredEntityData<SourceStore>, limit: number, audit: (store: SourceStore) => AuditRecord, tooMany: () => AppError, duplicate: () => AppError): Promise<SourceStore> {
+    return this.orm.em.transactional(async (em) => {
+      await holdLock(transactionOf(em), `source_stores:${store.ownerId}`);
+      if ((await em.count(SourceStore, { ownerId: store.ownerId, deletedAt: null })) >= limit) throw tooMany();
+      const created = em.create(SourceStore, store);
+      recordAudit(em, audit(created));
+      await flushUnique(em, duplicate);
+      return created;
+    });
+  }
+
+  listActive(resellerStoreId: string, page: PageQuery): Promise<Page<SourceStore>> {
+    return findPage(this.orm.em, SourceStore, { resellerStoreId, deletedAt: null }, page);
+  }
+
+  /** The user's source store of this reseller store, deleted ones included. */
+  findOwned(ownerId: string, resellerStoreId: string, id: string): Promise<SourceStore | null> {
+    return this.orm.em.findOne(SourceStore, { id, resellerStoreId, ownerId });
+  }
+
+  /** An active source store of the user, by id alone. */
+  findActiveOwned(ownerId: string, id: string): Promise<SourceStore | null> {
+    return this.orm.em.findOne(SourceStore, { id, ownerId, deletedAt: null });
+  }
+
+  /** Applies these changes to a store read through this repository and writes them with their audit entry. */
+  async update(store: SourceStore, changes: Partial<SourceStore>, audit: AuditRecord): Promise<void> {
+    const em = this.orm.em;
+    em.assign(store, changes);
+    recordAudit(em, audit);
+    await em.flush();
+  }
+
+  /** Soft-deletes the user's active store with its audit entry; false when there is none. Read FOR UPDATE: only the first of concurrent deletes finds it. */
+  softDelete(ownerId: string, resellerStoreId: string, id: string, audit: (store: SourceStore) => AuditRecord): Promise<boolean> {
+    return this.orm.em.transactional(async (em) => {
+      const store = await em.findOne(SourceStore, { id, resellerStoreId, ownerId, deletedAt: null }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+      if (!store) return false;
+      store.deletedAt = new Date();
+      recordAudit(em, audit(store));
+      return true;
+    });
   }
 
   /** Records the first time these stores' webhook secret verified a delivery (kept once set). */

@@ -1,18 +1,16 @@
-import { holdLock } from '../db/locks.ts';
-import { transactionOf } from '../events/outbox.ts';
-import { LockMode, type EntityManager } from '@mikro-orm/postgresql';
 import type { PricingConfig, PricingMode } from '../../contract/pricing.ts';
 import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
-import { recordAudit } from '../audit-log/repository.ts';
-import type { AppContext } from '../context.ts';
-import { flushUnique } from '../db/errors.ts';
+import type { AuditRecord } from '../audit-log/repository.ts';
+import type { Config } from '../config/index.ts';
 import type { Platform } from '../orders/types.ts';
 import { normaliseVendor } from '../pricing/index.ts';
 import { assertCallableShopDomain, type ResellerStoreService } from '../reseller-stores/service.ts';
 import { conflict, notFound, validationFailed } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
-import { findPage, type Page, type PageQuery } from '../shared/paging.ts';
-import { SourceStore } from './entity.ts';
+import type { Page, PageQuery } from '../shared/paging.ts';
+import type { SecretBox } from '../shared/secrets.ts';
+import type { SourceStore } from './entity.ts';
+import type { SourceStoreRepository } from './repository.ts';
 
 /** Length of the `vendor_key` column (src/source-stores/entity.ts). */
 const VENDOR_KEY_MAX_LENGTH = 200;
@@ -39,13 +37,10 @@ export interface SourceStoreChanges {
 
 export class SourceStoreService {
   constructor(
-    private readonly ctx: AppContext,
+    private readonly stores: SourceStoreRepository,
+    private readonly ctx: { config: Config; secrets: SecretBox },
     private readonly resellerStores: ResellerStoreService,
   ) {}
-
-  private get em(): EntityManager {
-    return this.ctx.orm.em;
-  }
 
   async create(principal: Principal, resellerStoreId: string, input: NewSourceStore): Promise<SourceStore> {
     const parent = await this.resellerStores.getActive(principal, resellerStoreId);
@@ -58,13 +53,8 @@ export class SourceStoreService {
     }
     const id = newId('sourceStore');
     const limit = this.ctx.config.maxSourceStoresPerUser;
-    return this.em.transactional(async (em) => {
-      // One creation per user at a time, so concurrent ones cannot all pass the count.
-      await holdLock(transactionOf(em), `source_stores:${parent.ownerId}`);
-      if ((await em.count(SourceStore, { ownerId: parent.ownerId, deletedAt: null })) >= limit) {
-        throw conflict('source_store_limit_reached', `A user can have at most ${limit} active source stores; delete one first.`);
-      }
-      const store = em.create(SourceStore, {
+    return this.stores.insertUnderLimit(
+      {
         id,
         ownerId: parent.ownerId,
         resellerStoreId: parent.id,
@@ -79,27 +69,28 @@ export class SourceStoreService {
         webhookSecretEncrypted: this.ctx.secrets.encrypt(input.webhookSecret, id),
         createdAt: new Date(),
         deletedAt: null,
-      });
-      this.audit(principal, store, 'source_store.created', { vendorTag: store.vendorTag, platform: store.platform }, em);
-      await flushUnique(em, () => conflict('vendor_tag_taken', 'Another active source store of this reseller store has this vendor tag.', 'vendorTag'));
-      return store;
-    });
+      },
+      limit,
+      (store) => auditOf(principal, store, 'source_store.created', { vendorTag: store.vendorTag, platform: store.platform }),
+      () => conflict('source_store_limit_reached', `A user can have at most ${limit} active source stores; delete one first.`),
+      () => conflict('vendor_tag_taken', 'Another active source store of this reseller store has this vendor tag.', 'vendorTag'),
+    );
   }
 
   async list(principal: Principal, resellerStoreId: string, page: PageQuery): Promise<Page<SourceStore>> {
     const parent = await this.resellerStores.get(principal, resellerStoreId);
-    return findPage(this.em, SourceStore, { resellerStoreId: parent.id, deletedAt: null }, page);
+    return this.stores.listActive(parent.id, page);
   }
 
   async get(principal: Principal, resellerStoreId: string, id: string): Promise<SourceStore> {
-    const store = await this.em.findOne(SourceStore, { id, resellerStoreId, ownerId: principal.userId });
+    const store = await this.stores.findOwned(principal.userId, resellerStoreId, id);
     if (!store) throw notFound();
     return store;
   }
 
   /** An active source store of the caller, found by id alone (for POST /v1/sync_jobs). */
   async findActiveById(principal: Principal, id: string): Promise<SourceStore | null> {
-    return this.em.findOne(SourceStore, { id, ownerId: principal.userId, deletedAt: null });
+    return this.stores.findActiveOwned(principal.userId, id);
   }
 
   async update(principal: Principal, resellerStoreId: string, id: string, changes: SourceStoreChanges): Promise<SourceStore> {
@@ -114,30 +105,20 @@ export class SourceStoreService {
     // Credentials are never compared with (or read back from) the sealed ones: given is changed.
     const rotated = { ...(accessToken !== undefined && { accessToken }), ...(webhookSecret !== undefined && { webhookSecret }) };
     if (Object.keys(changed).length === 0 && Object.keys(rotated).length === 0) return store;
-    this.em.assign(store, {
+    const audit = auditOf(principal, store, 'source_store.updated', { changed: [...Object.keys(changed), ...Object.keys(rotated)] });
+    await this.stores.update(store, {
       ...changed,
       pricingMode,
       pricingConfig,
       ...(rotated.accessToken !== undefined && { accessTokenEncrypted: this.ctx.secrets.encrypt(rotated.accessToken, store.id) }),
       ...(rotated.webhookSecret !== undefined && { webhookSecretEncrypted: this.ctx.secrets.encrypt(rotated.webhookSecret, store.id) }),
-    });
-    this.audit(principal, store, 'source_store.updated', { changed: [...Object.keys(changed), ...Object.keys(rotated)] });
-    await this.em.flush();
+    }, audit);
     return store;
   }
 
   /** Soft delete; the row is read FOR UPDATE among the active ones, so only the first of concurrent deletes finds it (see ResellerStoreService.remove). */
   async remove(principal: Principal, resellerStoreId: string, id: string): Promise<void> {
-    await this.em.transactional(async (em) => {
-      const store = await em.findOne(
-        SourceStore,
-        { id, resellerStoreId, ownerId: principal.userId, deletedAt: null },
-        { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true },
-      );
-      if (!store) throw notFound();
-      store.deletedAt = new Date();
-      this.audit(principal, store, 'source_store.deleted', {}, em);
-    });
+    if (!(await this.stores.softDelete(principal.userId, resellerStoreId, id, (store) => auditOf(principal, store, 'source_store.deleted', {})))) throw notFound();
   }
 
   private async getActive(principal: Principal, resellerStoreId: string, id: string): Promise<SourceStore> {
@@ -146,8 +127,10 @@ export class SourceStoreService {
     return store;
   }
 
-  private audit(principal: Principal, store: SourceStore, action: string, metadata: Record<string, unknown>, em = this.em) {
-    recordAudit(em, {
+}
+
+function auditOf(principal: Principal, store: SourceStore, action: string, metadata: Record<string, unknown>): AuditRecord {
+  return {
       ownerId: store.ownerId,
       resellerStoreId: store.resellerStoreId,
       action,
@@ -155,8 +138,7 @@ export class SourceStoreService {
       resourceId: store.id,
       actorId: actorOf(principal),
       metadata: { ...metadata, ...auditContext(principal) },
-    });
-  }
+  };
 }
 
 function assertPricingAgrees(mode: PricingMode, config: PricingConfig): void {
