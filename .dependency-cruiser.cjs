@@ -20,7 +20,7 @@ const CORE = '^src/(attempts|queue|pacing|db|http|shared|config|metrics|rate-lim
 const COMPOSITION = '^src/[^/]+\\.ts$|^src/workers/';
 const ADAPTERS = '^src/platforms/';
 const DATA_ACCESS = '(^|/)(repository|[a-z-]*\\.?entity)\\.ts$|^src/db/';
-const ORM_LEFTOVERS = ['^src/webhook-endpoints/service\\.ts$', '^src/webhooks/service\\.ts$', '^src/shared/paging\\.ts$', '^src/events/outbox\\.ts$'];
+const ORM_LEFTOVERS = ['^src/webhook-endpoints/service\\.ts$', '^src/shared/paging\\.ts$', '^src/events/outbox\\.ts$'];
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {

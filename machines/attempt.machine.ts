@@ -5,7 +5,8 @@
  * longer move it is abandoned to dead (ABANDON); work that must not be attempted at all is skipped
  * (SKIP, terminal).
  * Each kind of work names the id it keeps on success (`resultKey`). The kinds themselves (table,
- * queue, what an attempt does) are defined in src/attempts/kinds.ts.
+ * queue, what an attempt does) are defined in their feature folders (src/sync-jobs/kind.ts, …)
+ * and listed in src/workers/kinds.ts.
  */
 
 import { assign, initialTransition, not, setup, transition, type SnapshotFrom } from 'xstate';

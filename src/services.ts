@@ -1,4 +1,8 @@
 import { ApiKeyRepository } from './api-keys/repository.ts';
+import { writeAudit } from './audit-log/repository.ts';
+import { StoreLookupCache } from './db/lookup-cache.ts';
+import { sqlOf } from './db/sql.ts';
+import { SharedCounters } from './rate-limits/repository.ts';
 import { ApiKeyService } from './api-keys/service.ts';
 import { AuditLogService } from './audit-log/service.ts';
 import { AuthRepository } from './auth/repository.ts';
@@ -35,7 +39,16 @@ export function createServices(ctx: AppContext) {
   // Routing matches orders against the source stores the order webhook caches: built before it, handed its look-up.
   let webhooks: WebhookService | undefined;
   const routing = new OrderRouter(ctx, syncJobs, (resellerStoreId) => webhooks!.activeSourcesOf(resellerStoreId));
-  webhooks = new WebhookService(ctx, routing, fulfillments, syncJobRepository, sourceStoreRepository);
+  webhooks = new WebhookService(ctx, {
+    routing,
+    fulfillments,
+    syncJobs: syncJobRepository,
+    resellerStores: resellerStoreRepository,
+    sourceStores: sourceStoreRepository,
+    stores: new StoreLookupCache(ctx.config.webhookStoreCacheTtlMs, new Set(['ResellerStore', 'SourceStore'])).attachTo(ctx.orm),
+    counters: new SharedCounters(sqlOf(ctx.orm)),
+    audit: (record) => writeAudit(ctx.orm, record),
+  });
   const reconciliationRepository = new ReconciliationRepository(ctx.orm, ctx.queue);
   return {
     auth: new AuthService(new AuthRepository(ctx.orm), ctx.tokens),

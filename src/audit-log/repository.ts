@@ -52,6 +52,13 @@ export function recordAudit(em: EntityManager, record: AuditRecord): void {
 }
 
 /** Inserts entries in the caller's Kysely transaction. */
+/** Writes one entry in a unit of work of its own (an event with no other change, e.g. a refused order). */
+export async function writeAudit(orm: Orm, record: AuditRecord): Promise<void> {
+  const em = orm.em.fork();
+  recordAudit(em, record);
+  await em.flush();
+}
+
 export async function insertAudit(trx: Transaction<Database>, records: AuditRecord[], at = new Date()): Promise<void> {
   if (records.length === 0) return;
   await trx.insertInto('audit_entries').values(records.map((record) => rowOf(record, at))).execute();

@@ -105,6 +105,11 @@ export class ResellerStoreRepository {
     return this.orm.em.fork().findOne(ResellerStore, { id });
   }
 
+  /** The active store with this shop domain (outside a request: a fork of its own). */
+  findActiveByDomain(shopDomain: string): Promise<ResellerStore | null> {
+    return this.orm.em.fork().findOne(ResellerStore, { shopDomain, deletedAt: null });
+  }
+
   /** The active stores among these ids (outside a request: a fork of its own). */
   findActiveByIds(ids: string[]): Promise<ResellerStore[]> {
     return this.orm.em.fork().find(ResellerStore, { id: { $in: ids }, deletedAt: null });

@@ -76,6 +76,11 @@ export class SourceStoreRepository {
     });
   }
 
+  /** A reseller store's active source stores (outside a request: a fork of its own). */
+  activeOf(resellerStoreId: string): Promise<SourceStore[]> {
+    return this.orm.em.fork().find(SourceStore, { resellerStoreId, deletedAt: null });
+  }
+
   /** Records the first time these stores' webhook secret verified a delivery (kept once set). */
   async markWebhookProven(ids: string[]): Promise<void> {
     await sqlOf(this.orm)

@@ -1,3 +1,4 @@
+import type { ResellerStore } from '../reseller-stores/entity.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
 
@@ -11,5 +12,12 @@ export interface SourceStoreReads {
   /** The version of a domain's source stores, bumped on any change; null when no source store ever had the domain. */
   domainVersion(shopDomain: string): Promise<number | null>;
   activeByDomain(shopDomain: string): Promise<SourceStore[]>;
+  /** A reseller store's active source stores, which routing matches orders against. */
+  activeOf(resellerStoreId: string): Promise<SourceStore[]>;
   markWebhookProven(ids: string[]): Promise<void>;
+}
+
+/** The reseller store an order webhook comes from: the reseller stores' repository. */
+export interface ResellerStoreReads {
+  findActiveByDomain(shopDomain: string): Promise<ResellerStore | null>;
 }

@@ -1,22 +1,21 @@
 import { ipKeyGenerator } from 'express-rate-limit';
-import type { EntityManager, EventSubscriber, FlushEventArgs, TransactionEventArgs } from '@mikro-orm/core';
-import { recordAudit, SYSTEM_ACTOR } from '../audit-log/repository.ts';
+import { SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
+import type { StoreLookupCache } from '../db/lookup-cache.ts';
 import type { AppContext } from '../context.ts';
 import { fulfillmentKeys } from '../fulfillments/identity.ts';
 import type { FulfillmentService } from '../fulfillments/service.ts';
 import { PayloadError } from '../platforms/types.ts';
 import { normaliseVendor } from '../pricing/index.ts';
-import { ResellerStore } from '../reseller-stores/entity.ts';
-import { SourceStore } from '../source-stores/entity.ts';
+import type { ResellerStore } from '../reseller-stores/entity.ts';
+import type { SourceStore } from '../source-stores/entity.ts';
 import { AppError, validationFailed } from '../shared/errors.ts';
 import { EXTERNAL_ORDER_ID, type ResellerOrder } from '../orders/types.ts';
 import type { OrderRouting } from '../orders/port.ts';
 import type { RoutableSource } from '../orders/routing.ts';
-import type { JobsBySourceOrder, SourceStoreReads } from './ports.ts';
+import type { JobsBySourceOrder, ResellerStoreReads, SourceStoreReads } from './ports.ts';
 import { verifySignature } from './signature.ts';
 import { SourceSecrets } from './source-secrets.ts';
-import { SharedCounters } from '../rate-limits/repository.ts';
-import { sqlOf } from '../db/sql.ts';
+import type { SharedCounters } from '../rate-limits/repository.ts';
 
 export interface Delivery {
   /** The client's address (X-Forwarded-For's when TRUST_PROXY), for the failed-signature limit. */
@@ -29,92 +28,35 @@ export interface Delivery {
 }
 
 
-/** Entities whose changes empty the store look-up cache. */
-const CACHED_ENTITIES = new Set(['ResellerStore', 'SourceStore']);
-const CACHE_MAX_ENTRIES = 10_000;
-
-/**
- * The order webhook's store look-ups (a reseller store by shop domain, with its decrypted webhook
- * secret; a reseller store's active source stores), each reused for `ttlMs`: at a steady stream
- * of orders they would otherwise cost two queries and a decryption per delivery. A change to any
- * store made through this process's ORM empties the cache when it is flushed and again when it
- * commits, and nothing is cached while such a change is uncommitted, so this process never acts on
- * a store it changed; a change made by another process (another ROLE=api instance) is seen within
- * `ttlMs`. A domain with no active store is never cached, so a new store is seen at once.
- */
-class StoreLookupCache implements EventSubscriber {
-  readonly #entries = new Map<string, { value: Promise<unknown>; expiresAt: number }>();
-  /** Entity managers that flushed a store change not committed yet. */
-  readonly #uncommitted = new Set<EntityManager>();
-  #generation = 0;
-
-  constructor(private readonly ttlMs: number) {}
-
-  /** The cached value, or `load()`'s; concurrent misses of one key share a single load. */
-  get<T>(key: string, load: () => Promise<T | null>): Promise<T | null> {
-    if (!(this.ttlMs > 0)) return load();
-    const now = Date.now();
-    const hit = this.#entries.get(key);
-    if (hit && hit.expiresAt > now) return hit.value as Promise<T | null>;
-    const generation = this.#generation;
-    const value = load();
-    const entry = { value, expiresAt: now + this.ttlMs };
-    if (this.#entries.size >= CACHE_MAX_ENTRIES) this.#entries.clear();
-    this.#entries.set(key, entry);
-    // Keep only a found value, and only when no store change was flushed while it was read.
-    const keep = (found: T | null) => found !== null && generation === this.#generation && this.#uncommitted.size === 0;
-    const forget = () => {
-      if (this.#entries.get(key) === entry) this.#entries.delete(key);
-    };
-    value.then((found) => keep(found) || forget(), forget);
-    return value;
-  }
-
-  onFlush({ em, uow }: FlushEventArgs): void {
-    if (!uow.getChangeSets().some((changeSet) => CACHED_ENTITIES.has(changeSet.meta.className))) return;
-    this.#uncommitted.add(em);
-    this.#clear();
-  }
-
-  afterFlush({ em }: FlushEventArgs): void {
-    // A flush outside a transaction has committed by now.
-    if (!em.isInTransaction()) this.#settle(em);
-  }
-
-  afterTransactionCommit({ em }: TransactionEventArgs): void {
-    this.#settle(em);
-  }
-
-  afterTransactionRollback({ em }: TransactionEventArgs): void {
-    this.#settle(em);
-  }
-
-  #settle(em: EntityManager): void {
-    if (this.#uncommitted.delete(em)) this.#clear();
-  }
-
-  #clear(): void {
-    this.#generation++;
-    this.#entries.clear();
-  }
+/** What the order and fulfillment webhooks use, built once in the composition root (src/services.ts). */
+export interface WebhookCollaborators {
+  routing: OrderRouting;
+  fulfillments: FulfillmentService;
+  syncJobs: JobsBySourceOrder;
+  resellerStores: ResellerStoreReads;
+  sourceStores: SourceStoreReads;
+  /** The order webhook's store look-ups, reused for WEBHOOK_STORE_CACHE_TTL_MS (src/db/lookup-cache.ts). */
+  stores: StoreLookupCache;
+  /** The failed-signature counts shared by every process. */
+  counters: SharedCounters;
+  /** Writes an audit entry on its own (a refused order). */
+  audit: (record: AuditRecord) => Promise<void>;
 }
 
 export class WebhookService {
   private readonly stores: StoreLookupCache;
   private readonly sourceSecrets: SourceSecrets;
   private readonly counters: SharedCounters;
+  private readonly routing: OrderRouting;
+  private readonly fulfillments: FulfillmentService;
+  private readonly syncJobs: JobsBySourceOrder;
 
   constructor(
     private readonly ctx: AppContext,
-    private readonly routing: OrderRouting,
-    private readonly fulfillments: FulfillmentService,
-    private readonly syncJobs: JobsBySourceOrder,
-    sourceStores: SourceStoreReads,
+    private readonly deps: WebhookCollaborators,
   ) {
-    this.stores = new StoreLookupCache(ctx.config.webhookStoreCacheTtlMs);
-    this.sourceSecrets = new SourceSecrets(ctx, sourceStores);
-    this.counters = new SharedCounters(sqlOf(ctx.orm));
-    ctx.orm.em.getEventManager().registerSubscriber(this.stores);
+    ({ stores: this.stores, counters: this.counters, routing: this.routing, fulfillments: this.fulfillments, syncJobs: this.syncJobs } = deps);
+    this.sourceSecrets = new SourceSecrets(ctx, deps.sourceStores);
   }
 
   /**
@@ -122,7 +64,7 @@ export class WebhookService {
    * (src/orders/routing.ts), cached with the store look-ups.
    */
   activeSourcesOf(resellerStoreId: string): Promise<RoutableSource[]> {
-    return this.stores.get(`sources:${resellerStoreId}`, () => this.ctx.orm.em.fork().find(SourceStore, { resellerStoreId, deletedAt: null })) as Promise<RoutableSource[]>;
+    return this.stores.get(`sources:${resellerStoreId}`, () => this.deps.sourceStores.activeOf(resellerStoreId)) as Promise<RoutableSource[]>;
   }
 
   /** The active reseller store that signed an orders/create delivery, or 401 invalid_signature. */
@@ -130,7 +72,7 @@ export class WebhookService {
     const shopDomain = normaliseDomain(delivery.shopDomain);
     const found = shopDomain
       ? await this.stores.get(`reseller:${shopDomain}`, async () => {
-          const store = await this.ctx.orm.em.fork().findOne(ResellerStore, { shopDomain, deletedAt: null });
+          const store = await this.deps.resellerStores.findActiveByDomain(shopDomain);
           return store && { store, secret: this.ctx.secrets.decrypt(store.webhookSecretEncrypted, store.id) };
         })
       : null;
@@ -199,8 +141,7 @@ export class WebhookService {
 
   private async auditRefusal(store: ResellerStore, body: unknown, delivery: Delivery, error: AppError): Promise<void> {
     const id = (body as { id?: unknown } | null)?.id;
-    const em = this.ctx.orm.em.fork();
-    recordAudit(em, {
+    await this.deps.audit({
       ownerId: store.ownerId,
       resellerStoreId: store.id,
       action: 'order.refused',
@@ -209,7 +150,6 @@ export class WebhookService {
       actorId: SYSTEM_ACTOR,
       metadata: { reason: error.message, param: error.param ?? null, webhookId: delivery.webhookId ?? null },
     });
-    await em.flush();
   }
 
   /**
