@@ -85,7 +85,13 @@ function jobInsert(id: string, message: object, delayMs: number, groupId?: strin
   return { id, data: message, ...(at && { startAfter: at }), ...(groupId !== undefined && { group: { id: groupId } }) };
 }
 
+/** SQLSTATE of a session the server ended because it is shutting down. */
+const ADMIN_SHUTDOWN = '57P01';
+
 export class Queue {
+  /** Set once `stop` began. */
+  stopping = false;
+
   private constructor(readonly boss: PgBoss) {}
 
   static async start(options: QueueOptions): Promise<Queue> {
@@ -104,7 +110,13 @@ export class Queue {
       useListenNotify: false,
       application_name: 'order-routing-queue',
     });
-    boss.on('error', (error) => options.logger.error({ err: error }, 'queue error'));
+    const queue = new Queue(boss);
+    boss.on('error', (error) => {
+      // pg's pool lets a stopping pool go before its sockets have closed, so a connection can still hear
+      // the embedded PostgreSQL's own shutdown (stopped right after the queue): not a fault then.
+      if (queue.stopping && (error as { code?: string }).code === ADMIN_SHUTDOWN) options.logger.debug({ err: error }, 'queue connection closed by the database shutting down');
+      else options.logger.error({ err: error }, 'queue error');
+    });
     await boss.start();
     for (const queue of Object.values(QUEUES)) {
       const options = { ...QUEUE_OPTIONS, ...('retryLimit' in queue && { retryLimit: queue.retryLimit }) };
@@ -112,7 +124,7 @@ export class Queue {
       // createQueue leaves an existing queue as it was: bring its options up to date.
       await boss.updateQueue(queue.name, options);
     }
-    return new Queue(boss);
+    return queue;
   }
 
   /**
@@ -149,6 +161,7 @@ export class Queue {
   }
 
   stop(timeoutMs = 30_000): Promise<void> {
+    this.stopping = true;
     return this.boss.stop({ graceful: true, timeout: timeoutMs });
   }
 }
