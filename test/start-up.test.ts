@@ -5,14 +5,15 @@
  * each stop the start with one line naming what to change.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { afterAll, expect, it } from 'vitest';
-import { deleteDataDir } from '../src/db/embedded.ts';
+import { deleteDataDir, startEmbeddedPostgres } from '../src/db/embedded.ts';
+import { abandonedClusters, pruneClusters } from '../src/db/embedded-prune.ts';
 import { isAlive, postmasterPid, runFailingStart } from './support/child-service.ts';
 import { registerLogs } from './support/leaks.ts';
 
@@ -122,3 +123,31 @@ it.runIf(olderNode)('says which Node to use when started on an older one', async
   expect(result.code).toBe(1);
   expect(result.output.trim().split('\n')).toEqual([expect.stringMatching(/^this service needs Node 24, and this is Node \d+\.\d+\.\d+: start it with `npm start`/)]);
 });
+
+it.runIf(process.getuid?.() === 0)('clusters:prune removes the clusters of removed DATA_DIRs kept in the shared place, and none in use', async () => {
+  const place = path.join('/var/tmp', `ors-prune-test-${process.pid}`);
+  const removed = mkdtempSync(path.join(tmpdir(), 'ors-prune-'));
+  const kept = dataDir();
+  try {
+    const first = await startEmbeddedPostgres({ dataDir: removed, sharedPlaces: [place] });
+    await first.stop();
+    const running = await startEmbeddedPostgres({ dataDir: kept, sharedPlaces: [place] });
+    try {
+      // Both clusters are outside their private (mode 700) DATA_DIRs, in the shared place.
+      expect(first.clusterDir.startsWith(place)).toBe(true);
+      expect(abandonedClusters([place])).toEqual([]);
+
+      rmSync(removed, { recursive: true, force: true });
+      const abandoned = abandonedClusters([place]);
+      expect(abandoned).toEqual([{ home: path.dirname(first.clusterDir), dataDir: realpathSync(tmpdir()) + removed.slice(tmpdir().length) }]);
+      pruneClusters(abandoned);
+      expect(existsSync(path.dirname(first.clusterDir))).toBe(false);
+      expect(existsSync(running.clusterDir), 'the running cluster stays').toBe(true);
+    } finally {
+      await running.stop();
+    }
+  } finally {
+    deleteDataDir(kept, [place]);
+    rmSync(place, { recursive: true, force: true });
+  }
+}, 60_000);
