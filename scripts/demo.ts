@@ -2,7 +2,11 @@
  * `npm run demo`: the product end to end, on free ports, in a throw-away data folder. Starts the
  * service (embedded PostgreSQL) and the sandbox platform, then plays a reseller's day: connect a
  * storefront, add two suppliers, receive a signed order, watch both suppliers get their part,
- * and push a supplier's tracking back to the customer's order.
+ * push a supplier's tracking back to the customer's order; then a supplier goes down, its job dies,
+ * is retried by hand once the supplier is back, and is placed.
+ *
+ * `npm run demo -- --keep` leaves everything running with its data afterwards, and prints how to
+ * open the console on it (Ctrl-C stops; the data folder is kept).
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,12 +17,14 @@ import { startService } from '../src/server.ts';
 import { createLogger } from '../src/shared/logger.ts';
 import { buildFulfillmentPayload, sendWebhook, startSandbox } from '../test/sandbox/server.ts';
 
+const keep = process.argv.includes('--keep');
 const dataDir = mkdtempSync(path.join(tmpdir(), 'ors-demo-'));
+const PASSWORD = 'correct horse battery';
 const step = (n: number, text: string) => console.log(`\n\x1b[1m${n}. ${text}\x1b[0m`);
 const show = (label: string, value: unknown) => console.log(`   ${label}: ${typeof value === 'string' ? value : JSON.stringify(value)}`);
 
 const sandbox = await startSandbox();
-const config = loadConfig({ ...process.env, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', PLATFORM_BASE_URL: sandbox.baseUrlTemplate, SYNC_RETRY_BASE_DELAY_MS: '500', LOG_LEVEL: 'warn' });
+const config = loadConfig({ ...process.env, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', PLATFORM_BASE_URL: sandbox.baseUrlTemplate, SYNC_RETRY_BASE_DELAY_MS: '500', LOG_LEVEL: 'error' });
 const service = await startService(config, createLogger(config.logLevel));
 const base = service.url!;
 
@@ -49,7 +55,7 @@ try {
   console.log(`Service at ${base}, sandbox platform at ${sandbox.url}, data in ${dataDir}`);
 
   step(1, 'Register a reseller');
-  const { accessToken: token } = await call('POST', '/v1/auth/register', { email: 'demo@reseller.example', password: 'correct horse battery' });
+  const { accessToken: token } = await call('POST', '/v1/auth/register', { email: 'demo@reseller.example', password: PASSWORD });
   show('access token', `${token.slice(0, 24)}…`);
 
   step(2, 'Connect the reseller storefront (platform_a)');
@@ -104,13 +110,45 @@ try {
   const audit = await call('GET', `/v1/audit_log?reseller_store_id=${shop.id}&limit=20`, undefined, token);
   for (const entry of [...audit.data].reverse()) show(entry.createdAt, `${entry.action} ${entry.resourceId}`);
 
-  console.log('\n\x1b[32mDemo finished: order routed to two suppliers, tracking pushed back.\x1b[0m');
+  step(9, 'Bolt Brothers goes down (every call answers 503) while a second order arrives');
+  sandbox.setFaults(bolts.shopDomain, { alwaysFail: true, status: 503 });
+  const second = sandbox.buildOrderPayload('platform_a', {
+    id: 450789470,
+    currency: 'EUR',
+    email: 'customer@example.com',
+    lines: [{ sku: 'BLT-10', title: 'Bolt M10 (box)', vendor: 'Bolt Bros', quantity: 2, price: '12.00' }],
+  });
+  sandbox.seedOrder(shop.shopDomain, 'platform_a', second);
+  await sendWebhook({ targetUrl: `${base}/v1/orders/webhook`, shopDomain: shop.shopDomain, secret: 'whsec_demo_reseller', topic: 'orders/create', payload: second });
+  const dead = await until('the job to die after its automatic retries', async () => {
+    const list = await call('GET', `/v1/sync_jobs?reseller_store_id=${shop.id}&status=dead`, undefined, token);
+    return list.data[0] ?? null;
+  });
+  const timeline = await call('GET', `/v1/sync_jobs/${dead.id}/attempts`, undefined, token);
+  for (const attempt of timeline.data) show(`attempt ${attempt.attempt} (${attempt.trigger})`, `${attempt.outcome}, platform answered ${attempt.platformStatus}`);
+  show(dead.id, `${dead.status}: ${dead.errorMessage}`);
+
+  step(10, 'Bolt Brothers is back; the operator retries the dead job');
+  sandbox.clearFaults(bolts.shopDomain);
+  await call('POST', `/v1/sync_jobs/${dead.id}/retry`, undefined, token);
+  const placed = await until('the retried job to complete', async () => {
+    const job = await call('GET', `/v1/sync_jobs/${dead.id}`, undefined, token);
+    return job.status === 'completed' ? job : null;
+  });
+  show(placed.id, `${placed.status} after ${placed.attempts} attempts, supplier order ${placed.sourceOrderId}`);
+
+  console.log('\n\x1b[32mDemo finished: orders routed, tracking pushed back, a dead job retried and placed.\x1b[0m');
 } catch (error) {
   console.error(`\n\x1b[31mDemo failed: ${error instanceof Error ? error.message : String(error)}\x1b[0m`);
   exitCode = 1;
-} finally {
-  await service.stop();
-  await sandbox.close();
-  deleteDataDir(dataDir);
 }
+if (keep && exitCode === 0) {
+  console.log(`\nStill running, with the demo's data. Open ${base}/console and sign in as demo@reseller.example / ${PASSWORD}`);
+  console.log(`(the API reference is at ${base}/docs). Ctrl-C stops; the data stays in ${dataDir}, and`);
+  console.log(`DATA_DIR=${dataDir} npm start serves it again (with no sandbox behind it, calls to the stores fail).`);
+  await new Promise<void>((resolve) => process.once('SIGINT', () => resolve()));
+}
+await service.stop();
+await sandbox.close();
+if (!keep) deleteDataDir(dataDir);
 process.exit(exitCode);

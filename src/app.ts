@@ -83,6 +83,8 @@ export function createApp(ctx: AppContext, services: Services): Express {
   });
   app.use(docsRoutes());
   app.use(consoleRoutes());
+  // A person who opens the service's address in a browser lands where an operator starts.
+  app.get('/', (_req, res) => res.redirect(302, '/console'));
 
   const options = {
     // Body, webhook signature, rate limit and authentication, as each route's metadata says.

@@ -1,9 +1,11 @@
-import { ConfigError, loadConfig } from './config/index.ts';
+import './shared/require-node.ts';
+import { ConfigError, loadConfig, type Config } from './config/index.ts';
 import { EmbeddedDatabaseError } from './db/embedded.ts';
 import { startService } from './server.ts';
 import { createLogger } from './shared/logger.ts';
+import { portInUse, unreachableDatabase, unwritableDataDir } from './shared/start-up-problems.ts';
 
-let config;
+let config: Config;
 try {
   config = loadConfig();
 } catch (error) {
@@ -13,14 +15,24 @@ try {
   process.exit(1);
 }
 
+// Before a whole PostgreSQL starts for nothing.
+const busyPort = await portInUse(config.host, config.port);
+if (busyPort) {
+  console.error(busyPort);
+  process.exit(1);
+}
+
 const logger = createLogger(config.logLevel);
 const service = await startService(config, logger).catch((error: unknown) => {
   // A set-up problem the operator solves gets one line saying how, like a bad configuration value.
-  if (error instanceof EmbeddedDatabaseError) console.error(error.message);
+  const problem = error instanceof EmbeddedDatabaseError ? error.message : unreachableDatabase(error, config.databaseUrl);
+  if (problem) console.error(problem);
   else logger.fatal({ err: error }, 'start-up failed');
   process.exit(1);
 });
 logger.info({ role: config.role, url: service.url }, 'service started');
+// For the person at the terminal; the JSON lines above are for the log pipeline.
+if (service.url) console.error(`ready: API ${service.url}/v1 · docs ${service.url}/docs · console ${service.url}/console (Ctrl-C stops)`);
 
 let stopping = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
@@ -36,11 +48,4 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
       },
     );
   });
-}
-
-/** In development loadConfig keeps generated secrets in DATA_DIR: one it cannot write is a set-up problem. */
-function unwritableDataDir(error: unknown): string | null {
-  const code = (error as NodeJS.ErrnoException | undefined)?.code;
-  if (!code || !['EACCES', 'EPERM', 'EROFS', 'ENOENT', 'ENOTDIR'].includes(code)) return null;
-  return `invalid configuration: DATA_DIR cannot hold the generated secrets (${(error as Error).message}): set DATA_DIR to a folder this user can write`;
 }

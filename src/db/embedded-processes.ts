@@ -66,6 +66,12 @@ async function stopOrphan(pid: number, clusterDir: string, log: (line: string) =
   }
 }
 
+/** Whether a live service owns the cluster in `clusterDir`, or a server still runs on it. */
+export function clusterInUse(clusterDir: string): boolean {
+  const owner = readOwner(path.join(path.dirname(clusterDir), 'postgres.owner'));
+  return (owner !== null && isAlive(owner)) || runningServer(clusterDir) !== null;
+}
+
 function readOwner(file: string): Owner | null {
   try {
     const owner = JSON.parse(readFileSync(file, 'utf8')) as Owner;

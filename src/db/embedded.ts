@@ -136,7 +136,7 @@ async function initialise(binaries: Binaries, clusterDir: string, password: stri
 
 /** Runs a PostgreSQL program to its end; resolves with the last line it printed when it failed. */
 function run(command: string, args: string[], runAs: RunAs | null, log: (line: string) => void): Promise<string | null> {
-  const child = spawn(command, args, { ...runAs, cwd: '/', env: postgresEnvironment(), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(command, args, { ...runAs, cwd: '/', env: postgresEnvironment(), stdio: ['ignore', 'pipe', 'pipe'], detached: true });
   let last = '';
   const onLine = (line: string) => {
     log(line);
@@ -160,7 +160,9 @@ async function startServer(binaries: Binaries, clusterDir: string, port: number,
     binaries.postgres,
     // Loopback only, no unix socket: several clusters (tests, a second checkout) can coexist.
     ['-D', clusterDir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=200', '-c', 'lc_messages=C'],
-    { ...runAs, cwd: '/', env: postgresEnvironment(), stdio: ['ignore', 'pipe', 'pipe'] },
+    // Its own process group: a terminal's Ctrl-C signals the whole foreground group, and PostgreSQL
+    // would stop under the queue and the workers still using it. The service stops it last.
+    { ...runAs, cwd: '/', env: postgresEnvironment(), stdio: ['ignore', 'pipe', 'pipe'], detached: true },
   );
   const exited = new Promise<void>((resolve) => server.once('exit', () => resolve()));
   let problem = '';

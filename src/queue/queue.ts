@@ -92,7 +92,13 @@ function jobInsert(id: string, message: object, delayMs: number, groupId?: strin
   return { id, data: message, ...(at && { startAfter: at }), ...(groupId !== undefined && { group: { id: groupId } }) };
 }
 
+/** SQLSTATE of a session the server ended because it is shutting down. */
+const ADMIN_SHUTDOWN = '57P01';
+
 export class Queue {
+  /** Set once `stop` began. */
+  stopping = false;
+
   private constructor(
     readonly boss: PgBoss,
     /** Every queue this process created: QUEUES and the kinds'. */
@@ -115,16 +121,22 @@ export class Queue {
       useListenNotify: false,
       application_name: 'order-routing-queue',
     });
-    boss.on('error', (error) => options.logger.error({ err: error }, 'queue error'));
-    await boss.start();
     const queues: QueueSpec[] = [...(options.queues ?? []), ...Object.values(QUEUES)];
-    for (const queue of queues) {
-      const settings = { ...QUEUE_OPTIONS, ...(queue.retryLimit !== undefined && { retryLimit: queue.retryLimit }) };
-      await boss.createQueue(queue.name, settings);
+    const queue = new Queue(boss, queues.map(({ name }) => name));
+    boss.on('error', (error) => {
+      // pg's pool lets a stopping pool go before its sockets have closed, so a connection can still hear
+      // the embedded PostgreSQL's own shutdown (stopped right after the queue): not a fault then.
+      if (queue.stopping && (error as { code?: string }).code === ADMIN_SHUTDOWN) options.logger.debug({ err: error }, 'queue connection closed by the database shutting down');
+      else options.logger.error({ err: error }, 'queue error');
+    });
+    await boss.start();
+    for (const spec of queues) {
+      const settings = { ...QUEUE_OPTIONS, ...(spec.retryLimit !== undefined && { retryLimit: spec.retryLimit }) };
+      await boss.createQueue(spec.name, settings);
       // createQueue leaves an existing queue as it was: bring its options up to date.
-      await boss.updateQueue(queue.name, settings);
+      await boss.updateQueue(spec.name, settings);
     }
-    return new Queue(boss, queues.map((queue) => queue.name));
+    return queue;
   }
 
   /**
@@ -159,6 +171,7 @@ export class Queue {
   }
 
   stop(timeoutMs = 30_000): Promise<void> {
+    this.stopping = true;
     return this.boss.stop({ graceful: true, timeout: timeoutMs });
   }
 }

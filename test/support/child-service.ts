@@ -42,6 +42,8 @@ export class ChildService {
   readonly lines: string[] = [];
   private child: ChildProcess | null = null;
   private exited: Promise<number | null> = Promise.resolve(null);
+  /** The embedded PostgreSQL's cluster, once the service logged it: its server runs in a process group of its own. */
+  private clusterDir: string | null = null;
   runs: ChildRun[] = [];
 
   constructor(private readonly env: Record<string, string>) {}
@@ -63,13 +65,14 @@ export class ChildService {
     const listening = new Promise<string>((resolve, reject) => {
       const onLine = (line: string) => {
         this.lines.push(line);
-        let entry: { msg?: string; url?: string; port?: number } | null = null;
+        let entry: { msg?: string; url?: string; port?: number; clusterDir?: string } | null = null;
         try {
           entry = JSON.parse(line);
         } catch {
           return;
         }
         if (entry?.msg === 'embedded PostgreSQL started' && typeof entry.port === 'number') databasePort = entry.port;
+        if (entry?.msg === 'embedded PostgreSQL started' && typeof entry.clusterDir === 'string') this.clusterDir = entry.clusterDir;
         if (entry?.msg === 'HTTP API listening' && entry.url) resolve(entry.url);
       };
       lineReader(child.stdout!, onLine);
@@ -90,7 +93,11 @@ export class ChildService {
     }
   }
 
-  /** SIGKILL to the whole process group: node and its PostgreSQL die at once, nothing gets to clean up. */
+  /**
+   * SIGKILL to node's process group and to its embedded PostgreSQL's (the service starts it in a group
+   * of its own, out of reach of a terminal's Ctrl-C): both die at once, as in a power cut, and nothing
+   * gets to clean up.
+   */
   async kill(): Promise<void> {
     if (!this.child) return;
     this.killGroup();
@@ -114,6 +121,12 @@ export class ChildService {
       if (this.child?.pid) process.kill(-this.child.pid, 'SIGKILL');
     } catch {
       // already gone
+    }
+    const postmaster = this.clusterDir ? postmasterPid(this.clusterDir) : null;
+    try {
+      if (postmaster) process.kill(-postmaster, 'SIGKILL');
+    } catch {
+      // already gone, or a stale pid file
     }
   }
 }
