@@ -152,7 +152,7 @@ function Console({ user, onSignOut }) {
           )}
         </ul>
         <ul>
-          <li><span class="muted">${user.email}</span></li>
+          <li class="account-email"><span class="muted">${user.email}</span></li>
           <li><button type="button" class="secondary outline" onClick=${onSignOut}>Sign out</button></li>
         </ul>
       </nav>

@@ -2,7 +2,7 @@
 // service has the list), dead and failed jobs, disabled webhook endpoints, and each store's counts.
 import { html, useCallback, useState } from '/console/assets/preact-htm.js';
 import {
-  Alert, api, Ago, href, listAll, loadDivergences, Loading, number, plainWords, plural, POLL_MS, Status, useAction, usePolling, useViewHeading, When,
+  Alert, api, Ago, duration, href, listAll, loadDivergences, Loading, number, plainWords, plural, POLL_MS, Status, useAction, usePolling, useViewHeading, When,
 } from './lib.js';
 import { bulkRetry, JobsTable, retryJobs, useSelection } from './jobs.js';
 
@@ -129,7 +129,7 @@ export function DivergencesTable({ items, dir, action, showStore }) {
               <td data-label="Detail" class="error-text">${detailText(item.detail)}</td>
               <td class="row-actions">
                 ${item.syncJobId && html`<a href=${href(`/jobs/${item.syncJobId}`)} class="row-link"
-                  aria-label=${`Open the job of the divergence ${DIVERGENCE_TYPES[item.type] ?? item.type}`}>Open job</a>`}
+                  aria-label=${`Open job: ${DIVERGENCE_TYPES[item.type] ?? item.type}`}>Open job</a>`}
                 ${item.type === 'job_dead' && item.syncJobId && html`<button type="button" onClick=${() => retry(item)} disabled=${action.busy !== null}>Retry job</button>`}
                 <button type="button" class="secondary" onClick=${() => dismiss(item)} disabled=${action.busy !== null}
                   aria-label=${`Dismiss the divergence ${DIVERGENCE_TYPES[item.type] ?? item.type}`}>Dismiss</button>
@@ -193,7 +193,7 @@ function StoresTable({ dir }) {
               <td data-label="Failed">${count('failed')}</td>
               <td data-label="Pending">${count('pending')}</td>
               <td data-label="Completed">${count('completed')}</td>
-              <td data-label="Oldest pending">${stats ? (stats.oldestPendingSeconds === null ? 'none waiting' : html`<${Ago} at=${new Date(Date.now() - stats.oldestPendingSeconds * 1000).toISOString()} />`) : '…'}</td>
+              <td data-label="Oldest pending">${stats ? (stats.oldestPendingSeconds === null ? 'none waiting' : `waiting ${duration(stats.oldestPendingSeconds)}`) : '…'}</td>
               <td data-label="Last order">${stats ? html`<${Ago} at=${stats.lastOrderAt} never="no order yet" />` : '…'}</td>
             </tr>`;
           })}

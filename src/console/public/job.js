@@ -126,9 +126,18 @@ function Cancellation({ cancellation, busy, onRetry }) {
  * repeats the previous attempt's is not written again.
  */
 function Timeline({ attempts, label, result, resultLabel }) {
+  const [open, setOpen] = useState(() => new Set());
   if (attempts === null) return html`<${Loading} what="attempts" />`;
   if (attempts.length === 0) return html`<p>No attempt yet: waiting for a worker.</p>`;
   const exchanges = attempts.some((a) => a.request !== undefined || a.response !== undefined);
+  const columns = 7 + (result ? 1 : 0) + (exchanges ? 1 : 0);
+  const toggle = (key) =>
+    setOpen((before) => {
+      const after = new Set(before);
+      if (after.has(key)) after.delete(key);
+      else after.add(key);
+      return after;
+    });
   let runStart = null;
   return html`
     <table class="cards timeline">
@@ -137,7 +146,7 @@ function Timeline({ attempts, label, result, resultLabel }) {
         <tr>
           <th scope="col">#</th><th scope="col">Trigger</th><th scope="col">Started</th><th scope="col">Duration</th>
           <th scope="col">Outcome</th><th scope="col">Platform status</th>${result && html`<th scope="col">${resultLabel}</th>`}<th scope="col">Error</th>
-          ${exchanges && html`<th scope="col">Exchange</th>`}
+          ${exchanges && html`<th scope="col"><span class="visually-hidden">Request and response</span></th>`}
         </tr>
       </thead>
       <tbody>
@@ -145,20 +154,26 @@ function Timeline({ attempts, label, result, resultLabel }) {
           const previous = attempts[index - 1];
           const repeated = attempt.errorMessage && previous?.errorMessage === attempt.errorMessage;
           if (!repeated) runStart = attempt.attempt;
-          return html`<tr key=${attempt.attempt ?? index}>
-            <td data-label="Attempt">${attempt.attempt}</td>
-            <td data-label="Trigger">${TRIGGERS[attempt.trigger] ?? attempt.trigger}</td>
-            <td data-label="Started"><${When} at=${attempt.startedAt} /></td>
-            <td data-label="Duration">${attempt.durationMs === null || attempt.durationMs === undefined ? '—' : `${number.format(attempt.durationMs)} ms`}</td>
-            <td data-label="Outcome"><span class=${`outcome outcome-${attempt.outcome}`}>${attempt.outcome.replace('_', ' ')}</span></td>
-            <td data-label="Platform status">${attempt.platformStatus ?? '—'}</td>
-            ${result && html`<td data-label=${resultLabel}>${attempt[result] ?? '—'}</td>`}
-            <td data-label="Error" class="error-text">
-              ${repeated ? html`<span class="muted">same as attempt ${runStart}</span>` : attempt.errorMessage ?? '—'}
-              ${attempt.nextRetryAt ? html`<br /><small>next retry <${Due} at=${attempt.nextRetryAt} /></small>` : ''}
-            </td>
-            ${exchanges && html`<td data-label="Exchange"><${Exchange} entry=${attempt} /></td>`}
-          </tr>`;
+          const key = attempt.attempt ?? index;
+          const hasExchange = attempt.request !== undefined || attempt.response !== undefined;
+          return html`
+            <tr key=${key} class="attempt">
+              <td data-label="Attempt">${attempt.attempt}</td>
+              <td data-label="Trigger">${TRIGGERS[attempt.trigger] ?? attempt.trigger}</td>
+              <td data-label="Started"><${When} at=${attempt.startedAt} /></td>
+              <td data-label="Duration">${attempt.durationMs === null || attempt.durationMs === undefined ? '—' : `${number.format(attempt.durationMs)} ms`}</td>
+              <td data-label="Outcome"><span class=${`outcome outcome-${attempt.outcome}`}>${attempt.outcome.replace('_', ' ')}</span></td>
+              <td data-label="Platform status">${attempt.platformStatus ?? '—'}</td>
+              ${result && html`<td data-label=${resultLabel}>${attempt[result] ?? '—'}</td>`}
+              <td data-label="Error" class="error-text">
+                ${repeated ? html`<span class="muted">same as attempt ${runStart}</span>` : attempt.errorMessage ?? '—'}
+                ${attempt.nextRetryAt ? html`<br /><small>next retry <${Due} at=${attempt.nextRetryAt} /></small>` : ''}
+              </td>
+              ${exchanges && html`<td class="row-actions">${hasExchange &&
+                html`<button type="button" class="outline" aria-expanded=${open.has(key) ? 'true' : 'false'} onClick=${() => toggle(key)}
+                  aria-label=${`Request and response of attempt ${attempt.attempt}`}>Request and response</button>`}</td>`}
+            </tr>
+            ${open.has(key) && html`<tr key=${`${key}-exchange`} class="exchange-row"><td colspan=${columns}><${Exchange} entry=${attempt} /></td></tr>`}`;
         })}
       </tbody>
     </table>`;

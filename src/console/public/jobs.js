@@ -312,21 +312,29 @@ export function StoreView({ storeId, route, dir, announce, reloads }) {
     </section>`;
 }
 
+/** Cancellations by status from the stats, whether as `cancellations.byStatus` or the counts themselves; null before the service has them. */
+function cancellationCounts(cancellations) {
+  if (!cancellations || typeof cancellations !== 'object') return null;
+  const counts = cancellations.byStatus ?? cancellations;
+  return typeof counts.pending === 'number' ? counts : null;
+}
+
 function StatsView({ stats, storeId }) {
   const rows = [...JOB_STATUSES, 'skipped'];
+  const cancellations = cancellationCounts(stats.cancellations);
   return html`
     <div class="grid stats">
       <table>
         <caption>Counts by status</caption>
         <thead><tr><th scope="col">Status</th><th scope="col">Sync jobs</th><th scope="col">Fulfillments</th>
-          ${stats.cancellations?.byStatus && html`<th scope="col">Cancellations</th>`}</tr></thead>
+          ${cancellations && html`<th scope="col">Cancellations</th>`}</tr></thead>
         <tbody>
           ${rows.map(
             (status) => html`<tr>
               <th scope="row"><${Status} status=${status} /></th>
               <td>${status in stats.syncJobs ? html`<a href=${href(`/stores/${storeId}`, { status })}>${number.format(stats.syncJobs[status])}</a>` : html`<span aria-label="not applicable">—</span>`}</td>
               <td>${number.format(stats.fulfillments[status] ?? 0)}</td>
-              ${stats.cancellations?.byStatus && html`<td>${status in stats.cancellations.byStatus ? number.format(stats.cancellations.byStatus[status]) : '—'}</td>`}
+              ${cancellations && html`<td>${typeof cancellations[status] === 'number' ? number.format(cancellations[status]) : '—'}</td>`}
             </tr>`,
           )}
         </tbody>

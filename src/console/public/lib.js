@@ -336,13 +336,11 @@ export function PageSizePicker({ params, path, id }) {
 
 /** Request and response excerpts of a timeline entry, when the API gives them (redacted and bounded by the service). */
 export function Exchange({ entry }) {
-  if (!entry || (entry.request === undefined && entry.response === undefined)) return null;
-  return html`
-    <details class="exchange">
-      <summary>Request and response</summary>
-      ${entry.request !== undefined && entry.request !== null && html`<p class="label">Request</p><pre tabindex="0">${excerpt(entry.request)}</pre>`}
-      ${entry.response !== undefined && entry.response !== null && html`<p class="label">Response</p><pre tabindex="0">${excerpt(entry.response)}</pre>`}
-    </details>`;
+  const part = (label, value) =>
+    value === undefined || value === null
+      ? html`<div><p class="label">${label}</p><p class="muted">none</p></div>`
+      : html`<div><p class="label">${label}</p><pre tabindex="0" aria-label=${`${label} of attempt ${entry.attempt}`}>${excerpt(value)}</pre></div>`;
+  return html`<div class="exchange">${part('Request', entry.request)}${part('Response', entry.response)}</div>`;
 }
 
 // ---------------------------------------------------------------------------------------------
