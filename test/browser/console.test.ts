@@ -241,6 +241,15 @@ describe('the operator console', () => {
     expect(await accessibilityViolations(page), 'attention view').toEqual([]);
     await screenshot(page, 'attention-1280');
 
+    // Keyboard focus is drawn as a thick ring.
+    await page.getByRole('searchbox', { name: 'Search by order number, job id or supplier' }).focus();
+    await page.keyboard.press('Tab');
+    const ring = await page.evaluate<{ text: string; style: string; width: string }>(`(() => {
+      const style = getComputedStyle(document.activeElement);
+      return { text: document.activeElement.textContent, style: style.outlineStyle, width: style.outlineWidth };
+    })()`);
+    expect(ring).toEqual({ text: 'Search', style: 'solid', width: '3px' });
+
     // Picking a store is a URL; so is every filter; Back walks them in reverse.
     await picker.selectOption({ label: 'Harbour Goods · 3 dead' });
     await view(page, 'Harbour Goods');
@@ -263,6 +272,8 @@ describe('the operator console', () => {
     await view(page, `Job for order #${scene.deadJob.externalOrderId}`);
     // Focus is on the view's heading, for screen readers.
     expect(await page.evaluate<string>('document.activeElement && document.activeElement.id')).toBe('view-heading');
+    // The picker shows the job's store.
+    await expect.poll(() => storePicker(page).inputValue()).toBe(scene.harbour.reseller.id);
 
     // Sign out: back to the form, and a reload does not resume the session.
     await page.getByRole('button', { name: 'Sign out' }).click();
@@ -308,7 +319,9 @@ describe('the operator console', () => {
 
     // The supplier is back: retry, and watch it complete.
     sandbox.clearFaults(scene.flaky.shopDomain);
-    await page.getByRole('button', { name: 'Retry this job' }).click();
+    // By keyboard.
+    await page.getByRole('button', { name: 'Retry this job' }).focus();
+    await page.keyboard.press('Enter');
     await page.locator('.facts .badge-completed').waitFor({ timeout: 20_000 });
     await expect.poll(() => rows.count()).toBe(5);
     await expect(rows.nth(4).textContent()).resolves.toMatch(/Manual retry.*succeeded.*201/);
@@ -352,7 +365,9 @@ describe('the operator console', () => {
 
     // Retry selected: one of the two, by its checkbox.
     sandbox.clearFaults(scene.outage.shopDomain);
-    await page.getByRole('checkbox', { name: `Select the job for order ${first.externalOrderId}` }).check();
+    // By keyboard: Space ticks the row's checkbox.
+    await page.getByRole('checkbox', { name: `Select the job for order ${first.externalOrderId}` }).focus();
+    await page.keyboard.press('Space');
     await page.getByRole('button', { name: 'Retry selected (1)' }).click();
     await page.getByText(`Job for order ${first.externalOrderId} retried; it is pending again.`).waitFor();
     await waitForJob(service.api, scene.user.token, first.id, (j) => j.status === 'completed', 20_000, 'completed');

@@ -136,11 +136,17 @@ function Console({ user, onSignOut }) {
   const [reloads, setReloads] = useState(0);
   const [notice, setNotice] = useState('');
   const dir = useDirectory(reloads);
+  // The store a view is about when its URL does not say (a job's page learns it from the job).
+  const [viewStore, setViewStore] = useState('');
   const refresh = useCallback(() => setReloads((count) => count + 1), []);
   // The live region says each result once; a new view starts without the last one's message.
-  useEffect(() => setNotice(''), [route.path]);
+  useEffect(() => {
+    setNotice('');
+    setViewStore('');
+  }, [route.path]);
 
-  const [view, storeInView] = chooseView(route, { dir, announce: setNotice, reloads, refresh });
+  const [view, routeStore] = chooseView(route, { dir, announce: setNotice, reloads, refresh, setViewStore });
+  const storeInView = routeStore || viewStore;
   return html`
     <a class="skip-link" href="#main" onClick=${(e) => { e.preventDefault(); document.getElementById('main')?.focus(); }}>Skip to content</a>
     <header class="container topbar">

@@ -2,14 +2,14 @@
 // Fields other parts of the service add over time are shown when present: `nextRetryAt` (job,
 // fulfillment, cancellation), `request`/`response` on timeline entries, `cancellations`,
 // `supplierCancelledAt`/`supplierCancelReason`.
-import { html, useCallback, useState } from '/console/assets/preact-htm.js';
+import { html, useCallback, useEffect, useState } from '/console/assets/preact-htm.js';
 import {
   Alert, api, ApiError, Due, Exchange, href, JOB_POLL_MS, Loading, number, plainWords, plural, RETRYABLE, Status, TRIGGERS, useAction, usePolling,
   useViewHeading, When,
 } from './lib.js';
 import { retryJobs } from './jobs.js';
 
-export function JobView({ jobId, dir, announce }) {
+export function JobView({ jobId, dir, announce, setViewStore }) {
   const [job, setJob] = useState(null);
   const [attempts, setAttempts] = useState(null);
   const [history, setHistory] = useState(null);
@@ -33,6 +33,9 @@ export function JobView({ jobId, dir, announce }) {
   }, [jobId]);
   usePolling(load, JOB_POLL_MS, [load]);
   const action = useAction(announce, load);
+  useEffect(() => {
+    if (job) setViewStore(job.resellerStoreId);
+  }, [job?.resellerStoreId]);
 
   const retryCancellation = (cancellation) =>
     action.run('retry the cancellation', async () => {
