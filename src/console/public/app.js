@@ -225,7 +225,7 @@ function SearchBox({ route }) {
   return html`
     <form role="search" class="search" onSubmit=${submit}>
       <label for="search" class="visually-hidden">Search by order number, job id or supplier</label>
-      <input id="search" type="search" placeholder="Order number, job id or supplier" value=${text}
+      <input id="search" type="search" placeholder="Order, job id or supplier" value=${text}
         onInput=${(e) => setText(e.currentTarget.value)} />
       <button type="submit">Search</button>
     </form>`;

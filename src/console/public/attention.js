@@ -109,7 +109,7 @@ export function DivergencesTable({ items, dir, action, showStore }) {
       await api('POST', `/v1/reseller_stores/${item.resellerStoreId}/divergences/${item.id}/dismiss`);
       return `Divergence dismissed: ${DIVERGENCE_TYPES[item.type] ?? item.type}.`;
     });
-  const retry = (item) => action.run('retry the job', () => retryJobs([{ id: item.syncJobId, externalOrderId: item.externalOrderId ?? item.syncJobId }]));
+  const retry = (item) => action.run('retry the job', () => retryJobs([{ id: item.syncJobId, externalOrderId: item.externalOrderId }]));
   return html`
     <section aria-labelledby="divergences-heading">
       <h2 id="divergences-heading">Divergences (${number.format(items.length)})</h2>

@@ -24,7 +24,9 @@ export async function retryJobs(jobs) {
   const retried = jobs.length - refused.length;
   if (retried === 0 && refused.length > 0) throw refused[0].failure;
   const done =
-    jobs.length === 1 ? `Job for order ${jobs[0].externalOrderId} retried; it is pending again.` : `Retried ${plural(retried, 'job')}; they are pending again.`;
+    jobs.length === 1
+      ? `${jobs[0].externalOrderId ? `Job for order ${jobs[0].externalOrderId}` : 'Job'} retried; it is pending again.`
+      : `Retried ${plural(retried, 'job')}; they are pending again.`;
   if (refused.length === 0) return done;
   return `${done} ${plural(refused.length, 'job')} could not be retried: ${refused.map(({ job, failure }) => `order ${job.externalOrderId} (${plainWords(failure)})`).join('; ')}.`;
 }
