@@ -5,7 +5,7 @@ import { Router, type Response } from 'express';
 
 /**
  * GET /console: the operator console, a page of the API process that uses only the public API
- * (sign-in, stores, stats, jobs, retries) from the browser. No build step: the app is a plain ES
+ * (sign-in, stores, stats, jobs, retries, webhook endpoints, the audit log) from the browser. No build step: the app is a plain ES
  * module (public/app.js) rendered with preact through htm's tagged templates, both from the `htm`
  * package's standalone bundle, styled by Pico CSS; every file is served from here, so the page
  * works offline and a strict Content-Security-Policy allows nothing from elsewhere.
@@ -13,10 +13,12 @@ import { Router, type Response } from 'express';
 const require = createRequire(import.meta.url);
 const PUBLIC_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'public');
 
+/** The console's own modules and style sheet: app.js is the shell, the others its views and shared parts. */
+const OWN_FILES = ['app.js', 'lib.js', 'attention.js', 'jobs.js', 'job.js', 'webhooks.js', 'audit.js', 'console.css'];
+
 /** URL path under /console/ → file on disk. Only these are served. */
 const FILES: Record<string, string> = {
-  'app.js': path.join(PUBLIC_DIR, 'app.js'),
-  'console.css': path.join(PUBLIC_DIR, 'console.css'),
+  ...Object.fromEntries(OWN_FILES.map((file) => [file, path.join(PUBLIC_DIR, file)])),
   // The browser build of the standalone bundle (preact, its hooks and htm in one ES module).
   // (htm's exports map names a CommonJS file it does not ship, so resolve the package's main entry.)
   'assets/preact-htm.js': path.join(path.dirname(require.resolve('htm')), '..', 'preact', 'standalone.module.js'),

@@ -1,0 +1,203 @@
+// The first view: what needs attention across all the user's stores. Divergences (when the
+// service has the list), dead and failed jobs, disabled webhook endpoints, and each store's counts.
+import { html, useCallback, useState } from '/console/assets/preact-htm.js';
+import {
+  Alert, api, Ago, duration, href, listAll, loadDivergences, Loading, number, plainWords, plural, POLL_MS, Status, useAction, usePolling, useViewHeading, When,
+} from './lib.js';
+import { bulkRetry, JobsTable, retryJobs, useSelection } from './jobs.js';
+
+const SHOWN = 25;
+
+export function AttentionView({ dir, announce, reloads }) {
+  const heading = useViewHeading('Needs attention');
+  const [jobs, setJobs] = useState(null);
+  const [endpoints, setEndpoints] = useState(null);
+  const [divergences, setDivergences] = useState(undefined);
+  const [error, setError] = useState(null);
+  const storeIds = (dir.stores ?? []).map((store) => store.id).join(',');
+
+  const load = useCallback(async () => {
+    try {
+      const [dead, failed, allEndpoints] = await Promise.all([
+        api('GET', `/v1/sync_jobs?status=dead&limit=${SHOWN}`),
+        api('GET', `/v1/sync_jobs?status=failed&limit=${SHOWN}`),
+        listAll('/v1/webhook_endpoints', 100),
+      ]);
+      const failedAt = (job) => job.deadAt ?? job.failedAt ?? job.updatedAt;
+      setJobs([...dead.data, ...failed.data].sort((a, b) => Date.parse(failedAt(b)) - Date.parse(failedAt(a))));
+      setEndpoints(allEndpoints.filter((endpoint) => endpoint.status === 'disabled'));
+      if (dir.stores) setDivergences(await loadDivergences(dir.stores.map((store) => store.id)));
+      setError(null);
+    } catch (failure) {
+      setError(plainWords(failure, 'load what needs attention'));
+    }
+  }, [storeIds, reloads]);
+  usePolling(load, POLL_MS, [load]);
+
+  const after = useCallback(() => {
+    load();
+    dir.loadStats();
+  }, [load, dir.loadStats]);
+  const action = useAction(announce, after);
+
+  const totals = Object.values(dir.stats).reduce(
+    (sum, stats) => ({ dead: sum.dead + stats.syncJobs.dead, failed: sum.failed + stats.syncJobs.failed }),
+    { dead: 0, failed: 0 },
+  );
+  const nothing = jobs?.length === 0 && endpoints?.length === 0 && !divergences?.length;
+  return html`
+    <section aria-labelledby="view-heading">
+      <h1 id="view-heading" tabindex="-1" ref=${heading}>Needs attention</h1>
+      <p class="muted">Across all your stores: what a supplier or an integrator is waiting on you for.</p>
+      <${Alert} text=${error ?? action.error} />
+      ${dir.stores?.length === 0 && html`<p>You have no reseller stores yet. Connect one through the API (<a href="/docs">API reference</a>).</p>`}
+      ${nothing && html`<p class="all-clear">Nothing needs attention: no divergence, no dead or failed job, no disabled webhook endpoint.</p>`}
+      ${divergences?.length > 0 && html`<${DivergencesTable} items=${divergences} dir=${dir} action=${action} showStore=${true} />`}
+      <${ProblemJobs} jobs=${jobs} totals=${totals} dir=${dir} action=${action} />
+      <${DisabledEndpoints} endpoints=${endpoints} action=${action} />
+      <${StoresTable} dir=${dir} />
+    </section>`;
+}
+
+function ProblemJobs({ jobs, totals, dir, action }) {
+  const selection = useSelection(jobs);
+  if (jobs === null) return html`<${Loading} what="dead and failed jobs" />`;
+  if (jobs.length === 0) return html`<section aria-labelledby="problems-heading"><h2 id="problems-heading">Dead and failed jobs</h2><p>No dead or failed jobs. Everything is moving.</p></section>`;
+  const total = totals.dead + totals.failed;
+  const retrySelected = () => action.run('retry the selected jobs', () => retryJobs(selection.chosen()).finally(selection.clear));
+  const retryAllDead = () => action.run('retry the dead jobs', () => bulkRetry({ status: 'dead' }));
+  return html`
+    <section aria-labelledby="problems-heading">
+      <h2 id="problems-heading">Dead and failed jobs</h2>
+      <p class="muted">
+        ${total > jobs.length ? `The ${jobs.length} most recent of ${number.format(total)}. ` : ''}
+        Dead jobs wait for you; failed ones will be retried automatically.${' '}
+        <a href=${href('/jobs', { status: 'dead' })}>All dead jobs</a> · <a href=${href('/jobs', { status: 'failed' })}>All failed jobs</a>
+      </p>
+      <div class="actions">
+        <button type="button" onClick=${retrySelected} disabled=${action.busy !== null || selection.count === 0}
+          aria-busy=${action.busy === 'retry the selected jobs' ? 'true' : 'false'}>Retry selected (${selection.count})</button>
+        <button type="button" class="secondary" onClick=${retryAllDead} disabled=${action.busy !== null || totals.dead === 0}
+          aria-busy=${action.busy === 'retry the dead jobs' ? 'true' : 'false'}>Retry all dead jobs (${number.format(totals.dead)})</button>
+      </div>
+      <${JobsTable} jobs=${jobs} dir=${dir} showStore=${true} selection=${selection} busy=${action.busy}
+        onRetry=${(job) => action.run('retry the job', () => retryJobs([job]))}
+        caption="Dead and failed sync jobs of all stores, most recent failure first" />
+    </section>`;
+}
+
+const DIVERGENCE_TYPES = {
+  too_late: 'Cancelled too late: the supplier shipped',
+  unsupported: 'Partial cancellation the supplier cannot do',
+  supplier_cancelled: 'Cancelled by the supplier',
+  stale: 'No tracking for a long time',
+  cancellation_dead: 'Cancellation failed',
+  job_dead: 'Order not placed (job dead)',
+  fulfillment_dead: 'Tracking not delivered',
+};
+
+const detailText = (detail) => {
+  if (detail === null || detail === undefined) return '—';
+  if (typeof detail === 'string') return detail;
+  return detail.message ?? detail.reason ?? JSON.stringify(detail);
+};
+
+/** The divergence list (order-changes.md): what needs the reseller and could not be repaired. */
+export function DivergencesTable({ items, dir, action, showStore }) {
+  const dismiss = (item) =>
+    action.run('dismiss the divergence', async () => {
+      await api('POST', `/v1/reseller_stores/${item.resellerStoreId}/divergences/${item.id}/dismiss`);
+      return `Divergence dismissed: ${DIVERGENCE_TYPES[item.type] ?? item.type}.`;
+    });
+  const retry = (item) => action.run('retry the job', () => retryJobs([{ id: item.syncJobId, externalOrderId: item.externalOrderId }]));
+  return html`
+    <section aria-labelledby="divergences-heading">
+      <h2 id="divergences-heading">Divergences (${number.format(items.length)})</h2>
+      <p class="muted">Where the supplier's side and the storefront disagree and the service could not repair it.</p>
+      <table class="cards">
+        <caption class="visually-hidden">Open divergences, newest first</caption>
+        <thead><tr>
+          ${showStore && html`<th scope="col">Store</th>`}<th scope="col">What</th><th scope="col">Since</th><th scope="col">Detail</th>
+          <th scope="col"><span class="visually-hidden">Actions</span></th>
+        </tr></thead>
+        <tbody>
+          ${items.map(
+            (item) => html`<tr key=${item.id}>
+              ${showStore && html`<td data-label="Store">${dir.storeName(item.resellerStoreId)}</td>`}
+              <td data-label="What"><${Status} status=${item.type} /> ${DIVERGENCE_TYPES[item.type] ?? ''}</td>
+              <td data-label="Since"><${When} at=${item.since} /></td>
+              <td data-label="Detail" class="error-text">${detailText(item.detail)}</td>
+              <td class="row-actions">
+                ${item.syncJobId && html`<a href=${href(`/jobs/${item.syncJobId}`)} class="row-link"
+                  aria-label=${`Open job: ${DIVERGENCE_TYPES[item.type] ?? item.type}`}>Open job</a>`}
+                ${item.type === 'job_dead' && item.syncJobId && html`<button type="button" onClick=${() => retry(item)} disabled=${action.busy !== null}>Retry job</button>`}
+                <button type="button" class="secondary" onClick=${() => dismiss(item)} disabled=${action.busy !== null}
+                  aria-label=${`Dismiss the divergence ${DIVERGENCE_TYPES[item.type] ?? item.type}`}>Dismiss</button>
+              </td>
+            </tr>`,
+          )}
+        </tbody>
+      </table>
+    </section>`;
+}
+
+function DisabledEndpoints({ endpoints, action }) {
+  if (!endpoints?.length) return null;
+  const enable = (endpoint) =>
+    action.run('enable the webhook endpoint', async () => {
+      await api('PATCH', `/v1/webhook_endpoints/${endpoint.id}`, { status: 'enabled' });
+      return `Webhook endpoint ${endpoint.url} enabled: new events will be sent to it.`;
+    });
+  return html`
+    <section aria-labelledby="endpoints-heading">
+      <h2 id="endpoints-heading">Disabled webhook endpoints (${endpoints.length})</h2>
+      <p class="muted">They receive no events until enabled again.</p>
+      <table class="cards">
+        <caption class="visually-hidden">Disabled webhook endpoints</caption>
+        <thead><tr><th scope="col">Endpoint</th><th scope="col">Why</th><th scope="col">Since</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+        <tbody>
+          ${endpoints.map(
+            (endpoint) => html`<tr key=${endpoint.id}>
+              <td data-label="Endpoint" class="error-text"><a href=${href(`/webhooks/${endpoint.id}`)}>${endpoint.url}</a>${endpoint.description ? html`<br /><small class="muted">${endpoint.description}</small>` : ''}</td>
+              <td data-label="Why">${endpoint.disabledReason ?? 'Disabled through the API.'}</td>
+              <td data-label="Since"><${When} at=${endpoint.updatedAt} /></td>
+              <td class="row-actions">
+                <button type="button" onClick=${() => enable(endpoint)} disabled=${action.busy !== null}
+                  aria-label=${`Enable the webhook endpoint ${endpoint.url}`}>Enable</button>
+              </td>
+            </tr>`,
+          )}
+        </tbody>
+      </table>
+    </section>`;
+}
+
+function StoresTable({ dir }) {
+  if (!dir.stores?.length) return null;
+  return html`
+    <section aria-labelledby="stores-heading">
+      <h2 id="stores-heading">Stores</h2>
+      <table class="cards">
+        <caption class="visually-hidden">Your reseller stores with their sync jobs by status</caption>
+        <thead><tr>
+          <th scope="col">Store</th><th scope="col">Dead</th><th scope="col">Failed</th><th scope="col">Pending</th>
+          <th scope="col">Completed</th><th scope="col">Oldest pending</th><th scope="col">Last order</th>
+        </tr></thead>
+        <tbody>
+          ${dir.stores.map((store) => {
+            const stats = dir.stats[store.id];
+            const count = (status) => (stats ? html`<a href=${href(`/stores/${store.id}`, { status })} aria-label=${`${plural(stats.syncJobs[status], `${status} job`)} in ${store.name}`}>${number.format(stats.syncJobs[status])}</a>` : '…');
+            return html`<tr key=${store.id}>
+              <td data-label="Store"><a href=${href(`/stores/${store.id}`)}>${store.name}</a><br /><small class="muted">${store.shopDomain}</small></td>
+              <td data-label="Dead">${count('dead')}</td>
+              <td data-label="Failed">${count('failed')}</td>
+              <td data-label="Pending">${count('pending')}</td>
+              <td data-label="Completed">${count('completed')}</td>
+              <td data-label="Oldest pending">${stats ? (stats.oldestPendingSeconds === null ? 'none waiting' : `waiting ${duration(stats.oldestPendingSeconds)}`) : '…'}</td>
+              <td data-label="Last order">${stats ? html`<${Ago} at=${stats.lastOrderAt} never="no order yet" />` : '…'}</td>
+            </tr>`;
+          })}
+        </tbody>
+      </table>
+    </section>`;
+}

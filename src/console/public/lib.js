@@ -1,0 +1,381 @@
+// The console's shared pieces: the public-API client, plain-words errors, the hash router,
+// formatting and the small components every view uses. Plain ES module, no build step.
+import { html, useCallback, useEffect, useRef, useState } from '/console/assets/preact-htm.js';
+
+export const POLL_MS = 5000;
+export const JOB_POLL_MS = 2000;
+export const PAGE_SIZES = [10, 25, 50, 100];
+export const DEFAULT_PAGE_SIZE = 25;
+export const JOB_STATUSES = ['pending', 'processing', 'completed', 'failed', 'dead'];
+export const RETRYABLE = new Set(['failed', 'dead']);
+
+// ---------------------------------------------------------------------------------------------
+// API client: a JWT access token kept in memory, renewed through the refresh cookie
+// (POST /v1/auth/refresh) when the API answers 401.
+
+export class ApiError extends Error {
+  constructor(status, body, retryAfter) {
+    super(body?.error?.message ?? (status === 0 ? 'network error' : `HTTP ${status}`));
+    this.status = status;
+    this.code = body?.error?.code ?? (status === 0 ? 'network' : 'unknown');
+    this.requestId = body?.request_id ?? null;
+    this.retryAfter = retryAfter;
+  }
+}
+
+export const session = {
+  token: null,
+  refreshing: null,
+  /** Called when the session cannot be renewed; the app goes back to the sign-in form. */
+  onExpired: () => {},
+};
+
+export async function send(method, path, body, token) {
+  const headers = { Accept: 'application/json' };
+  if (token) headers.Authorization = `Bearer ${token}`;
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  let response;
+  try {
+    response = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), credentials: 'same-origin' });
+  } catch {
+    throw new ApiError(0, null, null);
+  }
+  const text = await response.text();
+  let data = null;
+  try {
+    data = text ? JSON.parse(text) : null;
+  } catch {
+    // not JSON (a proxy's error page): the status says enough
+  }
+  if (!response.ok) throw new ApiError(response.status, data, response.headers.get('Retry-After'));
+  return data;
+}
+
+/** One refresh at a time, however many calls found the token expired together. */
+export function refreshSession() {
+  session.refreshing ??= send('POST', '/v1/auth/refresh')
+    .then(
+      (renewed) => {
+        session.token = renewed.accessToken;
+        return true;
+      },
+      () => false,
+    )
+    .finally(() => {
+      session.refreshing = null;
+    });
+  return session.refreshing;
+}
+
+/** An authenticated call; a 401 renews the access token once and tries again. */
+export async function api(method, path, body) {
+  try {
+    return await send(method, path, body, session.token);
+  } catch (error) {
+    if (!(error instanceof ApiError) || error.status !== 401) throw error;
+    if (!(await refreshSession())) {
+      session.token = null;
+      session.onExpired();
+      throw error;
+    }
+    return send(method, path, body, session.token);
+  }
+}
+
+/** A query string from the defined, non-empty values. */
+export function query(params) {
+  const search = new URLSearchParams();
+  for (const [key, value] of Object.entries(params)) {
+    if (value !== undefined && value !== null && value !== '') search.set(key, String(value));
+  }
+  const text = search.toString();
+  return text ? `?${text}` : '';
+}
+
+/** Every item of a list endpoint, page after page (at most `max`). */
+export async function listAll(path, max = 1000) {
+  const items = [];
+  let after;
+  for (;;) {
+    const separator = path.includes('?') ? '&' : '?';
+    const page = await api('GET', `${path}${separator}limit=100${after ? `&starting_after=${encodeURIComponent(after)}` : ''}`);
+    items.push(...page.data);
+    if (!page.has_more || page.data.length === 0 || items.length >= max) return items;
+    after = page.data[page.data.length - 1].id;
+  }
+}
+
+/** A route this service does not have (an older or newer service behind this page), as opposed to a missing resource. */
+export const isMissingRoute = (error) => error instanceof ApiError && error.status === 404 && /^No route/.test(error.message);
+
+/** What went wrong, in plain words, for people rather than programs. */
+export function plainWords(error, doing) {
+  const prefix = doing ? `Could not ${doing}: ` : '';
+  if (!(error instanceof ApiError)) return `${prefix}something unexpected happened in the page. Reload it and try again.`;
+  switch (error.code) {
+    case 'network':
+      return `${prefix}the service could not be reached. Check your connection and try again.`;
+    case 'invalid_credentials':
+      return 'That email and password do not match an account. Check them and try again.';
+    case 'unauthorized':
+      return 'Your session has ended. Sign in again.';
+    case 'rate_limited':
+      return `${prefix}too many attempts in a short time. Wait ${error.retryAfter ? `${error.retryAfter} seconds` : 'a minute'} and try again.`;
+    case 'unavailable':
+      return `${prefix}the service is temporarily unavailable. Try again in a few seconds.`;
+    case 'not_found':
+      return `${prefix}it no longer exists, or it is not yours.`;
+    case 'internal_error':
+      return `${prefix}the service had a problem on its side.${error.requestId ? ` If it keeps happening, quote reference ${error.requestId}.` : ''}`;
+    case 'validation_failed':
+    case 'conflict':
+      return `${prefix}${error.message}`;
+    default:
+      return error.status === 400 || error.status === 409 ? `${prefix}${error.message}` : `${prefix}${error.message} (HTTP ${error.status}).`;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The hash router: #/path?query. Every view is a URL, so links can be shared and the back button
+// walks the views; the service serves one page.
+
+export function currentRoute() {
+  const raw = location.hash.replace(/^#/, '') || '/';
+  const [path, search = ''] = raw.split('?');
+  return { path, parts: path.split('/').filter(Boolean).map(decodeURIComponent), params: new URLSearchParams(search) };
+}
+
+export const href = (path, params = {}) => `#${path}${query(params)}`;
+
+/** Goes to a view; `replace` keeps the back button from returning to where we were. */
+export function navigate(to, { replace = false } = {}) {
+  if (replace) location.replace(to);
+  else location.hash = to.replace(/^#/, '');
+}
+
+export function useRoute() {
+  const [route, setRoute] = useState(currentRoute);
+  useEffect(() => {
+    const changed = () => setRoute(currentRoute());
+    window.addEventListener('hashchange', changed);
+    return () => window.removeEventListener('hashchange', changed);
+  }, []);
+  return route;
+}
+
+/** The page size from the URL, one of PAGE_SIZES. */
+export function pageSize(params) {
+  const asked = Number(params.get('limit'));
+  return PAGE_SIZES.includes(asked) ? asked : DEFAULT_PAGE_SIZE;
+}
+
+/** The list API's cursor parameters from the view's URL parameters. */
+export const cursorOf = (params) => ({ limit: pageSize(params), starting_after: params.get('after'), ending_before: params.get('before') });
+
+// ---------------------------------------------------------------------------------------------
+// Hooks
+
+/** Runs `load` now, whenever `deps` change, and every `everyMs` while the page is visible. */
+export function usePolling(load, everyMs, deps) {
+  useEffect(() => {
+    let stopped = false;
+    const tick = () => {
+      if (!stopped && document.visibilityState === 'visible') load();
+    };
+    load();
+    const timer = setInterval(tick, everyMs);
+    return () => {
+      stopped = true;
+      clearInterval(timer);
+    };
+  }, deps);
+}
+
+/** A view's heading takes focus when the view opens, so screen readers announce where they are. */
+export function useViewHeading(title) {
+  const heading = useRef(null);
+  useEffect(() => {
+    heading.current?.focus({ preventScroll: false });
+  }, []);
+  useEffect(() => {
+    if (title) document.title = `${title} · Operator console`;
+  }, [title]);
+  return heading;
+}
+
+/** One action at a time: its name while it runs, its error in plain words, its result announced. */
+export function useAction(announce, after) {
+  const [busy, setBusy] = useState(null);
+  const [error, setError] = useState(null);
+  const run = useCallback(
+    async (name, work) => {
+      setBusy(name);
+      setError(null);
+      try {
+        announce(await work());
+      } catch (failure) {
+        if (!(failure instanceof ApiError && failure.status === 401)) setError(plainWords(failure, name));
+      } finally {
+        setBusy(null);
+        after?.();
+      }
+    },
+    [announce, after],
+  );
+  return { busy, error, run, setError };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Formatting
+
+export const number = new Intl.NumberFormat('en');
+export const plural = (count, one, many = `${one}s`) => `${number.format(count)} ${count === 1 ? one : many}`;
+
+export function duration(seconds) {
+  if (seconds < 60) return `${Math.max(0, Math.round(seconds))} s`;
+  const minutes = Math.floor(seconds / 60);
+  if (minutes < 60) return `${minutes} min`;
+  const hours = Math.floor(minutes / 60);
+  if (hours < 48) return `${hours} h ${minutes % 60} min`;
+  return `${Math.floor(hours / 24)} days`;
+}
+
+export const secondsSince = (iso) => (Date.now() - Date.parse(iso)) / 1000;
+
+const SAME_YEAR = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'short', hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
+const OTHER_YEAR = new Intl.DateTimeFormat('en-GB', { day: 'numeric', month: 'short', year: 'numeric', hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
+
+/** `25 Nov 18:07:31` (the year only when it is not this one), in the browser's time zone. */
+export function compactDate(iso) {
+  const date = new Date(iso);
+  const format = date.getFullYear() === new Date().getFullYear() ? SAME_YEAR : OTHER_YEAR;
+  return format.format(date).replace(',', '');
+}
+
+/** A date on one line; the exact ISO time in its title (and datetime) for whoever needs it. */
+export function When({ at, none = '—' }) {
+  if (!at) return html`<span>${none}</span>`;
+  return html`<time class="when" datetime=${at} title=${at}>${compactDate(at)}</time>`;
+}
+
+export function Ago({ at, never = 'never' }) {
+  if (!at) return html`<span>${never}</span>`;
+  return html`<time class="when" datetime=${at} title=${at}>${duration(secondsSince(at))} ago</time>`;
+}
+
+/** In how long (or how long ago) a future time is due. */
+export function Due({ at }) {
+  if (!at) return html`<span>—</span>`;
+  const seconds = -secondsSince(at);
+  return html`<time class="when" datetime=${at} title=${at}>${compactDate(at)} (${seconds > 0 ? `in ${duration(seconds)}` : 'due now'})</time>`;
+}
+
+export function Status({ status }) {
+  return html`<span class=${`badge badge-${status}`}>${String(status).replaceAll('_', ' ')}</span>`;
+}
+
+export const TRIGGERS = {
+  initial: 'First attempt',
+  automatic_retry: 'Automatic retry',
+  manual_retry: 'Manual retry',
+  recovered: 'Recovered after a lost worker',
+};
+
+/** Pretty JSON, cut at `max` characters so a large payload cannot swamp the page. */
+export function excerpt(value, max = 4000) {
+  const text = typeof value === 'string' ? value : JSON.stringify(value, null, 2);
+  if (text === undefined) return '';
+  return text.length > max ? `${text.slice(0, max)}\n… (${number.format(text.length - max)} more characters)` : text;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shared components
+
+export function Alert({ text }) {
+  return text ? html`<p class="error" role="alert">${text}</p>` : null;
+}
+
+export function Loading({ what }) {
+  return html`<p aria-busy="true">Loading ${what}…</p>`;
+}
+
+/**
+ * Newer/older links for a cursor-paged list, as the list API pages: `after` the last id walks to
+ * older items, `before` the first id to newer ones. Links, so every page is a URL and Back works.
+ */
+export function Pager({ page, params, path, label }) {
+  if (!page || page.data.length === 0) return null;
+  const base = Object.fromEntries([...params].filter(([key]) => key !== 'after' && key !== 'before'));
+  const backwards = params.has('before');
+  const forwards = params.has('after');
+  const hasOlder = backwards || page.has_more;
+  const hasNewer = forwards || (backwards && page.has_more);
+  if (!hasOlder && !hasNewer) return null;
+  const first = page.data[0].id;
+  const last = page.data[page.data.length - 1].id;
+  return html`
+    <nav class="pager" aria-label=${label}>
+      ${hasNewer ? html`<a href=${href(path, base)} class="pager-link">Newest</a>` : null}
+      ${hasNewer ? html`<a href=${href(path, { ...base, before: first })} class="pager-link" rel="prev">← Newer</a>` : null}
+      ${hasOlder ? html`<a href=${href(path, { ...base, after: last })} class="pager-link" rel="next">Older →</a>` : null}
+    </nav>`;
+}
+
+/** Rows per page: changing it starts again from the newest. */
+export function PageSizePicker({ params, path, id }) {
+  const change = (event) => {
+    const base = Object.fromEntries([...params].filter(([key]) => key !== 'after' && key !== 'before'));
+    navigate(href(path, { ...base, limit: event.currentTarget.value }));
+  };
+  return html`
+    <div class="inline-field"><label for=${id}>Rows per page</label><select id=${id} value=${String(pageSize(params))} onChange=${change}>
+        ${PAGE_SIZES.map((size) => html`<option value=${String(size)}>${size}</option>`)}
+      </select>
+    </div>`;
+}
+
+/** Request and response excerpts of a timeline entry, when the API gives them (redacted and bounded by the service). */
+export function Exchange({ entry }) {
+  const part = (label, value) =>
+    value === undefined || value === null
+      ? html`<div><p class="label">${label}</p><p class="muted">none</p></div>`
+      : html`<div><p class="label">${label}</p><pre tabindex="0" aria-label=${`${label} of attempt ${entry.attempt}`}>${excerpt(value)}</pre></div>`;
+  return html`<div class="exchange">${part('Request', entry.request)}${part('Response', entry.response)}</div>`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Features other parts of the service may not have yet: found out by asking, remembered for the visit.
+
+export const features = {
+  /** GET /v1/reseller_stores/{id}/divergences: null until asked, then whether it exists. */
+  divergences: null,
+};
+
+/**
+ * The open divergences of these stores, newest first, each with its `resellerStoreId`; null when
+ * this service has no divergence list (the endpoint answers 404 for an existing store).
+ */
+export async function loadDivergences(storeIds) {
+  if (features.divergences === false || storeIds.length === 0) return null;
+  const lists = await Promise.all(
+    storeIds.map((storeId) =>
+      listAll(`/v1/reseller_stores/${storeId}/divergences`, 500).then(
+        (items) => items.map((item) => ({ ...item, resellerStoreId: item.resellerStoreId ?? storeId })),
+        (failure) => {
+          if (failure instanceof ApiError && failure.status === 404) return null;
+          throw failure;
+        },
+      ),
+    ),
+  );
+  if (lists.every((list) => list === null)) {
+    features.divergences = false;
+    return null;
+  }
+  features.divergences = true;
+  return lists
+    .filter(Boolean)
+    .flat()
+    .filter((item) => !item.dismissedAt && !item.resolvedAt)
+    .sort((a, b) => Date.parse(b.since) - Date.parse(a.since));
+}
