@@ -30,6 +30,13 @@ export interface Faults {
   nulErrorNext?: number;
   /** The next N requests answer 422 with an error text whose character 299 starts an emoji (two UTF-16 units). */
   splitEmojiErrorNext?: number;
+  /**
+   * The next N requests answer with a body of `oversizedBodyBytes` (default 300 MB), status
+   * `oversizedBodyStatus` (default 200), streamed so the sandbox itself holds no more than a chunk.
+   */
+  oversizedBodyNext?: number;
+  oversizedBodyBytes?: number;
+  oversizedBodyStatus?: number;
   /** Orders placed get an id no service could keep as it is: 300 characters long, or with a NUL in it. */
   unkeepableOrderIds?: 'oversized' | 'nul';
   /**
@@ -62,7 +69,13 @@ export interface Reply {
   headers?: Record<string, string>;
 }
 
-export type FaultAction = { kind: 'drop' } | { kind: 'acceptThenDrop' } | { kind: 'reply'; reply: Reply };
+export type FaultAction =
+  | { kind: 'drop' }
+  | { kind: 'acceptThenDrop' }
+  | { kind: 'reply'; reply: Reply }
+  | { kind: 'stream'; status: number; bytes: number };
+
+const DEFAULT_OVERSIZED_BYTES = 300 * 1024 * 1024;
 
 export interface ReceivedOrder {
   platform: Platform;
@@ -164,6 +177,9 @@ export class StoreState {
     if (this.#consume('dropNext')) return { kind: 'drop' };
     if (this.#consume('acceptThenDropNext')) return { kind: 'acceptThenDrop' };
     if (this.#consume('rateLimitNext')) return { kind: 'reply', reply: this.#tooManyRequests() };
+    if (this.#consume('oversizedBodyNext')) {
+      return { kind: 'stream', status: this.faults.oversizedBodyStatus ?? 200, bytes: this.faults.oversizedBodyBytes ?? DEFAULT_OVERSIZED_BYTES };
+    }
     if (this.#consume('nulErrorNext')) {
       return { kind: 'reply', reply: { status: 422, body: { errors: { line_items: ['sku A-1\u0000 is not a valid sku'] } } } };
     }
@@ -202,7 +218,19 @@ export class StoreState {
     return false;
   }
 
-  #consume(counter: 'faultsAfter' | 'dropNext' | 'acceptThenDropNext' | 'rateLimitNext' | 'failNext' | 'dropWebhooksNext' | 'holdWebhooksNext' | 'nulErrorNext' | 'splitEmojiErrorNext'): boolean {
+  #consume(
+    counter:
+      | 'faultsAfter'
+      | 'dropNext'
+      | 'acceptThenDropNext'
+      | 'rateLimitNext'
+      | 'failNext'
+      | 'dropWebhooksNext'
+      | 'holdWebhooksNext'
+      | 'nulErrorNext'
+      | 'splitEmojiErrorNext'
+      | 'oversizedBodyNext',
+  ): boolean {
     const remaining = this.faults[counter] ?? 0;
     if (remaining <= 0) return false;
     this.faults[counter] = remaining - 1;
