@@ -41,9 +41,9 @@ export interface Faults {
   unkeepableOrderIds?: 'oversized' | 'nul';
   /**
    * Every request answers 401 echoing the token it presented, as careless platforms do: as sent,
-   * as JSON \u escapes, URL-encoded, or base64.
+   * as JSON \u escapes, URL-encoded, or base64; `prefix` answers 422 quoting its first 200 characters.
    */
-  echoToken?: 'raw' | 'unicode-escaped' | 'url-encoded' | 'base64';
+  echoToken?: 'raw' | 'unicode-escaped' | 'url-encoded' | 'base64' | 'prefix';
   /**
    * An enforced rate limit, as a platform's own: a token bucket per access token presented (the
    * credential's, whichever caller sends it), `burst` requests at once refilled at `perSecond`; a
