@@ -188,8 +188,10 @@ export class WebhookService {
       this.ctx.orm.em.fork().find(SourceStore, { resellerStoreId: store.id, deletedAt: null }),
     ))!;
     const lineKeys = new Set(order.lines.map((line) => normaliseVendor(line.vendor)));
-    const sourceKeys = new Set(sources.map((source) => source.vendorKey));
-    const matched = sources.filter((source) => lineKeys.has(source.vendorKey));
+    // Keys from the tags as they are normalised today: a store's stored vendor_key may predate NFKC.
+    const keyOf = (source: SourceStore) => normaliseVendor(source.vendorTag);
+    const sourceKeys = new Set(sources.map(keyOf));
+    const matched = sources.filter((source) => lineKeys.has(keyOf(source)));
     const unmatched = order.lines.filter((line) => !sourceKeys.has(normaliseVendor(line.vendor)));
 
     const orderAudit = (action: string, metadata: Record<string, unknown>) => ({
