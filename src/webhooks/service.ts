@@ -5,6 +5,7 @@ import type { AppContext } from '../context.ts';
 import { fulfillmentKeys } from '../fulfillments/identity.ts';
 import type { FulfillmentService } from '../fulfillments/service.ts';
 import { PayloadError } from '../platforms/types.ts';
+import { MAX_TRACKING_NUMBERS_PER_FULFILLMENT } from '../../contract/limits.ts';
 import { normaliseVendor } from '../pricing/index.ts';
 import { ResellerStore } from '../reseller-stores/entity.ts';
 import { SourceStore } from '../source-stores/entity.ts';
@@ -267,6 +268,7 @@ export class WebhookService {
   async receiveFulfillment(senders: SourceStore[], body: unknown, delivery: Delivery): Promise<string[]> {
     expectTopic(delivery.topic, 'fulfillments/create');
     const fulfillment = parse(() => this.ctx.platforms[senders[0]!.platform].parseFulfillmentWebhook(body));
+    checkTrackingBound(fulfillment.tracking.numbers.length);
     const keys = fulfillmentKeys(fulfillment, delivery.webhookId);
     const job = await this.syncJobs.findBySourceOrder(
       senders.map((store) => store.id),
@@ -293,6 +295,16 @@ function signatureFailureKeys(shopDomain: string, client: string | undefined): s
   // An IPv6 client by its /64 (one subscriber's network, any address of which a single host can use).
   const sender = client ? ipKeyGenerator(client, 64) : 'unknown';
   return [`signature:domain:${shopDomain}:client:${sender}`, `signature:client:${sender}`];
+}
+
+/** One fulfillment's tracking numbers are bounded: each can cost the reseller store a turn (contract/limits.ts). */
+function checkTrackingBound(count: number): void {
+  if (count > MAX_TRACKING_NUMBERS_PER_FULFILLMENT) {
+    throw validationFailed(
+      'tracking_numbers',
+      `A fulfillment carries at most ${MAX_TRACKING_NUMBERS_PER_FULFILLMENT} tracking numbers; this one has ${count}.`,
+    );
+  }
 }
 
 function normaliseDomain(domain: string | undefined): string | null {
