@@ -165,6 +165,20 @@ export class WebhookService {
     throw this.refused('fulfillments');
   }
 
+  /**
+   * The active source store the URL names, when its own secret signed the delivery: one HMAC, and
+   * nothing any other store or client did counts (no failed-signature budget applies). 401
+   * invalid_signature otherwise, the same whether the store is unknown, deleted or not the signer.
+   */
+  async verifySourceStore(sourceStoreId: string | undefined, delivery: Delivery): Promise<SourceStore> {
+    const id = sourceStoreId !== undefined && STORE_ID.test(sourceStoreId) ? sourceStoreId : null;
+    const store = id ? await this.ctx.orm.em.fork().findOne(SourceStore, { id, deletedAt: null }) : null;
+    if (!store || !delivery.signature) throw this.refused('fulfillments');
+    const secret = this.ctx.secrets.decrypt(store.webhookSecretEncrypted, store.id);
+    if (!verifySignature(delivery.rawBody, secret, delivery.signature)) throw this.refused('fulfillments');
+    return store;
+  }
+
   private refused(endpoint: 'orders' | 'fulfillments'): AppError {
     this.ctx.metrics.webhookVerificationFailures.inc({ endpoint });
     return new AppError('invalid_signature');
@@ -289,6 +303,9 @@ export class WebhookService {
 }
 
 const SIGNATURE_FAILURE_WINDOW_MS = 60_000;
+
+/** What a store id can look like (src/shared/ids.ts); anything else is not looked up. */
+const STORE_ID = /^[A-Za-z0-9_]{1,64}$/;
 
 /** A client's failures on one domain, then its failures on any: the first is left out for a domain without records. */
 function signatureFailureKeys(shopDomain: string, client: string | undefined): string[] {
