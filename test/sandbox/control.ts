@@ -36,6 +36,7 @@ const faultsSchema = z
     nulErrorNext: count.optional(),
     splitEmojiErrorNext: count.optional(),
     oversizedBodyNext: count.optional(),
+    holdRequestsNext: count.optional(),
     oversizedBodyBytes: count.optional(),
     oversizedBodyStatus: z.number().int().min(200).max(599).optional(),
     unkeepableOrderIds: z.enum(['oversized', 'nul']).optional(),

@@ -98,6 +98,7 @@ async function servePlatform(
 ): Promise<{ status: number | null; idempotentReplay: boolean }> {
   const store = state.store(call.shopDomain);
   if (store.faults.latencyMs) await delay(store.faults.latencyMs);
+  await store.holdRequest();
   const fault = store.takeFault(call.request.headers['x-platform-access-token']?.toString() ?? call.request.headers.authorization ?? '');
   if (fault?.kind === 'drop') {
     response.destroy();

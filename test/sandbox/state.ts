@@ -37,6 +37,11 @@ export interface Faults {
   oversizedBodyNext?: number;
   oversizedBodyBytes?: number;
   oversizedBodyStatus?: number;
+  /**
+   * The next N requests wait, unanswered, until the test calls `releaseRequests` (a platform that
+   * is slow exactly as long as the test needs, with no timing guess); `heldRequests` counts them.
+   */
+  holdRequestsNext?: number;
   /** Orders placed get an id no service could keep as it is: 300 characters long, or with a NUL in it. */
   unkeepableOrderIds?: 'oversized' | 'nul';
   /**
@@ -194,6 +199,15 @@ export class StoreState {
     return null;
   }
 
+  /** Requests waiting for `releaseRequests`. */
+  readonly heldRequests: (() => void)[] = [];
+
+  /** Resolves when the test releases the request, if the store holds it; at once otherwise. */
+  holdRequest(): Promise<void> {
+    if (!this.#consume('holdRequestsNext')) return Promise.resolve();
+    return new Promise((resolve) => this.heldRequests.push(resolve));
+  }
+
   /** What happens to the next orders/create webhook: 'drop', 'hold' or 'send'. */
   takeWebhookFate(): 'drop' | 'hold' | 'send' {
     if (this.#consume('dropWebhooksNext')) return 'drop';
@@ -229,7 +243,8 @@ export class StoreState {
       | 'holdWebhooksNext'
       | 'nulErrorNext'
       | 'splitEmojiErrorNext'
-      | 'oversizedBodyNext',
+      | 'oversizedBodyNext'
+      | 'holdRequestsNext',
   ): boolean {
     const remaining = this.faults[counter] ?? 0;
     if (remaining <= 0) return false;
@@ -253,6 +268,10 @@ export interface SandboxControls {
   placeCustomerOrder(shopDomain: string, platform: Platform, order: JsonObject): Promise<WebhookFate>;
   /** Delivers the held orders/create webhooks now, oldest first. */
   releaseWebhooks(shopDomain: string): Promise<WebhookResult[]>;
+  /** How many requests the store holds (`holdRequestsNext`) right now. */
+  heldRequestCount(shopDomain: string): number;
+  /** Lets the requests the store holds go on to be answered; returns how many were released. */
+  releaseRequests(shopDomain: string): number;
   /** The merchant cancels a stored order; its list entry and GET show it cancelled. */
   cancelOrder(shopDomain: string, platform: Platform, id: number | string): JsonObject;
   /** Order lists of the store answer pages of at most `size` orders (null: as many as asked). */
@@ -318,6 +337,16 @@ export class SandboxState implements SandboxControls {
       return { held: true };
     }
     return { delivered: await this.#postOrderWebhook(shopDomain, store.webhooks, order) };
+  }
+
+  heldRequestCount(shopDomain: string): number {
+    return this.store(shopDomain).heldRequests.length;
+  }
+
+  releaseRequests(shopDomain: string): number {
+    const held = this.store(shopDomain).heldRequests.splice(0);
+    for (const release of held) release();
+    return held.length;
   }
 
   async releaseWebhooks(shopDomain: string): Promise<WebhookResult[]> {
