@@ -11,8 +11,12 @@ export const c = initContract();
  */
 export type RouteAuth = 'bearer' | 'access_token' | 'none' | 'webhook' | 'refresh_cookie';
 
-/** Who signs a webhook route's deliveries, and so whose webhook secrets verify them. */
-export type WebhookSender = 'reseller_store' | 'source_stores';
+/**
+ * Who signs a webhook route's deliveries, and so whose webhook secrets verify them: the reseller
+ * store of the shop domain, the source stores of the shop domain, or the one source store the
+ * path names (`source_store_id`).
+ */
+export type WebhookSender = 'reseller_store' | 'source_stores' | 'source_store';
 
 /**
  * A route's metadata: everything that runs before its handler besides schema validation follows

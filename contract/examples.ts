@@ -214,6 +214,10 @@ export const EXAMPLES: Record<string, OperationExamples> = {
     request: { order_id: 1002, tracking_provider: 'UPS', tracking_number: '1Z999AA10123456784', tracking_link: 'https://track.example/1Z999AA10123456784' },
     responses: { 200: received },
   },
+  webhooksFulfillmentsForStore: {
+    request: { order_id: 1002, tracking_provider: 'UPS', tracking_number: '1Z999AA10123456784', tracking_link: 'https://track.example/1Z999AA10123456784' },
+    responses: { 200: received },
+  },
   eventsList: { responses: { 200: list('/v1/events', syncJobEvent) } },
   eventsGet: { responses: { 200: one(syncJobEvent) } },
   webhookEndpointsCreate: {

@@ -13,3 +13,10 @@ export const MAX_AMOUNT_MINOR = 1_000_000_000_000;
 
 /** The most items of one order line. */
 export const MAX_QUANTITY = 1_000_000;
+
+/**
+ * The most tracking numbers one fulfillment webhook may carry; more is refused as a whole (400
+ * `validation_failed`, param `tracking_numbers`). A platform that takes one number per call
+ * (platform_b) spends one of the reseller store's turns on each.
+ */
+export const MAX_TRACKING_NUMBERS_PER_FULFILLMENT = 100;

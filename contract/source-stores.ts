@@ -34,7 +34,7 @@ const SourceStore = openApi(SourceStoreFields.extend({ request_id: RequestId }),
 const StoreParam = z.object({ rst_id: z.string().min(1).max(64) });
 const SourceStoreParams = StoreParam.extend({ id: z.string().min(1).max(64) });
 
-const VendorTag = z.string().trim().min(1).max(200).describe('Matched against line-item vendors: exact after trimming, case-insensitive.');
+const VendorTag = z.string().trim().min(1).max(200).describe('Matched against line-item vendors: exact after Unicode NFKC normalisation, case folding and trimming.');
 
 export const sourceStoresContract = c.router(
   {

@@ -4,6 +4,8 @@ import { EVENT_TYPES } from './events.ts';
 
 /** At most this many endpoints per user (events.md). */
 export const MAX_WEBHOOK_ENDPOINTS_PER_USER = 16;
+/** Test events an endpoint may be sent per minute (POST …/test); more answer 429 `rate_limited`. */
+export const MAX_TEST_PINGS_PER_MINUTE = 20;
 
 const SUBSCRIBABLE_TYPES = EVENT_TYPES.filter((type) => type !== 'ping') as [string, ...string[]];
 
@@ -134,9 +136,9 @@ export const webhookEndpointsContract = c.router(
       path: '/v1/webhook_endpoints/:id/test',
       pathParams: IdParam,
       body: c.noBody(),
-      responses: { 202: Delivery, 400: errorResponse(400), 404: errorResponse(404), 409: errorResponse(409) },
+      responses: { 202: Delivery, 400: errorResponse(400), 404: errorResponse(404), 409: errorResponse(409), 429: errorResponse(429) },
       summary: 'Send a test event',
-      description: 'Queues a `ping` event for this endpoint only, whatever its `enabledEvents`, and returns its delivery. A disabled endpoint answers 409 `endpoint_disabled`.',
+      description: `Queues a \`ping\` event for this endpoint only, whatever its \`enabledEvents\`, and returns its delivery. A disabled endpoint answers 409 \`endpoint_disabled\`. At most ${MAX_TEST_PINGS_PER_MINUTE} per endpoint per minute; more answer 429 \`rate_limited\` with \`Retry-After\`.`,
     },
     listDeliveries: {
       method: 'GET',

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { c, errors, RequestId, signedBy } from './common.ts';
-import { MAX_AMOUNT_MINOR, MAX_QUANTITY } from './limits.ts';
+import { MAX_AMOUNT_MINOR, MAX_QUANTITY, MAX_TRACKING_NUMBERS_PER_FULFILLMENT } from './limits.ts';
 
 const WebhookHeaders = z.object({
   'x-platform-hmac-sha256': z
@@ -47,7 +47,18 @@ export const webhooksContract = c.router(
       summary: 'Receive a fulfillments/create webhook',
       metadata: signedBy('source_stores'),
       description:
-        'Sent by a source store\'s platform. Queues the tracking to be added to the reseller order, once per fulfillment: a delivery under an `X-Platform-Webhook-Id` seen before, or of the same fulfillment (the platform\'s fulfillment id, else the order and its tracking numbers, however the JSON is written), adds nothing. A fulfillment of an order no sync job has recorded is answered 200 at once (`syncJobIds` empty): it is kept when a job of the supplier could own the order (its answer was lost) and applied once that job completes, and otherwise acknowledged as the supplier\'s own sale. Tracking without a number, for a reseller platform that needs one, is recorded `skipped` and never sent. Failed signatures are limited per shop domain and per client (`WEBHOOK_SIGNATURE_FAILURES_PER_MINUTE`); past the limit a delivery that none of the domain\'s proven senders (those whose deliveries verified before) signed answers 429 with Retry-After, and the platform delivers it again.',
+        `Sent by a source store's platform. Queues the tracking to be added to the reseller order, once per fulfillment: a delivery under an \`X-Platform-Webhook-Id\` seen before, or of the same fulfillment (the platform's fulfillment id, else the order and its tracking numbers, however the JSON is written), adds nothing. A fulfillment of an order no sync job has recorded is answered 200 at once (\`syncJobIds\` empty): it is kept when a job of the supplier could own the order (its answer was lost) and applied once that job completes, and otherwise acknowledged as the supplier's own sale. Tracking without a number, for a reseller platform that needs one, is recorded \`skipped\` and never sent. A fulfillment with more than ${MAX_TRACKING_NUMBERS_PER_FULFILLMENT} tracking numbers is refused as a whole (400 \`validation_failed\`, \`param\` \`tracking_numbers\`). Failed signatures are limited per shop domain and per client (\`WEBHOOK_SIGNATURE_FAILURES_PER_MINUTE\`); past the limit a delivery that none of the domain's proven senders (those whose deliveries verified before) signed answers 429 with Retry-After, and the platform delivers it again.`,
+    },
+    fulfillmentsForStore: {
+      method: 'POST',
+      path: '/v1/fulfillments/webhook/:source_store_id',
+      pathParams: z.object({ source_store_id: z.string().min(1).max(64).describe('The id of the source store whose platform sends the webhook.') }),
+      headers: WebhookHeaders,
+      body: PlatformPayload,
+      responses: { 200: Received, ...webhookErrors },
+      summary: "Receive a source store's fulfillments/create webhook",
+      metadata: signedBy('source_store'),
+      description: `The URL to subscribe a source store's fulfillments/create webhook to: verified with that store's webhook secret alone (one HMAC), so what other source stores on the same shop domain did, or how many failed signatures a shared platform address sent, never delays or refuses it. 401 \`invalid_signature\` when the store does not exist, was deleted, or did not sign the body. Otherwise as \`POST /v1/fulfillments/webhook\`, which keeps working for stores subscribed to it.`,
     },
   },
 );

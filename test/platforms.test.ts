@@ -56,6 +56,25 @@ function adaptersWith({ pacing: rates, ...options }: AdapterSettings = {}): Reco
   });
 }
 
+/**
+ * Adapters like `adaptersWith`, and the wait each call's turn reservation answered, per store: how
+ * "not paced" is checked (a wait of 0 ms), rather than by how long the call took.
+ */
+function adaptersRecordingWaits(rates: Partial<Record<Platform, PacingRate>>) {
+  const pacer = pacing.pacer(rates);
+  const waits = new Map<string, number[]>();
+  const recording = {
+    reserve: async (store: { storeId: string; platform: Platform }) => {
+      const waitMs = await pacer.reserve(store);
+      waits.set(store.storeId, [...(waits.get(store.storeId) ?? []), waitMs]);
+      return waitMs;
+    },
+    pause: (store: { storeId: string; platform: Platform }, ms: number) => pacer.pause(store, ms),
+  };
+  const paced = createPlatformAdapters({ baseUrlTemplate: sandbox.baseUrlTemplate, timeoutMs: 2_000, maxInlineRetryAfterMs: 1_500, pacer: recording });
+  return { paced, waitsOf: (store: StoreConnection) => waits.get(store.storeId) ?? [] };
+}
+
 /** A fresh registered store per test, so faults, logs and pacing never leak between tests. */
 function newStore(platform: Platform): StoreConnection {
   storeCount += 1;
@@ -410,14 +429,16 @@ describe('pacing', () => {
   });
 
   it("keeps credentials apart: two store records of one domain each have their own allowance", async () => {
-    const paced = adaptersWith({ pacing: { custom: { burst: 1, perSecond: 1 } } });
+    const { paced, waitsOf } = adaptersRecordingWaits({ custom: { burst: 1, perSecond: 1 } });
     const real = newStore('custom');
     const stranger = { ...real, storeId: `${real.storeId}_stranger` };
     sandbox.seedOrder(real.shopDomain, 'custom', resellerPayload('custom'));
     await paced.custom.getOrder(stranger, 'ord_abc');
-    const started = performance.now();
+    await paced.custom.getOrder(stranger, 'ord_abc').catch(() => null);
     await paced.custom.getOrder(real, 'ord_abc');
-    expect(performance.now() - started).toBeLessThan(500);
+    // The stranger's record spent its allowance (its second call waited or was not sent); the real one's turn was at once.
+    expect(waitsOf(stranger)[1]).toBeGreaterThan(0);
+    expect(waitsOf(real)).toEqual([0]);
   });
 
   it('turns the caller already waited for (heldTurns) are spent, one per call, without reserving others', async () => {
@@ -453,15 +474,17 @@ describe('pacing', () => {
   });
 
   it('keeps stores apart: one store at its limit does not slow another', async () => {
-    const paced = adaptersWith({ pacing: { custom: { burst: 1, perSecond: 1 } } });
+    const { paced, waitsOf } = adaptersRecordingWaits({ custom: { burst: 1, perSecond: 1 } });
     const busy = newStore('custom');
     const idle = newStore('custom');
     sandbox.seedOrder(busy.shopDomain, 'custom', resellerPayload('custom'));
     sandbox.seedOrder(idle.shopDomain, 'custom', resellerPayload('custom'));
     await paced.custom.getOrder(busy, 'ord_abc');
-    const started = performance.now();
+    await paced.custom.getOrder(busy, 'ord_abc').catch(() => null);
     await paced.custom.getOrder(idle, 'ord_abc');
-    expect(performance.now() - started).toBeLessThan(500);
+    // The busy store is at its limit (its second turn lies ahead); the idle store's turn was at once.
+    expect(waitsOf(busy)[1]).toBeGreaterThan(0);
+    expect(waitsOf(idle)).toEqual([0]);
   });
 });
 

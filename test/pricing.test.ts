@@ -26,6 +26,12 @@ describe('vendorMatches', () => {
     ['  Acme ', 'Acme'],
     ['Acme', ' acme\t'],
     ['ACME TOOLS', 'acme tools'],
+    // Unicode forms: composed against decomposed, fullwidth against ASCII, and case folding beyond lower case.
+    ['Caf\u00e9', 'Cafe\u0301'],
+    ['CAFE\u0301', 'caf\u00e9'],
+    ['\uff21\uff43\uff4d\uff45', 'Acme'],
+    ['Stra\u00dfe', 'STRASSE'],
+    ['\u039f\u0394\u039f\u03a3', '\u03bf\u03b4\u03bf\u03c2'],
   ])('matches %j to tag %j', (vendor, tag) => {
     expect(vendorMatches(vendor, tag)).toBe(true);
   });
@@ -41,8 +47,13 @@ describe('vendorMatches', () => {
     expect(vendorMatches(vendor, tag)).toBe(false);
   });
 
-  it('normalises by trimming and lower-casing only', () => {
+  it('normalises by trimming and lower-casing, keeping inner whitespace', () => {
     expect(normaliseVendor('  Acme  Tools\n')).toBe('acme  tools');
+  });
+
+  it('normalises Unicode forms (NFKC) and folds case before comparing', () => {
+    expect(normaliseVendor('Cafe\u0301')).toBe('caf\u00e9');
+    expect(normaliseVendor('\uff21\uff23\uff2d\uff25')).toBe('acme');
   });
 });
 

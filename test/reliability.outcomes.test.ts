@@ -129,4 +129,18 @@ describe('a token the supplier echoes', () => {
     expect(leaked).toEqual([]);
     for (const encoded of [encodeURIComponent(token), Buffer.from(token).toString('base64').slice(0, 40)]) expect(kept).not.toContain(encoded);
   });
+
+  it('a 422 quoting the first 200 characters of a 391-character token: no run of it is kept', async ({ service, api, jobFor, stored }) => {
+    const token = `sup_${hex(193)}a`;
+    expect(token).toHaveLength(391);
+    const { shop, job } = await jobFor({ echoToken: 'prefix' }, { accessToken: token });
+    const dead = await settled(api, shop.user.token, job.id);
+    expect(dead).toMatchObject({ status: 'dead', attempts: 4 });
+    expect(dead.errorMessage).toContain('answered 422');
+    expect(dead.errorMessage).toContain('[redacted]');
+
+    const { audit } = await stored(job.id);
+    const kept = [dead.errorMessage, JSON.stringify(audit), JSON.stringify(await auditOf(api, shop.user.token, job.id)), ...service.logs].join('\n');
+    expect(fragmentsOf(token).filter((fragment) => kept.includes(fragment))).toEqual([]);
+  });
 });

@@ -5,8 +5,9 @@
  *
  * How the death is simulated: the API runs alone (ROLE api) and the first worker (ROLE worker, its
  * own ORM and pg-boss, a separate in-process service) reaches the database only through a TCP relay
- * the test controls (DbLink). Once that worker has read everything it needs and its order POST is on
- * its way to a slow platform (latency 1.5 s), the test freezes the relay: from then on not one byte of
+ * the test controls (DbLink). Once that worker has read everything it needs and its order POST is
+ * held at the platform (the sandbox holds it until the test releases it), the test freezes the
+ * relay and releases the POST: from then on not one byte of
  * that worker reaches the database or comes back, exactly as if its process had been killed. So the
  * platform accepts the order, the worker gets the answer, and its attempt to record it never
  * lands; its pg-boss heartbeat on the message stops too, leaving the row `processing` and the
@@ -57,19 +58,18 @@ const it = test
 it('a worker dying after the platform accepted the order: completed, with exactly one order', async ({ service, api, sandbox, startWorker, link, doomed }) => {
   const shop = await openShop(api);
   const supplier = await addSupplier(api, shop, { vendorTag: 'Acme' });
-  sandbox.setFaults(supplier.shopDomain, { latencyMs: 1500 });
+  // The platform holds the order POST until the test releases it.
+  sandbox.setFaults(supplier.shopDomain, { holdRequestsNext: 1 });
   const orderId = seedResellerOrder(sandbox, shop, [lineOf('Acme')]);
   const job = await createJob(api, shop.user.token, supplier.id, orderId);
   const messageId = (await jobRow(service.databaseUrl, job.id)).queue_message_id!;
 
-  // The doomed worker took the job and read the reseller order: its last database read before the
-  // platform call. Its order POST now sits in the platform's 1.5 s latency (or is about to be sent).
-  await waitFor(async () => {
-    const readOrder = sandbox.requestsFor(shop.reseller.shopDomain).some((request) => request.method === 'GET' && request.status === 200);
-    const row = await jobRow(service.databaseUrl, job.id);
-    return readOrder && row.status === 'processing';
-  }, 10_000, 'the first worker to be calling the platform');
+  // The doomed worker took the job, read the reseller order (its last database read before the
+  // platform call) and its order POST is at the platform, held there: the link is frozen now.
+  await waitFor(async () => sandbox.heldRequestCount(supplier.shopDomain) === 1, 10_000, 'the first worker to be calling the platform');
+  expect(await jobRow(service.databaseUrl, job.id)).toMatchObject({ status: 'processing' });
   link.freeze();
+  expect(sandbox.releaseRequests(supplier.shopDomain)).toBe(1);
 
   // The platform accepts the order and answers; the worker can no longer record it.
   await waitFor(async () => orderPosts(sandbox, supplier.shopDomain).length === 1, 10_000, 'the platform to answer');

@@ -12,6 +12,7 @@ import { allIds, expectError, ISO_UTC } from './support/assertions.ts';
 import { registerUser } from './support/factories.ts';
 import { test as it } from './support/fixtures.ts';
 import { startTestService, type TestService } from './support/service.ts';
+import { waitFor } from './support/wait.ts';
 import {
   addSupplier,
   auditOf,
@@ -229,14 +230,17 @@ describe('POST /v1/sync_jobs/{id}/retry refusals', () => {
   });
 
   it('refuses a processing job and a completed one with sync_job_not_retryable', async ({ api, sandbox }) => {
-    sandbox.setFaults(supplier.shopDomain, { latencyMs: 1500 });
+    // The supplier holds the order POST until the test releases it: the job is processing until then.
+    sandbox.setFaults(supplier.shopDomain, { holdRequestsNext: 1 });
     const orderId = seedResellerOrder(sandbox, shop, [lineOf(supplier.vendorTag)]);
     const job = await createJob(api, shop.user.token, supplier.id, orderId);
-    await waitForJob(api, shop.user.token, job.id, (current) => current.status === 'processing');
+    await waitFor(async () => sandbox.heldRequestCount(supplier.shopDomain) === 1, 15_000, 'the order POST to be held');
+    expect(await getJob(api, shop.user.token, job.id)).toMatchObject({ status: 'processing' });
     const whileProcessing = await api.post(`/v1/sync_jobs/${job.id}/retry`, { token: shop.user.token });
     expectError(whileProcessing, 400, 'sync_job_not_retryable');
     expect(whileProcessing.body.error.details).toEqual({ status: 'processing' });
 
+    expect(sandbox.releaseRequests(supplier.shopDomain)).toBe(1);
     const done = await settled(api, shop.user.token, job.id);
     sandbox.clearFaults(supplier.shopDomain);
     expect(done.status).toBe('completed');

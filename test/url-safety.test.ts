@@ -6,7 +6,7 @@
  */
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { forbiddenRange, guardedAgent, UnsafeAddressError, urlRefusal } from '../src/shared/url-safety.ts';
+import { forbiddenRange, guardedAgent, shopDomainRefusal, UnsafeAddressError, urlRefusal } from '../src/shared/url-safety.ts';
 import { queryRows } from './support/database.ts';
 import { createResellerStore, createSourceStore, registerUser, type TestUser } from './support/factories.ts';
 import { startTestService, type TestService } from './support/service.ts';
@@ -44,6 +44,19 @@ describe('address classification', () => {
     expect(await urlRefusal('https://93.184.216.34/hook', PRODUCTION)).toBeNull();
     expect(await urlRefusal('http://127.0.0.1:4000/hook', { httpsOnly: false, allowPrivateAddresses: true })).toBeNull();
     expect(await urlRefusal('https://127.0.0.1/hook', { httpsOnly: true, allowPrivateAddresses: true })).toBeNull();
+  });
+
+  it('refuses IPv4-compatible IPv6 (::/96) and port 0, in URLs and shop domains', async () => {
+    // As the URL parser writes them ([::127.0.0.1] is [::7f00:1]), and even when the IPv4 inside is public.
+    for (const address of ['::7f00:1', '::a00:1', '::a9fe:a9fe', '::808:808']) expect(forbiddenRange(address), address).toBe('ipv4Compatible');
+    expect(forbiddenRange('::1')).toBe('loopback');
+    expect(await urlRefusal('https://[::127.0.0.1]/hook', PRODUCTION)).toMatch(/^must not point at .*ipv4Compatible/);
+    expect(await urlRefusal('https://hooks.example.com:0/in', PRODUCTION)).toBe('must not use port 0');
+    expect(await urlRefusal('https://93.184.216.34:00/hook', PRODUCTION)).toBe('must not use port 0');
+    const settings = { platformBaseUrl: null, urlPolicy: PRODUCTION };
+    expect(await shopDomainRefusal('[::127.0.0.1]', settings)).toMatch(/ipv4Compatible/);
+    expect(await shopDomainRefusal('93.184.216.34:0', settings)).toBe('must not use port 0');
+    expect(await shopDomainRefusal('93.184.216.34:443', settings)).toBeNull();
   });
 
   it('refuses at connection time, on the address connected to, whether the host is an address or a name', async () => {

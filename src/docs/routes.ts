@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { Router } from 'express';
+import { Router, type Response } from 'express';
 
 /**
  * GET /docs: a readable API reference rendered in the browser from GET /openapi.json by Swagger UI.
@@ -53,17 +53,41 @@ const INIT = `fetch('/openapi.json')
   });
 `;
 
+/**
+ * Nothing from elsewhere, no inline script, no framing (clickjacking of Try it out with a pasted key).
+ * Styles may be inline: Swagger UI sets style attributes as it renders, and a style cannot run code.
+ */
+const CONTENT_SECURITY_POLICY = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  // Swagger UI draws its icons as inline SVG data URLs.
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+function secured(res: Response): Response {
+  return res
+    .set('Content-Security-Policy', CONTENT_SECURITY_POLICY)
+    .set('X-Frame-Options', 'DENY')
+    .set('X-Content-Type-Options', 'nosniff')
+    .set('Referrer-Policy', 'no-referrer');
+}
+
 export function docsRoutes(): Router {
   const router = Router();
   router.get('/docs', (_req, res) => {
-    res.type('html').set('Cache-Control', 'no-cache').send(PAGE);
+    secured(res).type('html').set('Cache-Control', 'no-cache').send(PAGE);
   });
   router.get('/docs/init.js', (_req, res) => {
-    res.type('js').set('Cache-Control', 'no-cache').send(INIT);
+    secured(res).type('js').set('Cache-Control', 'no-cache').send(INIT);
   });
   for (const file of ASSETS) {
     router.get(`/docs/assets/${file}`, (_req, res, next) => {
-      res.sendFile(path.join(ASSETS_DIR, file), { maxAge: '1d' }, (error) => error && next(error));
+      secured(res).sendFile(path.join(ASSETS_DIR, file), { maxAge: '1d' }, (error) => error && next(error));
     });
   }
   return router;

@@ -35,24 +35,37 @@ export function propagateTracking(ctx: FulfillmentAttemptDeps): Attempt<Fulfillm
       return rows.map((row) => ({ row, reseller: resellers.find((store) => store.id === row.resellerStoreId) ?? null }));
     },
 
-    /** One turn per call: platform_b takes one tracking number per call. */
+    /**
+     * One turn per call (platform_b takes one tracking number per call), but at most
+     * TURNS_BOOKED_AHEAD booked before the attempt: the rest are reserved call by call as it goes,
+     * so a large fulfillment takes its turns among other suppliers' instead of ahead of them all.
+     */
     targets: ({ row, reseller }) =>
-      reseller ? Array.from({ length: ctx.platforms[reseller.platform].fulfillmentCalls(row.tracking) }, () => ({ storeId: reseller.id, platform: reseller.platform })) : [],
+      reseller ? Array.from({ length: turnsBookedAhead(ctx, reseller, row) }, () => ({ storeId: reseller.id, platform: reseller.platform })) : [],
 
     /** Keyed by our fulfillment id, so a retry after a crash cannot add the tracking twice. */
     async perform({ row: fulfillment, reseller }) {
       const job = await jobs.findById(fulfillment.syncJobId);
       if (!job) throw new JobFailure('the sync job no longer exists');
       if (!reseller) throw new JobFailure('the reseller store was deleted');
-      const platform = ctx.platforms[reseller.platform];
-      return platform.createFulfillment(
-        connectionOf(ctx, reseller, platform.fulfillmentCalls(fulfillment.tracking)),
-        job.externalOrderId,
-        fulfillment.tracking,
-        `fulfillment:${fulfillment.id}`,
-      );
+      const connection = connectionOf(ctx, reseller, turnsBookedAhead(ctx, reseller, fulfillment));
+      try {
+        return await ctx.platforms[reseller.platform].createFulfillment(connection, job.externalOrderId, fulfillment.tracking, `fulfillment:${fulfillment.id}`);
+      } finally {
+        // A failed attempt's booked turns that no call spent go back to the store (after a 429 they were voided already).
+        await ctx.pacer
+          .release({ storeId: reseller.id, platform: reseller.platform }, connection.heldTurns?.remaining ?? 0)
+          .catch((error: unknown) => ctx.logger.warn({ err: error, reseller_store_id: reseller.id }, 'could not give back unused turns'));
+      }
     },
   };
+}
+
+/** The most turns of the reseller store one fulfillment attempt books before it starts. */
+export const TURNS_BOOKED_AHEAD = 4;
+
+function turnsBookedAhead(ctx: AppContext, reseller: ResellerStore, fulfillment: Fulfillment): number {
+  return Math.min(TURNS_BOOKED_AHEAD, ctx.platforms[reseller.platform].fulfillmentCalls(fulfillment.tracking));
 }
 
 /** A fulfillment's audit entry: every one names its sync job. */

@@ -44,6 +44,12 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly webhookSignatureChecks = new Counter({
+    name: 'webhook_signature_checks_total',
+    help: "HMACs computed to verify fulfillment webhooks against a shop domain's source store secrets (the cost a forged delivery imposes).",
+    registers: [this.registry],
+  });
+
   readonly webhookVerificationFailures = new Counter({
     name: 'webhook_verification_failures_total',
     help: 'Webhook deliveries refused with invalid_signature, by endpoint.',

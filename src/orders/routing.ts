@@ -11,10 +11,10 @@ import type { OrderRouting, OrderStore, RoutedOrder, RoutingVia } from './port.t
 import { RoutedOrderRepository } from './repository.ts';
 import type { OrderLine, ResellerOrder } from './types.ts';
 
-/** A supplier an order can be routed to: its vendor tag, normalised (`normaliseVendor`). */
+/** A supplier an order can be routed to, by its vendor tag. */
 export interface RoutableSource {
   id: string;
-  vendorKey: string;
+  vendorTag: string;
 }
 
 /** One order to route, matched: its jobs' source stores, and what its routing records. */
@@ -67,8 +67,10 @@ export class OrderRouter implements OrderRouting {
   async route(store: OrderStore, order: ResellerOrder, via: RoutingVia): Promise<RoutedOrder> {
     const sources = await this.activeSources(store.id);
     const lineKeys = new Set(order.lines.map((line) => normaliseVendor(line.vendor)));
-    const sourceKeys = new Set(sources.map((source) => source.vendorKey));
-    const matched = sources.filter((source) => lineKeys.has(source.vendorKey));
+    // Keys from the tags as they are normalised today: a store's stored vendor_key may predate NFKC.
+    const keyOf = (source: RoutableSource) => normaliseVendor(source.vendorTag);
+    const sourceKeys = new Set(sources.map(keyOf));
+    const matched = sources.filter((source) => lineKeys.has(keyOf(source)));
     const unmatched = order.lines.filter((line) => !sourceKeys.has(normaliseVendor(line.vendor)));
     const creator: JobCreator = {
       actorId: SYSTEM_ACTOR,

@@ -45,6 +45,12 @@ export class SharedPacer implements StorePacer {
     return turn!.waitMs;
   }
 
+  /** Gives back turns reserved for calls that were never made (see PacingRepository.release). */
+  async release(store: PacedStore, calls: number): Promise<void> {
+    if (calls <= 0) return;
+    await this.#repository.release(store.storeId, calls, this.#allowance(store).spacingMs);
+  }
+
   async pause(store: PacedStore, ms: number): Promise<void> {
     const { spacingMs, burst } = this.#allowance(store);
     await this.#repository.pause(store.storeId, ms, spacingMs, burst);

@@ -89,6 +89,17 @@ export class PacingRepository {
   }
 
   /**
+   * Gives back `calls` turns reserved but not used (the attempt that held them failed first): the
+   * bucket's `next_at` moves back by as many spacings, never before now.
+   */
+  async release(storeId: string, calls: number, spacingMs: number): Promise<void> {
+    await sql`
+      update store_pacing
+         set next_at = greatest(clock_timestamp(), next_at - ${calls * spacingMs} * interval '1 millisecond')
+       where store_id = ${storeId}`.execute(this.db);
+  }
+
+  /**
    * Pauses a store for `pauseMs` (a 429's Retry-After): no turn starts before then, and after it
    * the bucket resumes empty, one call then one per `spacing`. A longer pause already set stands.
    */

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { fromMinorUnits } from '../money.ts';
 import type { ResellerOrder, SourceFulfillment, SupplierOrder, Tracking } from '../orders/types.ts';
-import { type HttpClientSettings, PlatformHttpClient } from './http.ts';
+import { type HttpClientSettings, LIST_PAGE, PlatformHttpClient } from './http.ts';
 import { listedOrder, pageEntries, timestamp } from './listing.ts';
 import {
   anyId,
@@ -100,7 +100,7 @@ async function* listOrders(http: PlatformHttpClient, store: StoreConnection, sin
   do {
     const query = new URLSearchParams({ createdAfter: since.toISOString(), limit: String(LIST_LIMIT) });
     if (cursor !== null) query.set('cursor', cursor);
-    const page: { orders: ListedOrder[]; nextCursor: string | null } = await http.get(store, `/orders?${query}`, readOrderPage);
+    const page: { orders: ListedOrder[]; nextCursor: string | null } = await http.get(store, `/orders?${query}`, readOrderPage, LIST_PAGE);
     yield page.orders;
     cursor = page.nextCursor;
   } while (cursor !== null);

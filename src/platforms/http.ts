@@ -49,7 +49,21 @@ interface PlatformRequest {
   path: string;
   body?: unknown;
   idempotencyKey?: string;
+  /** The most of the answer's body read (ANSWER_MAX_BYTES unless a list page says otherwise). */
+  maxBodyBytes?: number;
 }
+
+/** How much of one platform answer is read at most: a call's answer, and a list page's. */
+export const ANSWER_MAX_BYTES = 1024 * 1024;
+export const LIST_PAGE_MAX_BYTES = 8 * 1024 * 1024;
+
+export interface GetOptions {
+  /** A list page may be larger than one thing's answer (LIST_PAGE_MAX_BYTES). */
+  maxBodyBytes?: number;
+}
+
+/** The options of a list page's GET. */
+export const LIST_PAGE: GetOptions = { maxBodyBytes: LIST_PAGE_MAX_BYTES };
 
 interface RawResponse {
   status: number;
@@ -57,6 +71,8 @@ interface RawResponse {
   /** The first Retry-After: an HTTP date has a comma of its own, so repeats are not joined. */
   retryAfter: string | null;
   text: string;
+  /** True when the body was longer than the request's bound: `text` is only its start. */
+  oversized: boolean;
 }
 
 interface ErrorFields {
@@ -82,15 +98,15 @@ const SHOP_DOMAIN = /^[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?(?::\d{1,5})?$/i;
 export class PlatformHttpClient {
   constructor(private readonly options: PlatformHttpClientOptions) {}
 
-  get<T>(store: StoreConnection, path: string, read: ResponseReader<T>): Promise<T> {
-    return this.#observed(store, { method: 'GET', path }, read);
+  get<T>(store: StoreConnection, path: string, read: ResponseReader<T>, options: GetOptions = {}): Promise<T> {
+    return this.#observed(store, { method: 'GET', path, ...options }, read);
   }
 
   /**
    * GETs an absolute URL the platform handed out (a list's next page), exactly as given, but only
    * when it is under the store's own base URL: the access token must never follow a link elsewhere.
    */
-  getUrl<T>(store: StoreConnection, url: string, read: ResponseReader<T>): Promise<T> {
+  getUrl<T>(store: StoreConnection, url: string, read: ResponseReader<T>, options: GetOptions = {}): Promise<T> {
     const path = this.#pathUnderStore(store, url);
     if (path === null) {
       const outside = this.#error(store, { method: 'GET', path: '(next page)' }, 'not sent: the link points outside the store', {
@@ -99,7 +115,7 @@ export class PlatformHttpClient {
       this.options.observe?.({ platform: this.options.platform, method: 'GET', outcome: 'error', durationSeconds: 0 });
       return Promise.reject(outside);
     }
-    return this.get(store, path, read);
+    return this.get(store, path, read, options);
   }
 
   post<T>(
@@ -229,11 +245,13 @@ export class PlatformHttpClient {
         return (Array.isArray(value) ? value.join(', ') : value) ?? null;
       };
       const retryAfter = response.headers['retry-after'];
+      const { text, oversized } = await readBounded(response.body, request.maxBodyBytes ?? ANSWER_MAX_BYTES);
       return {
         status: response.statusCode,
         headers: responseHeaders,
         retryAfter: (Array.isArray(retryAfter) ? retryAfter[0] : retryAfter) ?? null,
-        text: await response.body.text(),
+        text,
+        oversized,
       };
     } catch (error) {
       const reason = describeNetworkFailure(error, this.options.timeoutMs);
@@ -247,6 +265,10 @@ export class PlatformHttpClient {
         retryable: false,
         status: response.status,
       });
+    if (response.oversized) {
+      // The same answer would come again: a permanent failure, kept by the job like any other 2xx it cannot read.
+      throw unexpected(`a body over ${request.maxBodyBytes ?? ANSWER_MAX_BYTES} bytes (not read further)`);
+    }
     let body: unknown;
     try {
       body = response.text === '' ? null : JSON.parse(response.text);
@@ -283,6 +305,26 @@ export class PlatformHttpClient {
       fields.sent ?? true,
     );
   }
+}
+
+/**
+ * The body's text up to `maxBytes`; a longer body is not read further (its connection is closed), so
+ * a platform answering hundreds of megabytes costs this process no more than the bound. An error
+ * body's start is still its best detail, so the caller decides what an oversized answer means.
+ */
+async function readBounded(body: AsyncIterable<Buffer> & { destroy(): unknown }, maxBytes: number): Promise<{ text: string; oversized: boolean }> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    if (size + chunk.length > maxBytes) {
+      chunks.push(chunk.subarray(0, maxBytes - size));
+      body.destroy();
+      return { text: Buffer.concat(chunks).toString('utf8'), oversized: true };
+    }
+    chunks.push(chunk);
+    size += chunk.length;
+  }
+  return { text: Buffer.concat(chunks).toString('utf8'), oversized: false };
 }
 
 /** Retry-After in milliseconds, from delay-seconds or an HTTP date; null when absent or unreadable. */

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { fromMinorUnits } from '../money.ts';
 import type { PostalAddress, ResellerOrder, SourceFulfillment, SupplierOrder, Tracking } from '../orders/types.ts';
-import { type HttpClientSettings, PlatformHttpClient, type ResponseHeaders } from './http.ts';
+import { type HttpClientSettings, LIST_PAGE, PlatformHttpClient, type ResponseHeaders } from './http.ts';
 import { listedOrder, nextLink, pageEntries, timestamp } from './listing.ts';
 import {
   anyId,
@@ -105,10 +105,10 @@ export function createPlatformAAdapter(settings: HttpClientSettings): PlatformAd
  */
 async function* listOrders(http: PlatformHttpClient, store: StoreConnection, since: Date): AsyncGenerator<ListedOrder[]> {
   const query = new URLSearchParams({ status: 'any', created_at_min: since.toISOString(), limit: String(LIST_LIMIT) });
-  let page = await http.get(store, `${API}/orders.json?${query}`, readOrderPage);
+  let page = await http.get(store, `${API}/orders.json?${query}`, readOrderPage, LIST_PAGE);
   yield page.orders;
   while (page.next !== null) {
-    page = await http.getUrl(store, page.next, readOrderPage);
+    page = await http.getUrl(store, page.next, readOrderPage, LIST_PAGE);
     yield page.orders;
   }
 }

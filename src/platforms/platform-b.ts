@@ -8,7 +8,7 @@ import type {
   SupplierOrder,
   Tracking,
 } from '../orders/types.ts';
-import { type HttpClientSettings, PlatformHttpClient, type ResponseHeaders } from './http.ts';
+import { type HttpClientSettings, LIST_PAGE, PlatformHttpClient, type ResponseHeaders } from './http.ts';
 import { listedOrder, pageEntries, timestamp } from './listing.ts';
 import {
   anyId,
@@ -152,7 +152,7 @@ async function* listOrders(http: PlatformHttpClient, store: StoreConnection, sin
       orderby: 'date',
       order: 'asc',
     });
-    const { orders, totalPages } = await http.get(store, `${API}/orders?${query}`, readOrderPage);
+    const { orders, totalPages } = await http.get(store, `${API}/orders?${query}`, readOrderPage, LIST_PAGE);
     yield orders;
     // Without the header (a proxy may drop it), a short page is the last one.
     const last = totalPages === null ? orders.length < LIST_PER_PAGE : page >= totalPages;

@@ -1,6 +1,10 @@
-/** The form in which line vendors and source store vendor tags are compared: trimmed, lower case. */
+/**
+ * The form in which line vendors and source store vendor tags are compared: NFKC (so composed and
+ * decomposed accents, and fullwidth or other compatibility forms, are one), case-folded (upper then
+ * lower case: 'ß' and 'SS' fold alike, as do 'ς' and 'Σ'), NFKC again (folding can decompose), trimmed.
+ */
 export function normaliseVendor(vendor: string): string {
-  return vendor.trim().toLowerCase();
+  return vendor.normalize('NFKC').toUpperCase().toLowerCase().normalize('NFKC').trim();
 }
 
 /** Whether a line's vendor routes it to the source store with `vendorTag`: equal once normalised. */

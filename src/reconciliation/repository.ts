@@ -169,6 +169,11 @@ export class ReconciliationRepository {
     };
   }
 
+  /** Fails every running run whose lease expired (its process was lost); returns how many. */
+  async abandonExpired(): Promise<number> {
+    return this.db.transaction().execute((trx) => abandonExpired(trx, null));
+  }
+
   /** Extends this hold of the run; false when the run is no longer this process's. */
   async renew(run: TakenRun, leaseMs: number): Promise<boolean> {
     const result = await this.heldBy(run, this.db.updateTable('reconciliation_runs').set({ lease_expires_at: fromNow(leaseMs) })).executeTakeFirst();
@@ -254,12 +259,13 @@ export class ReconciliationRepository {
 }
 
 /** Fails running runs whose lease expired (of one store, or all), so they block no new run. */
-async function abandonExpired(trx: Trx, resellerStoreId: string | null): Promise<void> {
+async function abandonExpired(trx: Trx, resellerStoreId: string | null): Promise<number> {
   let update = trx
     .updateTable('reconciliation_runs')
     .set({ status: 'failed', finished_at: sql<Date>`now()`, error: ABANDONED })
     .where('status', '=', 'running')
     .where('lease_expires_at', '<', sql<Date>`now()`);
   if (resellerStoreId !== null) update = update.where('reseller_store_id', '=', resellerStoreId);
-  await update.execute();
+  const [result] = await update.execute();
+  return Number(result?.numUpdatedRows ?? 0n);
 }

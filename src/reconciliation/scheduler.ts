@@ -10,7 +10,7 @@ import type { ReconciliationService } from './service.ts';
  */
 export function startReconciliationScheduler(ctx: AppContext, reconciliations: ReconciliationService): () => Promise<void> {
   const intervalMs = ctx.config.reconcileIntervalMs;
-  if (intervalMs === 0) return async () => {};
+  if (intervalMs === 0) return startAbandonedRunSweep(ctx, reconciliations);
   const turnMs = Math.min(10_000, Math.max(250, Math.floor(intervalMs / 2)));
   return every(turnMs, () =>
     reconciliations
@@ -19,5 +19,21 @@ export function startReconciliationScheduler(ctx: AppContext, reconciliations: R
         if (started > 0) ctx.logger.info({ runs: started }, 'reconciliations scheduled');
       })
       .catch((error: unknown) => ctx.logger.warn({ err: error }, 'scheduling reconciliations failed; trying again next turn')),
+  );
+}
+
+/**
+ * Without a schedule nothing else would end a run whose process was killed (only the store's next
+ * POST …/reconcile did): at the sweep's interval, runs whose lease expired are failed as abandoned.
+ * (With a schedule, every scheduling turn does this first.)
+ */
+function startAbandonedRunSweep(ctx: AppContext, reconciliations: ReconciliationService): () => Promise<void> {
+  return every(ctx.config.sweepIntervalMs, () =>
+    reconciliations
+      .abandonExpired()
+      .then((abandoned) => {
+        if (abandoned > 0) ctx.logger.warn({ runs: abandoned }, 'abandoned reconciliations failed');
+      })
+      .catch((error: unknown) => ctx.logger.warn({ err: error }, 'failing abandoned reconciliations failed; trying again next turn')),
   );
 }

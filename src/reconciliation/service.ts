@@ -57,6 +57,11 @@ export class ReconciliationService {
     return started.length;
   }
 
+  /** Fails the running runs whose process was lost (lease expired); returns how many. */
+  abandonExpired(): Promise<number> {
+    return this.repository.abandonExpired();
+  }
+
   lagByStore() {
     return this.repository.lagByStore();
   }

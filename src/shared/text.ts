@@ -55,10 +55,43 @@ function formsOf(secret: string): string[] {
 
 export const REDACTED = '[redacted]';
 
-/** `text` with every form of `secret` replaced by [redacted]; run it before the text is normalised or cut. */
+/** The shortest piece of a secret redacted on its own: a platform quoting the start of a long token. */
+export const MIN_REDACTED_RUN = 12;
+
+/**
+ * `text` with every form of `secret` replaced by [redacted], and then every run of at least
+ * MIN_REDACTED_RUN characters taken from one of those forms (a platform echoing the first 200
+ * characters of a 391-character token); run it before the text is normalised or cut.
+ */
 export function redactSecret(text: string, secret: string): string {
   if (secret === '') return text;
+  const forms = formsOf(secret);
   let redacted = text;
-  for (const form of formsOf(secret)) redacted = redacted.replaceAll(form, REDACTED);
-  return redacted;
+  for (const form of forms) redacted = redacted.replaceAll(form, REDACTED);
+  return redactRuns(redacted, forms);
+}
+
+/**
+ * Replaces each stretch of `text` covered by MIN_REDACTED_RUN-character windows that occur in one
+ * of `forms`: every piece of a form at least that long is covered, so none survives.
+ */
+function redactRuns(text: string, forms: string[]): string {
+  if (text.length < MIN_REDACTED_RUN) return text;
+  const windows = new Set<string>();
+  for (const form of forms) {
+    for (let i = 0; i + MIN_REDACTED_RUN <= form.length; i++) windows.add(form.slice(i, i + MIN_REDACTED_RUN));
+  }
+  if (windows.size === 0) return text;
+  let result = '';
+  let kept = 0;
+  let runEnd = -1;
+  for (let i = 0; i + MIN_REDACTED_RUN <= text.length; i++) {
+    if (!windows.has(text.slice(i, i + MIN_REDACTED_RUN))) continue;
+    if (i > runEnd) {
+      result += text.slice(kept, i) + REDACTED;
+    }
+    runEnd = i + MIN_REDACTED_RUN;
+    kept = runEnd;
+  }
+  return kept === 0 ? text : result + text.slice(kept);
 }

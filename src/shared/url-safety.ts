@@ -41,9 +41,17 @@ const describeAddress = (host: string, address: string, range: string) =>
 export function forbiddenRange(address: string): string | null {
   const bare = unbracketed(address);
   if (!ipaddr.isValid(bare)) return 'invalid';
-  const range = ipaddr.process(bare).range();
-  return range === 'unicast' ? null : range;
+  const parsed = ipaddr.process(bare);
+  const range = parsed.range();
+  if (range !== 'unicast') return range;
+  // IPv4-compatible IPv6 (RFC 4291's deprecated ::/96; the URL parser writes `[::127.0.0.1]` as
+  // `[::7f00:1]`): ipaddr.js calls it unicast, and some stacks route it to the IPv4 address it carries.
+  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).parts.slice(0, 6).every((part) => part === 0)) return 'ipv4Compatible';
+  return null;
 }
+
+/** Port 0 names no service: a URL or domain carrying it is refused rather than left to the network stack. */
+const refusesPort = (port: string) => port !== '' && Number(port) === 0;
 
 const unbracketed = (host: string) => (host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host);
 
@@ -67,6 +75,7 @@ export async function urlRefusal(rawUrl: string, policy: UrlPolicy): Promise<str
     return policy.httpsOnly ? 'must be an https:// URL' : 'must be an http:// or https:// URL';
   }
   if (url.username || url.password) return 'must not contain credentials';
+  if (refusesPort(url.port)) return 'must not use port 0';
   return hostRefusal(url.hostname, policy);
 }
 
@@ -90,13 +99,14 @@ export async function hostRefusal(host: string, policy: UrlPolicy): Promise<stri
 export function shopDomainRefusal(shopDomain: string, settings: { platformBaseUrl: string | null; urlPolicy: UrlPolicy }): Promise<string | null> {
   if (settings.platformBaseUrl !== null) return Promise.resolve(null);
   // The URL parser reads the host as a platform call would (`0177.0.0.1` is 127.0.0.1).
-  let host: string;
+  let url: URL;
   try {
-    host = new URL(`https://${shopDomain}`).hostname;
+    url = new URL(`https://${shopDomain}`);
   } catch {
     return Promise.resolve('is not a host name');
   }
-  return hostRefusal(host, settings.urlPolicy);
+  if (refusesPort(url.port) && !settings.urlPolicy.allowPrivateAddresses) return Promise.resolve('must not use port 0');
+  return hostRefusal(url.hostname, settings.urlPolicy);
 }
 
 async function resolveForCheck(host: string): Promise<string[]> {

@@ -81,6 +81,11 @@ export class SourceStoreRepository {
     return this.orm.em.fork().find(SourceStore, { resellerStoreId, deletedAt: null });
   }
 
+  /** One active source store by id, whoever owns it (a fulfillment webhook naming its store in the URL). */
+  findActive(id: string): Promise<SourceStore | null> {
+    return this.orm.em.fork().findOne(SourceStore, { id, deletedAt: null });
+  }
+
   /** Records the first time these stores' webhook secret verified a delivery (kept once set). */
   async markWebhookProven(ids: string[]): Promise<void> {
     await sqlOf(this.orm)

@@ -8,13 +8,14 @@ import type { SealedSecrets } from './signing.ts';
 /** A delivery with what attempting it needs: its event's payload and its endpoint. */
 export interface DeliveryWork extends DeliveryState {
   id: string;
+  ownerId: string;
   endpointId: string;
   eventId: string;
   eventType: string;
   queueMessageId: string | null;
   version: number;
   payload: string;
-  endpoint: SealedSecrets & { url: string; status: 'enabled' | 'disabled' };
+  endpoint: SealedSecrets & { url: string; status: 'enabled' | 'disabled'; failingSince: Date | null };
 }
 
 /** The ORM's driver hands timestamps over as text whatever the declared type says. */
@@ -27,14 +28,16 @@ export async function loadDelivery(db: Db | Trx, deliveryId: string): Promise<De
     .innerJoin('events as e', 'e.id', 'd.event_id')
     .innerJoin('webhook_endpoints as w', 'w.id', 'd.endpoint_id')
     .select([
-      'd.id', 'd.endpoint_id', 'd.event_id', 'd.event_type', 'd.status', 'd.attempts', 'd.schedule_attempts', 'd.queue_message_id', 'd.version',
+      'd.id', 'd.owner_id', 'd.endpoint_id', 'd.event_id', 'd.event_type', 'd.status', 'd.attempts', 'd.schedule_attempts', 'd.queue_message_id', 'd.version',
       'e.payload', 'w.url', 'w.status as endpoint_status', 'w.secret_encrypted', 'w.previous_secret_encrypted', 'w.previous_secret_expires_at',
+      'w.failing_since',
     ])
     .where('d.id', '=', deliveryId)
     .executeTakeFirst();
   if (!row) return null;
   return {
     id: row.id,
+    ownerId: row.owner_id,
     endpointId: row.endpoint_id,
     eventId: row.event_id,
     eventType: row.event_type,
@@ -51,6 +54,7 @@ export async function loadDelivery(db: Db | Trx, deliveryId: string): Promise<De
       secretEncrypted: row.secret_encrypted,
       previousSecretEncrypted: row.previous_secret_encrypted,
       previousSecretExpiresAt: dateOrNull(row.previous_secret_expires_at),
+      failingSince: dateOrNull(row.failing_since),
     },
   };
 }
@@ -115,16 +119,22 @@ export async function moveToMessage(db: Db | Trx, deliveryId: string, version: n
  */
 export async function takeSendingSlot(
   trx: Trx,
-  slot: { endpointId: string; deliveryId: string; version: number; limit: number; now: Date; leaseUntil: Date },
+  slot: { ownerId: string; endpointId: string; deliveryId: string; version: number; limit: number; ownerLimit: number; now: Date; leaseUntil: Date },
 ): Promise<boolean> {
+  // The owner's lock, then the endpoint's: every taker locks in this order.
+  await sql`select pg_advisory_xact_lock(hashtextextended(${`webhook-owner:${slot.ownerId}`}, 0))`.execute(trx);
   await trx.selectFrom('webhook_endpoints').select('id').where('id', '=', slot.endpointId).forUpdate().execute();
-  const { taken } = await trx
+  const { taken, ownerTaken } = await trx
     .selectFrom('webhook_deliveries')
-    .select((eb) => eb.fn.countAll<string>().as('taken'))
-    .where('endpoint_id', '=', slot.endpointId)
+    .select((eb) => [
+      eb.fn.countAll<string>().filterWhere('endpoint_id', '=', slot.endpointId).as('taken'),
+      eb.fn.countAll<string>().as('ownerTaken'),
+    ])
+    // Through the owner's endpoints (at most 16), so the partial index on sending deliveries serves it.
+    .where('endpoint_id', 'in', (eb) => eb.selectFrom('webhook_endpoints').select('id').where('owner_id', '=', slot.ownerId))
     .where('sending_until', '>', slot.now)
     .executeTakeFirstOrThrow();
-  if (Number(taken) >= slot.limit) return false;
+  if (Number(taken) >= slot.limit || Number(ownerTaken) >= slot.ownerLimit) return false;
   const held = await trx
     .updateTable('webhook_deliveries')
     .set((eb) => ({ sending_until: slot.leaseUntil, version: eb('version', '+', 1) }))
@@ -132,6 +142,19 @@ export async function takeSendingSlot(
     .where('version', '=', slot.version)
     .executeTakeFirst();
   return held.numUpdatedRows === 1n;
+}
+
+/** How many `ping` deliveries the endpoint was given since `since` (the test route's rate limit). */
+export async function pingsSince(trx: Trx, endpointId: string, since: Date): Promise<number> {
+  await trx.selectFrom('webhook_endpoints').select('id').where('id', '=', endpointId).forUpdate().execute();
+  const { count } = await trx
+    .selectFrom('webhook_deliveries')
+    .select((eb) => eb.fn.countAll<string>().as('count'))
+    .where('endpoint_id', '=', endpointId)
+    .where('event_type', '=', 'ping')
+    .where('created_at', '>', since)
+    .executeTakeFirstOrThrow();
+  return Number(count);
 }
 
 /** A delivery to the endpoint succeeded: its run of failures, if any, is over. */

@@ -1,16 +1,17 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { applyDeliveryEvent } from '../../machines/delivery.machine.ts';
-import { MAX_WEBHOOK_ENDPOINTS_PER_USER } from '../../contract/webhook-endpoints.ts';
+import { MAX_TEST_PINGS_PER_MINUTE, MAX_WEBHOOK_ENDPOINTS_PER_USER } from '../../contract/webhook-endpoints.ts';
 import type { AppContext } from '../context.ts';
 import { holdLock } from '../db/locks.ts';
 import { transactionOf } from '../events/outbox.ts';
 import { pingEvent } from './events.ts';
 import { newMessageId } from '../queue/queue.ts';
-import { conflict, notFound, validationFailed } from '../shared/errors.ts';
+import { AppError, conflict, notFound, validationFailed } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import { findPage, type Page, type PageQuery } from '../shared/paging.ts';
 import { urlRefusal } from '../shared/url-safety.ts';
 import { WebhookDelivery, WebhookEndpoint } from './entity.ts';
+import { pingsSince } from './repository.ts';
 import { newSigningSecret, previousSecretBinding } from './signing.ts';
 
 /** How long deliveries are signed with the old secret too after a rotation (events.md). */
@@ -129,9 +130,17 @@ export class WebhookEndpointService {
   async test(ownerId: string, id: string): Promise<WebhookDelivery> {
     const endpoint = await this.get(ownerId, id);
     if (endpoint.status !== 'enabled') throw endpointDisabled();
-    const deliveryId = await this.em.transactional((em) =>
-      this.ctx.outbox.appendForEndpoint(transactionOf(em), pingEvent(endpoint.ownerId, endpoint.id), endpoint.id),
-    );
+    const deliveryId = await this.em.transactional(async (em) => {
+      const trx = transactionOf(em);
+      // Counted under the endpoint's row lock, so concurrent requests cannot overshoot the limit.
+      if ((await pingsSince(trx, endpoint.id, new Date(Date.now() - 60_000))) >= MAX_TEST_PINGS_PER_MINUTE) {
+        throw new AppError('rate_limited', {
+          message: `At most ${MAX_TEST_PINGS_PER_MINUTE} test events per endpoint per minute; retry later.`,
+          retryAfterSeconds: 60,
+        });
+      }
+      return this.ctx.outbox.appendForEndpoint(trx, pingEvent(endpoint.ownerId, endpoint.id), endpoint.id);
+    });
     return this.em.findOneOrFail(WebhookDelivery, { id: deliveryId });
   }
 

@@ -10,6 +10,11 @@ declare module 'express-serve-static-core' {
   }
 }
 
+function pathParam(req: Request, name: string): string | undefined {
+  const value: unknown = req.params[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
 function deliveryOf(req: Request, rawBody: Buffer): Delivery {
   return {
     client: req.ip,
@@ -30,9 +35,8 @@ function deliveryOf(req: Request, rawBody: Buffer): Delivery {
 export function verifyWebhook(webhooks: WebhookService) {
   return async (req: Request, sender: WebhookSender, rawBody: Buffer): Promise<void> => {
     const delivery = deliveryOf(req, rawBody);
-    req.webhook =
-      sender === 'reseller_store'
-        ? { delivery, resellerStore: await webhooks.verifyResellerStore(delivery) }
-        : { delivery, sourceStores: await webhooks.verifySourceStores(delivery) };
+    if (sender === 'reseller_store') req.webhook = { delivery, resellerStore: await webhooks.verifyResellerStore(delivery) };
+    else if (sender === 'source_store') req.webhook = { delivery, sourceStores: [await webhooks.verifySourceStore(pathParam(req, 'source_store_id'), delivery)] };
+    else req.webhook = { delivery, sourceStores: await webhooks.verifySourceStores(delivery) };
   };
 }

@@ -14,6 +14,8 @@ export interface SourceStoreReads {
   activeByDomain(shopDomain: string): Promise<SourceStore[]>;
   /** A reseller store's active source stores, which routing matches orders against. */
   activeOf(resellerStoreId: string): Promise<SourceStore[]>;
+  /** One active source store by id (the per-store fulfillment webhook URL). */
+  findActive(id: string): Promise<SourceStore | null>;
   markWebhookProven(ids: string[]): Promise<void>;
 }
 

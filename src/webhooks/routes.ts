@@ -27,5 +27,10 @@ export function webhookRoutes(webhooks: WebhookService) {
       const syncJobIds = await webhooks.receiveFulfillment(sender, body, delivery);
       return { status: 200, body: withRequestId(req, { received: true as const, syncJobIds }) };
     },
+    fulfillmentsForStore: async ({ body, req }) => {
+      const { delivery, sender } = verified(req, 'sourceStores');
+      const syncJobIds = await webhooks.receiveFulfillment(sender, body, delivery);
+      return { status: 200, body: withRequestId(req, { received: true as const, syncJobIds }) };
+    },
   });
 }

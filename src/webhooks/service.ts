@@ -5,6 +5,7 @@ import type { AppContext } from '../context.ts';
 import { fulfillmentKeys } from '../fulfillments/identity.ts';
 import type { FulfillmentService } from '../fulfillments/service.ts';
 import { PayloadError } from '../platforms/types.ts';
+import { MAX_TRACKING_NUMBERS_PER_FULFILLMENT } from '../../contract/limits.ts';
 import { normaliseVendor } from '../pricing/index.ts';
 import type { ResellerStore } from '../reseller-stores/entity.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
@@ -110,6 +111,20 @@ export class WebhookService {
     throw this.refused('fulfillments');
   }
 
+  /**
+   * The active source store the URL names, when its own secret signed the delivery: one HMAC, and
+   * nothing any other store or client did counts (no failed-signature budget applies). 401
+   * invalid_signature otherwise, the same whether the store is unknown, deleted or not the signer.
+   */
+  async verifySourceStore(sourceStoreId: string | undefined, delivery: Delivery): Promise<SourceStore> {
+    const id = sourceStoreId !== undefined && STORE_ID.test(sourceStoreId) ? sourceStoreId : null;
+    const store = id ? await this.deps.sourceStores.findActive(id) : null;
+    if (!store || !delivery.signature) throw this.refused('fulfillments');
+    const secret = this.ctx.secrets.decrypt(store.webhookSecretEncrypted, store.id);
+    if (!verifySignature(delivery.rawBody, secret, delivery.signature)) throw this.refused('fulfillments');
+    return store;
+  }
+
   private refused(endpoint: 'orders' | 'fulfillments'): AppError {
     this.ctx.metrics.webhookVerificationFailures.inc({ endpoint });
     return new AppError('invalid_signature');
@@ -162,6 +177,7 @@ export class WebhookService {
   async receiveFulfillment(senders: SourceStore[], body: unknown, delivery: Delivery): Promise<string[]> {
     expectTopic(delivery.topic, 'fulfillments/create');
     const fulfillment = parse(() => this.ctx.platforms[senders[0]!.platform].parseFulfillmentWebhook(body));
+    checkTrackingBound(fulfillment.tracking.numbers.length);
     const keys = fulfillmentKeys(fulfillment, delivery.webhookId);
     const job = await this.syncJobs.findBySourceOrder(
       senders.map((store) => store.id),
@@ -183,11 +199,24 @@ export class WebhookService {
 
 const SIGNATURE_FAILURE_WINDOW_MS = 60_000;
 
+/** What a store id can look like (src/shared/ids.ts); anything else is not looked up. */
+const STORE_ID = /^[A-Za-z0-9_]{1,64}$/;
+
 /** A client's failures on one domain, then its failures on any: the first is left out for a domain without records. */
 function signatureFailureKeys(shopDomain: string, client: string | undefined): string[] {
   // An IPv6 client by its /64 (one subscriber's network, any address of which a single host can use).
   const sender = client ? ipKeyGenerator(client, 64) : 'unknown';
   return [`signature:domain:${shopDomain}:client:${sender}`, `signature:client:${sender}`];
+}
+
+/** One fulfillment's tracking numbers are bounded: each can cost the reseller store a turn (contract/limits.ts). */
+function checkTrackingBound(count: number): void {
+  if (count > MAX_TRACKING_NUMBERS_PER_FULFILLMENT) {
+    throw validationFailed(
+      'tracking_numbers',
+      `A fulfillment carries at most ${MAX_TRACKING_NUMBERS_PER_FULFILLMENT} tracking numbers; this one has ${count}.`,
+    );
+  }
 }
 
 function normaliseDomain(domain: string | undefined): string | null {

@@ -52,14 +52,18 @@ export class SourceSecrets {
     const secrets = await this.#current(shopDomain);
     if (!secrets) return { verdict: 'unsigned', domainKnown: false };
     const proven = [...secrets.proven];
-    const free = proven.slice(0, FREE_SENDERS).find((secret) => verifySignature(rawBody, secret, signature));
+    const verifies = (secret: string) => {
+      this.ctx.metrics.webhookSignatureChecks.inc();
+      return verifySignature(rawBody, secret, signature);
+    };
+    const free = proven.slice(0, FREE_SENDERS).find(verifies);
     if (free) return { verdict: 'signed', senders: secrets.bySecret.get(free)! };
     // Proven later first, then never proven: anyone can prove a record of their own, so beyond the
     // first few every check is budgeted.
     const others = [...proven.slice(FREE_SENDERS), ...[...secrets.bySecret.keys()].filter((secret) => !secrets.proven.has(secret))];
     if (others.length === 0) return { verdict: 'unsigned', domainKnown: true };
     if (!(await mayScan())) return { verdict: 'limited' };
-    const found = others.find((secret) => verifySignature(rawBody, secret, signature));
+    const found = others.find(verifies);
     if (!found) return { verdict: 'unsigned', domainKnown: true };
     const senders = secrets.bySecret.get(found)!;
     const unproven = senders.filter((store) => !store.webhookProvenAt).map((store) => store.id);

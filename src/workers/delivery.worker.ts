@@ -28,6 +28,15 @@ import { signingSecrets } from '../webhook-endpoints/signing.ts';
  */
 export const DELIVERIES_PER_ENDPOINT = 4;
 
+/**
+ * Deliveries in flight to all of one owner's endpoints at most, across every worker process: a
+ * tenant with many unresponsive endpoints holds no more sending slots than one with a single one,
+ * so it cannot take all of a process's WEBHOOK_DELIVERY_CONCURRENCY slots from the other tenants.
+ * Its other deliveries wait their turn (re-queued, holding no slot). Twice an endpoint's, so one of
+ * its endpoints hanging leaves its others room.
+ */
+export const DELIVERIES_PER_OWNER = 2 * DELIVERIES_PER_ENDPOINT;
+
 /** How long a delivery that found its endpoint's slots taken waits before it tries again (plus up to as much jitter). */
 const BUSY_ENDPOINT_WAIT_MS = 500;
 
@@ -50,6 +59,8 @@ export interface DeliveryMessage {
 export class DeliveryWorker {
   /** Keeps connections to receivers alive between deliveries, and refuses forbidden addresses as it connects. */
   private readonly dispatcher: Dispatcher;
+  /** Attempts of this process in flight to endpoints whose last attempts failed (see `failingShare`). */
+  private failingInFlight = 0;
 
   constructor(private readonly ctx: AppContext) {
     this.dispatcher = guardedAgent(ctx.config.urlPolicy, { keepAliveTimeout: 10_000 });
@@ -69,28 +80,57 @@ export class DeliveryWorker {
       await this.record(work, { type: 'ABANDON' }, null, logged);
       return;
     }
-    if (!(await this.takeSlot(work))) {
+    // Counted before the first wait, so racing handlers of this process cannot overshoot the share.
+    const failing = work.endpoint.failingSince !== null;
+    if (failing && this.failingInFlight >= this.failingShare) {
       await this.waitTurn(work, logged);
       return;
     }
-    const result = await attemptDelivery(this.dispatcher, {
-      url: work.endpoint.url,
-      webhookId: work.eventId,
-      body: work.payload,
-      secrets: signingSecrets(this.ctx.secrets, work.endpoint, new Date()),
-      timeoutMs: this.ctx.config.webhooks.deliveryTimeoutMs,
-    });
+    if (failing) this.failingInFlight++;
+    let result: AttemptResult;
+    try {
+      if (!(await this.takeSlot(work))) {
+        await this.waitTurn(work, logged);
+        return;
+      }
+      result = await attemptDelivery(this.dispatcher, {
+        url: work.endpoint.url,
+        webhookId: work.eventId,
+        body: work.payload,
+        secrets: signingSecrets(this.ctx.secrets, work.endpoint, new Date()),
+        timeoutMs: this.ctx.config.webhooks.deliveryTimeoutMs,
+      });
+    } finally {
+      if (failing) this.failingInFlight--;
+    }
     this.ctx.metrics.deliveryAttemptDuration.observe({ outcome: result.outcome }, result.durationMs / 1000);
     await this.record(work, { type: result.ok ? 'SUCCEED' : 'FAIL' }, result, logged);
   }
 
-  /** One of the endpoint's DELIVERIES_PER_ENDPOINT sending slots; on success the delivery's version moved on. */
+  /**
+   * How many of this process's sending slots attempts to failing endpoints may hold at once: half.
+   * However many tenants' endpoints hang, the other half keeps serving endpoints that answer.
+   */
+  private get failingShare(): number {
+    return Math.max(1, Math.floor(this.ctx.config.webhooks.deliveryConcurrency / 2));
+  }
+
+  /** One of the endpoint's DELIVERIES_PER_ENDPOINT sending slots, within its owner's DELIVERIES_PER_OWNER; on success the delivery's version moved on. */
   private async takeSlot(work: DeliveryWork): Promise<boolean> {
     const now = new Date();
     const leaseUntil = new Date(now.getTime() + this.ctx.config.webhooks.deliveryTimeoutMs + SLOT_LEASE_MARGIN_MS);
     const taken = await sqlOf(this.ctx.orm)
       .transaction()
-      .execute((trx) => takeSendingSlot(trx, { endpointId: work.endpointId, deliveryId: work.id, version: work.version, limit: DELIVERIES_PER_ENDPOINT, now, leaseUntil }));
+      .execute((trx) => takeSendingSlot(trx, {
+          ownerId: work.ownerId,
+          endpointId: work.endpointId,
+          deliveryId: work.id,
+          version: work.version,
+          limit: DELIVERIES_PER_ENDPOINT,
+          ownerLimit: DELIVERIES_PER_OWNER,
+          now,
+          leaseUntil,
+        }));
     if (taken) work.version++;
     return taken;
   }
@@ -106,7 +146,7 @@ export class DeliveryWorker {
         await this.ctx.queue.insertIn(trx, 'webhookDelivery', [{ id: queueMessageId, message: { deliveryId: work.id }, delayMs, groupId: work.endpointId }]);
         return true;
       });
-    log.debug({ moved, retry_in_ms: delayMs }, "every sending slot of the endpoint is taken; the delivery waits its turn");
+    log.debug({ moved, retry_in_ms: delayMs }, "every sending slot of the endpoint or of its owner is taken; the delivery waits its turn");
   }
 
   private async record(work: DeliveryWork, event: DeliveryEvent, result: AttemptResult | null, log: Logger): Promise<void> {

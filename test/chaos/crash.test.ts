@@ -13,6 +13,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_AUTO_RETRIES } from '../../machines/attempt.machine.ts';
 import { deleteDataDir, freePort } from '../../src/db/embedded.ts';
 import { startSandbox, type Sandbox } from '../sandbox/server.ts';
 import { queryRows } from '../support/database.ts';
@@ -172,6 +173,9 @@ describe('two SIGKILLs of the whole service mid-stream', () => {
       'select id, source_store_id, external_order_id, status, attempts, source_order_id from sync_jobs',
     );
     expect(jobs).toHaveLength(JOBS);
+    // Attempts bounded: a job a killed worker held counts that attempt as lost, never more than the policy's 1 + 3.
+    const outOfBound = jobs.filter((job) => job.attempts < 1 || job.attempts > MAX_AUTO_RETRIES + 1);
+    expect(outOfBound, 'jobs whose attempts are outside 1..4').toEqual([]);
     expect(new Set(jobs.map((job) => `${job.external_order_id}/${job.source_store_id}`)).size).toBe(JOBS);
     const deliveredIds = new Set(deliveries.flatMap((delivery) => delivery.accepted.body.syncJobIds as string[]));
     expect(new Set(jobs.map((job) => job.id))).toEqual(deliveredIds);

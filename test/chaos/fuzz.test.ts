@@ -207,6 +207,7 @@ function bodyTemplate(route: ContractRoute): Record<string, unknown> | null {
     case 'webhooks.orders':
       return sandbox.buildOrderPayload('platform_a', { id: 5151, lines: [{ sku: 'S', title: 'T', vendor: supplier.vendorTag, quantity: 1, price: '1.00' }] });
     case 'webhooks.fulfillments':
+    case 'webhooks.fulfillmentsForStore':
       return { id: 1, order_id: 1, status: 'success', tracking_number: '1Z', tracking_numbers: ['1Z'], tracking_urls: [], line_items: [] };
     default:
       return route.hasBody ? {} : null;
@@ -311,6 +312,7 @@ function pathValue(param: string, route: ContractRoute): fc.Arbitrary<string> {
   const own =
     param === 'rst_id' ? ids.rst
     : param === 'delivery_id' ? ids.dlv
+    : param === 'source_store_id' ? ids.sst
     : route.path.includes('source_stores') ? ids.sst
     : route.path.startsWith('/v1/sync_jobs') ? ids.job
     : route.path.startsWith('/v1/api_keys') ? ids.key

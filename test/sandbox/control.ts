@@ -35,8 +35,12 @@ const faultsSchema = z
     holdWebhooksNext: count.optional(),
     nulErrorNext: count.optional(),
     splitEmojiErrorNext: count.optional(),
+    oversizedBodyNext: count.optional(),
+    holdRequestsNext: count.optional(),
+    oversizedBodyBytes: count.optional(),
+    oversizedBodyStatus: z.number().int().min(200).max(599).optional(),
     unkeepableOrderIds: z.enum(['oversized', 'nul']).optional(),
-    echoToken: z.enum(['raw', 'unicode-escaped', 'url-encoded', 'base64']).optional(),
+    echoToken: z.enum(['raw', 'unicode-escaped', 'url-encoded', 'base64', 'prefix']).optional(),
     rateLimit: z.object({ perSecond: z.number().positive(), burst: z.number().int().positive() }).strict().optional(),
   })
   .strict();

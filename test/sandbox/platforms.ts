@@ -399,6 +399,9 @@ function echoing(token: string, form: NonNullable<StoreState['faults']['echoToke
       return { status: 401, body: { errors: `[API] Invalid API key or access token; see https://status.example/auth?token=${encodeURIComponent(token)}` } };
     case 'base64':
       return { status: 401, body: { errors: `[API] Invalid credentials: Basic ${Buffer.from(token).toString('base64')}` } };
+    case 'prefix':
+      // A validation message quoting the start of the credential, as a careless platform cuts it.
+      return { status: 422, body: { errors: { access_token: [`is not valid: ${token.slice(0, 200)}`] } } };
   }
 }
 

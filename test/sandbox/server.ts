@@ -98,6 +98,7 @@ async function servePlatform(
 ): Promise<{ status: number | null; idempotentReplay: boolean }> {
   const store = state.store(call.shopDomain);
   if (store.faults.latencyMs) await delay(store.faults.latencyMs);
+  await store.holdRequest();
   const fault = store.takeFault(call.request.headers['x-platform-access-token']?.toString() ?? call.request.headers.authorization ?? '');
   if (fault?.kind === 'drop') {
     response.destroy();
@@ -107,6 +108,10 @@ async function servePlatform(
     send(response, fault.reply);
     return { status: fault.reply.status, idempotentReplay: false };
   }
+  if (fault?.kind === 'stream') {
+    await streamBody(response, fault.status, fault.bytes);
+    return { status: fault.status, idempotentReplay: false };
+  }
   const { reply, idempotentReplay } = answerPlatformRequest(state, call);
   if (fault?.kind === 'acceptThenDrop') {
     response.destroy();
@@ -114,6 +119,31 @@ async function servePlatform(
   }
   send(response, reply);
   return { status: reply.status, idempotentReplay };
+}
+
+const STREAM_CHUNK = Buffer.alloc(64 * 1024, 'x');
+
+/** A JSON-looking body of `bytes` bytes, written a chunk at a time as the reader takes them; stops when it hangs up. */
+async function streamBody(response: ServerResponse, status: number, bytes: number): Promise<void> {
+  response.writeHead(status, { 'Content-Type': 'application/json' });
+  response.write('{"note":"');
+  let sent = 0;
+  while (sent < bytes && !response.destroyed) {
+    const chunk = STREAM_CHUNK.subarray(0, Math.min(STREAM_CHUNK.length, bytes - sent));
+    sent += chunk.length;
+    if (!response.write(chunk)) {
+      await new Promise<void>((resolve) => {
+        const resume = () => {
+          response.off('drain', resume);
+          response.off('close', resume);
+          resolve();
+        };
+        response.on('drain', resume);
+        response.on('close', resume);
+      });
+    }
+  }
+  if (!response.destroyed) response.end('"}');
 }
 
 function answerFailure(response: ServerResponse, error: unknown): void {

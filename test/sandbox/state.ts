@@ -30,13 +30,25 @@ export interface Faults {
   nulErrorNext?: number;
   /** The next N requests answer 422 with an error text whose character 299 starts an emoji (two UTF-16 units). */
   splitEmojiErrorNext?: number;
+  /**
+   * The next N requests answer with a body of `oversizedBodyBytes` (default 300 MB), status
+   * `oversizedBodyStatus` (default 200), streamed so the sandbox itself holds no more than a chunk.
+   */
+  oversizedBodyNext?: number;
+  oversizedBodyBytes?: number;
+  oversizedBodyStatus?: number;
+  /**
+   * The next N requests wait, unanswered, until the test calls `releaseRequests` (a platform that
+   * is slow exactly as long as the test needs, with no timing guess); `heldRequests` counts them.
+   */
+  holdRequestsNext?: number;
   /** Orders placed get an id no service could keep as it is: 300 characters long, or with a NUL in it. */
   unkeepableOrderIds?: 'oversized' | 'nul';
   /**
    * Every request answers 401 echoing the token it presented, as careless platforms do: as sent,
-   * as JSON \u escapes, URL-encoded, or base64.
+   * as JSON \u escapes, URL-encoded, or base64; `prefix` answers 422 quoting its first 200 characters.
    */
-  echoToken?: 'raw' | 'unicode-escaped' | 'url-encoded' | 'base64';
+  echoToken?: 'raw' | 'unicode-escaped' | 'url-encoded' | 'base64' | 'prefix';
   /**
    * An enforced rate limit, as a platform's own: a token bucket per access token presented (the
    * credential's, whichever caller sends it), `burst` requests at once refilled at `perSecond`; a
@@ -62,7 +74,13 @@ export interface Reply {
   headers?: Record<string, string>;
 }
 
-export type FaultAction = { kind: 'drop' } | { kind: 'acceptThenDrop' } | { kind: 'reply'; reply: Reply };
+export type FaultAction =
+  | { kind: 'drop' }
+  | { kind: 'acceptThenDrop' }
+  | { kind: 'reply'; reply: Reply }
+  | { kind: 'stream'; status: number; bytes: number };
+
+const DEFAULT_OVERSIZED_BYTES = 300 * 1024 * 1024;
 
 export interface ReceivedOrder {
   platform: Platform;
@@ -164,6 +182,9 @@ export class StoreState {
     if (this.#consume('dropNext')) return { kind: 'drop' };
     if (this.#consume('acceptThenDropNext')) return { kind: 'acceptThenDrop' };
     if (this.#consume('rateLimitNext')) return { kind: 'reply', reply: this.#tooManyRequests() };
+    if (this.#consume('oversizedBodyNext')) {
+      return { kind: 'stream', status: this.faults.oversizedBodyStatus ?? 200, bytes: this.faults.oversizedBodyBytes ?? DEFAULT_OVERSIZED_BYTES };
+    }
     if (this.#consume('nulErrorNext')) {
       return { kind: 'reply', reply: { status: 422, body: { errors: { line_items: ['sku A-1\u0000 is not a valid sku'] } } } };
     }
@@ -176,6 +197,15 @@ export class StoreState {
       return { kind: 'reply', reply: { status, body: { errors: `Simulated failure (${status})` } } };
     }
     return null;
+  }
+
+  /** Requests waiting for `releaseRequests`. */
+  readonly heldRequests: (() => void)[] = [];
+
+  /** Resolves when the test releases the request, if the store holds it; at once otherwise. */
+  holdRequest(): Promise<void> {
+    if (!this.#consume('holdRequestsNext')) return Promise.resolve();
+    return new Promise((resolve) => this.heldRequests.push(resolve));
   }
 
   /** What happens to the next orders/create webhook: 'drop', 'hold' or 'send'. */
@@ -202,7 +232,20 @@ export class StoreState {
     return false;
   }
 
-  #consume(counter: 'faultsAfter' | 'dropNext' | 'acceptThenDropNext' | 'rateLimitNext' | 'failNext' | 'dropWebhooksNext' | 'holdWebhooksNext' | 'nulErrorNext' | 'splitEmojiErrorNext'): boolean {
+  #consume(
+    counter:
+      | 'faultsAfter'
+      | 'dropNext'
+      | 'acceptThenDropNext'
+      | 'rateLimitNext'
+      | 'failNext'
+      | 'dropWebhooksNext'
+      | 'holdWebhooksNext'
+      | 'nulErrorNext'
+      | 'splitEmojiErrorNext'
+      | 'oversizedBodyNext'
+      | 'holdRequestsNext',
+  ): boolean {
     const remaining = this.faults[counter] ?? 0;
     if (remaining <= 0) return false;
     this.faults[counter] = remaining - 1;
@@ -225,6 +268,10 @@ export interface SandboxControls {
   placeCustomerOrder(shopDomain: string, platform: Platform, order: JsonObject): Promise<WebhookFate>;
   /** Delivers the held orders/create webhooks now, oldest first. */
   releaseWebhooks(shopDomain: string): Promise<WebhookResult[]>;
+  /** How many requests the store holds (`holdRequestsNext`) right now. */
+  heldRequestCount(shopDomain: string): number;
+  /** Lets the requests the store holds go on to be answered; returns how many were released. */
+  releaseRequests(shopDomain: string): number;
   /** The merchant cancels a stored order; its list entry and GET show it cancelled. */
   cancelOrder(shopDomain: string, platform: Platform, id: number | string): JsonObject;
   /** Order lists of the store answer pages of at most `size` orders (null: as many as asked). */
@@ -290,6 +337,16 @@ export class SandboxState implements SandboxControls {
       return { held: true };
     }
     return { delivered: await this.#postOrderWebhook(shopDomain, store.webhooks, order) };
+  }
+
+  heldRequestCount(shopDomain: string): number {
+    return this.store(shopDomain).heldRequests.length;
+  }
+
+  releaseRequests(shopDomain: string): number {
+    const held = this.store(shopDomain).heldRequests.splice(0);
+    for (const release of held) release();
+    return held.length;
   }
 
   async releaseWebhooks(shopDomain: string): Promise<WebhookResult[]> {
