@@ -14,7 +14,7 @@ const require = createRequire(import.meta.url);
 const PUBLIC_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), 'public');
 
 /** The console's own modules and style sheet: app.js is the shell, the others its views and shared parts. */
-const OWN_FILES = ['app.js', 'lib.js', 'attention.js', 'jobs.js', 'job.js', 'webhooks.js', 'audit.js', 'console.css'];
+const OWN_FILES = ['app.js', 'lib.js', 'attention.js', 'jobs.js', 'job.js', 'webhooks.js', 'audit.js', 'actions.js', 'divergences.js', 'console.css'];
 
 /** URL path under /console/ → file on disk. Only these are served. */
 const FILES: Record<string, string> = {

@@ -4,7 +4,9 @@ import { html, useCallback, useState } from '/console/assets/preact-htm.js';
 import {
   Alert, api, Ago, duration, href, listAll, loadDivergences, Loading, number, plainWords, plural, POLL_MS, Status, useAction, usePolling, useViewHeading, When,
 } from './lib.js';
-import { bulkRetry, JobsTable, retryJobs, useSelection } from './jobs.js';
+import { bulkRetry, retryJobs } from './actions.js';
+import { DivergencesTable } from './divergences.js';
+import { JobsTable, useSelection } from './jobs.js';
 
 const SHOWN = 25;
 
@@ -83,61 +85,6 @@ function ProblemJobs({ jobs, totals, dir, action }) {
       <${JobsTable} jobs=${jobs} dir=${dir} showStore=${true} selection=${selection} busy=${action.busy}
         onRetry=${(job) => action.run('retry the job', () => retryJobs([job]))}
         caption="Dead and failed sync jobs of all stores, most recent failure first" />
-    </section>`;
-}
-
-const DIVERGENCE_TYPES = {
-  too_late: 'Cancelled too late: the supplier shipped',
-  unsupported: 'Partial cancellation the supplier cannot do',
-  supplier_cancelled: 'Cancelled by the supplier',
-  stale: 'No tracking for a long time',
-  cancellation_dead: 'Cancellation failed',
-  job_dead: 'Order not placed (job dead)',
-  fulfillment_dead: 'Tracking not delivered',
-};
-
-const detailText = (detail) => {
-  if (detail === null || detail === undefined) return '—';
-  if (typeof detail === 'string') return detail;
-  return detail.message ?? detail.reason ?? JSON.stringify(detail);
-};
-
-/** The divergence list (order-changes.md): what needs the reseller and could not be repaired. */
-export function DivergencesTable({ items, dir, action, showStore }) {
-  const dismiss = (item) =>
-    action.run('dismiss the divergence', async () => {
-      await api('POST', `/v1/reseller_stores/${item.resellerStoreId}/divergences/${item.id}/dismiss`);
-      return `Divergence dismissed: ${DIVERGENCE_TYPES[item.type] ?? item.type}.`;
-    });
-  const retry = (item) => action.run('retry the job', () => retryJobs([{ id: item.syncJobId, externalOrderId: item.externalOrderId }]));
-  return html`
-    <section aria-labelledby="divergences-heading">
-      <h2 id="divergences-heading">Divergences (${number.format(items.length)})</h2>
-      <p class="muted">Where the supplier's side and the storefront disagree and the service could not repair it.</p>
-      <table class="cards">
-        <caption class="visually-hidden">Open divergences, newest first</caption>
-        <thead><tr>
-          ${showStore && html`<th scope="col">Store</th>`}<th scope="col">What</th><th scope="col">Since</th><th scope="col">Detail</th>
-          <th scope="col"><span class="visually-hidden">Actions</span></th>
-        </tr></thead>
-        <tbody>
-          ${items.map(
-            (item) => html`<tr key=${item.id}>
-              ${showStore && html`<td data-label="Store">${dir.storeName(item.resellerStoreId)}</td>`}
-              <td data-label="What"><${Status} status=${item.type} /> ${DIVERGENCE_TYPES[item.type] ?? ''}</td>
-              <td data-label="Since"><${When} at=${item.since} /></td>
-              <td data-label="Detail" class="error-text">${detailText(item.detail)}</td>
-              <td class="row-actions">
-                ${item.syncJobId && html`<a href=${href(`/jobs/${item.syncJobId}`)} class="row-link"
-                  aria-label=${`Open job: ${DIVERGENCE_TYPES[item.type] ?? item.type}`}>Open job</a>`}
-                ${item.type === 'job_dead' && item.syncJobId && html`<button type="button" onClick=${() => retry(item)} disabled=${action.busy !== null}>Retry job</button>`}
-                <button type="button" class="secondary" onClick=${() => dismiss(item)} disabled=${action.busy !== null}
-                  aria-label=${`Dismiss the divergence ${DIVERGENCE_TYPES[item.type] ?? item.type}`}>Dismiss</button>
-              </td>
-            </tr>`,
-          )}
-        </tbody>
-      </table>
     </section>`;
 }
 

@@ -7,7 +7,7 @@ import {
   Alert, api, ApiError, Due, Exchange, href, JOB_POLL_MS, Loading, number, plainWords, plural, RETRYABLE, Status, TRIGGERS, useAction, usePolling,
   useViewHeading, When,
 } from './lib.js';
-import { retryJobs } from './jobs.js';
+import { retryJobs } from './actions.js';
 
 export function JobView({ jobId, dir, announce, setViewStore }) {
   const [job, setJob] = useState(null);

@@ -1,0 +1,37 @@
+// Retrying jobs, one by one or in bulk: shared by the attention view, the job lists and a job's page.
+import { api, ApiError, number, plainWords, plural } from './lib.js';
+
+/** Retries each job as `POST /v1/sync_jobs/{id}/retry` does; says what happened. */
+export async function retryJobs(jobs) {
+  const refused = [];
+  for (const job of jobs) {
+    try {
+      await api('POST', `/v1/sync_jobs/${job.id}/retry`);
+    } catch (failure) {
+      if (failure instanceof ApiError && failure.status === 401) throw failure;
+      refused.push({ job, failure });
+    }
+  }
+  const retried = jobs.length - refused.length;
+  if (retried === 0 && refused.length > 0) throw refused[0].failure;
+  const done =
+    jobs.length === 1
+      ? `${jobs[0].externalOrderId ? `Job for order ${jobs[0].externalOrderId}` : 'Job'} retried; it is pending again.`
+      : `Retried ${plural(retried, 'job')}; they are pending again.`;
+  if (refused.length === 0) return done;
+  return `${done} ${plural(refused.length, 'job')} could not be retried: ${refused.map(({ job, failure }) => `order ${job.externalOrderId} (${plainWords(failure)})`).join('; ')}.`;
+}
+
+/** Every matching job retried, 1,000 per call as the bulk retry endpoint takes them. */
+export async function bulkRetry(filters) {
+  let retried = 0;
+  const statuses = Array.isArray(filters.status) ? filters.status : [filters.status];
+  // The retried jobs are pending, so each call gets the next ones.
+  for (let calls = 0; calls < 50; calls++) {
+    const result = await api('POST', '/v1/sync_jobs/bulk_retry', filters);
+    retried += result.retried;
+    if (!result.has_more) break;
+  }
+  const what = statuses.join(' and ');
+  return retried === 0 ? `There were no ${what} jobs to retry.` : `Retried ${number.format(retried)} ${what} ${retried === 1 ? 'job; it is' : 'jobs; they are'} pending again.`;
+}
