@@ -11,7 +11,7 @@ import type { Sandbox } from './sandbox/server.ts';
 import { queryRows } from './support/database.ts';
 import { registerUser } from './support/factories.ts';
 import { test } from './support/fixtures.ts';
-import { addSupplier, createJob, lineOf, openShop, seedResellerOrder, waitForJob, type Shop, type Supplier } from './support/sync-jobs.ts';
+import { addSupplier, createJob, getJob, lineOf, openShop, seedResellerOrder, waitForJob, type Shop, type Supplier } from './support/sync-jobs.ts';
 import { waitFor } from './support/wait.ts';
 
 // One message in flight per queue: a job held by a slow platform keeps the next one waiting.
@@ -50,25 +50,25 @@ describe('GET /v1/reseller_stores/{id}/stats', () => {
 
     await until((await job(await supplier({}))).id, 'completed');
     await until((await job(await supplier({ alwaysFail: true }))).id, 'dead');
-    await until((await job(await supplier({ rateLimitNext: 10, retryAfterSeconds: 600 }))).id, 'failed');
-    const slow = await job(await supplier({ latencyMs: 4_000 }));
-    await until(slow.id, 'processing');
-    const waiting = await job(await supplier({}));
+    // A 429 asking for 600 s pauses that supplier's store: its next job is postponed to the pause's end, pending.
+    const paused = await supplier({ rateLimitNext: 10, retryAfterSeconds: 600 });
+    await until((await job(paused)).id, 'failed');
+    // The slow supplier holds the order POST until the test releases it: that job is processing until then.
+    const slowSupplier = await supplier({ holdRequestsNext: 1 });
+    const slow = await job(slowSupplier);
+    await waitFor(async () => sandbox.heldRequestCount(slowSupplier.shopDomain) === 1, 15_000, 'the order POST to be held');
+    const waiting = await job(paused);
 
     const response = await statsOf(shop);
     expect(response.body.syncJobs).toEqual({ pending: 1, processing: 1, completed: 1, failed: 1, dead: 1 });
     expect(response.body.fulfillments).toEqual(NO_FULFILLMENTS);
     expect(response.body.oldestPendingSeconds).toBeGreaterThanOrEqual(0);
-    expect(response.body.oldestPendingSeconds).toBeLessThan(5);
     expect(response.body.lastOrderAt).toBe(waiting.createdAt);
 
-    // The slow supplier holds back only its own job (flow control), so either may finish first.
-    await until(waiting.id, 'completed');
+    expect(sandbox.releaseRequests(slowSupplier.shopDomain)).toBe(1);
     await until(slow.id, 'completed');
-    expect((await statsOf(shop)).body).toMatchObject({
-      syncJobs: { pending: 0, processing: 0, completed: 3, failed: 1, dead: 1 },
-      oldestPendingSeconds: null,
-    });
+    expect((await statsOf(shop)).body).toMatchObject({ syncJobs: { pending: 1, processing: 0, completed: 2, failed: 1, dead: 1 } });
+    expect((await getJob(api, shop.user.token, waiting.id)).status, 'the paused store\'s job still waits for its turn').toBe('pending');
   }, 60_000);
 
   it('counts rows in every status, whoever writes them, and follows updates and deletes', async ({ service, api, statsOf }) => {
