@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DIVERGENCE_TYPES } from './divergences.ts';
 import {
   auth,
   authErrors,
@@ -50,12 +51,16 @@ const StatusCounts = openApi(z.object({ pending: Count, processing: Count, compl
 });
 /** Fulfillments have one status more than sync jobs: `skipped` (not sent, never retried). */
 const FulfillmentStatusCounts = openApi(StatusCounts.extend({ skipped: Count }), { title: 'FulfillmentStatusCounts' });
+const DivergenceCounts = openApi(z.object(Object.fromEntries(DIVERGENCE_TYPES.map((type) => [type, Count])) as Record<(typeof DIVERGENCE_TYPES)[number], typeof Count>), {
+  title: 'DivergenceCounts',
+});
 const ResellerStoreStats = openApi(z.object({
   syncJobs: StatusCounts.describe('Sync jobs of the store by status.'),
   fulfillments: FulfillmentStatusCounts.describe('Fulfillments of the store by status, `skipped` included.'),
   oldestPendingSeconds: z.number().int().nullable().describe('How long the longest-waiting pending sync job has been pending; null when none is.'),
   lastOrderAt: NullableTimestamp.describe('When the newest sync job of the store was created (the last order routed).'),
   lastReconciledAt: NullableTimestamp.describe('When the last successful reconciliation of missed webhooks finished; null before the first.'),
+  attention: DivergenceCounts.describe('Open divergences of the store (its to-do list, `GET …/divergences`) by type.'),
   request_id: RequestId,
 }), { title: 'ResellerStoreStats' });
 

@@ -13,6 +13,11 @@ import { SourceStoreService } from './source-stores/service.ts';
 import { SyncJobService } from './sync-jobs/service.ts';
 import { WebhookEndpointService } from './webhook-endpoints/service.ts';
 import { WebhookService } from './webhooks/service.ts';
+import { DivergenceRepository } from './divergence-watch/divergences.ts';
+import { recordingOnlyRepairs } from './divergence-watch/repairs.ts';
+import { WatchRepository } from './divergence-watch/repository.ts';
+import { WatchRunner } from './divergence-watch/runner.ts';
+import { DivergenceService } from './divergence-watch/service.ts';
 
 export type Services = ReturnType<typeof createServices>;
 
@@ -24,6 +29,7 @@ export function createServices(ctx: AppContext) {
   const webhooks = new WebhookService(ctx, syncJobs, fulfillments);
   const reconciliationRepository = new ReconciliationRepository(ctx.orm, ctx.queue);
   const routedOrders = new RoutedOrderRepository(ctx.orm);
+  const watchRepository = new WatchRepository(ctx.orm, ctx.queue);
   return {
     auth: new AuthService(ctx),
     apiKeys: new ApiKeyService(ctx),
@@ -38,6 +44,12 @@ export function createServices(ctx: AppContext) {
       routedAmong: (resellerStoreId, externalOrderIds) => routedOrders.routedAmong(resellerStoreId, externalOrderIds),
       route: (store, order, reconciliationId) => webhooks.routeOrder(store, order, { source: 'reconciliation', reconciliationId }),
     }),
+    divergences: new DivergenceService(ctx, resellerStores, new DivergenceRepository(ctx.orm), watchRepository),
+    /**
+     * Carries out queued divergence-watch passes (workers). The cancellation repairs are recorded
+     * only, until the cancellation feature (src/cancellations/) is wired in their place.
+     */
+    watchRunner: new WatchRunner(ctx, watchRepository, fulfillments, routedOrders, recordingOnlyRepairs(watchRepository)),
     auditLog: new AuditLogService(ctx),
     events: new EventService(ctx),
     webhookEndpoints: new WebhookEndpointService(ctx),

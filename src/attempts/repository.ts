@@ -4,6 +4,7 @@ import { insertAuditFrom, type AuditRecord } from '../audit-log/repository.ts';
 import type { Orm } from '../db/orm.ts';
 import type { Db, Trx } from '../db/sql.ts';
 import { newId } from '../shared/ids.ts';
+import { transitionDivergences } from '../divergence-watch/divergences.ts';
 import { AttemptEntry, WORKER_LOST } from './entity.ts';
 import type { AttemptRow, AttemptTable } from './kind.ts';
 
@@ -121,6 +122,7 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
     platform_status: timeline && 'outcome' in timeline ? timeline.platformStatus : null,
   }));
   const kind = KIND_OF_TABLE[table];
+  const divergences = transitionDivergences(table);
   const rows = await db
     .with(
       'v',
@@ -212,6 +214,9 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
         .where('v.attempt_outcome', 'is not', null)
         .where('a.outcome', '=', 'in_progress'),
     )
+    // The reseller's to-do list: a death raises its entry and a completion resolves it, in this statement.
+    .with('divergence_raised', () => divergences.raised)
+    .with('divergence_resolved', () => divergences.resolved)
     .selectFrom('written')
     .select(['id', 'read_version', 'version'])
     .execute();

@@ -8,6 +8,8 @@ import type { SourceStore } from '../source-stores/entity.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
 import { SyncJobRepository } from '../sync-jobs/repository.ts';
 import { newId } from '../shared/ids.ts';
+import type { Trx } from '../db/sql.ts';
+import { resolveDivergences } from '../divergence-watch/divergences.ts';
 import { fulfillmentAuditRecord } from './attempt.ts';
 import type { Fulfillment } from './entity.ts';
 import type { FulfillmentKeys } from './identity.ts';
@@ -32,7 +34,14 @@ export class FulfillmentService {
    * Tracking without a number, for a reseller platform that needs one, is recorded `skipped`: it is
    * never sent, so never retried to death. `heldId` names the held fulfillment this one replaces.
    */
-  async receive(job: SyncJob, tracking: Tracking, keys: FulfillmentKeys, heldId?: string): Promise<{ fulfillment: Fulfillment; created: boolean }> {
+  async receive(
+    job: SyncJob,
+    tracking: Tracking,
+    keys: FulfillmentKeys,
+    heldId?: string,
+    /** Writes more about a fulfillment this call records, in its transaction (the divergence watch's audit entry and event). */
+    recorded?: (trx: Trx, fulfillment: Fulfillment) => Promise<void>,
+  ): Promise<{ fulfillment: Fulfillment; created: boolean }> {
     const skipReason = await this.skipReasonFor(job, tracking);
     const result = await this.fulfillments.transaction(async (trx) => {
       if (heldId) await this.fulfillments.deleteHeld(trx, [heldId]);
@@ -60,6 +69,9 @@ export class FulfillmentService {
       }
       await this.fulfillments.insert(trx, fulfillment);
       await insertAudit(trx, audits, now);
+      // Tracking arrived: the job is no longer stale (the reseller's to-do list).
+      await resolveDivergences(trx, job.id, 'stale');
+      if (recorded) await recorded(trx, fulfillment);
       if (fulfillment.queueMessageId) {
         await this.ctx.queue.insertIn(trx, 'fulfillment', [{ id: fulfillment.queueMessageId, message: fulfillmentKind.message(fulfillment.id) }]);
       }

@@ -1,4 +1,5 @@
 import type { Platform, ResellerOrder, SourceFulfillment, SupplierOrder, Tracking } from '../orders/types.ts';
+import type { UpdatedPage } from './updated.ts';
 
 /** What a platform answered when it created something: its id, and the HTTP status it answered with (for the attempt's timeline). */
 export interface Created {
@@ -61,6 +62,13 @@ export interface PlatformAdapter {
    * stop listing: the next page is only requested when asked for.
    */
   listOrders(store: StoreConnection, since: Date): AsyncIterable<ListedOrder[]>;
+  /**
+   * One page of the store's orders updated since `since` (the divergence watch, src/platforms/updated.ts),
+   * in the order of their update; `cursor` is the previous page's `next` (null: the first page).
+   */
+  listUpdatedOrders(store: StoreConnection, since: Date, cursor: string | null): Promise<UpdatedPage>;
+  /** The shipments of an order whose updated-list entry left them to be read apart (platform_b's completed orders). */
+  listShipments(store: StoreConnection, orderId: string): Promise<SourceFulfillment[]>;
   /** Reads an orders/create webhook body; throws PayloadError when it is not a valid order. */
   parseOrderWebhook(body: unknown): ResellerOrder;
   /** Reads a fulfillments/create webhook body; throws PayloadError when it is not valid. */

@@ -12,6 +12,8 @@ import { findPage, type Page, type PageQuery } from '../shared/paging.ts';
 import { shopDomainRefusal } from '../shared/url-safety.ts';
 import { ResellerStore } from './entity.ts';
 import { readStoreStats, type StoreStats } from './repository.ts';
+import { DivergenceRepository } from '../divergence-watch/divergences.ts';
+import type { DivergenceType } from '../divergence-watch/entity.ts';
 
 export interface NewResellerStore {
   name: string;
@@ -59,9 +61,10 @@ export class ResellerStoreService {
   }
 
   /** Counts by status and recent activity of the caller's store, counted in the database. */
-  async stats(principal: Principal, id: string): Promise<StoreStats> {
+  async stats(principal: Principal, id: string): Promise<StoreStats & { attention: Record<DivergenceType, number> }> {
     const store = await this.get(principal, id);
-    return readStoreStats(sqlOf(this.ctx.orm), store.id);
+    const [stats, attention] = await Promise.all([readStoreStats(sqlOf(this.ctx.orm), store.id), new DivergenceRepository(this.ctx.orm).attention(store.id)]);
+    return { ...stats, attention };
   }
 
   async getActive(principal: Principal, id: string): Promise<ResellerStore> {

@@ -93,7 +93,7 @@ export async function startWorkers(ctx: AppContext, runs: RunHandlers): Promise<
   }
   const workers: AttemptWorker<AttemptRow, string, QueueKey, { row: AttemptRow }>[] = [];
   for (const kind of ATTEMPT_KINDS) workers.push(await startWorker(ctx, kind as unknown as AttemptKind<AttemptRow, string, QueueKey, { row: AttemptRow }>));
-  for (const key of Object.keys(runs) as RunQueue[]) await startRunWorker(ctx, key, runs[key]);
+  for (const key of Object.keys(runs) as RunQueue[]) await startRunWorker(ctx, key, runs[key] as (message: QueueMessage<RunQueue>) => Promise<void>);
   await startDeliveryWorker(ctx);
   const stopSweeper = startSweeper(ctx);
   const stopPruner = startEventPruner(ctx);
