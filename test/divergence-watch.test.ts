@@ -304,3 +304,17 @@ describe('passes', () => {
     expect(sandbox.requestsFor(supplier.shopDomain).filter((request) => request.status === 429)).toHaveLength(6);
   });
 });
+
+it('exposes passes by outcome, repairs by type, open divergences by type and the oldest open age in /metrics', async ({ service }) => {
+  // After the tests above: this process ran every pass of the file.
+  const metrics = await (await fetch(`${service.url}/metrics`)).text();
+  expect(metrics).toMatch(/^divergence_watch_passes_total\{outcome="succeeded"\} [1-9]\d*$/m);
+  expect(metrics).toMatch(/^divergence_watch_passes_total\{outcome="failed"\} [1-9]\d*$/m);
+  for (const type of ['tracking', 'supplier_cancelled', 'storefront_cancelled', 'stale']) {
+    expect(metrics).toMatch(new RegExp(`^divergence_watch_repairs_total\\{type="${type}"\\} [1-9]\\d*$`, 'm'));
+  }
+  expect(metrics).toMatch(/^divergence_watch_pauses_total [1-9]\d*$/m);
+  expect(metrics).toMatch(/^divergences_open\{type="supplier_cancelled"\} [1-9]\d*$/m);
+  expect(metrics).toMatch(/^divergences_open\{type="too_late"\} 0$/m);
+  expect(metrics).toMatch(/^divergence_oldest_open_age_seconds \d+(\.\d+)?(e[-+]\d+)?$/m);
+});

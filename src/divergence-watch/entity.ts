@@ -32,6 +32,8 @@ export const Divergence = defineEntity({
   indexes: [
     // The store's open list, newest first, and the attention counts.
     { name: 'divergences_store_open_index', properties: ['resellerStoreId', 'id'], where: "status = 'open'" },
+    // A completion resolving its entry (the attempt transition statement, on every completion).
+    { name: 'divergences_open_subject_index', properties: ['subjectId'], where: "status = 'open'" },
   ],
   uniques: [{ name: 'divergences_job_type_unique', properties: ['syncJobId', 'type'], where: "status in ('open', 'dismissed')" }],
 });

@@ -11,6 +11,7 @@ export class Migration20261125181538 extends Migration {
   override up(): void | Promise<void> {
     this.addSql(`create table "divergences" ("id" varchar(255) not null, "owner_id" varchar(255) not null, "reseller_store_id" varchar(255) not null, "sync_job_id" varchar(255) not null, "type" text not null, "status" text not null, "subject_id" varchar(255) not null, "detail" text null, "since" timestamptz not null, "resolved_at" timestamptz null, "dismissed_at" timestamptz null, primary key ("id"));`);
     this.addSql(`create index "divergences_store_open_index" on "divergences" ("reseller_store_id", "id") where status = 'open';`);
+    this.addSql(`create index "divergences_open_subject_index" on "divergences" ("subject_id") where status = 'open';`);
     this.addSql(`create unique index "divergences_job_type_unique" on "divergences" ("sync_job_id", "type") where status in ('open', 'dismissed');`);
 
     this.addSql(`create table "watch_passes" ("id" varchar(255) not null, "owner_id" varchar(255) not null, "reseller_store_id" varchar(255) not null, "trigger" text not null, "status" text not null, "orders_seen" int not null, "repairs" int not null, "platform_reads" int not null, "error" text null, "takes" int not null, "lease_expires_at" timestamptz not null, "started_at" timestamptz not null, "finished_at" timestamptz null, primary key ("id"));`);
