@@ -36,9 +36,10 @@ export async function watchPhase(bench: Bench): Promise<Results> {
   const service = await bench.startServiceProcess('watch', url, { DIVERGENCE_INTERVAL_MS: '0', RECONCILE_INTERVAL_MS: '0', PLATFORM_PACING: PLAN.pacing });
   const base = service.url!;
   const suffix = randomBytes(3).toString('hex');
+  const resellerDomain = `watch-storefront-${suffix}.example`;
   const { accessToken: token } = await api<{ accessToken: string }>(base, 'POST', '/v1/auth/register', { email: `watch-${suffix}@reseller.example`, password: 'correct horse battery staple' });
   const reseller = await api<{ id: string; ownerId: string }>(base, 'POST', '/v1/reseller_stores', {
-    name: 'Watch Storefront', platform: 'platform_a', shopDomain: `watch-storefront-${suffix}.example`, accessToken: 'shpat_watch', webhookSecret: 'whsec_watch_storefront',
+    name: 'Watch Storefront', platform: 'platform_a', shopDomain: resellerDomain, accessToken: 'shpat_watch', webhookSecret: 'whsec_watch_storefront',
   }, token);
   const suppliers: { platform: Platform; vendorTag: string; id: string; shopDomain: string }[] = [];
   for (const [index, supplier] of SUPPLIERS.entries()) {
@@ -85,7 +86,8 @@ export async function watchPhase(bench: Bench): Promise<Results> {
   bench.log(`  seeded ${ORDERS} jobs and supplier orders (${round((Date.now() - seedStarted) / 1000)} s for the sandbox)`);
 
   // 100 change at their suppliers, spread over the four: 3 of every 5 shipped, the others cancelled.
-  const changed = jobs.filter((_, i) => i % Math.floor(ORDERS / CHANGED) === 0).slice(0, CHANGED);
+  const stride = Math.floor(ORDERS / CHANGED);
+  const changed = Array.from({ length: CHANGED }, (_, k) => jobs[k * stride + (k % suppliers.length)]!);
   const shipped = changed.filter((_, i) => i % 5 < 3);
   const cancelled = changed.filter((_, i) => i % 5 >= 3);
   for (const job of shipped) {
@@ -93,6 +95,11 @@ export async function watchPhase(bench: Bench): Promise<Results> {
   }
   for (const job of cancelled) {
     await bench.sandboxControl('POST', `/stores/${encodeURIComponent(job.supplier.shopDomain)}/orders/${encodeURIComponent(job.sourceOrderId)}/cancel`, { platform: job.supplier.platform });
+  }
+  // The storefront orders their tracking goes to.
+  for (const job of shipped) {
+    const payload = buildOrderPayload('platform_a', { id: Number(job.externalOrderId), createdAt: placedAt.toISOString(), lines: [{ sku: 'W-1', title: 'Watched', vendor: job.supplier.vendorTag, quantity: 1, price: '15.00' }] });
+    await bench.sandboxControl('POST', `/stores/${encodeURIComponent(resellerDomain)}/orders`, { platform: 'platform_a', order: { ...payload, updated_at: placedAt.toISOString() } });
   }
   const requestsBefore = await sandboxGets(bench, suppliers.map((s) => s.shopDomain));
 

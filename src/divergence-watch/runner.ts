@@ -28,6 +28,8 @@ const MAX_PAGES_PER_STORE = 200;
 /** 429s (or turns too far away) one call waits out before the store's listing fails for this pass. */
 const MAX_PAUSES_PER_CALL = 10;
 const MAX_PAUSE_MS = 60_000;
+/** Orders of one page compared at once (each its own transactions, and for platform_b its own read). */
+const ORDERS_AT_ONCE = 8;
 /** Jobs raised stale per pass at most. */
 const STALE_BATCH = 500;
 
@@ -172,8 +174,9 @@ export class WatchRunner {
     const jobs = await this.repository.jobsBySourceOrder(supplier.id, orders.map((order) => order.externalOrderId));
     const known = orders.filter((order) => jobs.has(order.externalOrderId));
     const recorded = await this.repository.fulfillmentKeysOf([...jobs.values()].map((job) => job.id));
-    let repairs = 0;
-    for (const order of known) {
+    // The orders of a page are compared a few at a time: each is its own job, its own transactions.
+    const counts = await mapLimit(known, ORDERS_AT_ONCE, async (order) => {
+      let repairs = 0;
       const job = jobs.get(order.externalOrderId)!;
       if (order.cancelled && (await this.repairs.supplierCancelled(job, { reason: order.cancelReason, listedAt: order.updatedAt, watchPassId: pass.id }))) {
         repairs += this.repaired('supplier_cancelled');
@@ -185,8 +188,9 @@ export class WatchRunner {
         const { created } = await this.fulfillments.receive(job, shipment.tracking, keys, undefined, (trx, fulfillment) => this.recordReconciled(trx, job, fulfillment, pass));
         if (created) repairs += this.repaired('tracking');
       }
-    }
-    return repairs;
+      return repairs;
+    });
+    return counts.reduce((sum, count) => sum + count, 0);
   }
 
   private async recordReconciled(trx: Trx, job: SyncJob, fulfillment: Fulfillment, pass: TakenPass): Promise<void> {
@@ -239,4 +243,18 @@ export class WatchRunner {
     this.ctx.metrics.watchRepairs.inc({ type });
     return 1;
   }
+}
+
+/** `work` over `items`, at most `limit` at once; results in the items' order. */
+async function mapLimit<T, R>(items: T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await work(items[index]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+  return results;
 }
