@@ -245,16 +245,26 @@ export class WatchRunner {
   }
 }
 
-/** `work` over `items`, at most `limit` at once; results in the items' order. */
+/**
+ * `work` over `items`, at most `limit` at once; results in the items' order. After a failure no
+ * item is started, and the first failure is thrown once the items in progress have finished (so
+ * nothing of the page is still being written when the store's listing is reported failed).
+ */
 async function mapLimit<T, R>(items: T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
   const results: R[] = new Array(items.length);
   let next = 0;
+  let failure: { error: unknown } | null = null;
   const lane = async () => {
-    while (next < items.length) {
+    while (next < items.length && failure === null) {
       const index = next++;
-      results[index] = await work(items[index]!);
+      try {
+        results[index] = await work(items[index]!);
+      } catch (error) {
+        failure ??= { error };
+      }
     }
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+  if (failure !== null) throw (failure as { error: unknown }).error;
   return results;
 }
