@@ -27,7 +27,7 @@ import {
 } from './support/watch.ts';
 
 // Passes run only when asked; failed jobs die fast.
-test.override('serviceEnv', { DIVERGENCE_INTERVAL_MS: '0', RECONCILE_INTERVAL_MS: '0', SYNC_RETRY_BASE_DELAY_MS: '50' });
+test.override('serviceEnv', { DIVERGENCE_INTERVAL_MS: '0', RECONCILE_INTERVAL_MS: '0', SYNC_RETRY_BASE_DELAY_MS: '50', SWEEP_INTERVAL_MS: '500' });
 const it = test.extend('target', { scope: 'file' }, ({ service }): Target => ({ api: service.api, url: service.url, databaseUrl: service.databaseUrl }));
 
 const resellerPlatformFor = (supplier: Platform): Platform => (supplier === 'platform_a' ? 'custom' : 'platform_a');
@@ -168,6 +168,26 @@ describe('the to-do list', () => {
     const [row] = await queryRows<{ status: string; resolved_at: Date | null }>(target.databaseUrl, 'select status, resolved_at from divergences where id = $1', [entry.id]);
     expect(row).toMatchObject({ status: 'resolved' });
     expect(row!.resolved_at).not.toBeNull();
+  });
+
+  it('a dead fulfillment is listed in the transaction of its death, and resolved when a later attempt completes', async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, 'platform_a', ['custom']);
+    const supplier = tenant.suppliers[0]!;
+    const placed = await placeOrder(sandbox, tenant, supplier);
+    sandbox.setFaults(tenant.reseller.shopDomain, { alwaysFail: true, status: 500 });
+    const [body] = sandbox.shipOrder(supplier.shopDomain, 'custom', placed.sourceOrderId, { trackingNumbers: ['REVIVED-TRK'] });
+    await deliverFulfillment(tenant, supplier, body!);
+    const entry = await waitFor(async () => (await divergencesOf(tenant)).find((candidate) => candidate.type === 'fulfillment_dead'), 30_000, 'fulfillment_dead');
+    const [fulfillment] = await fulfillmentsOf(tenant, placed.jobId);
+    expect(entry).toMatchObject({ syncJobId: placed.jobId, subjectId: fulfillment!.id, status: 'open' });
+    // There is no manual retry of a fulfillment: given one more try (failed, a retry left, no live
+    // message, untouched for long), the sweep sends it again; its completion resolves the entry.
+    sandbox.clearFaults(tenant.reseller.shopDomain);
+    await queryRows(target.databaseUrl, "update fulfillments set status = 'failed', retries_left = 1, queue_message_id = null, updated_at = now() - interval '1 hour' where id = $1", [fulfillment!.id]);
+    await waitFor(async () => (await fulfillmentsOf(tenant, placed.jobId))[0]?.status === 'completed', 30_000, 'the fulfillment completed');
+    await waitFor(async () => (await divergencesOf(tenant)).length === 0, 10_000, 'fulfillment_dead resolved');
+    const [row] = await queryRows<{ status: string }>(target.databaseUrl, 'select status from divergences where id = $1', [entry.id]);
+    expect(row!.status).toBe('resolved');
   });
 
   it('a dead fulfillment is listed in the transaction of its death, and can be dismissed', async ({ sandbox, target }) => {
