@@ -91,6 +91,9 @@ interface TransitionValues {
  * The same statement keeps the attempts' timeline (table `attempts`): a TAKE starts the attempt's
  * entry (`in_progress`); a `recovered` TAKE also closes the entry a lost worker left open, as
  * failed; an outcome finishes the entry with the platform's HTTP status and the result.
+ *
+ * The kind's `onSettled` steps (handed to it by the composition root) are parts of the same
+ * statement, reading `settled`: the rows it moved to `dead` or `completed`.
  */
 export async function writeAttemptTransitions<R extends AttemptRow>(
   db: Db | Trx,

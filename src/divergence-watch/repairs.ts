@@ -1,8 +1,11 @@
 /**
- * What the watch does about the cancellations it finds, behind a small port: the cancellation
- * feature (src/cancellations/, issue 23) provides `recordSupplierCancellation(...)` and the
- * storefront's `cancelOrder(signal)`, and is to be wired in here (src/services.ts) in place of the
- * default below, which only records what was found.
+ * What the watch does about the cancellations it finds, behind a small port (`WatchRepairs`): the
+ * cancellation feature (src/cancellations/, issue 23) provides `recordSupplierCancellation(report)`
+ * and the storefront's `cancelOrder(signal)`, and is to be wired in by the composition root
+ * (src/services.ts, `watchRepairs`) in place of the placeholder below, which only records what was
+ * found. The watch calls the port outside any transaction of its own, once per order and pass (a
+ * later pass may call it again for the same order: each method must be idempotent and say whether
+ * it recorded anything new).
  */
 import { insertAudit, SYSTEM_ACTOR } from '../audit-log/repository.ts';
 import type { ResellerStore } from '../reseller-stores/entity.ts';
