@@ -146,6 +146,11 @@ export interface AttemptKindDefinition<R extends AttemptRow, K extends string, Q
    * read in the transaction that wrote them, after the write (src/events/outbox.ts appends them).
    */
   outcomeEvents(trx: Trx, rows: R[]): Promise<NewEvent[]>;
+  /**
+   * What other features write with the kind's transitions (see `SettledStep`). Not part of a kind's
+   * own definition: the composition root hands it over when it registers the kind (src/workers/kinds.ts).
+   */
+  onSettled?: readonly SettledStep[] | undefined;
 }
 
 export type AttemptKind<R extends AttemptRow, K extends string, Q extends object, W extends { row: R }, D = unknown> = ReturnType<
