@@ -7,7 +7,7 @@
  * (bench/harness.ts: the database, the sandbox, process starts, notes) and returns its figures.
  * Prints a table and writes bench/results.json.
  *
- *   BENCH_PHASES=ingest,e2e,processing,scale,flow,fairness,capacity   run only these phases
+ *   BENCH_PHASES=ingest,e2e,processing,scale,flow,fairness,capacity,watch   run only these phases
  *   BENCH_QUICK=1                              shorter runs and smaller counts (a smoke test)
  *   BENCH_CPU_PROF=1                           service processes write V8 CPU profiles (kept)
  *   BENCH_KEEP=1                               keep the temporary folder (logs, database)
@@ -30,6 +30,7 @@ import { fairnessPhase, flowPhase } from './phases/flow.ts';
 import { ingestPhase } from './phases/ingest.ts';
 import { processingPhase } from './phases/processing.ts';
 import { scalePhase } from './phases/scale.ts';
+import { watchPhase } from './phases/watch.ts';
 import { machine, printTable } from './report.ts';
 import { CPU_PROF, KEEP, PHASES, PLAN, QUICK, SERVICE_NODE_ARGS, type Results } from './settings.ts';
 
@@ -42,6 +43,7 @@ const PHASE_RUNS = [
   ['flow', flowPhase],
   ['fairness', fairnessPhase],
   ['capacity', capacityPhase],
+  ['watch', watchPhase],
 ] as const;
 
 async function main(): Promise<number> {

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { ROOT } from './common.ts';
 
 export const QUICK = process.env.BENCH_QUICK === '1';
-export const PHASES = new Set((process.env.BENCH_PHASES ?? 'ingest,e2e,processing,scale,flow,fairness,capacity').split(',').map((p) => p.trim()));
+export const PHASES = new Set((process.env.BENCH_PHASES ?? 'ingest,e2e,processing,scale,flow,fairness,capacity,watch').split(',').map((p) => p.trim()));
 export const CPU_PROF = process.env.BENCH_CPU_PROF === '1';
 export const KEEP = process.env.BENCH_KEEP === '1' || CPU_PROF;
 export const PGSTAT = process.env.BENCH_PGSTAT === '1';
@@ -38,6 +38,8 @@ export const TARGETS: Record<string, { op: '>=' | '<='; value: number }> = {
   'flow.ratio': { op: '>=', value: 0.9 },
   'flow.rate_limited': { op: '<=', value: 5 },
   'fairness.p99_ms': { op: '<=', value: 2000 },
+  'watch.pass_s': { op: '<=', value: 10 },
+  'watch.platform_reads': { op: '<=', value: 50 },
   rss_mb: { op: '<=', value: 256 },
 };
 

@@ -3,8 +3,8 @@ import { auth, authErrors, c, errorResponse, IdParam, listOf, openApi, PageQuery
 import { FulfillmentSchema, SyncJobDetail } from './sync-jobs.ts';
 
 /** The closed set of event types (events.md). `ping` is only ever sent by an endpoint's test. */
-export const SYNC_JOB_EVENT_TYPES = ['sync_job.created', 'sync_job.completed', 'sync_job.failed', 'sync_job.dead', 'sync_job.retried'] as const;
-export const FULFILLMENT_EVENT_TYPES = ['fulfillment.completed', 'fulfillment.dead'] as const;
+export const SYNC_JOB_EVENT_TYPES = ['sync_job.created', 'sync_job.completed', 'sync_job.failed', 'sync_job.dead', 'sync_job.retried', 'sync_job.stale'] as const;
+export const FULFILLMENT_EVENT_TYPES = ['fulfillment.completed', 'fulfillment.dead', 'fulfillment.reconciled'] as const;
 export const EVENT_TYPES = [...SYNC_JOB_EVENT_TYPES, ...FULFILLMENT_EVENT_TYPES, 'order.unmatched', 'order.reconciled', 'ping'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
@@ -17,6 +17,8 @@ export const EventTypeSchema = z.enum(EVENT_TYPES).describe(
     '`sync_job.retried`: a failed or dead job was retried by hand.',
     '`fulfillment.completed`: tracking reached the reseller order (the customer was notified).',
     '`fulfillment.dead`: tracking could not be added after every automatic attempt.',
+    '`fulfillment.reconciled`: the divergence watch found tracking at the supplier that no webhook brought, and queued it for the reseller order.',
+    '`sync_job.stale`: the job\'s supplier order was placed more than STALE_AFTER_MS ago and has no tracking yet (once per job).',
     '`order.unmatched`: an order had lines no active source store matched (once per order).',
     '`order.reconciled`: an order was routed by reconciliation because its webhook never came.',
     '`ping`: sent only by `POST /v1/webhook_endpoints/{id}/test`.',

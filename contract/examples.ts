@@ -13,6 +13,8 @@ const ids = {
   event: 'evt_01a201b57f0a7c3e8d21e0b6f4c9a113',
   endpoint: 'we_01a201ac60d27a4c9f1e5b7d2c8a4f06',
   delivery: 'dlv_01a201b57f1b4e0d9a3c2f8e7b6d5c41',
+  divergence: 'div_01a201c4b1e2730a9c5d6e7f8a9b0c1d',
+  watchPass: 'wps_01a201c4b0d1720f8e3a4b5c6d7e8f90',
 };
 const at = '2026-11-22T05:13:21.382Z';
 
@@ -90,6 +92,19 @@ const reconciliation = {
   ordersSeen: 12,
   ordersRouted: 1,
   error: null,
+};
+const divergence = {
+  id: ids.divergence,
+  object: 'divergence',
+  type: 'supplier_cancelled',
+  status: 'open',
+  resellerStoreId: ids.reseller,
+  syncJobId: ids.job,
+  subjectId: ids.job,
+  since: at,
+  detail: 'Cancelled by the supplier (inventory).',
+  resolvedAt: null,
+  dismissedAt: null,
 };
 const list = (url: string, item: object) => ({ object: 'list', data: [item], has_more: false, url, request_id: ids.request });
 const one = (item: object) => ({ ...item, request_id: ids.request });
@@ -181,6 +196,9 @@ export const EXAMPLES: Record<string, OperationExamples> = {
     request: { since: '2026-11-21T00:00:00.000Z' },
     responses: { 202: { reconciliationId: ids.reconciliation, request_id: ids.request } },
   },
+  divergencesList: { responses: { 200: list(`/v1/reseller_stores/${ids.reseller}/divergences`, divergence) } },
+  divergencesDismiss: { responses: { 200: one({ ...divergence, status: 'dismissed', dismissedAt: '2026-11-22T06:02:10.114Z' }) } },
+  divergencesCheck: { responses: { 202: { divergenceCheckId: ids.watchPass, request_id: ids.request } } },
   reconciliationsList: { responses: { 200: list(`/v1/reseller_stores/${ids.reseller}/reconciliations`, reconciliation) } },
   syncJobsAttempts: { responses: { 200: { object: 'list', data: jobTimeline, has_more: false, url: `/v1/sync_jobs/${ids.job}/attempts`, request_id: ids.request } } },
   syncJobsBulkRetry: {
@@ -195,6 +213,7 @@ export const EXAMPLES: Record<string, OperationExamples> = {
         oldestPendingSeconds: 4,
         lastOrderAt: at,
         lastReconciledAt: null,
+        attention: { too_late: 0, unsupported: 0, supplier_cancelled: 1, stale: 0, cancellation_dead: 0, job_dead: 1, fulfillment_dead: 0 },
       }),
     },
   },

@@ -2,6 +2,7 @@ import { apiKeysContract } from './api-keys.ts';
 import { auditLogContract } from './audit-log.ts';
 import { authContract } from './auth.ts';
 import { c } from './common.ts';
+import { divergencesContract } from './divergences.ts';
 import { eventsContract } from './events.ts';
 import { healthContract } from './health.ts';
 import { reconciliationsContract } from './reconciliations.ts';
@@ -18,6 +19,7 @@ export const contract = c.router(
     apiKeys: apiKeysContract,
     resellerStores: resellerStoresContract,
     reconciliations: reconciliationsContract,
+    divergences: divergencesContract,
     sourceStores: sourceStoresContract,
     syncJobs: syncJobsContract,
     auditLog: auditLogContract,

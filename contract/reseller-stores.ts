@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { FULFILLMENT_STATUSES, SYNC_JOB_STATUSES } from './enums.ts';
+import { DIVERGENCE_TYPES } from './divergences.ts';
 import {
   auth,
   authErrors,
@@ -51,12 +52,15 @@ const countsByStatus = <S extends string>(statuses: readonly [S, ...S[]]) =>
 const StatusCounts = openApi(countsByStatus(SYNC_JOB_STATUSES), { title: 'StatusCounts' });
 /** Fulfillments have one status more than sync jobs: `skipped` (not sent, never retried). */
 const FulfillmentStatusCounts = openApi(countsByStatus(FULFILLMENT_STATUSES), { title: 'FulfillmentStatusCounts' });
+/** Open entries of the store's divergence list (its to-do list), one count per type. */
+const DivergenceCounts = openApi(countsByStatus(DIVERGENCE_TYPES), { title: 'DivergenceCounts' });
 const ResellerStoreStats = openApi(z.object({
   syncJobs: StatusCounts.describe('Sync jobs of the store by status.'),
   fulfillments: FulfillmentStatusCounts.describe('Fulfillments of the store by status, `skipped` included.'),
   oldestPendingSeconds: z.number().int().nullable().describe('How long the longest-waiting pending sync job has been pending; null when none is.'),
   lastOrderAt: NullableTimestamp.describe('When the newest sync job of the store was created (the last order routed).'),
   lastReconciledAt: NullableTimestamp.describe('When the last successful reconciliation of missed webhooks finished; null before the first.'),
+  attention: DivergenceCounts.describe('Open divergences of the store (its to-do list, `GET …/divergences`) by type.'),
   request_id: RequestId,
 }), { title: 'ResellerStoreStats' });
 

@@ -24,6 +24,7 @@ import { sqlOf } from './db/sql.ts';
 import { requestId } from './http/request-id.ts';
 import { onRequestValidationError } from './http/validation.ts';
 import { reconciliationRoutes } from './reconciliation/routes.ts';
+import { divergenceRoutes } from './divergence-watch/routes.ts';
 import { resellerStoreRoutes } from './reseller-stores/routes.ts';
 import type { Services } from './services.ts';
 import { sourceStoreRoutes } from './source-stores/routes.ts';
@@ -104,6 +105,7 @@ export function createApp(ctx: AppContext, services: Services): Express {
     [contract.apiKeys, apiKeyRoutes(services.apiKeys)],
     [contract.resellerStores, resellerStoreRoutes(services.resellerStores)],
     [contract.reconciliations, reconciliationRoutes(services.reconciliations)],
+    [contract.divergences, divergenceRoutes(services.divergences)],
     [contract.sourceStores, sourceStoreRoutes(services.sourceStores)],
     [contract.syncJobs, syncJobRoutes(services.syncJobs)],
     [contract.auditLog, auditLogRoutes(services.auditLog)],

@@ -15,8 +15,10 @@ import { SyncJob } from './sync-jobs/entity.ts';
 import { AttemptEntry } from './attempts/entity.ts';
 import { User } from './users/entity.ts';
 import { WebhookDelivery, WebhookEndpoint } from './webhook-endpoints/entity.ts';
+import { Divergence, WatchPass, WatchWatermark } from './divergence-watch/entity.ts';
 
 export const entities = [
   User, RefreshToken, ApiKey, ResellerStore, SourceStore, SyncJob, Fulfillment, HeldFulfillment, AuditEntry, RoutedOrder, ReconciliationRun, ReconciliationWatermark,
   StoreStatusCount, AttemptEntry, EventRecord, WebhookEndpoint, WebhookDelivery, SourceStoreDomain, StorePacing, RateLimitCounter,
+  Divergence, WatchPass, WatchWatermark,
 ];

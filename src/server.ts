@@ -15,6 +15,7 @@ import { Metrics } from './metrics/index.ts';
 import { SharedPacer } from './pacing/pacer.ts';
 import { Queue } from './queue/queue.ts';
 import { startReconciliationScheduler } from './reconciliation/scheduler.ts';
+import { startWatchScheduler } from './divergence-watch/scheduler.ts';
 import { createServices } from './services.ts';
 import { SecretBox } from './shared/secrets.ts';
 import { guardedAgent } from './shared/url-safety.ts';
@@ -76,11 +77,16 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     // Workers stop with the queue (graceful: jobs in flight finish), which the stack stops after HTTP,
     // the reconciliation scheduler and the sweep.
     if (config.runsWorker) {
-      const workers = await startWorkers(ctx, { reconciliation: ({ reconciliationId }) => services.reconciliationRunner.execute(reconciliationId) });
+      const workers = await startWorkers(ctx, {
+        reconciliation: ({ reconciliationId }) => services.reconciliationRunner.execute(reconciliationId),
+        divergenceWatch: ({ watchPassId }) => services.watchRunner.execute(watchPassId),
+      });
       drainWorkers = workers.drain;
       stack.push(workers.stop);
       stack.push(startReconciliationScheduler(ctx, services.reconciliations));
       metrics.observeReconciliationLag(() => services.reconciliations.lagByStore());
+      stack.push(startWatchScheduler(ctx, services.divergences));
+      metrics.observeDivergences(() => services.divergences.openSummary());
     }
     const url = config.runsApi
       ? await listen(createApp(ctx, services), config, logger, stack, 'HTTP API listening')

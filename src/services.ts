@@ -24,18 +24,24 @@ import { FulfillmentRepository } from './fulfillments/repository.ts';
 import { SourceStoreRepository } from './source-stores/repository.ts';
 import { WebhookEndpointService } from './webhook-endpoints/service.ts';
 import { WebhookService } from './webhooks/service.ts';
+import { recordingOnlyRepairs, type WatchRepairs } from './divergence-watch/repairs.ts';
+import { DivergenceRepository, WatchRepository } from './divergence-watch/repository.ts';
+import { FULFILLMENT_RECORDED, SETTLED_STEPS } from './workers/kinds.ts';
+import { WatchRunner } from './divergence-watch/runner.ts';
+import { DivergenceService } from './divergence-watch/service.ts';
 
 export type Services = ReturnType<typeof createServices>;
 
 export function createServices(ctx: AppContext) {
   const resellerStoreRepository = new ResellerStoreRepository(ctx.orm);
-  const resellerStores = new ResellerStoreService(resellerStoreRepository, ctx);
+  const divergenceRepository = new DivergenceRepository(ctx.orm);
+  const resellerStores = new ResellerStoreService(resellerStoreRepository, ctx, divergenceRepository);
   const sourceStoreRepository = new SourceStoreRepository(ctx.orm);
   const sourceStores = new SourceStoreService(sourceStoreRepository, ctx, resellerStores);
   // Repositories one feature reads of another's, through the reading feature's own port.
   const syncJobRepository = new SyncJobRepository(ctx.orm);
-  const syncJobs = new SyncJobService(ctx, sourceStores, new FulfillmentRepository(ctx.orm));
-  const fulfillments = new FulfillmentService(ctx, syncJobRepository, resellerStoreRepository);
+  const syncJobs = new SyncJobService(ctx, sourceStores, new FulfillmentRepository(ctx.orm), SETTLED_STEPS.sync_job ?? []);
+  const fulfillments = new FulfillmentService(ctx, syncJobRepository, resellerStoreRepository, FULFILLMENT_RECORDED);
   // Routing matches orders against the source stores the order webhook caches: built before it, handed its look-up.
   let webhooks: WebhookService | undefined;
   const routing = new OrderRouter(ctx, syncJobs, (resellerStoreId) => webhooks!.activeSourcesOf(resellerStoreId));
@@ -50,6 +56,13 @@ export function createServices(ctx: AppContext) {
     audit: (record) => writeAudit(ctx.orm, record),
   });
   const reconciliationRepository = new ReconciliationRepository(ctx.orm, ctx.queue);
+  const watchRepository = new WatchRepository(ctx.orm, ctx.queue);
+  /**
+   * What the divergence watch does about the cancellations it finds (src/divergence-watch/repairs.ts,
+   * `WatchRepairs`). Until the cancellation feature (src/cancellations/) is wired in here, they are
+   * recorded only: a supplier cancellation joins the to-do list, a storefront one is audited.
+   */
+  const watchRepairs: WatchRepairs = recordingOnlyRepairs(watchRepository);
   return {
     auth: new AuthService(new AuthRepository(ctx.orm), ctx.tokens),
     apiKeys: new ApiKeyService(new ApiKeyRepository(ctx.orm)),
@@ -63,6 +76,10 @@ export function createServices(ctx: AppContext) {
     reconciliations: new ReconciliationService(ctx, resellerStores, reconciliationRepository),
     /** Carries out queued reconciliation runs (workers). */
     reconciliationRunner: new ReconciliationRunner(ctx, reconciliationRepository, routing),
+    /** The reseller's to-do list (divergences) and the scheduling of divergence-watch passes. */
+    divergences: new DivergenceService(ctx, resellerStores, divergenceRepository, watchRepository),
+    /** Carries out queued divergence-watch passes (workers). */
+    watchRunner: new WatchRunner(ctx, watchRepository, fulfillments, routing, watchRepairs),
     auditLog: new AuditLogService(ctx),
     events: new EventService(new EventRepository(ctx.orm)),
     webhookEndpoints: new WebhookEndpointService(ctx),

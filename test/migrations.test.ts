@@ -12,6 +12,7 @@ const TABLES = [
   'api_keys',
   'attempts',
   'audit_entries',
+  'divergences',
   'events',
   'fulfillments',
   'held_fulfillments',
@@ -27,6 +28,8 @@ const TABLES = [
   'store_status_counts',
   'sync_jobs',
   'users',
+  'watch_passes',
+  'watch_watermarks',
   'webhook_deliveries',
   'webhook_endpoints',
 ];

@@ -33,6 +33,7 @@ describe('GET /v1/reseller_stores/{id}/stats', () => {
       oldestPendingSeconds: null,
       lastOrderAt: null,
       lastReconciledAt: null,
+      attention: { too_late: 0, unsupported: 0, supplier_cancelled: 0, stale: 0, cancellation_dead: 0, job_dead: 0, fulfillment_dead: 0 },
       request_id: expect.any(String),
     });
   });

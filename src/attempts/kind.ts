@@ -8,7 +8,7 @@ import type { SharedPacer } from '../pacing/pacer.ts';
 import type { PacedStore } from '../pacing/rates.ts';
 import type { Logger } from 'pino';
 import type { Created } from '../platforms/types.ts';
-import type { Trx } from '../db/sql.ts';
+import type { SqlStep, Trx } from '../db/sql.ts';
 import type { NewEvent } from '../events/types.ts';
 import { z } from 'zod';
 import { MAX_AUTO_RETRIES } from '../../machines/attempt.machine.ts';
@@ -77,11 +77,24 @@ export type DeathReason = 'worker_lost' | 'delivery_exhausted';
 /** A table of retried work (a kind's `table`), with the lifecycle columns of `AttemptColumns`. */
 export type AttemptTable = string;
 
+/**
+ * What another feature writes when rows of a kind settle (reach `dead` or `completed`), as a step of
+ * the kind's transition statement (src/attempts/repository.ts): it commits with the transition
+ * itself, whoever writes it (a worker, the sweep, a manual retry). It is a data-modifying statement
+ * (`insert … select`, `update … from`) that reads `settled`, the rows this statement moved to
+ * `dead` or `completed`: `(id, owner_id, reseller_store_id, status, error_message, updated_at)`.
+ * The framework names no feature: the composition root hands each kind its steps
+ * (src/workers/kinds.ts, `SETTLED_STEPS`; e.g. the reseller's to-do list raising `job_dead`).
+ */
+export type SettledStep = SqlStep;
+
 /** Where a kind's transitions are written: its name (the timeline's `kind`), its table and its result column. */
 export interface AttemptTarget {
   name: string;
   table: AttemptTable;
   resultColumn: string;
+  /** Written in the statement of every transition of the kind (see `SettledStep`). */
+  onSettled?: readonly SettledStep[] | undefined;
 }
 
 /** What one attempt needs and does: read the rows and what performing them needs, then perform one. */
@@ -133,6 +146,11 @@ export interface AttemptKindDefinition<R extends AttemptRow, K extends string, Q
    * read in the transaction that wrote them, after the write (src/events/outbox.ts appends them).
    */
   outcomeEvents(trx: Trx, rows: R[]): Promise<NewEvent[]>;
+  /**
+   * What other features write with the kind's transitions (see `SettledStep`). Not part of a kind's
+   * own definition: the composition root hands it over when it registers the kind (src/workers/kinds.ts).
+   */
+  onSettled?: readonly SettledStep[] | undefined;
 }
 
 export type AttemptKind<R extends AttemptRow, K extends string, Q extends object, W extends { row: R }, D = unknown> = ReturnType<

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { AttemptTrigger } from '../../contract/enums.ts';
 import { insertAuditFrom, type AuditRecord } from '../audit-log/repository.ts';
 import type { Orm } from '../db/orm.ts';
@@ -49,6 +49,11 @@ export async function findAttemptsIn(trx: Trx, rowIds: string[]): Promise<Attemp
   }) as AttemptEntry);
 }
 
+/** A statement to which a named step is added (`with`), its result type not tracked. */
+interface WithStep {
+  with(name: string, step: () => RawBuilder<unknown>): WithStep;
+}
+
 /** One transition as the statement reads it (jsonb_to_recordset). */
 interface TransitionValues {
   id: string;
@@ -86,10 +91,13 @@ interface TransitionValues {
  * The same statement keeps the attempts' timeline (table `attempts`): a TAKE starts the attempt's
  * entry (`in_progress`); a `recovered` TAKE also closes the entry a lost worker left open, as
  * failed; an outcome finishes the entry with the platform's HTTP status and the result.
+ *
+ * The kind's `onSettled` steps (handed to it by the composition root) are parts of the same
+ * statement, reading `settled`: the rows it moved to `dead` or `completed`.
  */
 export async function writeAttemptTransitions<R extends AttemptRow>(
   db: Db | Trx,
-  { name: kind, table, resultColumn }: AttemptTarget,
+  { name: kind, table, resultColumn, onSettled = [] }: AttemptTarget,
   writes: AttemptWrite<R>[],
 ): Promise<boolean[]> {
   if (writes.length === 0) return [];
@@ -118,7 +126,7 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
     attempt_outcome: timeline && 'outcome' in timeline ? timeline.outcome : null,
     platform_status: timeline && 'outcome' in timeline ? timeline.platformStatus : null,
   }));
-  const rows = await db
+  const statement = db
     .with(
       'v',
       () => sql<TransitionValues>`(
@@ -209,9 +217,21 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
         .where('v.attempt_outcome', 'is not', null)
         .where('a.outcome', '=', 'in_progress'),
     )
-    .selectFrom('written')
-    .select(['id', 'read_version', 'version'])
-    .execute();
+    .with(
+      'settled',
+      () => sql<{ id: string; owner_id: string; reseller_store_id: string; status: string; error_message: string | null; updated_at: Date }>`(
+        select w.id, w.owner_id, w.reseller_store_id, v.status, v.error_message, v.updated_at
+        from written w join v on v.id = w.id
+        where v.status in ('dead', 'completed'))`,
+    );
+  // What other features write when rows settle (the kind's `onSettled`, handed in by the composition
+  // root): more steps of this statement, so they commit with the transition.
+  // Each step gets a name of its own; nothing reads its output, so the query's type does not track it.
+  let withSteps = statement;
+  for (const [i, step] of onSettled.entries()) {
+    withSteps = (withSteps as unknown as WithStep).with(`settled_step_${i}`, () => step) as unknown as typeof statement;
+  }
+  const rows = await withSteps.selectFrom('written').select(['id', 'read_version', 'version']).execute();
   return writes.map(({ row }) => {
     const written = rows.find((w) => w.id === row.id && w.read_version === row.version);
     if (written) row.version = written.version;

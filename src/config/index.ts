@@ -42,6 +42,8 @@ const EnvSchema = z.object({
   WEBHOOK_STORE_CACHE_TTL_MS: integer(0, 60_000).default(0),
   RECONCILE_INTERVAL_MS: integer(0, 86_400_000).default(300_000),
   RECONCILE_GRACE_MS: integer(0, 86_400_000).default(120_000),
+  DIVERGENCE_INTERVAL_MS: integer(0, 86_400_000).default(300_000),
+  STALE_AFTER_MS: integer(1, 365 * 86_400_000).default(7 * 86_400_000),
   SWEEP_INTERVAL_MS: integer(100, 3_600_000).default(60_000),
   // events.md: events are kept at least 30 days.
   EVENT_RETENTION_DAYS: integer(30, 3_650).default(30),
@@ -115,6 +117,10 @@ function buildConfig(env: z.infer<typeof EnvSchema>) {
     reconcileIntervalMs: env.RECONCILE_INTERVAL_MS,
     /** Orders younger than this are left to their webhook by reconciliation. */
     reconcileGraceMs: env.RECONCILE_GRACE_MS,
+    /** How often each active reseller store and its suppliers are compared by the divergence watch; 0 = never (src/divergence-watch/). */
+    divergenceIntervalMs: env.DIVERGENCE_INTERVAL_MS,
+    /** A placed job with no tracking for this long is stale. */
+    staleAfterMs: env.STALE_AFTER_MS,
     /** How often a worker process sweeps for stranded work (src/attempts/sweep.ts); one process at a time. */
     sweepIntervalMs: env.SWEEP_INTERVAL_MS,
     eventRetentionDays: env.EVENT_RETENTION_DAYS,

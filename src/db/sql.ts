@@ -1,4 +1,4 @@
-import type { Kysely, Transaction } from 'kysely';
+import type { Kysely, RawBuilder, Transaction } from 'kysely';
 import type { Orm } from './orm.ts';
 import type { Database } from './schema.ts';
 
@@ -9,6 +9,9 @@ import type { Database } from './schema.ts';
  */
 export type Db = Kysely<Database>;
 export type Trx = Transaction<Database>;
+
+/** A step of SQL built by one module for a statement another runs (e.g. a kind's `onSettled`, src/attempts/kind.ts). */
+export type SqlStep = RawBuilder<unknown>;
 
 export function sqlOf(orm: Orm): Db {
   return orm.em.getConnection().getClient() as unknown as Db;

@@ -1,4 +1,6 @@
+import type { Trx } from '../db/sql.ts';
 import type { ResellerStore } from '../reseller-stores/entity.ts';
+import type { Fulfillment } from './entity.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
 
 /**
@@ -17,3 +19,10 @@ export interface ResellerStoreReads {
   findById(id: string): Promise<ResellerStore | null>;
   findActiveByIds(ids: string[]): Promise<ResellerStore[]>;
 }
+
+/**
+ * What other features write when a fulfillment is recorded, in the transaction that records it
+ * (the reseller's to-do list: tracking arrived, so the job's `stale` entry is resolved). Handed in
+ * by the composition root (src/services.ts, src/workers/kinds.ts).
+ */
+export type FulfillmentRecorded = (trx: Trx, fulfillment: Fulfillment) => Promise<void>;

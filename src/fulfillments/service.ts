@@ -6,10 +6,11 @@ import { newMessageId } from '../queue/queue.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
 import { newId } from '../shared/ids.ts';
+import type { Trx } from '../db/sql.ts';
 import { fulfillmentAuditRecord } from './attempt.ts';
 import type { Fulfillment } from './entity.ts';
 import type { FulfillmentKeys } from './identity.ts';
-import type { ResellerStoreReads, SyncJobReads } from './ports.ts';
+import type { FulfillmentRecorded, ResellerStoreReads, SyncJobReads } from './ports.ts';
 import { FulfillmentRepository } from './repository.ts';
 
 /** Held fulfillments turned into fulfillments per sweep. */
@@ -22,6 +23,8 @@ export class FulfillmentService {
     private readonly ctx: AppContext,
     private readonly jobs: SyncJobReads,
     private readonly resellerStores: ResellerStoreReads,
+    /** Run in the transaction of every fulfillment recorded (see `FulfillmentRecorded`). */
+    private readonly onRecorded: readonly FulfillmentRecorded[],
   ) {
     this.fulfillments = new FulfillmentRepository(ctx.orm);
   }
@@ -33,7 +36,14 @@ export class FulfillmentService {
    * Tracking without a number, for a reseller platform that needs one, is recorded `skipped`: it is
    * never sent, so never retried to death. `heldId` names the held fulfillment this one replaces.
    */
-  async receive(job: SyncJob, tracking: Tracking, keys: FulfillmentKeys, heldId?: string): Promise<{ fulfillment: Fulfillment; created: boolean }> {
+  async receive(
+    job: SyncJob,
+    tracking: Tracking,
+    keys: FulfillmentKeys,
+    heldId?: string,
+    /** Writes more about a fulfillment this call records, in its transaction (the divergence watch's `fulfillment.reconciled` audit entry and event). */
+    recorded?: (trx: Trx, fulfillment: Fulfillment) => Promise<void>,
+  ): Promise<{ fulfillment: Fulfillment; created: boolean }> {
     const skipReason = await this.skipReasonFor(job, tracking);
     const result = await this.fulfillments.transaction(async (trx) => {
       if (heldId) await this.fulfillments.deleteHeld(trx, [heldId]);
@@ -61,6 +71,8 @@ export class FulfillmentService {
       }
       await this.fulfillments.insert(trx, fulfillment);
       await insertAudit(trx, audits, now);
+      for (const hook of this.onRecorded) await hook(trx, fulfillment);
+      if (recorded) await recorded(trx, fulfillment);
       if (fulfillment.queueMessageId) {
         await this.ctx.queue.insertIn(trx, fulfillmentKind.queue, [{ id: fulfillment.queueMessageId, message: fulfillmentKind.message(fulfillment.id) }]);
       }

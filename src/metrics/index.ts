@@ -78,6 +78,55 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly watchPasses = new Counter({
+    name: 'divergence_watch_passes_total',
+    help: 'Divergence-watch passes finished in this process, by outcome (succeeded, failed).',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly watchRepairs = new Counter({
+    name: 'divergence_watch_repairs_total',
+    help: 'What divergence-watch passes of this process found and acted on, by type (tracking, supplier_cancelled, storefront_cancelled, stale).',
+    labelNames: ['type'] as const,
+    registers: [this.registry],
+  });
+
+  readonly watchPauses = new Counter({
+    name: 'divergence_watch_pauses_total',
+    help: 'Divergence-watch calls paused by a 429 and asked again after the Retry-After.',
+    registers: [this.registry],
+  });
+
+  /**
+   * `divergences_open{type}` and `divergence_oldest_open_age_seconds`, read from the database at
+   * each scrape (every process that runs workers reports the same figures).
+   */
+  observeDivergences(read: () => Promise<{ byType: Record<string, number>; oldestSince: Date | null }>): void {
+    let latest: Promise<{ byType: Record<string, number>; oldestSince: Date | null }> | null = null;
+    // One read per scrape for both gauges.
+    const summary = () => (latest ??= read().finally(() => setTimeout(() => (latest = null), 1000).unref()));
+    new Gauge({
+      name: 'divergences_open',
+      help: 'Open entries of the resellers\' divergence lists (to-do lists), by type.',
+      labelNames: ['type'] as const,
+      registers: [this.registry],
+      async collect() {
+        const { byType } = await summary();
+        for (const [type, count] of Object.entries(byType)) this.set({ type }, count);
+      },
+    });
+    new Gauge({
+      name: 'divergence_oldest_open_age_seconds',
+      help: 'Age of the oldest open divergence (0 when none is).',
+      registers: [this.registry],
+      async collect() {
+        const { oldestSince } = await summary();
+        this.set(oldestSince ? Math.max(0, (Date.now() - oldestSince.getTime()) / 1000) : 0);
+      },
+    });
+  }
+
   readonly deliveries = new Counter({
     name: 'webhook_deliveries_total',
     help: 'Outbound webhook deliveries finished, by outcome (succeeded, or failed once every scheduled attempt failed).',

@@ -3,6 +3,7 @@ import { fromMinorUnits } from '../money.ts';
 import type { ResellerOrder, SourceFulfillment, SupplierOrder, Tracking } from '../orders/types.ts';
 import { type HttpClientSettings, LIST_PAGE, PlatformHttpClient } from './http.ts';
 import { listedOrder, pageEntries, timestamp } from './listing.ts';
+import { listShipmentsCustom, listUpdatedCustom } from './updated.ts';
 import {
   anyId,
   assertLineTotal,
@@ -89,6 +90,8 @@ export function createCustomAdapter(settings: HttpClientSettings): PlatformAdapt
         readCreated(`created ${FULFILLMENT}`),
       ),
     listOrders: (store, since) => listOrders(http, store, since),
+    listUpdatedOrders: (store, since, cursor) => listUpdatedCustom(http, store, since, cursor),
+    listShipments: (store, orderId) => listShipmentsCustom(http, store, orderId),
     parseOrderWebhook: readOrder,
     parseFulfillmentWebhook: readFulfillment,
   };

@@ -3,6 +3,7 @@ import { fromMinorUnits } from '../money.ts';
 import type { PostalAddress, ResellerOrder, SourceFulfillment, SupplierOrder, Tracking } from '../orders/types.ts';
 import { type HttpClientSettings, LIST_PAGE, PlatformHttpClient, type ResponseHeaders } from './http.ts';
 import { listedOrder, nextLink, pageEntries, timestamp } from './listing.ts';
+import { listShipmentsPlatformA, listUpdatedPlatformA } from './updated.ts';
 import {
   anyId,
   assertLineTotal,
@@ -94,6 +95,8 @@ export function createPlatformAAdapter(settings: HttpClientSettings): PlatformAd
         (body, _headers, status) => ({ id: parsePayload(createdFulfillmentResponse, body, `created ${FULFILLMENT}`).fulfillment.id, status }),
       ),
     listOrders: (store, since) => listOrders(http, store, since),
+    listUpdatedOrders: (store, since, cursor) => listUpdatedPlatformA(http, store, since, cursor),
+    listShipments: (store, orderId) => listShipmentsPlatformA(http, store, orderId),
     parseOrderWebhook: readOrder,
     parseFulfillmentWebhook: readFulfillment,
   };

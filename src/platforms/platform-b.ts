@@ -10,6 +10,7 @@ import type {
 } from '../orders/types.ts';
 import { type HttpClientSettings, LIST_PAGE, PlatformHttpClient, type ResponseHeaders } from './http.ts';
 import { listedOrder, pageEntries, timestamp } from './listing.ts';
+import { listShipmentsPlatformB, listUpdatedPlatformB } from './updated.ts';
 import {
   anyId,
   assertLineTotal,
@@ -134,6 +135,8 @@ export function createPlatformBAdapter(settings: HttpClientSettings): PlatformAd
       })),
     createFulfillment,
     listOrders: (store, since) => listOrders(http, store, since),
+    listUpdatedOrders: (store, since, cursor) => listUpdatedPlatformB(http, store, since, cursor),
+    listShipments: (store, orderId) => listShipmentsPlatformB(http, store, orderId),
     parseOrderWebhook: readOrder,
     parseFulfillmentWebhook: readFulfillment,
   };

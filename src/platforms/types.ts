@@ -61,6 +61,13 @@ export interface PlatformAdapter {
    * stop listing: the next page is only requested when asked for.
    */
   listOrders(store: StoreConnection, since: Date): AsyncIterable<ListedOrder[]>;
+  /**
+   * One page of the store's orders updated since `since` (the divergence watch, src/platforms/updated.ts),
+   * in the order of their update; `cursor` is the previous page's `next` (null: the first page).
+   */
+  listUpdatedOrders(store: StoreConnection, since: Date, cursor: string | null): Promise<UpdatedPage>;
+  /** The shipments of an order whose updated-list entry left them to be read apart (platform_b's completed orders). */
+  listShipments(store: StoreConnection, orderId: string): Promise<SourceFulfillment[]>;
   /** Reads an orders/create webhook body; throws PayloadError when it is not a valid order. */
   parseOrderWebhook(body: unknown): ResellerOrder;
   /** Reads a fulfillments/create webhook body; throws PayloadError when it is not valid. */
@@ -91,4 +98,26 @@ export class PayloadError extends Error {
     super(message);
     this.name = 'PayloadError';
   }
+}
+
+/** The divergence watch's updated-since lists (src/platforms/updated.ts). */
+/** One order of an updated-since list. */
+export interface UpdatedOrder {
+  externalOrderId: string;
+  /** The reference the service attached when it placed the order (its sync job id), if any. */
+  syncReference: string | null;
+  updatedAt: Date;
+  /** platform_a `cancelled_at`, platform_b `cancelled` or `refunded`, custom `cancelled`. */
+  cancelled: boolean;
+  cancelReason: string | null;
+  /** The platform's own status word (platform_a: `cancelled`, its fulfillment_status, or `open`). */
+  status: string;
+  /** The shipments the order shows; null when they are read apart (`listShipments`: platform_b's completed orders). */
+  shipments: SourceFulfillment[] | null;
+}
+
+/** One page, and where the next one starts (null: the last page). */
+export interface UpdatedPage {
+  orders: UpdatedOrder[];
+  next: string | null;
 }

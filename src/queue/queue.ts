@@ -24,6 +24,11 @@ export const QUEUES = {
     name: 'reconciliation.run',
     schema: z.object({ reconciliationId: z.string() }),
   },
+  /** One divergence-watch pass over a reseller store and its suppliers (src/divergence-watch/). */
+  divergenceWatch: {
+    name: 'divergence-watch.pass',
+    schema: z.object({ watchPassId: z.string() }),
+  },
   /** Sent with `group: {id: endpointId}`, so the deliveries in flight to one endpoint are bounded (src/workers/delivery.worker.ts). */
   webhookDelivery: {
     name: 'webhook.deliver',

@@ -9,6 +9,7 @@ import type { SecretBox } from '../shared/secrets.ts';
 import { shopDomainRefusal } from '../shared/url-safety.ts';
 import type { ResellerStore } from './entity.ts';
 import type { ResellerStoreRepository, StoreStats } from './repository.ts';
+import type { AttentionReads, DivergenceCounts } from './ports.ts';
 
 export interface NewResellerStore {
   name: string;
@@ -22,6 +23,7 @@ export class ResellerStoreService {
   constructor(
     private readonly stores: ResellerStoreRepository,
     private readonly ctx: { config: Config; secrets: SecretBox },
+    private readonly attention: AttentionReads,
   ) {}
 
   async create(principal: Principal, input: NewResellerStore): Promise<ResellerStore> {
@@ -56,9 +58,10 @@ export class ResellerStoreService {
   }
 
   /** Counts by status and recent activity of the caller's store, counted in the database. */
-  async stats(principal: Principal, id: string): Promise<StoreStats> {
+  async stats(principal: Principal, id: string): Promise<StoreStats & { attention: DivergenceCounts }> {
     const store = await this.get(principal, id);
-    return this.stores.stats(store.id);
+    const [stats, attention] = await Promise.all([this.stores.stats(store.id), this.attention.attention(store.id)]);
+    return { ...stats, attention };
   }
 
   async getActive(principal: Principal, id: string): Promise<ResellerStore> {

@@ -12,6 +12,6 @@ const NO_FULFILLMENTS: JobFulfillments = { fulfillments: [], fulfillmentAttempts
  * once it is completed (they are found by the order id its completion recorded), and a completed
  * job never changes again, so the worker's and the routing's events carry none.
  */
-export function syncJobEvent(type: `sync_job.${'created' | 'completed' | 'failed' | 'dead' | 'retried'}`, job: SyncJob, fulfillments: JobFulfillments = NO_FULFILLMENTS): NewEvent {
+export function syncJobEvent(type: `sync_job.${'created' | 'completed' | 'failed' | 'dead' | 'retried' | 'stale'}`, job: SyncJob, fulfillments: JobFulfillments = NO_FULFILLMENTS): NewEvent {
   return { ownerId: job.ownerId, resellerStoreId: job.resellerStoreId, type, object: presentDetail({ job, ...fulfillments }) };
 }

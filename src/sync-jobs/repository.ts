@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { insertAuditFrom } from '../audit-log/repository.ts';
+import type { SettledStep } from '../attempts/kind.ts';
 import { writeAttemptTransitions, type AttemptWrite } from '../attempts/repository.ts';
 import type { Orm } from '../db/orm.ts';
 import { sqlOf, type Db, type Trx } from '../db/sql.ts';
@@ -74,7 +75,11 @@ const byJobKey = (a: JobCandidate, b: JobCandidate) =>
 
 /** Every statement on sync_jobs. */
 export class SyncJobRepository {
-  constructor(private readonly orm: Orm) {}
+  constructor(
+    private readonly orm: Orm,
+    /** What this kind's transitions also write in their statement (src/workers/kinds.ts `SETTLED_STEPS`); the composition root hands them to the repositories that write transitions. */
+    private readonly onSettled: readonly SettledStep[] = [],
+  ) {}
 
   private get db(): Db {
     return sqlOf(this.orm);
@@ -273,7 +278,7 @@ export class SyncJobRepository {
 
   /** Version-checked writes of jobs' lifecycle columns, with their audit entries (see writeAttemptTransitions). */
   writeTransitions(db: Db | Trx, writes: AttemptWrite<SyncJob>[]): Promise<boolean[]> {
-    return writeAttemptTransitions(db, { name: 'sync_job', table: 'sync_jobs', resultColumn: 'source_order_id' }, writes);
+    return writeAttemptTransitions(db, { name: 'sync_job', table: 'sync_jobs', resultColumn: 'source_order_id', onSettled: this.onSettled }, writes);
   }
 
   /** Runs `work` in one Kysely transaction on the ORM's pool. */

@@ -1,5 +1,6 @@
 import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
 import type { AttemptEntry } from '../attempts/entity.ts';
+import type { SettledStep } from '../attempts/kind.ts';
 import { syncJobKind } from './kind.ts';
 import { findAttempts } from '../attempts/repository.ts';
 import type { AppContext } from '../context.ts';
@@ -64,8 +65,10 @@ export class SyncJobService {
     private readonly ctx: AppContext,
     private readonly sourceStores: SourceStoreService,
     private readonly fulfillments: FulfillmentReads,
+    /** What a job's transitions also write in their statement (src/workers/kinds.ts `SETTLED_STEPS`), for the manual retries written here. */
+    onSettled: readonly SettledStep[],
   ) {
-    this.jobs = new SyncJobRepository(ctx.orm);
+    this.jobs = new SyncJobRepository(ctx.orm, onSettled);
   }
 
   /** POST /v1/sync_jobs: the existing job for the order and source store, or a new one. */

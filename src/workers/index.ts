@@ -96,7 +96,7 @@ export async function startWorkers(ctx: AppContext, runs: RunHandlers): Promise<
   }
   const workers: AttemptWorker<AttemptRow, string, object, { row: AttemptRow }>[] = [];
   for (const registered of kinds) workers.push(await startWorker(ctx, registered));
-  for (const key of Object.keys(runs) as RunQueue[]) await startRunWorker(ctx, key, runs[key]);
+  for (const key of Object.keys(runs) as RunQueue[]) await startRunWorker(ctx, key, runs[key] as (message: QueueMessage<RunQueue>) => Promise<void>);
   await startDeliveryWorker(ctx);
   const stopSweeper = startSweeper(ctx, kinds, sweepHooks(ctx));
   const stopPruner = startEventPruner(ctx);

@@ -5,7 +5,7 @@
  * (src/workers/index.ts) and the sweep. Start-up fails on a kind listed twice, two kinds on one
  * queue or table, and a queue of retried work no kind consumes.
  */
-import type { Attempt, AttemptKind, AttemptRow } from '../attempts/kind.ts';
+import type { Attempt, AttemptKind, AttemptRow, SettledStep } from '../attempts/kind.ts';
 import { Sweeper, type SweepHook, type SweptKind } from '../attempts/sweep.ts';
 import type { AppContext } from '../context.ts';
 import { fulfillmentKind } from '../fulfillments/kind.ts';
@@ -13,8 +13,25 @@ import { FulfillmentService } from '../fulfillments/service.ts';
 import { syncJobKind } from '../sync-jobs/kind.ts';
 import { SyncJobRepository } from '../sync-jobs/repository.ts';
 import { ResellerStoreRepository } from '../reseller-stores/repository.ts';
+import { settledSteps, trackingArrived } from '../divergence-watch/repository.ts';
+import type { FulfillmentRecorded } from '../fulfillments/ports.ts';
 
 export const ATTEMPT_KINDS = [syncJobKind, fulfillmentKind] as const;
+
+/**
+ * What each kind's transitions also write, in their own statement (`onSettled`, src/attempts/kind.ts),
+ * whoever writes them (a worker, the sweep, a manual retry): the reseller's to-do list
+ * (src/divergence-watch/) raises `job_dead` / `fulfillment_dead` when a row dies, and resolves it
+ * when the retried row completes. A kind added later adds its own here (cancellations:
+ * `settledSteps('cancellation_dead', 'cancellations')`). Start-up fails on steps for a kind not listed.
+ */
+export const SETTLED_STEPS: Readonly<Record<string, readonly SettledStep[]>> = {
+  sync_job: settledSteps('job_dead'),
+  fulfillment: settledSteps('fulfillment_dead', 'fulfillments'),
+};
+
+/** Written with every fulfillment recorded (`FulfillmentService`, in its transaction): tracking arrived, so the job is not stale. */
+export const FULFILLMENT_RECORDED: readonly FulfillmentRecorded[] = [(trx, fulfillment) => trackingArrived(trx, fulfillment.syncJobId)];
 
 /** The kinds' queues, for `Queue.start` to create (src/server.ts). */
 export const ATTEMPT_QUEUES = ATTEMPT_KINDS.map((kind) => kind.queue);
@@ -36,23 +53,35 @@ export interface RegisteredKind {
   attempt: Attempt<{ row: AttemptRow }>;
 }
 
-/** Every kind with what its attempt needs; throws when the list names a kind, a queue or a table twice. */
-export function registerKinds(ctx: AppContext, kinds: readonly unknown[] = ATTEMPT_KINDS): RegisteredKind[] {
+/**
+ * Every kind with what its attempt needs and its settled steps (`settled`); throws when the list
+ * names a kind, a queue or a table twice, or when there are settled steps for a kind not listed.
+ */
+export function registerKinds(
+  ctx: AppContext,
+  kinds: readonly unknown[] = ATTEMPT_KINDS,
+  settled: Readonly<Record<string, readonly SettledStep[]>> = SETTLED_STEPS,
+): RegisteredKind[] {
   const seen = { name: new Set<string>(), queue: new Set<string>(), table: new Set<string>() };
   const deps = kindDeps(ctx);
-  return (kinds as readonly AnyKind[]).map((kind) => {
+  const registered = (kinds as readonly AnyKind[]).map((kind) => {
     for (const key of ['name', 'queue', 'table'] as const) {
       const value = key === 'queue' ? kind.queue.name : kind[key];
       if (seen[key].has(value)) throw new Error(`attempt kinds: ${key} ${value} is listed twice (src/workers/kinds.ts)`);
       seen[key].add(value);
     }
-    return { kind: kind as unknown as RegisteredKind['kind'], attempt: kind.attempt(deps) };
+    const withSteps = { ...kind, onSettled: settled[kind.name] ?? [] };
+    return { kind: withSteps as unknown as RegisteredKind['kind'], attempt: kind.attempt(deps) };
   });
+  for (const name of Object.keys(settled)) {
+    if (!seen.name.has(name)) throw new Error(`attempt kinds: settled steps for ${name}, which is not listed (src/workers/kinds.ts)`);
+  }
+  return registered;
 }
 
 /** What features do after each sweep pass: the fulfillments feature claims held fulfillments. */
 export function sweepHooks(ctx: AppContext): SweepHook[] {
-  const fulfillments = new FulfillmentService(ctx, new SyncJobRepository(ctx.orm), new ResellerStoreRepository(ctx.orm));
+  const fulfillments = new FulfillmentService(ctx, new SyncJobRepository(ctx.orm), new ResellerStoreRepository(ctx.orm), FULFILLMENT_RECORDED);
   return [() => fulfillments.claimHeld()];
 }
 

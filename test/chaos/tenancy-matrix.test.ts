@@ -39,6 +39,8 @@ interface Tenant {
   endpoint: string;
   delivery: string;
   event: string;
+  /** An open entry of the store's divergence list (its job dead, as if). */
+  divergence: string;
 }
 
 let sandbox: Sandbox;
@@ -58,6 +60,7 @@ const MISSING = {
   we: 'we_0000000000000000000000000000ffff',
   dlv: 'dlv_0000000000000000000000000000ffff',
   evt: 'evt_0000000000000000000000000000ffff',
+  div: 'div_0000000000000000000000000000ffff',
 };
 
 type Kind = keyof typeof MISSING;
@@ -66,6 +69,7 @@ type Kind = keyof typeof MISSING;
 function kindOf(route: ContractRoute, param: string): Kind {
   if (param === 'rst_id') return 'rst';
   if (param === 'delivery_id') return 'dlv';
+  if (param === 'divergence_id') return 'div';
   if (param === 'id') {
     if (route.path.startsWith('/v1/webhook_endpoints/')) return 'we';
     if (route.path.startsWith('/v1/events/')) return 'evt';
@@ -85,6 +89,7 @@ const idsOf = (tenant: Tenant): Record<Kind, string> => ({
   we: tenant.endpoint,
   dlv: tenant.delivery,
   evt: tenant.event,
+  div: tenant.divergence,
 });
 
 /** A body the route accepts, so that only ownership can refuse the call. */
@@ -130,7 +135,15 @@ async function newTenant(): Promise<Tenant> {
   receiver.trust(path, [endpoint.body.secret]);
   const ping = await client.post(`/v1/webhook_endpoints/${endpoint.body.id}/test`, { token: user.token });
   expect(ping.status).toBe(202);
-  return { user, apiKey, reseller, supplier, job: delivery.accepted.body.syncJobIds[0], endpoint: endpoint.body.id, delivery: ping.body.id, event: ping.body.eventId };
+  const job = delivery.accepted.body.syncJobIds[0];
+  const divergence = `div_${unique(16)}`;
+  await queryRows(
+    service.databaseUrl,
+    `insert into divergences (id, owner_id, reseller_store_id, sync_job_id, type, status, subject_id, detail, since)
+     select $1, owner_id, reseller_store_id, id, 'job_dead', 'open', id, 'tenancy fixture', now() from sync_jobs where id = $2`,
+    [divergence, job],
+  );
+  return { user, apiKey, reseller, supplier, job, endpoint: endpoint.body.id, delivery: ping.body.id, event: ping.body.eventId, divergence };
 }
 
 /** Alice's rows as stored: whatever a foreign call might have changed. */
@@ -142,6 +155,7 @@ async function aliceState(): Promise<string> {
     queryRows(service.databaseUrl, 'select id, revoked_at from api_keys where id = $1', [alice.apiKey.id]),
     queryRows(service.databaseUrl, 'select id, url, description, status, secret_encrypted, updated_at from webhook_endpoints where id = $1', [alice.endpoint]),
     queryRows(service.databaseUrl, 'select id, status, attempts, queue_message_id from webhook_deliveries where endpoint_id = $1 order by id', [alice.endpoint]),
+    queryRows(service.databaseUrl, 'select id, status, dismissed_at from divergences where reseller_store_id = $1 order by id', [alice.reseller.id]),
   ]);
   return JSON.stringify(rows);
 }

@@ -48,6 +48,12 @@ const faultsSchema = z
 const subscriptionSchema = z.object({ targetUrl: z.string().url(), secret: z.string().min(1) });
 const pageSizeSchema = z.object({ size: z.number().int().positive().nullable() });
 const cancelSchema = z.object({ platform: z.enum(PLATFORMS) });
+const shipSchema = z.object({
+  platform: z.enum(PLATFORMS),
+  trackingNumbers: z.array(z.string().min(1)).min(1),
+  trackingUrls: z.array(z.string()).optional(),
+  company: z.string().optional(),
+});
 
 const storeSchema = z.object({ accessToken: z.string().min(1) });
 const seedSchema = z.object({
@@ -130,6 +136,14 @@ const ROUTES: ControlRoute[] = [
     ({ state, shopDomain, body, captured }) => {
       const { platform } = accept(cancelSchema, body, 400);
       return ok(state.cancelOrder(shopDomain, platform, captured));
+    },
+  ],
+  [
+    'POST',
+    new RegExp(`^${STORE}/orders/([^/]+)/ship$`),
+    ({ state, shopDomain, body, captured }) => {
+      const { platform, ...shipment } = accept(shipSchema, body, 400);
+      return ok(state.shipOrder(shopDomain, platform, captured, shipment));
     },
   ],
   ['POST', new RegExp(`^${STORE}/webhooks/release$`), async ({ state, shopDomain }) => ok(await state.releaseWebhooks(shopDomain))],

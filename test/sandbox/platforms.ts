@@ -7,6 +7,7 @@ import type { Platform } from '../../src/orders/types.ts';
 import { NOT_FOUND, Refusal, accept, header, jsonBody } from './http.ts';
 import { buildFulfillmentPayload, buildOrderPayload, type JsonObject } from './payloads.ts';
 import type { Reply, SandboxState, StoreState } from './state.ts';
+import { isUpdatedList, shipmentTrackingsReply, updatedListReply } from './updated.ts';
 
 export interface PlatformRequest {
   shopDomain: string;
@@ -323,6 +324,8 @@ function route(
     createdAt: new Date().toISOString(),
   });
   try {
+    const watched = watchedReply(simulated.platform, store, call);
+    if (watched) return watched;
     if (call.method === 'GET' && simulated.ordersPath.test(call.path)) return simulated.listOrders(store, call);
     const orderMatch = simulated.orderPath.exec(call.path);
     if (call.method === 'GET' && orderMatch) {
@@ -479,4 +482,14 @@ function badRequest(message: string): Reply {
 
 function distinct(values: ReadonlyArray<string | undefined>): string[] {
   return [...new Set(values.filter((value): value is string => !!value))];
+}
+
+/** The divergence watch's reads (test/sandbox/updated.ts): the updated-since lists and platform_b's shipment trackings. */
+function watchedReply(platform: Platform, store: StoreState, call: PlatformRequest): Reply | null {
+  if (call.method !== 'GET') return null;
+  const simulated = SIMULATED.find((candidate) => candidate.platform === platform)!;
+  if (simulated.ordersPath.test(call.path) && isUpdatedList(platform, call.query)) return updatedListReply(store, platform, call.query, storeBaseUrl(call));
+  const trackings = platform === 'platform_b' ? simulated.fulfillmentsPath.exec(call.path) : null;
+  if (trackings) return shipmentTrackingsReply(store, decodeURIComponent(trackings[1] ?? ''));
+  return null;
 }

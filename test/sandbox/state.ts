@@ -2,6 +2,7 @@
 import type { Platform } from '../../src/orders/types.ts';
 import { buildFulfillmentPayload, buildOrderPayload, cancelledOrder, orderCreatedAt, type JsonObject } from './payloads.ts';
 import { sendWebhook, type WebhookResult } from './webhooks.ts';
+import { shipStoredOrder, stampUpdated, type Shipment } from './updated.ts';
 
 export interface Faults {
   /** Delay before every request to the store is answered. */
@@ -139,7 +140,8 @@ export class StoreState {
   }
 
   saveOrder(platform: Platform, order: JsonObject): void {
-    this.#orderObjects.set(`${platform}:${String(order.id)}`, order);
+    const key = `${platform}:${String(order.id)}`;
+    this.#orderObjects.set(key, stampUpdated(platform, order, this.#orderObjects.get(key)));
   }
 
   /** The platform's orders of this store, oldest first (ties in the order they were saved). */
@@ -274,6 +276,11 @@ export interface SandboxControls {
   releaseRequests(shopDomain: string): number;
   /** The merchant cancels a stored order; its list entry and GET show it cancelled. */
   cancelOrder(shopDomain: string, platform: Platform, id: number | string): JsonObject;
+  /**
+   * The supplier ships a stored order itself and sends no webhook (see test/sandbox/updated.ts);
+   * returns the bodies its fulfillments/create webhooks would carry, for a late delivery.
+   */
+  shipOrder(shopDomain: string, platform: Platform, id: number | string, shipment: Shipment): JsonObject[];
   /** Order lists of the store answer pages of at most `size` orders (null: as many as asked). */
   setListPageSize(shopDomain: string, size: number | null): void;
   ordersFor(shopDomain: string): ReceivedOrder[];
@@ -365,6 +372,10 @@ export class SandboxState implements SandboxControls {
     const cancelled = cancelledOrder(platform, order);
     store.saveOrder(platform, cancelled);
     return cancelled;
+  }
+
+  shipOrder(shopDomain: string, platform: Platform, id: number | string, shipment: Shipment): JsonObject[] {
+    return shipStoredOrder(this.store(shopDomain), platform, String(id), shipment, () => this.nextId());
   }
 
   setListPageSize(shopDomain: string, size: number | null): void {

@@ -45,6 +45,8 @@ export async function startTestProcess(env: Record<string, string> = {}): Promis
     ENCRYPTION_KEY: randomBytes(32).toString('base64'),
     LOG_LEVEL: 'info',
     SYNC_RETRY_BASE_DELAY_MS: '100',
+    // The divergence watch reads every store's changes; files that test it turn it on (or ask for passes).
+    DIVERGENCE_INTERVAL_MS: '0',
     AUTH_RATE_LIMIT_PER_MINUTE: '10000',
     WEBHOOK_SIGNATURE_FAILURES_PER_MINUTE: '10000',
     ...env,

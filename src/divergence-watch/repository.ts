@@ -1,0 +1,478 @@
+/**
+ * Every statement of the divergence watch: its passes and watermarks (watch_passes,
+ * watch_watermarks, `WatchRepository`), the rows it compares, and the reseller's to-do list
+ * (`divergences`, `DivergenceRepository`). Entries are raised and resolved in the transaction of the
+ * change that causes them: `raiseDivergence` / `resolveDivergences` take the caller's transaction,
+ * and deaths and completions of retried work are written by their transition statement
+ * (`settledSteps`).
+ */
+import { sql, type UpdateQueryBuilder, type UpdateResult } from 'kysely';
+import type { SettledStep } from '../attempts/kind.ts';
+import { insertAudit, type AuditRecord } from '../audit-log/repository.ts';
+import type { Orm } from '../db/orm.ts';
+import type { Database } from '../db/schema.ts';
+import { sqlOf, type Db, type Trx } from '../db/sql.ts';
+import { takeTurn } from '../db/locks.ts';
+import { newMessageId, type Queue } from '../queue/queue.ts';
+import { ResellerStore } from '../reseller-stores/entity.ts';
+import { SourceStore } from '../source-stores/entity.ts';
+import { SyncJob } from '../sync-jobs/entity.ts';
+import { newId } from '../shared/ids.ts';
+import { validationFailed } from '../shared/errors.ts';
+import type { Page, PageQuery } from '../shared/paging.ts';
+import { DIVERGENCE_TYPES, type DivergenceStatus, type DivergenceType, type WatchPass, type WatchPassStatus } from './entity.ts';
+
+/** A pass as a worker holds it; `take` identifies this hold: only it may renew or finish the pass. */
+export interface TakenPass {
+  id: string;
+  resellerStoreId: string;
+  trigger: WatchPass['trigger'];
+  take: number;
+}
+
+export interface PassOutcome {
+  status: Exclude<WatchPassStatus, 'running'>;
+  ordersSeen: number;
+  repairs: number;
+  platformReads: number;
+  error: string | null;
+}
+
+const ABANDONED = 'Abandoned: the process running it stopped before it finished.';
+const SCHEDULER_LOCK = 'divergence-watch.scheduler';
+
+type PassUpdate = UpdateQueryBuilder<Database, 'watch_passes', 'watch_passes', UpdateResult>;
+
+/** `now() + ms`, by the database's clock, which every process shares. */
+const fromNow = (ms: number) => sql<Date>`now() + ${ms} * interval '1 millisecond'`;
+
+export class WatchRepository {
+  constructor(
+    private readonly orm: Orm,
+    private readonly queue: Queue,
+  ) {}
+
+  private get db(): Db {
+    return sqlOf(this.orm);
+  }
+
+  /** Starts a pass over one store now (with its queue message), unless one is running: null. */
+  start(store: { id: string; ownerId: string }, trigger: WatchPass['trigger'], queuedLeaseMs: number, audit?: (passId: string) => AuditRecord): Promise<string | null> {
+    return this.db.transaction().execute(async (trx) => {
+      await abandonExpired(trx, store.id);
+      const [id] = await this.insertPasses(trx, [store], trigger, queuedLeaseMs);
+      if (id === undefined) return null;
+      if (audit) await insertAudit(trx, [audit(id)]);
+      return id;
+    });
+  }
+
+  /**
+   * Starts a pass for every active reseller store due one (none running, none started within
+   * `intervalMs`; a new store's first one interval after its creation). One process at a time.
+   */
+  startDue(intervalMs: number, queuedLeaseMs: number, limit: number): Promise<string[]> {
+    return this.db.transaction().execute(async (trx) => {
+      if (!(await takeTurn(trx, SCHEDULER_LOCK))) return [];
+      await abandonExpired(trx, null);
+      const due = await trx
+        .selectFrom('reseller_stores as s')
+        .select(['s.id', 's.owner_id'])
+        .where('s.deleted_at', 'is', null)
+        .where(
+          (eb) =>
+            eb.fn.coalesce(
+              eb.selectFrom('watch_passes as p').select((inner) => inner.fn.max('p.started_at').as('latest')).whereRef('p.reseller_store_id', '=', 's.id'),
+              eb.ref('s.created_at'),
+            ),
+          '<=',
+          sql<Date>`now() - ${intervalMs} * interval '1 millisecond'`,
+        )
+        .where(({ not, exists, selectFrom }) =>
+          not(exists(selectFrom('watch_passes as p').select('p.id').whereRef('p.reseller_store_id', '=', 's.id').where('p.status', '=', 'running'))),
+        )
+        .orderBy('s.id')
+        .limit(limit)
+        .execute();
+      return this.insertPasses(trx, due.map((row) => ({ id: row.id, ownerId: row.owner_id })), 'scheduled', queuedLeaseMs);
+    });
+  }
+
+  private async insertPasses(trx: Trx, stores: { id: string; ownerId: string }[], trigger: WatchPass['trigger'], queuedLeaseMs: number): Promise<string[]> {
+    if (stores.length === 0) return [];
+    const rows = await trx
+      .insertInto('watch_passes')
+      .values(
+        stores.map((store) => ({
+          id: newId('watchPass'),
+          owner_id: store.ownerId,
+          reseller_store_id: store.id,
+          trigger,
+          status: 'running',
+          orders_seen: 0,
+          repairs: 0,
+          platform_reads: 0,
+          error: null,
+          takes: 0,
+          lease_expires_at: fromNow(queuedLeaseMs),
+          started_at: sql<Date>`clock_timestamp()`,
+          finished_at: null,
+        })),
+      )
+      // The partial unique index allows one running pass per store, across every process.
+      .onConflict((oc) => oc.column('reseller_store_id').where('status', '=', 'running').doNothing())
+      .returning('id')
+      .execute();
+    const ids = rows.map((row) => row.id);
+    await this.queue.insertIn(trx, 'divergenceWatch', ids.map((id) => ({ id: newMessageId(), message: { watchPassId: id } })));
+    return ids;
+  }
+
+  /** Takes a pass nobody took yet, or one whose process was lost (its lease expired); null otherwise. */
+  async take(id: string, leaseMs: number): Promise<TakenPass | null> {
+    const row = await this.db
+      .updateTable('watch_passes')
+      .set((eb) => ({ takes: eb('takes', '+', 1), lease_expires_at: fromNow(leaseMs) }))
+      .where('id', '=', id)
+      .where('status', '=', 'running')
+      .where((eb) => eb.or([eb('takes', '=', 0), eb('lease_expires_at', '<', sql<Date>`now()`)]))
+      .returning(['reseller_store_id', 'trigger', 'takes'])
+      .executeTakeFirst();
+    return row ? { id, resellerStoreId: row.reseller_store_id, trigger: row.trigger as TakenPass['trigger'], take: row.takes } : null;
+  }
+
+  async renew(pass: TakenPass, leaseMs: number): Promise<boolean> {
+    const result = await this.heldBy(pass, this.db.updateTable('watch_passes').set({ lease_expires_at: fromNow(leaseMs) })).executeTakeFirst();
+    return result.numUpdatedRows === 1n;
+  }
+
+  async finish(pass: TakenPass, outcome: PassOutcome): Promise<boolean> {
+    const result = await this.heldBy(
+      pass,
+      this.db.updateTable('watch_passes').set({
+        status: outcome.status,
+        finished_at: sql<Date>`now()`,
+        orders_seen: outcome.ordersSeen,
+        repairs: outcome.repairs,
+        platform_reads: outcome.platformReads,
+        error: outcome.error,
+      }),
+    ).executeTakeFirst();
+    return result.numUpdatedRows === 1n;
+  }
+
+  private heldBy(pass: TakenPass, update: PassUpdate): PassUpdate {
+    return update.where('id', '=', pass.id).where('status', '=', 'running').where('takes', '=', pass.take);
+  }
+
+  async findPass(id: string): Promise<{ status: string; ordersSeen: number; repairs: number; platformReads: number; error: string | null; startedAt: Date; finishedAt: Date | null } | null> {
+    const row = await this.db.selectFrom('watch_passes').selectAll().where('id', '=', id).executeTakeFirst();
+    if (!row) return null;
+    return {
+      status: row.status,
+      ordersSeen: row.orders_seen,
+      repairs: row.repairs,
+      platformReads: row.platform_reads,
+      error: row.error,
+      startedAt: new Date(row.started_at),
+      finishedAt: row.finished_at === null ? null : new Date(row.finished_at),
+    };
+  }
+
+  async watermarkOf(storeId: string): Promise<Date | null> {
+    const row = await this.db.selectFrom('watch_watermarks').select('watermark').where('store_id', '=', storeId).executeTakeFirst();
+    return row ? new Date(row.watermark) : null;
+  }
+
+  /** Moves a store's watermark forward to `watermark` (never back). */
+  async advanceWatermark(storeId: string, watermark: Date): Promise<void> {
+    await this.db
+      .insertInto('watch_watermarks')
+      .values({ store_id: storeId, watermark, updated_at: sql<Date>`now()` })
+      .onConflict((oc) =>
+        oc.column('store_id').doUpdateSet({ watermark: sql<Date>`greatest(watch_watermarks.watermark, excluded.watermark)`, updated_at: sql<Date>`now()` }),
+      )
+      .execute();
+  }
+
+  /** The reseller store, unless deleted, and its active suppliers. */
+  async storesOf(resellerStoreId: string): Promise<{ reseller: ResellerStore; suppliers: SourceStore[] } | null> {
+    const em = this.orm.em.fork();
+    const reseller = await em.findOne(ResellerStore, { id: resellerStoreId, deletedAt: null });
+    if (!reseller) return null;
+    const suppliers = await em.find(SourceStore, { resellerStoreId, deletedAt: null }, { orderBy: { id: 'asc' } });
+    return { reseller, suppliers };
+  }
+
+  /** The jobs that placed these orders on this supplier store. */
+  async jobsBySourceOrder(sourceStoreId: string, sourceOrderIds: string[]): Promise<Map<string, SyncJob>> {
+    if (sourceOrderIds.length === 0) return new Map();
+    const rows = await this.db
+      .selectFrom('sync_jobs')
+      .selectAll()
+      .where('source_store_id', '=', sourceStoreId)
+      .where('source_order_id', '=', sql<string>`any(${sourceOrderIds}::text[])`)
+      .execute();
+    const em = this.orm.em.fork();
+    return new Map(rows.map((row) => [row.source_order_id!, em.map(SyncJob, row as Record<string, unknown>)]));
+  }
+
+  /** The identities (dedupe keys) of the fulfillments these jobs already have. */
+  async fulfillmentKeysOf(syncJobIds: string[]): Promise<Set<string>> {
+    if (syncJobIds.length === 0) return new Set();
+    const rows = await this.db
+      .selectFrom('fulfillments')
+      .select(['sync_job_id', 'dedupe_key'])
+      .where('sync_job_id', '=', sql<string>`any(${syncJobIds}::text[])`)
+      .execute();
+    return new Set(rows.map((row) => `${row.sync_job_id}:${row.dedupe_key}`));
+  }
+
+  /** Whether the owner's audit log already has this action on this resource. */
+  async audited(trx: Trx, ownerId: string, action: string, resourceId: string): Promise<boolean> {
+    const row = await trx
+      .selectFrom('audit_entries')
+      .select('id')
+      .where('owner_id', '=', ownerId)
+      .where('action', '=', action)
+      .where('resource_id', '=', resourceId)
+      .limit(1)
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
+  /**
+   * Raises `stale` for the store's placed jobs with no tracking since `staleAfterMs` after their
+   * placement (at most `limit` per call), once per job: never for a job whose supplier order was
+   * cancelled, nor again after a dismissal. `report` writes the audit entries and events of the
+   * jobs raised, in the same transaction. Returns how many were raised.
+   */
+  raiseStale(resellerStoreId: string, staleAfterMs: number, limit: number, report: (trx: Trx, jobs: SyncJob[]) => Promise<void>): Promise<number> {
+    return this.transaction(async (trx) => {
+      const { rows } = await sql<{ sync_job_id: string }>`
+        insert into divergences (id, owner_id, reseller_store_id, sync_job_id, type, status, subject_id, detail, since)
+        select ${sql.raw(SQL_DIVERGENCE_ID)}, j.owner_id, j.reseller_store_id, j.id, 'stale', 'open', j.id,
+          'Placed ' || to_char(j.completed_at at time zone 'UTC', 'YYYY-MM-DD HH24:MI') || ' UTC on the supplier (order ' || j.source_order_id || '); no tracking since.', now()
+        from sync_jobs j
+        where j.reseller_store_id = ${resellerStoreId} and j.status = 'completed' and j.source_order_id is not null
+          and j.completed_at < now() - ${staleAfterMs} * interval '1 millisecond'
+          and not exists (select 1 from fulfillments f where f.sync_job_id = j.id)
+          and not exists (select 1 from divergences d where d.sync_job_id = j.id and d.type in ('stale', 'supplier_cancelled') and d.status in ('open', 'dismissed'))
+        order by j.id
+        limit ${limit}
+        on conflict (sync_job_id, type) where status in ('open', 'dismissed') do nothing
+        returning sync_job_id`.execute(trx);
+      if (rows.length === 0) return 0;
+      const jobs = await trx.selectFrom('sync_jobs').selectAll().where('id', '=', sql<string>`any(${rows.map((row) => row.sync_job_id)}::text[])`).execute();
+      const em = this.orm.em.fork();
+      await report(trx, jobs.map((row) => em.map(SyncJob, row as Record<string, unknown>)));
+      return rows.length;
+    });
+  }
+
+  transaction<T>(work: (trx: Trx) => Promise<T>): Promise<T> {
+    return this.db.transaction().execute(work);
+  }
+}
+
+/** Fails running passes whose lease expired (of one store, or all), so they block no new one. */
+async function abandonExpired(trx: Trx, resellerStoreId: string | null): Promise<void> {
+  let update = trx
+    .updateTable('watch_passes')
+    .set({ status: 'failed', finished_at: sql<Date>`now()`, error: ABANDONED })
+    .where('status', '=', 'running')
+    .where('lease_expires_at', '<', sql<Date>`now()`);
+  if (resellerStoreId !== null) update = update.where('reseller_store_id', '=', resellerStoreId);
+  await update.execute();
+}
+
+export interface NewDivergence {
+  ownerId: string;
+  resellerStoreId: string;
+  syncJobId: string;
+  type: DivergenceType;
+  /** The job, fulfillment or cancellation it is about; default the job. */
+  subjectId?: string;
+  detail: string | null;
+  since?: Date;
+}
+
+export interface DivergenceRow {
+  id: string;
+  ownerId: string;
+  resellerStoreId: string;
+  syncJobId: string;
+  type: DivergenceType;
+  status: DivergenceStatus;
+  subjectId: string;
+  detail: string | null;
+  since: Date;
+  resolvedAt: Date | null;
+  dismissedAt: Date | null;
+}
+
+/** The partial unique index: one open-or-dismissed entry per job and type. */
+const ONE_PER_JOB_AND_TYPE = sql`(sync_job_id, type) where status in ('open', 'dismissed')`;
+
+/**
+ * Raises an entry in the caller's transaction. Null when the job already has an open entry of that
+ * type, or a dismissed one (a dismissed entry is never raised again for the same job and type).
+ */
+export async function raiseDivergence(trx: Trx | Db, entry: NewDivergence): Promise<string | null> {
+  const id = newId('divergence');
+  const { rows } = await sql<{ id: string }>`
+    insert into divergences (id, owner_id, reseller_store_id, sync_job_id, type, status, subject_id, detail, since)
+    values (${id}, ${entry.ownerId}, ${entry.resellerStoreId}, ${entry.syncJobId}, ${entry.type}, 'open',
+      ${entry.subjectId ?? entry.syncJobId}, ${entry.detail}, ${entry.since ?? new Date()})
+    on conflict ${ONE_PER_JOB_AND_TYPE} do nothing
+    returning id`.execute(trx);
+  return rows[0]?.id ?? null;
+}
+
+/** Resolves the job's open entries of a type (of one subject when given), in the caller's transaction; returns how many. */
+export async function resolveDivergences(trx: Trx | Db, syncJobId: string, type: DivergenceType, subjectId?: string): Promise<number> {
+  let update = trx
+    .updateTable('divergences')
+    .set({ status: 'resolved', resolved_at: sql<Date>`now()` })
+    .where('sync_job_id', '=', syncJobId)
+    .where('type', '=', type)
+    .where('status', '=', 'open');
+  if (subjectId !== undefined) update = update.where('subject_id', '=', subjectId);
+  const result = await update.executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+/** A `div_` id made by the database, sorting by time like newId's (its first 48 bits are the millisecond). */
+export const SQL_DIVERGENCE_ID = `'div_' || lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::bigint), 12, '0') || substr(replace(gen_random_uuid()::text, '-', ''), 13, 20)`;
+
+/**
+ * The to-do list's steps in the transition statement of a kind of retried work (its `onSettled`,
+ * handed to the kind by the composition root, src/workers/kinds.ts), so an entry is written in the
+ * very statement of the death it reports, whoever writes it (a worker, the sweep, a manual retry):
+ * a row moved to `dead` raises `type` (its error as the detail), and a row moved to `completed` (a
+ * retried one) resolves its open entry. They read the statement's `settled` rows. `jobOf` names the
+ * table whose `sync_job_id` gives the job of a row (`fulfillments`); by default the row is the job.
+ * The cancellation kind adds `cancellation_dead` the same way: `settledSteps('cancellation_dead', 'cancellations')`.
+ */
+export function settledSteps(type: DivergenceType, jobOf?: string): SettledStep[] {
+  const jobId = jobOf === undefined ? sql`s.id` : sql`(select x.sync_job_id from ${sql.table(jobOf)} x where x.id = s.id)`;
+  return [
+    sql`(
+      insert into divergences (id, owner_id, reseller_store_id, sync_job_id, type, status, subject_id, detail, since)
+      select ${sql.raw(SQL_DIVERGENCE_ID)}, s.owner_id, s.reseller_store_id, ${jobId}, ${type}, 'open', s.id, s.error_message, s.updated_at
+      from settled s
+      where s.status = 'dead'
+      on conflict ${ONE_PER_JOB_AND_TYPE} do nothing
+      returning id)`,
+    sql`(
+      update divergences d set status = 'resolved', resolved_at = s.updated_at
+      from settled s
+      where s.status = 'completed' and d.subject_id = s.id and d.type = ${type} and d.status = 'open'
+      returning d.id)`,
+  ];
+}
+
+/** Tracking arrived for a job (in the transaction recording it): its `stale` entry is resolved. */
+export async function trackingArrived(trx: Trx, syncJobId: string): Promise<void> {
+  await resolveDivergences(trx, syncJobId, 'stale');
+}
+
+/** Every statement the to-do list's API and metrics make. */
+export class DivergenceRepository {
+  constructor(private readonly orm: Orm) {}
+
+  private get db(): Db {
+    return sqlOf(this.orm);
+  }
+
+  /** The store's open entries, newest first, paged on the id like every list. */
+  async listOpen(resellerStoreId: string, page: PageQuery): Promise<Page<DivergenceRow>> {
+    if (page.starting_after !== undefined && page.ending_before !== undefined) {
+      throw validationFailed('ending_before', 'Use either starting_after or ending_before, not both.');
+    }
+    const backwards = page.ending_before !== undefined;
+    let query = this.db.selectFrom('divergences').selectAll().where('reseller_store_id', '=', resellerStoreId).where('status', '=', 'open');
+    if (backwards) query = query.where('id', '>', page.ending_before!);
+    else if (page.starting_after !== undefined) query = query.where('id', '<', page.starting_after);
+    const rows = await query.orderBy('id', backwards ? 'asc' : 'desc').limit(page.limit + 1).execute();
+    const data = rows.slice(0, page.limit).map(toRow);
+    return { data: backwards ? data.reverse() : data, has_more: rows.length > page.limit };
+  }
+
+  async find(resellerStoreId: string, id: string): Promise<DivergenceRow | null> {
+    const row = await this.db.selectFrom('divergences').selectAll().where('id', '=', id).where('reseller_store_id', '=', resellerStoreId).executeTakeFirst();
+    return row ? toRow(row) : null;
+  }
+
+  /** Dismisses an open entry (a dismissed or resolved one is answered as it is); null when the store has no such entry. */
+  async dismiss(resellerStoreId: string, id: string): Promise<DivergenceRow | null> {
+    await this.db
+      .updateTable('divergences')
+      .set({ status: 'dismissed', dismissed_at: sql<Date>`now()` })
+      .where('id', '=', id)
+      .where('reseller_store_id', '=', resellerStoreId)
+      .where('status', '=', 'open')
+      .execute();
+    return this.find(resellerStoreId, id);
+  }
+
+  /** Open entries of a store by type (every type present, 0 when none): the stats' `attention`. */
+  async attention(resellerStoreId: string): Promise<Record<DivergenceType, number>> {
+    const rows = await this.db
+      .selectFrom('divergences')
+      .select(['type', sql<string>`count(*)`.as('count')])
+      .where('reseller_store_id', '=', resellerStoreId)
+      .where('status', '=', 'open')
+      .groupBy('type')
+      .execute();
+    const counts = Object.fromEntries(DIVERGENCE_TYPES.map((type) => [type, 0])) as Record<DivergenceType, number>;
+    for (const row of rows) counts[row.type as DivergenceType] = Number(row.count);
+    return counts;
+  }
+
+  /** Open entries of every store by type, and the time the oldest open one was raised (metrics). */
+  async openSummary(): Promise<{ byType: Record<DivergenceType, number>; oldestSince: Date | null }> {
+    const rows = await this.db
+      .selectFrom('divergences')
+      .select(['type', sql<string>`count(*)`.as('count'), sql<Date>`min(since)`.as('oldest')])
+      .where('status', '=', 'open')
+      .groupBy('type')
+      .execute();
+    const byType = Object.fromEntries(DIVERGENCE_TYPES.map((type) => [type, 0])) as Record<DivergenceType, number>;
+    let oldestSince: Date | null = null;
+    for (const row of rows) {
+      byType[row.type as DivergenceType] = Number(row.count);
+      const oldest = new Date(row.oldest);
+      if (oldestSince === null || oldest < oldestSince) oldestSince = oldest;
+    }
+    return { byType, oldestSince };
+  }
+}
+
+function toRow(row: {
+  id: string;
+  owner_id: string;
+  reseller_store_id: string;
+  sync_job_id: string;
+  type: string;
+  status: string;
+  subject_id: string;
+  detail: string | null;
+  since: Date | string;
+  resolved_at: Date | string | null;
+  dismissed_at: Date | string | null;
+}): DivergenceRow {
+  return {
+    id: row.id,
+    ownerId: row.owner_id,
+    resellerStoreId: row.reseller_store_id,
+    syncJobId: row.sync_job_id,
+    type: row.type as DivergenceType,
+    status: row.status as DivergenceStatus,
+    subjectId: row.subject_id,
+    detail: row.detail,
+    since: new Date(row.since),
+    resolvedAt: row.resolved_at === null ? null : new Date(row.resolved_at),
+    dismissedAt: row.dismissed_at === null ? null : new Date(row.dismissed_at),
+  };
+}

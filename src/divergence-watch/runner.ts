@@ -1,0 +1,265 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import { insertAudit, SYSTEM_ACTOR } from '../audit-log/repository.ts';
+import { connectionOf } from '../attempts/store-connection.ts';
+import type { AppContext } from '../context.ts';
+import type { Trx } from '../db/sql.ts';
+import type { Fulfillment } from '../fulfillments/entity.ts';
+import { fulfillmentKeys } from '../fulfillments/identity.ts';
+import type { FulfillmentService } from '../fulfillments/service.ts';
+import type { OrderRouting } from '../orders/port.ts';
+import { PlatformError, type StoreConnection } from '../platforms/types.ts';
+import type { UpdatedOrder } from '../platforms/updated.ts';
+import type { ResellerStore } from '../reseller-stores/entity.ts';
+import type { SourceStore } from '../source-stores/entity.ts';
+import { holdLease, LeaseLost, type Lease } from '../db/locks.ts';
+import { fulfillmentEvent } from '../fulfillments/events.ts';
+import { syncJobEvent } from '../sync-jobs/events.ts';
+import type { SyncJob } from '../sync-jobs/entity.ts';
+import type { WatchRepairs } from './repairs.ts';
+import type { PassOutcome, TakenPass, WatchRepository } from './repository.ts';
+
+/** Orders can show in an updated-since list a little after their update time: each pass relists this much. */
+export const WATCH_OVERLAP_MS = 5 * 60_000;
+/** A pass's hold on its store; renewed while it runs, so a lost process's pass is taken over or failed soon after. */
+export const PASS_LEASE_MS = 60_000;
+/** How long one call waits for its store's turn (behind a backlog) before it is paused and tried again. */
+const MAX_TURN_WAIT_MS = 60_000;
+/** Pages listed per store and pass at most; a store with more continues from its new watermark next pass. */
+const MAX_PAGES_PER_STORE = 200;
+/** 429s (or turns too far away) one call waits out before the store's listing fails for this pass. */
+const MAX_PAUSES_PER_CALL = 10;
+const MAX_PAUSE_MS = 60_000;
+/** Orders of one page compared at once (each its own transactions, and for platform_b its own read). */
+const ORDERS_AT_ONCE = 8;
+/** Jobs raised stale per pass at most. */
+const STALE_BATCH = 500;
+
+export type RepairType = 'tracking' | 'supplier_cancelled' | 'storefront_cancelled' | 'stale';
+
+interface Tally {
+  ordersSeen: number;
+  repairs: number;
+  platformReads: number;
+}
+
+/**
+ * One divergence-watch pass over a reseller store and its suppliers (order-changes.md): each store's
+ * orders updated since its watermark (less the overlap) are listed through its adapter (its shared
+ * pacing, timeout and error mapping), and every listed order the service knows is compared with
+ * what it believes. Stores are listed side by side; a store whose listing fails keeps its watermark
+ * (the next pass lists the same orders again) and fails the pass, the others go on. A 429 pauses
+ * the listing for its Retry-After and the same page is asked again: nothing is skipped.
+ */
+export class WatchRunner {
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly repository: WatchRepository,
+    private readonly fulfillments: FulfillmentService,
+    /** Routing, through its port (src/orders/port.ts): which listed storefront orders were routed. */
+    private readonly routing: Pick<OrderRouting, 'routedAmong'>,
+    private readonly repairs: WatchRepairs,
+  ) {}
+
+  async execute(watchPassId: string): Promise<void> {
+    const pass = await this.repository.take(watchPassId, PASS_LEASE_MS);
+    if (!pass) return;
+    const logger = this.ctx.logger.child({ watch_pass_id: pass.id, reseller_store_id: pass.resellerStoreId });
+    const lease = holdLease(() => this.repository.renew(pass, PASS_LEASE_MS), PASS_LEASE_MS, (error) => logger.warn({ err: error }, 'could not renew the divergence-watch lease'));
+    const tally: Tally = { ordersSeen: 0, repairs: 0, platformReads: 0 };
+    let outcome: PassOutcome;
+    try {
+      outcome = await this.watch(pass, lease, tally);
+    } catch (error) {
+      if (error instanceof LeaseLost) {
+        logger.warn('divergence-watch pass lost its lease to another process; stopped');
+        return;
+      }
+      logger.error({ err: error }, 'divergence-watch pass failed');
+      outcome = { status: 'failed', ...tally, error: 'Internal error while watching; see the service logs.' };
+    } finally {
+      lease.release();
+    }
+    if (!(await this.repository.finish(pass, outcome))) return;
+    this.ctx.metrics.watchPasses.inc({ outcome: outcome.status });
+    logger.info({ status: outcome.status, orders_seen: outcome.ordersSeen, repairs: outcome.repairs, platform_reads: outcome.platformReads, error: outcome.error ?? undefined }, 'divergence-watch pass finished');
+  }
+
+  private async watch(pass: TakenPass, lease: Lease, tally: Tally): Promise<PassOutcome> {
+    const stores = await this.repository.storesOf(pass.resellerStoreId);
+    if (!stores) return { status: 'failed', ...tally, error: 'The reseller store was deleted.' };
+    const { reseller, suppliers } = stores;
+    const errors = await Promise.all([
+      this.watchStore(reseller, lease, tally, (orders) => this.compareStorefront(reseller, orders, pass)),
+      ...suppliers.map((supplier) =>
+        this.watchStore(supplier, lease, tally, (orders, connection) => this.compareSupplier(supplier, orders, connection, pass, lease, tally)),
+      ),
+    ]);
+    lease.check();
+    const stale = await this.raiseStale(reseller);
+    tally.repairs += stale;
+    const failed = errors.filter((error): error is string => error !== null);
+    return failed.length === 0 ? { status: 'succeeded', ...tally, error: null } : { status: 'failed', ...tally, error: failed.join(' | ').slice(0, 2000) };
+  }
+
+  /**
+   * Lists one store's updated orders page by page and hands each page to `compare`; on success moves
+   * the store's watermark to the newest update it saw. Returns the failure, or null.
+   */
+  private async watchStore(
+    store: ResellerStore | SourceStore,
+    lease: Lease,
+    tally: Tally,
+    compare: (orders: UpdatedOrder[], connection: StoreConnection) => Promise<number>,
+  ): Promise<string | null> {
+    const current = (await this.repository.watermarkOf(store.id)) ?? store.createdAt;
+    // A new store's history is not read (less a second: platform_b's times have whole seconds).
+    const since = new Date(Math.max(Math.floor(store.createdAt.getTime() / 1000) * 1000 - 1000, current.getTime() - WATCH_OVERLAP_MS));
+    const connection = { ...connectionOf(this.ctx, store), maxTurnWaitMs: MAX_TURN_WAIT_MS };
+    const adapter = this.ctx.platforms[store.platform];
+    let newest = current;
+    let cursor: string | null = null;
+    try {
+      for (let pages = 0; pages < MAX_PAGES_PER_STORE; pages++) {
+        const page = await this.paced(() => adapter.listUpdatedOrders(connection, since, cursor), lease, tally);
+        tally.ordersSeen += page.orders.length;
+        // Stores are watched side by side: add after the await, or another store's additions are lost.
+        const repaired = await compare(page.orders, connection);
+        tally.repairs += repaired;
+        for (const order of page.orders) if (order.updatedAt > newest) newest = order.updatedAt;
+        cursor = page.next;
+        if (cursor === null) break;
+      }
+    } catch (error) {
+      if (error instanceof LeaseLost) throw error;
+      if (!(error instanceof PlatformError)) this.ctx.logger.error({ err: error, store_id: store.id }, 'divergence watch of a store failed');
+      return `${store.id}: ${error instanceof PlatformError ? error.message : 'internal error; see the service logs'}`;
+    }
+    lease.check();
+    if (newest > current) await this.repository.advanceWatermark(store.id, newest);
+    return null;
+  }
+
+  /** A call through the store's pacing; a 429 (or a turn too far away) pauses it for the store's Retry-After, then it is made again. */
+  private async paced<T>(call: () => Promise<T>, lease: Lease, tally: Tally): Promise<T> {
+    for (let pauses = 0; ; pauses++) {
+      lease.check();
+      try {
+        tally.platformReads += 1;
+        return await call();
+      } catch (error) {
+        const pausable = error instanceof PlatformError && error.retryable && (error.status === 429 || !error.sent);
+        if (!pausable || pauses >= MAX_PAUSES_PER_CALL) throw error;
+        if (error.sent) this.ctx.metrics.watchPauses.inc();
+        await delay(Math.min(Math.max(error.retryAfterMs ?? 1000, 100), MAX_PAUSE_MS));
+      }
+    }
+  }
+
+  /** Storefront orders: a routed one listed cancelled is treated as its cancellation webhook. Unknown ones are reconciliation's. */
+  private async compareStorefront(store: ResellerStore, orders: UpdatedOrder[], pass: TakenPass): Promise<number> {
+    const cancelled = orders.filter((order) => order.cancelled);
+    const routed = await this.routing.routedAmong(store.id, cancelled.map((order) => order.externalOrderId));
+    let repairs = 0;
+    for (const order of cancelled) {
+      if (!routed.has(order.externalOrderId)) continue;
+      if (await this.repairs.storefrontCancelled(store, order.externalOrderId, pass.id)) repairs += this.repaired('storefront_cancelled');
+    }
+    return repairs;
+  }
+
+  /**
+   * Supplier orders the service placed: tracking no webhook brought is recorded and pushed once
+   * (the webhook's own de-duplication, so a late webhook pushes nothing more), and a cancellation
+   * is recorded as the supplier's own. The supplier's own sales (orders of no job) are ignored.
+   */
+  private async compareSupplier(supplier: SourceStore, orders: UpdatedOrder[], connection: StoreConnection, pass: TakenPass, lease: Lease, tally: Tally): Promise<number> {
+    const jobs = await this.repository.jobsBySourceOrder(supplier.id, orders.map((order) => order.externalOrderId));
+    const known = orders.filter((order) => jobs.has(order.externalOrderId));
+    const recorded = await this.repository.fulfillmentKeysOf([...jobs.values()].map((job) => job.id));
+    // The orders of a page are compared a few at a time: each is its own job, its own transactions.
+    const counts = await mapLimit(known, ORDERS_AT_ONCE, async (order) => {
+      let repairs = 0;
+      const job = jobs.get(order.externalOrderId)!;
+      if (order.cancelled && (await this.repairs.supplierCancelled(job, { reason: order.cancelReason, listedAt: order.updatedAt, watchPassId: pass.id }))) {
+        repairs += this.repaired('supplier_cancelled');
+      }
+      const shipments = order.shipments ?? (await this.paced(() => this.ctx.platforms[supplier.platform].listShipments(connection, order.externalOrderId), lease, tally));
+      for (const shipment of shipments) {
+        const keys = fulfillmentKeys(shipment, undefined);
+        if (recorded.has(`${job.id}:${keys.dedupeKey}`)) continue;
+        const { created } = await this.fulfillments.receive(job, shipment.tracking, keys, undefined, (trx, fulfillment) => this.recordReconciled(trx, job, fulfillment, pass));
+        if (created) repairs += this.repaired('tracking');
+      }
+      return repairs;
+    });
+    return counts.reduce((sum, count) => sum + count, 0);
+  }
+
+  private async recordReconciled(trx: Trx, job: SyncJob, fulfillment: Fulfillment, pass: TakenPass): Promise<void> {
+    await insertAudit(trx, [
+      {
+        ownerId: job.ownerId,
+        resellerStoreId: job.resellerStoreId,
+        action: 'fulfillment.reconciled',
+        resourceType: 'fulfillment',
+        resourceId: fulfillment.id,
+        actorId: SYSTEM_ACTOR,
+        metadata: { syncJobId: job.id, watchPassId: pass.id, trackingNumbers: fulfillment.tracking.numbers },
+      },
+    ]);
+    await this.ctx.outbox.append(trx, [fulfillmentEvent('fulfillment.reconciled', fulfillment, [])]);
+  }
+
+  /** Placed jobs with no tracking for STALE_AFTER_MS: `sync_job.stale` once each, and the to-do list. A database query, no platform call. */
+  private async raiseStale(reseller: ResellerStore): Promise<number> {
+    const raised = await this.repository.raiseStale(reseller.id, this.ctx.config.staleAfterMs, STALE_BATCH, async (trx, jobs) => {
+      await insertAudit(
+        trx,
+        jobs.map((job) => ({
+          ownerId: job.ownerId,
+          resellerStoreId: job.resellerStoreId,
+          action: 'sync_job.stale',
+          resourceType: 'sync_job',
+          resourceId: job.id,
+          actorId: SYSTEM_ACTOR,
+          metadata: { sourceOrderId: job.sourceOrderId ?? null, staleAfterMs: this.ctx.config.staleAfterMs },
+        })),
+      );
+      await this.ctx.outbox.append(
+        trx,
+        jobs.map((job) => syncJobEvent('sync_job.stale', job)),
+      );
+    });
+    for (let i = 0; i < raised; i++) this.repaired('stale');
+    return raised;
+  }
+
+  private repaired(type: RepairType): number {
+    this.ctx.metrics.watchRepairs.inc({ type });
+    return 1;
+  }
+}
+
+/**
+ * `work` over `items`, at most `limit` at once; results in the items' order. After a failure no
+ * item is started, and the first failure is thrown once the items in progress have finished (so
+ * nothing of the page is still being written when the store's listing is reported failed).
+ */
+async function mapLimit<T, R>(items: T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  let failure: { error: unknown } | null = null;
+  const lane = async () => {
+    while (next < items.length && failure === null) {
+      const index = next++;
+      try {
+        results[index] = await work(items[index]!);
+      } catch (error) {
+        failure ??= { error };
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+  if (failure !== null) throw (failure as { error: unknown }).error;
+  return results;
+}

@@ -1,0 +1,188 @@
+/**
+ * The platforms' updated-since order lists (platforms.md), read for the divergence watch: per order
+ * its id, the service's reference, when it changed, whether it is cancelled (and why), its status,
+ * and the shipments it shows, each shaped as its fulfillments/create webhook would be read, so the
+ * watch recognises a shipment a webhook already brought (src/fulfillments/identity.ts).
+ */
+import { z } from 'zod';
+import type { SourceFulfillment } from '../orders/types.ts';
+import type { PlatformHttpClient, ResponseHeaders } from './http.ts';
+import { nextLink, pageEntries, timestamp } from './listing.ts';
+import { anyId, distinct, numericId, optionalText, parsePayload, stringList } from './payload.ts';
+import { PayloadError, type StoreConnection, type UpdatedOrder, type UpdatedPage } from './types.ts';
+
+export type { UpdatedOrder, UpdatedPage } from './types.ts';
+
+/** The lists' own page sizes: the largest each platform allows. */
+export const UPDATED_PAGE_SIZE = { platform_a: 250, platform_b: 100, custom: 100 } as const;
+
+const A_API = '/admin/api/2025-01';
+const B_API = '/wp-json/wc/v3';
+
+const metaEntries = z
+  .array(z.object({ key: z.string(), value: z.unknown() }))
+  .nullish()
+  .transform((entries) => entries ?? []);
+
+const platformAFulfillment = z.object({
+  id: numericId,
+  tracking_company: optionalText,
+  tracking_number: optionalText,
+  tracking_numbers: stringList,
+  tracking_url: optionalText,
+  tracking_urls: stringList,
+});
+
+const platformAOrder = z.object({
+  id: numericId,
+  updated_at: timestamp(false),
+  cancelled_at: z.string().nullish(),
+  cancel_reason: optionalText,
+  fulfillment_status: optionalText,
+  note_attributes: z
+    .array(z.object({ name: z.string(), value: z.unknown() }))
+    .nullish()
+    .transform((entries) => entries ?? []),
+  fulfillments: z
+    .array(platformAFulfillment)
+    .nullish()
+    .transform((entries) => entries ?? []),
+});
+
+const platformBOrder = z.object({
+  id: numericId,
+  status: z.string(),
+  date_modified_gmt: timestamp(true),
+  meta_data: metaEntries,
+});
+
+const platformBTracking = z.object({ tracking_provider: optionalText, tracking_number: optionalText, tracking_link: optionalText });
+
+const customOrder = z.object({
+  id: anyId,
+  reference: optionalText,
+  status: z.string(),
+  updatedAt: timestamp(true),
+  cancelledAt: z.string().nullish(),
+  fulfillments: z
+    .array(z.object({ trackingNumbers: stringList, trackingUrls: stringList, carrier: optionalText }))
+    .nullish()
+    .transform((entries) => entries ?? []),
+});
+
+const textValue = (value: unknown) => (typeof value === 'string' && value.trim() !== '' ? value.trim() : null);
+
+/** platform_a: `updated_at_min`, then the `Link` header's `rel="next"` URL as given. */
+export async function listUpdatedPlatformA(http: PlatformHttpClient, store: StoreConnection, since: Date, cursor: string | null): Promise<UpdatedPage> {
+  const read = (body: unknown, headers: ResponseHeaders): UpdatedPage => {
+    const list = parsePayload(z.object({ orders: z.unknown() }), body, 'platform_a updated order list').orders;
+    return { orders: pageEntries(list, 'platform_a updated order list').map(readPlatformA), next: nextLink(headers('link')) };
+  };
+  if (cursor !== null) return http.getUrl(store, cursor, read);
+  const query = new URLSearchParams({ status: 'any', updated_at_min: since.toISOString(), limit: String(UPDATED_PAGE_SIZE.platform_a) });
+  return http.get(store, `${A_API}/orders.json?${query}`, read);
+}
+
+function readPlatformA(entry: unknown): UpdatedOrder {
+  const order = parsePayload(platformAOrder, entry, 'platform_a order in the updated list');
+  return {
+    externalOrderId: order.id,
+    syncReference: textValue(order.note_attributes.find((attribute) => attribute.name === 'sync_reference')?.value),
+    updatedAt: order.updated_at,
+    cancelled: !!order.cancelled_at,
+    cancelReason: order.cancel_reason,
+    status: order.cancelled_at ? 'cancelled' : (order.fulfillment_status ?? 'open'),
+    shipments: order.fulfillments.map((fulfillment) => ({
+      sourceOrderId: order.id,
+      fulfillmentId: fulfillment.id,
+      tracking: {
+        numbers: distinct([fulfillment.tracking_number, ...fulfillment.tracking_numbers]),
+        urls: distinct([fulfillment.tracking_url, ...fulfillment.tracking_urls]),
+        company: fulfillment.tracking_company,
+      },
+    })),
+  };
+}
+
+/** platform_b: `modified_after&orderby=modified`, `page` up to the answer's `X-WP-TotalPages`. */
+export async function listUpdatedPlatformB(http: PlatformHttpClient, store: StoreConnection, since: Date, cursor: string | null): Promise<UpdatedPage> {
+  const page = cursor === null ? 1 : Number(cursor);
+  if (!Number.isInteger(page) || page < 1) throw new RangeError(`invalid platform_b page ${cursor}`);
+  const size = UPDATED_PAGE_SIZE.platform_b;
+  const query = new URLSearchParams({ modified_after: since.toISOString(), per_page: String(size), page: String(page), orderby: 'modified', order: 'asc' });
+  return http.get(store, `${B_API}/orders?${query}`, (body, headers) => {
+    const totalPages = headers('x-wp-totalpages');
+    if (totalPages !== null && !/^\d+$/.test(totalPages.trim())) {
+      throw new PayloadError(`invalid platform_b updated order list: X-WP-TotalPages: expected a number, got ${totalPages.slice(0, 20)}`);
+    }
+    const orders = pageEntries(body, 'platform_b updated order list').map(readPlatformB);
+    const last = totalPages === null ? orders.length < size : page >= Number(totalPages);
+    return { orders, next: last || orders.length === 0 ? null : String(page + 1) };
+  });
+}
+
+function readPlatformB(entry: unknown): UpdatedOrder {
+  const order = parsePayload(platformBOrder, entry, 'platform_b order in the updated list');
+  const cancelled = order.status === 'cancelled' || order.status === 'refunded';
+  return {
+    externalOrderId: order.id,
+    syncReference: textValue(order.meta_data.find((meta) => meta.key === 'sync_reference')?.value),
+    updatedAt: order.date_modified_gmt,
+    cancelled,
+    cancelReason: cancelled ? order.status : null,
+    status: order.status,
+    // A completed order's tracking is in its shipment trackings, read apart; no other status has any.
+    shipments: order.status === 'completed' ? null : [],
+  };
+}
+
+/** platform_b: `GET /orders/{id}/shipment-trackings`, each tracking read as its fulfillments/create webhook. */
+export function listShipmentsPlatformB(http: PlatformHttpClient, store: StoreConnection, orderId: string): Promise<SourceFulfillment[]> {
+  return http.get(store, `${B_API}/orders/${encodeURIComponent(orderId)}/shipment-trackings`, (body) =>
+    pageEntries(body, 'platform_b shipment trackings').flatMap((entry) => {
+      const tracking = parsePayload(platformBTracking, entry, 'platform_b shipment tracking');
+      if (tracking.tracking_number === null) return [];
+      return [{ sourceOrderId: orderId, fulfillmentId: null, tracking: { numbers: [tracking.tracking_number], urls: distinct([tracking.tracking_link]), company: tracking.tracking_provider } }];
+    }),
+  );
+}
+
+/** custom: `updatedAfter`, then each answer's `nextCursor` as `cursor`. */
+export async function listUpdatedCustom(http: PlatformHttpClient, store: StoreConnection, since: Date, cursor: string | null): Promise<UpdatedPage> {
+  const query = new URLSearchParams({ updatedAfter: since.toISOString(), limit: String(UPDATED_PAGE_SIZE.custom) });
+  if (cursor !== null) query.set('cursor', cursor);
+  return http.get(store, `/orders?${query}`, (body) => {
+    const page = parsePayload(z.object({ data: z.unknown(), nextCursor: z.string().min(1).nullish() }), body, 'custom updated order list');
+    return { orders: pageEntries(page.data, 'custom updated order list').map(readCustom), next: page.nextCursor ?? null };
+  });
+}
+
+function readCustom(entry: unknown): UpdatedOrder {
+  const order = parsePayload(customOrder, entry, 'custom order in the updated list');
+  return {
+    externalOrderId: order.id,
+    syncReference: order.reference,
+    updatedAt: order.updatedAt,
+    cancelled: order.status === 'cancelled' || !!order.cancelledAt,
+    cancelReason: null,
+    status: order.status,
+    // Read as the custom fulfillments/create webhook is: it carries no fulfillment id.
+    shipments: order.fulfillments.map((fulfillment) => ({
+      sourceOrderId: order.id,
+      fulfillmentId: null,
+      tracking: { numbers: distinct(fulfillment.trackingNumbers), urls: distinct(fulfillment.trackingUrls), company: fulfillment.carrier },
+    })),
+  };
+}
+
+/** platform_a: an order's shipments, from the order itself (its list entry carries them already). */
+export function listShipmentsPlatformA(http: PlatformHttpClient, store: StoreConnection, orderId: string): Promise<SourceFulfillment[]> {
+  return http.get(store, `${A_API}/orders/${encodeURIComponent(orderId)}.json`, (body) =>
+    readPlatformA(parsePayload(z.object({ order: z.unknown() }), body, 'platform_a order response').order).shipments ?? [],
+  );
+}
+
+/** custom: an order's shipments, from the order itself (its list entry carries them already). */
+export function listShipmentsCustom(http: PlatformHttpClient, store: StoreConnection, orderId: string): Promise<SourceFulfillment[]> {
+  return http.get(store, `/orders/${encodeURIComponent(orderId)}`, (body) => readCustom(body).shipments ?? []);
+}

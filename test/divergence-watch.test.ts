@@ -1,0 +1,340 @@
+/**
+ * The divergence watch end to end on the real queue, database and sandbox: suppliers ship or cancel
+ * orders with no webhook, storefronts cancel routed orders, and a pass (POST …/divergence_checks)
+ * lists each store's updated orders through its platform's paging and repairs or records what it finds.
+ */
+import { describe, expect } from 'vitest';
+import { PLATFORMS, type Platform } from '../src/orders/types.ts';
+import { expectError } from './support/assertions.ts';
+import { queryRows } from './support/database.ts';
+import { registerUser } from './support/factories.ts';
+import { test } from './support/fixtures.ts';
+import { waitFor } from './support/wait.ts';
+import {
+  auditOf,
+  check,
+  deliverFulfillment,
+  divergencesOf,
+  eventsOf,
+  finishedPass,
+  fulfillmentsOf,
+  openTenant,
+  placeOrder,
+  pushedTracking,
+  requestCheck,
+  watermarkOf,
+  type Target,
+} from './support/watch.ts';
+
+// Passes run only when asked; failed jobs die fast.
+test.override('serviceEnv', { DIVERGENCE_INTERVAL_MS: '0', RECONCILE_INTERVAL_MS: '0', SYNC_RETRY_BASE_DELAY_MS: '50', SWEEP_INTERVAL_MS: '500' });
+const it = test.extend('target', { scope: 'file' }, ({ service }): Target => ({ api: service.api, url: service.url, databaseUrl: service.databaseUrl }));
+
+const resellerPlatformFor = (supplier: Platform): Platform => (supplier === 'platform_a' ? 'custom' : 'platform_a');
+
+describe.each(PLATFORMS)('%s supplier', (platform) => {
+  it('tracking shipped with no webhook is pushed once by a pass; a late webhook and the next pass push nothing more', async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, resellerPlatformFor(platform), [platform]);
+    const supplier = tenant.suppliers[0]!;
+    const placed = await placeOrder(sandbox, tenant, supplier);
+    const untouched = await placeOrder(sandbox, tenant, supplier);
+    const [webhookBody] = sandbox.shipOrder(supplier.shopDomain, platform, placed.sourceOrderId, { trackingNumbers: ['1Z-WATCH-1'], trackingUrls: ['https://track.example/1Z-WATCH-1'], company: 'UPS' });
+
+    const pass = await check(tenant);
+    expect(pass).toMatchObject({ status: 'succeeded', repairs: 1, error: null });
+    const [fulfillment] = await fulfillmentsOf(tenant, placed.jobId);
+    expect(fulfillment).toBeDefined();
+    expect(await fulfillmentsOf(tenant, untouched.jobId)).toEqual([]);
+    const [pushed] = await pushedTracking(sandbox, tenant, 1);
+    expect(JSON.stringify(pushed!.body)).toContain('1Z-WATCH-1');
+    expect(await auditOf(tenant, 'fulfillment.reconciled')).toEqual([
+      { resource_id: fulfillment!.id, metadata: expect.objectContaining({ syncJobId: placed.jobId, watchPassId: pass.id, trackingNumbers: ['1Z-WATCH-1'] }) },
+    ]);
+    const events = await eventsOf(tenant, 'fulfillment.reconciled');
+    expect(events.map((event) => event.object.id)).toEqual([fulfillment!.id]);
+    expect(events[0]!.object.syncJobId).toBe(placed.jobId);
+
+    // The lost webhook arrives after all: the same shipment, recognised, pushes nothing more.
+    const late = await deliverFulfillment(tenant, supplier, webhookBody!);
+    expect(late.status, JSON.stringify(late.body)).toBe(200);
+    expect((late.body as any).syncJobIds).toEqual([placed.jobId]);
+    // And the next pass (relisting the overlap) finds nothing new.
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', repairs: 0 });
+    expect(await fulfillmentsOf(tenant, placed.jobId)).toHaveLength(1);
+    await waitFor(async () => (await fulfillmentsOf(tenant, placed.jobId))[0]?.status === 'completed', 20_000, 'tracking pushed');
+    expect(sandbox.fulfillmentsFor(tenant.reseller.shopDomain)).toHaveLength(1);
+  });
+
+  it('a shipment whose webhook came first is not pushed again by a pass; a webhook and a pass at once push it once', async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, resellerPlatformFor(platform), [platform]);
+    const supplier = tenant.suppliers[0]!;
+    const first = await placeOrder(sandbox, tenant, supplier);
+    const second = await placeOrder(sandbox, tenant, supplier);
+    const [firstBody] = sandbox.shipOrder(supplier.shopDomain, platform, first.sourceOrderId, { trackingNumbers: ['TRK-FIRST'] });
+    expect((await deliverFulfillment(tenant, supplier, firstBody!)).status).toBe(200);
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', repairs: 0 });
+    expect(await fulfillmentsOf(tenant, first.jobId)).toHaveLength(1);
+
+    const [secondBody] = sandbox.shipOrder(supplier.shopDomain, platform, second.sourceOrderId, { trackingNumbers: ['TRK-SECOND'] });
+    const [webhook, pass] = await Promise.all([deliverFulfillment(tenant, supplier, secondBody!), check(tenant)]);
+    expect(webhook.status).toBe(200);
+    expect(pass.status).toBe('succeeded');
+    expect(await fulfillmentsOf(tenant, second.jobId)).toHaveLength(1);
+    await pushedTracking(sandbox, tenant, 2);
+    await waitFor(async () => (await fulfillmentsOf(tenant, second.jobId))[0]?.status === 'completed', 20_000, 'tracking pushed');
+    expect(sandbox.fulfillmentsFor(tenant.reseller.shopDomain)).toHaveLength(2);
+  });
+
+  it('a supplier cancellation with no webhook joins the to-do list once; dismissed, it is not raised again', async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, resellerPlatformFor(platform), [platform]);
+    const supplier = tenant.suppliers[0]!;
+    const placed = await placeOrder(sandbox, tenant, supplier);
+    sandbox.cancelOrder(supplier.shopDomain, platform, placed.sourceOrderId);
+
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', repairs: 1 });
+    const [entry, ...others] = await divergencesOf(tenant);
+    expect(others).toEqual([]);
+    expect(entry).toMatchObject({ object: 'divergence', type: 'supplier_cancelled', status: 'open', syncJobId: placed.jobId, subjectId: placed.jobId, resellerStoreId: tenant.reseller.id });
+    expect(entry.id).toMatch(/^div_[0-9a-f]{32}$/);
+    expect(await auditOf(tenant, 'sync_job.supplier_cancelled')).toEqual([{ resource_id: placed.jobId, metadata: expect.objectContaining({ via: 'divergence_watch' }) }]);
+    const stats = await tenant.target.api.get(`/v1/reseller_stores/${tenant.reseller.id}/stats`, { token: tenant.user.token });
+    expect(stats.body.attention).toEqual({ too_late: 0, unsupported: 0, supplier_cancelled: 1, stale: 0, cancellation_dead: 0, job_dead: 0, fulfillment_dead: 0 });
+
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', repairs: 0 });
+    const dismissed = await tenant.target.api.post(`/v1/reseller_stores/${tenant.reseller.id}/divergences/${entry.id}/dismiss`, { token: tenant.user.token });
+    expect(dismissed.status, JSON.stringify(dismissed.body)).toBe(200);
+    expect(dismissed.body).toMatchObject({ id: entry.id, status: 'dismissed', request_id: expect.any(String) });
+    expect(dismissed.body.dismissedAt).not.toBeNull();
+    expect(await divergencesOf(tenant)).toEqual([]);
+    // The supplier's list still shows it cancelled (the next change relists it): not raised again.
+    sandbox.cancelOrder(supplier.shopDomain, platform, placed.sourceOrderId);
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', repairs: 0 });
+    expect(await divergencesOf(tenant)).toEqual([]);
+  });
+
+  it("the supplier's own sales are ignored", async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, resellerPlatformFor(platform), [platform]);
+    const supplier = tenant.suppliers[0]!;
+    await placeOrder(sandbox, tenant, supplier);
+    const own = sandbox.directSaleFulfillment(supplier.shopDomain, platform, { trackingNumbers: ['OWN-TRK'] });
+    const ownId = String(own.order_id ?? own.orderId);
+    sandbox.shipOrder(supplier.shopDomain, platform, ownId, { trackingNumbers: ['OWN-TRK'] });
+    sandbox.cancelOrder(supplier.shopDomain, platform, ownId);
+
+    const pass = await check(tenant);
+    expect(pass).toMatchObject({ status: 'succeeded', repairs: 0 });
+    expect(pass.orders_seen).toBeGreaterThanOrEqual(2);
+    expect(await divergencesOf(tenant)).toEqual([]);
+    expect(await queryRows(target.databaseUrl, 'select id from fulfillments where reseller_store_id = $1', [tenant.reseller.id])).toEqual([]);
+  });
+});
+
+describe.each(PLATFORMS)('%s storefront', (platform) => {
+  it('a routed order listed cancelled is handed to the cancellation repair once; an unrouted one is left to reconciliation', async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, platform, ['custom']);
+    const placed = await placeOrder(sandbox, tenant, tenant.suppliers[0]!);
+    sandbox.cancelOrder(tenant.reseller.shopDomain, platform, placed.externalOrderId);
+    sandbox.setFaults(tenant.reseller.shopDomain, { dropWebhooksNext: 1 });
+    const unrouted = sandbox.buildOrderPayload(platform, { id: platform === 'custom' ? 'wo-unrouted-1' : 990_001, lines: [{ sku: 'X', title: 'X', vendor: 'nobody', quantity: 1, price: '1.00' }] });
+    await sandbox.placeCustomerOrder(tenant.reseller.shopDomain, platform, unrouted);
+    sandbox.cancelOrder(tenant.reseller.shopDomain, platform, String(unrouted.id));
+
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', repairs: 1 });
+    // Until the cancellation feature is wired in, the repair records what it found.
+    expect(await auditOf(tenant, 'order.cancellation_found')).toEqual([{ resource_id: placed.externalOrderId, metadata: expect.objectContaining({ via: 'divergence_watch' }) }]);
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', repairs: 0 });
+    expect(await auditOf(tenant, 'order.cancellation_found')).toHaveLength(1);
+  });
+});
+
+describe('the to-do list', () => {
+  it('a dead job is listed in the transaction of its death and resolved when its retry completes', async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, 'platform_a', ['custom']);
+    const supplier = tenant.suppliers[0]!;
+    sandbox.setFaults(supplier.shopDomain, { alwaysFail: true, status: 503 });
+    const order = sandbox.buildOrderPayload('platform_a', { id: 991_001, lines: [{ sku: 'D-1', title: 'D', vendor: supplier.vendorTag, quantity: 1, price: '5.00' }] });
+    await sandbox.placeCustomerOrder(tenant.reseller.shopDomain, 'platform_a', order);
+    const job = await waitFor(async () => {
+      const [row] = await queryRows<{ id: string; status: string }>(target.databaseUrl, 'select id, status from sync_jobs where reseller_store_id = $1', [tenant.reseller.id]);
+      return row?.status === 'dead' ? row : null;
+    }, 30_000, 'dead job');
+    const [entry] = await divergencesOf(tenant);
+    expect(entry).toMatchObject({ type: 'job_dead', syncJobId: job.id, subjectId: job.id, status: 'open' });
+    expect(entry.detail).toContain('503');
+
+    sandbox.clearFaults(supplier.shopDomain);
+    expect((await tenant.target.api.post(`/v1/sync_jobs/${job.id}/retry`, { token: tenant.user.token })).status).toBe(200);
+    await waitFor(async () => (await divergencesOf(tenant)).length === 0, 20_000, 'job_dead resolved');
+    const [row] = await queryRows<{ status: string; resolved_at: Date | null }>(target.databaseUrl, 'select status, resolved_at from divergences where id = $1', [entry.id]);
+    expect(row).toMatchObject({ status: 'resolved' });
+    expect(row!.resolved_at).not.toBeNull();
+  });
+
+  it('a dead fulfillment is listed in the transaction of its death, and resolved when a later attempt completes', async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, 'platform_a', ['custom']);
+    const supplier = tenant.suppliers[0]!;
+    const placed = await placeOrder(sandbox, tenant, supplier);
+    sandbox.setFaults(tenant.reseller.shopDomain, { alwaysFail: true, status: 500 });
+    const [body] = sandbox.shipOrder(supplier.shopDomain, 'custom', placed.sourceOrderId, { trackingNumbers: ['REVIVED-TRK'] });
+    await deliverFulfillment(tenant, supplier, body!);
+    const entry = await waitFor(async () => (await divergencesOf(tenant)).find((candidate) => candidate.type === 'fulfillment_dead'), 30_000, 'fulfillment_dead');
+    const [fulfillment] = await fulfillmentsOf(tenant, placed.jobId);
+    expect(entry).toMatchObject({ syncJobId: placed.jobId, subjectId: fulfillment!.id, status: 'open' });
+    // There is no manual retry of a fulfillment: given one more try (failed, a retry left, no live
+    // message, untouched for long), the sweep sends it again; its completion resolves the entry.
+    sandbox.clearFaults(tenant.reseller.shopDomain);
+    await queryRows(target.databaseUrl, "update fulfillments set status = 'failed', retries_left = 1, queue_message_id = null, updated_at = now() - interval '1 hour' where id = $1", [fulfillment!.id]);
+    await waitFor(async () => (await fulfillmentsOf(tenant, placed.jobId))[0]?.status === 'completed', 30_000, 'the fulfillment completed');
+    await waitFor(async () => (await divergencesOf(tenant)).length === 0, 10_000, 'fulfillment_dead resolved');
+    const [row] = await queryRows<{ status: string }>(target.databaseUrl, 'select status from divergences where id = $1', [entry.id]);
+    expect(row!.status).toBe('resolved');
+  });
+
+  it('a dead fulfillment is listed in the transaction of its death, and can be dismissed', async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, 'platform_a', ['custom']);
+    const supplier = tenant.suppliers[0]!;
+    const placed = await placeOrder(sandbox, tenant, supplier);
+    sandbox.setFaults(tenant.reseller.shopDomain, { alwaysFail: true, status: 500 });
+    const [body] = sandbox.shipOrder(supplier.shopDomain, 'custom', placed.sourceOrderId, { trackingNumbers: ['DEAD-TRK'] });
+    await deliverFulfillment(tenant, supplier, body!);
+    const entry = await waitFor(async () => (await divergencesOf(tenant)).find((candidate) => candidate.type === 'fulfillment_dead'), 30_000, 'fulfillment_dead');
+    const [fulfillment] = await fulfillmentsOf(tenant, placed.jobId);
+    expect(entry).toMatchObject({ syncJobId: placed.jobId, subjectId: fulfillment!.id });
+    const [death] = await queryRows<{ status: string }>(target.databaseUrl, 'select status from fulfillments where id = $1', [fulfillment!.id]);
+    expect(death!.status).toBe('dead');
+    sandbox.clearFaults(tenant.reseller.shopDomain);
+    await tenant.target.api.post(`/v1/reseller_stores/${tenant.reseller.id}/divergences/${entry.id}/dismiss`, { token: tenant.user.token });
+    expect(await divergencesOf(tenant)).toEqual([]);
+  });
+
+  it('a placed job with no tracking after STALE_AFTER_MS is stale once (sync_job.stale), and resolved when tracking arrives', async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, 'platform_a', ['platform_b']);
+    const supplier = tenant.suppliers[0]!;
+    const stale = await placeOrder(sandbox, tenant, supplier);
+    const fresh = await placeOrder(sandbox, tenant, supplier);
+    await queryRows(target.databaseUrl, "update sync_jobs set completed_at = now() - interval '8 days' where id = $1", [stale.jobId]);
+
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', repairs: 1 });
+    const entries = await divergencesOf(tenant);
+    expect(entries).toEqual([expect.objectContaining({ type: 'stale', syncJobId: stale.jobId })]);
+    const events = await eventsOf(tenant, 'sync_job.stale');
+    expect(events.map((event) => event.object.id)).toEqual([stale.jobId]);
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', repairs: 0 });
+    expect(await eventsOf(tenant, 'sync_job.stale')).toHaveLength(1);
+    expect(fresh.jobId).not.toBe(stale.jobId);
+
+    const [body] = sandbox.shipOrder(supplier.shopDomain, 'platform_b', stale.sourceOrderId, { trackingNumbers: ['LATE-TRK'] });
+    expect((await deliverFulfillment(tenant, supplier, body!)).status).toBe(200);
+    expect(await divergencesOf(tenant)).toEqual([]);
+  });
+
+  it("lists newest first, pages, and answers 404 for another user's store", async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, 'platform_a', ['custom']);
+    const supplier = tenant.suppliers[0]!;
+    const orders = [await placeOrder(sandbox, tenant, supplier), await placeOrder(sandbox, tenant, supplier), await placeOrder(sandbox, tenant, supplier)];
+    for (const placed of orders) sandbox.cancelOrder(supplier.shopDomain, 'custom', placed.sourceOrderId);
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', repairs: 3 });
+    const all = await divergencesOf(tenant);
+    expect(all).toHaveLength(3);
+    expect(all.map((entry) => entry.id)).toEqual([...all.map((entry) => entry.id)].sort().reverse());
+    const page = await tenant.target.api.get(`/v1/reseller_stores/${tenant.reseller.id}/divergences?limit=2`, { token: tenant.user.token });
+    expect(page.body).toMatchObject({ object: 'list', has_more: true });
+    expect(page.body.data.map((entry: any) => entry.id)).toEqual(all.slice(0, 2).map((entry) => entry.id));
+    const next = await divergencesOf(tenant, `?limit=2&starting_after=${all[1].id}`);
+    expect(next.map((entry) => entry.id)).toEqual([all[2].id]);
+
+    const stranger = await registerUser(target.api);
+    const base = `/v1/reseller_stores/${tenant.reseller.id}`;
+    expectError(await target.api.get(`${base}/divergences`, { token: stranger.token }), 404, 'not_found');
+    expectError(await target.api.post(`${base}/divergences/${all[0].id}/dismiss`, { token: stranger.token }), 404, 'not_found');
+    expectError(await target.api.post(`${base}/divergence_checks`, { token: stranger.token }), 404, 'not_found');
+    expectError(await target.api.post(`${base}/divergences/div_unknown/dismiss`, { token: tenant.user.token }), 404, 'not_found');
+  });
+});
+
+describe('passes', () => {
+  it('one pass per store at a time: a second request while one runs is 409', async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, 'platform_a', ['custom']);
+    sandbox.setFaults(tenant.suppliers[0]!.shopDomain, { latencyMs: 1_500 });
+    const id = await requestCheck(tenant);
+    const again = await target.api.post(`/v1/reseller_stores/${tenant.reseller.id}/divergence_checks`, { token: tenant.user.token });
+    expectError(again, 409, 'conflict');
+    expect(again.body.error.details).toEqual({ reason: 'divergence_check_in_progress' });
+    expect((await finishedPass(tenant, id)).status).toBe('succeeded');
+    sandbox.clearFaults(tenant.suppliers[0]!.shopDomain);
+  });
+
+  it('each platform is listed through its own paging, and the watermark moves to the newest update seen', async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, 'platform_b', ['platform_a', 'platform_b', 'custom']);
+    const placed = [];
+    for (const supplier of tenant.suppliers) for (let i = 0; i < 3; i++) placed.push(await placeOrder(sandbox, tenant, supplier));
+    for (const store of [tenant.reseller, ...tenant.suppliers]) sandbox.setListPageSize(store.shopDomain, 2);
+    for (const [index, order] of placed.entries()) sandbox.shipOrder(order.supplier.shopDomain, order.supplier.platform, order.sourceOrderId, { trackingNumbers: [`PG-${index}`] });
+
+    const pass = await check(tenant);
+    expect(pass).toMatchObject({ status: 'succeeded', repairs: 9, error: null });
+    for (const order of placed) expect(await fulfillmentsOf(tenant, order.jobId)).toHaveLength(1);
+    for (const supplier of tenant.suppliers) {
+      const lists = sandbox.requestsFor(supplier.shopDomain).filter((request) => request.method === 'GET' && !/shipment-trackings/.test(request.path));
+      expect(lists.length, supplier.platform).toBeGreaterThanOrEqual(2);
+      const watermark = await watermarkOf(target, supplier.id);
+      expect(watermark).not.toBeNull();
+    }
+    // platform_b: a completed order's tracking is read from its shipment trackings.
+    const b = tenant.suppliers.find((supplier) => supplier.platform === 'platform_b')!;
+    expect(sandbox.requestsFor(b.shopDomain).filter((request) => /shipment-trackings/.test(request.path) && request.method === 'GET')).toHaveLength(3);
+  });
+
+  it('a list that fails mid-pass leaves its watermark; the next pass repairs what it missed', async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, 'platform_a', ['custom', 'platform_a']);
+    const [failing, healthy] = tenant.suppliers as [typeof tenant.suppliers[0], typeof tenant.suppliers[0]];
+    const orders = [await placeOrder(sandbox, tenant, failing), await placeOrder(sandbox, tenant, failing), await placeOrder(sandbox, tenant, failing)];
+    const other = await placeOrder(sandbox, tenant, healthy);
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded' });
+    const before = await watermarkOf(target, failing.id);
+    for (const order of orders) sandbox.shipOrder(failing.shopDomain, 'custom', order.sourceOrderId, { trackingNumbers: [`MID-${order.jobId}`] });
+    sandbox.shipOrder(healthy.shopDomain, 'platform_a', other.sourceOrderId, { trackingNumbers: ['HEALTHY-1'] });
+    sandbox.setListPageSize(failing.shopDomain, 1);
+    // The first page is answered, then the list fails.
+    sandbox.setFaults(failing.shopDomain, { faultsAfter: 1, failNext: 20, status: 502 });
+
+    const pass = await check(tenant);
+    expect(pass.status).toBe('failed');
+    expect(pass.error).toContain(failing.id);
+    expect(pass.error).toContain('502');
+    expect(await watermarkOf(target, failing.id)).toEqual(before);
+    expect(await fulfillmentsOf(tenant, other.jobId)).toHaveLength(1);
+
+    sandbox.clearFaults(failing.shopDomain);
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', error: null });
+    for (const order of orders) expect(await fulfillmentsOf(tenant, order.jobId)).toHaveLength(1);
+    expect((await watermarkOf(target, failing.id))!.getTime()).toBeGreaterThan(before!.getTime());
+  });
+
+  it('a rate-limited supplier pauses the pass for its Retry-After and nothing is lost', async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, 'platform_a', ['platform_b']);
+    const supplier = tenant.suppliers[0]!;
+    const orders = [await placeOrder(sandbox, tenant, supplier), await placeOrder(sandbox, tenant, supplier)];
+    for (const order of orders) sandbox.shipOrder(supplier.shopDomain, 'platform_b', order.sourceOrderId, { trackingNumbers: [`RL-${order.jobId}`] });
+    sandbox.setFaults(supplier.shopDomain, { rateLimitNext: 6, retryAfterSeconds: 1 });
+
+    const pass = await check(tenant);
+    expect(pass).toMatchObject({ status: 'succeeded', repairs: 2, error: null });
+    for (const order of orders) expect(await fulfillmentsOf(tenant, order.jobId)).toHaveLength(1);
+    expect(sandbox.requestsFor(supplier.shopDomain).filter((request) => request.status === 429)).toHaveLength(6);
+  });
+});
+
+it('exposes passes by outcome, repairs by type, open divergences by type and the oldest open age in /metrics', async ({ service }) => {
+  // After the tests above: this process ran every pass of the file.
+  const metrics = await (await fetch(`${service.url}/metrics`)).text();
+  expect(metrics).toMatch(/^divergence_watch_passes_total\{outcome="succeeded"\} [1-9]\d*$/m);
+  expect(metrics).toMatch(/^divergence_watch_passes_total\{outcome="failed"\} [1-9]\d*$/m);
+  for (const type of ['tracking', 'supplier_cancelled', 'storefront_cancelled', 'stale']) {
+    expect(metrics).toMatch(new RegExp(`^divergence_watch_repairs_total\\{type="${type}"\\} [1-9]\\d*$`, 'm'));
+  }
+  expect(metrics).toMatch(/^divergence_watch_pauses_total [1-9]\d*$/m);
+  expect(metrics).toMatch(/^divergences_open\{type="supplier_cancelled"\} [1-9]\d*$/m);
+  expect(metrics).toMatch(/^divergences_open\{type="too_late"\} 0$/m);
+  expect(metrics).toMatch(/^divergence_oldest_open_age_seconds \d+(\.\d+)?(e[-+]\d+)?$/m);
+});

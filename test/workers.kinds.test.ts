@@ -1,0 +1,32 @@
+/**
+ * The one list of kinds (src/workers/kinds.ts) as the workers and the sweep are handed it: each kind
+ * gets the steps other features write with its transitions (the to-do list's dead entries), and a
+ * list that names a kind twice, or steps for a kind it does not list, fails the start-up.
+ */
+import { describe, expect, it } from 'vitest';
+import type { AppContext } from '../src/context.ts';
+import { syncJobKind } from '../src/sync-jobs/kind.ts';
+import { ATTEMPT_KINDS, registerKinds, SETTLED_STEPS } from '../src/workers/kinds.ts';
+
+// Registering builds each kind's attempt, which only keeps what it is handed: no call is made.
+const ctx = { orm: {} } as unknown as AppContext;
+
+describe('registering the kinds of retried work', () => {
+  it("hands each kind its settled steps: the to-do list's job_dead and fulfillment_dead", () => {
+    const registered = registerKinds(ctx);
+    expect(registered.map(({ kind }) => kind.name)).toEqual(ATTEMPT_KINDS.map((kind) => kind.name));
+    for (const { kind } of registered) {
+      expect(kind.onSettled, kind.name).toBe(SETTLED_STEPS[kind.name]);
+      expect(kind.onSettled!.length, kind.name).toBeGreaterThan(0);
+    }
+  });
+
+  it('fails on settled steps for a kind the list does not name', () => {
+    expect(() => registerKinds(ctx, [syncJobKind])).toThrow(/settled steps for fulfillment, which is not listed/);
+    expect(() => registerKinds(ctx, [syncJobKind], { sync_job: SETTLED_STEPS.sync_job! })).not.toThrow();
+  });
+
+  it('fails on a kind listed twice', () => {
+    expect(() => registerKinds(ctx, [syncJobKind, syncJobKind], {})).toThrow(/name sync_job is listed twice/);
+  });
+});
