@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CancellationStats } from './cancellations.ts';
 import {
   auth,
   authErrors,
@@ -56,6 +57,7 @@ const ResellerStoreStats = openApi(z.object({
   oldestPendingSeconds: z.number().int().nullable().describe('How long the longest-waiting pending sync job has been pending; null when none is.'),
   lastOrderAt: NullableTimestamp.describe('When the newest sync job of the store was created (the last order routed).'),
   lastReconciledAt: NullableTimestamp.describe('When the last successful reconciliation of missed webhooks finished; null before the first.'),
+  cancellations: CancellationStats,
   request_id: RequestId,
 }), { title: 'ResellerStoreStats' });
 

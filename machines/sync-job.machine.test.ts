@@ -57,6 +57,7 @@ const events = {
   LOSE: { type: 'LOSE', at: NOW },
   ABANDON: { type: 'ABANDON', error: 'abandoned', at: NOW },
   SKIP: { type: 'SKIP', reason: 'nothing to do', at: NOW },
+  VOID: { type: 'VOID', at: NOW },
   RETRY: { type: 'RETRY', at: NOW },
 } satisfies Record<SyncJobEvent['type'], SyncJobEvent>;
 
@@ -70,6 +71,7 @@ const expected: Record<SyncJobStatus, Record<SyncJobEvent['type'], Outcome>> = {
     LOSE: 'refused',
     ABANDON: { status: 'dead', changes: { errorMessage: 'abandoned', deadAt: NOW } },
     SKIP: { status: 'skipped', changes: { errorMessage: 'nothing to do', attempts: 0 } },
+    VOID: { status: 'completed', changes: { completedAt: NOW, sourceOrderId: null, errorMessage: null } },
     RETRY: 'refused',
   },
   processing: {
@@ -80,6 +82,7 @@ const expected: Record<SyncJobStatus, Record<SyncJobEvent['type'], Outcome>> = {
     LOSE: { status: 'failed', changes: { errorMessage: WORKER_LOST_ERROR, failedAt: NOW, attempts: 2, retriesLeft: 2 } },
     ABANDON: { status: 'dead', changes: { errorMessage: 'abandoned', deadAt: NOW } },
     SKIP: 'refused',
+    VOID: 'refused',
     RETRY: 'refused',
   },
   completed: {
@@ -89,6 +92,7 @@ const expected: Record<SyncJobStatus, Record<SyncJobEvent['type'], Outcome>> = {
     LOSE: 'refused',
     ABANDON: 'refused',
     SKIP: 'refused',
+    VOID: 'refused',
     RETRY: 'refused',
   },
   failed: {
@@ -98,6 +102,7 @@ const expected: Record<SyncJobStatus, Record<SyncJobEvent['type'], Outcome>> = {
     LOSE: 'refused',
     ABANDON: { status: 'dead', changes: { errorMessage: 'abandoned', deadAt: NOW } },
     SKIP: 'refused',
+    VOID: { status: 'completed', changes: { completedAt: NOW, sourceOrderId: null, errorMessage: null } },
     RETRY: {
       status: 'pending',
       changes: { retriesLeft: MAX_AUTO_RETRIES, errorMessage: null, failedAt: null, deadAt: null },
@@ -110,6 +115,7 @@ const expected: Record<SyncJobStatus, Record<SyncJobEvent['type'], Outcome>> = {
     LOSE: 'refused',
     ABANDON: 'refused',
     SKIP: 'refused',
+    VOID: { status: 'completed', changes: { completedAt: NOW, sourceOrderId: null, errorMessage: null } },
     RETRY: {
       status: 'pending',
       changes: { retriesLeft: MAX_AUTO_RETRIES, errorMessage: null, failedAt: null, deadAt: null },
@@ -122,6 +128,7 @@ const expected: Record<SyncJobStatus, Record<SyncJobEvent['type'], Outcome>> = {
     LOSE: 'refused',
     ABANDON: 'refused',
     SKIP: 'refused',
+    VOID: 'refused',
     RETRY: 'refused',
   },
 };

@@ -13,6 +13,7 @@ import { SourceStoreService } from './source-stores/service.ts';
 import { SyncJobService } from './sync-jobs/service.ts';
 import { WebhookEndpointService } from './webhook-endpoints/service.ts';
 import { WebhookService } from './webhooks/service.ts';
+import { CancellationService } from './cancellations/service.ts';
 
 export type Services = ReturnType<typeof createServices>;
 
@@ -21,7 +22,8 @@ export function createServices(ctx: AppContext) {
   const sourceStores = new SourceStoreService(ctx, resellerStores);
   const syncJobs = new SyncJobService(ctx, sourceStores);
   const fulfillments = new FulfillmentService(ctx);
-  const webhooks = new WebhookService(ctx, syncJobs, fulfillments);
+  const cancellations = new CancellationService(ctx);
+  const webhooks = new WebhookService(ctx, syncJobs, fulfillments, cancellations);
   const reconciliationRepository = new ReconciliationRepository(ctx.orm, ctx.queue);
   const routedOrders = new RoutedOrderRepository(ctx.orm);
   return {
@@ -31,6 +33,7 @@ export function createServices(ctx: AppContext) {
     sourceStores,
     syncJobs,
     fulfillments,
+    cancellations,
     webhooks,
     reconciliations: new ReconciliationService(ctx, resellerStores, reconciliationRepository),
     /** Carries out queued reconciliation runs (workers). */

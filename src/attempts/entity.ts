@@ -2,7 +2,7 @@ import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import { ATTEMPT_OUTCOMES, ATTEMPT_TRIGGERS, type AttemptTrigger } from '../../contract/enums.ts';
 import { WORKER_LOST_ERROR } from '../../machines/attempt.machine.ts';
 
-const ATTEMPT_KIND_NAMES = ['sync_job', 'fulfillment'] as const;
+const ATTEMPT_KIND_NAMES = ['sync_job', 'fulfillment', 'cancellation'] as const;
 
 /**
  * One attempt at a sync job or a fulfillment: its timeline entry. The worker writes it in the same

@@ -40,7 +40,7 @@ export interface AttemptRow extends AttemptColumns {
 export type DeathReason = 'worker_lost' | 'delivery_exhausted';
 
 /** The tables of retried work, and the column each keeps its result in. */
-export type AttemptTable = 'sync_jobs' | 'fulfillments';
+export type AttemptTable = 'sync_jobs' | 'fulfillments' | 'cancellations';
 
 /** What one attempt needs and does: read the rows and what performing them needs, then perform one. */
 export interface Attempt<W> {
@@ -62,7 +62,7 @@ export interface Attempt<W> {
 /** One kind of retried work, as defined in kinds.ts. */
 export interface AttemptKindDefinition<R extends AttemptRow, K extends string, Q extends QueueKey, W extends { row: R }> {
   /** Names the kind in metrics (`kind` label), audit actions (`sync_job.completed`) and logs. */
-  name: 'sync_job' | 'fulfillment';
+  name: 'sync_job' | 'fulfillment' | 'cancellation';
   table: AttemptTable;
   /** The column the result is kept in; the machine's context names it `lifecycle.resultKey`. */
   resultColumn: string;

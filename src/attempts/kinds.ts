@@ -15,6 +15,10 @@ import type { SyncJob } from '../sync-jobs/entity.ts';
 import { jobOutcomeAudit, jobOutcomeEvents, placeSupplierOrder } from '../sync-jobs/attempt.ts';
 import type { JobWithSource } from '../sync-jobs/repository.ts';
 import { defineAttemptKind } from './kind.ts';
+import { cancellationLifecycle } from '../../machines/cancellation.machine.ts';
+import type { Cancellation } from '../cancellations/entity.ts';
+import { cancelSupplierOrder, cancellationOutcomeAudit, cancellationOutcomeEvents } from '../cancellations/attempt.ts';
+import type { CancellationWork } from '../cancellations/repository.ts';
 
 /** Placing one supplier's part of a reseller order on the supplier's store. */
 export const syncJobKind = defineAttemptKind<SyncJob, 'sourceOrderId', 'syncJob', JobWithSource>({
@@ -48,5 +52,21 @@ export const fulfillmentKind = defineAttemptKind<Fulfillment, 'resellerFulfillme
   outcomeEvents: fulfillmentOutcomeEvents,
 });
 
+/** Cancelling a job's supplier order, or some of its lines, on the source store (src/cancellations/). */
+export const cancellationKind = defineAttemptKind<Cancellation, 'outcome', 'cancellation', CancellationWork>({
+  name: 'cancellation',
+  table: 'cancellations',
+  resultColumn: 'outcome',
+  lifecycle: cancellationLifecycle,
+  queue: 'cancellation',
+  message: (cancellationId) => ({ cancellationId }),
+  rowIdOf: (message) => message.cancellationId,
+  logKey: 'cancellation_id',
+  retryDelayMs: (config, context) => nextRetryDelayMs(config.syncRetryBaseDelayMs, context),
+  attempt: cancelSupplierOrder,
+  outcomeAudit: cancellationOutcomeAudit,
+  outcomeEvents: cancellationOutcomeEvents,
+});
+
 /** Every kind, one worker each (src/workers/index.ts). */
-export const ATTEMPT_KINDS = [syncJobKind, fulfillmentKind] as const;
+export const ATTEMPT_KINDS = [syncJobKind, fulfillmentKind, cancellationKind] as const;

@@ -18,7 +18,7 @@ export interface AttemptWrite<R extends AttemptRow = AttemptRow> {
   timeline?: TimelineStep | undefined;
 }
 
-const KIND_OF_TABLE = { sync_jobs: 'sync_job', fulfillments: 'fulfillment' } as const;
+const KIND_OF_TABLE = { sync_jobs: 'sync_job', fulfillments: 'fulfillment', cancellations: 'cancellation' } as const;
 
 /** The timeline entries of these rows (sync jobs or fulfillments), each row's oldest first. */
 export function findAttempts(orm: Orm, rowIds: string[]): Promise<AttemptEntry[]> {

@@ -26,6 +26,11 @@ export const QUEUES = {
     schema: z.object({ fulfillmentId: z.string(), turnAt }),
     retryLimit: MAX_AUTO_RETRIES,
   },
+  cancellation: {
+    name: 'cancellation.process',
+    schema: z.object({ cancellationId: z.string(), turnAt }),
+    retryLimit: MAX_AUTO_RETRIES,
+  },
   reconciliation: {
     name: 'reconciliation.run',
     schema: z.object({ reconciliationId: z.string() }),

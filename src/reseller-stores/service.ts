@@ -1,4 +1,5 @@
 import { LockMode, type EntityManager } from '@mikro-orm/postgresql';
+import { cancellationStats, type CancellationStats } from '../cancellations/stats.ts';
 import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
 import { recordAudit } from '../audit-log/repository.ts';
 import type { AppContext } from '../context.ts';
@@ -59,9 +60,10 @@ export class ResellerStoreService {
   }
 
   /** Counts by status and recent activity of the caller's store, counted in the database. */
-  async stats(principal: Principal, id: string): Promise<StoreStats> {
+  async stats(principal: Principal, id: string): Promise<StoreStats & { cancellations: CancellationStats }> {
     const store = await this.get(principal, id);
-    return readStoreStats(sqlOf(this.ctx.orm), store.id);
+    const [stats, cancellations] = await Promise.all([readStoreStats(sqlOf(this.ctx.orm), store.id), cancellationStats(this.ctx.orm, store.id)]);
+    return { ...stats, cancellations };
   }
 
   async getActive(principal: Principal, id: string): Promise<ResellerStore> {

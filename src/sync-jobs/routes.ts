@@ -8,6 +8,7 @@ import { withRequestId } from '../http/request-id.ts';
 import { iso, isoOrNull } from '../shared/time.ts';
 import type { AttemptEntry } from '../attempts/entity.ts';
 import type { SyncJob } from './entity.ts';
+import { presentCancellation } from '../cancellations/presenter.ts';
 import type { JobWithFulfillments, SyncJobService } from './service.ts';
 
 function presentSyncJob(job: SyncJob) {
@@ -25,6 +26,8 @@ function presentSyncJob(job: SyncJob) {
     deadAt: isoOrNull(job.deadAt),
     createdAt: iso(job.createdAt),
     updatedAt: iso(job.updatedAt),
+    supplierCancelledAt: isoOrNull(job.supplierCancelledAt),
+    supplierCancelReason: job.supplierCancelReason ?? null,
   };
 }
 
@@ -63,9 +66,10 @@ export function presentFulfillment(fulfillment: Fulfillment, attempts: AttemptEn
 }
 
 /** A job as its GET shows it (also the `data.object` of its events). */
-export const presentDetail = ({ job, fulfillments, fulfillmentAttempts }: JobWithFulfillments) => ({
+export const presentDetail = ({ job, fulfillments, fulfillmentAttempts, cancellations = [] }: JobWithFulfillments) => ({
   ...presentSyncJob(job),
   fulfillments: fulfillments.map((fulfillment) => presentFulfillment(fulfillment, fulfillmentAttempts.get(fulfillment.id) ?? [])),
+  cancellations: cancellations.map(presentCancellation),
 });
 
 export function syncJobRoutes(jobs: SyncJobService) {

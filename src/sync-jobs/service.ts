@@ -18,6 +18,8 @@ import { AppError, notFound, validationFailed } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import type { Page } from '../shared/paging.ts';
 import { jobAuditRecord } from './attempt.ts';
+import { cancellationsOfJob } from '../cancellations/views.ts';
+import type { CancellationView } from '../cancellations/presenter.ts';
 import type { SyncJob } from './entity.ts';
 import { SyncJobRepository, type CandidateJob, type JobCandidate, type JobFilters, type RetryFilters } from './repository.ts';
 
@@ -35,6 +37,8 @@ export interface JobWithFulfillments {
   fulfillments: Fulfillment[];
   /** The fulfillments' timelines, by fulfillment id, oldest attempt first. */
   fulfillmentAttempts: Map<string, AttemptEntry[]>;
+  /** The job's cancellations with their timelines, oldest first (none when left out). */
+  cancellations?: CancellationView[];
 }
 
 /** Who caused a job's creation, for its audit entry. */
@@ -250,7 +254,7 @@ export class SyncJobService {
     const fulfillments = await this.fulfillments.listForJob(syncJobId);
     const fulfillmentAttempts = new Map<string, AttemptEntry[]>(fulfillments.map((fulfillment) => [fulfillment.id, []]));
     for (const entry of await findAttempts(this.ctx.orm, [...fulfillmentAttempts.keys()])) fulfillmentAttempts.get(entry.rowId)?.push(entry);
-    return { fulfillments, fulfillmentAttempts };
+    return { fulfillments, fulfillmentAttempts, cancellations: await cancellationsOfJob(this.ctx.orm, syncJobId) };
   }
 
   list(principal: Principal, filters: JobFilters): Promise<Page<SyncJob>> {

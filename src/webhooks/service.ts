@@ -16,6 +16,15 @@ import { verifySignature } from './signature.ts';
 import { SourceSecrets } from './source-secrets.ts';
 import { SharedCounters } from '../rate-limits/repository.ts';
 import { sqlOf } from '../db/sql.ts';
+import {
+  IGNORED,
+  receiveStorefrontCancellation,
+  receiveSupplierCancellation,
+  STOREFRONT_CANCELLATION_TOPICS,
+  SUPPLIER_CANCELLATION_TOPICS,
+  type WebhookAnswer,
+} from '../cancellations/intake.ts';
+import type { CancellationService } from '../cancellations/service.ts';
 
 export interface Delivery {
   /** The client's address (X-Forwarded-For's when TRUST_PROXY), for the failed-signature limit. */
@@ -113,6 +122,7 @@ export class WebhookService {
     private readonly ctx: AppContext,
     private readonly jobs: SyncJobService,
     private readonly fulfillments: FulfillmentService,
+    private readonly cancellations: CancellationService,
   ) {
     this.stores = new StoreLookupCache(ctx.config.webhookStoreCacheTtlMs);
     this.syncJobs = new SyncJobRepository(ctx.orm);
@@ -169,12 +179,18 @@ export class WebhookService {
     return new AppError('invalid_signature');
   }
 
-  /** An orders/create delivery: the order read by the platform's reader, then routed (`routeOrder`). */
-  async receiveOrder(store: ResellerStore, body: unknown, delivery: Delivery): Promise<string[]> {
-    expectTopic(delivery.topic, 'orders/create');
+  /**
+   * A reseller store's delivery, by topic: orders/create is read by the platform's reader and routed
+   * (`routeOrder`); a storefront cancellation (src/cancellations/intake.ts) is recorded and applied;
+   * any other topic asks for nothing.
+   */
+  async receiveOrder(store: ResellerStore, body: unknown, delivery: Delivery): Promise<WebhookAnswer> {
+    const topic = delivery.topic ?? 'orders/create';
+    if (STOREFRONT_CANCELLATION_TOPICS.has(topic)) return receiveStorefrontCancellation(this.cancellations, store, { ...delivery, topic }, body);
+    if (topic !== 'orders/create') return IGNORED;
     const order = await this.readOrder(store, body, delivery);
     const routed = await this.routeOrder(store, order, { source: 'webhook', webhookId: delivery.webhookId ?? null });
-    return routed.jobs.map((job) => job.id);
+    return { syncJobIds: routed.jobs.map((job) => job.id) };
   }
 
   /**
@@ -209,7 +225,7 @@ export class WebhookService {
       via.source === 'webhook'
         ? { origin: 'webhook', webhookId: via.webhookId }
         : { origin: 'reconciliation', reconciliationId: via.reconciliationId };
-    return this.jobs.route(
+    const routed = await this.jobs.route(
       { ownerId: store.ownerId, resellerStoreId: store.id, externalOrderId: order.externalOrderId, order },
       matched.map((source) => source.id),
       { actorId: SYSTEM_ACTOR, metadata: origin },
@@ -222,6 +238,9 @@ export class WebhookService {
             : undefined,
       },
     );
+    // A cancellation received before (or while) the order was routed applies to its jobs now.
+    await this.cancellations.applyRecordedSignals(store.id, order.externalOrderId);
+    return routed;
   }
 
   /**
@@ -262,8 +281,14 @@ export class WebhookService {
    * answer was lost, or is on its way), and applied once that job completes; otherwise it is the
    * supplier's own sale, and acknowledged so the platform stops resending.
    */
-  async receiveFulfillment(senders: SourceStore[], body: unknown, delivery: Delivery): Promise<string[]> {
-    expectTopic(delivery.topic, 'fulfillments/create');
+  async receiveFulfillment(senders: SourceStore[], body: unknown, delivery: Delivery): Promise<WebhookAnswer> {
+    const topic = delivery.topic ?? 'fulfillments/create';
+    if (SUPPLIER_CANCELLATION_TOPICS.has(topic)) return receiveSupplierCancellation(this.cancellations, senders, { ...delivery, topic }, body);
+    if (topic !== 'fulfillments/create') return IGNORED;
+    return { syncJobIds: await this.receiveTracking(senders, body, delivery) };
+  }
+
+  private async receiveTracking(senders: SourceStore[], body: unknown, delivery: Delivery): Promise<string[]> {
     const fulfillment = parse(() => this.ctx.platforms[senders[0]!.platform].parseFulfillmentWebhook(body));
     const keys = fulfillmentKeys(fulfillment, delivery.webhookId);
     const job = await this.syncJobs.findBySourceOrder(
@@ -271,7 +296,9 @@ export class WebhookService {
       fulfillment.sourceOrderId,
     );
     if (job) {
-      await this.fulfillments.receive(job, fulfillment.tracking, keys);
+      const { created } = await this.fulfillments.receive(job, fulfillment.tracking, keys);
+      // The supplier shipped a part the storefront cancelled: the reseller is told (cancellation.too_late).
+      if (created) await this.cancellations.fulfilledAfterCancellation(job.id);
       return [job.id];
     }
     const held = await this.fulfillments.holdUnlessUnowned(senders, fulfillment, keys);
@@ -296,12 +323,6 @@ function signatureFailureKeys(shopDomain: string, client: string | undefined): s
 function normaliseDomain(domain: string | undefined): string | null {
   const normalised = domain?.trim().toLowerCase();
   return normalised && normalised.length <= 255 ? normalised : null;
-}
-
-function expectTopic(topic: string | undefined, expected: string): void {
-  if (topic !== undefined && topic !== expected) {
-    throw validationFailed('x-platform-topic', `This endpoint receives ${expected} webhooks, not ${topic}.`);
-  }
 }
 
 function parse<T>(read: () => T): T {

@@ -1,0 +1,365 @@
+import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
+import { insertAudit, SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
+import { cancellationKind } from '../attempts/kinds.ts';
+import type { AppContext } from '../context.ts';
+import type { Trx } from '../db/sql.ts';
+import type { NewEvent } from '../events/types.ts';
+import type { ResellerOrder } from '../orders/types.ts';
+import { vendorMatches } from '../pricing/index.ts';
+import { newMessageId } from '../queue/queue.ts';
+import { AppError, notFound } from '../shared/errors.ts';
+import { newId } from '../shared/ids.ts';
+import { SyncJob } from '../sync-jobs/entity.ts';
+import { cancellationAuditRecord, voidJobsIn } from './attempt.ts';
+import type { Cancellation, CancelledLine, OrderCancellation } from './entity.ts';
+import { cancellationsOfJob, jobEventIn } from './views.ts';
+import { CancellationRepository } from './repository.ts';
+import type { CancellationView } from './presenter.ts';
+
+/**
+ * A storefront cancellation to act on: its webhook (orders/cancelled, refunds/create, orders/updated)
+ * or the divergence watch finding the order cancelled. `lines` are reseller lines by SKU (empty for
+ * the whole order). `dedupeKey` identifies the signal: its redelivery changes nothing.
+ */
+export interface CancellationSignal {
+  ownerId: string;
+  resellerStoreId: string;
+  externalOrderId: string;
+  scope: 'order' | 'lines';
+  lines: CancelledLine[];
+  dedupeKey: string;
+  /** Recorded in the audit entry: `webhook` (with its id) or `watch`. */
+  via: Record<string, unknown>;
+}
+
+export interface SignalResult {
+  /** False when this signal was received before (nothing changed). */
+  recorded: boolean;
+  /** Whether the order had been routed when the signal was applied. */
+  routed: boolean;
+  /** The jobs given a cancellation by this signal. */
+  syncJobIds: string[];
+}
+
+/** A supplier's cancellation of an order the service placed (its webhook, or the divergence watch). */
+export interface SupplierCancellationReport {
+  /** The source store records that may hold the order (several records can share a supplier's domain). */
+  sourceStoreIds: string[];
+  sourceOrderId: string;
+  reason: string | null;
+  at?: Date;
+  via: Record<string, unknown>;
+}
+
+/** What a signal asks of one job: the supplier lines to cancel, and whether that is all of them. */
+interface JobPlan {
+  job: SyncJob;
+  scope: 'order' | 'lines';
+  lines: CancelledLine[];
+}
+
+const RETRY_ROUNDS = 3;
+/** Cancelling or cancelled: these quantities are no longer open to a new cancellation. */
+const holdsQuantity = (c: Cancellation) => c.outcome !== 'too_late' && c.outcome !== 'unsupported';
+
+/**
+ * Cancellations (order-changes.md): the storefront's cancellation of an order or of some of its
+ * lines becomes one cancellation per affected sync job (retried work, src/cancellations/attempt.ts);
+ * a supplier's own cancellation is recorded on its job. Every signal is recorded first (so an order
+ * routed later is routed as cancelled) and applied under a per-order lock, so concurrent signals
+ * and the routing of the order never cancel a quantity twice.
+ */
+export class CancellationService {
+  private readonly repository: CancellationRepository;
+
+  constructor(private readonly ctx: AppContext) {
+    this.repository = new CancellationRepository(ctx.orm);
+  }
+
+  /**
+   * A storefront cancellation. The signal is committed before the order's jobs are read, and the
+   * routing of an order reads the signals after its jobs are committed (`applyRecordedSignals`), so
+   * whichever comes second sees the other; both applying is harmless (one cancellation per signal
+   * and job, computed under the order's lock).
+   */
+  async cancelOrder(signal: CancellationSignal): Promise<SignalResult> {
+    const receivedAt = new Date();
+    const record: OrderCancellation = {
+      id: newId('orderCancellation'),
+      ownerId: signal.ownerId,
+      resellerStoreId: signal.resellerStoreId,
+      externalOrderId: signal.externalOrderId,
+      scope: signal.scope,
+      lines: signal.lines,
+      dedupeKey: signal.dedupeKey,
+      receivedAt,
+    };
+    const signalId = await this.repository.transaction((trx) => this.repository.insertSignal(trx, record));
+    if (!signalId) return { recorded: false, routed: false, syncJobIds: [] };
+    return this.repository.transaction(async (trx) => {
+      await this.repository.lockOrder(trx, signal.resellerStoreId, signal.externalOrderId);
+      const jobs = await this.repository.jobsOfOrder(trx, signal.resellerStoreId, signal.externalOrderId);
+      const affected = jobs.length > 0 ? await this.apply(trx, record, jobs) : [];
+      const syncJobIds = affected.map((job) => job.id);
+      const routed = jobs.length > 0;
+      await insertAudit(trx, [orderAudit(signal, { routed, syncJobIds })]);
+      await this.ctx.outbox.append(trx, [
+        {
+          ownerId: signal.ownerId,
+          resellerStoreId: signal.resellerStoreId,
+          type: 'order.cancelled',
+          object: { resellerStoreId: signal.resellerStoreId, externalOrderId: signal.externalOrderId, scope: signal.scope, lines: signal.lines, syncJobIds },
+        },
+      ]);
+      return { recorded: true, routed, syncJobIds };
+    });
+  }
+
+  /**
+   * After an order is routed: the cancellations received before it (or while it was being routed)
+   * are applied to its jobs, so a job of an order cancelled first ends at once, never placed. One
+   * read when there is none.
+   */
+  async applyRecordedSignals(resellerStoreId: string, externalOrderId: string): Promise<void> {
+    if (!(await this.repository.hasSignal(resellerStoreId, externalOrderId))) return;
+    await this.repository.transaction(async (trx) => {
+      await this.repository.lockOrder(trx, resellerStoreId, externalOrderId);
+      const signals = await this.repository.signalsOf(trx, resellerStoreId, externalOrderId);
+      for (const signal of signals) {
+        const jobs = await this.repository.jobsOfOrder(trx, resellerStoreId, externalOrderId);
+        if (jobs.length > 0) await this.apply(trx, signal, jobs);
+      }
+    });
+  }
+
+  /**
+   * Creates this signal's cancellations for the jobs it still finds something open on (none for a job
+   * that already has one from this signal), under the order's lock. A job never placed ends at once:
+   * wholly cancelled, it is completed without an order (VOID); cut by some lines, it is placed without
+   * them. Returns the jobs given a cancellation.
+   */
+  private async apply(trx: Trx, signal: OrderCancellation, jobs: SyncJob[]): Promise<SyncJob[]> {
+    const existing = await this.repository.forJobsIn(trx, jobs.map((job) => job.id));
+    const vendorTags = await this.vendorTags(trx, jobs);
+    const plans = jobs.flatMap((job) => {
+      const ofJob = existing.filter((c) => c.syncJobId === job.id);
+      if (ofJob.some((c) => c.signalId === signal.id)) return [];
+      const plan = planFor(job, vendorTags.get(job.sourceStoreId) ?? null, ofJob, signal);
+      return plan ? [plan] : [];
+    });
+    if (plans.length === 0) return [];
+    const now = new Date();
+    const rows: Cancellation[] = [];
+    const settled: Cancellation[] = [];
+    const unplaced = (job: SyncJob) => job.status === 'pending' || job.status === 'failed' || job.status === 'dead';
+    const voiding = plans.filter((plan) => plan.scope === 'order' && unplaced(plan.job)).map((plan) => plan.job);
+    await voidJobsIn(this.ctx, trx, voiding, now);
+    for (const plan of plans) {
+      const row = newCancellation(signal, plan, now);
+      if (plan.scope === 'lines' && unplaced(plan.job) && plan.job.order && plan.job.attempts === 0 && (await this.cut(trx, plan))) {
+        // Placed without those lines: nothing reaches the supplier, so the outcome is known now.
+        Object.assign(row, { status: 'completed', outcome: 'not_placed', completedAt: now, queueMessageId: null, reason: 'cut before placement: the supplier order is placed without these lines' });
+        settled.push(row);
+      }
+      rows.push(row);
+    }
+    await this.repository.insert(trx, rows);
+    const queued = rows.filter((row) => row.queueMessageId);
+    await this.ctx.queue.insertIn(trx, 'cancellation', queued.map((row) => ({ id: row.queueMessageId!, message: cancellationKind.message(row.id) })));
+    await insertAudit(trx, [
+      ...rows.map((row) => cancellationAuditRecord(row, 'cancellation.requested', SYSTEM_ACTOR, { signalId: signal.id })),
+      ...settled.map((row) => cancellationAuditRecord(row, 'cancellation.completed', SYSTEM_ACTOR, { outcome: row.outcome, attempts: 0 })),
+    ], now);
+    const events: NewEvent[] = [];
+    for (const row of settled) {
+      const event = await jobEventIn(trx, 'cancellation.completed', row.syncJobId);
+      if (event) events.push(event);
+    }
+    await this.ctx.outbox.append(trx, events);
+    for (const row of queued) this.ctx.metrics.attemptTransitions.inc({ kind: 'cancellation', status: 'pending' });
+    return plans.map((plan) => plan.job);
+  }
+
+  /** Removes the cancelled quantities from a job not yet placed (version-checked); false when it moved meanwhile. */
+  private async cut(trx: Trx, plan: JobPlan): Promise<boolean> {
+    const order = plan.job.order!;
+    const lines = order.lines.flatMap((line) => {
+      const cancelled = plan.lines.find((c) => c.sku === line.sku);
+      if (!cancelled) return [line];
+      const quantity = line.quantity - cancelled.quantity;
+      if (quantity <= 0) return [];
+      const totalMinor = line.totalMinor === undefined ? undefined : Math.round((line.totalMinor * quantity) / line.quantity);
+      return [{ ...line, quantity, ...(totalMinor !== undefined && { totalMinor }) }];
+    });
+    plan.job.order = { ...order, lines } satisfies ResellerOrder;
+    return this.repository.cutJobOrder(trx, plan.job);
+  }
+
+  private async vendorTags(trx: Trx, jobs: SyncJob[]): Promise<Map<string, string>> {
+    const ids = [...new Set(jobs.map((job) => job.sourceStoreId))];
+    const rows = await trx.selectFrom('source_stores').select(['id', 'vendor_tag']).where('id', 'in', ids).execute();
+    return new Map(rows.map((row) => [row.id, row.vendor_tag]));
+  }
+
+  /**
+   * A supplier cancelled an order the service placed: the job records it once (`supplierCancelledAt`,
+   * `supplierCancelReason`), with audit entry and event `sync_job.supplier_cancelled`. The storefront
+   * is not changed. An order the service itself asked to cancel, reported back cancelled, changes
+   * nothing; nor does an order no job placed (the supplier's own sale). Returns the job's id, if any.
+   */
+  async recordSupplierCancellation(report: SupplierCancellationReport): Promise<string | null> {
+    const job = await this.ctx.orm.em.fork().findOne(SyncJob, { sourceStoreId: { $in: report.sourceStoreIds }, sourceOrderId: report.sourceOrderId });
+    if (!job) return null;
+    const ours = (await this.repository.listForJob(job.id)).some((c) => c.status === 'pending' || c.status === 'processing' || c.outcome === 'cancelled');
+    if (ours) return job.id;
+    const at = report.at ?? new Date();
+    await this.repository.transaction(async (trx) => {
+      if (!(await this.repository.markSupplierCancelled(trx, job.id, at, report.reason))) return;
+      await insertAudit(trx, [
+        {
+          ownerId: job.ownerId,
+          resellerStoreId: job.resellerStoreId,
+          action: 'sync_job.supplier_cancelled',
+          resourceType: 'sync_job',
+          resourceId: job.id,
+          actorId: SYSTEM_ACTOR,
+          metadata: { externalOrderId: job.externalOrderId, sourceStoreId: job.sourceStoreId, sourceOrderId: report.sourceOrderId, reason: report.reason, ...report.via },
+        },
+      ]);
+      const event = await jobEventIn(trx, 'sync_job.supplier_cancelled', job.id);
+      if (event) await this.ctx.outbox.append(trx, [event]);
+    });
+    return job.id;
+  }
+
+  /**
+   * A fulfillment arrived for a job with a cancellation that ended `cancelled` or `not_placed`: the
+   * supplier shipped anyway. That cancellation becomes `too_late` (event `cancellation.too_late`), once.
+   */
+  async fulfilledAfterCancellation(syncJobId: string): Promise<void> {
+    const cancellations = await this.repository.listForJob(syncJobId);
+    if (cancellations.length === 0 || cancellations.some((c) => c.outcome === 'too_late')) return;
+    const latest = [...cancellations].reverse().find((c) => c.status === 'completed' && (c.outcome === 'cancelled' || c.outcome === 'not_placed'));
+    if (!latest) return;
+    await this.repository.transaction(async (trx) => {
+      const reason = 'the supplier shipped anyway: a fulfillment arrived after the cancellation';
+      const moved = await trx
+        .updateTable('cancellations')
+        .set((eb) => ({ outcome: 'too_late', reason, version: eb('version', '+', 1), updated_at: new Date() }))
+        .where('id', '=', latest.id)
+        .where('version', '=', latest.version)
+        .executeTakeFirst();
+      if (Number(moved.numUpdatedRows) !== 1) return;
+      await insertAudit(trx, [cancellationAuditRecord({ ...latest, outcome: 'too_late', reason }, 'cancellation.too_late', SYSTEM_ACTOR, { previousOutcome: latest.outcome, reason })]);
+      const event = await jobEventIn(trx, 'cancellation.too_late', syncJobId);
+      if (event) await this.ctx.outbox.append(trx, [event]);
+    });
+  }
+
+  /** POST /v1/sync_jobs/{id}/cancellations/{cancellation_id}/retry: a failed or dead one, as a job retry does. */
+  async retry(principal: Principal, syncJobId: string, cancellationId: string): Promise<CancellationView[]> {
+    for (let round = 1; ; round++) {
+      const cancellation = await this.repository.findOwned(principal.userId, syncJobId, cancellationId);
+      if (!cancellation) throw notFound();
+      const now = new Date();
+      if (!cancellationKind.transition(cancellation, { type: 'RETRY', at: now.toISOString() }, now)) {
+        throw new AppError('sync_job_not_retryable', {
+          message: `Only failed or dead cancellations can be retried; this one is ${cancellation.status}.`,
+          details: { status: cancellation.status },
+        });
+      }
+      cancellation.queueMessageId = newMessageId();
+      const audit = cancellationAuditRecord(cancellation, 'cancellation.retried', actorOf(principal), { attempts: cancellation.attempts, ...auditContext(principal) });
+      const moved = await this.repository.transaction(async (trx) => {
+        const [written] = await this.repository.writeTransitions(trx, [{ row: cancellation, result: cancellationKind.resultOf(cancellation), audit }]);
+        if (!written) return false;
+        await this.ctx.queue.insertIn(trx, 'cancellation', [{ id: cancellation.queueMessageId!, message: cancellationKind.message(cancellation.id) }]);
+        const event = await jobEventIn(trx, 'cancellation.retried', syncJobId);
+        if (event) await this.ctx.outbox.append(trx, [event]);
+        return true;
+      });
+      if (moved) {
+        this.ctx.metrics.attemptTransitions.inc({ kind: 'cancellation', status: 'pending' });
+        return cancellationsOfJob(this.ctx.orm, syncJobId);
+      }
+      if (round === RETRY_ROUNDS) {
+        throw new AppError('unavailable', { message: 'The cancellation kept changing while it was being retried; try again.', retryAfterSeconds: 1 });
+      }
+    }
+  }
+}
+
+/** The supplier lines of a job: the reseller order's lines of the job's vendor (null when the job has no stored order). */
+function supplierLinesOf(job: SyncJob, vendorTag: string | null): CancelledLine[] | null {
+  if (!job.order || vendorTag === null) return null;
+  const sums = new Map<string, number>();
+  for (const line of job.order.lines) {
+    if (vendorMatches(line.vendor, vendorTag)) sums.set(line.sku, (sums.get(line.sku) ?? 0) + line.quantity);
+  }
+  return [...sums].map(([sku, quantity]) => ({ sku, quantity }));
+}
+
+/**
+ * What a signal asks of one job, or null when it finds nothing open there: the quantity still open
+ * per line is what the job was ordered (after cuts) less what its cancellations hold (every
+ * cancellation but those that ended too_late or unsupported); a signal never cancels more. A job
+ * whose every line is then cancelled is cancelled as a whole.
+ */
+function planFor(job: SyncJob, vendorTag: string | null, existing: Cancellation[], signal: OrderCancellation): JobPlan | null {
+  const ordered = supplierLinesOf(job, vendorTag);
+  const holding = existing.filter(holdsQuantity);
+  if (ordered === null) {
+    // A manual job (no stored order): only the whole order can be cancelled, once.
+    if (signal.scope !== 'order' || holding.some((c) => c.scope === 'order')) return null;
+    return { job, scope: 'order', lines: [] };
+  }
+  if (holding.some((c) => c.scope === 'order')) return null;
+  const open = ordered.map(({ sku, quantity }) => {
+    // A cut before placement already left the stored order; it holds nothing more.
+    const held = holding
+      .filter((c) => !(c.scope === 'lines' && c.outcome === 'not_placed' && c.attempts === 0))
+      .reduce((sum, c) => sum + (c.lines.find((line) => line.sku === sku)?.quantity ?? 0), 0);
+    return { sku, quantity: Math.max(0, quantity - held) };
+  });
+  const asked =
+    signal.scope === 'order'
+      ? open
+      : open.map(({ sku, quantity }) => ({ sku, quantity: Math.min(quantity, signal.lines.find((line) => line.sku === sku)?.quantity ?? 0) }));
+  const lines = asked.filter((line) => line.quantity > 0);
+  if (lines.length === 0) return null;
+  const whole = open.every(({ sku, quantity }) => (lines.find((line) => line.sku === sku)?.quantity ?? 0) >= quantity);
+  const cutBefore = holding.some((c) => c.scope === 'lines');
+  // Whole only when nothing was cancelled line by line before: then the supplier order still has every line.
+  return { job, scope: whole && (!cutBefore || signal.scope === 'order') ? 'order' : 'lines', lines };
+}
+
+function newCancellation(signal: OrderCancellation, plan: JobPlan, now: Date): Cancellation {
+  return {
+    ...cancellationKind.initialColumns(now),
+    id: newId('cancellation'),
+    ownerId: plan.job.ownerId,
+    resellerStoreId: plan.job.resellerStoreId,
+    syncJobId: plan.job.id,
+    signalId: signal.id,
+    scope: plan.scope,
+    lines: plan.lines,
+    outcome: null,
+    reason: null,
+    queueMessageId: newMessageId(),
+    version: 1,
+    createdAt: now,
+    updatedAt: now,
+  } as Cancellation;
+}
+
+function orderAudit(signal: CancellationSignal, metadata: Record<string, unknown>): AuditRecord {
+  return {
+    ownerId: signal.ownerId,
+    resellerStoreId: signal.resellerStoreId,
+    action: 'order.cancelled',
+    resourceType: 'order',
+    resourceId: signal.externalOrderId,
+    actorId: SYSTEM_ACTOR,
+    metadata: { scope: signal.scope, lines: signal.lines, ...signal.via, ...metadata },
+  };
+}
