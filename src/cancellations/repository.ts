@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { writeAttemptTransitions, type AttemptWrite } from '../attempts/repository.ts';
+import { replaceQueueMessages, writeAttemptTransitions, type AttemptWrite, type MessageReplacement } from '../attempts/repository.ts';
 import type { Orm } from '../db/orm.ts';
 import { sqlOf, type Db, type Trx } from '../db/sql.ts';
 import { Fulfillment } from '../fulfillments/entity.ts';
@@ -200,6 +200,12 @@ export class CancellationRepository {
     const moved = Number(result.numUpdatedRows) === 1;
     if (moved) job.version += 1;
     return moved;
+  }
+
+  /** Hands jobs to new queue messages (a held job released), version-checked; returns the moves that applied. */
+  async requeueJobs(trx: Trx, moves: MessageReplacement[]): Promise<MessageReplacement[]> {
+    const applied = await replaceQueueMessages(trx, 'sync_jobs', moves);
+    return moves.filter((_, i) => applied[i]);
   }
 
   /** Records a supplier's own cancellation on a job, once; false when it was recorded before. */

@@ -115,13 +115,18 @@ export class CancellationService {
     });
   }
 
+  /** Whether a cancellation of the order was recorded (one indexed read): its routing then holds its jobs back. */
+  hasRecordedSignal(resellerStoreId: string, externalOrderId: string): Promise<boolean> {
+    return this.repository.hasSignal(resellerStoreId, externalOrderId);
+  }
+
   /**
    * After an order is routed: the cancellations received before it (or while it was being routed)
    * are applied to its jobs, so a job of an order cancelled first ends at once, never placed. One
    * read when there is none.
    */
-  async applyRecordedSignals(resellerStoreId: string, externalOrderId: string): Promise<void> {
-    if (!(await this.repository.hasSignal(resellerStoreId, externalOrderId))) return;
+  async applyRecordedSignals(resellerStoreId: string, externalOrderId: string, known = false): Promise<void> {
+    if (!known && !(await this.repository.hasSignal(resellerStoreId, externalOrderId))) return;
     await this.repository.transaction(async (trx) => {
       await this.repository.lockOrder(trx, resellerStoreId, externalOrderId);
       const signals = await this.repository.signalsOf(trx, resellerStoreId, externalOrderId);
@@ -129,6 +134,10 @@ export class CancellationService {
         const jobs = await this.repository.jobsOfOrder(trx, resellerStoreId, externalOrderId);
         if (jobs.length > 0) await this.apply(trx, signal, jobs);
       }
+      // The jobs still to be placed (cut, or untouched) were held back for this: they go now.
+      const waiting = (await this.repository.jobsOfOrder(trx, resellerStoreId, externalOrderId)).filter((job) => job.status === 'pending' && job.attempts === 0);
+      const released = await this.repository.requeueJobs(trx, waiting.map((job) => ({ id: job.id, version: job.version, messageId: job.queueMessageId ?? null, nextMessageId: newMessageId() })));
+      await this.ctx.queue.insertIn(trx, 'syncJob', released.map((move) => ({ id: move.nextMessageId, message: { syncJobId: move.id } })));
     });
   }
 

@@ -59,6 +59,11 @@ export interface Routing {
   onceForOrder?: AuditRecord | undefined;
   /** Recorded only by the routing that routes the order first (`order.reconciled`). */
   onFirstRouting?: AuditRecord | undefined;
+  /**
+   * Holds the first attempt of the jobs this routing creates for this long (an order whose
+   * cancellation came first: the cancellation ends them before any worker may place them).
+   */
+  holdMs?: number | undefined;
 }
 
 /** The order's jobs, and whether this routing was the first of the order. */
@@ -162,7 +167,12 @@ export class SyncJobService {
       const creating = requests.filter((request) => request.routing === null || firstRouting.get(request));
       const routed = new Map(zip(creating, await this.insertJobs(trx, creating, now)));
       const created = [...routed.values()].flat().filter((job) => job.created);
-      await this.ctx.queue.insertIn(trx, 'syncJob', created.map((job) => ({ id: job.queueMessageId!, message: syncJobKind.message(job.id) })));
+      const holds = new Map([...routed].flatMap(([request, jobs]) => jobs.map((job) => [job.id, request.routing?.holdMs ?? 0] as const)));
+      await this.ctx.queue.insertIn(
+        trx,
+        'syncJob',
+        created.map((job) => ({ id: job.queueMessageId!, message: syncJobKind.message(job.id), ...(holds.get(job.id) ? { delayMs: holds.get(job.id) } : {}) })),
+      );
       // After the inserts, so an order routed twice in this group finds the jobs its first routing made.
       const repeated = await this.jobsOfRoutedOrders(trx, requests.filter((request) => !routed.has(request)));
       const events = createdJobEvents(creating, creating.map((request) => routed.get(request)!), now);

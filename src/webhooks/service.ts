@@ -225,6 +225,8 @@ export class WebhookService {
       via.source === 'webhook'
         ? { origin: 'webhook', webhookId: via.webhookId }
         : { origin: 'reconciliation', reconciliationId: via.reconciliationId };
+    // An order whose cancellation came first: its jobs are held back until the cancellation ends them.
+    const cancelledFirst = await this.cancellations.hasRecordedSignal(store.id, order.externalOrderId);
     const routed = await this.jobs.route(
       { ownerId: store.ownerId, resellerStoreId: store.id, externalOrderId: order.externalOrderId, order },
       matched.map((source) => source.id),
@@ -236,10 +238,11 @@ export class WebhookService {
           via.source === 'reconciliation'
             ? orderAudit('order.reconciled', { reconciliationId: via.reconciliationId, sourceStoreIds: matched.map((source) => source.id) })
             : undefined,
+        holdMs: cancelledFirst ? CANCELLED_FIRST_HOLD_MS : undefined,
       },
     );
     // A cancellation received before (or while) the order was routed applies to its jobs now.
-    await this.cancellations.applyRecordedSignals(store.id, order.externalOrderId);
+    await this.cancellations.applyRecordedSignals(store.id, order.externalOrderId, cancelledFirst);
     return routed;
   }
 
@@ -312,6 +315,8 @@ export class WebhookService {
 }
 
 const SIGNATURE_FAILURE_WINDOW_MS = 60_000;
+/** Far longer than applying a recorded cancellation takes; should that fail, the jobs go ahead and are cancelled after. */
+const CANCELLED_FIRST_HOLD_MS = 10_000;
 
 /** A client's failures on one domain, then its failures on any: the first is left out for a domain without records. */
 function signatureFailureKeys(shopDomain: string, client: string | undefined): string[] {
