@@ -70,6 +70,20 @@ export class CancellationRepository {
     return row?.id ?? null;
   }
 
+  /** Whether the signal's `order.cancelled` audit entry was written (its first application committed). */
+  async signalAudited(trx: Trx, signal: OrderCancellation): Promise<boolean> {
+    const row = await trx
+      .selectFrom('audit_entries')
+      .select('id')
+      .where('reseller_store_id', '=', signal.resellerStoreId)
+      .where('resource_id', '=', signal.externalOrderId)
+      .where('action', '=', 'order.cancelled')
+      .where(sql<boolean>`metadata->>'signalId' = ${signal.id}`)
+      .limit(1)
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
   /** The signals recorded for an order, oldest first. */
   async signalsOf(trx: Trx, resellerStoreId: string, externalOrderId: string): Promise<OrderCancellation[]> {
     const rows = await trx

@@ -94,15 +94,19 @@ export class CancellationService {
       dedupeKey: signal.dedupeKey,
       receivedAt,
     };
-    const signalId = await this.repository.transaction((trx) => this.repository.insertSignal(trx, record));
-    if (!signalId) return { recorded: false, routed: false, syncJobIds: [] };
+    const inserted = await this.repository.transaction((trx) => this.repository.insertSignal(trx, record));
+    // A redelivery is applied again (a no-op when its first delivery was applied): the process that
+    // recorded it may have died before applying it.
     return this.repository.transaction(async (trx) => {
       await this.repository.lockOrder(trx, signal.resellerStoreId, signal.externalOrderId);
+      const stored = inserted ? record : (await this.repository.signalsOf(trx, signal.resellerStoreId, signal.externalOrderId)).find((s) => s.dedupeKey === signal.dedupeKey);
+      if (!stored) return { recorded: false, routed: false, syncJobIds: [] };
       const jobs = await this.repository.jobsOfOrder(trx, signal.resellerStoreId, signal.externalOrderId);
-      const affected = jobs.length > 0 ? await this.apply(trx, record, jobs) : [];
+      const affected = jobs.length > 0 ? await this.apply(trx, stored, jobs) : [];
       const syncJobIds = affected.map((job) => job.id);
       const routed = jobs.length > 0;
-      await insertAudit(trx, [orderAudit(signal, { routed, syncJobIds })]);
+      if (!inserted && (await this.repository.signalAudited(trx, stored))) return { recorded: false, routed, syncJobIds };
+      await insertAudit(trx, [orderAudit(signal, { routed, syncJobIds, signalId: stored.id })]);
       await this.ctx.outbox.append(trx, [
         {
           ownerId: signal.ownerId,
@@ -111,7 +115,7 @@ export class CancellationService {
           object: { resellerStoreId: signal.resellerStoreId, externalOrderId: signal.externalOrderId, scope: signal.scope, lines: signal.lines, syncJobIds },
         },
       ]);
-      return { recorded: true, routed, syncJobIds };
+      return { recorded: inserted !== null, routed, syncJobIds };
     });
   }
 
