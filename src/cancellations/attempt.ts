@@ -14,6 +14,7 @@ import type { SyncJob } from '../sync-jobs/entity.ts';
 import type { Cancellation, CancelledLine } from './entity.ts';
 import { CancellationRepository, type CancellationWork } from './repository.ts';
 import { jobEventIn } from './views.ts';
+import { cutOrder } from './cut.ts';
 
 /** How long an attempt waits for a placement in flight to finish before it fails (and is retried). */
 const IN_FLIGHT_POLL_MS = 100;
@@ -70,6 +71,12 @@ export function cancelSupplierOrder(ctx: AppContext): Attempt<CancellationWork> 
     return written ?? false;
   }
 
+  /** Removes these quantities from a job not placed yet (version-checked); false when it moved meanwhile. */
+  async function cutJob(job: SyncJob, lines: CancelledLine[]): Promise<boolean> {
+    job.order = cutOrder(job.order!, lines);
+    return repository.transaction((trx) => repository.cutJobOrder(trx, job));
+  }
+
   /** The supplier order the job may have created without learning it, looked up by its reference. */
   async function orderInDoubt(job: SyncJob, platform: PlatformAdapter, store: StoreConnection): Promise<string | null> {
     if (job.attempts === 0) return null;
@@ -88,7 +95,13 @@ export function cancelSupplierOrder(ctx: AppContext): Attempt<CancellationWork> 
     const platform = ctx.platforms[source.platform];
     const store = connectionOf(ctx, source, 1);
     const orderId = job.sourceOrderId ?? (await orderInDoubt(job, platform, store));
-    if (!orderId) return { outcome: 'not_placed', reason: job.attempts > 0 ? 'no order carrying the job\'s reference was found on the source store' : null, platformStatus: null };
+    if (!orderId) {
+      // Not placed: a job cut by some lines is placed without them when it is next attempted.
+      if (cancellation.scope === 'lines' && job.status !== 'completed' && job.order && !(await cutJob(job, cancellation.lines))) {
+        throw new JobFailure('the sync job changed while it was being cut; trying again');
+      }
+      return { outcome: 'not_placed', reason: job.attempts > 0 ? 'no order carrying the job\'s reference was found on the source store' : null, platformStatus: null };
+    }
     return cancellation.scope === 'order' ? cancelOrder(cancellation, platform, store, orderId) : cancelLines(cancellation, platform, store, orderId);
   }
 

@@ -4,7 +4,7 @@ import { cancellationKind } from '../attempts/kinds.ts';
 import type { AppContext } from '../context.ts';
 import type { Trx } from '../db/sql.ts';
 import type { NewEvent } from '../events/types.ts';
-import type { ResellerOrder } from '../orders/types.ts';
+import { cutOrder } from './cut.ts';
 import { vendorMatches } from '../pricing/index.ts';
 import { newMessageId } from '../queue/queue.ts';
 import { AppError, notFound } from '../shared/errors.ts';
@@ -194,17 +194,8 @@ export class CancellationService {
   }
 
   /** Removes the cancelled quantities from a job not yet placed (version-checked); false when it moved meanwhile. */
-  private async cut(trx: Trx, plan: JobPlan): Promise<boolean> {
-    const order = plan.job.order!;
-    const lines = order.lines.flatMap((line) => {
-      const cancelled = plan.lines.find((c) => c.sku === line.sku);
-      if (!cancelled) return [line];
-      const quantity = line.quantity - cancelled.quantity;
-      if (quantity <= 0) return [];
-      const totalMinor = line.totalMinor === undefined ? undefined : Math.round((line.totalMinor * quantity) / line.quantity);
-      return [{ ...line, quantity, ...(totalMinor !== undefined && { totalMinor }) }];
-    });
-    plan.job.order = { ...order, lines } satisfies ResellerOrder;
+  private cut(trx: Trx, plan: JobPlan): Promise<boolean> {
+    plan.job.order = cutOrder(plan.job.order!, plan.lines);
     return this.repository.cutJobOrder(trx, plan.job);
   }
 
