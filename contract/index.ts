@@ -8,6 +8,7 @@ import { reconciliationsContract } from './reconciliations.ts';
 import { resellerStoresContract } from './reseller-stores.ts';
 import { sourceStoresContract } from './source-stores.ts';
 import { syncJobsContract } from './sync-jobs.ts';
+import { cancellationsContract } from './cancellations.ts';
 import { webhookEndpointsContract } from './webhook-endpoints.ts';
 import { webhooksContract } from './webhooks.ts';
 
@@ -20,6 +21,7 @@ export const contract = c.router(
     reconciliations: reconciliationsContract,
     sourceStores: sourceStoresContract,
     syncJobs: syncJobsContract,
+    cancellations: cancellationsContract,
     auditLog: auditLogContract,
     webhooks: webhooksContract,
     events: eventsContract,

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { FULFILLMENT_STATUSES, SYNC_JOB_STATUSES } from './enums.ts';
+import { CancellationStats } from './cancellations.ts';
 import {
   auth,
   authErrors,
@@ -57,6 +58,7 @@ const ResellerStoreStats = openApi(z.object({
   oldestPendingSeconds: z.number().int().nullable().describe('How long the longest-waiting pending sync job has been pending; null when none is.'),
   lastOrderAt: NullableTimestamp.describe('When the newest sync job of the store was created (the last order routed).'),
   lastReconciledAt: NullableTimestamp.describe('When the last successful reconciliation of missed webhooks finished; null before the first.'),
+  cancellations: CancellationStats,
   request_id: RequestId,
 }), { title: 'ResellerStoreStats' });
 

@@ -24,23 +24,27 @@ import { FulfillmentRepository } from './fulfillments/repository.ts';
 import { SourceStoreRepository } from './source-stores/repository.ts';
 import { WebhookEndpointService } from './webhook-endpoints/service.ts';
 import { WebhookService } from './webhooks/service.ts';
+import { CancellationService } from './cancellations/service.ts';
+import { CancellationRepository } from './cancellations/repository.ts';
 
 export type Services = ReturnType<typeof createServices>;
 
 export function createServices(ctx: AppContext) {
+  const cancellations = new CancellationService(ctx, new CancellationRepository(ctx.orm));
   const resellerStoreRepository = new ResellerStoreRepository(ctx.orm);
-  const resellerStores = new ResellerStoreService(resellerStoreRepository, ctx);
+  const resellerStores = new ResellerStoreService(resellerStoreRepository, ctx, cancellations);
   const sourceStoreRepository = new SourceStoreRepository(ctx.orm);
   const sourceStores = new SourceStoreService(sourceStoreRepository, ctx, resellerStores);
   // Repositories one feature reads of another's, through the reading feature's own port.
   const syncJobRepository = new SyncJobRepository(ctx.orm);
-  const syncJobs = new SyncJobService(ctx, sourceStores, new FulfillmentRepository(ctx.orm));
+  const syncJobs = new SyncJobService(ctx, sourceStores, new FulfillmentRepository(ctx.orm), cancellations);
   const fulfillments = new FulfillmentService(ctx, syncJobRepository, resellerStoreRepository);
   // Routing matches orders against the source stores the order webhook caches: built before it, handed its look-up.
   let webhooks: WebhookService | undefined;
-  const routing = new OrderRouter(ctx, syncJobs, (resellerStoreId) => webhooks!.activeSourcesOf(resellerStoreId));
+  const routing = new OrderRouter(ctx, syncJobs, (resellerStoreId) => webhooks!.activeSourcesOf(resellerStoreId), cancellations);
   webhooks = new WebhookService(ctx, {
     routing,
+    cancellations,
     fulfillments,
     syncJobs: syncJobRepository,
     resellerStores: resellerStoreRepository,
@@ -59,6 +63,8 @@ export function createServices(ctx: AppContext) {
     fulfillments,
     /** Routing an order (src/orders/routing.ts), through its port. */
     routing,
+    /** Cancellations (src/cancellations/): the storefront's arrive through `routing.cancel`, the supplier's through `recordSupplierCancellation`. */
+    cancellations,
     webhooks,
     reconciliations: new ReconciliationService(ctx, resellerStores, reconciliationRepository),
     /** Carries out queued reconciliation runs (workers). */

@@ -33,6 +33,10 @@ describe('GET /v1/reseller_stores/{id}/stats', () => {
       oldestPendingSeconds: null,
       lastOrderAt: null,
       lastReconciledAt: null,
+      cancellations: {
+        byStatus: { pending: 0, processing: 0, completed: 0, failed: 0, dead: 0 },
+        byOutcome: { cancelled: 0, not_placed: 0, too_late: 0, unsupported: 0 },
+      },
       request_id: expect.any(String),
     });
   });

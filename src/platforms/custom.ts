@@ -17,6 +17,7 @@ import {
   stringList,
 } from './payload.ts';
 import type { ListedOrder, PlatformAdapter, StoreConnection } from './types.ts';
+import { customCancelling } from './cancelling.ts';
 
 const ORDER = 'custom order';
 const FULFILLMENT = 'custom fulfillment';
@@ -91,6 +92,7 @@ export function createCustomAdapter(settings: HttpClientSettings): PlatformAdapt
     listOrders: (store, since) => listOrders(http, store, since),
     parseOrderWebhook: readOrder,
     parseFulfillmentWebhook: readFulfillment,
+    ...customCancelling(http),
   };
 }
 

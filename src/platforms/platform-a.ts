@@ -18,6 +18,7 @@ import {
   stringList,
 } from './payload.ts';
 import type { ListedOrder, PlatformAdapter, StoreConnection } from './types.ts';
+import { platformACancelling } from './cancelling.ts';
 
 const API = '/admin/api/2025-01';
 const ORDER = 'platform_a order';
@@ -96,6 +97,7 @@ export function createPlatformAAdapter(settings: HttpClientSettings): PlatformAd
     listOrders: (store, since) => listOrders(http, store, since),
     parseOrderWebhook: readOrder,
     parseFulfillmentWebhook: readFulfillment,
+    ...platformACancelling(http),
   };
 }
 

@@ -26,6 +26,7 @@ import {
   unitPriceOfTotal,
 } from './payload.ts';
 import { type Created, type ListedOrder, PayloadError, PlatformError, type PlatformAdapter, type StoreConnection } from './types.ts';
+import { platformBCancelling } from './cancelling.ts';
 
 const API = '/wp-json/wc/v3';
 const ORDER = 'platform_b order';
@@ -136,6 +137,7 @@ export function createPlatformBAdapter(settings: HttpClientSettings): PlatformAd
     listOrders: (store, since) => listOrders(http, store, since),
     parseOrderWebhook: readOrder,
     parseFulfillmentWebhook: readFulfillment,
+    ...platformBCancelling(http),
   };
 }
 

@@ -8,6 +8,8 @@ import type { Page, PageQuery } from '../shared/paging.ts';
 import type { SecretBox } from '../shared/secrets.ts';
 import { shopDomainRefusal } from '../shared/url-safety.ts';
 import type { ResellerStore } from './entity.ts';
+import type { CancellationStats } from '../cancellations/stats.ts';
+import type { CancellationCounts } from './ports.ts';
 import type { ResellerStoreRepository, StoreStats } from './repository.ts';
 
 export interface NewResellerStore {
@@ -22,6 +24,7 @@ export class ResellerStoreService {
   constructor(
     private readonly stores: ResellerStoreRepository,
     private readonly ctx: { config: Config; secrets: SecretBox },
+    private readonly cancellations: CancellationCounts,
   ) {}
 
   async create(principal: Principal, input: NewResellerStore): Promise<ResellerStore> {
@@ -56,9 +59,10 @@ export class ResellerStoreService {
   }
 
   /** Counts by status and recent activity of the caller's store, counted in the database. */
-  async stats(principal: Principal, id: string): Promise<StoreStats> {
+  async stats(principal: Principal, id: string): Promise<StoreStats & { cancellations: CancellationStats }> {
     const store = await this.get(principal, id);
-    return this.stores.stats(store.id);
+    const [stats, cancellations] = await Promise.all([this.stores.stats(store.id), this.cancellations.statsOf(store.id)]);
+    return { ...stats, cancellations };
   }
 
   async getActive(principal: Principal, id: string): Promise<ResellerStore> {

@@ -15,6 +15,8 @@ const ID_PREFIXES = {
   event: 'evt',
   webhookEndpoint: 'we',
   webhookDelivery: 'dlv',
+  cancellation: 'can',
+  orderCancellation: 'ocn',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

@@ -8,13 +8,14 @@
 import type { Attempt, AttemptKind, AttemptRow } from '../attempts/kind.ts';
 import { Sweeper, type SweepHook, type SweptKind } from '../attempts/sweep.ts';
 import type { AppContext } from '../context.ts';
+import { cancellationKind } from '../cancellations/kind.ts';
 import { fulfillmentKind } from '../fulfillments/kind.ts';
 import { FulfillmentService } from '../fulfillments/service.ts';
 import { syncJobKind } from '../sync-jobs/kind.ts';
 import { SyncJobRepository } from '../sync-jobs/repository.ts';
 import { ResellerStoreRepository } from '../reseller-stores/repository.ts';
 
-export const ATTEMPT_KINDS = [syncJobKind, fulfillmentKind] as const;
+export const ATTEMPT_KINDS = [syncJobKind, fulfillmentKind, cancellationKind] as const;
 
 /** The kinds' queues, for `Queue.start` to create (src/server.ts). */
 export const ATTEMPT_QUEUES = ATTEMPT_KINDS.map((kind) => kind.queue);

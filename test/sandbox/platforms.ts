@@ -7,6 +7,7 @@ import type { Platform } from '../../src/orders/types.ts';
 import { NOT_FOUND, Refusal, accept, header, jsonBody } from './http.ts';
 import { buildFulfillmentPayload, buildOrderPayload, type JsonObject } from './payloads.ts';
 import type { Reply, SandboxState, StoreState } from './state.ts';
+import { answerCancelCall } from './cancellations.ts';
 
 export interface PlatformRequest {
   shopDomain: string;
@@ -323,6 +324,8 @@ function route(
     createdAt: new Date().toISOString(),
   });
   try {
+    const cancelled = answerCancelCall(store, { platform: simulated.platform, method: call.method, path: call.path, text: call.text });
+    if (cancelled) return cancelled;
     if (call.method === 'GET' && simulated.ordersPath.test(call.path)) return simulated.listOrders(store, call);
     const orderMatch = simulated.orderPath.exec(call.path);
     if (call.method === 'GET' && orderMatch) {

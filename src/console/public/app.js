@@ -475,6 +475,8 @@ function JobDialog({ jobId, suppliers, onClose, onRetry }) {
             <dt>Supplier order</dt><dd>${job.sourceOrderId ?? '—'}</dd>
             <dt>Created</dt><dd><${Ago} at=${job.createdAt} /></dd>
             ${job.errorMessage && html`<dt>Last error</dt><dd class="error-text">${job.errorMessage}</dd>`}
+            ${job.supplierCancelledAt &&
+            html`<dt>Cancelled by the supplier</dt><dd class="error-text"><${Ago} at=${job.supplierCancelledAt} />${job.supplierCancelReason ? ` (${job.supplierCancelReason})` : ''}</dd>`}
           </dl>
           ${retryable && html`<button type="button" onClick=${() => onRetry(job)}>Retry this job</button>`}
           <h3>Attempts</h3>
@@ -491,6 +493,19 @@ function JobDialog({ jobId, suppliers, onClose, onRetry }) {
                 ${fulfillment.errorMessage && html`<p class="error-text">${fulfillment.errorMessage}</p>`}
                 <${Timeline} attempts=${fulfillment.timeline ?? null} label="Attempts of the fulfillment, oldest first" />
               </section>`,
+          )}
+          ${(job.cancellations ?? []).length > 0 && html`<h3>Cancellations</h3>`}
+          ${(job.cancellations ?? []).map(
+            (cancellation) => html`
+              <section class="cancellation" aria-label=${`Cancellation ${cancellation.id}`}>
+                <p>
+                  <${Status} status=${cancellation.status} /> ${CANCELLATION_OUTCOMES[cancellation.outcome] ?? 'No outcome yet'}
+                  · ${cancellation.scope === 'order' ? 'whole order' : cancellation.lines.map((line) => `${line.sku} × ${line.quantity}`).join(', ')}
+                  · ${cancellation.attempts} ${cancellation.attempts === 1 ? 'attempt' : 'attempts'}
+                </p>
+                ${cancellation.reason && html`<p>${cancellation.reason}</p>`}
+                ${cancellation.errorMessage && html`<p class="error-text">${cancellation.errorMessage}</p>`}
+              </section>`,
           )}`}
         <footer>
           <button type="button" class="secondary" onClick=${close}>Close</button>
@@ -498,6 +513,14 @@ function JobDialog({ jobId, suppliers, onClose, onRetry }) {
       </article>
     </dialog>`;
 }
+
+/** A cancellation's outcome in plain words (order-changes.md). */
+const CANCELLATION_OUTCOMES = {
+  cancelled: 'Cancelled at the supplier',
+  not_placed: 'Never placed at the supplier',
+  too_late: 'Too late: the supplier already shipped',
+  unsupported: 'Not supported by the supplier\'s platform: handle by hand',
+};
 
 function Timeline({ attempts, label }) {
   if (attempts === null) return html`<p aria-busy="true">Loading attempts…</p>`;
