@@ -13,7 +13,7 @@ import type { SourceStore } from '../source-stores/entity.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
 import type { Cancellation, CancelledLine } from './entity.ts';
 import { CancellationRepository, type CancellationWork } from './repository.ts';
-import { jobEventIn } from './views.ts';
+import { jobEventIn } from './events.ts';
 import { cutOrder } from './cut.ts';
 
 /** How long an attempt waits for a placement in flight to finish before it fails (and is retried). */

@@ -12,7 +12,7 @@ import { newId } from '../shared/ids.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
 import { cancellationAuditRecord, voidJobsIn } from './attempt.ts';
 import type { Cancellation, CancelledLine, OrderCancellation } from './entity.ts';
-import { cancellationsOfJob, jobEventIn } from './views.ts';
+import { cancellationsOfJob, jobEventIn } from './events.ts';
 import type { CancellationRepository } from './repository.ts';
 import { cancellationStats, type CancellationStats } from './stats.ts';
 import { cancellationKind } from './kind.ts';
@@ -249,7 +249,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
 
   /** A job's cancellations with their timelines, oldest first (its GET's `cancellations`). */
   viewsOfJob(syncJobId: string): Promise<CancellationView[]> {
-    return cancellationsOfJob(this.ctx.orm, syncJobId);
+    return cancellationsOfJob(this.ctx.orm, this.repository, syncJobId);
   }
 
   /** A store's cancellations counted by status and by outcome (its stats' `cancellations`). */
@@ -281,7 +281,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
       });
       if (moved) {
         this.ctx.metrics.attemptTransitions.inc({ kind: 'cancellation', status: 'pending' });
-        return cancellationsOfJob(this.ctx.orm, syncJobId);
+        return cancellationsOfJob(this.ctx.orm, this.repository, syncJobId);
       }
       if (round === RETRY_ROUNDS) {
         throw new AppError('unavailable', { message: 'The cancellation kept changing while it was being retried; try again.', retryAfterSeconds: 1 });

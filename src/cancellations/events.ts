@@ -7,15 +7,15 @@ import type { EventType } from '../../contract/events.ts';
 import { presentDetail } from '../sync-jobs/present.ts';
 import type { Cancellation } from './entity.ts';
 import type { CancellationView } from './present.ts';
-import { CancellationRepository, cancellationsIn, jobDetailIn } from './repository.ts';
+import { cancellationsIn, jobDetailIn, type CancellationRepository } from './repository.ts';
 
 function withTimelines(cancellations: Cancellation[], entries: AttemptEntry[]): CancellationView[] {
   return cancellations.map((cancellation) => ({ cancellation, timeline: entries.filter((entry) => entry.rowId === cancellation.id) }));
 }
 
 /** A job's cancellations with their timelines, oldest first (its GET's `cancellations`). */
-export async function cancellationsOfJob(orm: Orm, syncJobId: string): Promise<CancellationView[]> {
-  const cancellations = await new CancellationRepository(orm).listForJob(syncJobId);
+export async function cancellationsOfJob(orm: Orm, repository: CancellationRepository, syncJobId: string): Promise<CancellationView[]> {
+  const cancellations = await repository.listForJob(syncJobId);
   return withTimelines(cancellations, await findAttempts(orm, cancellations.map((c) => c.id)));
 }
 
