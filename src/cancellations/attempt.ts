@@ -16,6 +16,8 @@ import { CancellationRepository, type CancellationWork } from './repository.ts';
 import { jobEventIn } from './events.ts';
 import { cutOrder } from './cut.ts';
 
+/** The turns of the source store an attempt waits for before it is taken: the order's read and the cancel call. */
+const CALLS_PER_ATTEMPT = 2;
 /** How long an attempt waits for a placement in flight to finish before it fails (and is retried). */
 const IN_FLIGHT_POLL_MS = 100;
 
@@ -93,7 +95,7 @@ export function cancelSupplierOrder(ctx: AppContext): Attempt<CancellationWork> 
     if (job.sourceOrderId == null && job.attempts === 0) return { outcome: 'not_placed', reason: null, platformStatus: null };
     if (!source) throw new JobFailure('the source store was deleted');
     const platform = ctx.platforms[source.platform];
-    const store = connectionOf(ctx, source, 1);
+    const store = connectionOf(ctx, source, CALLS_PER_ATTEMPT);
     const orderId = job.sourceOrderId ?? (await orderInDoubt(job, platform, store));
     if (!orderId) {
       // Not placed: a job cut by some lines is placed without them when it is next attempted.
@@ -186,8 +188,12 @@ export function cancelSupplierOrder(ctx: AppContext): Attempt<CancellationWork> 
   return {
     load: (ids) => repository.loadWork(ids),
 
-    /** The source store: its first call spends the turn waited for; later calls reserve their own. */
-    targets: ({ source }) => (source ? [{ storeId: source.id, platform: source.platform }] : []),
+    /**
+     * Two turns of the source store (the read of the order, then the cancel call), waited for before
+     * the row is taken, so a store with a backlog postpones the cancellation without spending an
+     * attempt; a rarer third call (a lookup, a refund of the rest) reserves its own.
+     */
+    targets: ({ source }) => (source ? Array.from({ length: CALLS_PER_ATTEMPT }, () => ({ storeId: source.id, platform: source.platform })) : []),
 
     async perform(work) {
       const decision = await decide(work);

@@ -99,7 +99,12 @@ describe('a SIGKILL of the whole service in the middle of cancellations', () => 
 
     for (const supplier of suppliers) sandbox.setFaults(supplier.shopDomain, { latencyMs: SUPPLIER_LATENCY_MS });
     const stream = mapLimit(orders, 4, (payload) => deliverUntilAccepted(event('orders/cancelled', { ...payload, cancelled_at: new Date().toISOString() })));
-    await waitFor(async () => cancelledCount() >= 10, 180_000, 'some cancellations carried out');
+    await waitFor(async () => cancelledCount() >= 10, 180_000, 'some cancellations carried out').catch(async (error: unknown) => {
+      const states = await queryRows(databaseUrl(), 'select status, outcome, error_message, count(*) from cancellations group by 1, 2, 3');
+      const signals = await queryRows(databaseUrl(), 'select count(*) from order_cancellations');
+      console.error('cancellations when the wait timed out', JSON.stringify({ states, signals, cancelled: cancelledCount(), log: service.lines.slice(-15) }));
+      throw error;
+    });
     const before = cancelledCount();
     await service.kill();
     expect(before).toBeLessThan(JOBS);
