@@ -39,3 +39,19 @@ export type PricingMode = (typeof PRICING_MODES)[number];
 
 export const API_KEY_ENVIRONMENTS = ['live', 'test'] as const;
 export type ApiKeyEnvironment = (typeof API_KEY_ENVIRONMENTS)[number];
+
+/**
+ * A cancellation's own lifecycle (order-changes.md): the attempt lifecycle without `skipped`. A
+ * cancellation that reached an outcome is `completed`, whatever the outcome; `failed` and `dead`
+ * mean no outcome could be reached.
+ */
+export const CANCELLATION_STATUSES = ['pending', 'processing', 'completed', 'failed', 'dead'] as const;
+export type CancellationStatus = (typeof CANCELLATION_STATUSES)[number];
+
+/** Where the supplier order stood when a cancellation reached it. */
+export const CANCELLATION_OUTCOMES = ['cancelled', 'not_placed', 'too_late', 'unsupported'] as const;
+export type CancellationOutcome = (typeof CANCELLATION_OUTCOMES)[number];
+
+/** What a cancellation covers: the job's whole supplier order, or some of its lines. */
+export const CANCELLATION_SCOPES = ['order', 'lines'] as const;
+export type CancellationScope = (typeof CANCELLATION_SCOPES)[number];

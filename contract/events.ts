@@ -5,7 +5,16 @@ import { FulfillmentSchema, SyncJobDetail } from './sync-jobs.ts';
 /** The closed set of event types (events.md). `ping` is only ever sent by an endpoint's test. */
 export const SYNC_JOB_EVENT_TYPES = ['sync_job.created', 'sync_job.completed', 'sync_job.failed', 'sync_job.dead', 'sync_job.retried', 'sync_job.stale'] as const;
 export const FULFILLMENT_EVENT_TYPES = ['fulfillment.completed', 'fulfillment.dead', 'fulfillment.reconciled'] as const;
-export const EVENT_TYPES = [...SYNC_JOB_EVENT_TYPES, ...FULFILLMENT_EVENT_TYPES, 'order.unmatched', 'order.reconciled', 'ping'] as const;
+/** After routing (order-changes.md): events whose `data.object` is the sync job with its `cancellations`. */
+export const CANCELLATION_EVENT_TYPES = [
+  'cancellation.completed',
+  'cancellation.too_late',
+  'cancellation.unsupported',
+  'cancellation.dead',
+  'cancellation.retried',
+  'sync_job.supplier_cancelled',
+] as const;
+export const EVENT_TYPES = [...SYNC_JOB_EVENT_TYPES, ...FULFILLMENT_EVENT_TYPES, 'order.unmatched', 'order.reconciled', 'order.cancelled', ...CANCELLATION_EVENT_TYPES, 'ping'] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
 export const EventTypeSchema = z.enum(EVENT_TYPES).describe(
@@ -21,6 +30,13 @@ export const EventTypeSchema = z.enum(EVENT_TYPES).describe(
     '`sync_job.stale`: the job\'s supplier order was placed more than STALE_AFTER_MS ago and has no tracking yet (once per job).',
     '`order.unmatched`: an order had lines no active source store matched (once per order).',
     '`order.reconciled`: an order was routed by reconciliation because its webhook never came.',
+    '`order.cancelled`: a storefront cancellation (whole order or some lines) was received.',
+    '`cancellation.completed`: a cancellation reached its outcome (`cancelled`, `not_placed`, `too_late` or `unsupported`).',
+    '`cancellation.too_late`: the supplier had already shipped (some of) it: the goods need a return; also raised when a fulfillment arrives for a cancelled part.',
+    '`cancellation.unsupported`: the supplier\'s platform cannot cancel some lines only: they need handling by hand.',
+    '`cancellation.dead`: a cancellation failed every automatic attempt; it waits for a manual retry.',
+    '`cancellation.retried`: a failed or dead cancellation was retried by hand.',
+    '`sync_job.supplier_cancelled`: the supplier cancelled the order the service placed, on its own.',
     '`ping`: sent only by `POST /v1/webhook_endpoints/{id}/test`.',
   ].join(' '),
 );
@@ -56,6 +72,26 @@ export const FulfillmentEventSchema = storeEvent(
   '`data.object` is the fulfillment as it appears in its sync job\'s `fulfillments` at the moment of the change.',
 );
 
+export const CancellationEventSchema = storeEvent(
+  'CancellationEvent',
+  CANCELLATION_EVENT_TYPES,
+  SyncJobDetail,
+  '`data.object` is the sync job (with its `cancellations`) exactly as `GET /v1/sync_jobs/{id}` returned it at the moment of the change.',
+);
+
+const CancelledOrder = openApi(
+  z.object({
+    resellerStoreId: z.string(),
+    externalOrderId: z.string(),
+    scope: z.enum(['order', 'lines']).describe('`order`: the whole order; `lines`: some lines.'),
+    lines: z.array(z.object({ sku: z.string(), quantity: z.number().int() })).describe('The reseller lines cancelled, by SKU; empty for the whole order.'),
+    syncJobIds: z.array(z.string()).describe('The jobs given a cancellation by this signal; empty when the order was not routed or nothing was left open.'),
+  }),
+  { title: 'CancelledOrder' },
+);
+
+export const OrderCancelledEventSchema = storeEvent('OrderCancelledEvent', ['order.cancelled'], CancelledOrder, 'A storefront cancellation was received (once per signal).');
+
 const UnmatchedOrder = openApi(
   z.object({
     resellerStoreId: z.string(),
@@ -89,7 +125,15 @@ export const PingEventSchema = openApi(
 );
 
 export const EventSchema = openApi(
-  z.discriminatedUnion('type', [SyncJobEventSchema, FulfillmentEventSchema, OrderUnmatchedEventSchema, OrderReconciledEventSchema, PingEventSchema]),
+  z.discriminatedUnion('type', [
+    SyncJobEventSchema,
+    FulfillmentEventSchema,
+    OrderUnmatchedEventSchema,
+    OrderReconciledEventSchema,
+    OrderCancelledEventSchema,
+    CancellationEventSchema,
+    PingEventSchema,
+  ]),
   {
     title: 'Event',
     description:
@@ -115,6 +159,8 @@ const EventResponse = openApi(
     withRequestId(FulfillmentEventSchema),
     withRequestId(OrderUnmatchedEventSchema),
     withRequestId(OrderReconciledEventSchema),
+    withRequestId(OrderCancelledEventSchema),
+    withRequestId(CancellationEventSchema),
     withRequestId(PingEventSchema),
   ]),
   { title: 'EventResponse', description: 'An event (see `Event`) and the request id.' },

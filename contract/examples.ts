@@ -47,6 +47,8 @@ const syncJob = {
   deadAt: null,
   createdAt: at,
   updatedAt: at,
+  supplierCancelledAt: null,
+  supplierCancelReason: null,
 };
 const fulfillment = {
   id: ids.fulfillment,
@@ -116,7 +118,7 @@ const syncJobEvent = {
   type: 'sync_job.completed',
   createdAt: at,
   resellerStoreId: ids.reseller,
-  data: { object: { ...syncJob, fulfillments: [] } },
+  data: { object: { ...syncJob, fulfillments: [], cancellations: [] } },
 };
 const webhookEndpoint = {
   id: ids.endpoint,
@@ -187,11 +189,11 @@ export const EXAMPLES: Record<string, OperationExamples> = {
   },
   syncJobsCreate: {
     request: { source_store_id: ids.source, external_order_id: '450789469' },
-    responses: { 201: one({ ...syncJob, status: 'pending', attempts: 0, sourceOrderId: null, completedAt: null, fulfillments: [] }), 200: one({ ...syncJob, fulfillments: [] }) },
+    responses: { 201: one({ ...syncJob, status: 'pending', attempts: 0, sourceOrderId: null, completedAt: null, fulfillments: [], cancellations: [] }), 200: one({ ...syncJob, fulfillments: [], cancellations: [] }) },
   },
   syncJobsList: { responses: { 200: list('/v1/sync_jobs', syncJob) } },
-  syncJobsGet: { responses: { 200: one({ ...syncJob, fulfillments: [fulfillment] }) } },
-  syncJobsRetry: { responses: { 200: one({ ...syncJob, status: 'pending', attempts: 4, sourceOrderId: null, completedAt: null, fulfillments: [] }) } },
+  syncJobsGet: { responses: { 200: one({ ...syncJob, fulfillments: [fulfillment], cancellations: [] }) } },
+  syncJobsRetry: { responses: { 200: one({ ...syncJob, status: 'pending', attempts: 4, sourceOrderId: null, completedAt: null, fulfillments: [], cancellations: [] }) } },
   reconciliationsStart: {
     request: { since: '2026-11-21T00:00:00.000Z' },
     responses: { 202: { reconciliationId: ids.reconciliation, request_id: ids.request } },
@@ -214,6 +216,35 @@ export const EXAMPLES: Record<string, OperationExamples> = {
         lastOrderAt: at,
         lastReconciledAt: null,
         attention: { too_late: 0, unsupported: 0, supplier_cancelled: 1, stale: 0, cancellation_dead: 0, job_dead: 1, fulfillment_dead: 0 },
+        cancellations: {
+          byStatus: { pending: 0, processing: 0, completed: 12, failed: 0, dead: 0 },
+          byOutcome: { cancelled: 9, not_placed: 2, too_late: 1, unsupported: 0 },
+        },
+      }),
+    },
+  },
+  cancellationsRetry: {
+    responses: {
+      200: one({
+        ...syncJob,
+        fulfillments: [],
+        cancellations: [
+          {
+            id: 'can_01a201c9d1e07a3c8f21b0d4e6a9c512',
+            status: 'pending',
+            outcome: null,
+            scope: 'order',
+            lines: [{ sku: 'ANV-1', quantity: 2 }],
+            reason: null,
+            attempts: 4,
+            errorMessage: null,
+            requestedAt: at,
+            completedAt: null,
+            timeline: [
+              { attempt: 4, trigger: 'automatic_retry', startedAt: at, finishedAt: at, durationMs: 180, outcome: 'failed', errorMessage: 'platform_b acme-anvils.example: PUT /wp-json/wc/v3/orders/1002 answered 503: Service Unavailable', platformStatus: 503, cancellationOutcome: null },
+            ],
+          },
+        ],
       }),
     },
   },

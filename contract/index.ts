@@ -9,6 +9,7 @@ import { reconciliationsContract } from './reconciliations.ts';
 import { resellerStoresContract } from './reseller-stores.ts';
 import { sourceStoresContract } from './source-stores.ts';
 import { syncJobsContract } from './sync-jobs.ts';
+import { cancellationsContract } from './cancellations.ts';
 import { webhookEndpointsContract } from './webhook-endpoints.ts';
 import { webhooksContract } from './webhooks.ts';
 
@@ -22,6 +23,7 @@ export const contract = c.router(
     divergences: divergencesContract,
     sourceStores: sourceStoresContract,
     syncJobs: syncJobsContract,
+    cancellations: cancellationsContract,
     auditLog: auditLogContract,
     webhooks: webhooksContract,
     events: eventsContract,

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { FULFILLMENT_STATUSES, SYNC_JOB_STATUSES } from './enums.ts';
 import { DIVERGENCE_TYPES } from './divergences.ts';
+import { CancellationStats } from './cancellations.ts';
 import {
   auth,
   authErrors,
@@ -61,6 +62,7 @@ const ResellerStoreStats = openApi(z.object({
   lastOrderAt: NullableTimestamp.describe('When the newest sync job of the store was created (the last order routed).'),
   lastReconciledAt: NullableTimestamp.describe('When the last successful reconciliation of missed webhooks finished; null before the first.'),
   attention: DivergenceCounts.describe('Open divergences of the store (its to-do list, `GET …/divergences`) by type.'),
+  cancellations: CancellationStats,
   request_id: RequestId,
 }), { title: 'ResellerStoreStats' });
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ATTEMPT_OUTCOMES, ATTEMPT_TRIGGERS, FULFILLMENT_STATUSES, SYNC_JOB_STATUSES } from './enums.ts';
+import { ATTEMPT_OUTCOMES, ATTEMPT_TRIGGERS, CANCELLATION_OUTCOMES, CANCELLATION_SCOPES, CANCELLATION_STATUSES, FULFILLMENT_STATUSES, SYNC_JOB_STATUSES } from './enums.ts';
 import { auth, authErrors, bodyErrors, c, errorResponse, IdParam, listOf, openApi, NullableTimestamp, PageQuery, RequestId, Timestamp } from './common.ts';
 
 const SyncJobStatusSchema = z
@@ -50,6 +50,29 @@ export const FulfillmentSchema = openApi(z.object({
   timeline: z.array(FulfillmentAttempt).describe('The fulfillment\'s attempts, oldest first.'),
 }), { title: 'Fulfillment' });
 
+const CancellationAttempt = openApi(AttemptFields.extend({
+  cancellationOutcome: z.enum(CANCELLATION_OUTCOMES).nullable().describe('The outcome the attempt reached, when it succeeded.'),
+}), { title: 'CancellationAttempt' });
+
+export const CancellationSchema = openApi(z.object({
+  id: z.string().describe('`can_…`'),
+  status: z
+    .enum(CANCELLATION_STATUSES)
+    .describe('`completed`: an outcome was reached, whatever it is. `failed` (retried automatically) and `dead` (after the last automatic retry; retry by hand): no outcome could be reached.'),
+  outcome: z
+    .enum(CANCELLATION_OUTCOMES)
+    .nullable()
+    .describe('`cancelled`: the supplier accepted. `not_placed`: no supplier order exists (the job was never placed, or placed without these lines). `too_late`: the supplier had already shipped: the goods need a return. `unsupported`: the supplier\'s platform cannot cancel some lines only: handle them by hand. Null until completed.'),
+  scope: z.enum(CANCELLATION_SCOPES).describe('`order`: the whole supplier order; `lines`: some of its lines.'),
+  lines: z.array(z.object({ sku: z.string(), quantity: z.number().int() })).describe('The supplier lines cancelled, by the SKU the service placed them with.'),
+  reason: z.string().nullable().describe('What the outcome needs said: the shipped lines of a `too_late`, the lines to handle by hand of an `unsupported`.'),
+  attempts: z.number().int(),
+  errorMessage: z.string().nullable().describe('Why the last attempt failed; cleared on retry.'),
+  requestedAt: Timestamp,
+  completedAt: NullableTimestamp,
+  timeline: z.array(CancellationAttempt).describe('The cancellation\'s attempts, oldest first.'),
+}), { title: 'Cancellation' });
+
 const SyncJobFields = openApi(z.object({
   id: z.string(),
   resellerStoreId: z.string(),
@@ -64,14 +87,17 @@ const SyncJobFields = openApi(z.object({
   deadAt: NullableTimestamp,
   createdAt: Timestamp,
   updatedAt: Timestamp,
+  supplierCancelledAt: NullableTimestamp.describe('When the supplier cancelled the order the service placed, on its own; null otherwise. The storefront order is not changed.'),
+  supplierCancelReason: z.string().nullable().describe('The reason the supplier gave, when it gave one.'),
 }), { title: 'SyncJobSummary' });
 
 /** A sync job as `GET /v1/sync_jobs/{id}` shows it; also the `data.object` of `sync_job.*` events. */
 export const SyncJobDetail = openApi(SyncJobFields.extend({
   fulfillments: z.array(FulfillmentSchema).describe('Tracking pushed back to the reseller order, oldest first.'),
+  cancellations: z.array(CancellationSchema).describe('Cancellations of the supplier order (or some of its lines), oldest first; empty when none.'),
 }), { title: 'SyncJobDetail' });
 
-const SyncJob = openApi(SyncJobDetail.extend({ request_id: RequestId }), { title: 'SyncJob' });
+export const SyncJob = openApi(SyncJobDetail.extend({ request_id: RequestId }), { title: 'SyncJob' });
 
 const RetryableStatus = z.enum(['dead', 'failed']);
 

@@ -40,6 +40,9 @@ export const WORKER_LOST_ERROR = 'worker lost: the attempt ended without reporti
  *   the policy allows without an outcome): dead at once, with `error` saying why.
  * - SKIP: the work must not be attempted (e.g. tracking without a number for a platform that needs
  *   one): skipped, terminal, `reason` kept as its error message; never retried.
+ * - VOID: the work is no longer wanted before it succeeded (a sync job whose order was cancelled
+ *   before it was placed): completed at once with no result, terminal, so it is never attempted
+ *   again and a retry of it is refused. Not from `processing`: an attempt in flight finishes first.
  */
 export type AttemptEvent<TResultKey extends string> =
   | { type: 'TAKE'; at: string }
@@ -48,6 +51,7 @@ export type AttemptEvent<TResultKey extends string> =
   | { type: 'LOSE'; at: string }
   | { type: 'ABANDON'; error: string; at: string }
   | { type: 'SKIP'; reason: string; at: string }
+  | { type: 'VOID'; at: string }
   | { type: 'RETRY'; at: string };
 
 /**
@@ -116,6 +120,7 @@ function createAttemptMachine<const TResultKey extends string>(id: string, resul
         if (event.type !== 'SKIP') return context;
         return { ...context, errorMessage: event.reason };
       }),
+      recordVoid: assign(({ context, event }) => ({ ...context, errorMessage: null, completedAt: event.at, [resultKey]: null })),
       resetForManualRetry: assign(({ context }) => ({
         ...context,
         retriesLeft: MAX_AUTO_RETRIES,
@@ -134,6 +139,7 @@ function createAttemptMachine<const TResultKey extends string>(id: string, resul
           TAKE: { target: 'processing', actions: 'countAttempt' },
           ABANDON: { target: 'dead', actions: 'recordAbandonment' },
           SKIP: { target: 'skipped', actions: 'recordSkip' },
+          VOID: { target: 'completed', actions: 'recordVoid' },
         },
       },
       processing: {
@@ -152,11 +158,13 @@ function createAttemptMachine<const TResultKey extends string>(id: string, resul
           TAKE: { guard: 'hasRetriesLeft', target: 'processing', actions: ['countAttempt', 'spendRetry'] },
           ABANDON: { target: 'dead', actions: 'recordAbandonment' },
           RETRY: { target: 'pending', actions: 'resetForManualRetry' },
+          VOID: { target: 'completed', actions: 'recordVoid' },
         },
       },
       dead: {
         on: {
           RETRY: { target: 'pending', actions: 'resetForManualRetry' },
+          VOID: { target: 'completed', actions: 'recordVoid' },
         },
       },
       completed: { type: 'final' },

@@ -60,6 +60,7 @@ const events = {
   LOSE: { type: 'LOSE', at: NOW },
   ABANDON: { type: 'ABANDON', error: 'abandoned', at: NOW },
   SKIP: { type: 'SKIP', reason: 'nothing to do', at: NOW },
+  VOID: { type: 'VOID', at: NOW },
   RETRY: { type: 'RETRY', at: NOW },
 } satisfies Record<SyncJobEvent['type'], SyncJobEvent>;
 
@@ -73,6 +74,7 @@ const expected: Record<SyncJobStatus, Record<SyncJobEvent['type'], Outcome>> = {
     LOSE: 'refused',
     ABANDON: { status: 'dead', changes: { errorMessage: 'abandoned', deadAt: NOW } },
     SKIP: { status: 'skipped', changes: { errorMessage: 'nothing to do', attempts: 0 } },
+    VOID: { status: 'completed', changes: { completedAt: NOW, sourceOrderId: null, errorMessage: null } },
     RETRY: 'refused',
   },
   processing: {
@@ -83,6 +85,7 @@ const expected: Record<SyncJobStatus, Record<SyncJobEvent['type'], Outcome>> = {
     LOSE: { status: 'failed', changes: { errorMessage: WORKER_LOST_ERROR, failedAt: NOW, attempts: 2, retriesLeft: 2 } },
     ABANDON: { status: 'dead', changes: { errorMessage: 'abandoned', deadAt: NOW } },
     SKIP: 'refused',
+    VOID: 'refused',
     RETRY: 'refused',
   },
   completed: {
@@ -92,6 +95,7 @@ const expected: Record<SyncJobStatus, Record<SyncJobEvent['type'], Outcome>> = {
     LOSE: 'refused',
     ABANDON: 'refused',
     SKIP: 'refused',
+    VOID: 'refused',
     RETRY: 'refused',
   },
   failed: {
@@ -101,6 +105,7 @@ const expected: Record<SyncJobStatus, Record<SyncJobEvent['type'], Outcome>> = {
     LOSE: 'refused',
     ABANDON: { status: 'dead', changes: { errorMessage: 'abandoned', deadAt: NOW } },
     SKIP: 'refused',
+    VOID: { status: 'completed', changes: { completedAt: NOW, sourceOrderId: null, errorMessage: null } },
     RETRY: {
       status: 'pending',
       changes: { retriesLeft: MAX_AUTO_RETRIES, errorMessage: null, failedAt: null, deadAt: null },
@@ -113,6 +118,7 @@ const expected: Record<SyncJobStatus, Record<SyncJobEvent['type'], Outcome>> = {
     LOSE: 'refused',
     ABANDON: 'refused',
     SKIP: 'refused',
+    VOID: { status: 'completed', changes: { completedAt: NOW, sourceOrderId: null, errorMessage: null } },
     RETRY: {
       status: 'pending',
       changes: { retriesLeft: MAX_AUTO_RETRIES, errorMessage: null, failedAt: null, deadAt: null },
@@ -125,6 +131,7 @@ const expected: Record<SyncJobStatus, Record<SyncJobEvent['type'], Outcome>> = {
     LOSE: 'refused',
     ABANDON: 'refused',
     SKIP: 'refused',
+    VOID: 'refused',
     RETRY: 'refused',
   },
 };

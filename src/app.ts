@@ -29,6 +29,7 @@ import { resellerStoreRoutes } from './reseller-stores/routes.ts';
 import type { Services } from './services.ts';
 import { sourceStoreRoutes } from './source-stores/routes.ts';
 import { syncJobRoutes } from './sync-jobs/routes.ts';
+import { cancellationRoutes } from './cancellations/routes.ts';
 import { webhookEndpointRoutes } from './webhook-endpoints/routes.ts';
 import { verifyWebhook } from './webhooks/intake.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
@@ -108,6 +109,7 @@ export function createApp(ctx: AppContext, services: Services): Express {
     [contract.divergences, divergenceRoutes(services.divergences)],
     [contract.sourceStores, sourceStoreRoutes(services.sourceStores)],
     [contract.syncJobs, syncJobRoutes(services.syncJobs)],
+    [contract.cancellations, cancellationRoutes(services.cancellations, services.syncJobs)],
     [contract.auditLog, auditLogRoutes(services.auditLog)],
     [contract.webhooks, webhookRoutes(services.webhooks)],
     [contract.events, eventRoutes(services.events)],

@@ -14,6 +14,7 @@ import { RateLimitCounter } from './rate-limits/entity.ts';
 import { SyncJob } from './sync-jobs/entity.ts';
 import { AttemptEntry } from './attempts/entity.ts';
 import { User } from './users/entity.ts';
+import { Cancellation, OrderCancellation } from './cancellations/entity.ts';
 import { WebhookDelivery, WebhookEndpoint } from './webhook-endpoints/entity.ts';
 import { Divergence, WatchPass, WatchWatermark } from './divergence-watch/entity.ts';
 
@@ -21,4 +22,5 @@ export const entities = [
   User, RefreshToken, ApiKey, ResellerStore, SourceStore, SyncJob, Fulfillment, HeldFulfillment, AuditEntry, RoutedOrder, ReconciliationRun, ReconciliationWatermark,
   StoreStatusCount, AttemptEntry, EventRecord, WebhookEndpoint, WebhookDelivery, SourceStoreDomain, StorePacing, RateLimitCounter,
   Divergence, WatchPass, WatchWatermark,
+  Cancellation, OrderCancellation,
 ];

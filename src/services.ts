@@ -29,24 +29,28 @@ import { DivergenceRepository, WatchRepository } from './divergence-watch/reposi
 import { FULFILLMENT_RECORDED, SETTLED_STEPS } from './workers/kinds.ts';
 import { WatchRunner } from './divergence-watch/runner.ts';
 import { DivergenceService } from './divergence-watch/service.ts';
+import { CancellationService } from './cancellations/service.ts';
+import { CancellationRepository } from './cancellations/repository.ts';
 
 export type Services = ReturnType<typeof createServices>;
 
 export function createServices(ctx: AppContext) {
+  const cancellations = new CancellationService(ctx, new CancellationRepository(ctx.orm));
   const resellerStoreRepository = new ResellerStoreRepository(ctx.orm);
   const divergenceRepository = new DivergenceRepository(ctx.orm);
-  const resellerStores = new ResellerStoreService(resellerStoreRepository, ctx, divergenceRepository);
+  const resellerStores = new ResellerStoreService(resellerStoreRepository, ctx, divergenceRepository, cancellations);
   const sourceStoreRepository = new SourceStoreRepository(ctx.orm);
   const sourceStores = new SourceStoreService(sourceStoreRepository, ctx, resellerStores);
   // Repositories one feature reads of another's, through the reading feature's own port.
   const syncJobRepository = new SyncJobRepository(ctx.orm);
-  const syncJobs = new SyncJobService(ctx, sourceStores, new FulfillmentRepository(ctx.orm), SETTLED_STEPS.sync_job ?? []);
+  const syncJobs = new SyncJobService(ctx, sourceStores, new FulfillmentRepository(ctx.orm), cancellations, SETTLED_STEPS.sync_job ?? []);
   const fulfillments = new FulfillmentService(ctx, syncJobRepository, resellerStoreRepository, FULFILLMENT_RECORDED);
   // Routing matches orders against the source stores the order webhook caches: built before it, handed its look-up.
   let webhooks: WebhookService | undefined;
-  const routing = new OrderRouter(ctx, syncJobs, (resellerStoreId) => webhooks!.activeSourcesOf(resellerStoreId));
+  const routing = new OrderRouter(ctx, syncJobs, (resellerStoreId) => webhooks!.activeSourcesOf(resellerStoreId), cancellations);
   webhooks = new WebhookService(ctx, {
     routing,
+    cancellations,
     fulfillments,
     syncJobs: syncJobRepository,
     resellerStores: resellerStoreRepository,
@@ -72,6 +76,8 @@ export function createServices(ctx: AppContext) {
     fulfillments,
     /** Routing an order (src/orders/routing.ts), through its port. */
     routing,
+    /** Cancellations (src/cancellations/): the storefront's arrive through `routing.cancel`, the supplier's through `recordSupplierCancellation`. */
+    cancellations,
     webhooks,
     reconciliations: new ReconciliationService(ctx, resellerStores, reconciliationRepository),
     /** Carries out queued reconciliation runs (workers). */

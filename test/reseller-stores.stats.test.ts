@@ -34,6 +34,10 @@ describe('GET /v1/reseller_stores/{id}/stats', () => {
       lastOrderAt: null,
       lastReconciledAt: null,
       attention: { too_late: 0, unsupported: 0, supplier_cancelled: 0, stale: 0, cancellation_dead: 0, job_dead: 0, fulfillment_dead: 0 },
+      cancellations: {
+        byStatus: { pending: 0, processing: 0, completed: 0, failed: 0, dead: 0 },
+        byOutcome: { cancelled: 0, not_placed: 0, too_late: 0, unsupported: 0 },
+      },
       request_id: expect.any(String),
     });
   });

@@ -14,6 +14,7 @@ import { afterAll, describe, expect } from 'vitest';
 import { test as it } from './support/fixtures.ts';
 import { recordSecret } from './support/leaks.ts';
 import { waitFor } from './support/wait.ts';
+import { sendWebhook } from './sandbox/server.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SDK_DIR = path.join(ROOT, 'test/sdk');
@@ -87,6 +88,11 @@ describe('SDK generated from openapi.json', () => {
       },
       secretUsed: (label: string, value: string) => recordSecret(`sdk ${label}`, value),
       webhookReceiver: () => ({ url: receiver.url('/sdk'), trust: (secret: string) => receiver.trust('/sdk', [secret]) }),
+      cancelResellerOrder: async (shopDomain: string, webhookSecret: string, orderId: string) => {
+        const order = sandbox.buildOrderPayload('platform_a', { id: Number(orderId), cancelled: true, lines: [{ sku: 'SDK-1', title: 'SDK item', vendor: 'any', quantity: 2, price: '12.50' }] });
+        const sent = await sendWebhook({ targetUrl: `${service.url}/v1/orders/webhook`, shopDomain, secret: webhookSecret, topic: 'orders/cancelled', payload: order });
+        if (sent.status !== 200) throw new Error(`orders/cancelled answered ${sent.status}`);
+      },
     });
 
     // Dead after the first attempt and three automatic retries, completed by the manual retry.
@@ -95,6 +101,8 @@ describe('SDK generated from openapi.json', () => {
     expect(result.job.sourceOrderId).toEqual(expect.any(String));
     expect(result.job.statusesSeen).toContain('dead');
     expect(result.job.statusesSeen.indexOf('pending', result.job.statusesSeen.indexOf('dead'))).toBeGreaterThan(0);
+    expect(result.cancellation).toEqual({ status: 'completed', outcome: 'cancelled', scope: 'order', supplierCancelledAt: null });
+    expect(result.eventTypes).toEqual(expect.arrayContaining(['order.cancelled', 'cancellation.completed']));
     expect(result.apiKey).toMatchObject({ prefix: 'sk_test_', revokedAt: expect.any(String), statusAfterRevoke: 401, errorCodeAfterRevoke: 'unauthorized' });
     const lifecycle = ['reseller_store.created', 'source_store.created', 'sync_job.created', 'sync_job.dead', 'sync_job.retried', 'sync_job.completed'];
     expect(result.auditActions.filter((action: string) => lifecycle.includes(action))).toEqual(lifecycle);

@@ -303,7 +303,7 @@ describe('GET /v1/sync_jobs', () => {
     expect(response.body).toMatchObject({ object: 'list', has_more: false, url: '/v1/sync_jobs' });
     expect(response.body.request_id).toBe(response.headers.get('x-request-id'));
     expect(response.body.data.map((job: { id: string }) => job.id)).toEqual([jobs.x3.id, jobs.a2.id, jobs.b1.id, jobs.a1.id]);
-    expect(response.body.data[0]).toEqual({ ...jobs.x3, fulfillments: undefined, request_id: undefined });
+    expect(response.body.data[0]).toEqual({ ...jobs.x3, fulfillments: undefined, cancellations: undefined, request_id: undefined });
   });
 
   it('filters by status, reseller store, source store and external order id, alone and together', async ({ api }) => {

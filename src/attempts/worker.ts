@@ -45,7 +45,7 @@ const LET_GO_AFTER_MS = 1_500;
 /** Attempts let go of and still running, per worker, at most; past it a batch waits for them again. */
 const MAX_LET_GO = 512;
 
-type Outcome = { ok: true; result: string; platformStatus: number } | { ok: false; error: unknown };
+type Outcome = { ok: true; result: string; platformStatus: number | null } | { ok: false; error: unknown };
 
 /** What a delivered message does to its row when it is taken. */
 type TakeMove = 'take' | 'lost' | null;

@@ -1,3 +1,4 @@
+import type { Trx } from '../db/sql.ts';
 import type { ResellerOrder } from './types.ts';
 
 /** What routes an order: its webhook delivery, or a reconciliation run that listed it. */
@@ -28,4 +29,74 @@ export interface OrderRouting {
   route(store: OrderStore, order: ResellerOrder, via: RoutingVia): Promise<RoutedOrder>;
   /** Which of these orders of one store were routed already: a read, so skipping them writes nothing. */
   routedAmong(resellerStoreId: string, externalOrderIds: string[]): Promise<Set<string>>;
+}
+
+/** One of a store's orders. */
+export interface OrderRef {
+  resellerStoreId: string;
+  externalOrderId: string;
+}
+
+/** One line of a storefront cancellation: a reseller line by SKU and the quantity cancelled. */
+export interface CancelledOrderLine {
+  sku: string;
+  quantity: number;
+}
+
+/** A storefront's cancellation of one of its orders, or of some of its lines (order-changes.md, "Signals in"). */
+export interface StorefrontCancellation {
+  externalOrderId: string;
+  /** `order`: the whole order; `lines`: the quantities of `lines` only. */
+  scope: 'order' | 'lines';
+  /** The lines cancelled, by SKU; empty for the whole order. */
+  lines: CancelledOrderLine[];
+  /**
+   * Identifies the signal among the store's: a second call with the same key is applied again (a
+   * no-op once applied) but recorded and audited once. A webhook's id; the watch's own key.
+   */
+  dedupeKey: string;
+}
+
+/** What brought a cancellation: recorded in its audit entry (`metadata`). */
+export type CancellationVia =
+  | { source: 'webhook'; topic: string; webhookId: string | null }
+  | { source: 'watch'; [detail: string]: unknown };
+
+/** What a cancellation came to. */
+export interface OrderCancelled {
+  /** False when this signal (its `dedupeKey`) was received before. */
+  recorded: boolean;
+  /** Whether the order had been routed: if not, it is recorded, and its routing will end or cut its jobs. */
+  routed: boolean;
+  /** The sync jobs this cancellation reached (a cancellation each). */
+  syncJobIds: string[];
+}
+
+/**
+ * The storefront cancellation, one more intake of the order module: the order webhook
+ * (orders/cancelled, refunds/create, orders/updated) and the divergence watch call it. Implemented
+ * by the order router (src/orders/routing.ts) with the cancellations feature behind it.
+ */
+export interface OrderCancelling {
+  /**
+   * Cancels an order of `store`, or some of its lines: one cancellation per affected sync job
+   * (retried work, src/cancellations/). An order not routed yet is recorded as cancelled: its
+   * routing (webhook or reconciliation) then ends its jobs as `not_placed`, in its transaction.
+   */
+  cancel(store: OrderStore, cancellation: StorefrontCancellation, via: CancellationVia): Promise<OrderCancelled>;
+}
+
+/**
+ * What the order module asks of the cancellations feature, handed in by the composition root
+ * (src/services.ts): the cancellation itself, and, inside a routing's transaction, the cancellations
+ * recorded before the order was routed.
+ */
+export interface OrderCancellations {
+  cancelOrder(store: OrderStore, cancellation: StorefrontCancellation, via: CancellationVia): Promise<OrderCancelled>;
+  /**
+   * Called by the routing transaction once these orders' jobs are inserted (orders routed for the
+   * first time): takes each order's cancellation lock and applies the cancellations recorded for it,
+   * so a job of an order cancelled first is never placed (ended `not_placed`, or cut by its lines).
+   */
+  applyAtRouting(trx: Trx, orders: OrderRef[]): Promise<void>;
 }

@@ -7,7 +7,7 @@ import { normaliseVendor } from '../pricing/index.ts';
 import type { JobCreator, JobsRequest, SyncJobService } from '../sync-jobs/service.ts';
 import type { RoutingSource } from './entity.ts';
 import { orderReconciledEvent, orderUnmatchedEvent, type UnmatchedOrder } from './events.ts';
-import type { OrderRouting, OrderStore, RoutedOrder, RoutingVia } from './port.ts';
+import type { CancellationVia, OrderCancelled, OrderCancelling, OrderCancellations, OrderRouting, OrderStore, RoutedOrder, RoutingVia, StorefrontCancellation } from './port.ts';
 import { RoutedOrderRepository } from './repository.ts';
 import type { OrderLine, ResellerOrder } from './types.ts';
 
@@ -41,15 +41,19 @@ const unmatchedLines = (lines: OrderLine[]) => lines.map(({ sku, title, vendor, 
  * the orders, one inserts the jobs with their audit entries, pg-boss's insert their messages, and
  * two more per order with unmatched lines, rather than through the unit of work.
  */
-export class OrderRouter implements OrderRouting {
+export class OrderRouter implements OrderRouting, OrderCancelling {
   private readonly routing = new GroupCommit((requests: RoutingRequest[]) => this.routeOrders(requests), { maxItems: 64, maxInFlight: 4 });
   private readonly routedOrders: RoutedOrderRepository;
 
-  /** `activeSources`: a reseller store's active source stores (the order webhook caches them). */
+  /**
+   * `activeSources`: a reseller store's active source stores (the order webhook caches them);
+   * `cancellations`: the cancellations feature (src/cancellations/), for the order's cancellations.
+   */
   constructor(
     private readonly ctx: AppContext,
     private readonly syncJobs: SyncJobService,
     private readonly activeSources: (resellerStoreId: string) => Promise<RoutableSource[]>,
+    private readonly cancellations: OrderCancellations,
   ) {
     this.routedOrders = new RoutedOrderRepository(ctx.orm);
   }
@@ -90,6 +94,15 @@ export class OrderRouter implements OrderRouting {
   }
 
   /**
+   * A storefront cancellation (its webhook, or the divergence watch): see `OrderCancelling.cancel`.
+   * Recorded before the order's jobs are read, under the order's cancellation lock, which the
+   * routing of the order also takes: whichever of the two comes second sees the other.
+   */
+  cancel(store: OrderStore, cancellation: StorefrontCancellation, via: CancellationVia): Promise<OrderCancelled> {
+    return this.cancellations.cancelOrder(store, cancellation, via);
+  }
+
+  /**
    * An order is routed once (operations.md): the first routing (recorded in routed_orders) decides
    * its jobs, and a later one (a redelivery, reconciliation) gets those jobs back and creates none,
    * even after a supplier was deleted, re-created with the same vendor tag or added.
@@ -114,6 +127,9 @@ export class OrderRouter implements OrderRouting {
       }
       // The events of all this, in the same transaction (src/events/outbox.ts).
       await this.ctx.outbox.append(trx, events);
+      // An order cancelled before it was routed: its new jobs end (not_placed) or are cut here, in this
+      // transaction, before any worker can take them (src/cancellations/service.ts `applyAtRouting`).
+      await this.cancellations.applyAtRouting(trx, routing.map(({ order }) => order));
       return requests.map((request, index) => ({
         jobs: jobsOf.get(request)?.map(({ id, created }) => ({ id, created })) ?? repeated.get(orderKey(request.order)) ?? [],
         firstRouting: first[index] ?? false,

@@ -18,6 +18,7 @@ import {
   stringList,
 } from './payload.ts';
 import type { ListedOrder, PlatformAdapter, StoreConnection } from './types.ts';
+import { customCancelling } from './cancelling.ts';
 
 const ORDER = 'custom order';
 const FULFILLMENT = 'custom fulfillment';
@@ -94,6 +95,7 @@ export function createCustomAdapter(settings: HttpClientSettings): PlatformAdapt
     listShipments: (store, orderId) => listShipmentsCustom(http, store, orderId),
     parseOrderWebhook: readOrder,
     parseFulfillmentWebhook: readFulfillment,
+    ...customCancelling(http),
   };
 }
 

@@ -25,7 +25,7 @@ export interface HttpClientSettings {
 
 export interface PlatformCallObservation {
   platform: Platform;
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'PUT';
   outcome: 'success' | 'retryable_error' | 'error';
   durationSeconds: number;
 }
@@ -45,7 +45,7 @@ export type ResponseHeaders = (name: string) => string | null;
 export type ResponseReader<T> = (body: unknown, headers: ResponseHeaders, status: number) => T;
 
 interface PlatformRequest {
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'PUT';
   path: string;
   body?: unknown;
   idempotencyKey?: string;
@@ -126,6 +126,11 @@ export class PlatformHttpClient {
     read: ResponseReader<T>,
   ): Promise<T> {
     return this.#observed(store, { method: 'POST', path, body, idempotencyKey }, read);
+  }
+
+  /** A PUT (platform_b's order update); it carries no Idempotency-Key: setting a status twice is harmless. */
+  put<T>(store: StoreConnection, path: string, body: unknown, read: ResponseReader<T>): Promise<T> {
+    return this.#observed(store, { method: 'PUT', path, body }, read);
   }
 
   async #observed<T>(store: StoreConnection, request: PlatformRequest, read: ResponseReader<T>): Promise<T> {

@@ -19,6 +19,7 @@ import {
   stringList,
 } from './payload.ts';
 import type { ListedOrder, PlatformAdapter, StoreConnection } from './types.ts';
+import { platformACancelling } from './cancelling.ts';
 
 const API = '/admin/api/2025-01';
 const ORDER = 'platform_a order';
@@ -99,6 +100,7 @@ export function createPlatformAAdapter(settings: HttpClientSettings): PlatformAd
     listShipments: (store, orderId) => listShipmentsPlatformA(http, store, orderId),
     parseOrderWebhook: readOrder,
     parseFulfillmentWebhook: readFulfillment,
+    ...platformACancelling(http),
   };
 }
 

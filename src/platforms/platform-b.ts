@@ -27,6 +27,7 @@ import {
   unitPriceOfTotal,
 } from './payload.ts';
 import { type Created, type ListedOrder, PayloadError, PlatformError, type PlatformAdapter, type StoreConnection } from './types.ts';
+import { platformBCancelling } from './cancelling.ts';
 
 const API = '/wp-json/wc/v3';
 const ORDER = 'platform_b order';
@@ -139,6 +140,7 @@ export function createPlatformBAdapter(settings: HttpClientSettings): PlatformAd
     listShipments: (store, orderId) => listShipmentsPlatformB(http, store, orderId),
     parseOrderWebhook: readOrder,
     parseFulfillmentWebhook: readFulfillment,
+    ...platformBCancelling(http),
   };
 }
 

@@ -3,7 +3,8 @@ import type { Platform, ResellerOrder, SourceFulfillment, SupplierOrder, Trackin
 /** What a platform answered when it created something: its id, and the HTTP status it answered with (for the attempt's timeline). */
 export interface Created {
   id: string;
-  status: number;
+  /** Null when the attempt made no call (e.g. a cancellation of an order never placed). */
+  status: number | null;
 }
 
 /** What an adapter needs to call one store. The token is decrypted only for the call. */
@@ -38,7 +39,58 @@ export interface ListedOrder {
   order: ResellerOrder | { invalid: string };
 }
 
-export interface PlatformAdapter {
+/** One line of a supplier order, as far as cancelling it goes. */
+export interface SupplierOrderLineState {
+  /** The supplier's own line id (platform_a's refund needs it); null where the platform has none. */
+  lineId: string | null;
+  sku: string;
+  quantity: number;
+  cancelledQuantity: number;
+  fulfilledQuantity: number;
+}
+
+/** Where a supplier order stands: cancelled, shipped (`fulfilled`: every open unit), or still open. */
+export interface SupplierOrderState {
+  id: string;
+  cancelled: boolean;
+  /** `none`, `partial` (some units shipped) or `full` (nothing left to ship). */
+  fulfillment: 'none' | 'partial' | 'full';
+  lines: SupplierOrderLineState[];
+}
+
+/** A quantity of one supplier line to cancel. */
+export interface LineToCancel {
+  lineId: string | null;
+  sku: string;
+  quantity: number;
+}
+
+/** What a platform answered to a cancellation call. */
+export interface CancelAnswer {
+  status: number;
+}
+
+/**
+ * Cancelling on a supplier's store (order-changes.md). Every call that changes something carries an
+ * Idempotency-Key, so a repeat after a lost answer changes nothing more. A refusal because the order
+ * (or those lines) is already fulfilled is a non-retryable PlatformError (422 or 409): the caller
+ * reads the order to decide.
+ */
+export interface CancellingAdapter {
+  /** Reads the order's cancellation-relevant state. */
+  readSupplierOrder(store: StoreConnection, orderId: string): Promise<SupplierOrderState>;
+  /** Cancels the whole order. */
+  cancelSupplierOrder(store: StoreConnection, orderId: string, idempotencyKey: string): Promise<CancelAnswer>;
+  /** Cancels these quantities of these lines; null when the platform cannot cancel some lines only. */
+  readonly cancelSupplierLines: ((store: StoreConnection, orderId: string, lines: LineToCancel[], idempotencyKey: string) => Promise<CancelAnswer>) | null;
+  /**
+   * The order carrying the service's `reference` among the store's orders created since `since`
+   * (paged), or null: how an order whose creation answer was lost is found again, never by creating it.
+   */
+  findOrderByReference(store: StoreConnection, reference: string, since: Date): Promise<string | null>;
+}
+
+export interface PlatformAdapter extends CancellingAdapter {
   readonly platform: Platform;
   /** Whether adding a fulfillment needs at least one tracking number (its API refuses one without). */
   readonly needsTrackingNumber: boolean;

@@ -1,4 +1,5 @@
 import type { DIVERGENCE_TYPES } from '../../contract/divergences.ts';
+import type { CancellationStats } from '../cancellations/stats.ts';
 
 /** Open entries of a store's to-do list, one count per divergence type. */
 export type DivergenceCounts = Record<(typeof DIVERGENCE_TYPES)[number], number>;
@@ -9,4 +10,10 @@ export type DivergenceCounts = Record<(typeof DIVERGENCE_TYPES)[number], number>
  */
 export interface AttentionReads {
   attention(resellerStoreId: string): Promise<DivergenceCounts>;
+}
+
+
+/** A store's cancellations counted (its stats' `cancellations`): the cancellations feature, handed in by the composition root (src/services.ts). */
+export interface CancellationCounts {
+  statsOf(resellerStoreId: string): Promise<CancellationStats>;
 }

@@ -8,8 +8,9 @@ import type { Page, PageQuery } from '../shared/paging.ts';
 import type { SecretBox } from '../shared/secrets.ts';
 import { shopDomainRefusal } from '../shared/url-safety.ts';
 import type { ResellerStore } from './entity.ts';
+import type { CancellationStats } from '../cancellations/stats.ts';
 import type { ResellerStoreRepository, StoreStats } from './repository.ts';
-import type { AttentionReads, DivergenceCounts } from './ports.ts';
+import type { AttentionReads, CancellationCounts, DivergenceCounts } from './ports.ts';
 
 export interface NewResellerStore {
   name: string;
@@ -24,6 +25,7 @@ export class ResellerStoreService {
     private readonly stores: ResellerStoreRepository,
     private readonly ctx: { config: Config; secrets: SecretBox },
     private readonly attention: AttentionReads,
+    private readonly cancellations: CancellationCounts,
   ) {}
 
   async create(principal: Principal, input: NewResellerStore): Promise<ResellerStore> {
@@ -58,10 +60,10 @@ export class ResellerStoreService {
   }
 
   /** Counts by status and recent activity of the caller's store, counted in the database. */
-  async stats(principal: Principal, id: string): Promise<StoreStats & { attention: DivergenceCounts }> {
+  async stats(principal: Principal, id: string): Promise<StoreStats & { attention: DivergenceCounts; cancellations: CancellationStats }> {
     const store = await this.get(principal, id);
-    const [stats, attention] = await Promise.all([this.stores.stats(store.id), this.attention.attention(store.id)]);
-    return { ...stats, attention };
+    const [stats, attention, cancellations] = await Promise.all([this.stores.stats(store.id), this.attention.attention(store.id), this.cancellations.statsOf(store.id)]);
+    return { ...stats, attention, cancellations };
   }
 
   async getActive(principal: Principal, id: string): Promise<ResellerStore> {

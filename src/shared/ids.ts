@@ -17,6 +17,8 @@ const ID_PREFIXES = {
   webhookDelivery: 'dlv',
   divergence: 'div',
   watchPass: 'wps',
+  cancellation: 'can',
+  orderCancellation: 'ocn',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIXES;

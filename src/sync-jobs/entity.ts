@@ -31,6 +31,9 @@ export const SyncJob = defineEntity({
     order: p.json<ResellerOrder>().nullable(),
     /** Id of the only queue message allowed to move this job; older messages are stale. */
     queueMessageId: p.string().nullable(),
+    /** When the supplier cancelled the order the service placed, on its own (order-changes.md). */
+    supplierCancelledAt: p.datetime().nullable(),
+    supplierCancelReason: p.text().nullable(),
     version: p.integer().version(),
     createdAt: p.datetime(),
     updatedAt: p.datetime(),

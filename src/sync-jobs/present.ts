@@ -2,6 +2,7 @@ import type { AttemptEntry } from '../attempts/entity.ts';
 import type { Fulfillment } from '../fulfillments/entity.ts';
 import { presentFulfillment } from '../fulfillments/present.ts';
 import { iso, isoOrNull } from '../shared/time.ts';
+import { presentCancellation, type CancellationView } from '../cancellations/present.ts';
 import type { SyncJob } from './entity.ts';
 
 export interface JobWithFulfillments {
@@ -9,6 +10,8 @@ export interface JobWithFulfillments {
   fulfillments: Fulfillment[];
   /** The fulfillments' timelines, by fulfillment id, oldest attempt first. */
   fulfillmentAttempts: Map<string, AttemptEntry[]>;
+  /** The job's cancellations with their timelines, oldest first (none when left out). */
+  cancellations?: CancellationView[];
 }
 
 export function presentSyncJob(job: SyncJob) {
@@ -26,11 +29,14 @@ export function presentSyncJob(job: SyncJob) {
     deadAt: isoOrNull(job.deadAt),
     createdAt: iso(job.createdAt),
     updatedAt: iso(job.updatedAt),
+    supplierCancelledAt: isoOrNull(job.supplierCancelledAt),
+    supplierCancelReason: job.supplierCancelReason ?? null,
   };
 }
 
 /** A job as its GET shows it (also the `data.object` of its events). */
-export const presentDetail = ({ job, fulfillments, fulfillmentAttempts }: JobWithFulfillments) => ({
+export const presentDetail = ({ job, fulfillments, fulfillmentAttempts, cancellations = [] }: JobWithFulfillments) => ({
   ...presentSyncJob(job),
   fulfillments: fulfillments.map((fulfillment) => presentFulfillment(fulfillment, fulfillmentAttempts.get(fulfillment.id) ?? [])),
+  cancellations: cancellations.map(presentCancellation),
 });

@@ -7,7 +7,7 @@ import type { AppContext } from '../context.ts';
 import type { Trx } from '../db/sql.ts';
 import type { NewEvent } from '../events/types.ts';
 import { syncJobEvent } from './events.ts';
-import type { FulfillmentReads } from './ports.ts';
+import type { CancellationReads, FulfillmentReads } from './ports.ts';
 import type { JobWithFulfillments } from './present.ts';
 
 export type { JobWithFulfillments };
@@ -65,6 +65,7 @@ export class SyncJobService {
     private readonly ctx: AppContext,
     private readonly sourceStores: SourceStoreService,
     private readonly fulfillments: FulfillmentReads,
+    private readonly cancellations: CancellationReads,
     /** What a job's transitions also write in their statement (src/workers/kinds.ts `SETTLED_STEPS`), for the manual retries written here. */
     onSettled: readonly SettledStep[],
   ) {
@@ -178,7 +179,7 @@ export class SyncJobService {
     const fulfillments = await this.fulfillments.listForJob(syncJobId);
     const fulfillmentAttempts = new Map<string, AttemptEntry[]>(fulfillments.map((fulfillment) => [fulfillment.id, []]));
     for (const entry of await findAttempts(this.ctx.orm, [...fulfillmentAttempts.keys()])) fulfillmentAttempts.get(entry.rowId)?.push(entry);
-    return { fulfillments, fulfillmentAttempts };
+    return { fulfillments, fulfillmentAttempts, cancellations: await this.cancellations.viewsOfJob(syncJobId) };
   }
 
   list(principal: Principal, filters: JobFilters): Promise<Page<SyncJob>> {

@@ -19,18 +19,18 @@ export function webhookRoutes(webhooks: WebhookService) {
   return s.router(contract.webhooks, {
     orders: async ({ body, req }) => {
       const { delivery, sender } = verified(req, 'resellerStore');
-      const syncJobIds = await webhooks.receiveOrder(sender, body, delivery);
-      return { status: 200, body: withRequestId(req, { received: true as const, syncJobIds }) };
+      const answer = await webhooks.receiveOrder(sender, body, delivery);
+      return { status: 200, body: withRequestId(req, { received: true as const, ...answer }) };
     },
     fulfillments: async ({ body, req }) => {
       const { delivery, sender } = verified(req, 'sourceStores');
-      const syncJobIds = await webhooks.receiveFulfillment(sender, body, delivery);
-      return { status: 200, body: withRequestId(req, { received: true as const, syncJobIds }) };
+      const answer = await webhooks.receiveFulfillment(sender, body, delivery);
+      return { status: 200, body: withRequestId(req, { received: true as const, ...answer }) };
     },
     fulfillmentsForStore: async ({ body, req }) => {
       const { delivery, sender } = verified(req, 'sourceStores');
-      const syncJobIds = await webhooks.receiveFulfillment(sender, body, delivery);
-      return { status: 200, body: withRequestId(req, { received: true as const, syncJobIds }) };
+      const answer = await webhooks.receiveFulfillment(sender, body, delivery);
+      return { status: 200, body: withRequestId(req, { received: true as const, ...answer }) };
     },
   });
 }

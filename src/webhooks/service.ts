@@ -11,12 +11,21 @@ import type { ResellerStore } from '../reseller-stores/entity.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
 import { AppError, validationFailed } from '../shared/errors.ts';
 import { EXTERNAL_ORDER_ID, type ResellerOrder } from '../orders/types.ts';
-import type { OrderRouting } from '../orders/port.ts';
+import type { OrderCancelling, OrderRouting } from '../orders/port.ts';
 import type { RoutableSource } from '../orders/routing.ts';
 import type { JobsBySourceOrder, ResellerStoreReads, SourceStoreReads } from './ports.ts';
 import { verifySignature } from './signature.ts';
 import { SourceSecrets } from './source-secrets.ts';
 import type { SharedCounters } from '../rate-limits/repository.ts';
+import {
+  IGNORED,
+  receiveStorefrontCancellation,
+  receiveSupplierCancellation,
+  STOREFRONT_CANCELLATION_TOPICS,
+  SUPPLIER_CANCELLATION_TOPICS,
+  type WebhookAnswer,
+} from '../cancellations/intake.ts';
+import type { CancellationService } from '../cancellations/service.ts';
 
 export interface Delivery {
   /** The client's address (X-Forwarded-For's when TRUST_PROXY), for the failed-signature limit. */
@@ -31,7 +40,10 @@ export interface Delivery {
 
 /** What the order and fulfillment webhooks use, built once in the composition root (src/services.ts). */
 export interface WebhookCollaborators {
-  routing: OrderRouting;
+  /** Routing an order (orders/create) and cancelling it (the storefront's cancellation topics): the order module. */
+  routing: OrderRouting & OrderCancelling;
+  /** The supplier's own cancellation, and a fulfillment that comes after a cancellation (too late). */
+  cancellations: Pick<CancellationService, 'recordSupplierCancellation' | 'fulfilledAfterCancellation'>;
   fulfillments: FulfillmentService;
   syncJobs: JobsBySourceOrder;
   resellerStores: ResellerStoreReads;
@@ -48,7 +60,8 @@ export class WebhookService {
   private readonly stores: StoreLookupCache;
   private readonly sourceSecrets: SourceSecrets;
   private readonly counters: SharedCounters;
-  private readonly routing: OrderRouting;
+  private readonly routing: OrderRouting & OrderCancelling;
+  private readonly cancellations: WebhookCollaborators['cancellations'];
   private readonly fulfillments: FulfillmentService;
   private readonly syncJobs: JobsBySourceOrder;
 
@@ -56,7 +69,7 @@ export class WebhookService {
     private readonly ctx: AppContext,
     private readonly deps: WebhookCollaborators,
   ) {
-    ({ stores: this.stores, counters: this.counters, routing: this.routing, fulfillments: this.fulfillments, syncJobs: this.syncJobs } = deps);
+    ({ stores: this.stores, counters: this.counters, routing: this.routing, fulfillments: this.fulfillments, syncJobs: this.syncJobs, cancellations: this.cancellations } = deps);
     this.sourceSecrets = new SourceSecrets(ctx, deps.sourceStores);
   }
 
@@ -130,12 +143,19 @@ export class WebhookService {
     return new AppError('invalid_signature');
   }
 
-  /** An orders/create delivery: the order read by the platform's reader, then routed (src/orders/routing.ts). */
-  async receiveOrder(store: ResellerStore, body: unknown, delivery: Delivery): Promise<string[]> {
-    expectTopic(delivery.topic, 'orders/create');
+  /**
+   * A reseller store's delivery, by topic, into the order module (src/orders/port.ts): orders/create
+   * is read by the platform's reader and routed; a storefront cancellation (orders/cancelled,
+   * refunds/create, orders/updated; read by src/cancellations/intake.ts) cancels the order or some of
+   * its lines; any other topic, or one that asks for nothing, is acknowledged as `ignored`.
+   */
+  async receiveOrder(store: ResellerStore, body: unknown, delivery: Delivery): Promise<WebhookAnswer> {
+    const topic = delivery.topic ?? 'orders/create';
+    if (STOREFRONT_CANCELLATION_TOPICS.has(topic)) return receiveStorefrontCancellation(this.routing, store, { ...delivery, topic }, body);
+    if (topic !== 'orders/create') return IGNORED;
     const order = await this.readOrder(store, body, delivery);
     const routed = await this.routing.route(store, order, { source: 'webhook', webhookId: delivery.webhookId ?? null });
-    return routed.jobs.map((job) => job.id);
+    return { syncJobIds: routed.jobs.map((job) => job.id) };
   }
 
   /**
@@ -174,8 +194,14 @@ export class WebhookService {
    * answer was lost, or is on its way), and applied once that job completes; otherwise it is the
    * supplier's own sale, and acknowledged so the platform stops resending.
    */
-  async receiveFulfillment(senders: SourceStore[], body: unknown, delivery: Delivery): Promise<string[]> {
-    expectTopic(delivery.topic, 'fulfillments/create');
+  async receiveFulfillment(senders: SourceStore[], body: unknown, delivery: Delivery): Promise<WebhookAnswer> {
+    const topic = delivery.topic ?? 'fulfillments/create';
+    if (SUPPLIER_CANCELLATION_TOPICS.has(topic)) return receiveSupplierCancellation(this.cancellations, senders, { ...delivery, topic }, body);
+    if (topic !== 'fulfillments/create') return IGNORED;
+    return { syncJobIds: await this.receiveTracking(senders, body, delivery) };
+  }
+
+  private async receiveTracking(senders: SourceStore[], body: unknown, delivery: Delivery): Promise<string[]> {
     const fulfillment = parse(() => this.ctx.platforms[senders[0]!.platform].parseFulfillmentWebhook(body));
     checkTrackingBound(fulfillment.tracking.numbers.length);
     const keys = fulfillmentKeys(fulfillment, delivery.webhookId);
@@ -184,7 +210,9 @@ export class WebhookService {
       fulfillment.sourceOrderId,
     );
     if (job) {
-      await this.fulfillments.receive(job, fulfillment.tracking, keys);
+      const { created } = await this.fulfillments.receive(job, fulfillment.tracking, keys);
+      // The supplier shipped a part the storefront cancelled: the reseller is told (cancellation.too_late).
+      if (created) await this.cancellations.fulfilledAfterCancellation(job.id);
       return [job.id];
     }
     const held = await this.fulfillments.holdUnlessUnowned(senders, fulfillment, keys);
@@ -222,12 +250,6 @@ function checkTrackingBound(count: number): void {
 function normaliseDomain(domain: string | undefined): string | null {
   const normalised = domain?.trim().toLowerCase();
   return normalised && normalised.length <= 255 ? normalised : null;
-}
-
-function expectTopic(topic: string | undefined, expected: string): void {
-  if (topic !== undefined && topic !== expected) {
-    throw validationFailed('x-platform-topic', `This endpoint receives ${expected} webhooks, not ${topic}.`);
-  }
 }
 
 function parse<T>(read: () => T): T {

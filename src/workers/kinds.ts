@@ -8,6 +8,7 @@
 import type { Attempt, AttemptKind, AttemptRow, SettledStep } from '../attempts/kind.ts';
 import { Sweeper, type SweepHook, type SweptKind } from '../attempts/sweep.ts';
 import type { AppContext } from '../context.ts';
+import { cancellationKind } from '../cancellations/kind.ts';
 import { fulfillmentKind } from '../fulfillments/kind.ts';
 import { FulfillmentService } from '../fulfillments/service.ts';
 import { syncJobKind } from '../sync-jobs/kind.ts';
@@ -16,7 +17,7 @@ import { ResellerStoreRepository } from '../reseller-stores/repository.ts';
 import { settledSteps, trackingArrived } from '../divergence-watch/repository.ts';
 import type { FulfillmentRecorded } from '../fulfillments/ports.ts';
 
-export const ATTEMPT_KINDS = [syncJobKind, fulfillmentKind] as const;
+export const ATTEMPT_KINDS = [syncJobKind, fulfillmentKind, cancellationKind] as const;
 
 /**
  * What each kind's transitions also write, in their own statement (`onSettled`, src/attempts/kind.ts),

@@ -36,6 +36,8 @@ interface Tenant {
   reseller: ResellerFixture;
   supplier: SupplierFixture;
   job: string;
+  /** A completed cancellation of the job (its order was cancelled on the storefront). */
+  cancellation: string;
   endpoint: string;
   delivery: string;
   event: string;
@@ -61,6 +63,7 @@ const MISSING = {
   dlv: 'dlv_0000000000000000000000000000ffff',
   evt: 'evt_0000000000000000000000000000ffff',
   div: 'div_0000000000000000000000000000ffff',
+  can: 'can_0000000000000000000000000000ffff',
 };
 
 type Kind = keyof typeof MISSING;
@@ -70,6 +73,7 @@ function kindOf(route: ContractRoute, param: string): Kind {
   if (param === 'rst_id') return 'rst';
   if (param === 'delivery_id') return 'dlv';
   if (param === 'divergence_id') return 'div';
+  if (param === 'cancellation_id') return 'can';
   if (param === 'id') {
     if (route.path.startsWith('/v1/webhook_endpoints/')) return 'we';
     if (route.path.startsWith('/v1/events/')) return 'evt';
@@ -90,6 +94,7 @@ const idsOf = (tenant: Tenant): Record<Kind, string> => ({
   dlv: tenant.delivery,
   evt: tenant.event,
   div: tenant.divergence,
+  can: tenant.cancellation,
 });
 
 /** A body the route accepts, so that only ownership can refuse the call. */
@@ -122,28 +127,37 @@ async function newTenant(): Promise<Tenant> {
   const apiKey = await createApiKey(client, user.token, 'live');
   const reseller = await createReseller(client, user.token);
   const supplier = await createSupplier(client, user.token, reseller.id);
-  const delivery = await deliverUntilAccepted({
+  const order = sandbox.buildOrderPayload('platform_a', { id: Number(`7${Date.now() % 1_000_000}`), lines: [{ sku: 'S', title: 'T', vendor: supplier.vendorTag, quantity: 1, price: '5.00' }] });
+  const orderEvent = (topic: 'orders/create' | 'orders/cancelled', payload: unknown) => ({
     url: () => `${service.url}/v1/orders/webhook`,
     shopDomain: reseller.shopDomain,
     secret: reseller.webhookSecret,
-    topic: 'orders/create',
-    payload: sandbox.buildOrderPayload('platform_a', { id: Number(`7${Date.now() % 1_000_000}`), lines: [{ sku: 'S', title: 'T', vendor: supplier.vendorTag, quantity: 1, price: '5.00' }] }),
+    topic,
+    payload,
   });
+  const delivery = await deliverUntilAccepted(orderEvent('orders/create', order));
+  const jobId: string = delivery.accepted.body.syncJobIds[0];
+  // The order is then cancelled: the job gets a cancellation (a resource of its own, with a retry route).
+  await waitFor(async () => (await client.get(`/v1/sync_jobs/${jobId}`, { token: user.token })).body.status === 'completed', 15_000, 'the job placed');
+  await deliverUntilAccepted(orderEvent('orders/cancelled', { ...order, cancelled_at: new Date().toISOString() }));
+  const cancellation: string = await waitFor(async () => {
+    const [first] = (await client.get(`/v1/sync_jobs/${jobId}`, { token: user.token })).body.cancellations;
+    return first?.status === 'completed' && first.id;
+  }, 15_000, 'the job cancelled');
   const path = `/tenant-${unique()}`;
   const endpoint = await client.post('/v1/webhook_endpoints', { token: user.token, body: { url: receiver.url(path), enabledEvents: ['*'] } });
   expect(endpoint.status).toBe(201);
   receiver.trust(path, [endpoint.body.secret]);
   const ping = await client.post(`/v1/webhook_endpoints/${endpoint.body.id}/test`, { token: user.token });
   expect(ping.status).toBe(202);
-  const job = delivery.accepted.body.syncJobIds[0];
   const divergence = `div_${unique(16)}`;
   await queryRows(
     service.databaseUrl,
     `insert into divergences (id, owner_id, reseller_store_id, sync_job_id, type, status, subject_id, detail, since)
      select $1, owner_id, reseller_store_id, id, 'job_dead', 'open', id, 'tenancy fixture', now() from sync_jobs where id = $2`,
-    [divergence, job],
+    [divergence, jobId],
   );
-  return { user, apiKey, reseller, supplier, job, endpoint: endpoint.body.id, delivery: ping.body.id, event: ping.body.eventId, divergence };
+  return { user, apiKey, reseller, supplier, job: jobId, cancellation, endpoint: endpoint.body.id, delivery: ping.body.id, event: ping.body.eventId, divergence };
 }
 
 /** Alice's rows as stored: whatever a foreign call might have changed. */
@@ -153,6 +167,7 @@ async function aliceState(): Promise<string> {
     queryRows(service.databaseUrl, 'select id, name, pricing_config, deleted_at from source_stores where reseller_store_id = $1 order by id', [alice.reseller.id]),
     queryRows(service.databaseUrl, 'select id, status, attempts, queue_message_id from sync_jobs where reseller_store_id = $1 order by id', [alice.reseller.id]),
     queryRows(service.databaseUrl, 'select id, revoked_at from api_keys where id = $1', [alice.apiKey.id]),
+    queryRows(service.databaseUrl, 'select id, status, attempts, queue_message_id from cancellations where reseller_store_id = $1 order by id', [alice.reseller.id]),
     queryRows(service.databaseUrl, 'select id, url, description, status, secret_encrypted, updated_at from webhook_endpoints where id = $1', [alice.endpoint]),
     queryRows(service.databaseUrl, 'select id, status, attempts, queue_message_id from webhook_deliveries where endpoint_id = $1 order by id', [alice.endpoint]),
     queryRows(service.databaseUrl, 'select id, status, dismissed_at from divergences where reseller_store_id = $1 order by id', [alice.reseller.id]),

@@ -42,6 +42,9 @@ const faultsSchema = z
     unkeepableOrderIds: z.enum(['oversized', 'nul']).optional(),
     echoToken: z.enum(['raw', 'unicode-escaped', 'url-encoded', 'base64', 'prefix']).optional(),
     rateLimit: z.object({ perSecond: z.number().positive(), burst: z.number().int().positive() }).strict().optional(),
+    cancelFailNext: count.optional(),
+    cancelStatus: z.number().int().min(400).max(599).optional(),
+    cancelAcceptThenDropNext: count.optional(),
   })
   .strict();
 

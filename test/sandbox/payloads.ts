@@ -113,7 +113,11 @@ function platformAOrder(order: NormalisedInput): JsonObject {
     email: order.email,
     currency: order.currency,
     created_at: order.createdAt,
+    updated_at: order.createdAt,
     cancelled_at: order.cancelled ? order.createdAt : null,
+    cancel_reason: order.cancelled ? 'customer' : null,
+    fulfillment_status: null,
+    fulfillments: [],
     financial_status: 'paid',
     total_price: orderTotal(order),
     line_items: order.lines.map((line) => ({
@@ -123,6 +127,7 @@ function platformAOrder(order: NormalisedInput): JsonObject {
       title: line.title,
       vendor: line.vendor,
       quantity: line.quantity,
+      fulfillable_quantity: order.cancelled ? 0 : line.quantity,
       price: line.price,
     })),
     shipping_address: address && {
@@ -187,13 +192,17 @@ function customOrder(order: NormalisedInput): JsonObject {
     currency: order.currency,
     email: order.email,
     createdAt: order.createdAt,
+    updatedAt: order.createdAt,
+    cancelledAt: order.cancelled ? order.createdAt : null,
     lines: order.lines.map((line) => ({
       sku: line.sku,
       title: line.title,
       vendor: line.vendor,
       quantity: line.quantity,
+      cancelledQuantity: order.cancelled ? line.quantity : 0,
       unitPrice: line.price,
     })),
+    fulfillments: [],
     shippingAddress: order.shippingAddress,
   };
 }

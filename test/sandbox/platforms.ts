@@ -8,6 +8,7 @@ import { NOT_FOUND, Refusal, accept, header, jsonBody } from './http.ts';
 import { buildFulfillmentPayload, buildOrderPayload, type JsonObject } from './payloads.ts';
 import type { Reply, SandboxState, StoreState } from './state.ts';
 import { isUpdatedList, shipmentTrackingsReply, updatedListReply } from './updated.ts';
+import { answerCancelCall } from './cancellations.ts';
 
 export interface PlatformRequest {
   shopDomain: string;
@@ -326,6 +327,8 @@ function route(
   try {
     const watched = watchedReply(simulated.platform, store, call);
     if (watched) return watched;
+    const cancelled = answerCancelCall(store, { platform: simulated.platform, method: call.method, path: call.path, text: call.text });
+    if (cancelled) return cancelled;
     if (call.method === 'GET' && simulated.ordersPath.test(call.path)) return simulated.listOrders(store, call);
     const orderMatch = simulated.orderPath.exec(call.path);
     if (call.method === 'GET' && orderMatch) {

@@ -11,6 +11,7 @@ import { answerControlRequest } from './control.ts';
 import { Refusal, readText, send } from './http.ts';
 import { buildOrderPayload } from './payloads.ts';
 import { answerPlatformRequest, type PlatformRequest } from './platforms.ts';
+import { isCancelCall } from './cancellations.ts';
 import { SandboxState, type SandboxControls } from './state.ts';
 
 export {
@@ -99,7 +100,8 @@ async function servePlatform(
   const store = state.store(call.shopDomain);
   if (store.faults.latencyMs) await delay(store.faults.latencyMs);
   await store.holdRequest();
-  const fault = store.takeFault(call.request.headers['x-platform-access-token']?.toString() ?? call.request.headers.authorization ?? '');
+  const cancelFault = isCancelCall(call.method, call.path) ? store.takeCancelFault() : null;
+  const fault = cancelFault ?? store.takeFault(call.request.headers['x-platform-access-token']?.toString() ?? call.request.headers.authorization ?? '');
   if (fault?.kind === 'drop') {
     response.destroy();
     return { status: null, idempotentReplay: false };

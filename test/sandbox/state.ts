@@ -3,6 +3,7 @@ import type { Platform } from '../../src/orders/types.ts';
 import { buildFulfillmentPayload, buildOrderPayload, cancelledOrder, orderCreatedAt, type JsonObject } from './payloads.ts';
 import { sendWebhook, type WebhookResult } from './webhooks.ts';
 import { shipStoredOrder, stampUpdated, type Shipment } from './updated.ts';
+import { shipOrder as fulfilLines } from './cancellations.ts';
 
 export interface Faults {
   /** Delay before every request to the store is answered. */
@@ -56,6 +57,21 @@ export interface Faults {
    * request finding it empty answers 429 with Retry-After: retryAfterSeconds (default 1).
    */
   rateLimit?: { perSecond: number; burst: number };
+  /**
+   * Faults of cancel calls only (platform_a cancel and refunds, platform_b's status update, custom
+   * cancel): the next N answer `status` (default 500), or are carried out and their answer lost.
+   */
+  cancelFailNext?: number;
+  cancelStatus?: number;
+  cancelAcceptThenDropNext?: number;
+}
+
+/** A cancellation a store carried out (the whole order when `lines` is null). */
+export interface CarriedOutCancellation {
+  platform: Platform;
+  orderId: string;
+  lines: { sku: string; quantity: number }[] | null;
+  at: string;
 }
 
 /** Where the store posts its webhooks, and the secret it signs them with. */
@@ -131,6 +147,7 @@ export class StoreState {
   readonly heldWebhooks: JsonObject[] = [];
   readonly orders: ReceivedOrder[] = [];
   readonly fulfillments: ReceivedFulfillment[] = [];
+  readonly cancellations: CarriedOutCancellation[] = [];
   readonly requests: RequestRecord[] = [];
   readonly #orderObjects = new Map<string, JsonObject>();
   readonly #replies = new Map<string, { reply: Reply; expiresAt: number }>();
@@ -234,8 +251,20 @@ export class StoreState {
     return false;
   }
 
+  /** Consumes one injected cancel fault for a cancel call, if any applies. */
+  takeCancelFault(): FaultAction | null {
+    if (this.#consume('cancelAcceptThenDropNext')) return { kind: 'acceptThenDrop' };
+    if (this.#consume('cancelFailNext')) {
+      const status = this.faults.cancelStatus ?? 500;
+      return { kind: 'reply', reply: { status, body: { errors: `Simulated cancel failure (${status})` } } };
+    }
+    return null;
+  }
+
   #consume(
     counter:
+      | 'cancelAcceptThenDropNext'
+      | 'cancelFailNext'
       | 'faultsAfter'
       | 'dropNext'
       | 'acceptThenDropNext'
@@ -291,6 +320,12 @@ export interface SandboxControls {
    * and its fulfillment, as the platform's fulfillments/create webhook would carry it, returned.
    */
   directSaleFulfillment(shopDomain: string, platform: Platform, tracking: { trackingNumbers: string[] }): JsonObject;
+  /** The cancellations (cancel, refund, status update) the store carried out, oldest first. */
+  cancellationsFor(shopDomain: string): CarriedOutCancellation[];
+  /** The supplier ships a stored order (all of it, or these quantities of these lines on platform_a). */
+  fulfilLines(shopDomain: string, platform: Platform, id: number | string, lines?: { sku: string; quantity: number }[]): JsonObject;
+  /** The stored order as the platform's GET shows it. */
+  orderOf(shopDomain: string, platform: Platform, id: number | string): JsonObject | undefined;
   /** Replaces the store's faults. */
   setFaults(shopDomain: string, faults: Faults): void;
   clearFaults(shopDomain: string): void;
@@ -393,6 +428,21 @@ export class SandboxState implements SandboxControls {
 
   fulfillmentsFor(shopDomain: string): ReceivedFulfillment[] {
     return [...this.store(shopDomain).fulfillments];
+  }
+
+  /** The cancellations (cancel, refund, status update) the store carried out, oldest first. */
+  cancellationsFor(shopDomain: string): CarriedOutCancellation[] {
+    return [...this.store(shopDomain).cancellations];
+  }
+
+  /** The supplier ships a stored order (all of it, or these quantities of these lines on platform_a). */
+  fulfilLines(shopDomain: string, platform: Platform, id: number | string, lines?: { sku: string; quantity: number }[]): JsonObject {
+    return fulfilLines(this.store(shopDomain), platform, String(id), lines);
+  }
+
+  /** The stored order as the platform's GET shows it. */
+  orderOf(shopDomain: string, platform: Platform, id: number | string): JsonObject | undefined {
+    return this.store(shopDomain).order(platform, String(id));
   }
 
   requestsFor(shopDomain: string): RequestRecord[] {

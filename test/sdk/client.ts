@@ -23,12 +23,16 @@ export interface FlowHooks {
   secretUsed(label: string, value: string): void;
   /** Where the flow's webhook endpoint receives events; told the endpoint's signing secret. */
   webhookReceiver(): { url: string; trust(secret: string): void };
+  /** The reseller's platform posts the order's orders/cancelled webhook, signed with `webhookSecret`. */
+  cancelResellerOrder(shopDomain: string, webhookSecret: string, orderId: string): Promise<void>;
 }
 
 export interface FlowResult {
   resellerStoreId: string;
   sourceStoreId: string;
   job: { id: string; status: JobStatus; attempts: number; sourceOrderId: string | null; statusesSeen: JobStatus[] };
+  /** The job's cancellation once the storefront cancelled the order. */
+  cancellation: { status: string; outcome: string | null; scope: string; supplierCancelledAt: string | null };
   apiKey: { id: string; prefix: string; revokedAt: string | null; statusAfterRevoke: number; errorCodeAfterRevoke: string };
   auditActions: string[];
   webhookEndpoint: { id: string; secretShownOnce: boolean };
@@ -86,6 +90,7 @@ export async function mainFlow(baseUrl: string, hooks: FlowHooks): Promise<FlowR
   const api = connect(baseUrl, registered.accessToken);
   const me = expectStatus('me', 200, await api.GET('/v1/auth/me'));
 
+  const resellerWebhookSecret = secret('reseller webhook secret', 'whsec_');
   const reseller = expectStatus(
     'connect reseller store',
     201,
@@ -95,7 +100,7 @@ export async function mainFlow(baseUrl: string, hooks: FlowHooks): Promise<FlowR
         platform: 'platform_a',
         shopDomain: `sdk-reseller-${unique()}.example.com`,
         accessToken: secret('reseller access token', 'shpat_'),
-        webhookSecret: secret('reseller webhook secret', 'whsec_'),
+        webhookSecret: resellerWebhookSecret,
       },
     }),
   );
@@ -179,6 +184,14 @@ export async function mainFlow(baseUrl: string, hooks: FlowHooks): Promise<FlowR
   );
   if (!listed.data.some((job) => job.id === created.id)) throw new Error('list sync jobs: the completed job is missing');
 
+  // The customer cancels: the supplier order is cancelled, and the job lists its cancellation.
+  await hooks.cancelResellerOrder(reseller.shopDomain, resellerWebhookSecret, orderId);
+  const cancelledJob = await poll('the cancellation to complete', async () => {
+    const job = await jobById();
+    const [cancellation] = job.cancellations;
+    return cancellation && cancellation.status === 'completed' ? { job, cancellation } : null;
+  });
+
   // An API key acts as its owner until it is revoked.
   const key = expectStatus('create API key', 201, await api.POST('/v1/api_keys', { body: { name: 'SDK integration', environment: 'test' } }));
   hooks.secretUsed('raw API key', key.raw_key);
@@ -214,6 +227,12 @@ export async function mainFlow(baseUrl: string, hooks: FlowHooks): Promise<FlowR
     resellerStoreId: reseller.id,
     sourceStoreId: supplier.id,
     job: { id: completed.id, status: completed.status, attempts: completed.attempts, sourceOrderId: completed.sourceOrderId, statusesSeen },
+    cancellation: {
+      status: cancelledJob.cancellation.status,
+      outcome: cancelledJob.cancellation.outcome,
+      scope: cancelledJob.cancellation.scope,
+      supplierCancelledAt: cancelledJob.job.supplierCancelledAt,
+    },
     apiKey: {
       id: revokedKey.id,
       prefix: revokedKey.prefix,

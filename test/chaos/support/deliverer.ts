@@ -13,7 +13,7 @@ export interface WebhookEvent {
   url: () => string;
   shopDomain: string;
   secret: string;
-  topic: 'orders/create' | 'fulfillments/create';
+  topic: 'orders/create' | 'fulfillments/create' | 'orders/cancelled';
   payload: unknown;
 }
 

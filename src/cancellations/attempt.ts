@@ -1,0 +1,326 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import { syncJobLifecycle } from '../../machines/sync-job.machine.ts';
+import type { CancellationOutcome } from '../../contract/enums.ts';
+import { SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
+import { JobFailure } from '../attempts/failure.ts';
+import type { Attempt, DeathReason } from '../attempts/kind.ts';
+import { connectionOf } from '../attempts/store-connection.ts';
+import type { AppContext } from '../context.ts';
+import type { Trx } from '../db/sql.ts';
+import type { EventType, NewEvent } from '../events/types.ts';
+import { PlatformError, type LineToCancel, type PlatformAdapter, type StoreConnection, type SupplierOrderState } from '../platforms/types.ts';
+import type { SourceStore } from '../source-stores/entity.ts';
+import type { SyncJob } from '../sync-jobs/entity.ts';
+import type { Cancellation, CancelledLine } from './entity.ts';
+import { CancellationRepository, type CancellationWork } from './repository.ts';
+import { jobEventIn } from './events.ts';
+import { cutOrder } from './cut.ts';
+
+/** The turns of the source store an attempt waits for before it is taken: the order's read and the cancel call. */
+const CALLS_PER_ATTEMPT = 2;
+/** How long an attempt waits for a placement in flight to finish before it fails (and is retried). */
+const IN_FLIGHT_POLL_MS = 100;
+
+/** What an attempt decided, and what its outcome needs said. */
+interface Decision {
+  outcome: CancellationOutcome;
+  reason: string | null;
+  /** The supplier lines this cancellation ends up covering, when they differ from those asked. */
+  lines?: CancelledLine[];
+  /** The HTTP status of the call that decided it; null when no call was needed. */
+  platformStatus: number | null;
+}
+
+const describeLines = (lines: CancelledLine[]) => lines.map((line) => `${line.sku} × ${line.quantity}`).join(', ');
+
+/** The Idempotency-Key of a cancellation's calls: a repeat after a lost answer changes nothing more. */
+export const cancellationKey = (cancellation: Cancellation, call: string) => `cancellation:${cancellation.id}:${call}`;
+
+/**
+ * One attempt of a cancellation: find where the supplier order stands and act on it
+ * (order-changes.md, "A cancellation, per affected job"):
+ * - the job's placement is in flight: wait for it to finish (then cancel what it created);
+ * - the job was never placed: `not_placed`, unless an attempt may have created the order without
+ *   the service learning it, in which case it is looked up by the reference the service attached
+ *   among the supplier's orders created since the job was created, never by creating it;
+ * - the order exists: cancel it (or those lines); a refusal is read as `too_late` when the order
+ *   shows it shipped; platform_b lines only: `unsupported`.
+ */
+export function cancelSupplierOrder(ctx: AppContext): Attempt<CancellationWork> {
+  const repository = new CancellationRepository(ctx.orm);
+
+  /** The job once no attempt of it is in flight; fails the attempt (to be retried) when one stays in flight too long. */
+  async function settledJob(work: CancellationWork): Promise<SyncJob> {
+    const deadline = Date.now() + ctx.config.platformTimeoutMs * 2;
+    let job = work.job;
+    for (;;) {
+      if (!job) throw new JobFailure('the sync job no longer exists');
+      if (job.status !== 'processing') return job;
+      if (Date.now() > deadline) throw new JobFailure('the placement of the supplier order is still in flight; the cancellation follows it');
+      await delay(IN_FLIGHT_POLL_MS);
+      job = await repository.findJob(job.id);
+    }
+  }
+
+  /** Ends a job that was never placed (pending, failed, dead) as completed without an order; false when it moved meanwhile. */
+  async function voidJob(job: SyncJob): Promise<boolean> {
+    const now = new Date();
+    if (!syncJobLifecycle.canApply({ status: job.status, context: contextOf(job) }, { type: 'VOID', at: now.toISOString() })) return false;
+    const [written] = await repository.transaction(async (trx) => {
+      const moved = await voidJobsIn(ctx, trx, [job], now);
+      return moved;
+    });
+    return written ?? false;
+  }
+
+  /** Removes these quantities from a job not placed yet (version-checked); false when it moved meanwhile. */
+  async function cutJob(job: SyncJob, lines: CancelledLine[]): Promise<boolean> {
+    job.order = cutOrder(job.order!, lines);
+    return repository.transaction((trx) => repository.cutJobOrder(trx, job));
+  }
+
+  /** The supplier order the job may have created without learning it, looked up by its reference. */
+  async function orderInDoubt(job: SyncJob, platform: PlatformAdapter, store: StoreConnection): Promise<string | null> {
+    if (job.attempts === 0) return null;
+    return platform.findOrderByReference(store, job.id, job.createdAt);
+  }
+
+  async function decide(work: CancellationWork): Promise<Decision> {
+    const { row: cancellation, source } = work;
+    let job = await settledJob(work);
+    if (job.status !== 'completed' && cancellation.scope === 'order') {
+      if (!(await voidJob(job))) throw new JobFailure('the sync job changed while it was being cancelled; trying again');
+      job = (await repository.findJob(job.id))!;
+    }
+    if (job.sourceOrderId == null && job.attempts === 0) return { outcome: 'not_placed', reason: null, platformStatus: null };
+    if (!source) throw new JobFailure('the source store was deleted');
+    const platform = ctx.platforms[source.platform];
+    const store = connectionOf(ctx, source, CALLS_PER_ATTEMPT);
+    const orderId = job.sourceOrderId ?? (await orderInDoubt(job, platform, store));
+    if (!orderId) {
+      // Not placed: a job cut by some lines is placed without them when it is next attempted.
+      if (cancellation.scope === 'lines' && job.status !== 'completed' && job.order && !(await cutJob(job, cancellation.lines))) {
+        throw new JobFailure('the sync job changed while it was being cut; trying again');
+      }
+      return { outcome: 'not_placed', reason: job.attempts > 0 ? 'no order carrying the job\'s reference was found on the source store' : null, platformStatus: null };
+    }
+    return cancellation.scope === 'order' ? cancelOrder(cancellation, platform, store, orderId) : cancelLines(cancellation, platform, store, orderId);
+  }
+
+  /** Reads the order after a refusal: shipped means too late; anything else is the refusal itself. */
+  async function refusal(error: unknown, platform: PlatformAdapter, store: StoreConnection, orderId: string, asked: CancelledLine[]): Promise<Decision> {
+    if (!(error instanceof PlatformError) || error.retryable || (error.status !== 422 && error.status !== 409)) throw error;
+    const state = await platform.readSupplierOrder(store, orderId);
+    if (state.cancelled) return { outcome: 'cancelled', reason: null, platformStatus: error.status };
+    if (state.fulfillment === 'none' && error.status !== 409) throw error;
+    const shipped = shippedOf(state, asked);
+    return { outcome: 'too_late', reason: `already shipped by the supplier: ${describeLines(shipped.length > 0 ? shipped : asked)}`, platformStatus: error.status };
+  }
+
+  async function cancelOrder(cancellation: Cancellation, platform: PlatformAdapter, store: StoreConnection, orderId: string): Promise<Decision> {
+    const state = await platform.readSupplierOrder(store, orderId);
+    if (state.cancelled) return { outcome: 'cancelled', reason: null, platformStatus: 200 };
+    if (state.fulfillment === 'full') {
+      return { outcome: 'too_late', reason: `already shipped by the supplier: ${describeLines(shippedOf(state, cancellation.lines))}`, platformStatus: 200 };
+    }
+    if (state.fulfillment === 'partial') {
+      // Only what is still open can be cancelled (platform_a: a refund with restock_type cancel).
+      const open = openLines(state);
+      const shipped = shippedOf(state, cancellation.lines);
+      let status: number | null = 200;
+      if (open.length > 0 && platform.cancelSupplierLines) {
+        try {
+          status = (await platform.cancelSupplierLines(store, orderId, open, cancellationKey(cancellation, 'open-lines'))).status;
+        } catch (error) {
+          return refusal(error, platform, store, orderId, cancellation.lines);
+        }
+      }
+      const cancelled = open.map(({ sku, quantity }) => ({ sku, quantity }));
+      return {
+        outcome: 'too_late',
+        reason: `already shipped by the supplier: ${describeLines(shipped)}${cancelled.length > 0 ? `; the rest was cancelled: ${describeLines(cancelled)}` : ''}`,
+        platformStatus: status,
+      };
+    }
+    try {
+      const { status } = await platform.cancelSupplierOrder(store, orderId, cancellationKey(cancellation, 'order'));
+      return { outcome: 'cancelled', reason: null, platformStatus: status };
+    } catch (error) {
+      return refusal(error, platform, store, orderId, cancellation.lines);
+    }
+  }
+
+  async function cancelLines(cancellation: Cancellation, platform: PlatformAdapter, store: StoreConnection, orderId: string): Promise<Decision> {
+    if (!platform.cancelSupplierLines) {
+      return {
+        outcome: 'unsupported',
+        reason: `${platform.platform} cannot cancel some lines of an order only; cancel these by hand: ${describeLines(cancellation.lines)}`,
+        platformStatus: null,
+      };
+    }
+    const state = await platform.readSupplierOrder(store, orderId);
+    if (state.cancelled) return { outcome: 'cancelled', reason: null, platformStatus: 200 };
+    // Never more than is still open on the supplier's side, line by line.
+    const toCancel: LineToCancel[] = [];
+    const shipped: CancelledLine[] = [];
+    for (const asked of cancellation.lines) {
+      const line = state.lines.find((candidate) => candidate.sku === asked.sku);
+      if (!line) continue;
+      const open = Math.max(0, line.quantity - line.cancelledQuantity - line.fulfilledQuantity);
+      const quantity = Math.min(asked.quantity, open);
+      if (quantity > 0) toCancel.push({ lineId: line.lineId, sku: line.sku, quantity });
+      if (quantity < asked.quantity && line.fulfilledQuantity > 0) shipped.push({ sku: asked.sku, quantity: Math.min(asked.quantity - quantity, line.fulfilledQuantity) });
+    }
+    let status: number | null = 200;
+    if (toCancel.length > 0) {
+      try {
+        status = (await platform.cancelSupplierLines(store, orderId, toCancel, cancellationKey(cancellation, 'lines'))).status;
+      } catch (error) {
+        return refusal(error, platform, store, orderId, cancellation.lines);
+      }
+    }
+    if (shipped.length > 0) {
+      return { outcome: 'too_late', reason: `already shipped by the supplier: ${describeLines(shipped)}`, platformStatus: status };
+    }
+    return { outcome: 'cancelled', reason: null, platformStatus: status };
+  }
+
+  return {
+    load: (ids) => repository.loadWork(ids),
+
+    /**
+     * Two turns of the source store (the read of the order, then the cancel call), waited for before
+     * the row is taken, so a store with a backlog postpones the cancellation without spending an
+     * attempt; a rarer third call (a lookup, a refund of the rest) reserves its own.
+     */
+    targets: ({ source }) => (source ? Array.from({ length: CALLS_PER_ATTEMPT }, () => ({ storeId: source.id, platform: source.platform })) : []),
+
+    async perform(work) {
+      const decision = await decide(work);
+      await repository.recordDetail(work.row.id, work.row.version, { reason: decision.reason, ...(decision.lines && { lines: decision.lines }) });
+      work.row.reason = decision.reason;
+      return { id: decision.outcome, status: decision.platformStatus };
+    },
+  };
+}
+
+/** The open quantities of a partly shipped order, line by line. */
+function openLines(state: SupplierOrderState): LineToCancel[] {
+  return state.lines.flatMap((line) => {
+    const quantity = Math.max(0, line.quantity - line.cancelledQuantity - line.fulfilledQuantity);
+    return quantity > 0 ? [{ lineId: line.lineId, sku: line.sku, quantity }] : [];
+  });
+}
+
+/** The shipped quantities among the lines asked (every shipped line when none match). */
+function shippedOf(state: SupplierOrderState, asked: CancelledLine[]): CancelledLine[] {
+  const shipped = state.lines.filter((line) => line.fulfilledQuantity > 0).map((line) => ({ sku: line.sku, quantity: line.fulfilledQuantity }));
+  const skus = new Set(asked.map((line) => line.sku));
+  const matching = shipped.filter((line) => skus.has(line.sku));
+  return matching.length > 0 ? matching : shipped;
+}
+
+function contextOf(job: SyncJob) {
+  return {
+    attempts: job.attempts,
+    retriesLeft: job.retriesLeft,
+    errorMessage: job.errorMessage ?? null,
+    completedAt: job.completedAt ? job.completedAt.toISOString() : null,
+    failedAt: job.failedAt ? job.failedAt.toISOString() : null,
+    deadAt: job.deadAt ? job.deadAt.toISOString() : null,
+    sourceOrderId: job.sourceOrderId ?? null,
+  };
+}
+
+/**
+ * Ends jobs never placed (pending, failed or dead) as completed without a supplier order (the
+ * machine's VOID), version-checked like every transition, with the audit entry `sync_job.completed`
+ * (`metadata.notPlaced`) and event; their queue messages become stale. Returns which were written.
+ */
+export async function voidJobsIn(ctx: AppContext, trx: Trx, jobs: SyncJob[], now: Date): Promise<boolean[]> {
+  const repository = new CancellationRepository(ctx.orm);
+  const at = now.toISOString();
+  const writes = jobs.map((job) => {
+    const next = syncJobLifecycle.apply({ status: job.status, context: contextOf(job) }, { type: 'VOID', at });
+    if (!next) return null;
+    Object.assign(job, {
+      status: next.status,
+      errorMessage: next.context.errorMessage,
+      completedAt: now,
+      sourceOrderId: null,
+      queueMessageId: null,
+      updatedAt: now,
+    });
+    return { row: job, result: null, audit: jobAudit(job, 'sync_job.completed', { attempts: job.attempts, sourceOrderId: null, notPlaced: true }) };
+  });
+  const present = writes.filter((write) => write !== null);
+  const written = await repository.writeJobTransitions(trx, present);
+  const events: NewEvent[] = [];
+  for (const [i, write] of present.entries()) {
+    if (!written[i]) continue;
+    const event = await jobEventIn(trx, 'sync_job.completed', write.row.id);
+    if (event) events.push(event);
+  }
+  await ctx.outbox.append(trx, events);
+  let index = 0;
+  return writes.map((write) => (write === null ? false : written[index++]!));
+}
+
+function jobAudit(job: SyncJob, action: string, metadata: Record<string, unknown>): AuditRecord {
+  return {
+    ownerId: job.ownerId,
+    resellerStoreId: job.resellerStoreId,
+    action,
+    resourceType: 'sync_job',
+    resourceId: job.id,
+    actorId: SYSTEM_ACTOR,
+    metadata: { externalOrderId: job.externalOrderId, sourceStoreId: job.sourceStoreId, ...metadata },
+  };
+}
+
+/** A cancellation's audit entry: every one names its sync job. */
+export function cancellationAuditRecord(cancellation: Cancellation, action: string, actorId = SYSTEM_ACTOR, metadata: Record<string, unknown> = {}): AuditRecord {
+  return {
+    ownerId: cancellation.ownerId,
+    resellerStoreId: cancellation.resellerStoreId,
+    action,
+    resourceType: 'cancellation',
+    resourceId: cancellation.id,
+    actorId,
+    metadata: { syncJobId: cancellation.syncJobId, scope: cancellation.scope, lines: cancellation.lines, ...metadata },
+  };
+}
+
+/** `cancellation.completed` (with `metadata.outcome`) or `cancellation.dead`. */
+export const cancellationOutcomeAudit = (cancellation: Cancellation, reason?: DeathReason): AuditRecord =>
+  cancellationAuditRecord(cancellation, `cancellation.${cancellation.status}`, SYSTEM_ACTOR, {
+    attempts: cancellation.attempts,
+    ...(cancellation.status === 'completed'
+      ? { outcome: cancellation.outcome, reason: cancellation.reason ?? null }
+      : { errorMessage: cancellation.errorMessage }),
+    ...(reason && { reason }),
+  });
+
+/**
+ * `cancellation.completed` for every outcome, and `cancellation.too_late` / `cancellation.unsupported`
+ * beside it for those (the reseller must act); `cancellation.dead`. A failed attempt that will be
+ * retried raises none. `data.object` is the sync job with its cancellations.
+ */
+export async function cancellationOutcomeEvents(trx: Trx, cancellations: Cancellation[]): Promise<NewEvent[]> {
+  const events: NewEvent[] = [];
+  for (const cancellation of cancellations) {
+    const types: EventType[] = [];
+    if (cancellation.status === 'completed') {
+      types.push('cancellation.completed');
+      if (cancellation.outcome === 'too_late') types.push('cancellation.too_late');
+      if (cancellation.outcome === 'unsupported') types.push('cancellation.unsupported');
+    } else if (cancellation.status === 'dead') types.push('cancellation.dead');
+    for (const type of types) {
+      const event = await jobEventIn(trx, type, cancellation.syncJobId);
+      if (event) events.push(event);
+    }
+  }
+  return events;
+}
+
+export type { SourceStore };

@@ -1,0 +1,75 @@
+import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
+import { CANCELLATION_OUTCOMES, CANCELLATION_SCOPES, CANCELLATION_STATUSES } from '../../contract/enums.ts';
+
+/** A supplier line by the SKU the service placed it with, and a quantity of it. */
+export interface CancelledLine {
+  sku: string;
+  quantity: number;
+}
+
+/**
+ * One cancellation of a sync job's supplier order (or some of its lines): retried work like a
+ * fulfillment (src/attempts/). Its lifecycle columns are the whole state of its machine
+ * (machines/cancellation.machine.ts); `outcome` is the machine's result, `reason` what the outcome
+ * needs said (the shipped lines of a `too_late`, the lines to handle by hand of an `unsupported`).
+ */
+export const Cancellation = defineEntity({
+  name: 'Cancellation',
+  tableName: 'cancellations',
+  properties: {
+    id: p.string().primary(),
+    ownerId: p.string(),
+    resellerStoreId: p.string(),
+    syncJobId: p.string(),
+    /** The storefront signal (order_cancellations) that asked for it. */
+    signalId: p.string(),
+    scope: p.enum(CANCELLATION_SCOPES),
+    /** The supplier lines to cancel (every line of the job for `order`). */
+    lines: p.json<CancelledLine[]>(),
+    status: p.enum(CANCELLATION_STATUSES),
+    attempts: p.integer(),
+    retriesLeft: p.integer(),
+    outcome: p.enum(CANCELLATION_OUTCOMES).nullable(),
+    reason: p.text().nullable(),
+    errorMessage: p.text().nullable(),
+    completedAt: p.datetime().nullable(),
+    failedAt: p.datetime().nullable(),
+    deadAt: p.datetime().nullable(),
+    queueMessageId: p.string().nullable(),
+    version: p.integer().version(),
+    createdAt: p.datetime(),
+    updatedAt: p.datetime(),
+  },
+  uniques: [{ name: 'cancellations_signal_job_unique', properties: ['signalId', 'syncJobId'] }],
+  indexes: [
+    { properties: ['syncJobId'] },
+    { properties: ['resellerStoreId'] },
+    // The sweep's scan (src/attempts/sweep.ts): only unfinished rows have an entry.
+    { name: 'cancellations_unfinished_index', properties: ['updatedAt'], where: "status in ('pending', 'processing', 'failed')" },
+  ],
+});
+export type Cancellation = InferEntity<typeof Cancellation>;
+
+/**
+ * A storefront cancellation as received (a webhook, or the divergence watch), whether or not its
+ * order was routed: so an order whose cancellation came first is routed as cancelled. `lines` are
+ * the reseller lines cancelled, by SKU (empty for the whole order). `dedupeKey` makes a redelivery
+ * of one signal a no-op.
+ */
+export const OrderCancellation = defineEntity({
+  name: 'OrderCancellation',
+  tableName: 'order_cancellations',
+  properties: {
+    id: p.string().primary(),
+    ownerId: p.string(),
+    resellerStoreId: p.string(),
+    externalOrderId: p.string().length(32),
+    scope: p.enum(CANCELLATION_SCOPES),
+    lines: p.json<CancelledLine[]>(),
+    dedupeKey: p.string().length(255),
+    receivedAt: p.datetime(),
+  },
+  uniques: [{ name: 'order_cancellations_store_dedupe_unique', properties: ['resellerStoreId', 'dedupeKey'] }],
+  indexes: [{ properties: ['resellerStoreId', 'externalOrderId'] }],
+});
+export type OrderCancellation = InferEntity<typeof OrderCancellation>;

@@ -1,0 +1,39 @@
+import type { AttemptEntry } from '../attempts/entity.ts';
+import { findAttempts, findAttemptsIn } from '../attempts/repository.ts';
+import type { Orm } from '../db/orm.ts';
+import type { Trx } from '../db/sql.ts';
+import type { NewEvent } from '../events/types.ts';
+import type { EventType } from '../../contract/events.ts';
+import { presentDetail } from '../sync-jobs/present.ts';
+import type { Cancellation } from './entity.ts';
+import type { CancellationView } from './present.ts';
+import { cancellationsIn, jobDetailIn, type CancellationRepository } from './repository.ts';
+
+function withTimelines(cancellations: Cancellation[], entries: AttemptEntry[]): CancellationView[] {
+  return cancellations.map((cancellation) => ({ cancellation, timeline: entries.filter((entry) => entry.rowId === cancellation.id) }));
+}
+
+/** A job's cancellations with their timelines, oldest first (its GET's `cancellations`). */
+export async function cancellationsOfJob(orm: Orm, repository: CancellationRepository, syncJobId: string): Promise<CancellationView[]> {
+  const cancellations = await repository.listForJob(syncJobId);
+  return withTimelines(cancellations, await findAttempts(orm, cancellations.map((c) => c.id)));
+}
+
+/**
+ * An event whose `data.object` is the sync job as its GET shows it at this point of the
+ * transaction: with its fulfillments and its cancellations (events.md), the transaction's own
+ * writes included. Null when the job is gone.
+ */
+export async function jobEventIn(trx: Trx, type: EventType, syncJobId: string): Promise<NewEvent | null> {
+  const detail = await jobDetailIn(trx, syncJobId);
+  if (!detail) return null;
+  const cancellations = await cancellationsIn(trx, [syncJobId]);
+  const entries = await findAttemptsIn(trx, [...detail.fulfillments.map((f) => f.id), ...cancellations.map((c) => c.id)]);
+  const fulfillmentAttempts = new Map(detail.fulfillments.map((f) => [f.id, entries.filter((entry) => entry.rowId === f.id)]));
+  return {
+    ownerId: detail.job.ownerId,
+    resellerStoreId: detail.job.resellerStoreId,
+    type,
+    object: presentDetail({ job: detail.job, fulfillments: detail.fulfillments, fulfillmentAttempts, cancellations: withTimelines(cancellations, entries) }),
+  };
+}

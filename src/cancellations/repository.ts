@@ -1,0 +1,303 @@
+import { sql } from 'kysely';
+import { writeAttemptTransitions, type AttemptWrite } from '../attempts/repository.ts';
+import { holdLock } from '../db/locks.ts';
+import type { Orm } from '../db/orm.ts';
+import type { OrderRef } from '../orders/port.ts';
+import { sqlOf, type Db, type Trx } from '../db/sql.ts';
+import { Fulfillment } from '../fulfillments/entity.ts';
+import { SourceStore } from '../source-stores/entity.ts';
+import { SyncJob } from '../sync-jobs/entity.ts';
+import { Cancellation, OrderCancellation, type CancelledLine } from './entity.ts';
+
+/** A cancellation, its sync job and the source store it calls (null once deleted). */
+export interface CancellationWork {
+  row: Cancellation;
+  job: SyncJob | null;
+  source: SourceStore | null;
+}
+
+/** Counts of a store's cancellations, by status and by outcome. */
+export interface CancellationCounts {
+  byStatus: Record<string, number>;
+  byOutcome: Record<string, number>;
+}
+
+/**
+ * A row read with Kysely as its entity's properties: camelCase names, timestamps as Dates (the
+ * driver hands them over as text). For reads inside a transaction that has no ORM at hand.
+ */
+export function fromRow<T>(row: Record<string, unknown>): T {
+  const entity: Record<string, unknown> = {};
+  for (const [column, value] of Object.entries(row)) {
+    const property = column.replace(/_([a-z])/g, (_, letter: string) => letter.toUpperCase());
+    entity[property] = column.endsWith('_at') && value !== null && value !== undefined ? new Date(value as string) : value;
+  }
+  return entity as T;
+}
+
+const cancelLockKey = (order: OrderRef) => `cancel:${order.resellerStoreId}:${order.externalOrderId}`;
+
+/** Every statement on cancellations and order_cancellations. */
+export class CancellationRepository {
+  constructor(private readonly orm: Orm) {}
+
+  private get db(): Db {
+    return sqlOf(this.orm);
+  }
+
+  transaction<T>(work: (trx: Trx) => Promise<T>): Promise<T> {
+    return this.db.transaction().execute(work);
+  }
+
+  /** Serialises the signals and the routing of one reseller order for the rest of the transaction. */
+  async lockOrder(trx: Trx, resellerStoreId: string, externalOrderId: string): Promise<void> {
+    await holdLock(trx, cancelLockKey({ resellerStoreId, externalOrderId }));
+  }
+
+  /** `lockOrder` for several orders at once (a routing group), in key order so two groups never wait on each other's. */
+  async lockOrders(trx: Trx, orders: OrderRef[]): Promise<void> {
+    const keys = [...new Set(orders.map(cancelLockKey))].sort();
+    await sql`select pg_advisory_xact_lock(hashtext(key)) from (select key from unnest(${keys}::text[]) as key order by key) as ordered`.execute(trx);
+  }
+
+  /** The signals recorded for any of these orders, oldest first (one indexed read). */
+  async signalsOfOrders(trx: Trx, orders: OrderRef[]): Promise<OrderCancellation[]> {
+    if (orders.length === 0) return [];
+    const rows = await trx
+      .selectFrom('order_cancellations')
+      .selectAll()
+      .where((eb) => eb.or(orders.map((order) => eb.and([eb('reseller_store_id', '=', order.resellerStoreId), eb('external_order_id', '=', order.externalOrderId)]))))
+      .orderBy('id')
+      .execute();
+    const em = this.orm.em.fork();
+    return rows.map((row) => em.map(OrderCancellation, row as Record<string, unknown>));
+  }
+
+  /** The vendor tags of these source stores, by id. */
+  async vendorTagsIn(trx: Trx, sourceStoreIds: string[]): Promise<Map<string, string>> {
+    if (sourceStoreIds.length === 0) return new Map();
+    const rows = await trx.selectFrom('source_stores').select(['id', 'vendor_tag']).where('id', 'in', sourceStoreIds).execute();
+    return new Map(rows.map((row) => [row.id, row.vendor_tag]));
+  }
+
+  /** The job that placed this supplier order on one of these source store records, if any. */
+  findJobBySourceOrder(sourceStoreIds: string[], sourceOrderId: string): Promise<SyncJob | null> {
+    return this.orm.em.fork().findOne(SyncJob, { sourceStoreId: { $in: sourceStoreIds }, sourceOrderId });
+  }
+
+  /** A finished cancellation found too late after all (the supplier shipped); version-checked. */
+  async markTooLate(trx: Trx, cancellation: Cancellation, reason: string): Promise<boolean> {
+    const moved = await trx
+      .updateTable('cancellations')
+      .set((eb) => ({ outcome: 'too_late', reason, version: eb('version', '+', 1), updated_at: new Date() }))
+      .where('id', '=', cancellation.id)
+      .where('version', '=', cancellation.version)
+      .executeTakeFirst();
+    return Number(moved.numUpdatedRows) === 1;
+  }
+
+  /** Records a signal; null when this one (same store and dedupe key) was recorded before. */
+  async insertSignal(trx: Trx, signal: OrderCancellation): Promise<string | null> {
+    const row = await trx
+      .insertInto('order_cancellations')
+      .values({
+        id: signal.id,
+        owner_id: signal.ownerId,
+        reseller_store_id: signal.resellerStoreId,
+        external_order_id: signal.externalOrderId,
+        scope: signal.scope,
+        lines: JSON.stringify(signal.lines),
+        dedupe_key: signal.dedupeKey,
+        received_at: signal.receivedAt,
+      })
+      .onConflict((oc) => oc.columns(['reseller_store_id', 'dedupe_key']).doNothing())
+      .returning('id')
+      .executeTakeFirst();
+    return row?.id ?? null;
+  }
+
+  /** Whether the signal's `order.cancelled` audit entry was written (its first application committed). */
+  async signalAudited(trx: Trx, signal: OrderCancellation): Promise<boolean> {
+    const row = await trx
+      .selectFrom('audit_entries')
+      .select('id')
+      .where('reseller_store_id', '=', signal.resellerStoreId)
+      .where('resource_id', '=', signal.externalOrderId)
+      .where('action', '=', 'order.cancelled')
+      .where(sql<boolean>`metadata->>'signalId' = ${signal.id}`)
+      .limit(1)
+      .executeTakeFirst();
+    return row !== undefined;
+  }
+
+  /** The signals recorded for an order, oldest first. */
+  async signalsOf(trx: Trx, resellerStoreId: string, externalOrderId: string): Promise<OrderCancellation[]> {
+    const rows = await trx
+      .selectFrom('order_cancellations')
+      .selectAll()
+      .where('reseller_store_id', '=', resellerStoreId)
+      .where('external_order_id', '=', externalOrderId)
+      .orderBy('id')
+      .execute();
+    const em = this.orm.em.fork();
+    return rows.map((row) => em.map(OrderCancellation, row as Record<string, unknown>));
+  }
+
+  /** The order's jobs as this transaction sees them, oldest first. */
+  async jobsOfOrder(trx: Trx, resellerStoreId: string, externalOrderId: string): Promise<SyncJob[]> {
+    const rows = await trx
+      .selectFrom('sync_jobs')
+      .selectAll()
+      .where('reseller_store_id', '=', resellerStoreId)
+      .where('external_order_id', '=', externalOrderId)
+      .orderBy('id')
+      .execute();
+    const em = this.orm.em.fork();
+    return rows.map((row) => em.map(SyncJob, row as Record<string, unknown>));
+  }
+
+  forJobsIn(db: Trx | Db, syncJobIds: string[]): Promise<Cancellation[]> {
+    return cancellationsIn(db, syncJobIds);
+  }
+
+  /** A job's cancellations, oldest first. */
+  listForJob(syncJobId: string): Promise<Cancellation[]> {
+    return this.forJobsIn(this.db, [syncJobId]);
+  }
+
+  findOwned(ownerId: string, syncJobId: string, id: string): Promise<Cancellation | null> {
+    return this.orm.em.fork().findOne(Cancellation, { id, syncJobId, ownerId });
+  }
+
+  async insert(trx: Trx, rows: Cancellation[]): Promise<void> {
+    if (rows.length === 0) return;
+    await trx
+      .insertInto('cancellations')
+      .values(
+        rows.map((row) => ({
+          id: row.id,
+          owner_id: row.ownerId,
+          reseller_store_id: row.resellerStoreId,
+          sync_job_id: row.syncJobId,
+          signal_id: row.signalId,
+          scope: row.scope,
+          lines: JSON.stringify(row.lines),
+          status: row.status,
+          attempts: row.attempts,
+          retries_left: row.retriesLeft,
+          outcome: row.outcome ?? null,
+          reason: row.reason ?? null,
+          error_message: row.errorMessage ?? null,
+          completed_at: row.completedAt ?? null,
+          failed_at: row.failedAt ?? null,
+          dead_at: row.deadAt ?? null,
+          queue_message_id: row.queueMessageId ?? null,
+          version: row.version,
+          created_at: row.createdAt,
+          updated_at: row.updatedAt,
+        })),
+      )
+      .execute();
+  }
+
+  /** Cancellations with their job and source store (one statement). */
+  async loadWork(ids: string[]): Promise<CancellationWork[]> {
+    if (ids.length === 0) return [];
+    const rows = await this.db
+      .selectFrom('cancellations as c')
+      .leftJoin('sync_jobs as j', 'j.id', 'c.sync_job_id')
+      .leftJoin('source_stores as s', (join) => join.onRef('s.id', '=', 'j.source_store_id').on('s.deleted_at', 'is', null))
+      .selectAll('c')
+      .select(sql<Record<string, unknown> | null>`to_jsonb(j)`.as('job_row'))
+      .select(sql<Record<string, unknown> | null>`to_jsonb(s)`.as('source_row'))
+      .where('c.id', '=', sql<string>`any(${ids}::text[])`)
+      .execute();
+    const em = this.orm.em.fork();
+    return rows.map(({ job_row: job, source_row: source, ...row }) => ({
+      row: em.map(Cancellation, row as Record<string, unknown>),
+      job: job ? em.map(SyncJob, job) : null,
+      source: source ? em.map(SourceStore, source) : null,
+    }));
+  }
+
+  findJob(syncJobId: string): Promise<SyncJob | null> {
+    return this.orm.em.fork().findOne(SyncJob, { id: syncJobId }, { disableIdentityMap: true });
+  }
+
+  /**
+   * What an attempt learnt beside its outcome (the lines actually cancelled, the reason), written
+   * before the outcome while the attempt still holds the row; the outcome's write follows.
+   */
+  async recordDetail(id: string, version: number, detail: { reason: string | null; lines?: CancelledLine[] }): Promise<void> {
+    await this.db
+      .updateTable('cancellations')
+      .set({ reason: detail.reason, ...(detail.lines && { lines: JSON.stringify(detail.lines) }) })
+      .where('id', '=', id)
+      .where('version', '=', version)
+      .execute();
+  }
+
+  /** Replaces a job's stored order (a job cut by some lines before it was placed); version-checked. */
+  async cutJobOrder(trx: Trx, job: SyncJob): Promise<boolean> {
+    const result = await trx
+      .updateTable('sync_jobs')
+      .set((eb) => ({ order: JSON.stringify(job.order), version: eb('version', '+', 1), updated_at: new Date() }))
+      .where('id', '=', job.id)
+      .where('version', '=', job.version)
+      .executeTakeFirst();
+    const moved = Number(result.numUpdatedRows) === 1;
+    if (moved) job.version += 1;
+    return moved;
+  }
+
+  /** Records a supplier's own cancellation on a job, once; false when it was recorded before. */
+  async markSupplierCancelled(trx: Trx, syncJobId: string, at: Date, reason: string | null): Promise<boolean> {
+    const result = await trx
+      .updateTable('sync_jobs')
+      .set({ supplier_cancelled_at: at, supplier_cancel_reason: reason })
+      .where('id', '=', syncJobId)
+      .where('supplier_cancelled_at', 'is', null)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
+  }
+
+  writeTransitions(db: Db | Trx, writes: AttemptWrite<Cancellation>[]): Promise<boolean[]> {
+    return writeAttemptTransitions(db, { name: 'cancellation', table: 'cancellations', resultColumn: 'outcome' }, writes);
+  }
+
+  writeJobTransitions(db: Db | Trx, writes: AttemptWrite<SyncJob>[]): Promise<boolean[]> {
+    return writeAttemptTransitions(db, { name: 'sync_job', table: 'sync_jobs', resultColumn: 'source_order_id' }, writes);
+  }
+
+  /** The store's cancellations counted by status and by outcome. */
+  async countsFor(resellerStoreId: string): Promise<CancellationCounts> {
+    const rows = await this.db
+      .selectFrom('cancellations')
+      .select(['status', 'outcome', sql<number>`count(*)::int`.as('count')])
+      .where('reseller_store_id', '=', resellerStoreId)
+      .groupBy(['status', 'outcome'])
+      .execute();
+    const byStatus: Record<string, number> = {};
+    const byOutcome: Record<string, number> = {};
+    for (const row of rows) {
+      byStatus[row.status] = (byStatus[row.status] ?? 0) + row.count;
+      if (row.outcome) byOutcome[row.outcome] = (byOutcome[row.outcome] ?? 0) + row.count;
+    }
+    return { byStatus, byOutcome };
+  }
+}
+
+/** A job with its fulfillments as this transaction sees them (for the events written in it). */
+export async function jobDetailIn(trx: Trx, syncJobId: string): Promise<{ job: SyncJob; fulfillments: Fulfillment[] } | null> {
+  const row = await trx.selectFrom('sync_jobs').selectAll().where('id', '=', syncJobId).executeTakeFirst();
+  if (!row) return null;
+  const fulfillments = await trx.selectFrom('fulfillments').selectAll().where('sync_job_id', '=', syncJobId).orderBy('id').execute();
+  return { job: fromRow<SyncJob>(row), fulfillments: fulfillments.map((fulfillment) => fromRow<Fulfillment>(fulfillment)) };
+}
+
+/** The cancellations of these jobs as this transaction sees them, oldest first. */
+export async function cancellationsIn(db: Trx | Db, syncJobIds: string[]): Promise<Cancellation[]> {
+  if (syncJobIds.length === 0) return [];
+  const rows = await db.selectFrom('cancellations').selectAll().where('sync_job_id', 'in', syncJobIds).orderBy('id').execute();
+  return rows.map((row) => fromRow<Cancellation>(row));
+}

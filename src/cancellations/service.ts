@@ -1,0 +1,366 @@
+import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
+import { insertAudit, SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
+import type { AppContext } from '../context.ts';
+import type { CancellationVia, OrderCancellations, OrderCancelled, OrderRef, OrderStore, StorefrontCancellation } from '../orders/port.ts';
+import type { Trx } from '../db/sql.ts';
+import type { NewEvent } from '../events/types.ts';
+import { cutOrder } from './cut.ts';
+import { vendorMatches } from '../pricing/index.ts';
+import { newMessageId } from '../queue/queue.ts';
+import { AppError, notFound } from '../shared/errors.ts';
+import { newId } from '../shared/ids.ts';
+import type { SyncJob } from '../sync-jobs/entity.ts';
+import { cancellationAuditRecord, voidJobsIn } from './attempt.ts';
+import type { Cancellation, CancelledLine, OrderCancellation } from './entity.ts';
+import { cancellationsOfJob, jobEventIn } from './events.ts';
+import type { CancellationRepository } from './repository.ts';
+import { cancellationStats, type CancellationStats } from './stats.ts';
+import { cancellationKind } from './kind.ts';
+import type { CancellationView } from './present.ts';
+
+/**
+ * A storefront cancellation to act on (src/orders/port.ts `OrderCancelling.cancel`: its webhook, or
+ * the divergence watch finding the order cancelled), with its order's store.
+ */
+interface CancellationSignal extends StorefrontCancellation {
+  ownerId: string;
+  resellerStoreId: string;
+  via: CancellationVia;
+}
+
+/**
+ * A supplier's cancellation of an order the service placed (`recordSupplierCancellation`: its
+ * webhook, or the divergence watch finding the supplier order cancelled).
+ */
+export interface SupplierCancellationReport {
+  /** The source store records that may hold the order (several records can share a supplier's domain). */
+  sourceStoreIds: string[];
+  /** The supplier's order id, as the job recorded it (`sourceOrderId`). */
+  sourceOrderId: string;
+  /** The supplier's reason, when it gives one (`supplierCancelReason`). */
+  reason: string | null;
+  /** When the supplier cancelled; now when unknown. */
+  at?: Date;
+  /** Recorded in the audit entry: `{ source: 'webhook', topic, webhookId }` or `{ source: 'watch', … }`. */
+  via: Record<string, unknown>;
+}
+
+/** A supplier's own cancellation, recorded on the job that placed the order (the webhook and the divergence watch call it). */
+export interface SupplierCancellations {
+  recordSupplierCancellation(report: SupplierCancellationReport): Promise<string | null>;
+}
+
+/** What a signal asks of one job: the supplier lines to cancel, and whether that is all of them. */
+interface JobPlan {
+  job: SyncJob;
+  scope: 'order' | 'lines';
+  lines: CancelledLine[];
+}
+
+const RETRY_ROUNDS = 3;
+/** Cancelling or cancelled: these quantities are no longer open to a new cancellation. */
+const holdsQuantity = (c: Cancellation) => c.outcome !== 'too_late' && c.outcome !== 'unsupported';
+
+/**
+ * Cancellations (order-changes.md): the storefront's cancellation of an order or of some of its
+ * lines becomes one cancellation per affected sync job (retried work, src/cancellations/attempt.ts);
+ * a supplier's own cancellation is recorded on its job. Every signal is recorded first (so an order
+ * routed later is routed as cancelled) and applied under a per-order lock, so concurrent signals
+ * and the routing of the order never cancel a quantity twice.
+ */
+export class CancellationService implements OrderCancellations, SupplierCancellations {
+  constructor(
+    private readonly ctx: AppContext,
+    private readonly repository: CancellationRepository,
+  ) {}
+
+  /**
+   * A storefront cancellation, reached through the order module (src/orders/port.ts
+   * `OrderCancelling.cancel`). The signal is committed before the order's jobs are read under the
+   * order's cancellation lock, and the routing of an order takes that lock and reads the signals
+   * in its own transaction (`applyAtRouting`), so whichever comes second sees the other; both
+   * applying is harmless (one cancellation per signal and job, computed under the order's lock).
+   */
+  cancelOrder(store: OrderStore, cancellation: StorefrontCancellation, via: CancellationVia): Promise<OrderCancelled> {
+    return this.applySignal({ ...cancellation, ownerId: store.ownerId, resellerStoreId: store.id, via });
+  }
+
+  private async applySignal(signal: CancellationSignal): Promise<OrderCancelled> {
+    const receivedAt = new Date();
+    const record: OrderCancellation = {
+      id: newId('orderCancellation'),
+      ownerId: signal.ownerId,
+      resellerStoreId: signal.resellerStoreId,
+      externalOrderId: signal.externalOrderId,
+      scope: signal.scope,
+      lines: signal.lines,
+      dedupeKey: signal.dedupeKey,
+      receivedAt,
+    };
+    const inserted = await this.repository.transaction((trx) => this.repository.insertSignal(trx, record));
+    // A redelivery is applied again (a no-op when its first delivery was applied): the process that
+    // recorded it may have died before applying it.
+    return this.repository.transaction(async (trx) => {
+      await this.repository.lockOrder(trx, signal.resellerStoreId, signal.externalOrderId);
+      const stored = inserted ? record : (await this.repository.signalsOf(trx, signal.resellerStoreId, signal.externalOrderId)).find((s) => s.dedupeKey === signal.dedupeKey);
+      if (!stored) return { recorded: false, routed: false, syncJobIds: [] };
+      const jobs = await this.repository.jobsOfOrder(trx, signal.resellerStoreId, signal.externalOrderId);
+      const affected = jobs.length > 0 ? await this.apply(trx, stored, jobs) : [];
+      const syncJobIds = affected.map((job) => job.id);
+      const routed = jobs.length > 0;
+      if (!inserted && (await this.repository.signalAudited(trx, stored))) return { recorded: false, routed, syncJobIds };
+      await insertAudit(trx, [orderAudit(signal, { routed, syncJobIds, signalId: stored.id })]);
+      await this.ctx.outbox.append(trx, [
+        {
+          ownerId: signal.ownerId,
+          resellerStoreId: signal.resellerStoreId,
+          type: 'order.cancelled',
+          object: { resellerStoreId: signal.resellerStoreId, externalOrderId: signal.externalOrderId, scope: signal.scope, lines: signal.lines, syncJobIds },
+        },
+      ]);
+      return { recorded: inserted !== null, routed, syncJobIds };
+    });
+  }
+
+  /**
+   * Inside the routing transaction of these orders, once their jobs are inserted: under each order's
+   * cancellation lock (taken for every order, in a fixed order, so a cancellation received while the
+   * order is being routed is either seen here or sees the jobs once they are committed), the
+   * cancellations recorded before are applied to the new jobs, so a job of an order cancelled first
+   * ends at once (`not_placed`, never placed) or is placed without its cancelled lines. One lock
+   * statement and one read when no order of the group was cancelled.
+   */
+  async applyAtRouting(trx: Trx, orders: OrderRef[]): Promise<void> {
+    if (orders.length === 0) return;
+    await this.repository.lockOrders(trx, orders);
+    const signals = await this.repository.signalsOfOrders(trx, orders);
+    for (const signal of signals) {
+      const jobs = await this.repository.jobsOfOrder(trx, signal.resellerStoreId, signal.externalOrderId);
+      if (jobs.length > 0) await this.apply(trx, signal, jobs);
+    }
+  }
+
+  /**
+   * Creates this signal's cancellations for the jobs it still finds something open on (none for a job
+   * that already has one from this signal), under the order's lock. A job never placed ends at once:
+   * wholly cancelled, it is completed without an order (VOID); cut by some lines, it is placed without
+   * them. Returns the jobs given a cancellation.
+   */
+  private async apply(trx: Trx, signal: OrderCancellation, jobs: SyncJob[]): Promise<SyncJob[]> {
+    const existing = await this.repository.forJobsIn(trx, jobs.map((job) => job.id));
+    const vendorTags = await this.vendorTags(trx, jobs);
+    const plans = jobs.flatMap((job) => {
+      const ofJob = existing.filter((c) => c.syncJobId === job.id);
+      if (ofJob.some((c) => c.signalId === signal.id)) return [];
+      const plan = planFor(job, vendorTags.get(job.sourceStoreId) ?? null, ofJob, signal);
+      return plan ? [plan] : [];
+    });
+    if (plans.length === 0) return [];
+    const now = new Date();
+    const rows: Cancellation[] = [];
+    const settled: Cancellation[] = [];
+    const unplaced = (job: SyncJob) => job.status === 'pending' || job.status === 'failed' || job.status === 'dead';
+    const voiding = plans.filter((plan) => plan.scope === 'order' && unplaced(plan.job)).map((plan) => plan.job);
+    await voidJobsIn(this.ctx, trx, voiding, now);
+    for (const plan of plans) {
+      const row = newCancellation(signal, plan, now);
+      if (plan.scope === 'lines' && unplaced(plan.job) && plan.job.order && plan.job.attempts === 0 && (await this.cut(trx, plan))) {
+        // Placed without those lines: nothing reaches the supplier, so the outcome is known now.
+        Object.assign(row, { status: 'completed', outcome: 'not_placed', completedAt: now, queueMessageId: null, reason: 'cut before placement: the supplier order is placed without these lines' });
+        settled.push(row);
+      }
+      rows.push(row);
+    }
+    await this.repository.insert(trx, rows);
+    const queued = rows.filter((row) => row.queueMessageId);
+    await this.ctx.queue.insertIn(trx, cancellationKind.queue, queued.map((row) => ({ id: row.queueMessageId!, message: cancellationKind.message(row.id) })));
+    await insertAudit(trx, [
+      ...rows.map((row) => cancellationAuditRecord(row, 'cancellation.requested', SYSTEM_ACTOR, { signalId: signal.id })),
+      ...settled.map((row) => cancellationAuditRecord(row, 'cancellation.completed', SYSTEM_ACTOR, { outcome: row.outcome, attempts: 0 })),
+    ], now);
+    const events: NewEvent[] = [];
+    for (const row of settled) {
+      const event = await jobEventIn(trx, 'cancellation.completed', row.syncJobId);
+      if (event) events.push(event);
+    }
+    await this.ctx.outbox.append(trx, events);
+    for (const row of queued) this.ctx.metrics.attemptTransitions.inc({ kind: 'cancellation', status: 'pending' });
+    return plans.map((plan) => plan.job);
+  }
+
+  /** Removes the cancelled quantities from a job not yet placed (version-checked); false when it moved meanwhile. */
+  private cut(trx: Trx, plan: JobPlan): Promise<boolean> {
+    plan.job.order = cutOrder(plan.job.order!, plan.lines);
+    return this.repository.cutJobOrder(trx, plan.job);
+  }
+
+  private vendorTags(trx: Trx, jobs: SyncJob[]): Promise<Map<string, string>> {
+    return this.repository.vendorTagsIn(trx, [...new Set(jobs.map((job) => job.sourceStoreId))]);
+  }
+
+  /**
+   * A supplier cancelled an order the service placed: the job records it once (`supplierCancelledAt`,
+   * `supplierCancelReason`), with audit entry and event `sync_job.supplier_cancelled`. The storefront
+   * is not changed. An order the service itself asked to cancel, reported back cancelled, changes
+   * nothing; nor does an order no job placed (the supplier's own sale). Returns the job's id, if any.
+   */
+  async recordSupplierCancellation(report: SupplierCancellationReport): Promise<string | null> {
+    const job = await this.repository.findJobBySourceOrder(report.sourceStoreIds, report.sourceOrderId);
+    if (!job) return null;
+    const ours = (await this.repository.listForJob(job.id)).some((c) => c.status === 'pending' || c.status === 'processing' || c.outcome === 'cancelled');
+    if (ours) return job.id;
+    const at = report.at ?? new Date();
+    await this.repository.transaction(async (trx) => {
+      if (!(await this.repository.markSupplierCancelled(trx, job.id, at, report.reason))) return;
+      await insertAudit(trx, [
+        {
+          ownerId: job.ownerId,
+          resellerStoreId: job.resellerStoreId,
+          action: 'sync_job.supplier_cancelled',
+          resourceType: 'sync_job',
+          resourceId: job.id,
+          actorId: SYSTEM_ACTOR,
+          metadata: { externalOrderId: job.externalOrderId, sourceStoreId: job.sourceStoreId, sourceOrderId: report.sourceOrderId, reason: report.reason, ...report.via },
+        },
+      ]);
+      const event = await jobEventIn(trx, 'sync_job.supplier_cancelled', job.id);
+      if (event) await this.ctx.outbox.append(trx, [event]);
+    });
+    return job.id;
+  }
+
+  /**
+   * A fulfillment arrived for a job with a cancellation that ended `cancelled` or `not_placed`: the
+   * supplier shipped anyway. That cancellation becomes `too_late` (event `cancellation.too_late`), once.
+   */
+  async fulfilledAfterCancellation(syncJobId: string): Promise<void> {
+    const cancellations = await this.repository.listForJob(syncJobId);
+    if (cancellations.length === 0 || cancellations.some((c) => c.outcome === 'too_late')) return;
+    const latest = [...cancellations].reverse().find((c) => c.status === 'completed' && (c.outcome === 'cancelled' || c.outcome === 'not_placed'));
+    if (!latest) return;
+    await this.repository.transaction(async (trx) => {
+      const reason = 'the supplier shipped anyway: a fulfillment arrived after the cancellation';
+      if (!(await this.repository.markTooLate(trx, latest, reason))) return;
+      await insertAudit(trx, [cancellationAuditRecord({ ...latest, outcome: 'too_late', reason }, 'cancellation.too_late', SYSTEM_ACTOR, { previousOutcome: latest.outcome, reason })]);
+      const event = await jobEventIn(trx, 'cancellation.too_late', syncJobId);
+      if (event) await this.ctx.outbox.append(trx, [event]);
+    });
+  }
+
+  /** A job's cancellations with their timelines, oldest first (its GET's `cancellations`). */
+  viewsOfJob(syncJobId: string): Promise<CancellationView[]> {
+    return cancellationsOfJob(this.ctx.orm, this.repository, syncJobId);
+  }
+
+  /** A store's cancellations counted by status and by outcome (its stats' `cancellations`). */
+  statsOf(resellerStoreId: string): Promise<CancellationStats> {
+    return cancellationStats(this.repository, resellerStoreId);
+  }
+
+  /** POST /v1/sync_jobs/{id}/cancellations/{cancellation_id}/retry: a failed or dead one, as a job retry does. */
+  async retry(principal: Principal, syncJobId: string, cancellationId: string): Promise<CancellationView[]> {
+    for (let round = 1; ; round++) {
+      const cancellation = await this.repository.findOwned(principal.userId, syncJobId, cancellationId);
+      if (!cancellation) throw notFound();
+      const now = new Date();
+      if (!cancellationKind.transition(cancellation, { type: 'RETRY', at: now.toISOString() }, now)) {
+        throw new AppError('sync_job_not_retryable', {
+          message: `Only failed or dead cancellations can be retried; this one is ${cancellation.status}.`,
+          details: { status: cancellation.status },
+        });
+      }
+      cancellation.queueMessageId = newMessageId();
+      const audit = cancellationAuditRecord(cancellation, 'cancellation.retried', actorOf(principal), { attempts: cancellation.attempts, ...auditContext(principal) });
+      const moved = await this.repository.transaction(async (trx) => {
+        const [written] = await this.repository.writeTransitions(trx, [{ row: cancellation, result: cancellationKind.resultOf(cancellation), audit }]);
+        if (!written) return false;
+        await this.ctx.queue.insertIn(trx, cancellationKind.queue, [{ id: cancellation.queueMessageId!, message: cancellationKind.message(cancellation.id) }]);
+        const event = await jobEventIn(trx, 'cancellation.retried', syncJobId);
+        if (event) await this.ctx.outbox.append(trx, [event]);
+        return true;
+      });
+      if (moved) {
+        this.ctx.metrics.attemptTransitions.inc({ kind: 'cancellation', status: 'pending' });
+        return cancellationsOfJob(this.ctx.orm, this.repository, syncJobId);
+      }
+      if (round === RETRY_ROUNDS) {
+        throw new AppError('unavailable', { message: 'The cancellation kept changing while it was being retried; try again.', retryAfterSeconds: 1 });
+      }
+    }
+  }
+}
+
+/** The supplier lines of a job: the reseller order's lines of the job's vendor (null when the job has no stored order). */
+function supplierLinesOf(job: SyncJob, vendorTag: string | null): CancelledLine[] | null {
+  if (!job.order || vendorTag === null) return null;
+  const sums = new Map<string, number>();
+  for (const line of job.order.lines) {
+    if (vendorMatches(line.vendor, vendorTag)) sums.set(line.sku, (sums.get(line.sku) ?? 0) + line.quantity);
+  }
+  return [...sums].map(([sku, quantity]) => ({ sku, quantity }));
+}
+
+/**
+ * What a signal asks of one job, or null when it finds nothing open there: the quantity still open
+ * per line is what the job was ordered (after cuts) less what its cancellations hold (every
+ * cancellation but those that ended too_late or unsupported); a signal never cancels more. A job
+ * whose every line is then cancelled is cancelled as a whole.
+ */
+function planFor(job: SyncJob, vendorTag: string | null, existing: Cancellation[], signal: OrderCancellation): JobPlan | null {
+  const ordered = supplierLinesOf(job, vendorTag);
+  const holding = existing.filter(holdsQuantity);
+  if (ordered === null) {
+    // A manual job (no stored order): only the whole order can be cancelled, once.
+    if (signal.scope !== 'order' || holding.some((c) => c.scope === 'order')) return null;
+    return { job, scope: 'order', lines: [] };
+  }
+  if (holding.some((c) => c.scope === 'order')) return null;
+  const open = ordered.map(({ sku, quantity }) => {
+    // A cut before placement already left the stored order; it holds nothing more.
+    const held = holding
+      .filter((c) => !(c.scope === 'lines' && c.outcome === 'not_placed' && c.attempts === 0))
+      .reduce((sum, c) => sum + (c.lines.find((line) => line.sku === sku)?.quantity ?? 0), 0);
+    return { sku, quantity: Math.max(0, quantity - held) };
+  });
+  const asked =
+    signal.scope === 'order'
+      ? open
+      : open.map(({ sku, quantity }) => ({ sku, quantity: Math.min(quantity, signal.lines.find((line) => line.sku === sku)?.quantity ?? 0) }));
+  const lines = asked.filter((line) => line.quantity > 0);
+  if (lines.length === 0) return null;
+  const whole = open.every(({ sku, quantity }) => (lines.find((line) => line.sku === sku)?.quantity ?? 0) >= quantity);
+  const cutBefore = holding.some((c) => c.scope === 'lines');
+  // Whole only when nothing was cancelled line by line before: then the supplier order still has every line.
+  return { job, scope: whole && (!cutBefore || signal.scope === 'order') ? 'order' : 'lines', lines };
+}
+
+function newCancellation(signal: OrderCancellation, plan: JobPlan, now: Date): Cancellation {
+  return {
+    ...cancellationKind.initialColumns(now),
+    id: newId('cancellation'),
+    ownerId: plan.job.ownerId,
+    resellerStoreId: plan.job.resellerStoreId,
+    syncJobId: plan.job.id,
+    signalId: signal.id,
+    scope: plan.scope,
+    lines: plan.lines,
+    outcome: null,
+    reason: null,
+    queueMessageId: newMessageId(),
+    version: 1,
+    createdAt: now,
+    updatedAt: now,
+  } as Cancellation;
+}
+
+function orderAudit(signal: CancellationSignal, metadata: Record<string, unknown>): AuditRecord {
+  return {
+    ownerId: signal.ownerId,
+    resellerStoreId: signal.resellerStoreId,
+    action: 'order.cancelled',
+    resourceType: 'order',
+    resourceId: signal.externalOrderId,
+    actorId: SYSTEM_ACTOR,
+    metadata: { scope: signal.scope, lines: signal.lines, ...signal.via, ...metadata },
+  };
+}

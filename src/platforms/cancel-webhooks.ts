@@ -1,0 +1,89 @@
+/**
+ * The platforms' cancellation webhooks (platforms.md), read into the service's own signals:
+ * a reseller store's storefront cancellation, or a supplier's own cancellation of an order the
+ * service placed. A topic or payload that asks for nothing reads as null (answered `ignored`).
+ */
+import { z } from 'zod';
+import type { Platform } from '../orders/types.ts';
+import { anyId, lineText, parsePayload } from './payload.ts';
+
+/** A cancellation on the storefront: the whole order, or these quantities of these lines (by SKU). */
+export interface StorefrontCancellation {
+  externalOrderId: string;
+  scope: 'order' | 'lines';
+  lines: { sku: string; quantity: number }[];
+}
+
+/** A supplier's cancellation of one of its orders. */
+export interface SupplierCancellation {
+  sourceOrderId: string;
+  reason: string | null;
+}
+
+const positive = z.number().int().positive();
+const reasonText = z.string().max(500).nullish().transform((value) => value ?? null);
+
+const platformAOrder = z.object({ id: anyId, cancelled_at: z.string().nullish(), cancel_reason: reasonText });
+const platformARefund = z.object({
+  order_id: anyId,
+  refund_line_items: z
+    .array(z.object({ quantity: positive, restock_type: z.string(), line_item: z.object({ sku: lineText }).passthrough() }).passthrough())
+    .nullish()
+    .transform((lines) => lines ?? []),
+});
+const platformBOrder = z.object({ id: anyId, status: z.string() });
+const customCancellation = z.object({
+  id: anyId,
+  reason: reasonText,
+  lines: z.array(z.object({ sku: lineText, quantity: positive })).nullish(),
+});
+
+/** Sums the quantities of lines that share a SKU. */
+function bySku(lines: { sku: string; quantity: number }[]) {
+  const sums = new Map<string, number>();
+  for (const line of lines) sums.set(line.sku, (sums.get(line.sku) ?? 0) + line.quantity);
+  return [...sums].map(([sku, quantity]) => ({ sku, quantity }));
+}
+
+/** The storefront cancellation a reseller store's webhook carries; null when it asks for nothing. Throws PayloadError. */
+export function readStorefrontCancellation(platform: Platform, topic: string, body: unknown): StorefrontCancellation | null {
+  if (platform === 'platform_a' && topic === 'orders/cancelled') {
+    const order = parsePayload(platformAOrder, body, 'platform_a order');
+    return { externalOrderId: order.id, scope: 'order', lines: [] };
+  }
+  if (platform === 'platform_a' && topic === 'refunds/create') {
+    // Only restock_type "cancel" cancels goods not shipped; `return` and `no_restock` concern shipped goods or money.
+    const refund = parsePayload(platformARefund, body, 'platform_a refund');
+    const cancelled = refund.refund_line_items.filter((line) => line.restock_type === 'cancel');
+    if (cancelled.length === 0) return null;
+    return { externalOrderId: refund.order_id, scope: 'lines', lines: bySku(cancelled.map((line) => ({ sku: line.line_item.sku, quantity: line.quantity }))) };
+  }
+  if (platform === 'platform_b' && topic === 'orders/updated') {
+    const order = parsePayload(platformBOrder, body, 'platform_b order');
+    return order.status === 'cancelled' || order.status === 'refunded' ? { externalOrderId: order.id, scope: 'order', lines: [] } : null;
+  }
+  if (platform === 'custom' && topic === 'orders/cancelled') {
+    const cancellation = parsePayload(customCancellation, body, 'custom cancellation');
+    if (!cancellation.lines) return { externalOrderId: cancellation.id, scope: 'order', lines: [] };
+    return cancellation.lines.length > 0 ? { externalOrderId: cancellation.id, scope: 'lines', lines: bySku(cancellation.lines) } : null;
+  }
+  return null;
+}
+
+/** The supplier's own cancellation a source store's webhook carries; null when it asks for nothing. Throws PayloadError. */
+export function readSupplierCancellation(platform: Platform, topic: string, body: unknown): SupplierCancellation | null {
+  if (platform === 'platform_a' && topic === 'orders/cancelled') {
+    const order = parsePayload(platformAOrder, body, 'platform_a order');
+    return { sourceOrderId: order.id, reason: order.cancel_reason };
+  }
+  if (platform === 'platform_b' && topic === 'orders/updated') {
+    const order = parsePayload(platformBOrder, body, 'platform_b order');
+    return order.status === 'cancelled' ? { sourceOrderId: order.id, reason: null } : null;
+  }
+  if (platform === 'custom' && topic === 'orders/cancelled') {
+    const cancellation = parsePayload(customCancellation, body, 'custom cancellation');
+    const lines = cancellation.lines?.length ? `lines cancelled: ${cancellation.lines.map((l) => `${l.sku} × ${l.quantity}`).join(', ')}` : null;
+    return { sourceOrderId: cancellation.id, reason: [cancellation.reason, lines].filter(Boolean).join('; ') || null };
+  }
+  return null;
+}

@@ -1,0 +1,27 @@
+import { describe, expect, it } from 'vitest';
+import { cutOrder } from '../src/cancellations/cut.ts';
+import type { ResellerOrder } from '../src/orders/types.ts';
+
+const order: ResellerOrder = {
+  externalOrderId: '1001',
+  currency: 'USD',
+  email: null,
+  shippingAddress: null,
+  lines: [
+    { sku: 'A-1', title: 'Anvil', vendor: 'Acme', quantity: 2, unitPriceMinor: 2500 },
+    { sku: 'B-1', title: 'Bell', vendor: 'Acme', quantity: 3, unitPriceMinor: 500, totalMinor: 1000 },
+  ],
+};
+
+describe('cutting lines from an order not placed yet', () => {
+  it('removes exactly those quantities, drops a line cut to nothing, and scales an exact total', () => {
+    expect(cutOrder(order, [{ sku: 'A-1', quantity: 2 }, { sku: 'B-1', quantity: 1 }]).lines).toEqual([
+      { sku: 'B-1', title: 'Bell', vendor: 'Acme', quantity: 2, unitPriceMinor: 500, totalMinor: 667 },
+    ]);
+  });
+
+  it('never cuts more than the line holds, and leaves other lines as they are', () => {
+    expect(cutOrder(order, [{ sku: 'A-1', quantity: 5 }, { sku: 'Z-9', quantity: 1 }]).lines).toEqual([order.lines[1]]);
+    expect(order.lines).toHaveLength(2);
+  });
+});

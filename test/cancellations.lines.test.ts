@@ -1,0 +1,167 @@
+/**
+ * Cancelling some lines (issue 23, item 4): a platform_a refund with restock_type cancel, a custom
+ * cancellation with lines. Only the jobs holding those lines are touched, for exactly those
+ * quantities, never more than is still open, and a supplier is never called twice for one quantity.
+ */
+import { describe, expect } from 'vitest';
+import type { Platform } from '../src/orders/types.ts';
+import { sendWebhook, type OrderLineInput } from './sandbox/server.ts';
+import { createResellerStore, createSourceStore, registerUser, type TestUser } from './support/factories.ts';
+import { test } from './support/fixtures.ts';
+import { getJob, waitForJob } from './support/sync-jobs.ts';
+import { ORDERS_PATH, uniqueSuffix } from './support/webhooks.ts';
+
+test.override('serviceEnv', { SYNC_RETRY_BASE_DELAY_MS: '50' });
+
+let nextOrderId = 2_310_000 + Math.floor(Math.random() * 10_000) * 10;
+let nextRefundId = 77_000;
+
+interface Store {
+  id: string;
+  shopDomain: string;
+  platform: Platform;
+}
+
+interface Shop {
+  user: TestUser;
+  reseller: Store & { secret: string };
+  acme: Store;
+  bolt: Store;
+}
+
+const ANVIL: OrderLineInput = { sku: 'A-1', title: 'Anvil', vendor: 'Acme', quantity: 2, price: '25.00' };
+const BELL: OrderLineInput = { sku: 'B-1', title: 'Bell', vendor: 'Acme', quantity: 3, price: '5.00' };
+const NUT: OrderLineInput = { sku: 'N-1', title: 'Nut', vendor: 'Bolt', quantity: 4, price: '1.00' };
+
+const settled = (job: any) => job.cancellations.length > 0 && job.cancellations.every((c: any) => c.status === 'completed' || c.status === 'dead');
+
+const it = test
+  .extend('shopWith', { scope: 'file' }, ({ api }) => async (resellerPlatform: Platform, acmePlatform: Platform, boltPlatform: Platform = 'custom'): Promise<Shop> => {
+    const user = await registerUser(api);
+    const secret = `whsec_reseller_${uniqueSuffix()}`;
+    const reseller = await createResellerStore(api, user.token, { platform: resellerPlatform, webhookSecret: secret });
+    const acme = await createSourceStore(api, user.token, reseller.id, { platform: acmePlatform, vendorTag: 'Acme' });
+    const bolt = await createSourceStore(api, user.token, reseller.id, { platform: boltPlatform, vendorTag: 'Bolt' });
+    return { user, reseller: { ...reseller, secret }, acme, bolt };
+  })
+  .extend('storefront', { scope: 'file' }, ({ service }) => (shop: Shop, topic: string, payload: unknown, webhookId?: string) =>
+    sendWebhook({ targetUrl: `${service.url}${ORDERS_PATH}`, shopDomain: shop.reseller.shopDomain, secret: shop.reseller.secret, topic, payload, ...(webhookId && { webhookId }) }))
+  /** Routes an order of Acme's anvils and bells and Bolt's nuts, and waits until both jobs are placed. */
+  .extend('placed', { scope: 'file' }, ({ api, sandbox, storefront }) => async (shop: Shop) => {
+    const id = shop.reseller.platform === 'custom' ? `ord_${nextOrderId++}` : nextOrderId++;
+    const order = sandbox.buildOrderPayload(shop.reseller.platform, { id, lines: [ANVIL, BELL, NUT] }) as Record<string, any>;
+    const response = await storefront(shop, 'orders/create', order);
+    const ids = (response.body as { syncJobIds: string[] }).syncJobIds;
+    const jobs = await Promise.all(ids.map((jobId) => waitForJob(api, shop.user.token, jobId, (j) => j.status === 'completed')));
+    return { order, acmeJob: jobs.find((job) => job.sourceStoreId === shop.acme.id), boltJob: jobs.find((job) => job.sourceStoreId === shop.bolt.id) };
+  });
+
+/** A platform_a refund of these reseller lines, as its refunds/create webhook carries it. */
+function refundOf(order: Record<string, any>, lines: { sku: string; quantity: number; restock_type?: string }[]) {
+  return {
+    id: nextRefundId++,
+    order_id: order.id,
+    created_at: new Date().toISOString(),
+    note: null,
+    refund_line_items: lines.map(({ sku, quantity, restock_type = 'cancel' }) => {
+      const lineItem = order.line_items.find((item: any) => item.sku === sku);
+      return { id: nextRefundId++, line_item_id: lineItem.id, quantity, restock_type, line_item: lineItem };
+    }),
+    transactions: [],
+  };
+}
+
+describe('a platform_a refund with restock_type cancel', () => {
+  it('cancels exactly those quantities at the supplier holding the line, by its own line ids; the other supplier is untouched', async ({ api, sandbox, shopWith, placed, storefront }) => {
+    const shop = await shopWith('platform_a', 'platform_a');
+    const { order, acmeJob, boltJob } = await placed(shop);
+    const response = await storefront(shop, 'refunds/create', refundOf(order, [{ sku: 'A-1', quantity: 1 }]));
+    expect(response.body).toMatchObject({ received: true, syncJobIds: [acmeJob.id] });
+    const job = await waitForJob(api, shop.user.token, acmeJob.id, settled);
+    expect(job.cancellations).toMatchObject([{ status: 'completed', outcome: 'cancelled', scope: 'lines', lines: [{ sku: 'A-1', quantity: 1 }] }]);
+    expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toMatchObject([{ orderId: acmeJob.sourceOrderId, lines: [{ sku: 'A-1', quantity: 1 }] }]);
+    const supplierOrder = sandbox.orderOf(shop.acme.shopDomain, 'platform_a', acmeJob.sourceOrderId) as any;
+    expect(supplierOrder.line_items.map((line: any) => [line.sku, line.fulfillable_quantity])).toEqual([['A-1', 1], ['B-1', 3]]);
+    expect(sandbox.cancellationsFor(shop.bolt.shopDomain)).toEqual([]);
+    expect((await getJob(api, shop.user.token, boltJob.id)).cancellations).toEqual([]);
+  });
+
+  it('never cancels more than is still open, and never calls the supplier twice for one quantity', async ({ api, sandbox, shopWith, placed, storefront }) => {
+    const shop = await shopWith('platform_a', 'custom');
+    const { order, acmeJob } = await placed(shop);
+    const first = refundOf(order, [{ sku: 'A-1', quantity: 1 }]);
+    await storefront(shop, 'refunds/create', first, `refund-${first.id}`);
+    // A redelivery of the same refund, then an overlapping one asking for more than is left.
+    await storefront(shop, 'refunds/create', first, `refund-${first.id}`);
+    await storefront(shop, 'refunds/create', refundOf(order, [{ sku: 'A-1', quantity: 2 }]));
+    const job = await waitForJob(api, shop.user.token, acmeJob.id, (j) => j.cancellations.length === 2 && settled(j));
+    expect(job.cancellations.map((c: any) => c.lines)).toEqual([[{ sku: 'A-1', quantity: 1 }], [{ sku: 'A-1', quantity: 1 }]]);
+    // Nothing of A-1 is left open: a further refund of it creates no cancellation.
+    const more = await storefront(shop, 'refunds/create', refundOf(order, [{ sku: 'A-1', quantity: 1 }]));
+    expect(more.body).toMatchObject({ syncJobIds: [] });
+    const supplierOrder = sandbox.orderOf(shop.acme.shopDomain, 'custom', acmeJob.sourceOrderId) as any;
+    expect(supplierOrder.lines.map((line: any) => [line.sku, line.cancelledQuantity])).toEqual([['A-1', 2], ['B-1', 0]]);
+    expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toHaveLength(2);
+    // The rest of the order, cancelled as a whole afterwards, cancels the supplier order once.
+    await storefront(shop, 'orders/cancelled', { ...order, cancelled_at: new Date().toISOString() });
+    const whole = await waitForJob(api, shop.user.token, acmeJob.id, (j) => j.cancellations.length === 3 && settled(j));
+    expect(whole.cancellations[2]).toMatchObject({ outcome: 'cancelled', lines: [{ sku: 'B-1', quantity: 3 }] });
+    expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toHaveLength(3);
+  });
+
+  it('ignores refunds with other restock types', async ({ api, shopWith, placed, storefront }) => {
+    const shop = await shopWith('platform_a', 'platform_a');
+    const { order, acmeJob } = await placed(shop);
+    const response = await storefront(shop, 'refunds/create', refundOf(order, [{ sku: 'A-1', quantity: 1, restock_type: 'return' }, { sku: 'B-1', quantity: 1, restock_type: 'no_restock' }]));
+    expect(response.body).toEqual({ received: true, ignored: true, request_id: expect.any(String) });
+    expect((await getJob(api, shop.user.token, acmeJob.id)).cancellations).toEqual([]);
+  });
+});
+
+describe('some lines on other platforms', () => {
+  it('custom cancels by SKU', async ({ api, sandbox, shopWith, placed, storefront }) => {
+    const shop = await shopWith('custom', 'custom');
+    const { order, acmeJob } = await placed(shop);
+    await storefront(shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString(), lines: [{ sku: 'B-1', quantity: 2 }] });
+    const job = await waitForJob(api, shop.user.token, acmeJob.id, settled);
+    expect(job.cancellations).toMatchObject([{ outcome: 'cancelled', scope: 'lines', lines: [{ sku: 'B-1', quantity: 2 }] }]);
+    expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toMatchObject([{ lines: [{ sku: 'B-1', quantity: 2 }] }]);
+  });
+
+  it('platform_b cannot cancel some lines only: unsupported, the lines named, nothing sent', async ({ api, sandbox, shopWith, placed, storefront }) => {
+    const shop = await shopWith('platform_a', 'platform_b');
+    const { order, acmeJob } = await placed(shop);
+    await storefront(shop, 'refunds/create', refundOf(order, [{ sku: 'B-1', quantity: 1 }]));
+    const job = await waitForJob(api, shop.user.token, acmeJob.id, settled);
+    expect(job.cancellations).toMatchObject([{ status: 'completed', outcome: 'unsupported', reason: expect.stringContaining('B-1 × 1') }]);
+    expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toEqual([]);
+    const events = await api.get(`/v1/events?type=cancellation.unsupported&reseller_store_id=${shop.reseller.id}`, { token: shop.user.token });
+    expect(events.body.data).toHaveLength(1);
+  });
+
+  it('a partly shipped platform_a order cancelled as a whole: the unfulfilled rest is cancelled, too_late names the shipped lines', async ({ api, sandbox, shopWith, placed, storefront }) => {
+    const shop = await shopWith('custom', 'platform_a');
+    const { order, acmeJob } = await placed(shop);
+    sandbox.fulfilLines(shop.acme.shopDomain, 'platform_a', acmeJob.sourceOrderId, [{ sku: 'A-1', quantity: 2 }]);
+    await storefront(shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString() });
+    const job = await waitForJob(api, shop.user.token, acmeJob.id, settled);
+    expect(job.cancellations[0]).toMatchObject({ status: 'completed', outcome: 'too_late', scope: 'order', reason: expect.stringMatching(/shipped.*A-1 × 2.*cancelled: B-1 × 3/) });
+    expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toMatchObject([{ lines: [{ sku: 'B-1', quantity: 3 }] }]);
+  });
+
+  it('a job not placed yet, cut by some lines, is placed without them', async ({ api, sandbox, shopWith, storefront }) => {
+    const shop = await shopWith('custom', 'custom');
+    const id = `ord_${nextOrderId++}`;
+    const order = sandbox.buildOrderPayload('custom', { id, lines: [ANVIL, BELL, NUT] });
+    // The lines' cancellation comes first; the order is routed after it.
+    await storefront(shop, 'orders/cancelled', { id, cancelledAt: new Date().toISOString(), lines: [{ sku: 'A-1', quantity: 2 }, { sku: 'B-1', quantity: 1 }] });
+    const routed = await storefront(shop, 'orders/create', order);
+    const ids = (routed.body as { syncJobIds: string[] }).syncJobIds;
+    const jobs = await Promise.all(ids.map((jobId) => waitForJob(api, shop.user.token, jobId, (j) => j.status === 'completed')));
+    const acmeJob = jobs.find((job) => job.sourceStoreId === shop.acme.id);
+    expect(acmeJob.cancellations).toMatchObject([{ status: 'completed', outcome: 'not_placed', scope: 'lines' }]);
+    const [placedOrder] = sandbox.ordersFor(shop.acme.shopDomain);
+    expect((placedOrder!.body as any).lines.map((line: any) => [line.sku, line.quantity])).toEqual([['B-1', 2]]);
+    expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toEqual([]);
+  });
+});

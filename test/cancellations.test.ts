@@ -1,0 +1,289 @@
+/**
+ * Cancellations reach suppliers (issue 23, order-changes.md): a storefront cancellation becomes one
+ * cancellation per affected sync job, whose outcome is decided by where the supplier order stands;
+ * a supplier's own cancellation is recorded on its job. Real service, queue, database and sandbox.
+ */
+import { describe, expect } from 'vitest';
+import type { Platform } from '../src/orders/types.ts';
+import { buildFulfillmentPayload, sendWebhook, type Faults, type OrderLineInput } from './sandbox/server.ts';
+import { expectError } from './support/assertions.ts';
+import { createResellerStore, createSourceStore, registerUser, type TestUser } from './support/factories.ts';
+import { test } from './support/fixtures.ts';
+import { auditOf, getJob, waitForJob } from './support/sync-jobs.ts';
+import { waitFor } from './support/wait.ts';
+import { FULFILLMENTS_PATH, ORDERS_PATH, uniqueSuffix } from './support/webhooks.ts';
+
+test.override('serviceEnv', { SYNC_RETRY_BASE_DELAY_MS: '50', SWEEP_INTERVAL_MS: '500' });
+
+let nextOrderId = 2_300_000 + Math.floor(Math.random() * 10_000) * 10;
+
+interface Store {
+  id: string;
+  shopDomain: string;
+  platform: Platform;
+  secret: string;
+}
+
+interface Shop {
+  user: TestUser;
+  reseller: Store;
+  supplier: Store;
+}
+
+const PLATFORMS: Platform[] = ['platform_a', 'platform_b', 'custom'];
+const ANVIL: OrderLineInput = { sku: 'A-1', title: 'Anvil', vendor: 'Acme', quantity: 2, price: '25.00' };
+const BELL: OrderLineInput = { sku: 'B-1', title: 'Bell', vendor: 'Acme', quantity: 3, price: '5.00' };
+
+const finished = (job: any) => job.cancellations.length > 0 && job.cancellations.every((c: any) => c.status === 'completed' || c.status === 'dead');
+
+const it = test
+  .extend('shopWith', { scope: 'file' }, ({ api }) => async (resellerPlatform: Platform, supplierPlatform: Platform): Promise<Shop> => {
+    const user = await registerUser(api);
+    const resellerSecret = `whsec_reseller_${uniqueSuffix()}`;
+    const reseller = await createResellerStore(api, user.token, { platform: resellerPlatform, webhookSecret: resellerSecret });
+    const supplierSecret = `whsec_supplier_${uniqueSuffix()}`;
+    const supplier = await createSourceStore(api, user.token, reseller.id, { platform: supplierPlatform, vendorTag: 'Acme', webhookSecret: supplierSecret });
+    return { user, reseller: { ...reseller, secret: resellerSecret }, supplier: { ...supplier, secret: supplierSecret } };
+  })
+  .extend('newOrder', { scope: 'file' }, ({ sandbox }) => (shop: Shop, lines: OrderLineInput[] = [ANVIL]) => {
+    const id = shop.reseller.platform === 'custom' ? `ord_${nextOrderId++}` : nextOrderId++;
+    const payload = sandbox.buildOrderPayload(shop.reseller.platform, { id, lines });
+    sandbox.seedOrder(shop.reseller.shopDomain, shop.reseller.platform, payload);
+    return payload as Record<string, any>;
+  })
+  .extend('storefront', { scope: 'file' }, ({ service }) => (shop: Shop, topic: string, payload: unknown, webhookId?: string) =>
+    sendWebhook({ targetUrl: `${service.url}${ORDERS_PATH}`, shopDomain: shop.reseller.shopDomain, secret: shop.reseller.secret, topic, payload, ...(webhookId && { webhookId }) }))
+  .extend('supplierSends', { scope: 'file' }, ({ service }) => (shop: Shop, topic: string, payload: unknown) =>
+    sendWebhook({ targetUrl: `${service.url}${FULFILLMENTS_PATH}`, shopDomain: shop.supplier.shopDomain, secret: shop.supplier.secret, topic, payload }))
+  /** Routes an order and waits until its job ends (placed, or dead when the supplier keeps failing). */
+  .extend('routed', { scope: 'file' }, ({ api, sandbox, newOrder, storefront }) => async (shop: Shop, faults: Faults = {}, lines?: OrderLineInput[]) => {
+    sandbox.setFaults(shop.supplier.shopDomain, faults);
+    const order = newOrder(shop, lines);
+    const response = await storefront(shop, 'orders/create', order);
+    expect(response.status, JSON.stringify(response.body)).toBe(200);
+    const jobId = (response.body as { syncJobIds: string[] }).syncJobIds[0]!;
+    const job = await waitForJob(api, shop.user.token, jobId, (j) => j.status === 'completed' || j.status === 'dead', 20_000);
+    sandbox.clearFaults(shop.supplier.shopDomain);
+    return { order, jobId, job };
+  });
+
+/** The storefront's whole-order cancellation, as each reseller platform sends it. */
+function wholeOrderCancellation(platform: Platform, order: Record<string, any>): { topic: string; payload: unknown } {
+  if (platform === 'platform_a') return { topic: 'orders/cancelled', payload: { ...order, cancelled_at: new Date().toISOString(), cancel_reason: 'customer' } };
+  if (platform === 'platform_b') return { topic: 'orders/updated', payload: { ...order, status: 'cancelled' } };
+  return { topic: 'orders/cancelled', payload: { id: order.id, cancelledAt: new Date().toISOString(), reason: 'customer' } };
+}
+
+async function cancelWhole(storefront: (shop: Shop, topic: string, payload: unknown) => Promise<{ status: number; body: unknown }>, shop: Shop, order: Record<string, any>) {
+  const { topic, payload } = wholeOrderCancellation(shop.reseller.platform, order);
+  const response = await storefront(shop, topic, payload);
+  expect(response.status, JSON.stringify(response.body)).toBe(200);
+  expect(response.body).toMatchObject({ received: true });
+  return response.body as { syncJobIds: string[] };
+}
+
+describe('a whole-order cancellation', () => {
+  for (const supplierPlatform of PLATFORMS) {
+    const resellerPlatform = PLATFORMS[(PLATFORMS.indexOf(supplierPlatform) + 1) % 3]!;
+    it(`cancels a placed ${supplierPlatform} order once (storefront on ${resellerPlatform}): cancelled`, async ({ api, sandbox, shopWith, routed, storefront }) => {
+      const shop = await shopWith(resellerPlatform, supplierPlatform);
+      const { order, jobId, job: placed } = await routed(shop);
+      expect(placed.cancellations).toEqual([]);
+      const answer = await cancelWhole(storefront, shop, order);
+      expect(answer.syncJobIds).toEqual([jobId]);
+      const job = await waitForJob(api, shop.user.token, jobId, finished);
+      expect(job.status).toBe('completed');
+      expect(job.sourceOrderId).toBe(placed.sourceOrderId);
+      expect(job.cancellations).toHaveLength(1);
+      expect(job.cancellations[0]).toMatchObject({
+        id: expect.stringMatching(/^can_/),
+        status: 'completed',
+        outcome: 'cancelled',
+        scope: 'order',
+        lines: [{ sku: 'A-1', quantity: 2 }],
+        reason: null,
+        attempts: 1,
+        errorMessage: null,
+        timeline: [expect.objectContaining({ attempt: 1, trigger: 'initial', outcome: 'succeeded', cancellationOutcome: 'cancelled', platformStatus: 200 })],
+      });
+      expect(sandbox.cancellationsFor(shop.supplier.shopDomain)).toMatchObject([{ orderId: placed.sourceOrderId, lines: null }]);
+      // A redelivery of the same signal changes nothing.
+      const { topic, payload } = wholeOrderCancellation(resellerPlatform, order);
+      await storefront(shop, topic, payload);
+      const again = await getJob(api, shop.user.token, jobId);
+      expect(again.cancellations).toHaveLength(1);
+      const audit = await auditOf(api, shop.user.token, job.cancellations[0].id);
+      expect(audit.map((entry) => entry.action)).toEqual(expect.arrayContaining(['cancellation.requested', 'cancellation.completed']));
+      expect(audit.find((entry) => entry.action === 'cancellation.completed').metadata).toMatchObject({ outcome: 'cancelled' });
+      const orderAudit = await auditOf(api, shop.user.token, String(order.id));
+      expect(orderAudit.filter((entry) => entry.action === 'order.cancelled')).toHaveLength(2);
+      expect(orderAudit.find((entry) => entry.action === 'order.cancelled').metadata).toMatchObject({ routed: true, scope: 'order' });
+    });
+
+    it(`is too late for a shipped ${supplierPlatform} order: too_late, named in the reason`, async ({ api, sandbox, shopWith, routed, storefront }) => {
+      const shop = await shopWith(resellerPlatform, supplierPlatform);
+      const { order, jobId, job: placed } = await routed(shop);
+      sandbox.fulfilLines(shop.supplier.shopDomain, supplierPlatform, placed.sourceOrderId);
+      await cancelWhole(storefront, shop, order);
+      const job = await waitForJob(api, shop.user.token, jobId, finished);
+      expect(job.cancellations[0]).toMatchObject({ status: 'completed', outcome: 'too_late', reason: expect.stringContaining('A-1') });
+      expect(sandbox.cancellationsFor(shop.supplier.shopDomain)).toEqual([]);
+      const events = await api.get(`/v1/events?type=cancellation.too_late&reseller_store_id=${shop.reseller.id}`, { token: shop.user.token });
+      expect(events.body.data).toHaveLength(1);
+      expect(events.body.data[0].data.object).toMatchObject({ id: jobId, cancellations: [expect.objectContaining({ outcome: 'too_late' })] });
+    });
+
+    it(`never places a dead ${supplierPlatform} job of a cancelled order: completed without an order, not_placed, not retryable`, async ({ api, sandbox, shopWith, routed, storefront }) => {
+      const shop = await shopWith(resellerPlatform, supplierPlatform);
+      // Refused outright (422), so no order exists: the lookup by reference finds none.
+      const { order, jobId, job: dead } = await routed(shop, { alwaysFail: true, status: 422 });
+      expect(dead.status).toBe('dead');
+      await cancelWhole(storefront, shop, order);
+      const job = await waitForJob(api, shop.user.token, jobId, finished);
+      expect(job).toMatchObject({ status: 'completed', sourceOrderId: null });
+      expect(job.cancellations[0]).toMatchObject({ status: 'completed', outcome: 'not_placed' });
+      expectError(await api.post(`/v1/sync_jobs/${jobId}/retry`, { token: shop.user.token }), 400, 'sync_job_not_retryable');
+      expect(sandbox.ordersFor(shop.supplier.shopDomain)).toEqual([]);
+      expect(sandbox.cancellationsFor(shop.supplier.shopDomain)).toEqual([]);
+    });
+  }
+
+  it('finds an order whose answer was lost by its reference, never by creating it, and cancels it', async ({ api, sandbox, shopWith, newOrder, storefront }) => {
+    const shop = await shopWith('platform_a', 'custom');
+    // Every answer lost: the supplier holds the order, the job never learns it and dies.
+    sandbox.setFaults(shop.supplier.shopDomain, { acceptThenDropNext: 4 });
+    const order = newOrder(shop);
+    const routedAnswer = await storefront(shop, 'orders/create', order);
+    const jobId = (routedAnswer.body as { syncJobIds: string[] }).syncJobIds[0]!;
+    await waitForJob(api, shop.user.token, jobId, (j) => j.status === 'dead', 20_000);
+    sandbox.clearFaults(shop.supplier.shopDomain);
+    const held = sandbox.ordersFor(shop.supplier.shopDomain);
+    expect(held).toHaveLength(1);
+    await cancelWhole(storefront, shop, order);
+    const job = await waitForJob(api, shop.user.token, jobId, finished);
+    expect(job).toMatchObject({ status: 'completed', sourceOrderId: null });
+    expect(job.cancellations[0]).toMatchObject({ outcome: 'cancelled' });
+    expect(sandbox.ordersFor(shop.supplier.shopDomain)).toHaveLength(1);
+    expect(sandbox.cancellationsFor(shop.supplier.shopDomain)).toMatchObject([{ orderId: String(held[0]!.id) }]);
+  });
+
+  it('retries a cancel answering 5xx, dies after three retries, and a manual retry completes it', async ({ api, sandbox, shopWith, routed, storefront }) => {
+    const shop = await shopWith('platform_a', 'platform_a');
+    const { order, jobId } = await routed(shop);
+    sandbox.setFaults(shop.supplier.shopDomain, { cancelFailNext: 4, cancelStatus: 503 });
+    await cancelWhole(storefront, shop, order);
+    const dead = await waitForJob(api, shop.user.token, jobId, finished, 20_000);
+    expect(dead.cancellations[0]).toMatchObject({ status: 'dead', outcome: null, attempts: 4, errorMessage: expect.stringContaining('503') });
+    const cancellationId = dead.cancellations[0].id;
+    const retried = await api.post(`/v1/sync_jobs/${jobId}/cancellations/${cancellationId}/retry`, { token: shop.user.token });
+    expect(retried.status, JSON.stringify(retried.body)).toBe(200);
+    expect(retried.body.cancellations[0]).toMatchObject({ id: cancellationId, status: 'pending' });
+    const job = await waitForJob(api, shop.user.token, jobId, (j) => j.cancellations[0].status === 'completed');
+    expect(job.cancellations[0]).toMatchObject({ outcome: 'cancelled', attempts: 5 });
+    expect(job.cancellations[0].timeline.map((entry: any) => entry.trigger)).toEqual(['initial', 'automatic_retry', 'automatic_retry', 'automatic_retry', 'manual_retry']);
+    expect(sandbox.cancellationsFor(shop.supplier.shopDomain)).toHaveLength(1);
+    // Completed: a retry is refused, like a job's; another user's is 404.
+    expectError(await api.post(`/v1/sync_jobs/${jobId}/cancellations/${cancellationId}/retry`, { token: shop.user.token }), 400, 'sync_job_not_retryable');
+    const stranger = await registerUser(api);
+    expectError(await api.post(`/v1/sync_jobs/${jobId}/cancellations/${cancellationId}/retry`, { token: stranger.token }), 404, 'not_found');
+    const stats = await api.get(`/v1/reseller_stores/${shop.reseller.id}/stats`, { token: shop.user.token });
+    expect(stats.body.cancellations).toEqual({
+      byStatus: { pending: 0, processing: 0, completed: 1, failed: 0, dead: 0 },
+      byOutcome: { cancelled: 1, not_placed: 0, too_late: 0, unsupported: 0 },
+    });
+  });
+
+  it('cancels once when the answer to the cancel is lost', async ({ api, sandbox, shopWith, routed, storefront }) => {
+    const shop = await shopWith('custom', 'custom');
+    const { order, jobId } = await routed(shop);
+    sandbox.setFaults(shop.supplier.shopDomain, { cancelAcceptThenDropNext: 1 });
+    await cancelWhole(storefront, shop, order);
+    const job = await waitForJob(api, shop.user.token, jobId, finished);
+    expect(job.cancellations[0]).toMatchObject({ status: 'completed', outcome: 'cancelled', attempts: 2 });
+    expect(sandbox.cancellationsFor(shop.supplier.shopDomain)).toHaveLength(1);
+  });
+
+  it('records a cancellation that comes before its order, and routes the order as cancelled: nothing reaches the supplier', async ({ api, sandbox, shopWith, newOrder, storefront }) => {
+    const shop = await shopWith('platform_a', 'platform_b');
+    const order = newOrder(shop);
+    const early = await cancelWhole(storefront, shop, order);
+    expect(early.syncJobIds).toEqual([]);
+    const audit = await auditOf(api, shop.user.token, String(order.id));
+    expect(audit.find((entry) => entry.action === 'order.cancelled').metadata).toMatchObject({ routed: false });
+    const created = await storefront(shop, 'orders/create', order);
+    const jobId = (created.body as { syncJobIds: string[] }).syncJobIds[0]!;
+    const job = await waitForJob(api, shop.user.token, jobId, finished);
+    expect(job).toMatchObject({ status: 'completed', sourceOrderId: null, attempts: 0 });
+    expect(job.cancellations[0]).toMatchObject({ status: 'completed', outcome: 'not_placed' });
+    expect(sandbox.ordersFor(shop.supplier.shopDomain)).toEqual([]);
+  });
+});
+
+describe('topics that ask for nothing', () => {
+  it('answers 200 ignored and changes nothing', async ({ api, shopWith, routed, storefront, supplierSends }) => {
+    const shop = await shopWith('platform_b', 'platform_a');
+    const { order, jobId } = await routed(shop);
+    for (const [topic, payload] of [['orders/updated', { ...order, status: 'processing' }], ['products/update', { id: 1 }]] as const) {
+      const response = await storefront(shop, topic, payload);
+      expect(response.status).toBe(200);
+      expect(response.body).toEqual({ received: true, ignored: true, request_id: expect.any(String) });
+    }
+    const fromSupplier = await supplierSends(shop, 'orders/paid', { id: 1 });
+    expect(fromSupplier.body).toMatchObject({ received: true, ignored: true });
+    expect((await getJob(api, shop.user.token, jobId)).cancellations).toEqual([]);
+  });
+});
+
+describe("a supplier's own cancellation", () => {
+  const ownCancellation = (platform: Platform, sourceOrderId: string) => {
+    if (platform === 'platform_a') return { topic: 'orders/cancelled', payload: { id: Number(sourceOrderId), cancelled_at: new Date().toISOString(), cancel_reason: 'inventory' } };
+    if (platform === 'platform_b') return { topic: 'orders/updated', payload: { id: Number(sourceOrderId), status: 'cancelled' } };
+    return { topic: 'orders/cancelled', payload: { id: sourceOrderId, cancelledAt: new Date().toISOString(), reason: 'out of stock' } };
+  };
+
+  for (const supplierPlatform of PLATFORMS) {
+    it(`is recorded on the job, with its event, on ${supplierPlatform}; the storefront is unchanged`, async ({ api, sandbox, shopWith, routed, supplierSends }) => {
+      const shop = await shopWith('platform_a', supplierPlatform);
+      const { jobId, job: placed } = await routed(shop);
+      const { topic, payload } = ownCancellation(supplierPlatform, placed.sourceOrderId);
+      const response = await supplierSends(shop, topic, payload);
+      expect(response.body).toMatchObject({ received: true, syncJobIds: [jobId] });
+      const job = await getJob(api, shop.user.token, jobId);
+      expect(job.supplierCancelledAt).toEqual(expect.any(String));
+      expect(job.supplierCancelReason).toBe(supplierPlatform === 'platform_a' ? 'inventory' : supplierPlatform === 'custom' ? 'out of stock' : null);
+      expect(job.status).toBe('completed');
+      const events = await api.get(`/v1/events?type=sync_job.supplier_cancelled&reseller_store_id=${shop.reseller.id}`, { token: shop.user.token });
+      expect(events.body.data).toHaveLength(1);
+      expect(events.body.data[0].data.object).toMatchObject({ id: jobId, supplierCancelledAt: job.supplierCancelledAt });
+      expect((await auditOf(api, shop.user.token, jobId)).map((entry) => entry.action)).toContain('sync_job.supplier_cancelled');
+      expect(sandbox.requestsFor(shop.reseller.shopDomain).filter((request) => request.method !== 'GET')).toEqual([]);
+    });
+  }
+
+  it('is not the supplier\'s own when the service asked for it: nothing changes', async ({ api, shopWith, routed, storefront, supplierSends }) => {
+    const shop = await shopWith('custom', 'custom');
+    const { order, jobId, job: placed } = await routed(shop);
+    await cancelWhole(storefront, shop, order);
+    await waitForJob(api, shop.user.token, jobId, finished);
+    const { topic, payload } = ownCancellation('custom', placed.sourceOrderId);
+    await supplierSends(shop, topic, payload);
+    const job = await getJob(api, shop.user.token, jobId);
+    expect(job.supplierCancelledAt).toBeNull();
+  });
+});
+
+describe('a fulfillment for a cancelled part', () => {
+  it('is still recorded and pushed, and raises cancellation.too_late', async ({ api, sandbox, shopWith, routed, storefront, supplierSends }) => {
+    const shop = await shopWith('platform_a', 'platform_a');
+    const { order, jobId, job: placed } = await routed(shop);
+    await cancelWhole(storefront, shop, order);
+    await waitForJob(api, shop.user.token, jobId, finished);
+    const fulfillment = buildFulfillmentPayload('platform_a', { orderId: placed.sourceOrderId, fulfillmentId: nextOrderId++, trackingNumbers: ['TRACK-LATE'] });
+    await supplierSends(shop, 'fulfillments/create', fulfillment);
+    const job = await waitForJob(api, shop.user.token, jobId, (j) => j.fulfillments[0]?.status === 'completed');
+    expect(job.cancellations[0]).toMatchObject({ outcome: 'too_late' });
+    await waitFor(async () => sandbox.fulfillmentsFor(shop.reseller.shopDomain).length === 1, 15_000, 'tracking pushed');
+    const events = await api.get(`/v1/events?type=cancellation.too_late&reseller_store_id=${shop.reseller.id}`, { token: shop.user.token });
+    expect(events.body.data).toHaveLength(1);
+  });
+});
