@@ -24,8 +24,8 @@ import { FulfillmentRepository } from './fulfillments/repository.ts';
 import { SourceStoreRepository } from './source-stores/repository.ts';
 import { WebhookEndpointService } from './webhook-endpoints/service.ts';
 import { WebhookService } from './webhooks/service.ts';
-import { recordingOnlyRepairs, type WatchRepairs } from './divergence-watch/repairs.ts';
-import { DivergenceRepository, WatchRepository } from './divergence-watch/repository.ts';
+import type { WatchRepairs } from './divergence-watch/repairs.ts';
+import { DivergenceRepository, raiseDivergence, WatchRepository } from './divergence-watch/repository.ts';
 import { FULFILLMENT_RECORDED, SETTLED_STEPS } from './workers/kinds.ts';
 import { WatchRunner } from './divergence-watch/runner.ts';
 import { DivergenceService } from './divergence-watch/service.ts';
@@ -35,7 +35,8 @@ import { CancellationRepository } from './cancellations/repository.ts';
 export type Services = ReturnType<typeof createServices>;
 
 export function createServices(ctx: AppContext) {
-  const cancellations = new CancellationService(ctx, new CancellationRepository(ctx.orm));
+  // Its to-do list entries (too_late, supplier_cancelled) are written by the divergence list's repository, in its transactions.
+  const cancellations = new CancellationService(ctx, new CancellationRepository(ctx.orm), { raise: (trx, entry) => raiseDivergence(trx, entry) });
   const resellerStoreRepository = new ResellerStoreRepository(ctx.orm);
   const divergenceRepository = new DivergenceRepository(ctx.orm);
   const resellerStores = new ResellerStoreService(resellerStoreRepository, ctx, divergenceRepository, cancellations);
@@ -62,11 +63,23 @@ export function createServices(ctx: AppContext) {
   const reconciliationRepository = new ReconciliationRepository(ctx.orm, ctx.queue);
   const watchRepository = new WatchRepository(ctx.orm, ctx.queue);
   /**
-   * What the divergence watch does about the cancellations it finds (src/divergence-watch/repairs.ts,
-   * `WatchRepairs`). Until the cancellation feature (src/cancellations/) is wired in here, they are
-   * recorded only: a supplier cancellation joins the to-do list, a storefront one is audited.
+   * What the divergence watch does about the cancellations it finds (src/divergence-watch/repairs.ts):
+   * exactly what their webhooks do. A supplier order listed cancelled is the supplier's own
+   * cancellation; a routed storefront order listed cancelled is its orders/cancelled, through the
+   * order module, under one key per order so later passes that list it again change nothing.
    */
-  const watchRepairs: WatchRepairs = recordingOnlyRepairs(watchRepository);
+  const watchRepairs: WatchRepairs = {
+    supplierCancelled: async (job, found) => {
+      if (!job.sourceOrderId) return false;
+      const via = { source: 'watch', watchPassId: found.watchPassId };
+      const result = await cancellations.recordSupplierCancellation({ sourceStoreIds: [job.sourceStoreId], sourceOrderId: job.sourceOrderId, reason: found.reason, at: found.listedAt, via });
+      return result?.recorded ?? false;
+    },
+    storefrontCancelled: async (store, externalOrderId, watchPassId) => {
+      const signal = { externalOrderId, scope: 'order' as const, lines: [], dedupeKey: `watch:${externalOrderId}` };
+      return (await routing.cancel(store, signal, { source: 'watch', watchPassId })).recorded;
+    },
+  };
   return {
     auth: new AuthService(new AuthRepository(ctx.orm), ctx.tokens),
     apiKeys: new ApiKeyService(new ApiKeyRepository(ctx.orm)),

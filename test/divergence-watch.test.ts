@@ -96,7 +96,10 @@ describe.each(PLATFORMS)('%s supplier', (platform) => {
     expect(others).toEqual([]);
     expect(entry).toMatchObject({ object: 'divergence', type: 'supplier_cancelled', status: 'open', syncJobId: placed.jobId, subjectId: placed.jobId, resellerStoreId: tenant.reseller.id });
     expect(entry.id).toMatch(/^div_[0-9a-f]{32}$/);
-    expect(await auditOf(tenant, 'sync_job.supplier_cancelled')).toEqual([{ resource_id: placed.jobId, metadata: expect.objectContaining({ via: 'divergence_watch' }) }]);
+    // Recorded exactly as the supplier's cancellation webhook records it, on the job.
+    expect(await auditOf(tenant, 'sync_job.supplier_cancelled')).toEqual([{ resource_id: placed.jobId, metadata: expect.objectContaining({ source: 'watch', sourceOrderId: placed.sourceOrderId }) }]);
+    const [job] = await queryRows<{ supplier_cancelled_at: Date | null }>(target.databaseUrl, 'select supplier_cancelled_at from sync_jobs where id = $1', [placed.jobId]);
+    expect(job!.supplier_cancelled_at).not.toBeNull();
     const stats = await tenant.target.api.get(`/v1/reseller_stores/${tenant.reseller.id}/stats`, { token: tenant.user.token });
     expect(stats.body.attention).toEqual({ too_late: 0, unsupported: 0, supplier_cancelled: 1, stale: 0, cancellation_dead: 0, job_dead: 0, fulfillment_dead: 0 });
 
@@ -130,7 +133,7 @@ describe.each(PLATFORMS)('%s supplier', (platform) => {
 });
 
 describe.each(PLATFORMS)('%s storefront', (platform) => {
-  it('a routed order listed cancelled is handed to the cancellation repair once; an unrouted one is left to reconciliation', async ({ sandbox, target }) => {
+  it('a routed order listed cancelled is cancelled at its supplier once, as its webhook would; an unrouted one is left to reconciliation', async ({ sandbox, target }) => {
     const tenant = await openTenant(sandbox, target, platform, ['custom']);
     const placed = await placeOrder(sandbox, tenant, tenant.suppliers[0]!);
     sandbox.cancelOrder(tenant.reseller.shopDomain, platform, placed.externalOrderId);
@@ -140,10 +143,14 @@ describe.each(PLATFORMS)('%s storefront', (platform) => {
     sandbox.cancelOrder(tenant.reseller.shopDomain, platform, String(unrouted.id));
 
     expect(await check(tenant)).toMatchObject({ status: 'succeeded', repairs: 1 });
-    // Until the cancellation feature is wired in, the repair records what it found.
-    expect(await auditOf(tenant, 'order.cancellation_found')).toEqual([{ resource_id: placed.externalOrderId, metadata: expect.objectContaining({ via: 'divergence_watch' }) }]);
+    // The path of its orders/cancelled webhook: audited once, and the supplier order cancelled.
+    expect(await auditOf(tenant, 'order.cancelled')).toEqual([{ resource_id: placed.externalOrderId, metadata: expect.objectContaining({ source: 'watch' }) }]);
+    const supplier = tenant.suppliers[0]!;
+    await waitFor(async () => sandbox.cancellationsFor(supplier.shopDomain).length === 1, 20_000, 'the supplier order cancelled');
+    expect(sandbox.cancellationsFor(supplier.shopDomain)).toMatchObject([{ orderId: placed.sourceOrderId }]);
     expect(await check(tenant)).toMatchObject({ status: 'succeeded', repairs: 0 });
-    expect(await auditOf(tenant, 'order.cancellation_found')).toHaveLength(1);
+    expect(await auditOf(tenant, 'order.cancelled')).toHaveLength(1);
+    expect(sandbox.cancellationsFor(supplier.shopDomain)).toHaveLength(1);
   });
 });
 

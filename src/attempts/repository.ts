@@ -219,8 +219,8 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
     )
     .with(
       'settled',
-      () => sql<{ id: string; owner_id: string; reseller_store_id: string; status: string; error_message: string | null; updated_at: Date }>`(
-        select w.id, w.owner_id, w.reseller_store_id, v.status, v.error_message, v.updated_at
+      () => sql<{ id: string; owner_id: string; reseller_store_id: string; status: string; error_message: string | null; result: string | null; updated_at: Date }>`(
+        select w.id, w.owner_id, w.reseller_store_id, v.status, v.error_message, v.result, v.updated_at
         from written w join v on v.id = w.id
         where v.status in ('dead', 'completed'))`,
     );

@@ -63,11 +63,11 @@ export async function receiveSupplierCancellation(
 ): Promise<WebhookAnswer> {
   const report = read(() => readSupplierCancellation(senders[0]!.platform, delivery.topic, body));
   if (!report) return IGNORED;
-  const jobId = await cancellations.recordSupplierCancellation({
+  const found = await cancellations.recordSupplierCancellation({
     sourceStoreIds: senders.map((sender) => sender.id),
     sourceOrderId: report.sourceOrderId,
     reason: report.reason,
     via: { source: 'webhook', topic: delivery.topic, webhookId: delivery.webhookId ?? null },
   });
-  return { syncJobIds: jobId ? [jobId] : [] };
+  return { syncJobIds: found ? [found.syncJobId] : [] };
 }

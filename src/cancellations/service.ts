@@ -1,3 +1,4 @@
+import type { DivergenceRaising } from './ports.ts';
 import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
 import { insertAudit, SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
 import type { AppContext } from '../context.ts';
@@ -45,9 +46,15 @@ export interface SupplierCancellationReport {
   via: Record<string, unknown>;
 }
 
+/** The job a supplier cancellation was for, and whether this call recorded it (false: known already, or the service's own). */
+export interface SupplierCancellationRecorded {
+  syncJobId: string;
+  recorded: boolean;
+}
+
 /** A supplier's own cancellation, recorded on the job that placed the order (the webhook and the divergence watch call it). */
 export interface SupplierCancellations {
-  recordSupplierCancellation(report: SupplierCancellationReport): Promise<string | null>;
+  recordSupplierCancellation(report: SupplierCancellationReport): Promise<SupplierCancellationRecorded | null>;
 }
 
 /** What a signal asks of one job: the supplier lines to cancel, and whether that is all of them. */
@@ -72,6 +79,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
   constructor(
     private readonly ctx: AppContext,
     private readonly repository: CancellationRepository,
+    private readonly divergences: DivergenceRaising,
   ) {}
 
   /**
@@ -202,16 +210,17 @@ export class CancellationService implements OrderCancellations, SupplierCancella
    * A supplier cancelled an order the service placed: the job records it once (`supplierCancelledAt`,
    * `supplierCancelReason`), with audit entry and event `sync_job.supplier_cancelled`. The storefront
    * is not changed. An order the service itself asked to cancel, reported back cancelled, changes
-   * nothing; nor does an order no job placed (the supplier's own sale). Returns the job's id, if any.
+   * nothing; nor does an order no job placed (the supplier's own sale). Returns the job, if any, and
+   * whether this call recorded the cancellation.
    */
-  async recordSupplierCancellation(report: SupplierCancellationReport): Promise<string | null> {
+  async recordSupplierCancellation(report: SupplierCancellationReport): Promise<SupplierCancellationRecorded | null> {
     const job = await this.repository.findJobBySourceOrder(report.sourceStoreIds, report.sourceOrderId);
     if (!job) return null;
     const ours = (await this.repository.listForJob(job.id)).some((c) => c.status === 'pending' || c.status === 'processing' || c.outcome === 'cancelled');
-    if (ours) return job.id;
+    if (ours) return { syncJobId: job.id, recorded: false };
     const at = report.at ?? new Date();
-    await this.repository.transaction(async (trx) => {
-      if (!(await this.repository.markSupplierCancelled(trx, job.id, at, report.reason))) return;
+    const recorded = await this.repository.transaction(async (trx) => {
+      if (!(await this.repository.markSupplierCancelled(trx, job.id, at, report.reason))) return false;
       await insertAudit(trx, [
         {
           ownerId: job.ownerId,
@@ -223,10 +232,18 @@ export class CancellationService implements OrderCancellations, SupplierCancella
           metadata: { externalOrderId: job.externalOrderId, sourceStoreId: job.sourceStoreId, sourceOrderId: report.sourceOrderId, reason: report.reason, ...report.via },
         },
       ]);
+      await this.divergences.raise(trx, {
+        ownerId: job.ownerId,
+        resellerStoreId: job.resellerStoreId,
+        syncJobId: job.id,
+        type: 'supplier_cancelled',
+        detail: report.reason ? `Cancelled by the supplier (${report.reason}).` : 'Cancelled by the supplier.',
+      });
       const event = await jobEventIn(trx, 'sync_job.supplier_cancelled', job.id);
       if (event) await this.ctx.outbox.append(trx, [event]);
+      return true;
     });
-    return job.id;
+    return { syncJobId: job.id, recorded };
   }
 
   /**
@@ -242,6 +259,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
       const reason = 'the supplier shipped anyway: a fulfillment arrived after the cancellation';
       if (!(await this.repository.markTooLate(trx, latest, reason))) return;
       await insertAudit(trx, [cancellationAuditRecord({ ...latest, outcome: 'too_late', reason }, 'cancellation.too_late', SYSTEM_ACTOR, { previousOutcome: latest.outcome, reason })]);
+      await this.divergences.raise(trx, { ownerId: latest.ownerId, resellerStoreId: latest.resellerStoreId, syncJobId, type: 'too_late', subjectId: latest.id, detail: `Cancelled too late: ${reason}.` });
       const event = await jobEventIn(trx, 'cancellation.too_late', syncJobId);
       if (event) await this.ctx.outbox.append(trx, [event]);
     });

@@ -228,19 +228,6 @@ export class WatchRepository {
     return new Set(rows.map((row) => `${row.sync_job_id}:${row.dedupe_key}`));
   }
 
-  /** Whether the owner's audit log already has this action on this resource. */
-  async audited(trx: Trx, ownerId: string, action: string, resourceId: string): Promise<boolean> {
-    const row = await trx
-      .selectFrom('audit_entries')
-      .select('id')
-      .where('owner_id', '=', ownerId)
-      .where('action', '=', action)
-      .where('resource_id', '=', resourceId)
-      .limit(1)
-      .executeTakeFirst();
-    return row !== undefined;
-  }
-
   /**
    * Raises `stale` for the store's placed jobs with no tracking since `staleAfterMs` after their
    * placement (at most `limit` per call), once per job: never for a job whose supplier order was
@@ -257,6 +244,9 @@ export class WatchRepository {
         where j.reseller_store_id = ${resellerStoreId} and j.status = 'completed' and j.source_order_id is not null
           and j.completed_at < now() - ${staleAfterMs} * interval '1 millisecond'
           and not exists (select 1 from fulfillments f where f.sync_job_id = j.id)
+          -- A supplier order that is cancelled (by the supplier, or at the service's request) ships nothing.
+          and j.supplier_cancelled_at is null
+          and not exists (select 1 from cancellations c where c.sync_job_id = j.id and c.scope = 'order' and c.outcome = 'cancelled')
           and not exists (select 1 from divergences d where d.sync_job_id = j.id and d.type in ('stale', 'supplier_cancelled') and d.status in ('open', 'dismissed'))
         order by j.id
         limit ${limit}
@@ -369,6 +359,27 @@ export function settledSteps(type: DivergenceType, jobOf?: string): SettledStep[
       from settled s
       where s.status = 'completed' and d.subject_id = s.id and d.type = ${type} and d.status = 'open'
       returning d.id)`,
+  ];
+}
+
+/**
+ * The cancellation kind's own entries, in its transition statement like `settledSteps`: a
+ * cancellation completed `too_late` (the supplier had shipped) or `unsupported` (lines a platform
+ * cannot cancel alone) raises an entry of that type: the goods need a return, or the lines need
+ * handling by hand.
+ */
+export function cancellationOutcomeSteps(): SettledStep[] {
+  return [
+    sql`(
+      insert into divergences (id, owner_id, reseller_store_id, sync_job_id, type, status, subject_id, detail, since)
+      select ${sql.raw(SQL_DIVERGENCE_ID)}, s.owner_id, s.reseller_store_id, (select x.sync_job_id from cancellations x where x.id = s.id), s.result, 'open', s.id,
+        case s.result when 'too_late' then 'The supplier had already shipped: the goods need a return.'
+          else 'The supplier cannot cancel some lines only: they need handling by hand.' end,
+        s.updated_at
+      from settled s
+      where s.status = 'completed' and s.result in ('too_late', 'unsupported')
+      on conflict ${ONE_PER_JOB_AND_TYPE} do nothing
+      returning id)`,
   ];
 }
 

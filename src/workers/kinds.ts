@@ -14,7 +14,7 @@ import { FulfillmentService } from '../fulfillments/service.ts';
 import { syncJobKind } from '../sync-jobs/kind.ts';
 import { SyncJobRepository } from '../sync-jobs/repository.ts';
 import { ResellerStoreRepository } from '../reseller-stores/repository.ts';
-import { settledSteps, trackingArrived } from '../divergence-watch/repository.ts';
+import { cancellationOutcomeSteps, settledSteps, trackingArrived } from '../divergence-watch/repository.ts';
 import type { FulfillmentRecorded } from '../fulfillments/ports.ts';
 
 export const ATTEMPT_KINDS = [syncJobKind, fulfillmentKind, cancellationKind] as const;
@@ -29,6 +29,7 @@ export const ATTEMPT_KINDS = [syncJobKind, fulfillmentKind, cancellationKind] as
 export const SETTLED_STEPS: Readonly<Record<string, readonly SettledStep[]>> = {
   sync_job: settledSteps('job_dead'),
   fulfillment: settledSteps('fulfillment_dead', 'fulfillments'),
+  cancellation: [...settledSteps('cancellation_dead', 'cancellations'), ...cancellationOutcomeSteps()],
 };
 
 /** Written with every fulfillment recorded (`FulfillmentService`, in its transaction): tracking arrived, so the job is not stale. */
