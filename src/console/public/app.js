@@ -115,7 +115,8 @@ function countsLabel(stats) {
   const parts = [];
   if (stats.syncJobs.dead) parts.push(`${number.format(stats.syncJobs.dead)} dead`);
   if (stats.syncJobs.failed) parts.push(`${number.format(stats.syncJobs.failed)} failed`);
-  const divergences = stats.attention ? Object.values(stats.attention).reduce((sum, count) => sum + (Number(count) || 0), 0) : 0;
+  // Dead jobs are counted above already: their to-do entries (job_dead) are not counted twice.
+  const divergences = stats.attention ? Object.entries(stats.attention).reduce((sum, [type, count]) => sum + (type === 'job_dead' ? 0 : Number(count) || 0), 0) : 0;
   if (divergences) parts.push(`${number.format(divergences)} to check`);
   if (stats.syncJobs.pending) parts.push(`${number.format(stats.syncJobs.pending)} pending`);
   return parts.length ? parts.join(', ') : 'all clear';

@@ -292,6 +292,7 @@ function StatsView({ stats, storeId }) {
   const cancellations = cancellationCounts(stats.cancellations);
   return html`
     <div class="grid stats">
+      <div class="scroll-x">
       <table>
         <caption>Counts by status</caption>
         <thead><tr><th scope="col">Status</th><th scope="col">Sync jobs</th><th scope="col">Fulfillments</th>
@@ -307,6 +308,7 @@ function StatsView({ stats, storeId }) {
           )}
         </tbody>
       </table>
+      </div>
       <dl>
         <dt>Oldest pending job</dt>
         <dd>${stats.oldestPendingSeconds === null ? 'none waiting' : `waiting ${duration(stats.oldestPendingSeconds)}`}</dd>
