@@ -3,7 +3,8 @@
  * service (embedded PostgreSQL) and the sandbox platform, then plays a reseller's day: connect a
  * storefront, add two suppliers, receive a signed order, watch both suppliers get their part,
  * push a supplier's tracking back to the customer's order; then a supplier goes down, its job dies,
- * is retried by hand once the supplier is back, and is placed.
+ * is retried by hand once the supplier is back, and is placed; then the customer cancels that order
+ * and the supplier's order is cancelled too.
  *
  * `npm run demo -- --keep` leaves everything running with its data afterwards, and prints how to
  * open the console on it (Ctrl-C stops; the data folder is kept).
@@ -137,7 +138,23 @@ try {
   });
   show(placed.id, `${placed.status} after ${placed.attempts} attempts, supplier order ${placed.sourceOrderId}`);
 
-  console.log('\n\x1b[32mDemo finished: orders routed, tracking pushed back, a dead job retried and placed.\x1b[0m');
+  step(11, 'The customer cancels that order on the storefront; the supplier has not shipped, so it is cancelled there too');
+  const cancelled = await sendWebhook({
+    targetUrl: `${base}/v1/orders/webhook`,
+    shopDomain: shop.shopDomain,
+    secret: 'whsec_demo_reseller',
+    topic: 'orders/cancelled',
+    payload: { ...second, cancelled_at: new Date().toISOString(), cancel_reason: 'customer' },
+  });
+  show(`answer ${cancelled.status}`, cancelled.body);
+  const withCancellation = await until('the cancellation to reach the supplier', async () => {
+    const job = await call('GET', `/v1/sync_jobs/${dead.id}`, undefined, token);
+    return job.cancellations?.[0]?.status === 'completed' ? job : null;
+  });
+  const [cancellation] = withCancellation.cancellations;
+  show(cancellation.id, `${cancellation.status}, outcome ${cancellation.outcome}, lines ${JSON.stringify(cancellation.lines)}`);
+
+  console.log('\n\x1b[32mDemo finished: orders routed, tracking pushed back, a dead job retried and placed, a cancellation carried to the supplier.\x1b[0m');
 } catch (error) {
   console.error(`\n\x1b[31mDemo failed: ${error instanceof Error ? error.message : String(error)}\x1b[0m`);
   exitCode = 1;
