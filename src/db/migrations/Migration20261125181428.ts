@@ -15,9 +15,6 @@ export class Migration20261125181428 extends Migration {
     this.addSql(`create index "order_cancellations_reseller_store_id_external_order_id_index" on "order_cancellations" ("reseller_store_id", "external_order_id");`);
     this.addSql(`alter table "order_cancellations" add constraint "order_cancellations_store_dedupe_unique" unique ("reseller_store_id", "dedupe_key");`);
 
-    this.addSql(`alter table "attempts" drop constraint "attempts_kind_check";`);
-    this.addSql(`alter table "attempts" add constraint "attempts_kind_check" check ("kind" in ('sync_job', 'fulfillment', 'cancellation'));`);
-
     this.addSql(`alter table "sync_jobs" add "supplier_cancelled_at" timestamptz null, add "supplier_cancel_reason" text null;`);
 
     this.addSql(`alter table "cancellations" add constraint "cancellations_scope_check" check ("scope" in ('order', 'lines'));`);
@@ -31,8 +28,6 @@ export class Migration20261125181428 extends Migration {
     this.addSql(`drop table if exists "cancellations" cascade;`);
     this.addSql(`drop table if exists "order_cancellations" cascade;`);
 
-    this.addSql(`alter table "attempts" drop constraint "attempts_kind_check";`);
-    this.addSql(`alter table "attempts" add constraint "attempts_kind_check" check ("kind" in ('sync_job', 'fulfillment'));`);
 
     this.addSql(`alter table "sync_jobs" drop column "supplier_cancelled_at", drop column "supplier_cancel_reason";`);
   }
