@@ -46,13 +46,14 @@ it('two worker processes: passes over a store never overlap, and each shipment i
     for (let i = 1; i < own.length; i++) expect(new Date(own[i]!.started_at).getTime()).toBeGreaterThanOrEqual(new Date(own[i - 1]!.finished_at!).getTime());
   }
   expect(passes.filter((pass) => pass.status === 'failed')).toEqual([]);
+  // Which process takes each pass is not fixed (one may take them all on a loaded machine): the
+  // guarantee is once and never overlapping, checked above.
   const ran = (logs: string[]) => logs.some((line) => line.includes('divergence-watch pass finished'));
-  expect(ran(service.logs)).toBe(true);
-  expect(ran(worker.logs)).toBe(true);
+  expect(ran(service.logs) || ran(worker.logs), 'a process ran passes').toBe(true);
 
-  // The gauges read the database; the counters are each process's own (this one ran passes, see its logs).
+  // The gauges read the database; the counters are each process's own.
   const metrics = await (await fetch(`${service.url}/metrics`)).text();
-  expect(metrics).toMatch(/^divergence_watch_passes_total\{outcome="succeeded"\} [1-9]\d*$/m);
+  if (ran(service.logs)) expect(metrics).toMatch(/^divergence_watch_passes_total\{outcome="succeeded"\} [1-9]\d*$/m);
   expect(metrics).toMatch(/^divergences_open\{type="stale"\} 0$/m);
   expect(metrics).toMatch(/^divergence_oldest_open_age_seconds 0$/m);
 });
