@@ -137,6 +137,9 @@ describe('some lines on other platforms', () => {
     expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toEqual([]);
     const events = await api.get(`/v1/events?type=cancellation.unsupported&reseller_store_id=${shop.reseller.id}`, { token: shop.user.token });
     expect(events.body.data).toHaveLength(1);
+    // The lines to handle by hand are on the reseller's to-do list.
+    const todo = await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token });
+    expect(todo.body.data).toMatchObject([{ type: 'unsupported', syncJobId: acmeJob.id, subjectId: job.cancellations[0].id, status: 'open' }]);
   });
 
   it('a partly shipped platform_a order cancelled as a whole: the unfulfilled rest is cancelled, too_late names the shipped lines', async ({ api, sandbox, shopWith, placed, storefront }) => {

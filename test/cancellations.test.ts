@@ -131,6 +131,9 @@ describe('a whole-order cancellation', () => {
       const events = await api.get(`/v1/events?type=cancellation.too_late&reseller_store_id=${shop.reseller.id}`, { token: shop.user.token });
       expect(events.body.data).toHaveLength(1);
       expect(events.body.data[0].data.object).toMatchObject({ id: jobId, cancellations: [expect.objectContaining({ outcome: 'too_late' })] });
+      // The reseller's to-do list holds it, written with the outcome.
+      const todo = await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token });
+      expect(todo.body.data).toMatchObject([{ type: 'too_late', syncJobId: jobId, subjectId: job.cancellations[0].id, status: 'open' }]);
     });
 
     it(`never places a dead ${supplierPlatform} job of a cancelled order: completed without an order, not_placed, not retryable`, async ({ api, sandbox, shopWith, routed, storefront }) => {
@@ -175,12 +178,16 @@ describe('a whole-order cancellation', () => {
     const dead = await waitForJob(api, shop.user.token, jobId, finished, 20_000);
     expect(dead.cancellations[0]).toMatchObject({ status: 'dead', outcome: null, attempts: 4, errorMessage: expect.stringContaining('503') });
     const cancellationId = dead.cancellations[0].id;
+    const todo = () => api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token });
+    expect((await todo()).body.data).toMatchObject([{ type: 'cancellation_dead', syncJobId: jobId, subjectId: cancellationId, status: 'open' }]);
     const retried = await api.post(`/v1/sync_jobs/${jobId}/cancellations/${cancellationId}/retry`, { token: shop.user.token });
     expect(retried.status, JSON.stringify(retried.body)).toBe(200);
     expect(retried.body.cancellations[0]).toMatchObject({ id: cancellationId, status: 'pending' });
     const job = await waitForJob(api, shop.user.token, jobId, (j) => j.cancellations[0].status === 'completed');
     expect(job.cancellations[0]).toMatchObject({ outcome: 'cancelled', attempts: 5 });
     expect(job.cancellations[0].timeline.map((entry: any) => entry.trigger)).toEqual(['initial', 'automatic_retry', 'automatic_retry', 'automatic_retry', 'manual_retry']);
+    // Resolved by the completion: off the to-do list.
+    expect((await todo()).body.data).toEqual([]);
     expect(sandbox.cancellationsFor(shop.supplier.shopDomain)).toHaveLength(1);
     // Completed: a retry is refused, like a job's; another user's is 404.
     expectError(await api.post(`/v1/sync_jobs/${jobId}/cancellations/${cancellationId}/retry`, { token: shop.user.token }), 400, 'sync_job_not_retryable');
@@ -285,5 +292,7 @@ describe('a fulfillment for a cancelled part', () => {
     await waitFor(async () => sandbox.fulfillmentsFor(shop.reseller.shopDomain).length === 1, 15_000, 'tracking pushed');
     const events = await api.get(`/v1/events?type=cancellation.too_late&reseller_store_id=${shop.reseller.id}`, { token: shop.user.token });
     expect(events.body.data).toHaveLength(1);
+    const todo = await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token });
+    expect(todo.body.data).toMatchObject([{ type: 'too_late', syncJobId: jobId, status: 'open' }]);
   });
 });
