@@ -56,10 +56,10 @@ export const webhooksContract = c.router(
       pathParams: z.object({ source_store_id: z.string().min(1).max(64).describe('The id of the source store whose platform sends the webhook.') }),
       headers: WebhookHeaders,
       body: PlatformPayload,
-      responses: { 200: Received, ...webhookErrors },
+      responses: { 200: Received, ...webhookErrors, ...errors(404) },
       summary: "Receive a source store's fulfillments/create webhook",
       metadata: signedBy('source_store'),
-      description: `The URL to subscribe a source store's fulfillments/create webhook to: verified with that store's webhook secret alone (one HMAC), so what other source stores on the same shop domain did, or how many failed signatures a shared platform address sent, never delays or refuses it. 401 \`invalid_signature\` when the store does not exist, was deleted, or did not sign the body. Otherwise as \`POST /v1/fulfillments/webhook\`, which keeps working for stores subscribed to it.`,
+      description: `The URL to subscribe a source store's fulfillments/create webhook to: verified with that store's webhook secret alone (one HMAC), so what other source stores on the same shop domain did, or how many failed signatures a shared platform address sent, never delays or refuses it. 401 \`invalid_signature\` when the store does not exist, was deleted, or did not sign the body (404 \`not_found\` only for a path that names no route, such as an id of dots). Otherwise as \`POST /v1/fulfillments/webhook\`, which keeps working for stores subscribed to it.`,
     },
   },
 );
