@@ -35,6 +35,9 @@ export interface DeliveryFilters extends PageQuery {
   event_id?: string | undefined;
 }
 
+/** SQLSTATE of a transaction PostgreSQL ended to break a deadlock. */
+const DEADLOCK_DETECTED = '40P01';
+
 export class WebhookEndpointService {
   constructor(private readonly ctx: AppContext) {}
 
@@ -106,10 +109,22 @@ export class WebhookEndpointService {
   /** Deletes the endpoint and its deliveries: their queued messages find nothing and stop. */
   async remove(ownerId: string, id: string): Promise<void> {
     const endpoint = await this.get(ownerId, id);
-    await this.em.transactional(async (em) => {
-      await em.nativeDelete(WebhookDelivery, { endpointId: endpoint.id });
-      await em.nativeDelete(WebhookEndpoint, { id: endpoint.id });
-    });
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.em.transactional(async (em) => {
+          // The endpoint's row first, as a sender taking a slot locks it before its delivery; a delete
+          // that took the deliveries first deadlocked with it under load (a 500).
+          await em.execute('select id from webhook_endpoints where id = ? for update', [endpoint.id]);
+          await em.nativeDelete(WebhookDelivery, { endpointId: endpoint.id });
+          await em.nativeDelete(WebhookEndpoint, { id: endpoint.id });
+        });
+        return;
+      } catch (error) {
+        // A sender recording an attempt holds its delivery, then the endpoint: PostgreSQL ends one of
+        // the two, and the delete is simply tried again.
+        if (attempt >= 3 || (error as { code?: string }).code !== DEADLOCK_DETECTED) throw error;
+      }
+    }
   }
 
   /** A new secret; deliveries are signed with the old one too for ROTATION_OVERLAP_MS. */
