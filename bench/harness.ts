@@ -17,7 +17,7 @@ import { ATTEMPT_QUEUES } from '../src/workers/kinds.ts';
 import { createLogger } from '../src/shared/logger.ts';
 import { GiveUp, MemorySampler, SHOP, clusterCpuSeconds, cpuSeconds, round, runTsForJson, spawnTs, waitFor, waitForLog, type Child } from './common.ts';
 import type { LoadInput, LoadResult } from './load.ts';
-import { CPU_PROF, PGSTAT, SERVICE_NODE_ARGS } from './settings.ts';
+import { CPU_PROF, PGSTAT, SERVICE_NODE_ARGS, type Results } from './settings.ts';
 
 export type Log = (text: string) => void;
 
@@ -317,4 +317,42 @@ export async function setupTenant(base: string): Promise<Tenant> {
     sourceStoreIds.push(source.id);
   }
   return { token, ownerId, resellerStoreId: shop.id, sourceStoreIds };
+}
+
+/** When each supplier order of the bench's shop was placed, by the sync job id its idempotency key names. */
+export async function supplierOrderTimes(bench: Bench): Promise<Map<string, number>> {
+  const created = new Map<string, number>();
+  for (const supplier of SHOP.suppliers) {
+    const orders = await bench.sandboxControl<{ idempotencyKey: string | null; createdAt: string }[]>('GET', `/stores/${supplier.shopDomain}/orders`);
+    for (const order of orders) if (order.idempotencyKey) created.set(order.idempotencyKey.replace(/^sync-job:/, ''), Date.parse(order.createdAt));
+  }
+  return created;
+}
+
+/**
+ * The figures of repeated runs: each numeric figure is the median of the runs; each latency figure
+ * (`…_ms`) also gets its runs (`<key>.runs`) and spread (`<key>.spread`, largest minus smallest).
+ */
+export function medianOfRuns(phase: string, runs: Results[]): Results {
+  const median: Results = {};
+  for (const key of Object.keys(runs[0] ?? {})) {
+    const values = runs.map((run) => run[key]);
+    if (!values.every((value): value is number => typeof value === 'number')) {
+      median[key] = values.join('; ');
+      continue;
+    }
+    median[key] = medianOf(values);
+    if (key.endsWith('_ms')) {
+      median[`${key}.runs`] = values.join(', ');
+      median[`${key}.spread`] = Math.max(...values) - Math.min(...values);
+    }
+  }
+  median[`${phase}.runs`] = runs.length;
+  return median;
+}
+
+export function medianOf(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
 }

@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { GiveUp, SHOP, percentile, round, runTsForJson } from '../common.ts';
-import { setupTenant, untilJobsFinished, type Bench } from '../harness.ts';
+import { medianOfRuns, setupTenant, supplierOrderTimes, untilJobsFinished, type Bench, type Tenant } from '../harness.ts';
 import type { OpenLoopInput, OpenLoopResult, SentOrder } from '../open-loop.ts';
 import { PLAN, type Results } from '../settings.ts';
 
@@ -45,12 +45,28 @@ export async function e2ePhase(bench: Bench): Promise<Results> {
     { logFile: path.join(bench.workspace.logs, 'open-loop-warmup.log') },
   );
   if (!(await untilJobsFinished(url, tenant, E2E_DRAIN_TIMEOUT_MS))) throw new GiveUp('e2e: the warm-up orders were not routed in time');
-  const outFile = path.join(bench.workspace.tmp, 'e2e-sent.json');
+  const runs: Results[] = [];
+  for (let run = 1; run <= PLAN.runs; run++) {
+    await bench.sandboxControl('POST', '/reset');
+    for (const supplier of SHOP.suppliers) await bench.sandboxControl('POST', `/stores/${supplier.shopDomain}/faults`, { latencyMs });
+    bench.log(`  run ${run} of ${PLAN.runs}`);
+    runs.push(await measuredStream(bench, url, tenant, service.url!, 3_000_000_000 + run * 100_000_000));
+  }
+  await service.stop();
+  await worker.stop();
+
+  return medianOfRuns('e2e', runs);
+}
+
+/** One measured stream, drained: its figures. */
+async function measuredStream(bench: Bench, url: string, tenant: Tenant, serviceUrl: string, startId: number): Promise<Results> {
+  const { rate, seconds } = PLAN.e2e;
+  const outFile = path.join(bench.workspace.tmp, `e2e-sent-${startId}.json`);
   const stopSampling = bench.sampleActivity('the stream');
   const sentResult = await runTsForJson<OpenLoopResult>(
     'bench/open-loop.ts',
-    { url: service.url!, rate, seconds, startId: 3_000_000_000, outFile } satisfies OpenLoopInput,
-    { logFile: path.join(bench.workspace.logs, 'open-loop.log') },
+    { url: serviceUrl, rate, seconds, startId, outFile } satisfies OpenLoopInput,
+    { logFile: path.join(bench.workspace.logs, `open-loop-${startId}.log`) },
   );
   bench.log(`  sent ${sentResult.sent} webhooks, answers ${JSON.stringify(sentResult.outcomes)}; sender lag at worst ${sentResult.maxLagMs} ms`);
   if (sentResult.failed > 0) bench.notes.push(`e2e: ${sentResult.failed} of ${sentResult.sent} webhooks not answered 200 (${JSON.stringify(sentResult.outcomes)})`);
@@ -58,14 +74,8 @@ export async function e2ePhase(bench: Bench): Promise<Results> {
   const drained = await untilJobsFinished(url, tenant, E2E_DRAIN_TIMEOUT_MS);
   await stopSampling();
   if (!drained) bench.notes.push(`e2e: not every job finished within ${E2E_DRAIN_TIMEOUT_MS / 1000} s after the stream ended`);
-  await service.stop();
-  await worker.stop();
 
-  const created = new Map<string, number>();
-  for (const supplier of SHOP.suppliers) {
-    const orders = await bench.sandboxControl<{ idempotencyKey: string | null; createdAt: string }[]>('GET', `/stores/${supplier.shopDomain}/orders`);
-    for (const order of orders) if (order.idempotencyKey) created.set(order.idempotencyKey.replace(/^sync-job:/, ''), Date.parse(order.createdAt));
-  }
+  const created = await supplierOrderTimes(bench);
   const perOrder: number[] = [];
   const perSupplierOrder: number[] = [];
   let lastCreated = 0;
