@@ -7,24 +7,22 @@
  * Afterwards every cancellation completed `cancelled`, and each supplier order was cancelled
  * exactly once: the kill costs time, never a cancellation and never a second call for it.
  */
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deleteDataDir, freePort } from '../../src/db/embedded.ts';
-import { startSandbox, type Sandbox } from '../sandbox/server.ts';
+import type { Sandbox } from '../sandbox/server.ts';
 import { queryRows } from '../support/database.ts';
 import { waitFor } from '../support/wait.ts';
-import { ChildService } from '../support/child-service.ts';
+import type { ChildService } from '../support/child-service.ts';
+import { startCrashableService, type CrashableService } from './support/crashable.ts';
 import { ChaosClient, createReseller, createSupplier, registerUser, type ResellerFixture, type SupplierFixture } from './support/client.ts';
 import { deliverUntilAccepted, mapLimit } from './support/deliverer.ts';
-import { itLeaksNoSecret, ledger } from './support/ledger.ts';
+import { itLeaksNoSecret } from './support/ledger.ts';
 
 const ORDERS = 40;
 const JOBS = ORDERS * 2;
 /** Each supplier call takes this long, so the kill finds cancellations on their way to suppliers. */
 const SUPPLIER_LATENCY_MS = 150;
 
+let run: CrashableService;
 let sandbox: Sandbox;
 let service: ChildService;
 let dataDir: string;
@@ -32,30 +30,13 @@ let client: ChaosClient;
 let reseller: ResellerFixture;
 let suppliers: [SupplierFixture, SupplierFixture];
 
-const databaseUrl = () => {
-  const password = readFileSync(path.join(dataDir, 'secrets', 'postgres-password'), 'utf8').trim();
-  return `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${service.current.databasePort}/postgres`;
-};
+const databaseUrl = () => run.databaseUrl();
 
 const cancelledCount = () => suppliers.reduce((sum, supplier) => sum + sandbox.cancellationsFor(supplier.shopDomain).length, 0);
 
 beforeAll(async () => {
-  sandbox = await startSandbox();
-  dataDir = mkdtempSync(path.join(tmpdir(), 'ors-chaos-cancel-'));
-  service = new ChildService({
-    NODE_ENV: 'development',
-    DATA_DIR: dataDir,
-    PORT: String(await freePort()),
-    HOST: '127.0.0.1',
-    PLATFORM_BASE_URL: sandbox.baseUrlTemplate,
-    SYNC_RETRY_BASE_DELAY_MS: '200',
-    SWEEP_INTERVAL_MS: '2000',
-    LOG_LEVEL: 'info',
-  });
-  ledger.watch('service process (stdout and stderr)', () => service.lines);
-  const run = await service.start();
-  client = new ChaosClient(run.url);
-  ledger.secret('database password', readFileSync(path.join(dataDir, 'secrets', 'postgres-password'), 'utf8').trim());
+  run = await startCrashableService('cancel', { SWEEP_INTERVAL_MS: '2000' });
+  ({ sandbox, service, dataDir, client } = run);
   const user = await registerUser(client);
   reseller = await createReseller(client, user.token);
   suppliers = [
@@ -65,12 +46,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  if (service) {
-    await service.kill();
-    ledger.flush();
-  }
-  await sandbox?.close();
-  if (dataDir) deleteDataDir(dataDir);
+  await run?.close();
 });
 
 describe('a SIGKILL of the whole service in the middle of cancellations', () => {

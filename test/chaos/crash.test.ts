@@ -9,19 +9,17 @@
  * supplier holds exactly one order per reseller order: the kills cost time, never an order and
  * never a duplicate.
  */
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_AUTO_RETRIES } from '../../machines/attempt.machine.ts';
-import { deleteDataDir, freePort } from '../../src/db/embedded.ts';
-import { startSandbox, type Sandbox } from '../sandbox/server.ts';
+import type { Sandbox } from '../sandbox/server.ts';
 import { queryRows } from '../support/database.ts';
 import { waitFor } from '../support/wait.ts';
 import { ChildService, isAlive, postmasterPid } from '../support/child-service.ts';
+import { startCrashableService, type CrashableService } from './support/crashable.ts';
 import { ChaosClient, createReseller, createSupplier, registerUser, type ResellerFixture, type SupplierFixture } from './support/client.ts';
 import { deliverUntilAccepted, mapLimit, type DeliveryResult } from './support/deliverer.ts';
-import { itLeaksNoSecret, ledger } from './support/ledger.ts';
+import { itLeaksNoSecret } from './support/ledger.ts';
 
 const SHOPS = 3;
 const ORDERS_PER_SHOP = 40;
@@ -35,6 +33,7 @@ interface Shop {
   suppliers: [SupplierFixture, SupplierFixture];
 }
 
+let run: CrashableService;
 let sandbox: Sandbox;
 let service: ChildService;
 let dataDir: string;
@@ -43,30 +42,13 @@ const shops: Shop[] = [];
 const deliveries: DeliveryResult[] = [];
 const kills: { afterAccepted: number; supplierOrdersBefore: number; postmasterPid: number | null; postmasterDead: boolean }[] = [];
 
-const databaseUrl = () => {
-  const password = readFileSync(path.join(dataDir, 'secrets', 'postgres-password'), 'utf8').trim();
-  return `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${service.current.databasePort}/postgres`;
-};
+const databaseUrl = () => run.databaseUrl();
 
 const supplierOrderCount = () => shops.flatMap((shop) => shop.suppliers).reduce((sum, supplier) => sum + sandbox.ordersFor(supplier.shopDomain).length, 0);
 
 beforeAll(async () => {
-  sandbox = await startSandbox();
-  dataDir = mkdtempSync(path.join(tmpdir(), 'ors-chaos-crash-'));
-  service = new ChildService({
-    NODE_ENV: 'development',
-    DATA_DIR: dataDir,
-    // A fixed port, so the platform keeps delivering to the same address across restarts.
-    PORT: String(await freePort()),
-    HOST: '127.0.0.1',
-    PLATFORM_BASE_URL: sandbox.baseUrlTemplate,
-    SYNC_RETRY_BASE_DELAY_MS: '200',
-    LOG_LEVEL: 'info',
-  });
-  ledger.watch('service process (stdout and stderr)', () => service.lines);
-  const run = await service.start();
-  client = new ChaosClient(run.url);
-  ledger.secret('database password', readFileSync(path.join(dataDir, 'secrets', 'postgres-password'), 'utf8').trim());
+  run = await startCrashableService('crash', {});
+  ({ sandbox, service, dataDir, client } = run);
 
   const user = await registerUser(client);
   for (let i = 0; i < SHOPS; i++) {
@@ -81,12 +63,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  if (service) {
-    await service.kill();
-    ledger.flush();
-  }
-  await sandbox?.close();
-  if (dataDir) deleteDataDir(dataDir);
+  await run?.close();
 });
 
 describe('two SIGKILLs of the whole service mid-stream', () => {

@@ -7,24 +7,21 @@
  * is failed as abandoned (its lease expired) rather than left running, and no watermark is past
  * what a pass saw.
  */
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deleteDataDir, freePort } from '../../src/db/embedded.ts';
-import { sendWebhook, startSandbox, type Sandbox } from '../sandbox/server.ts';
+import { sendWebhook, type Sandbox } from '../sandbox/server.ts';
 import { queryRows } from '../support/database.ts';
 import { waitFor } from '../support/wait.ts';
-import { ChildService } from '../support/child-service.ts';
+import type { ChildService } from '../support/child-service.ts';
 import { orderUpdatedAt } from '../sandbox/updated.ts';
 import type { SandboxState } from '../sandbox/state.ts';
+import { startCrashableService, type CrashableService } from './support/crashable.ts';
 import { ChaosClient, createReseller, createSupplier, registerUser, type ResellerFixture, type SupplierFixture } from './support/client.ts';
-import { ledger } from './support/ledger.ts';
 
 const ORDERS_PER_SUPPLIER = 12;
 const SHIPPED_PER_SUPPLIER = 8;
 const SUPPLIER_LATENCY_MS = 700;
 
+let run: CrashableService;
 let sandbox: Sandbox;
 let service: ChildService;
 let dataDir: string;
@@ -32,40 +29,18 @@ let client: ChaosClient;
 let reseller: ResellerFixture;
 let suppliers: SupplierFixture[] = [];
 
-const databaseUrl = () => {
-  const password = readFileSync(path.join(dataDir, 'secrets', 'postgres-password'), 'utf8').trim();
-  return `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${service.current.databasePort}/postgres`;
-};
+const databaseUrl = () => run.databaseUrl();
 
 beforeAll(async () => {
-  sandbox = await startSandbox();
-  dataDir = mkdtempSync(path.join(tmpdir(), 'ors-chaos-watch-'));
-  service = new ChildService({
-    NODE_ENV: 'development',
-    DATA_DIR: dataDir,
-    PORT: String(await freePort()),
-    HOST: '127.0.0.1',
-    PLATFORM_BASE_URL: sandbox.baseUrlTemplate,
-    SYNC_RETRY_BASE_DELAY_MS: '200',
-    DIVERGENCE_INTERVAL_MS: '2000',
-    RECONCILE_INTERVAL_MS: '0',
-    LOG_LEVEL: 'info',
-  });
-  ledger.watch('watch service process (stdout and stderr)', () => service.lines);
-  client = new ChaosClient((await service.start()).url);
-  ledger.secret('database password', readFileSync(path.join(dataDir, 'secrets', 'postgres-password'), 'utf8').trim());
+  run = await startCrashableService('watch', { DIVERGENCE_INTERVAL_MS: '2000', RECONCILE_INTERVAL_MS: '0' });
+  ({ sandbox, service, dataDir, client } = run);
   const user = await registerUser(client);
   reseller = await createReseller(client, user.token);
   for (const platform of ['custom', 'platform_b', 'platform_a']) suppliers.push(await createSupplier(client, user.token, reseller.id, { platform }));
 });
 
 afterAll(async () => {
-  if (service) {
-    await service.kill();
-    ledger.flush();
-  }
-  await sandbox?.close();
-  if (dataDir) deleteDataDir(dataDir);
+  await run?.close();
 });
 
 describe('a SIGKILL of the whole service mid-pass', () => {
