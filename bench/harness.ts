@@ -260,15 +260,18 @@ export async function migrateDatabase(url: string): Promise<void> {
 
 /**
  * Waits until none of the tenant's jobs is pending, processing or failed (waiting for a retry),
- * polling a cheap index-only count twice a second; false when `timeoutMs` passed first.
+ * twice a second; false when `timeoutMs` passed first. Read from the trigger-kept counters the stats
+ * use: a count over the jobs cost PostgreSQL 10 ms a poll during a drain, CPU the phase then charged
+ * to the service.
  */
 export function untilJobsFinished(url: string, tenant: Tenant, timeoutMs: number): Promise<boolean> {
   return withClient(url, async (c) => {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const { rows } = await c.query(
-        `select count(*) as open from sync_jobs where owner_id = $1 and status in ('pending', 'processing', 'failed')`,
-        [tenant.ownerId],
+        `select coalesce(sum(count), 0) as open from store_status_counts
+          where reseller_store_id = $1 and kind = 'sync_job' and status in ('pending', 'processing', 'failed')`,
+        [tenant.resellerStoreId],
       );
       if (Number(rows[0].open) === 0) return true;
       if (Date.now() > deadline) return false;
