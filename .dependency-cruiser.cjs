@@ -10,7 +10,7 @@
  * - features: every other folder of src/ (src/<feature>/: routes, service, repository, present,
  *   events, kind), except the platform adapters (src/platforms) and the composition: src/workers/
  *   (the one list of kinds, the workers) and the files directly in src/ (main, server, app,
- *   services, context). A feature imports the core, its own files and other features' services,
+ *   services; no context bag: each service, runner, scheduler and kind is handed exactly what it uses). A feature imports the core, its own files and other features' services,
  *   presenters, events, kinds or types; never another feature's routes or repository.
  * - machines/ are pure: they import nothing from src/.
  * - Only repositories, entities and src/db/ (and the composition) use MikroORM or Kysely.
@@ -19,6 +19,8 @@
 const CORE = '^src/(attempts|queue|pacing|db|http|shared|config|metrics|rate-limits)/|^src/audit-log/(repository|entity)\\.ts$|^src/events/(outbox|types|repository|entity)\\.ts$';
 const COMPOSITION = '^src/[^/]+\\.ts$|^src/workers/';
 const ADAPTERS = '^src/platforms/';
+/** The files that build the process: the only ones that see every service and what the process is built on. */
+const COMPOSITION_ROOT = '^src/(services|server|app|main)\\.ts$|^src/workers/';
 const DATA_ACCESS = '(^|/)(repository|[a-z-]*\\.?entity)\\.ts$|^src/db/';
 const ORM_LEFTOVERS = ['^src/webhook-endpoints/service\\.ts$', '^src/shared/paging\\.ts$', '^src/events/outbox\\.ts$'];
 
@@ -45,6 +47,14 @@ module.exports = {
       comment: 'A feature reaches another feature through its service (or its presenters, events, kind, types), never its routes or repository.',
       from: { path: '^src/([^/]+)/', pathNot: [CORE, COMPOSITION, ADAPTERS] },
       to: { path: '^src/[^/]+/(routes|repository)\\.ts$', pathNot: ['^src/$1/', CORE] },
+    },
+    {
+      name: 'no-feature-imports-the-composition',
+      severity: 'error',
+      comment:
+        'Services, runners, schedulers, kinds and attempts are handed exactly what they use by the composition root (src/services.ts, src/server.ts, src/app.ts, src/workers/); nothing outside it imports it, nor a context bag (src/context.ts is gone).',
+      from: { path: '^(src|contract|machines)/', pathNot: [COMPOSITION_ROOT] },
+      to: { path: [COMPOSITION_ROOT, '^src/context\\.ts$'] },
     },
     {
       name: 'orm-only-in-repositories',

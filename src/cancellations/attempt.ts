@@ -5,16 +5,31 @@ import { SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
 import { JobFailure } from '../attempts/failure.ts';
 import type { Attempt, DeathReason } from '../attempts/kind.ts';
 import { connectionOf } from '../attempts/store-connection.ts';
-import type { AppContext } from '../context.ts';
+import type { Config } from '../config/index.ts';
 import type { Trx } from '../db/sql.ts';
+import type { Outbox } from '../events/outbox.ts';
 import type { EventType, NewEvent } from '../events/types.ts';
-import { PlatformError, type LineToCancel, type PlatformAdapter, type StoreConnection, type SupplierOrderState } from '../platforms/types.ts';
+import { PlatformError, type LineToCancel, type PlatformAdapter, type PlatformAdapters, type StoreConnection, type SupplierOrderState } from '../platforms/types.ts';
+import type { SecretBox } from '../shared/secrets.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
 import type { Cancellation, CancelledLine } from './entity.ts';
-import { CancellationRepository, type CancellationWork } from './repository.ts';
+import type { CancellationRepository, CancellationWork } from './repository.ts';
 import { jobEventIn } from './events.ts';
 import { cutOrder } from './cut.ts';
+
+/** What voiding jobs never placed writes with (the cancellations' service and attempt). */
+export interface JobVoiding {
+  cancellationRepository: CancellationRepository;
+  outbox: Outbox;
+}
+
+/** What a cancellation's attempt needs, built once per process (src/workers/kinds.ts hands them over). */
+export interface CancellationAttemptDeps extends JobVoiding {
+  platforms: PlatformAdapters;
+  secrets: SecretBox;
+  config: Pick<Config, 'platformTimeoutMs'>;
+}
 
 /** The turns of the source store an attempt waits for before it is taken: the order's read and the cancel call. */
 const CALLS_PER_ATTEMPT = 2;
@@ -46,8 +61,8 @@ export const cancellationKey = (cancellation: Cancellation, call: string) => `ca
  * - the order exists: cancel it (or those lines); a refusal is read as `too_late` when the order
  *   shows it shipped; platform_b lines only: `unsupported`.
  */
-export function cancelSupplierOrder(ctx: AppContext): Attempt<CancellationWork> {
-  const repository = new CancellationRepository(ctx.orm);
+export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<CancellationWork> {
+  const repository = ctx.cancellationRepository;
 
   /** The job once no attempt of it is in flight; fails the attempt (to be retried) when one stays in flight too long. */
   async function settledJob(work: CancellationWork): Promise<SyncJob> {
@@ -237,8 +252,8 @@ function contextOf(job: SyncJob) {
  * machine's VOID), version-checked like every transition, with the audit entry `sync_job.completed`
  * (`metadata.notPlaced`) and event; their queue messages become stale. Returns which were written.
  */
-export async function voidJobsIn(ctx: AppContext, trx: Trx, jobs: SyncJob[], now: Date): Promise<boolean[]> {
-  const repository = new CancellationRepository(ctx.orm);
+export async function voidJobsIn(ctx: JobVoiding, trx: Trx, jobs: SyncJob[], now: Date): Promise<boolean[]> {
+  const repository = ctx.cancellationRepository;
   const at = now.toISOString();
   const writes = jobs.map((job) => {
     const next = syncJobLifecycle.apply({ status: job.status, context: contextOf(job) }, { type: 'VOID', at });

@@ -1,3 +1,4 @@
+import type { AttemptEntry } from '../attempts/entity.ts';
 import type { Trx } from '../db/sql.ts';
 
 /**
@@ -10,4 +11,9 @@ export interface DivergenceRaising {
     trx: Trx,
     entry: { ownerId: string; resellerStoreId: string; syncJobId: string; type: 'too_late' | 'supplier_cancelled'; subjectId?: string; detail: string | null },
   ): Promise<unknown>;
+}
+
+/** The timeline entries of rows, each row's oldest first: the retry framework's, handed in by the composition root. */
+export interface AttemptTimelines {
+  find(rowIds: string[]): Promise<AttemptEntry[]>;
 }

@@ -1,7 +1,11 @@
 import type { EntityManager } from '@mikro-orm/postgresql';
 import { applyDeliveryEvent } from '../../machines/delivery.machine.ts';
 import { MAX_TEST_PINGS_PER_MINUTE, MAX_WEBHOOK_ENDPOINTS_PER_USER } from '../../contract/webhook-endpoints.ts';
-import type { AppContext } from '../context.ts';
+import type { Config } from '../config/index.ts';
+import type { Orm } from '../db/orm.ts';
+import type { Outbox } from '../events/outbox.ts';
+import type { Queue } from '../queue/queue.ts';
+import type { SecretBox } from '../shared/secrets.ts';
 import { holdLock } from '../db/locks.ts';
 import { transactionOf } from '../events/outbox.ts';
 import { pingEvent } from './events.ts';
@@ -39,7 +43,7 @@ export interface DeliveryFilters extends PageQuery {
 const DEADLOCK_DETECTED = '40P01';
 
 export class WebhookEndpointService {
-  constructor(private readonly ctx: AppContext) {}
+  constructor(private readonly ctx: { orm: Orm; secrets: SecretBox; outbox: Outbox; queue: Queue; config: Pick<Config, 'webhooks' | 'urlPolicy'> }) {}
 
   private get em(): EntityManager {
     return this.ctx.orm.em;
