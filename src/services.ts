@@ -36,6 +36,7 @@ import { SyncJobRepository } from './sync-jobs/repository.ts';
 import { FulfillmentRepository } from './fulfillments/repository.ts';
 import { SourceStoreRepository } from './source-stores/repository.ts';
 import { WebhookEndpointService } from './webhook-endpoints/service.ts';
+import { WebhookEndpointRepository } from './webhook-endpoints/repository.ts';
 import { WebhookService } from './webhooks/service.ts';
 import type { WatchRepairs } from './divergence-watch/repairs.ts';
 import { DivergenceRepository, raiseDivergence, WatchRepository } from './divergence-watch/repository.ts';
@@ -150,7 +151,7 @@ export function createServices(infrastructure: Infrastructure) {
     events: new EventService(eventRepository),
     /** The events' repository, for the worker processes' pruning (src/events/retention.ts). */
     eventRepository,
-    webhookEndpoints: new WebhookEndpointService({ orm, secrets, outbox, queue, config }),
+    webhookEndpoints: new WebhookEndpointService(new WebhookEndpointRepository(orm), { secrets, outbox, queue, config }),
     /** The shared counters behind rate limits (the credential endpoints' limit, src/app.ts). */
     counters,
   };

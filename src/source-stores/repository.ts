@@ -3,10 +3,10 @@ import { recordAudit, type AuditRecord } from '../audit-log/repository.ts';
 import { flushUnique } from '../db/errors.ts';
 import { holdLock } from '../db/locks.ts';
 import type { Orm } from '../db/orm.ts';
-import { sqlOf } from '../db/sql.ts';
-import { transactionOf } from '../events/outbox.ts';
+import { sqlOf, transactionOf } from '../db/sql.ts';
 import type { AppError } from '../shared/errors.ts';
-import { findPage, type Page, type PageQuery } from '../shared/paging.ts';
+import { findPage } from '../db/paging.ts';
+import type { Page, PageQuery } from '../shared/paging.ts';
 import { SourceStore } from './entity.ts';
 
 /** Statements on source_stores: the API's, each change with its audit entry, and the webhook path's without the unit of work. */

@@ -7,7 +7,8 @@ import { sqlOf, type Db, type Trx } from '../db/sql.ts';
 import type { ResellerOrder } from '../orders/types.ts';
 import { ResellerStore } from '../reseller-stores/entity.ts';
 import { SourceStore } from '../source-stores/entity.ts';
-import { findPage, type Page, type PageQuery } from '../shared/paging.ts';
+import { findPage } from '../db/paging.ts';
+import type { Page, PageQuery } from '../shared/paging.ts';
 import { SyncJob } from './entity.ts';
 
 export interface JobFilters extends PageQuery {
