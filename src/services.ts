@@ -74,16 +74,21 @@ export function createServices(infrastructure: Infrastructure) {
   const timelines = { find: (rowIds: string[]) => findAttempts(orm, rowIds) };
   /** The shared counters behind rate limits (the credential endpoints' and the failed-signature limits). */
   const counters = new SharedCounters(sqlOf(orm));
-  // Its to-do list entries (too_late, supplier_cancelled) are written by the divergence list's repository, in its transactions.
-  const cancellations = new CancellationService({ queue, outbox, metrics, timelines }, new CancellationRepository(orm), { raise: (trx, entry) => raiseDivergence(trx, entry) });
-  const resellerStoreRepository = new ResellerStoreRepository(orm);
-  const divergenceRepository = new DivergenceRepository(orm);
-  const resellerStores = new ResellerStoreService(resellerStoreRepository, { config, secrets }, divergenceRepository, cancellations);
-  const sourceStoreRepository = new SourceStoreRepository(orm);
-  const sourceStores = new SourceStoreService(sourceStoreRepository, { config, secrets }, resellerStores);
   // Repositories one feature reads of another's, through the reading feature's own port. The jobs'
   // repository writes the manual retries' transitions with what they also write (SETTLED_STEPS).
   const syncJobRepository = new SyncJobRepository(orm, SETTLED_STEPS.sync_job ?? []);
+  const sourceStoreRepository = new SourceStoreRepository(orm);
+  // Its to-do list entries (too_late, supplier_cancelled) are written by the divergence list's repository, in its transactions;
+  // the jobs it cancels and the suppliers' vendor tags are read and written through its ports, by their own features' repositories.
+  const cancellations = new CancellationService(
+    { jobs: syncJobRepository, vendorTags: sourceStoreRepository, queue, outbox, metrics, timelines },
+    new CancellationRepository(orm),
+    { raise: (trx, entry) => raiseDivergence(trx, entry) },
+  );
+  const resellerStoreRepository = new ResellerStoreRepository(orm);
+  const divergenceRepository = new DivergenceRepository(orm);
+  const resellerStores = new ResellerStoreService(resellerStoreRepository, { config, secrets }, divergenceRepository, cancellations);
+  const sourceStores = new SourceStoreService(sourceStoreRepository, { config, secrets }, resellerStores);
   const fulfillmentRepository = new FulfillmentRepository(orm);
   const syncJobs = new SyncJobService({ jobs: syncJobRepository, timelines, queue, outbox, metrics }, sourceStores, fulfillmentRepository, cancellations);
   const fulfillments = new FulfillmentService({ fulfillments: fulfillmentRepository, queue, metrics, logger, platforms }, syncJobRepository, resellerStoreRepository, FULFILLMENT_RECORDED);

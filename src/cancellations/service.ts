@@ -1,4 +1,4 @@
-import type { AttemptTimelines, DivergenceRaising } from './ports.ts';
+import type { AttemptTimelines, CancelledJobs, DivergenceRaising, SupplierVendorTags } from './ports.ts';
 import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
 import { insertAudit, SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
 import type { Metrics } from '../metrics/index.ts';
@@ -78,7 +78,7 @@ const holdsQuantity = (c: Cancellation) => c.outcome !== 'too_late' && c.outcome
  */
 export class CancellationService implements OrderCancellations, SupplierCancellations {
   constructor(
-    private readonly deps: { queue: Queue; outbox: Outbox; metrics: Metrics; timelines: AttemptTimelines },
+    private readonly deps: { jobs: CancelledJobs; vendorTags: SupplierVendorTags; queue: Queue; outbox: Outbox; metrics: Metrics; timelines: AttemptTimelines },
     private readonly repository: CancellationRepository,
     private readonly divergences: DivergenceRaising,
   ) {}
@@ -113,7 +113,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
       await this.repository.lockOrder(trx, signal.resellerStoreId, signal.externalOrderId);
       const stored = inserted ? record : (await this.repository.signalsOf(trx, signal.resellerStoreId, signal.externalOrderId)).find((s) => s.dedupeKey === signal.dedupeKey);
       if (!stored) return { recorded: false, routed: false, syncJobIds: [] };
-      const jobs = await this.repository.jobsOfOrder(trx, signal.resellerStoreId, signal.externalOrderId);
+      const jobs = await this.deps.jobs.ofOrderIn(trx, signal.resellerStoreId, signal.externalOrderId);
       const affected = jobs.length > 0 ? await this.apply(trx, stored, jobs) : [];
       const syncJobIds = affected.map((job) => job.id);
       const routed = jobs.length > 0;
@@ -144,7 +144,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
     await this.repository.lockOrders(trx, orders);
     const signals = await this.repository.signalsOfOrders(trx, orders);
     for (const signal of signals) {
-      const jobs = await this.repository.jobsOfOrder(trx, signal.resellerStoreId, signal.externalOrderId);
+      const jobs = await this.deps.jobs.ofOrderIn(trx, signal.resellerStoreId, signal.externalOrderId);
       if (jobs.length > 0) await this.apply(trx, signal, jobs);
     }
   }
@@ -170,7 +170,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
     const settled: Cancellation[] = [];
     const unplaced = (job: SyncJob) => job.status === 'pending' || job.status === 'failed' || job.status === 'dead';
     const voiding = plans.filter((plan) => plan.scope === 'order' && unplaced(plan.job)).map((plan) => plan.job);
-    await voidJobsIn({ cancellationRepository: this.repository, outbox: this.deps.outbox }, trx, voiding, now);
+    await voidJobsIn({ cancelledJobs: this.deps.jobs, outbox: this.deps.outbox }, trx, voiding, now);
     for (const plan of plans) {
       const row = newCancellation(signal, plan, now);
       if (plan.scope === 'lines' && unplaced(plan.job) && plan.job.order && plan.job.attempts === 0 && (await this.cut(trx, plan))) {
@@ -200,11 +200,11 @@ export class CancellationService implements OrderCancellations, SupplierCancella
   /** Removes the cancelled quantities from a job not yet placed (version-checked); false when it moved meanwhile. */
   private cut(trx: Trx, plan: JobPlan): Promise<boolean> {
     plan.job.order = cutOrder(plan.job.order!, plan.lines);
-    return this.repository.cutJobOrder(trx, plan.job);
+    return this.deps.jobs.replaceOrderIn(trx, plan.job);
   }
 
   private vendorTags(trx: Trx, jobs: SyncJob[]): Promise<Map<string, string>> {
-    return this.repository.vendorTagsIn(trx, [...new Set(jobs.map((job) => job.sourceStoreId))]);
+    return this.deps.vendorTags.vendorTagsIn(trx, [...new Set(jobs.map((job) => job.sourceStoreId))]);
   }
 
   /**
@@ -215,13 +215,13 @@ export class CancellationService implements OrderCancellations, SupplierCancella
    * whether this call recorded the cancellation.
    */
   async recordSupplierCancellation(report: SupplierCancellationReport): Promise<SupplierCancellationRecorded | null> {
-    const job = await this.repository.findJobBySourceOrder(report.sourceStoreIds, report.sourceOrderId);
+    const job = await this.deps.jobs.findBySourceOrder(report.sourceStoreIds, report.sourceOrderId);
     if (!job) return null;
     const ours = (await this.repository.listForJob(job.id)).some((c) => c.status === 'pending' || c.status === 'processing' || c.outcome === 'cancelled');
     if (ours) return { syncJobId: job.id, recorded: false };
     const at = report.at ?? new Date();
     const recorded = await this.repository.transaction(async (trx) => {
-      if (!(await this.repository.markSupplierCancelled(trx, job.id, at, report.reason))) return false;
+      if (!(await this.deps.jobs.markSupplierCancelledIn(trx, job.id, at, report.reason))) return false;
       await insertAudit(trx, [
         {
           ownerId: job.ownerId,

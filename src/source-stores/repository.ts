@@ -3,7 +3,7 @@ import { recordAudit, type AuditRecord } from '../audit-log/repository.ts';
 import { flushUnique } from '../db/errors.ts';
 import { holdLock } from '../db/locks.ts';
 import type { Orm } from '../db/orm.ts';
-import { sqlOf, transactionOf } from '../db/sql.ts';
+import { sqlOf, transactionOf, type Trx } from '../db/sql.ts';
 import type { AppError } from '../shared/errors.ts';
 import { findPage } from '../db/paging.ts';
 import type { Page, PageQuery } from '../shared/paging.ts';
@@ -94,5 +94,12 @@ export class SourceStoreRepository {
       .where('id', 'in', ids)
       .where('webhook_proven_at', 'is', null)
       .execute();
+  }
+
+  /** The vendor tags of these source stores, by id, as this transaction sees them (the cancellations feature's port `SupplierVendorTags`). */
+  async vendorTagsIn(trx: Trx, sourceStoreIds: string[]): Promise<Map<string, string>> {
+    if (sourceStoreIds.length === 0) return new Map();
+    const rows = await trx.selectFrom('source_stores').select(['id', 'vendor_tag']).where('id', 'in', sourceStoreIds).execute();
+    return new Map(rows.map((row) => [row.id, row.vendor_tag]));
   }
 }

@@ -49,18 +49,23 @@ export type KindInfrastructure = AttemptRuntime & { platforms: PlatformAdapters;
 /** What the kinds' attempts need (each declares its own part), built once per process. */
 type KindDeps = SyncJobAttemptDeps & FulfillmentAttemptDeps & CancellationAttemptDeps;
 
-const kindDeps = ({ orm, platforms, secrets, pacer, logger, outbox, config }: KindInfrastructure): KindDeps => ({
-  syncJobReads: new SyncJobRepository(orm),
-  resellerStoreReads: new ResellerStoreRepository(orm),
-  fulfillments: new FulfillmentRepository(orm),
-  cancellationRepository: new CancellationRepository(orm),
-  platforms,
-  secrets,
-  pacer,
-  logger,
-  outbox,
-  config,
-});
+const kindDeps = ({ orm, platforms, secrets, pacer, logger, outbox, config }: KindInfrastructure): KindDeps => {
+  const syncJobs = new SyncJobRepository(orm);
+  return {
+    syncJobReads: syncJobs,
+    // The cancellations' port on the sync jobs (src/cancellations/ports.ts `CancelledJobs`).
+    cancelledJobs: syncJobs,
+    resellerStoreReads: new ResellerStoreRepository(orm),
+    fulfillments: new FulfillmentRepository(orm),
+    cancellationRepository: new CancellationRepository(orm),
+    platforms,
+    secrets,
+    pacer,
+    logger,
+    outbox,
+    config,
+  };
+};
 
 type AnyKind = AttemptKind<AttemptRow, string, object, { row: AttemptRow }, KindDeps>;
 
