@@ -151,7 +151,12 @@ export function createServices(infrastructure: Infrastructure) {
     /** The reseller's to-do list (divergences) and the scheduling of divergence-watch passes. */
     divergences: new DivergenceService(config, resellerStores, divergenceRepository, watchRepository),
     /** Carries out queued divergence-watch passes (workers). */
-    watchRunner: new WatchRunner({ config, logger, metrics, outbox, platforms, secrets }, watchRepository, fulfillments, routing, watchRepairs),
+    watchRunner: new WatchRunner({ config, logger, metrics, outbox, platforms, secrets }, watchRepository, fulfillments, routing, watchRepairs, {
+      resellerStores: resellerStoreRepository,
+      suppliers: sourceStoreRepository,
+      jobs: syncJobRepository,
+      fulfillments: fulfillmentRepository,
+    }),
     auditLog: new AuditLogService(new AuditLogRepository(orm)),
     events: new EventService(eventRepository),
     /** The events' repository, for the worker processes' pruning (src/events/retention.ts). */

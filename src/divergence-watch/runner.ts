@@ -19,6 +19,7 @@ import { holdLease, LeaseLost, type Lease } from '../db/locks.ts';
 import { fulfillmentEvent } from '../fulfillments/events.ts';
 import { syncJobEvent } from '../sync-jobs/events.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
+import type { WatchReads } from './ports.ts';
 import type { WatchRepairs } from './repairs.ts';
 import type { PassOutcome, TakenPass, WatchRepository } from './repository.ts';
 
@@ -69,6 +70,8 @@ export class WatchRunner {
     /** Routing, through its port (src/orders/port.ts): which listed storefront orders were routed. */
     private readonly routing: Pick<OrderRouting, 'routedAmong'>,
     private readonly repairs: WatchRepairs,
+    /** The stores, jobs and fulfillments a pass compares, read through their features' repositories. */
+    private readonly reads: WatchReads,
   ) {}
 
   async execute(watchPassId: string): Promise<void> {
@@ -96,9 +99,9 @@ export class WatchRunner {
   }
 
   private async watch(pass: TakenPass, lease: Lease, tally: Tally): Promise<PassOutcome> {
-    const stores = await this.repository.storesOf(pass.resellerStoreId);
-    if (!stores) return { status: 'failed', ...tally, error: 'The reseller store was deleted.' };
-    const { reseller, suppliers } = stores;
+    const reseller = await this.reads.resellerStores.findActive(pass.resellerStoreId);
+    if (!reseller) return { status: 'failed', ...tally, error: 'The reseller store was deleted.' };
+    const suppliers = await this.reads.suppliers.activeInOrderOf(reseller.id);
     const errors = await Promise.all([
       this.watchStore(reseller, lease, tally, (orders) => this.compareStorefront(reseller, orders, pass)),
       ...suppliers.map((supplier) =>
@@ -184,9 +187,9 @@ export class WatchRunner {
    * is recorded as the supplier's own. The supplier's own sales (orders of no job) are ignored.
    */
   private async compareSupplier(supplier: SourceStore, orders: UpdatedOrder[], connection: StoreConnection, pass: TakenPass, lease: Lease, tally: Tally): Promise<number> {
-    const jobs = await this.repository.jobsBySourceOrder(supplier.id, orders.map((order) => order.externalOrderId));
+    const jobs = await this.reads.jobs.bySourceOrders(supplier.id, orders.map((order) => order.externalOrderId));
     const known = orders.filter((order) => jobs.has(order.externalOrderId));
-    const recorded = await this.repository.fulfillmentKeysOf([...jobs.values()].map((job) => job.id));
+    const recorded = await this.reads.fulfillments.keysOf([...jobs.values()].map((job) => job.id));
     // The orders of a page are compared a few at a time: each is its own job, its own transactions.
     const counts = await mapLimit(known, ORDERS_AT_ONCE, async (order) => {
       let repairs = 0;

@@ -112,6 +112,11 @@ export class ResellerStoreRepository {
   }
 
   /** The active stores among these ids (outside a request: a fork of its own). */
+  /** The store unless deleted (the divergence watch's port `WatchedStores`). */
+  findActive(id: string): Promise<ResellerStore | null> {
+    return this.orm.em.fork().findOne(ResellerStore, { id, deletedAt: null });
+  }
+
   findActiveByIds(ids: string[]): Promise<ResellerStore[]> {
     return this.orm.em.fork().find(ResellerStore, { id: { $in: ids }, deletedAt: null });
   }

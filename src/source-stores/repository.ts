@@ -96,6 +96,11 @@ export class SourceStoreRepository {
       .execute();
   }
 
+  /** A reseller store's active suppliers, oldest first (the divergence watch's port `WatchedStores`). */
+  activeInOrderOf(resellerStoreId: string): Promise<SourceStore[]> {
+    return this.orm.em.fork().find(SourceStore, { resellerStoreId, deletedAt: null }, { orderBy: { id: 'asc' } });
+  }
+
   /** The vendor tags of these source stores, by id, as this transaction sees them (the cancellations feature's port `SupplierVendorTags`). */
   async vendorTagsIn(trx: Trx, sourceStoreIds: string[]): Promise<Map<string, string>> {
     if (sourceStoreIds.length === 0) return new Map();

@@ -339,4 +339,17 @@ export class SyncJobRepository {
   writeVoidsIn(trx: Trx, writes: AttemptWrite<SyncJob>[]): Promise<boolean[]> {
     return writeAttemptTransitions(trx, { name: 'sync_job', table: 'sync_jobs', resultColumn: 'source_order_id' }, writes);
   }
+
+  /** The jobs that placed these orders on this supplier store, by supplier order id (the divergence watch's port `WatchedJobs`). */
+  async bySourceOrders(sourceStoreId: string, sourceOrderIds: string[]): Promise<Map<string, SyncJob>> {
+    if (sourceOrderIds.length === 0) return new Map();
+    const rows = await this.db
+      .selectFrom('sync_jobs')
+      .selectAll()
+      .where('source_store_id', '=', sourceStoreId)
+      .where('source_order_id', '=', sql<string>`any(${sourceOrderIds}::text[])`)
+      .execute();
+    const em = this.orm.em.fork();
+    return new Map(rows.map((row) => [row.source_order_id!, em.map(SyncJob, row as Record<string, unknown>)]));
+  }
 }
