@@ -10,17 +10,18 @@
  * - features: every other folder of src/ (src/<feature>/: routes, service, repository, present,
  *   events, kind), except the platform adapters (src/platforms) and the composition: src/workers/
  *   (the one list of kinds, the workers) and the files directly in src/ (main, server, app,
- *   services, context). A feature imports the core, its own files and other features' services,
+ *   services; no context bag: each service, runner, scheduler and kind is handed exactly what it uses). A feature imports the core, its own files and other features' services,
  *   presenters, events, kinds or types; never another feature's routes or repository.
  * - machines/ are pure: they import nothing from src/.
- * - Only repositories, entities and src/db/ (and the composition) use MikroORM or Kysely.
- *   ORM_LEFTOVERS are the files that still do and are to move their statements into repositories.
+ * - Only repositories, entities and src/db/ use MikroORM or Kysely (the composition root too
+ *   reaches the database only through them).
  */
 const CORE = '^src/(attempts|queue|pacing|db|http|shared|config|metrics|rate-limits)/|^src/audit-log/(repository|entity)\\.ts$|^src/events/(outbox|types|repository|entity)\\.ts$';
 const COMPOSITION = '^src/[^/]+\\.ts$|^src/workers/';
 const ADAPTERS = '^src/platforms/';
+/** The files that build the process: the only ones that see every service and what the process is built on. */
+const COMPOSITION_ROOT = '^src/(services|server|app|main)\\.ts$|^src/workers/';
 const DATA_ACCESS = '(^|/)(repository|[a-z-]*\\.?entity)\\.ts$|^src/db/';
-const ORM_LEFTOVERS = ['^src/webhook-endpoints/service\\.ts$', '^src/shared/paging\\.ts$', '^src/events/outbox\\.ts$'];
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -47,10 +48,18 @@ module.exports = {
       to: { path: '^src/[^/]+/(routes|repository)\\.ts$', pathNot: ['^src/$1/', CORE] },
     },
     {
+      name: 'no-feature-imports-the-composition',
+      severity: 'error',
+      comment:
+        'Services, runners, schedulers, kinds and attempts are handed exactly what they use by the composition root (src/services.ts, src/server.ts, src/app.ts, src/workers/); nothing outside it imports it, nor a context bag (src/context.ts is gone).',
+      from: { path: '^(src|contract|machines)/', pathNot: [COMPOSITION_ROOT] },
+      to: { path: [COMPOSITION_ROOT, '^src/context\\.ts$'] },
+    },
+    {
       name: 'orm-only-in-repositories',
       severity: 'error',
       comment: 'Services hold the rules, repositories the data access: MikroORM and Kysely are used by repositories, entities and src/db/ only.',
-      from: { path: '^src/', pathNot: [DATA_ACCESS, COMPOSITION, ...ORM_LEFTOVERS] },
+      from: { path: '^src/', pathNot: [DATA_ACCESS] },
       to: { path: '(^|/)node_modules/(@mikro-orm|kysely)/' },
     },
     {

@@ -1,4 +1,3 @@
-import { RequestContext } from '@mikro-orm/core';
 import { createExpressEndpoints } from '@ts-rest/express';
 import cookieParser from 'cookie-parser';
 import express, { type Express } from 'express';
@@ -8,7 +7,6 @@ import { buildOpenApiDocument } from '../contract/openapi.ts';
 import { apiKeyRoutes } from './api-keys/routes.ts';
 import { auditLogRoutes } from './audit-log/routes.ts';
 import { authRoutes } from './auth/routes.ts';
-import type { AppContext } from './context.ts';
 import { consoleRoutes } from './console/routes.ts';
 import { docsRoutes } from './docs/routes.ts';
 import { eventRoutes } from './events/routes.ts';
@@ -19,14 +17,15 @@ import { errorHandler, notFoundHandler } from './http/errors.ts';
 import { recordHttpMetrics } from './http/metrics.ts';
 import { routePipeline } from './http/pipeline.ts';
 import { perMinuteLimiter } from './http/rate-limit.ts';
-import { SharedCounters } from './rate-limits/repository.ts';
-import { sqlOf } from './db/sql.ts';
+import { requestScope } from './db/request-scope.ts';
+import { pingDatabase } from './db/sql.ts';
+import type { Metrics } from './metrics/index.ts';
 import { requestId } from './http/request-id.ts';
 import { onRequestValidationError } from './http/validation.ts';
 import { reconciliationRoutes } from './reconciliation/routes.ts';
 import { divergenceRoutes } from './divergence-watch/routes.ts';
 import { resellerStoreRoutes } from './reseller-stores/routes.ts';
-import type { Services } from './services.ts';
+import type { Infrastructure, Services } from './services.ts';
 import { sourceStoreRoutes } from './source-stores/routes.ts';
 import { syncJobRoutes } from './sync-jobs/routes.ts';
 import { cancellationRoutes } from './cancellations/routes.ts';
@@ -34,26 +33,29 @@ import { webhookEndpointRoutes } from './webhook-endpoints/routes.ts';
 import { verifyWebhook } from './webhooks/intake.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 
-const serveMetrics = (ctx: AppContext) => async (_req: express.Request, res: express.Response) => {
-  res.type(ctx.metrics.registry.contentType).send(await ctx.metrics.registry.metrics());
+const serveMetrics = (metrics: Metrics) => async (_req: express.Request, res: express.Response) => {
+  res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
 };
+
+/** Readiness: the database and the queue answer. */
+const readiness = ({ orm, queue }: Pick<Infrastructure, 'orm' | 'queue'>) => healthRoutes({ database: () => pingDatabase(orm), queue: () => queue.ping() });
 
 /**
  * What a ROLE=worker process serves: liveness, readiness and its own metrics (job transitions and
  * platform calls are counted where the jobs run), nothing of the API.
  */
-export function createOperationsApp(ctx: AppContext): Express {
+export function createOperationsApp(ctx: Infrastructure): Express {
   const app = express();
   app.disable('x-powered-by');
   app.use(requestId, requireHost);
-  app.get('/metrics', serveMetrics(ctx));
-  createExpressEndpoints(contract.health, healthRoutes(ctx), app, { responseValidation: true });
+  app.get('/metrics', serveMetrics(ctx.metrics));
+  createExpressEndpoints(contract.health, readiness(ctx), app, { responseValidation: true });
   app.use(notFoundHandler);
   app.use(errorHandler(ctx.logger));
   return app;
 }
 
-export function createApp(ctx: AppContext, services: Services): Express {
+export function createApp(ctx: Infrastructure, services: Services): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', ctx.config.trustedProxyHops > 0 ? ctx.config.trustedProxyHops : false);
@@ -74,10 +76,10 @@ export function createApp(ctx: AppContext, services: Services): Express {
     }),
   );
   app.use(cookieParser());
-  // One ORM identity map per request; services read it through `orm.em`.
-  app.use((_req, _res, next) => RequestContext.create(ctx.orm.em, next));
+  // One ORM identity map per request; repositories read it through `orm.em`.
+  app.use(requestScope(ctx.orm));
 
-  app.get('/metrics', serveMetrics(ctx));
+  app.get('/metrics', serveMetrics(ctx.metrics));
 
   const openApiDocument = buildOpenApiDocument();
   app.get('/openapi.json', (_req, res) => {
@@ -94,14 +96,14 @@ export function createApp(ctx: AppContext, services: Services): Express {
       routePipeline({
         authenticate: authenticate(services.apiKeys, ctx.tokens),
         verifyWebhook: verifyWebhook(services.webhooks),
-        rateLimiter: perMinuteLimiter(ctx.config.authRateLimitPerMinute, new SharedCounters(sqlOf(ctx.orm))),
+        rateLimiter: perMinuteLimiter(ctx.config.authRateLimitPerMinute, services.counters),
       }),
     ],
     requestValidationErrorHandler: onRequestValidationError,
     responseValidation: true,
   } as const;
   const routers = [
-    [contract.health, healthRoutes(ctx)],
+    [contract.health, readiness(ctx)],
     [contract.auth, authRoutes(services.auth, ctx.config)],
     [contract.apiKeys, apiKeyRoutes(services.apiKeys)],
     [contract.resellerStores, resellerStoreRoutes(services.resellerStores)],

@@ -4,7 +4,6 @@ import type { Logger } from 'pino';
 import { createApp, createOperationsApp } from './app.ts';
 import { AccessTokens } from './auth/tokens.ts';
 import type { Config } from './config/index.ts';
-import type { AppContext } from './context.ts';
 import { startEmbeddedPostgres, type EmbeddedDatabase } from './db/embedded.ts';
 import { answerEverythingInTheEnvelope } from './http/client-error.ts';
 import { connectOrm } from './database.ts';
@@ -16,7 +15,7 @@ import { SharedPacer } from './pacing/pacer.ts';
 import { Queue } from './queue/queue.ts';
 import { startReconciliationScheduler } from './reconciliation/scheduler.ts';
 import { startWatchScheduler } from './divergence-watch/scheduler.ts';
-import { createServices } from './services.ts';
+import { createServices, type Infrastructure } from './services.ts';
 import { SecretBox } from './shared/secrets.ts';
 import { guardedAgent } from './shared/url-safety.ts';
 import { oldestPendingDeliveryAt } from './webhook-endpoints/repository.ts';
@@ -26,7 +25,8 @@ import { ATTEMPT_QUEUES } from './workers/kinds.ts';
 export interface RunningService {
   /** Base URL of the HTTP API, when this process serves it. */
   url: string | null;
-  ctx: AppContext;
+  /** What the process is built on (tests reach its database, queue and metrics through it). */
+  ctx: Infrastructure;
   stop: () => Promise<void>;
 }
 
@@ -52,7 +52,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
 
     const metrics = new Metrics(() => queue.depth());
     const pacer = new SharedPacer(sqlOf(orm), config.platformPacing);
-    const ctx: AppContext = {
+    const ctx: Infrastructure = {
       config,
       metrics,
       orm,
@@ -78,8 +78,13 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     // the reconciliation scheduler and the sweep.
     if (config.runsWorker) {
       const workers = await startWorkers(ctx, {
-        reconciliation: ({ reconciliationId }) => services.reconciliationRunner.execute(reconciliationId),
-        divergenceWatch: ({ watchPassId }) => services.watchRunner.execute(watchPassId),
+        runs: {
+          reconciliation: ({ reconciliationId }) => services.reconciliationRunner.execute(reconciliationId),
+          divergenceWatch: ({ watchPassId }) => services.watchRunner.execute(watchPassId),
+        },
+        // What features do after each sweep pass: the fulfillments feature claims held fulfillments.
+        sweepHooks: [() => services.fulfillments.claimHeld()],
+        events: services.eventRepository,
       });
       drainWorkers = workers.drain;
       stack.push(workers.stop);

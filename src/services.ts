@@ -1,4 +1,18 @@
+import type { Logger } from 'pino';
 import { ApiKeyRepository } from './api-keys/repository.ts';
+import { findAttempts } from './attempts/repository.ts';
+import { AuditLogRepository } from './audit-log/repository.ts';
+import type { AccessTokens } from './auth/tokens.ts';
+import type { Config } from './config/index.ts';
+import type { Orm } from './db/orm.ts';
+import type { Outbox } from './events/outbox.ts';
+import type { Metrics } from './metrics/index.ts';
+import type { SharedPacer } from './pacing/pacer.ts';
+import type { PlatformAdapters } from './platforms/types.ts';
+import type { Queue } from './queue/queue.ts';
+import type { SecretBox } from './shared/secrets.ts';
+import { RoutedOrderRepository } from './orders/repository.ts';
+import { SourceSecrets } from './webhooks/source-secrets.ts';
 import { writeAudit } from './audit-log/repository.ts';
 import { StoreLookupCache } from './db/lookup-cache.ts';
 import { sqlOf } from './db/sql.ts';
@@ -7,7 +21,6 @@ import { ApiKeyService } from './api-keys/service.ts';
 import { AuditLogService } from './audit-log/service.ts';
 import { AuthRepository } from './auth/repository.ts';
 import { AuthService } from './auth/service.ts';
-import type { AppContext } from './context.ts';
 import { EventRepository } from './events/repository.ts';
 import { EventService } from './events/service.ts';
 import { FulfillmentService } from './fulfillments/service.ts';
@@ -23,6 +36,7 @@ import { SyncJobRepository } from './sync-jobs/repository.ts';
 import { FulfillmentRepository } from './fulfillments/repository.ts';
 import { SourceStoreRepository } from './source-stores/repository.ts';
 import { WebhookEndpointService } from './webhook-endpoints/service.ts';
+import { WebhookEndpointRepository } from './webhook-endpoints/repository.ts';
 import { WebhookService } from './webhooks/service.ts';
 import type { WatchRepairs } from './divergence-watch/repairs.ts';
 import { DivergenceRepository, raiseDivergence, WatchRepository } from './divergence-watch/repository.ts';
@@ -34,34 +48,72 @@ import { CancellationRepository } from './cancellations/repository.ts';
 
 export type Services = ReturnType<typeof createServices>;
 
-export function createServices(ctx: AppContext) {
-  // Its to-do list entries (too_late, supplier_cancelled) are written by the divergence list's repository, in its transactions.
-  const cancellations = new CancellationService(ctx, new CancellationRepository(ctx.orm), { raise: (trx, entry) => raiseDivergence(trx, entry) });
-  const resellerStoreRepository = new ResellerStoreRepository(ctx.orm);
-  const divergenceRepository = new DivergenceRepository(ctx.orm);
-  const resellerStores = new ResellerStoreService(resellerStoreRepository, ctx, divergenceRepository, cancellations);
-  const sourceStoreRepository = new SourceStoreRepository(ctx.orm);
-  const sourceStores = new SourceStoreService(sourceStoreRepository, ctx, resellerStores);
-  // Repositories one feature reads of another's, through the reading feature's own port.
-  const syncJobRepository = new SyncJobRepository(ctx.orm);
-  const syncJobs = new SyncJobService(ctx, sourceStores, new FulfillmentRepository(ctx.orm), cancellations, SETTLED_STEPS.sync_job ?? []);
-  const fulfillments = new FulfillmentService(ctx, syncJobRepository, resellerStoreRepository, FULFILLMENT_RECORDED);
+/**
+ * What a process is built on, started once by src/server.ts: the composition (this file,
+ * src/server.ts, src/app.ts, src/workers/) takes from it what each service, runner, scheduler and
+ * kind uses and hands exactly that over. No feature sees it.
+ */
+export interface Infrastructure {
+  config: Config;
+  orm: Orm;
+  logger: Logger;
+  secrets: SecretBox;
+  tokens: AccessTokens;
+  platforms: PlatformAdapters;
+  /** Every store's turns to be called, shared with every process (src/pacing/). */
+  pacer: SharedPacer;
+  queue: Queue;
+  metrics: Metrics;
+  /** Events for integrators, appended in the transaction of the change they report. */
+  outbox: Outbox;
+}
+
+export function createServices(infrastructure: Infrastructure) {
+  const { config, orm, logger, secrets, tokens, platforms, queue, metrics, outbox } = infrastructure;
+  /** The retry framework's timelines (table `attempts`), as the features that show them read them. */
+  const timelines = { find: (rowIds: string[]) => findAttempts(orm, rowIds) };
+  /** The shared counters behind rate limits (the credential endpoints' and the failed-signature limits). */
+  const counters = new SharedCounters(sqlOf(orm));
+  // Repositories one feature reads of another's, through the reading feature's own port. The jobs'
+  // repository writes the manual retries' transitions with what they also write (SETTLED_STEPS).
+  const syncJobRepository = new SyncJobRepository(orm, SETTLED_STEPS.sync_job ?? []);
+  const sourceStoreRepository = new SourceStoreRepository(orm);
+  // Its to-do list entries (too_late, supplier_cancelled) are written by the divergence list's repository, in its transactions;
+  // the jobs it cancels and the suppliers' vendor tags are read and written through its ports, by their own features' repositories.
+  const cancellations = new CancellationService(
+    { jobs: syncJobRepository, vendorTags: sourceStoreRepository, queue, outbox, metrics, timelines },
+    new CancellationRepository(orm),
+    { raise: (trx, entry) => raiseDivergence(trx, entry) },
+  );
+  const resellerStoreRepository = new ResellerStoreRepository(orm);
+  const divergenceRepository = new DivergenceRepository(orm);
+  const resellerStores = new ResellerStoreService(resellerStoreRepository, { config, secrets }, divergenceRepository, cancellations);
+  const sourceStores = new SourceStoreService(sourceStoreRepository, { config, secrets }, resellerStores);
+  const fulfillmentRepository = new FulfillmentRepository(orm);
+  const syncJobs = new SyncJobService({ jobs: syncJobRepository, timelines, queue, outbox, metrics }, sourceStores, fulfillmentRepository, cancellations);
+  const fulfillments = new FulfillmentService({ fulfillments: fulfillmentRepository, queue, metrics, logger, platforms }, syncJobRepository, resellerStoreRepository, FULFILLMENT_RECORDED);
   // Routing matches orders against the source stores the order webhook caches: built before it, handed its look-up.
   let webhooks: WebhookService | undefined;
-  const routing = new OrderRouter(ctx, syncJobs, (resellerStoreId) => webhooks!.activeSourcesOf(resellerStoreId), cancellations);
-  webhooks = new WebhookService(ctx, {
+  const routing = new OrderRouter({ routedOrders: new RoutedOrderRepository(orm), outbox, metrics }, syncJobs, (resellerStoreId) => webhooks!.activeSourcesOf(resellerStoreId), cancellations);
+  webhooks = new WebhookService({
     routing,
     cancellations,
     fulfillments,
     syncJobs: syncJobRepository,
     resellerStores: resellerStoreRepository,
     sourceStores: sourceStoreRepository,
-    stores: new StoreLookupCache(ctx.config.webhookStoreCacheTtlMs, new Set(['ResellerStore', 'SourceStore'])).attachTo(ctx.orm),
-    counters: new SharedCounters(sqlOf(ctx.orm)),
-    audit: (record) => writeAudit(ctx.orm, record),
+    stores: new StoreLookupCache(config.webhookStoreCacheTtlMs, new Set(['ResellerStore', 'SourceStore'])).attachTo(orm),
+    counters,
+    audit: (record) => writeAudit(orm, record),
+    sourceSecrets: new SourceSecrets({ metrics, secrets }, sourceStoreRepository),
+    secrets,
+    platforms,
+    metrics,
+    logger,
+    config,
   });
-  const reconciliationRepository = new ReconciliationRepository(ctx.orm, ctx.queue);
-  const watchRepository = new WatchRepository(ctx.orm, ctx.queue);
+  const reconciliationRepository = new ReconciliationRepository(orm, queue);
+  const watchRepository = new WatchRepository(orm, queue);
   /**
    * What the divergence watch does about the cancellations it finds (src/divergence-watch/repairs.ts):
    * exactly what their webhooks do. A supplier order listed cancelled is the supplier's own
@@ -80,9 +132,10 @@ export function createServices(ctx: AppContext) {
       return (await routing.cancel(store, signal, { source: 'watch', watchPassId })).recorded;
     },
   };
+  const eventRepository = new EventRepository(orm);
   return {
-    auth: new AuthService(new AuthRepository(ctx.orm), ctx.tokens),
-    apiKeys: new ApiKeyService(new ApiKeyRepository(ctx.orm)),
+    auth: new AuthService(new AuthRepository(orm), tokens),
+    apiKeys: new ApiKeyService(new ApiKeyRepository(orm)),
     resellerStores,
     sourceStores,
     syncJobs,
@@ -92,15 +145,24 @@ export function createServices(ctx: AppContext) {
     /** Cancellations (src/cancellations/): the storefront's arrive through `routing.cancel`, the supplier's through `recordSupplierCancellation`. */
     cancellations,
     webhooks,
-    reconciliations: new ReconciliationService(ctx, resellerStores, reconciliationRepository),
+    reconciliations: new ReconciliationService(config, resellerStores, reconciliationRepository),
     /** Carries out queued reconciliation runs (workers). */
-    reconciliationRunner: new ReconciliationRunner(ctx, reconciliationRepository, routing),
+    reconciliationRunner: new ReconciliationRunner({ config, logger, metrics, platforms, secrets }, reconciliationRepository, routing),
     /** The reseller's to-do list (divergences) and the scheduling of divergence-watch passes. */
-    divergences: new DivergenceService(ctx, resellerStores, divergenceRepository, watchRepository),
+    divergences: new DivergenceService(config, resellerStores, divergenceRepository, watchRepository),
     /** Carries out queued divergence-watch passes (workers). */
-    watchRunner: new WatchRunner(ctx, watchRepository, fulfillments, routing, watchRepairs),
-    auditLog: new AuditLogService(ctx),
-    events: new EventService(new EventRepository(ctx.orm)),
-    webhookEndpoints: new WebhookEndpointService(ctx),
+    watchRunner: new WatchRunner({ config, logger, metrics, outbox, platforms, secrets }, watchRepository, fulfillments, routing, watchRepairs, {
+      resellerStores: resellerStoreRepository,
+      suppliers: sourceStoreRepository,
+      jobs: syncJobRepository,
+      fulfillments: fulfillmentRepository,
+    }),
+    auditLog: new AuditLogService(new AuditLogRepository(orm)),
+    events: new EventService(eventRepository),
+    /** The events' repository, for the worker processes' pruning (src/events/retention.ts). */
+    eventRepository,
+    webhookEndpoints: new WebhookEndpointService(new WebhookEndpointRepository(orm), { secrets, outbox, queue, config }),
+    /** The shared counters behind rate limits (the credential endpoints' limit, src/app.ts). */
+    counters,
   };
 }

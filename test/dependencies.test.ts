@@ -9,7 +9,8 @@ const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 /**
  * The dependency rules of .dependency-cruiser.cjs (README "Architecture"): no import cycles (type-only
  * imports included), the core imports no feature, a feature never imports another feature's routes
- * or repository, machines import nothing from src/. dependency-cruiser exits non-zero on any
+ * or repository, nothing outside the composition root imports it, only repositories, entities and
+ * src/db/ use MikroORM or Kysely, machines import nothing from src/. dependency-cruiser exits non-zero on any
  * violation and names each one.
  */
 describe('dependency rules', () => {

@@ -3,7 +3,7 @@
  * are deleted with their deliveries, except one whose delivery is still pending; newer events stay.
  */
 import { describe, expect } from 'vitest';
-import { eventPayload } from '../src/events/repository.ts';
+import { eventPayload, EventRepository } from '../src/events/repository.ts';
 import { firstIdAt } from '../src/shared/ids.ts';
 import { pruneEvents } from '../src/events/retention.ts';
 import { queryRows } from './support/database.ts';
@@ -39,7 +39,8 @@ describe('event retention', () => {
     const stillSending = await eventAt(40, 'pending');
     const kept = [await eventAt(29, 'succeeded'), await eventAt(1, null)];
 
-    expect(await pruneEvents(service.ctx, now)).toBe(3);
+    const pruning = { events: new EventRepository(service.ctx.orm), retentionDays: service.ctx.config.eventRetentionDays };
+    expect(await pruneEvents(pruning, now)).toBe(3);
 
     const left = await queryRows<{ id: string }>(service.databaseUrl, 'select id from events where owner_id = $1 order by id', [owner!.id]);
     expect(left.map((row) => row.id)).toEqual([stillSending, ...kept].sort());
@@ -47,6 +48,6 @@ describe('event retention', () => {
     expect(deliveries.map((row) => row.event_id)).toEqual([stillSending, kept[0]!].sort());
     for (const id of expired) expect((await api.get(`/v1/events/${id}`, { token: user.token })).status).toBe(404);
     // Nothing more to do: the next pass deletes nothing.
-    expect(await pruneEvents(service.ctx, now)).toBe(0);
+    expect(await pruneEvents(pruning, now)).toBe(0);
   });
 });

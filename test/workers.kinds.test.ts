@@ -4,12 +4,11 @@
  * list that names a kind twice, or steps for a kind it does not list, fails the start-up.
  */
 import { describe, expect, it } from 'vitest';
-import type { AppContext } from '../src/context.ts';
 import { syncJobKind } from '../src/sync-jobs/kind.ts';
-import { ATTEMPT_KINDS, registerKinds, SETTLED_STEPS } from '../src/workers/kinds.ts';
+import { ATTEMPT_KINDS, registerKinds, SETTLED_STEPS, type KindInfrastructure } from '../src/workers/kinds.ts';
 
 // Registering builds each kind's attempt, which only keeps what it is handed: no call is made.
-const ctx = { orm: {} } as unknown as AppContext;
+const ctx = { orm: {} } as unknown as KindInfrastructure;
 
 describe('registering the kinds of retried work', () => {
   it("hands each kind its settled steps: the to-do list's job_dead and fulfillment_dead", () => {

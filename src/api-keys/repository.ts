@@ -1,6 +1,7 @@
 import { LockMode } from '@mikro-orm/postgresql';
 import type { Orm } from '../db/orm.ts';
-import { findPage, type Page, type PageQuery } from '../shared/paging.ts';
+import { findPage } from '../db/paging.ts';
+import type { Page, PageQuery } from '../shared/paging.ts';
 import { ApiKey } from './entity.ts';
 
 /** Statements on api_keys. */

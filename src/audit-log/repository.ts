@@ -4,7 +4,8 @@ import { holdLock } from '../db/locks.ts';
 import type { Orm } from '../db/orm.ts';
 import type { Database } from '../db/schema.ts';
 import { newId } from '../shared/ids.ts';
-import { findPage, type Page, type PageQuery } from '../shared/paging.ts';
+import { findPage } from '../db/paging.ts';
+import type { Page, PageQuery } from '../shared/paging.ts';
 import { AuditEntry } from './entity.ts';
 
 /** One audit entry to write; entries are never updated or deleted. */

@@ -10,7 +10,7 @@ import type { AuthService, Session } from './service.ts';
 const REFRESH_COOKIE = 'refresh_token';
 const COOKIE_PATH = '/v1/auth';
 
-export function authRoutes(auth: AuthService, config: Config) {
+export function authRoutes(auth: AuthService, config: Pick<Config, 'production'>) {
   const s = initServer();
 
   /** Secure cookies need HTTPS; a developer on loopback has none, so only there it is relaxed. */

@@ -5,16 +5,34 @@ import { SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
 import { JobFailure } from '../attempts/failure.ts';
 import type { Attempt, DeathReason } from '../attempts/kind.ts';
 import { connectionOf } from '../attempts/store-connection.ts';
-import type { AppContext } from '../context.ts';
+import type { Config } from '../config/index.ts';
 import type { Trx } from '../db/sql.ts';
+import type { Outbox } from '../events/outbox.ts';
 import type { EventType, NewEvent } from '../events/types.ts';
-import { PlatformError, type LineToCancel, type PlatformAdapter, type StoreConnection, type SupplierOrderState } from '../platforms/types.ts';
+import { PlatformError, type LineToCancel, type PlatformAdapter, type PlatformAdapters, type StoreConnection, type SupplierOrderState } from '../platforms/types.ts';
+import type { SecretBox } from '../shared/secrets.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
 import type { Cancellation, CancelledLine } from './entity.ts';
-import { CancellationRepository, type CancellationWork } from './repository.ts';
+import type { CancellationRepository, CancellationWork } from './repository.ts';
 import { jobEventIn } from './events.ts';
+import type { CancelledJobs } from './ports.ts';
 import { cutOrder } from './cut.ts';
+
+/** What voiding jobs never placed writes with (the cancellations' service and attempt). */
+export interface JobVoiding {
+  /** The sync jobs' repository, through this feature's port. */
+  cancelledJobs: CancelledJobs;
+  outbox: Outbox;
+}
+
+/** What a cancellation's attempt needs, built once per process (src/workers/kinds.ts hands them over). */
+export interface CancellationAttemptDeps extends JobVoiding {
+  cancellationRepository: CancellationRepository;
+  platforms: PlatformAdapters;
+  secrets: SecretBox;
+  config: Pick<Config, 'platformTimeoutMs'>;
+}
 
 /** The turns of the source store an attempt waits for before it is taken: the order's read and the cancel call. */
 const CALLS_PER_ATTEMPT = 2;
@@ -46,8 +64,9 @@ export const cancellationKey = (cancellation: Cancellation, call: string) => `ca
  * - the order exists: cancel it (or those lines); a refusal is read as `too_late` when the order
  *   shows it shipped; platform_b lines only: `unsupported`.
  */
-export function cancelSupplierOrder(ctx: AppContext): Attempt<CancellationWork> {
-  const repository = new CancellationRepository(ctx.orm);
+export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<CancellationWork> {
+  const repository = ctx.cancellationRepository;
+  const jobs = ctx.cancelledJobs;
 
   /** The job once no attempt of it is in flight; fails the attempt (to be retried) when one stays in flight too long. */
   async function settledJob(work: CancellationWork): Promise<SyncJob> {
@@ -58,7 +77,7 @@ export function cancelSupplierOrder(ctx: AppContext): Attempt<CancellationWork> 
       if (job.status !== 'processing') return job;
       if (Date.now() > deadline) throw new JobFailure('the placement of the supplier order is still in flight; the cancellation follows it');
       await delay(IN_FLIGHT_POLL_MS);
-      job = await repository.findJob(job.id);
+      job = await jobs.findCurrent(job.id);
     }
   }
 
@@ -76,7 +95,7 @@ export function cancelSupplierOrder(ctx: AppContext): Attempt<CancellationWork> 
   /** Removes these quantities from a job not placed yet (version-checked); false when it moved meanwhile. */
   async function cutJob(job: SyncJob, lines: CancelledLine[]): Promise<boolean> {
     job.order = cutOrder(job.order!, lines);
-    return repository.transaction((trx) => repository.cutJobOrder(trx, job));
+    return repository.transaction((trx) => jobs.replaceOrderIn(trx, job));
   }
 
   /** The supplier order the job may have created without learning it, looked up by its reference. */
@@ -90,7 +109,7 @@ export function cancelSupplierOrder(ctx: AppContext): Attempt<CancellationWork> 
     let job = await settledJob(work);
     if (job.status !== 'completed' && cancellation.scope === 'order') {
       if (!(await voidJob(job))) throw new JobFailure('the sync job changed while it was being cancelled; trying again');
-      job = (await repository.findJob(job.id))!;
+      job = (await jobs.findCurrent(job.id))!;
     }
     if (job.sourceOrderId == null && job.attempts === 0) return { outcome: 'not_placed', reason: null, platformStatus: null };
     if (!source) throw new JobFailure('the source store was deleted');
@@ -186,7 +205,12 @@ export function cancelSupplierOrder(ctx: AppContext): Attempt<CancellationWork> 
   }
 
   return {
-    load: (ids) => repository.loadWork(ids),
+    /** The cancellations, each with its job and the job's source store (null once deleted). */
+    async load(ids) {
+      const rows = await repository.findByIds(ids);
+      const found = new Map((await jobs.loadWithSources([...new Set(rows.map((row) => row.syncJobId))])).map((work) => [work.row.id, work]));
+      return rows.map((row) => ({ row, job: found.get(row.syncJobId)?.row ?? null, source: found.get(row.syncJobId)?.source ?? null }));
+    },
 
     /**
      * Two turns of the source store (the read of the order, then the cancel call), waited for before
@@ -237,8 +261,7 @@ function contextOf(job: SyncJob) {
  * machine's VOID), version-checked like every transition, with the audit entry `sync_job.completed`
  * (`metadata.notPlaced`) and event; their queue messages become stale. Returns which were written.
  */
-export async function voidJobsIn(ctx: AppContext, trx: Trx, jobs: SyncJob[], now: Date): Promise<boolean[]> {
-  const repository = new CancellationRepository(ctx.orm);
+export async function voidJobsIn(ctx: JobVoiding, trx: Trx, jobs: SyncJob[], now: Date): Promise<boolean[]> {
   const at = now.toISOString();
   const writes = jobs.map((job) => {
     const next = syncJobLifecycle.apply({ status: job.status, context: contextOf(job) }, { type: 'VOID', at });
@@ -254,7 +277,7 @@ export async function voidJobsIn(ctx: AppContext, trx: Trx, jobs: SyncJob[], now
     return { row: job, result: null, audit: jobAudit(job, 'sync_job.completed', { attempts: job.attempts, sourceOrderId: null, notPlaced: true }) };
   });
   const present = writes.filter((write) => write !== null);
-  const written = await repository.writeJobTransitions(trx, present);
+  const written = await ctx.cancelledJobs.writeVoidsIn(trx, present);
   const events: NewEvent[] = [];
   for (const [i, write] of present.entries()) {
     if (!written[i]) continue;

@@ -1,11 +1,11 @@
 import type { AttemptEntry } from '../attempts/entity.ts';
-import { findAttempts, findAttemptsIn } from '../attempts/repository.ts';
-import type { Orm } from '../db/orm.ts';
+import { findAttemptsIn } from '../attempts/repository.ts';
 import type { Trx } from '../db/sql.ts';
 import type { NewEvent } from '../events/types.ts';
 import type { EventType } from '../../contract/events.ts';
 import { presentDetail } from '../sync-jobs/present.ts';
 import type { Cancellation } from './entity.ts';
+import type { AttemptTimelines } from './ports.ts';
 import type { CancellationView } from './present.ts';
 import { cancellationsIn, jobDetailIn, type CancellationRepository } from './repository.ts';
 
@@ -14,9 +14,9 @@ function withTimelines(cancellations: Cancellation[], entries: AttemptEntry[]): 
 }
 
 /** A job's cancellations with their timelines, oldest first (its GET's `cancellations`). */
-export async function cancellationsOfJob(orm: Orm, repository: CancellationRepository, syncJobId: string): Promise<CancellationView[]> {
+export async function cancellationsOfJob(timelines: AttemptTimelines, repository: CancellationRepository, syncJobId: string): Promise<CancellationView[]> {
   const cancellations = await repository.listForJob(syncJobId);
-  return withTimelines(cancellations, await findAttempts(orm, cancellations.map((c) => c.id)));
+  return withTimelines(cancellations, await timelines.find(cancellations.map((c) => c.id)));
 }
 
 /**

@@ -1,4 +1,8 @@
+import type { AttemptEntry } from '../attempts/entity.ts';
+import type { AttemptWrite } from '../attempts/repository.ts';
 import type { Trx } from '../db/sql.ts';
+import type { SourceStore } from '../source-stores/entity.ts';
+import type { SyncJob } from '../sync-jobs/entity.ts';
 
 /**
  * The reseller's to-do list (order-changes.md, "The divergence watch"), as this feature writes to it:
@@ -10,4 +14,36 @@ export interface DivergenceRaising {
     trx: Trx,
     entry: { ownerId: string; resellerStoreId: string; syncJobId: string; type: 'too_late' | 'supplier_cancelled'; subjectId?: string; detail: string | null },
   ): Promise<unknown>;
+}
+
+/** The timeline entries of rows, each row's oldest first: the retry framework's, handed in by the composition root. */
+export interface AttemptTimelines {
+  find(rowIds: string[]): Promise<AttemptEntry[]>;
+}
+
+/**
+ * The sync jobs cancellations act on, as this feature reads and writes them: the sync jobs'
+ * repository (src/sync-jobs/), handed in by the composition root (src/services.ts,
+ * src/workers/kinds.ts). `…In` runs in the caller's transaction, beside this feature's own statements.
+ */
+export interface CancelledJobs {
+  /** The order's jobs as this transaction sees them, oldest first. */
+  ofOrderIn(trx: Trx, resellerStoreId: string, externalOrderId: string): Promise<SyncJob[]>;
+  /** The job that placed this supplier order on one of these source store records, if any. */
+  findBySourceOrder(sourceStoreIds: string[], sourceOrderId: string): Promise<SyncJob | null>;
+  /** The job as it is now (polled while its placement is in flight). */
+  findCurrent(id: string): Promise<SyncJob | null>;
+  /** Jobs with their source store, unless deleted (an attempt's work). */
+  loadWithSources(jobIds: string[]): Promise<{ row: SyncJob; source: SourceStore | null }[]>;
+  /** Replaces a job's stored order (cut by some lines before it was placed); version-checked. */
+  replaceOrderIn(trx: Trx, job: SyncJob): Promise<boolean>;
+  /** Records a supplier's own cancellation on a job, once; false when it was recorded before. */
+  markSupplierCancelledIn(trx: Trx, syncJobId: string, at: Date, reason: string | null): Promise<boolean>;
+  /** Version-checked writes of jobs ended unplaced (VOID), with their audit entries. */
+  writeVoidsIn(trx: Trx, writes: AttemptWrite<SyncJob>[]): Promise<boolean[]>;
+}
+
+/** The suppliers' vendor tags, as a cancellation matches lines to jobs: the source stores' repository, handed in by the composition root. */
+export interface SupplierVendorTags {
+  vendorTagsIn(trx: Trx, sourceStoreIds: string[]): Promise<Map<string, string>>;
 }

@@ -4,9 +4,9 @@ import { holdLock } from '../db/locks.ts';
 import type { Orm } from '../db/orm.ts';
 import type { OrderRef } from '../orders/port.ts';
 import { sqlOf, type Db, type Trx } from '../db/sql.ts';
-import { Fulfillment } from '../fulfillments/entity.ts';
-import { SourceStore } from '../source-stores/entity.ts';
-import { SyncJob } from '../sync-jobs/entity.ts';
+import type { Fulfillment } from '../fulfillments/entity.ts';
+import type { SourceStore } from '../source-stores/entity.ts';
+import type { SyncJob } from '../sync-jobs/entity.ts';
 import { Cancellation, OrderCancellation, type CancelledLine } from './entity.ts';
 
 /** A cancellation, its sync job and the source store it calls (null once deleted). */
@@ -73,18 +73,6 @@ export class CancellationRepository {
     return rows.map((row) => em.map(OrderCancellation, row as Record<string, unknown>));
   }
 
-  /** The vendor tags of these source stores, by id. */
-  async vendorTagsIn(trx: Trx, sourceStoreIds: string[]): Promise<Map<string, string>> {
-    if (sourceStoreIds.length === 0) return new Map();
-    const rows = await trx.selectFrom('source_stores').select(['id', 'vendor_tag']).where('id', 'in', sourceStoreIds).execute();
-    return new Map(rows.map((row) => [row.id, row.vendor_tag]));
-  }
-
-  /** The job that placed this supplier order on one of these source store records, if any. */
-  findJobBySourceOrder(sourceStoreIds: string[], sourceOrderId: string): Promise<SyncJob | null> {
-    return this.orm.em.fork().findOne(SyncJob, { sourceStoreId: { $in: sourceStoreIds }, sourceOrderId });
-  }
-
   /** A finished cancellation found too late after all (the supplier shipped); version-checked. */
   async markTooLate(trx: Trx, cancellation: Cancellation, reason: string): Promise<boolean> {
     const moved = await trx
@@ -143,19 +131,6 @@ export class CancellationRepository {
     return rows.map((row) => em.map(OrderCancellation, row as Record<string, unknown>));
   }
 
-  /** The order's jobs as this transaction sees them, oldest first. */
-  async jobsOfOrder(trx: Trx, resellerStoreId: string, externalOrderId: string): Promise<SyncJob[]> {
-    const rows = await trx
-      .selectFrom('sync_jobs')
-      .selectAll()
-      .where('reseller_store_id', '=', resellerStoreId)
-      .where('external_order_id', '=', externalOrderId)
-      .orderBy('id')
-      .execute();
-    const em = this.orm.em.fork();
-    return rows.map((row) => em.map(SyncJob, row as Record<string, unknown>));
-  }
-
   forJobsIn(db: Trx | Db, syncJobIds: string[]): Promise<Cancellation[]> {
     return cancellationsIn(db, syncJobIds);
   }
@@ -200,28 +175,12 @@ export class CancellationRepository {
       .execute();
   }
 
-  /** Cancellations with their job and source store (one statement). */
-  async loadWork(ids: string[]): Promise<CancellationWork[]> {
+  /** Cancellations by id (an attempt's rows). */
+  async findByIds(ids: string[]): Promise<Cancellation[]> {
     if (ids.length === 0) return [];
-    const rows = await this.db
-      .selectFrom('cancellations as c')
-      .leftJoin('sync_jobs as j', 'j.id', 'c.sync_job_id')
-      .leftJoin('source_stores as s', (join) => join.onRef('s.id', '=', 'j.source_store_id').on('s.deleted_at', 'is', null))
-      .selectAll('c')
-      .select(sql<Record<string, unknown> | null>`to_jsonb(j)`.as('job_row'))
-      .select(sql<Record<string, unknown> | null>`to_jsonb(s)`.as('source_row'))
-      .where('c.id', '=', sql<string>`any(${ids}::text[])`)
-      .execute();
+    const rows = await this.db.selectFrom('cancellations').selectAll().where('id', '=', sql<string>`any(${ids}::text[])`).execute();
     const em = this.orm.em.fork();
-    return rows.map(({ job_row: job, source_row: source, ...row }) => ({
-      row: em.map(Cancellation, row as Record<string, unknown>),
-      job: job ? em.map(SyncJob, job) : null,
-      source: source ? em.map(SourceStore, source) : null,
-    }));
-  }
-
-  findJob(syncJobId: string): Promise<SyncJob | null> {
-    return this.orm.em.fork().findOne(SyncJob, { id: syncJobId }, { disableIdentityMap: true });
+    return rows.map((row) => em.map(Cancellation, row as Record<string, unknown>));
   }
 
   /**
@@ -237,36 +196,8 @@ export class CancellationRepository {
       .execute();
   }
 
-  /** Replaces a job's stored order (a job cut by some lines before it was placed); version-checked. */
-  async cutJobOrder(trx: Trx, job: SyncJob): Promise<boolean> {
-    const result = await trx
-      .updateTable('sync_jobs')
-      .set((eb) => ({ order: JSON.stringify(job.order), version: eb('version', '+', 1), updated_at: new Date() }))
-      .where('id', '=', job.id)
-      .where('version', '=', job.version)
-      .executeTakeFirst();
-    const moved = Number(result.numUpdatedRows) === 1;
-    if (moved) job.version += 1;
-    return moved;
-  }
-
-  /** Records a supplier's own cancellation on a job, once; false when it was recorded before. */
-  async markSupplierCancelled(trx: Trx, syncJobId: string, at: Date, reason: string | null): Promise<boolean> {
-    const result = await trx
-      .updateTable('sync_jobs')
-      .set({ supplier_cancelled_at: at, supplier_cancel_reason: reason })
-      .where('id', '=', syncJobId)
-      .where('supplier_cancelled_at', 'is', null)
-      .executeTakeFirst();
-    return Number(result.numUpdatedRows) === 1;
-  }
-
   writeTransitions(db: Db | Trx, writes: AttemptWrite<Cancellation>[]): Promise<boolean[]> {
     return writeAttemptTransitions(db, { name: 'cancellation', table: 'cancellations', resultColumn: 'outcome' }, writes);
-  }
-
-  writeJobTransitions(db: Db | Trx, writes: AttemptWrite<SyncJob>[]): Promise<boolean[]> {
-    return writeAttemptTransitions(db, { name: 'sync_job', table: 'sync_jobs', resultColumn: 'source_order_id' }, writes);
   }
 
   /** The store's cancellations counted by status and by outcome. */

@@ -1,13 +1,14 @@
-import type { DivergenceRaising } from './ports.ts';
+import type { AttemptTimelines, CancelledJobs, DivergenceRaising, SupplierVendorTags } from './ports.ts';
 import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
 import { insertAudit, SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
-import type { AppContext } from '../context.ts';
+import type { Metrics } from '../metrics/index.ts';
 import type { CancellationVia, OrderCancellations, OrderCancelled, OrderRef, OrderStore, StorefrontCancellation } from '../orders/port.ts';
 import type { Trx } from '../db/sql.ts';
+import type { Outbox } from '../events/outbox.ts';
 import type { NewEvent } from '../events/types.ts';
 import { cutOrder } from './cut.ts';
 import { vendorMatches } from '../pricing/index.ts';
-import { newMessageId } from '../queue/queue.ts';
+import { newMessageId, type Queue } from '../queue/queue.ts';
 import { AppError, notFound } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
@@ -77,7 +78,7 @@ const holdsQuantity = (c: Cancellation) => c.outcome !== 'too_late' && c.outcome
  */
 export class CancellationService implements OrderCancellations, SupplierCancellations {
   constructor(
-    private readonly ctx: AppContext,
+    private readonly deps: { jobs: CancelledJobs; vendorTags: SupplierVendorTags; queue: Queue; outbox: Outbox; metrics: Metrics; timelines: AttemptTimelines },
     private readonly repository: CancellationRepository,
     private readonly divergences: DivergenceRaising,
   ) {}
@@ -112,13 +113,13 @@ export class CancellationService implements OrderCancellations, SupplierCancella
       await this.repository.lockOrder(trx, signal.resellerStoreId, signal.externalOrderId);
       const stored = inserted ? record : (await this.repository.signalsOf(trx, signal.resellerStoreId, signal.externalOrderId)).find((s) => s.dedupeKey === signal.dedupeKey);
       if (!stored) return { recorded: false, routed: false, syncJobIds: [] };
-      const jobs = await this.repository.jobsOfOrder(trx, signal.resellerStoreId, signal.externalOrderId);
+      const jobs = await this.deps.jobs.ofOrderIn(trx, signal.resellerStoreId, signal.externalOrderId);
       const affected = jobs.length > 0 ? await this.apply(trx, stored, jobs) : [];
       const syncJobIds = affected.map((job) => job.id);
       const routed = jobs.length > 0;
       if (!inserted && (await this.repository.signalAudited(trx, stored))) return { recorded: false, routed, syncJobIds };
       await insertAudit(trx, [orderAudit(signal, { routed, syncJobIds, signalId: stored.id })]);
-      await this.ctx.outbox.append(trx, [
+      await this.deps.outbox.append(trx, [
         {
           ownerId: signal.ownerId,
           resellerStoreId: signal.resellerStoreId,
@@ -143,7 +144,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
     await this.repository.lockOrders(trx, orders);
     const signals = await this.repository.signalsOfOrders(trx, orders);
     for (const signal of signals) {
-      const jobs = await this.repository.jobsOfOrder(trx, signal.resellerStoreId, signal.externalOrderId);
+      const jobs = await this.deps.jobs.ofOrderIn(trx, signal.resellerStoreId, signal.externalOrderId);
       if (jobs.length > 0) await this.apply(trx, signal, jobs);
     }
   }
@@ -169,7 +170,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
     const settled: Cancellation[] = [];
     const unplaced = (job: SyncJob) => job.status === 'pending' || job.status === 'failed' || job.status === 'dead';
     const voiding = plans.filter((plan) => plan.scope === 'order' && unplaced(plan.job)).map((plan) => plan.job);
-    await voidJobsIn(this.ctx, trx, voiding, now);
+    await voidJobsIn({ cancelledJobs: this.deps.jobs, outbox: this.deps.outbox }, trx, voiding, now);
     for (const plan of plans) {
       const row = newCancellation(signal, plan, now);
       if (plan.scope === 'lines' && unplaced(plan.job) && plan.job.order && plan.job.attempts === 0 && (await this.cut(trx, plan))) {
@@ -181,7 +182,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
     }
     await this.repository.insert(trx, rows);
     const queued = rows.filter((row) => row.queueMessageId);
-    await this.ctx.queue.insertIn(trx, cancellationKind.queue, queued.map((row) => ({ id: row.queueMessageId!, message: cancellationKind.message(row.id) })));
+    await this.deps.queue.insertIn(trx, cancellationKind.queue, queued.map((row) => ({ id: row.queueMessageId!, message: cancellationKind.message(row.id) })));
     await insertAudit(trx, [
       ...rows.map((row) => cancellationAuditRecord(row, 'cancellation.requested', SYSTEM_ACTOR, { signalId: signal.id })),
       ...settled.map((row) => cancellationAuditRecord(row, 'cancellation.completed', SYSTEM_ACTOR, { outcome: row.outcome, attempts: 0 })),
@@ -191,19 +192,19 @@ export class CancellationService implements OrderCancellations, SupplierCancella
       const event = await jobEventIn(trx, 'cancellation.completed', row.syncJobId);
       if (event) events.push(event);
     }
-    await this.ctx.outbox.append(trx, events);
-    for (const row of queued) this.ctx.metrics.attemptTransitions.inc({ kind: 'cancellation', status: 'pending' });
+    await this.deps.outbox.append(trx, events);
+    for (const row of queued) this.deps.metrics.attemptTransitions.inc({ kind: 'cancellation', status: 'pending' });
     return plans.map((plan) => plan.job);
   }
 
   /** Removes the cancelled quantities from a job not yet placed (version-checked); false when it moved meanwhile. */
   private cut(trx: Trx, plan: JobPlan): Promise<boolean> {
     plan.job.order = cutOrder(plan.job.order!, plan.lines);
-    return this.repository.cutJobOrder(trx, plan.job);
+    return this.deps.jobs.replaceOrderIn(trx, plan.job);
   }
 
   private vendorTags(trx: Trx, jobs: SyncJob[]): Promise<Map<string, string>> {
-    return this.repository.vendorTagsIn(trx, [...new Set(jobs.map((job) => job.sourceStoreId))]);
+    return this.deps.vendorTags.vendorTagsIn(trx, [...new Set(jobs.map((job) => job.sourceStoreId))]);
   }
 
   /**
@@ -214,13 +215,13 @@ export class CancellationService implements OrderCancellations, SupplierCancella
    * whether this call recorded the cancellation.
    */
   async recordSupplierCancellation(report: SupplierCancellationReport): Promise<SupplierCancellationRecorded | null> {
-    const job = await this.repository.findJobBySourceOrder(report.sourceStoreIds, report.sourceOrderId);
+    const job = await this.deps.jobs.findBySourceOrder(report.sourceStoreIds, report.sourceOrderId);
     if (!job) return null;
     const ours = (await this.repository.listForJob(job.id)).some((c) => c.status === 'pending' || c.status === 'processing' || c.outcome === 'cancelled');
     if (ours) return { syncJobId: job.id, recorded: false };
     const at = report.at ?? new Date();
     const recorded = await this.repository.transaction(async (trx) => {
-      if (!(await this.repository.markSupplierCancelled(trx, job.id, at, report.reason))) return false;
+      if (!(await this.deps.jobs.markSupplierCancelledIn(trx, job.id, at, report.reason))) return false;
       await insertAudit(trx, [
         {
           ownerId: job.ownerId,
@@ -240,7 +241,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
         detail: report.reason ? `Cancelled by the supplier (${report.reason}).` : 'Cancelled by the supplier.',
       });
       const event = await jobEventIn(trx, 'sync_job.supplier_cancelled', job.id);
-      if (event) await this.ctx.outbox.append(trx, [event]);
+      if (event) await this.deps.outbox.append(trx, [event]);
       return true;
     });
     return { syncJobId: job.id, recorded };
@@ -261,13 +262,13 @@ export class CancellationService implements OrderCancellations, SupplierCancella
       await insertAudit(trx, [cancellationAuditRecord({ ...latest, outcome: 'too_late', reason }, 'cancellation.too_late', SYSTEM_ACTOR, { previousOutcome: latest.outcome, reason })]);
       await this.divergences.raise(trx, { ownerId: latest.ownerId, resellerStoreId: latest.resellerStoreId, syncJobId, type: 'too_late', subjectId: latest.id, detail: `Cancelled too late: ${reason}.` });
       const event = await jobEventIn(trx, 'cancellation.too_late', syncJobId);
-      if (event) await this.ctx.outbox.append(trx, [event]);
+      if (event) await this.deps.outbox.append(trx, [event]);
     });
   }
 
   /** A job's cancellations with their timelines, oldest first (its GET's `cancellations`). */
   viewsOfJob(syncJobId: string): Promise<CancellationView[]> {
-    return cancellationsOfJob(this.ctx.orm, this.repository, syncJobId);
+    return cancellationsOfJob(this.deps.timelines, this.repository, syncJobId);
   }
 
   /** A store's cancellations counted by status and by outcome (its stats' `cancellations`). */
@@ -292,14 +293,14 @@ export class CancellationService implements OrderCancellations, SupplierCancella
       const moved = await this.repository.transaction(async (trx) => {
         const [written] = await this.repository.writeTransitions(trx, [{ row: cancellation, result: cancellationKind.resultOf(cancellation), audit }]);
         if (!written) return false;
-        await this.ctx.queue.insertIn(trx, cancellationKind.queue, [{ id: cancellation.queueMessageId!, message: cancellationKind.message(cancellation.id) }]);
+        await this.deps.queue.insertIn(trx, cancellationKind.queue, [{ id: cancellation.queueMessageId!, message: cancellationKind.message(cancellation.id) }]);
         const event = await jobEventIn(trx, 'cancellation.retried', syncJobId);
-        if (event) await this.ctx.outbox.append(trx, [event]);
+        if (event) await this.deps.outbox.append(trx, [event]);
         return true;
       });
       if (moved) {
-        this.ctx.metrics.attemptTransitions.inc({ kind: 'cancellation', status: 'pending' });
-        return cancellationsOfJob(this.ctx.orm, this.repository, syncJobId);
+        this.deps.metrics.attemptTransitions.inc({ kind: 'cancellation', status: 'pending' });
+        return cancellationsOfJob(this.deps.timelines, this.repository, syncJobId);
       }
       if (round === RETRY_ROUNDS) {
         throw new AppError('unavailable', { message: 'The cancellation kept changing while it was being retried; try again.', retryAfterSeconds: 1 });

@@ -1,3 +1,4 @@
+import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Kysely, RawBuilder, Transaction } from 'kysely';
 import type { Orm } from './orm.ts';
 import type { Database } from './schema.ts';
@@ -20,4 +21,11 @@ export function sqlOf(orm: Orm): Db {
 /** Database health: one round trip on the ORM's pool. */
 export async function pingDatabase(orm: Orm): Promise<void> {
   await orm.em.getConnection().execute('select 1');
+}
+
+/** The Kysely transaction under an ORM transaction (`em.transactional`), for the outbox and queue inserts that join it. */
+export function transactionOf(em: EntityManager): Trx {
+  const trx = em.getTransactionContext<Trx>();
+  if (!trx) throw new Error('not inside a transaction');
+  return trx;
 }

@@ -14,8 +14,6 @@ import type { Database } from '../db/schema.ts';
 import { sqlOf, type Db, type Trx } from '../db/sql.ts';
 import { takeTurn } from '../db/locks.ts';
 import { newMessageId, type Queue } from '../queue/queue.ts';
-import { ResellerStore } from '../reseller-stores/entity.ts';
-import { SourceStore } from '../source-stores/entity.ts';
 import { SyncJob } from '../sync-jobs/entity.ts';
 import { newId } from '../shared/ids.ts';
 import { validationFailed } from '../shared/errors.ts';
@@ -193,39 +191,6 @@ export class WatchRepository {
         oc.column('store_id').doUpdateSet({ watermark: sql<Date>`greatest(watch_watermarks.watermark, excluded.watermark)`, updated_at: sql<Date>`now()` }),
       )
       .execute();
-  }
-
-  /** The reseller store, unless deleted, and its active suppliers. */
-  async storesOf(resellerStoreId: string): Promise<{ reseller: ResellerStore; suppliers: SourceStore[] } | null> {
-    const em = this.orm.em.fork();
-    const reseller = await em.findOne(ResellerStore, { id: resellerStoreId, deletedAt: null });
-    if (!reseller) return null;
-    const suppliers = await em.find(SourceStore, { resellerStoreId, deletedAt: null }, { orderBy: { id: 'asc' } });
-    return { reseller, suppliers };
-  }
-
-  /** The jobs that placed these orders on this supplier store. */
-  async jobsBySourceOrder(sourceStoreId: string, sourceOrderIds: string[]): Promise<Map<string, SyncJob>> {
-    if (sourceOrderIds.length === 0) return new Map();
-    const rows = await this.db
-      .selectFrom('sync_jobs')
-      .selectAll()
-      .where('source_store_id', '=', sourceStoreId)
-      .where('source_order_id', '=', sql<string>`any(${sourceOrderIds}::text[])`)
-      .execute();
-    const em = this.orm.em.fork();
-    return new Map(rows.map((row) => [row.source_order_id!, em.map(SyncJob, row as Record<string, unknown>)]));
-  }
-
-  /** The identities (dedupe keys) of the fulfillments these jobs already have. */
-  async fulfillmentKeysOf(syncJobIds: string[]): Promise<Set<string>> {
-    if (syncJobIds.length === 0) return new Set();
-    const rows = await this.db
-      .selectFrom('fulfillments')
-      .select(['sync_job_id', 'dedupe_key'])
-      .where('sync_job_id', '=', sql<string>`any(${syncJobIds}::text[])`)
-      .execute();
-    return new Set(rows.map((row) => `${row.sync_job_id}:${row.dedupe_key}`));
   }
 
   /**

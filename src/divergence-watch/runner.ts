@@ -1,13 +1,17 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { insertAudit, SYSTEM_ACTOR } from '../audit-log/repository.ts';
 import { connectionOf } from '../attempts/store-connection.ts';
-import type { AppContext } from '../context.ts';
+import type { Logger } from 'pino';
+import type { Config } from '../config/index.ts';
+import type { Outbox } from '../events/outbox.ts';
+import type { Metrics } from '../metrics/index.ts';
+import type { SecretBox } from '../shared/secrets.ts';
 import type { Trx } from '../db/sql.ts';
 import type { Fulfillment } from '../fulfillments/entity.ts';
 import { fulfillmentKeys } from '../fulfillments/identity.ts';
 import type { FulfillmentService } from '../fulfillments/service.ts';
 import type { OrderRouting } from '../orders/port.ts';
-import { PlatformError, type StoreConnection } from '../platforms/types.ts';
+import { PlatformError, type PlatformAdapters, type StoreConnection } from '../platforms/types.ts';
 import type { UpdatedOrder } from '../platforms/updated.ts';
 import type { ResellerStore } from '../reseller-stores/entity.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
@@ -15,6 +19,7 @@ import { holdLease, LeaseLost, type Lease } from '../db/locks.ts';
 import { fulfillmentEvent } from '../fulfillments/events.ts';
 import { syncJobEvent } from '../sync-jobs/events.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
+import type { WatchReads } from './ports.ts';
 import type { WatchRepairs } from './repairs.ts';
 import type { PassOutcome, TakenPass, WatchRepository } from './repository.ts';
 
@@ -52,18 +57,27 @@ interface Tally {
  */
 export class WatchRunner {
   constructor(
-    private readonly ctx: AppContext,
+    private readonly deps: {
+      config: Pick<Config, 'staleAfterMs'>;
+      logger: Logger;
+      metrics: Metrics;
+      outbox: Outbox;
+      platforms: PlatformAdapters;
+      secrets: SecretBox;
+    },
     private readonly repository: WatchRepository,
     private readonly fulfillments: FulfillmentService,
     /** Routing, through its port (src/orders/port.ts): which listed storefront orders were routed. */
     private readonly routing: Pick<OrderRouting, 'routedAmong'>,
     private readonly repairs: WatchRepairs,
+    /** The stores, jobs and fulfillments a pass compares, read through their features' repositories. */
+    private readonly reads: WatchReads,
   ) {}
 
   async execute(watchPassId: string): Promise<void> {
     const pass = await this.repository.take(watchPassId, PASS_LEASE_MS);
     if (!pass) return;
-    const logger = this.ctx.logger.child({ watch_pass_id: pass.id, reseller_store_id: pass.resellerStoreId });
+    const logger = this.deps.logger.child({ watch_pass_id: pass.id, reseller_store_id: pass.resellerStoreId });
     const lease = holdLease(() => this.repository.renew(pass, PASS_LEASE_MS), PASS_LEASE_MS, (error) => logger.warn({ err: error }, 'could not renew the divergence-watch lease'));
     const tally: Tally = { ordersSeen: 0, repairs: 0, platformReads: 0 };
     let outcome: PassOutcome;
@@ -80,14 +94,14 @@ export class WatchRunner {
       lease.release();
     }
     if (!(await this.repository.finish(pass, outcome))) return;
-    this.ctx.metrics.watchPasses.inc({ outcome: outcome.status });
+    this.deps.metrics.watchPasses.inc({ outcome: outcome.status });
     logger.info({ status: outcome.status, orders_seen: outcome.ordersSeen, repairs: outcome.repairs, platform_reads: outcome.platformReads, error: outcome.error ?? undefined }, 'divergence-watch pass finished');
   }
 
   private async watch(pass: TakenPass, lease: Lease, tally: Tally): Promise<PassOutcome> {
-    const stores = await this.repository.storesOf(pass.resellerStoreId);
-    if (!stores) return { status: 'failed', ...tally, error: 'The reseller store was deleted.' };
-    const { reseller, suppliers } = stores;
+    const reseller = await this.reads.resellerStores.findActive(pass.resellerStoreId);
+    if (!reseller) return { status: 'failed', ...tally, error: 'The reseller store was deleted.' };
+    const suppliers = await this.reads.suppliers.activeInOrderOf(reseller.id);
     const errors = await Promise.all([
       this.watchStore(reseller, lease, tally, (orders) => this.compareStorefront(reseller, orders, pass)),
       ...suppliers.map((supplier) =>
@@ -114,8 +128,8 @@ export class WatchRunner {
     const current = (await this.repository.watermarkOf(store.id)) ?? store.createdAt;
     // A new store's history is not read (less a second: platform_b's times have whole seconds).
     const since = new Date(Math.max(Math.floor(store.createdAt.getTime() / 1000) * 1000 - 1000, current.getTime() - WATCH_OVERLAP_MS));
-    const connection = { ...connectionOf(this.ctx, store), maxTurnWaitMs: MAX_TURN_WAIT_MS };
-    const adapter = this.ctx.platforms[store.platform];
+    const connection = { ...connectionOf(this.deps, store), maxTurnWaitMs: MAX_TURN_WAIT_MS };
+    const adapter = this.deps.platforms[store.platform];
     let newest = current;
     let cursor: string | null = null;
     try {
@@ -131,7 +145,7 @@ export class WatchRunner {
       }
     } catch (error) {
       if (error instanceof LeaseLost) throw error;
-      if (!(error instanceof PlatformError)) this.ctx.logger.error({ err: error, store_id: store.id }, 'divergence watch of a store failed');
+      if (!(error instanceof PlatformError)) this.deps.logger.error({ err: error, store_id: store.id }, 'divergence watch of a store failed');
       return `${store.id}: ${error instanceof PlatformError ? error.message : 'internal error; see the service logs'}`;
     }
     lease.check();
@@ -149,7 +163,7 @@ export class WatchRunner {
       } catch (error) {
         const pausable = error instanceof PlatformError && error.retryable && (error.status === 429 || !error.sent);
         if (!pausable || pauses >= MAX_PAUSES_PER_CALL) throw error;
-        if (error.sent) this.ctx.metrics.watchPauses.inc();
+        if (error.sent) this.deps.metrics.watchPauses.inc();
         await delay(Math.min(Math.max(error.retryAfterMs ?? 1000, 100), MAX_PAUSE_MS));
       }
     }
@@ -173,9 +187,9 @@ export class WatchRunner {
    * is recorded as the supplier's own. The supplier's own sales (orders of no job) are ignored.
    */
   private async compareSupplier(supplier: SourceStore, orders: UpdatedOrder[], connection: StoreConnection, pass: TakenPass, lease: Lease, tally: Tally): Promise<number> {
-    const jobs = await this.repository.jobsBySourceOrder(supplier.id, orders.map((order) => order.externalOrderId));
+    const jobs = await this.reads.jobs.bySourceOrders(supplier.id, orders.map((order) => order.externalOrderId));
     const known = orders.filter((order) => jobs.has(order.externalOrderId));
-    const recorded = await this.repository.fulfillmentKeysOf([...jobs.values()].map((job) => job.id));
+    const recorded = await this.reads.fulfillments.keysOf([...jobs.values()].map((job) => job.id));
     // The orders of a page are compared a few at a time: each is its own job, its own transactions.
     const counts = await mapLimit(known, ORDERS_AT_ONCE, async (order) => {
       let repairs = 0;
@@ -183,7 +197,7 @@ export class WatchRunner {
       if (order.cancelled && (await this.repairs.supplierCancelled(job, { reason: order.cancelReason, listedAt: order.updatedAt, watchPassId: pass.id }))) {
         repairs += this.repaired('supplier_cancelled');
       }
-      const shipments = order.shipments ?? (await this.paced(() => this.ctx.platforms[supplier.platform].listShipments(connection, order.externalOrderId), lease, tally));
+      const shipments = order.shipments ?? (await this.paced(() => this.deps.platforms[supplier.platform].listShipments(connection, order.externalOrderId), lease, tally));
       for (const shipment of shipments) {
         const keys = fulfillmentKeys(shipment, undefined);
         if (recorded.has(`${job.id}:${keys.dedupeKey}`)) continue;
@@ -207,12 +221,12 @@ export class WatchRunner {
         metadata: { syncJobId: job.id, watchPassId: pass.id, trackingNumbers: fulfillment.tracking.numbers },
       },
     ]);
-    await this.ctx.outbox.append(trx, [fulfillmentEvent('fulfillment.reconciled', fulfillment, [])]);
+    await this.deps.outbox.append(trx, [fulfillmentEvent('fulfillment.reconciled', fulfillment, [])]);
   }
 
   /** Placed jobs with no tracking for STALE_AFTER_MS: `sync_job.stale` once each, and the to-do list. A database query, no platform call. */
   private async raiseStale(reseller: ResellerStore): Promise<number> {
-    const raised = await this.repository.raiseStale(reseller.id, this.ctx.config.staleAfterMs, STALE_BATCH, async (trx, jobs) => {
+    const raised = await this.repository.raiseStale(reseller.id, this.deps.config.staleAfterMs, STALE_BATCH, async (trx, jobs) => {
       await insertAudit(
         trx,
         jobs.map((job) => ({
@@ -222,10 +236,10 @@ export class WatchRunner {
           resourceType: 'sync_job',
           resourceId: job.id,
           actorId: SYSTEM_ACTOR,
-          metadata: { sourceOrderId: job.sourceOrderId ?? null, staleAfterMs: this.ctx.config.staleAfterMs },
+          metadata: { sourceOrderId: job.sourceOrderId ?? null, staleAfterMs: this.deps.config.staleAfterMs },
         })),
       );
-      await this.ctx.outbox.append(
+      await this.deps.outbox.append(
         trx,
         jobs.map((job) => syncJobEvent('sync_job.stale', job)),
       );
@@ -235,7 +249,7 @@ export class WatchRunner {
   }
 
   private repaired(type: RepairType): number {
-    this.ctx.metrics.watchRepairs.inc({ type });
+    this.deps.metrics.watchRepairs.inc({ type });
     return 1;
   }
 }

@@ -1,4 +1,5 @@
-import type { AppContext } from '../context.ts';
+import type { Logger } from 'pino';
+import type { Config } from '../config/index.ts';
 import { every } from '../shared/periodic.ts';
 import type { DivergenceService } from './service.ts';
 
@@ -7,7 +8,7 @@ import type { DivergenceService } from './service.ts';
  * most every 10 s); one process at a time starts their passes (a transaction-scoped advisory lock),
  * so adding processes adds no passes. Returns a function that stops the turns.
  */
-export function startWatchScheduler(ctx: AppContext, divergences: DivergenceService): () => Promise<void> {
+export function startWatchScheduler(ctx: { config: Pick<Config, 'divergenceIntervalMs'>; logger: Logger }, divergences: DivergenceService): () => Promise<void> {
   const intervalMs = ctx.config.divergenceIntervalMs;
   if (intervalMs === 0) return async () => {};
   const turnMs = Math.min(10_000, Math.max(250, Math.floor(intervalMs / 2)));

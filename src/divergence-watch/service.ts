@@ -1,5 +1,5 @@
 import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
-import type { AppContext } from '../context.ts';
+import type { Config } from '../config/index.ts';
 import type { ResellerStoreService } from '../reseller-stores/service.ts';
 import { AppError, notFound } from '../shared/errors.ts';
 import type { Page, PageQuery } from '../shared/paging.ts';
@@ -13,7 +13,7 @@ const SCHEDULE_BATCH = 500;
 /** The to-do list's API and the watch's scheduling. */
 export class DivergenceService {
   constructor(
-    private readonly ctx: AppContext,
+    private readonly config: Pick<Config, 'divergenceIntervalMs'>,
     private readonly stores: ResellerStoreService,
     private readonly divergences: DivergenceRepository,
     private readonly passes: WatchRepository,
@@ -56,7 +56,7 @@ export class DivergenceService {
 
   /** Starts a pass for every active store due one; returns how many were started. */
   async scheduleDue(): Promise<number> {
-    return (await this.passes.startDue(this.ctx.config.divergenceIntervalMs, QUEUED_LEASE_MS, SCHEDULE_BATCH)).length;
+    return (await this.passes.startDue(this.config.divergenceIntervalMs, QUEUED_LEASE_MS, SCHEDULE_BATCH)).length;
   }
 
   /** Open entries of a store by type (the stats' `attention`). */

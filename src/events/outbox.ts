@@ -1,4 +1,3 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import type { Trx } from '../db/sql.ts';
 import type { Queue } from '../queue/queue.ts';
 import { insertEventsWithDeliveries } from './repository.ts';
@@ -47,11 +46,4 @@ export class Outbox {
       })),
     );
   }
-}
-
-/** The Kysely transaction under an ORM transaction (`em.transactional`), for the outbox and queue inserts that join it. */
-export function transactionOf(em: EntityManager): Trx {
-  const trx = em.getTransactionContext<Trx>();
-  if (!trx) throw new Error('not inside a transaction');
-  return trx;
 }

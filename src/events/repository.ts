@@ -1,7 +1,9 @@
 import { sql } from 'kysely';
 import type { Orm } from '../db/orm.ts';
-import type { Trx } from '../db/sql.ts';
-import { findPage, type Page, type PageQuery } from '../shared/paging.ts';
+import { sqlOf, type Trx } from '../db/sql.ts';
+import { takeTurn } from '../db/locks.ts';
+import { findPage } from '../db/paging.ts';
+import type { Page, PageQuery } from '../shared/paging.ts';
 import { EventRecord } from './entity.ts';
 import { firstIdAt, newId } from '../shared/ids.ts';
 import type { NewEvent } from './types.ts';
@@ -136,6 +138,16 @@ export interface EventFilters extends PageQuery {
 /** The events API's reads (GET /v1/events). */
 export class EventRepository {
   constructor(private readonly orm: Orm) {}
+
+  /**
+   * One batch of `pruneEventsBefore`, on this process's turn (processes take turns): how many
+   * events went, or null when another process has the turn.
+   */
+  pruneOnTurn(before: Date, limit: number): Promise<number | null> {
+    return sqlOf(this.orm)
+      .transaction()
+      .execute(async (trx) => ((await takeTurn(trx, 'events.prune')) ? pruneEventsBefore(trx, before, limit) : null));
+  }
 
   /** The user's events (those of their stores, and their endpoints' pings), newest first. */
   list(ownerId: string, filters: EventFilters): Promise<Page<EventRecord>> {

@@ -6,15 +6,26 @@ import { SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
 import type { Attempt, DeathReason } from '../attempts/kind.ts';
 import { JobFailure } from '../attempts/failure.ts';
 import { connectionOf } from '../attempts/store-connection.ts';
-import type { AppContext } from '../context.ts';
+import type { Logger } from 'pino';
+import type { SharedPacer } from '../pacing/pacer.ts';
+import type { PlatformAdapters } from '../platforms/types.ts';
+import type { SecretBox } from '../shared/secrets.ts';
 import type { ResellerStore } from '../reseller-stores/entity.ts';
 import type { Fulfillment } from './entity.ts';
 import { fulfillmentEvent } from './events.ts';
 import type { ResellerStoreReads, SyncJobReads } from './ports.ts';
-import { FulfillmentRepository } from './repository.ts';
+import type { FulfillmentRepository } from './repository.ts';
 
-/** What a fulfillment's attempt needs: the service's context and the sync jobs' reads (src/workers/kinds.ts hands them over). */
-export type FulfillmentAttemptDeps = AppContext & { syncJobReads: SyncJobReads; resellerStoreReads: ResellerStoreReads };
+/** What a fulfillment's attempt needs, built once per process (src/workers/kinds.ts hands them over). */
+export interface FulfillmentAttemptDeps {
+  fulfillments: FulfillmentRepository;
+  syncJobReads: SyncJobReads;
+  resellerStoreReads: ResellerStoreReads;
+  platforms: PlatformAdapters;
+  secrets: SecretBox;
+  pacer: SharedPacer;
+  logger: Logger;
+}
 
 /** A fulfillment and the reseller store it adds the tracking to, unless that store was deleted. */
 export interface FulfillmentWork {
@@ -24,7 +35,7 @@ export interface FulfillmentWork {
 
 /** One attempt of a fulfillment: add the supplier's tracking to the reseller order, notifying the customer. */
 export function propagateTracking(ctx: FulfillmentAttemptDeps): Attempt<FulfillmentWork> {
-  const fulfillments = new FulfillmentRepository(ctx.orm);
+  const fulfillments = ctx.fulfillments;
   const jobs = ctx.syncJobReads;
 
   return {
@@ -64,7 +75,7 @@ export function propagateTracking(ctx: FulfillmentAttemptDeps): Attempt<Fulfillm
 /** The most turns of the reseller store one fulfillment attempt books before it starts. */
 export const TURNS_BOOKED_AHEAD = 4;
 
-function turnsBookedAhead(ctx: AppContext, reseller: ResellerStore, fulfillment: Fulfillment): number {
+function turnsBookedAhead(ctx: Pick<FulfillmentAttemptDeps, 'platforms'>, reseller: ResellerStore, fulfillment: Fulfillment): number {
   return Math.min(TURNS_BOOKED_AHEAD, ctx.platforms[reseller.platform].fulfillmentCalls(fulfillment.tracking));
 }
 

@@ -158,6 +158,17 @@ export class FulfillmentRepository {
     return Number(result.numDeletedRows);
   }
 
+  /** The identities (`<job id>:<dedupe key>`) of the fulfillments these jobs already have (the divergence watch's port `WatchedFulfillments`). */
+  async keysOf(syncJobIds: string[]): Promise<Set<string>> {
+    if (syncJobIds.length === 0) return new Set();
+    const rows = await this.db
+      .selectFrom('fulfillments')
+      .select(['sync_job_id', 'dedupe_key'])
+      .where('sync_job_id', '=', sql<string>`any(${syncJobIds}::text[])`)
+      .execute();
+    return new Set(rows.map((row) => `${row.sync_job_id}:${row.dedupe_key}`));
+  }
+
   transaction<T>(work: (trx: Trx) => Promise<T>): Promise<T> {
     return this.db.transaction().execute(work);
   }

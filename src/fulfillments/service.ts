@@ -1,8 +1,10 @@
 import { insertAudit } from '../audit-log/repository.ts';
 import { fulfillmentKind } from './kind.ts';
-import type { AppContext } from '../context.ts';
+import type { Logger } from 'pino';
+import type { Metrics } from '../metrics/index.ts';
 import type { SourceFulfillment, Tracking } from '../orders/types.ts';
-import { newMessageId } from '../queue/queue.ts';
+import { newMessageId, type Queue } from '../queue/queue.ts';
+import type { PlatformAdapters } from '../platforms/types.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
 import { newId } from '../shared/ids.ts';
@@ -11,22 +13,31 @@ import { fulfillmentAuditRecord } from './attempt.ts';
 import type { Fulfillment } from './entity.ts';
 import type { FulfillmentKeys } from './identity.ts';
 import type { FulfillmentRecorded, ResellerStoreReads, SyncJobReads } from './ports.ts';
-import { FulfillmentRepository } from './repository.ts';
+import type { FulfillmentRepository } from './repository.ts';
 
 /** Held fulfillments turned into fulfillments per sweep. */
 const CLAIMS_PER_PASS = 200;
+
+/** What the fulfillments' service works with, built once by the composition root (src/services.ts). */
+export interface FulfillmentServiceDeps {
+  fulfillments: FulfillmentRepository;
+  queue: Queue;
+  metrics: Metrics;
+  logger: Logger;
+  platforms: PlatformAdapters;
+}
 
 export class FulfillmentService {
   private readonly fulfillments: FulfillmentRepository;
 
   constructor(
-    private readonly ctx: AppContext,
+    private readonly deps: FulfillmentServiceDeps,
     private readonly jobs: SyncJobReads,
     private readonly resellerStores: ResellerStoreReads,
     /** Run in the transaction of every fulfillment recorded (see `FulfillmentRecorded`). */
     private readonly onRecorded: readonly FulfillmentRecorded[],
   ) {
-    this.fulfillments = new FulfillmentRepository(ctx.orm);
+    this.fulfillments = deps.fulfillments;
   }
 
   /**
@@ -74,11 +85,11 @@ export class FulfillmentService {
       for (const hook of this.onRecorded) await hook(trx, fulfillment);
       if (recorded) await recorded(trx, fulfillment);
       if (fulfillment.queueMessageId) {
-        await this.ctx.queue.insertIn(trx, fulfillmentKind.queue, [{ id: fulfillment.queueMessageId, message: fulfillmentKind.message(fulfillment.id) }]);
+        await this.deps.queue.insertIn(trx, fulfillmentKind.queue, [{ id: fulfillment.queueMessageId, message: fulfillmentKind.message(fulfillment.id) }]);
       }
       return { fulfillment, created: true };
     });
-    if (result.created) this.ctx.metrics.attemptTransitions.inc({ kind: 'fulfillment', status: result.fulfillment.status });
+    if (result.created) this.deps.metrics.attemptTransitions.inc({ kind: 'fulfillment', status: result.fulfillment.status });
     return result;
   }
 
@@ -120,7 +131,7 @@ export class FulfillmentService {
       if (!job) continue;
       const { created } = await this.receive(job, held.tracking, held.keys, held.id);
       if (created) claimed++;
-      this.ctx.logger.info({ job_id: job.id, source_order_id: held.sourceOrderId, created }, 'held fulfillment claimed by its job');
+      this.deps.logger.info({ job_id: job.id, source_order_id: held.sourceOrderId, created }, 'held fulfillment claimed by its job');
     }
     const forgotten = await this.fulfillments.forgetUnowned();
     return { claimed, forgotten };
@@ -130,7 +141,7 @@ export class FulfillmentService {
   private async skipReasonFor(job: SyncJob, tracking: Tracking): Promise<string | null> {
     if (tracking.numbers.length > 0) return null;
     const reseller = await this.resellerStores.findById(job.resellerStoreId);
-    if (!reseller || !this.ctx.platforms[reseller.platform].needsTrackingNumber) return null;
+    if (!reseller || !this.deps.platforms[reseller.platform].needsTrackingNumber) return null;
     return `no tracking number: ${reseller.platform} needs one to add a fulfillment to the order`;
   }
 }

@@ -1,7 +1,5 @@
 import { initServer } from '@ts-rest/express';
 import { contract } from '../../contract/index.ts';
-import type { AppContext } from '../context.ts';
-import { pingDatabase } from '../db/sql.ts';
 import { withRequestId } from '../http/request-id.ts';
 
 const CHECK_TIMEOUT_MS = 2_000;
@@ -21,14 +19,20 @@ async function check(probe: () => Promise<unknown>): Promise<'ok' | 'failing'> {
   }
 }
 
-export function healthRoutes(ctx: AppContext) {
+/** What readiness checks: each dependency's ping (src/db, src/queue), handed in by the composition root. */
+export interface ReadinessProbes {
+  database: () => Promise<unknown>;
+  queue: () => Promise<unknown>;
+}
+
+export function healthRoutes(probes: ReadinessProbes) {
   const s = initServer();
   return s.router(contract.health, {
     live: async ({ req }) => ({ status: 200, body: withRequestId(req, { status: 'ok' as const }) }),
     ready: async ({ req }) => {
       const checks = {
-        database: await check(() => pingDatabase(ctx.orm)),
-        queue: await check(() => ctx.queue.ping()),
+        database: await check(probes.database),
+        queue: await check(probes.queue),
       };
       const ready = Object.values(checks).every((state) => state === 'ok');
       return ready

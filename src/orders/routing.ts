@@ -1,14 +1,15 @@
 import { insertAudit, insertAuditOnce, SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
-import type { AppContext } from '../context.ts';
 import { GroupCommit } from '../db/group-commit.ts';
 import type { Trx } from '../db/sql.ts';
+import type { Outbox } from '../events/outbox.ts';
 import type { NewEvent } from '../events/types.ts';
+import type { Metrics } from '../metrics/index.ts';
 import { normaliseVendor } from '../pricing/index.ts';
 import type { JobCreator, JobsRequest, SyncJobService } from '../sync-jobs/service.ts';
 import type { RoutingSource } from './entity.ts';
 import { orderReconciledEvent, orderUnmatchedEvent, type UnmatchedOrder } from './events.ts';
 import type { CancellationVia, OrderCancelled, OrderCancelling, OrderCancellations, OrderRouting, OrderStore, RoutedOrder, RoutingVia, StorefrontCancellation } from './port.ts';
-import { RoutedOrderRepository } from './repository.ts';
+import type { RoutedOrderRepository } from './repository.ts';
 import type { OrderLine, ResellerOrder } from './types.ts';
 
 /** A supplier an order can be routed to, by its vendor tag. */
@@ -43,23 +44,20 @@ const unmatchedLines = (lines: OrderLine[]) => lines.map(({ sku, title, vendor, 
  */
 export class OrderRouter implements OrderRouting, OrderCancelling {
   private readonly routing = new GroupCommit((requests: RoutingRequest[]) => this.routeOrders(requests), { maxItems: 64, maxInFlight: 4 });
-  private readonly routedOrders: RoutedOrderRepository;
 
   /**
    * `activeSources`: a reseller store's active source stores (the order webhook caches them);
    * `cancellations`: the cancellations feature (src/cancellations/), for the order's cancellations.
    */
   constructor(
-    private readonly ctx: AppContext,
+    private readonly deps: { routedOrders: RoutedOrderRepository; outbox: Outbox; metrics: Metrics },
     private readonly syncJobs: SyncJobService,
     private readonly activeSources: (resellerStoreId: string) => Promise<RoutableSource[]>,
     private readonly cancellations: OrderCancellations,
-  ) {
-    this.routedOrders = new RoutedOrderRepository(ctx.orm);
-  }
+  ) {}
 
   routedAmong(resellerStoreId: string, externalOrderIds: string[]): Promise<Set<string>> {
-    return this.routedOrders.routedAmong(resellerStoreId, externalOrderIds);
+    return this.deps.routedOrders.routedAmong(resellerStoreId, externalOrderIds);
   }
 
   /**
@@ -89,7 +87,7 @@ export class OrderRouter implements OrderRouting, OrderCancelling {
       unmatched: unmatched.length > 0 ? { ownerId: store.ownerId, resellerStoreId: store.id, externalOrderId: order.externalOrderId, lines: unmatchedLines(unmatched) } : null,
       reconciliationId: via.source === 'reconciliation' ? via.reconciliationId : null,
     });
-    this.ctx.metrics.attemptTransitions.inc({ kind: 'sync_job', status: 'pending' }, routed.jobs.filter((job) => job.created).length);
+    this.deps.metrics.attemptTransitions.inc({ kind: 'sync_job', status: 'pending' }, routed.jobs.filter((job) => job.created).length);
     return routed;
   }
 
@@ -108,10 +106,10 @@ export class OrderRouter implements OrderRouting, OrderCancelling {
    * even after a supplier was deleted, re-created with the same vendor tag or added.
    */
   private routeOrders(requests: RoutingRequest[]): Promise<RoutedOrder[]> {
-    return this.routedOrders.transaction(async (trx) => {
+    return this.deps.routedOrders.transaction(async (trx) => {
       const now = new Date();
       // First, in key order: concurrent routings of one order queue up here, before any job insert.
-      const first = await this.routedOrders.recordIn(trx, requests.map(({ order, source }) => ({ ...order, source })), now);
+      const first = await this.deps.routedOrders.recordIn(trx, requests.map(({ order, source }) => ({ ...order, source })), now);
       const routing = requests.filter((_, index) => first[index]);
       const created = await this.syncJobs.createIn(trx, routing, now);
       const jobsOf = new Map(routing.map((request, index) => [request, created.jobs[index]!]));
@@ -126,7 +124,7 @@ export class OrderRouter implements OrderRouting, OrderCancelling {
         events.push(orderReconciledEvent({ ...request.order, syncJobIds }));
       }
       // The events of all this, in the same transaction (src/events/outbox.ts).
-      await this.ctx.outbox.append(trx, events);
+      await this.deps.outbox.append(trx, events);
       // An order cancelled before it was routed: its new jobs end (not_placed) or are cut here, in this
       // transaction, before any worker can take them (src/cancellations/service.ts `applyAtRouting`).
       await this.cancellations.applyAtRouting(trx, routing.map(({ order }) => order));

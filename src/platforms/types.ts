@@ -173,3 +173,6 @@ export interface UpdatedPage {
   orders: UpdatedOrder[];
   next: string | null;
 }
+
+/** Every platform's adapter, built once at start-up (src/server.ts). */
+export type PlatformAdapters = Record<Platform, PlatformAdapter>;

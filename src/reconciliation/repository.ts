@@ -7,7 +7,8 @@ import { sqlOf, type Db, type Trx } from '../db/sql.ts';
 import { newMessageId, type Queue } from '../queue/queue.ts';
 import { ResellerStore } from '../reseller-stores/entity.ts';
 import { newId } from '../shared/ids.ts';
-import { findPage, type Page, type PageQuery } from '../shared/paging.ts';
+import { findPage } from '../db/paging.ts';
+import type { Page, PageQuery } from '../shared/paging.ts';
 import { ReconciliationRun, type ReconciliationStatus } from './entity.ts';
 
 /** A run as a worker takes it. `take` identifies this hold of the run: only it may renew or finish it. */

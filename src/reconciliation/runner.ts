@@ -1,8 +1,11 @@
 import { connectionOf } from '../attempts/store-connection.ts';
-import type { AppContext } from '../context.ts';
+import type { Logger } from 'pino';
+import type { Config } from '../config/index.ts';
+import type { Metrics } from '../metrics/index.ts';
+import type { SecretBox } from '../shared/secrets.ts';
 import type { OrderRouting } from '../orders/port.ts';
 import { EXTERNAL_ORDER_ID, type ResellerOrder } from '../orders/types.ts';
-import { PlatformError, type ListedOrder } from '../platforms/types.ts';
+import { PlatformError, type ListedOrder, type PlatformAdapters } from '../platforms/types.ts';
 import type { ResellerStore } from '../reseller-stores/entity.ts';
 import type { ReconciliationRepository, RunOutcome, TakenRun, Watermark } from './repository.ts';
 
@@ -25,7 +28,7 @@ class RunAbandoned extends Error {}
  */
 export class ReconciliationRunner {
   constructor(
-    private readonly ctx: AppContext,
+    private readonly deps: { config: Pick<Config, 'reconcileGraceMs'>; logger: Logger; metrics: Metrics; platforms: PlatformAdapters; secrets: SecretBox },
     private readonly repository: ReconciliationRepository,
     /** Routing, through its port (src/orders/port.ts), as the order webhook routes. */
     private readonly routing: OrderRouting,
@@ -35,7 +38,7 @@ export class ReconciliationRunner {
   async execute(reconciliationId: string): Promise<void> {
     const run = await this.repository.take(reconciliationId, RUN_LEASE_MS);
     if (!run) return;
-    const logger = this.ctx.logger.child({ reconciliation_id: run.id, reseller_store_id: run.resellerStoreId });
+    const logger = this.deps.logger.child({ reconciliation_id: run.id, reseller_store_id: run.resellerStoreId });
     const lease = this.holdLease(run);
     const tally: Tally = { ordersSeen: 0, ordersRouted: 0 };
     let outcome: RunOutcome;
@@ -52,7 +55,7 @@ export class ReconciliationRunner {
       lease.release();
     }
     if (!(await this.repository.finish(run, outcome))) return;
-    this.ctx.metrics.reconciliationRuns.inc({ outcome: outcome.status });
+    this.deps.metrics.reconciliationRuns.inc({ outcome: outcome.status });
     logger.info({ status: outcome.status, orders_seen: outcome.ordersSeen, orders_routed: outcome.ordersRouted, error: outcome.error ?? undefined }, 'reconciliation finished');
   }
 
@@ -64,16 +67,16 @@ export class ReconciliationRunner {
     // A new store does not import its history: the automatic window never reaches before its creation
     // (less a second: platform_b's creation times have whole seconds and its filter is exclusive).
     const since = run.requestedSince ?? new Date(Math.max(wholeSecond(store.createdAt) - 1000, current.watermark.getTime() - WATERMARK_OVERLAP_MS));
-    const cutoff = new Date(Date.now() - this.ctx.config.reconcileGraceMs);
+    const cutoff = new Date(Date.now() - this.deps.config.reconcileGraceMs);
     await this.repository.progress(run, since, 0, 0);
 
     // Paced like every call to the store (its shared turns), so a run never starves order placement;
     // it waits its turn behind a backlog (its lease is renewed meanwhile) rather than fail.
-    const connection = { ...connectionOf(this.ctx, store), maxTurnWaitMs: MAX_LISTING_TURN_WAIT_MS };
+    const connection = { ...connectionOf(this.deps, store), maxTurnWaitMs: MAX_LISTING_TURN_WAIT_MS };
     let newest = current.watermark;
     let truncated = false;
     let pages = 0;
-    for await (const page of this.ctx.platforms[store.platform].listOrders(connection, since)) {
+    for await (const page of this.deps.platforms[store.platform].listOrders(connection, since)) {
       lease.check();
       if (!(await this.repository.activeStore(store.id))) return { ...deleted, ...tally };
       // Lists are oldest first: the first order inside the grace period ends the listing.
@@ -112,13 +115,13 @@ export class ReconciliationRunner {
     const results = await Promise.all(unrouted.map((listed) => this.routing.route(store, listed.order as ResellerOrder, { source: 'reconciliation', reconciliationId: run.id })));
     const first = results.filter((result) => result.firstRouting).length;
     tally.ordersRouted += first;
-    this.ctx.metrics.reconciliationOrdersRouted.inc(first);
+    this.deps.metrics.reconciliationOrdersRouted.inc(first);
   }
 
   private isRoutable(listed: ListedOrder, run: TakenRun): boolean {
     const problem = 'invalid' in listed.order ? listed.order.invalid : EXTERNAL_ORDER_ID.test(listed.externalOrderId) ? null : 'the order id is not a valid order id';
     if (problem === null) return true;
-    this.ctx.logger.warn(
+    this.deps.logger.warn(
       { reconciliation_id: run.id, reseller_store_id: run.resellerStoreId, external_order_id: listed.externalOrderId.slice(0, 64), problem },
       'listed order skipped: its webhook would have been refused',
     );
@@ -137,7 +140,7 @@ export class ReconciliationRunner {
     const timer = setInterval(() => {
       this.repository.renew(run, RUN_LEASE_MS).then(
         (held) => (lease.lost ||= !held),
-        (error: unknown) => this.ctx.logger.warn({ err: error, reconciliation_id: run.id }, 'could not renew the reconciliation lease'),
+        (error: unknown) => this.deps.logger.warn({ err: error, reconciliation_id: run.id }, 'could not renew the reconciliation lease'),
       );
     }, RUN_LEASE_MS / 3);
     timer.unref();

@@ -1,4 +1,11 @@
-import type { AppContext } from '../context.ts';
+import type { Logger } from 'pino';
+import type { Config } from '../config/index.ts';
+
+/** What the scheduler reads: its intervals, and where it logs. */
+interface SchedulerDeps {
+  config: Pick<Config, 'reconcileIntervalMs' | 'sweepIntervalMs'>;
+  logger: Logger;
+}
 import { every } from '../shared/periodic.ts';
 import type { ReconciliationService } from './service.ts';
 
@@ -8,7 +15,7 @@ import type { ReconciliationService } from './service.ts';
  * adds no runs. pg-boss's own `schedule()` has minute granularity, too coarse for an interval in ms.
  * Returns a function that stops the turns and waits for one in progress.
  */
-export function startReconciliationScheduler(ctx: AppContext, reconciliations: ReconciliationService): () => Promise<void> {
+export function startReconciliationScheduler(ctx: SchedulerDeps, reconciliations: ReconciliationService): () => Promise<void> {
   const intervalMs = ctx.config.reconcileIntervalMs;
   if (intervalMs === 0) return startAbandonedRunSweep(ctx, reconciliations);
   const turnMs = Math.min(10_000, Math.max(250, Math.floor(intervalMs / 2)));
@@ -27,7 +34,7 @@ export function startReconciliationScheduler(ctx: AppContext, reconciliations: R
  * POST …/reconcile did): at the sweep's interval, runs whose lease expired are failed as abandoned.
  * (With a schedule, every scheduling turn does this first.)
  */
-function startAbandonedRunSweep(ctx: AppContext, reconciliations: ReconciliationService): () => Promise<void> {
+function startAbandonedRunSweep(ctx: SchedulerDeps, reconciliations: ReconciliationService): () => Promise<void> {
   return every(ctx.config.sweepIntervalMs, () =>
     reconciliations
       .abandonExpired()

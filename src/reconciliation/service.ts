@@ -1,5 +1,5 @@
 import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
-import type { AppContext } from '../context.ts';
+import type { Config } from '../config/index.ts';
 import type { ResellerStoreService } from '../reseller-stores/service.ts';
 import { AppError, validationFailed } from '../shared/errors.ts';
 import type { Page, PageQuery } from '../shared/paging.ts';
@@ -15,7 +15,7 @@ const SCHEDULE_BATCH = 500;
 
 export class ReconciliationService {
   constructor(
-    private readonly ctx: AppContext,
+    private readonly config: Pick<Config, 'reconcileIntervalMs'>,
     private readonly stores: ResellerStoreService,
     private readonly repository: ReconciliationRepository,
   ) {}
@@ -53,7 +53,7 @@ export class ReconciliationService {
 
   /** Starts a run for every active store that is due one; returns how many were started. */
   async scheduleDue(): Promise<number> {
-    const started = await this.repository.startDue(this.ctx.config.reconcileIntervalMs, QUEUED_LEASE_MS, SCHEDULE_BATCH);
+    const started = await this.repository.startDue(this.config.reconcileIntervalMs, QUEUED_LEASE_MS, SCHEDULE_BATCH);
     return started.length;
   }
 

@@ -5,7 +5,8 @@ import { flushUnique } from '../db/errors.ts';
 import type { Orm } from '../db/orm.ts';
 import { sqlOf, type Db } from '../db/sql.ts';
 import type { AppError } from '../shared/errors.ts';
-import { findPage, type Page, type PageQuery } from '../shared/paging.ts';
+import { findPage } from '../db/paging.ts';
+import type { Page, PageQuery } from '../shared/paging.ts';
 import { SourceStore } from '../source-stores/entity.ts';
 import { ResellerStore } from './entity.ts';
 import { FULFILLMENT_STATUSES, SYNC_JOB_STATUSES } from '../../contract/enums.ts';
@@ -111,6 +112,11 @@ export class ResellerStoreRepository {
   }
 
   /** The active stores among these ids (outside a request: a fork of its own). */
+  /** The store unless deleted (the divergence watch's port `WatchedStores`). */
+  findActive(id: string): Promise<ResellerStore | null> {
+    return this.orm.em.fork().findOne(ResellerStore, { id, deletedAt: null });
+  }
+
   findActiveByIds(ids: string[]): Promise<ResellerStore[]> {
     return this.orm.em.fork().find(ResellerStore, { id: { $in: ids }, deletedAt: null });
   }

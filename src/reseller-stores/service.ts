@@ -23,7 +23,7 @@ export interface NewResellerStore {
 export class ResellerStoreService {
   constructor(
     private readonly stores: ResellerStoreRepository,
-    private readonly ctx: { config: Config; secrets: SecretBox },
+    private readonly ctx: { config: Pick<Config, 'platformBaseUrl' | 'urlPolicy'>; secrets: SecretBox },
     private readonly attention: AttentionReads,
     private readonly cancellations: CancellationCounts,
   ) {}
@@ -105,7 +105,7 @@ function auditOf(principal: Principal, store: ResellerStore, action: string, met
 }
 
 /** Refuses (400) a shop domain the service must not call: it is, or resolves to, a private address (src/shared/url-safety.ts). */
-export async function assertCallableShopDomain(config: Config, shopDomain: string): Promise<void> {
+export async function assertCallableShopDomain(config: Pick<Config, 'platformBaseUrl' | 'urlPolicy'>, shopDomain: string): Promise<void> {
   const refusal = await shopDomainRefusal(shopDomain, config);
   if (refusal) throw validationFailed('shopDomain', `The shop domain ${refusal}.`);
 }

@@ -3,10 +3,10 @@ import { recordAudit, type AuditRecord } from '../audit-log/repository.ts';
 import { flushUnique } from '../db/errors.ts';
 import { holdLock } from '../db/locks.ts';
 import type { Orm } from '../db/orm.ts';
-import { sqlOf } from '../db/sql.ts';
-import { transactionOf } from '../events/outbox.ts';
+import { sqlOf, transactionOf, type Trx } from '../db/sql.ts';
 import type { AppError } from '../shared/errors.ts';
-import { findPage, type Page, type PageQuery } from '../shared/paging.ts';
+import { findPage } from '../db/paging.ts';
+import type { Page, PageQuery } from '../shared/paging.ts';
 import { SourceStore } from './entity.ts';
 
 /** Statements on source_stores: the API's, each change with its audit entry, and the webhook path's without the unit of work. */
@@ -94,5 +94,17 @@ export class SourceStoreRepository {
       .where('id', 'in', ids)
       .where('webhook_proven_at', 'is', null)
       .execute();
+  }
+
+  /** A reseller store's active suppliers, oldest first (the divergence watch's port `WatchedStores`). */
+  activeInOrderOf(resellerStoreId: string): Promise<SourceStore[]> {
+    return this.orm.em.fork().find(SourceStore, { resellerStoreId, deletedAt: null }, { orderBy: { id: 'asc' } });
+  }
+
+  /** The vendor tags of these source stores, by id, as this transaction sees them (the cancellations feature's port `SupplierVendorTags`). */
+  async vendorTagsIn(trx: Trx, sourceStoreIds: string[]): Promise<Map<string, string>> {
+    if (sourceStoreIds.length === 0) return new Map();
+    const rows = await trx.selectFrom('source_stores').select(['id', 'vendor_tag']).where('id', 'in', sourceStoreIds).execute();
+    return new Map(rows.map((row) => [row.id, row.vendor_tag]));
   }
 }

@@ -38,7 +38,7 @@ export interface SourceStoreChanges {
 export class SourceStoreService {
   constructor(
     private readonly stores: SourceStoreRepository,
-    private readonly ctx: { config: Config; secrets: SecretBox },
+    private readonly ctx: { config: Pick<Config, 'platformBaseUrl' | 'urlPolicy' | 'maxSourceStoresPerUser'>; secrets: SecretBox },
     private readonly resellerStores: ResellerStoreService,
   ) {}
 

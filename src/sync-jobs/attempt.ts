@@ -4,17 +4,25 @@ import { SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
 import type { Attempt, DeathReason } from '../attempts/kind.ts';
 import { JobFailure } from '../attempts/failure.ts';
 import { connectionOf } from '../attempts/store-connection.ts';
-import type { AppContext } from '../context.ts';
+import type { PlatformAdapters } from '../platforms/types.ts';
+import type { SecretBox } from '../shared/secrets.ts';
 import type { ResellerOrder } from '../orders/types.ts';
 import { buildSupplierOrder, PricingError } from '../pricing/index.ts';
 import type { ResellerStore } from '../reseller-stores/entity.ts';
 import type { SyncJob } from './entity.ts';
 import { syncJobEvent } from './events.ts';
-import { SyncJobRepository, type JobWithSource } from './repository.ts';
+import type { SyncJobRepository, JobWithSource } from './repository.ts';
+
+/** What a sync job's attempt needs, built once per process (src/workers/kinds.ts hands them over). */
+export interface SyncJobAttemptDeps {
+  syncJobReads: SyncJobRepository;
+  platforms: PlatformAdapters;
+  secrets: SecretBox;
+}
 
 /** One attempt of a sync job: place the supplier's part of the order on its source store. */
-export function placeSupplierOrder(ctx: AppContext): Attempt<JobWithSource> {
-  const jobs = new SyncJobRepository(ctx.orm);
+export function placeSupplierOrder(ctx: SyncJobAttemptDeps): Attempt<JobWithSource> {
+  const jobs = ctx.syncJobReads;
 
   async function readResellerOrder(job: SyncJob, reseller: ResellerStore | null): Promise<ResellerOrder> {
     if (!reseller) throw new JobFailure('the reseller store was deleted');

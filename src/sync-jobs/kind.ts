@@ -2,8 +2,7 @@ import { nextRetryDelayMs } from '../../machines/attempt.machine.ts';
 import { syncJobLifecycle } from '../../machines/sync-job.machine.ts';
 import { z } from 'zod';
 import { attemptQueue, defineAttemptKind } from '../attempts/kind.ts';
-import type { AppContext } from '../context.ts';
-import { jobOutcomeAudit, jobOutcomeEvents, placeSupplierOrder } from './attempt.ts';
+import { jobOutcomeAudit, jobOutcomeEvents, placeSupplierOrder, type SyncJobAttemptDeps } from './attempt.ts';
 import type { SyncJob } from './entity.ts';
 import type { JobWithSource } from './repository.ts';
 
@@ -11,7 +10,7 @@ import type { JobWithSource } from './repository.ts';
  * Placing one supplier's part of a reseller order on the supplier's store: a kind of retried work
  * (src/attempts/), run by the worker src/workers/kinds.ts lists it for.
  */
-export const syncJobKind = defineAttemptKind<SyncJob, 'sourceOrderId', { syncJobId: string; turnAt?: string | undefined }, JobWithSource, AppContext>({
+export const syncJobKind = defineAttemptKind<SyncJob, 'sourceOrderId', { syncJobId: string; turnAt?: string | undefined }, JobWithSource, SyncJobAttemptDeps>({
   name: 'sync_job',
   table: 'sync_jobs',
   resultColumn: 'source_order_id',

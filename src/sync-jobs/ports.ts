@@ -1,3 +1,4 @@
+import type { AttemptEntry } from '../attempts/entity.ts';
 import type { CancellationView } from '../cancellations/present.ts';
 import type { Fulfillment } from '../fulfillments/entity.ts';
 
@@ -9,4 +10,9 @@ export interface FulfillmentReads {
 /** A job's cancellations with their timelines, as its GET shows them: the cancellations feature, handed in by the composition root. */
 export interface CancellationReads {
   viewsOfJob(syncJobId: string): Promise<CancellationView[]>;
+}
+
+/** The timeline entries of rows (jobs, fulfillments), each row's oldest first: the retry framework's, handed in by the composition root. */
+export interface AttemptTimelines {
+  find(rowIds: string[]): Promise<AttemptEntry[]>;
 }

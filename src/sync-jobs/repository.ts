@@ -7,7 +7,8 @@ import { sqlOf, type Db, type Trx } from '../db/sql.ts';
 import type { ResellerOrder } from '../orders/types.ts';
 import { ResellerStore } from '../reseller-stores/entity.ts';
 import { SourceStore } from '../source-stores/entity.ts';
-import { findPage, type Page, type PageQuery } from '../shared/paging.ts';
+import { findPage } from '../db/paging.ts';
+import type { Page, PageQuery } from '../shared/paging.ts';
 import { SyncJob } from './entity.ts';
 
 export interface JobFilters extends PageQuery {
@@ -284,5 +285,71 @@ export class SyncJobRepository {
   /** Runs `work` in one Kysely transaction on the ORM's pool. */
   transaction<T>(work: (trx: Trx) => Promise<T>): Promise<T> {
     return this.db.transaction().execute(work);
+  }
+
+  // What the cancellations feature reads and writes of jobs (its port `CancelledJobs`, src/cancellations/ports.ts).
+
+  /** The order's jobs as this transaction sees them, oldest first. */
+  async ofOrderIn(trx: Trx, resellerStoreId: string, externalOrderId: string): Promise<SyncJob[]> {
+    const rows = await trx
+      .selectFrom('sync_jobs')
+      .selectAll()
+      .where('reseller_store_id', '=', resellerStoreId)
+      .where('external_order_id', '=', externalOrderId)
+      .orderBy('id')
+      .execute();
+    const em = this.orm.em.fork();
+    return rows.map((row) => em.map(SyncJob, row as Record<string, unknown>));
+  }
+
+  /** The job as it is now, never from an identity map (a job polled while its placement is in flight). */
+  findCurrent(id: string): Promise<SyncJob | null> {
+    return this.orm.em.fork().findOne(SyncJob, { id }, { disableIdentityMap: true });
+  }
+
+  /** Replaces a job's stored order (a job cut by some lines before it was placed); version-checked. */
+  async replaceOrderIn(trx: Trx, job: SyncJob): Promise<boolean> {
+    const result = await trx
+      .updateTable('sync_jobs')
+      .set((eb) => ({ order: JSON.stringify(job.order), version: eb('version', '+', 1), updated_at: new Date() }))
+      .where('id', '=', job.id)
+      .where('version', '=', job.version)
+      .executeTakeFirst();
+    const moved = Number(result.numUpdatedRows) === 1;
+    if (moved) job.version += 1;
+    return moved;
+  }
+
+  /** Records a supplier's own cancellation on a job, once; false when it was recorded before. */
+  async markSupplierCancelledIn(trx: Trx, syncJobId: string, at: Date, reason: string | null): Promise<boolean> {
+    const result = await trx
+      .updateTable('sync_jobs')
+      .set({ supplier_cancelled_at: at, supplier_cancel_reason: reason })
+      .where('id', '=', syncJobId)
+      .where('supplier_cancelled_at', 'is', null)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
+  }
+
+  /**
+   * Version-checked writes of jobs ended unplaced by a cancellation (the machine's VOID), with their
+   * audit entries: as the cancellations feature wrote them before it went through this port,
+   * without the settled steps of `writeTransitions`.
+   */
+  writeVoidsIn(trx: Trx, writes: AttemptWrite<SyncJob>[]): Promise<boolean[]> {
+    return writeAttemptTransitions(trx, { name: 'sync_job', table: 'sync_jobs', resultColumn: 'source_order_id' }, writes);
+  }
+
+  /** The jobs that placed these orders on this supplier store, by supplier order id (the divergence watch's port `WatchedJobs`). */
+  async bySourceOrders(sourceStoreId: string, sourceOrderIds: string[]): Promise<Map<string, SyncJob>> {
+    if (sourceOrderIds.length === 0) return new Map();
+    const rows = await this.db
+      .selectFrom('sync_jobs')
+      .selectAll()
+      .where('source_store_id', '=', sourceStoreId)
+      .where('source_order_id', '=', sql<string>`any(${sourceOrderIds}::text[])`)
+      .execute();
+    const em = this.orm.em.fork();
+    return new Map(rows.map((row) => [row.source_order_id!, em.map(SyncJob, row as Record<string, unknown>)]));
   }
 }

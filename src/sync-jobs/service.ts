@@ -1,26 +1,25 @@
 import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
 import type { AttemptEntry } from '../attempts/entity.ts';
-import type { SettledStep } from '../attempts/kind.ts';
 import { syncJobKind } from './kind.ts';
-import { findAttempts } from '../attempts/repository.ts';
-import type { AppContext } from '../context.ts';
 import type { Trx } from '../db/sql.ts';
+import type { Outbox } from '../events/outbox.ts';
 import type { NewEvent } from '../events/types.ts';
+import type { Metrics } from '../metrics/index.ts';
 import { syncJobEvent } from './events.ts';
-import type { CancellationReads, FulfillmentReads } from './ports.ts';
+import type { AttemptTimelines, CancellationReads, FulfillmentReads } from './ports.ts';
 import type { JobWithFulfillments } from './present.ts';
 
 export type { JobWithFulfillments };
 import type { Fulfillment } from '../fulfillments/entity.ts';
 import type { ResellerOrder } from '../orders/types.ts';
-import { newMessageId } from '../queue/queue.ts';
+import { newMessageId, type Queue } from '../queue/queue.ts';
 import type { SourceStoreService } from '../source-stores/service.ts';
 import { AppError, notFound, validationFailed } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import type { Page } from '../shared/paging.ts';
 import { jobAuditRecord } from './attempt.ts';
 import type { SyncJob } from './entity.ts';
-import { SyncJobRepository, type CandidateJob, type JobCandidate, type JobFilters, type RetryFilters } from './repository.ts';
+import type { SyncJobRepository, CandidateJob, JobCandidate, JobFilters, RetryFilters } from './repository.ts';
 
 /** A reseller order to route: what every job created for it shares. */
 export interface OrderToRoute {
@@ -58,18 +57,26 @@ export interface CreatedJobs {
 /** Reads of a job a manual retry makes before giving up on a job that keeps changing under it. */
 const RETRY_ROUNDS = 3;
 
+/** What the sync jobs' service works with, built once by the composition root (src/services.ts). */
+export interface SyncJobServiceDeps {
+  /** Built with what a job's transitions also write in their statement (src/workers/kinds.ts `SETTLED_STEPS`), for the manual retries written here. */
+  jobs: SyncJobRepository;
+  timelines: AttemptTimelines;
+  queue: Queue;
+  outbox: Outbox;
+  metrics: Metrics;
+}
+
 export class SyncJobService {
   private readonly jobs: SyncJobRepository;
 
   constructor(
-    private readonly ctx: AppContext,
+    private readonly deps: SyncJobServiceDeps,
     private readonly sourceStores: SourceStoreService,
     private readonly fulfillments: FulfillmentReads,
     private readonly cancellations: CancellationReads,
-    /** What a job's transitions also write in their statement (src/workers/kinds.ts `SETTLED_STEPS`), for the manual retries written here. */
-    onSettled: readonly SettledStep[],
   ) {
-    this.jobs = new SyncJobRepository(ctx.orm, onSettled);
+    this.jobs = deps.jobs;
   }
 
   /** POST /v1/sync_jobs: the existing job for the order and source store, or a new one. */
@@ -94,10 +101,10 @@ export class SyncJobService {
   async createJobs(order: OrderToRoute, sourceStoreIds: string[], creator: JobCreator): Promise<RoutedJob[]> {
     const [jobs] = await this.jobs.transaction(async (trx) => {
       const created = await this.createIn(trx, [{ order, sourceStoreIds, creator }], new Date());
-      await this.ctx.outbox.append(trx, created.events);
+      await this.deps.outbox.append(trx, created.events);
       return created.jobs;
     });
-    this.ctx.metrics.attemptTransitions.inc({ kind: 'sync_job', status: 'pending' }, jobs!.filter((job) => job.created).length);
+    this.deps.metrics.attemptTransitions.inc({ kind: 'sync_job', status: 'pending' }, jobs!.filter((job) => job.created).length);
     return jobs!.map(({ id, created }) => ({ id, created }));
   }
 
@@ -111,7 +118,7 @@ export class SyncJobService {
   async createIn(trx: Trx, requests: JobsRequest[], now: Date): Promise<CreatedJobs> {
     const jobs = await this.insertJobs(trx, requests, now);
     const created = jobs.flat().filter((job) => job.created);
-    await this.ctx.queue.insertIn(trx, syncJobKind.queue, created.map((job) => ({ id: job.queueMessageId!, message: syncJobKind.message(job.id) })));
+    await this.deps.queue.insertIn(trx, syncJobKind.queue, created.map((job) => ({ id: job.queueMessageId!, message: syncJobKind.message(job.id) })));
     return { jobs, events: createdJobEvents(requests, jobs, now) };
   }
 
@@ -172,13 +179,13 @@ export class SyncJobService {
   async attempts(principal: Principal, id: string): Promise<AttemptEntry[]> {
     const job = await this.jobs.findOwned(principal.userId, id);
     if (!job) throw notFound();
-    return findAttempts(this.ctx.orm, [job.id]);
+    return this.deps.timelines.find([job.id]);
   }
 
   private async fulfillmentsOf(syncJobId: string): Promise<Omit<JobWithFulfillments, 'job'>> {
     const fulfillments = await this.fulfillments.listForJob(syncJobId);
     const fulfillmentAttempts = new Map<string, AttemptEntry[]>(fulfillments.map((fulfillment) => [fulfillment.id, []]));
-    for (const entry of await findAttempts(this.ctx.orm, [...fulfillmentAttempts.keys()])) fulfillmentAttempts.get(entry.rowId)?.push(entry);
+    for (const entry of await this.deps.timelines.find([...fulfillmentAttempts.keys()])) fulfillmentAttempts.get(entry.rowId)?.push(entry);
     return { fulfillments, fulfillmentAttempts, cancellations: await this.cancellations.viewsOfJob(syncJobId) };
   }
 
@@ -198,7 +205,7 @@ export class SyncJobService {
       const job = await this.jobs.findOwned(principal.userId, id);
       if (!job) throw notFound();
       if (await this.revive(principal, job)) {
-        this.ctx.metrics.attemptTransitions.inc({ kind: 'sync_job', status: 'pending' });
+        this.deps.metrics.attemptTransitions.inc({ kind: 'sync_job', status: 'pending' });
         return { job, ...(await this.fulfillmentsOf(job.id)) };
       }
       if (round === RETRY_ROUNDS) {
@@ -222,8 +229,8 @@ export class SyncJobService {
     return this.jobs.transaction(async (trx) => {
       const [moved] = await this.jobs.writeTransitions(trx, [{ row: job, result: syncJobKind.resultOf(job), audit }]);
       if (!moved) return false;
-      await this.ctx.queue.insertIn(trx, syncJobKind.queue, [{ id: job.queueMessageId!, message: syncJobKind.message(job.id) }]);
-      await this.ctx.outbox.append(trx, [syncJobEvent('sync_job.retried', job, fulfillments)]);
+      await this.deps.queue.insertIn(trx, syncJobKind.queue, [{ id: job.queueMessageId!, message: syncJobKind.message(job.id) }]);
+      await this.deps.outbox.append(trx, [syncJobEvent('sync_job.retried', job, fulfillments)]);
       return true;
     });
   }
@@ -249,12 +256,12 @@ export class SyncJobService {
     const retried = await this.jobs.transaction(async (trx) => {
       const moved = await this.jobs.writeTransitions(trx, writes);
       const jobs = writes.filter((_, i) => moved[i]).map(({ row }) => row);
-      await this.ctx.queue.insertIn(trx, syncJobKind.queue, jobs.map((job) => ({ id: job.queueMessageId!, message: syncJobKind.message(job.id) })));
+      await this.deps.queue.insertIn(trx, syncJobKind.queue, jobs.map((job) => ({ id: job.queueMessageId!, message: syncJobKind.message(job.id) })));
       // Failed and dead jobs have no fulfillments (see syncJobEvent).
-      await this.ctx.outbox.append(trx, jobs.map((job) => syncJobEvent('sync_job.retried', job)));
+      await this.deps.outbox.append(trx, jobs.map((job) => syncJobEvent('sync_job.retried', job)));
       return jobs;
     });
-    this.ctx.metrics.attemptTransitions.inc({ kind: 'sync_job', status: 'pending' }, retried.length);
+    this.deps.metrics.attemptTransitions.inc({ kind: 'sync_job', status: 'pending' }, retried.length);
     return { retriedIds: retried.map((job) => job.id), hasMore: candidates.length > limit };
   }
 }

@@ -1,6 +1,12 @@
 import { sql } from 'kysely';
 import type { DeliveryState, DeliveryStatus } from '../../machines/delivery.machine.ts';
-import type { Db, Trx } from '../db/sql.ts';
+import type { EntityManager } from '@mikro-orm/postgresql';
+import { holdLock } from '../db/locks.ts';
+import type { Orm } from '../db/orm.ts';
+import { findPage } from '../db/paging.ts';
+import { transactionOf, type Db, type Trx } from '../db/sql.ts';
+import type { Page, PageQuery } from '../shared/paging.ts';
+import { WebhookDelivery, WebhookEndpoint } from './entity.ts';
 import type { SealedSecrets } from './signing.ts';
 
 /** The statements of the delivery worker on webhook_deliveries and webhook_endpoints. */
@@ -191,4 +197,90 @@ export async function oldestPendingDeliveryAt(db: Db): Promise<Date | null> {
     .where('status', '=', 'pending')
     .executeTakeFirstOrThrow();
   return dateOrNull(oldest as Date | string | null);
+}
+
+/** SQLSTATE of a transaction PostgreSQL ended to break a deadlock. */
+const DEADLOCK_DETECTED = '40P01';
+
+/** The endpoints' API's data access: the request's unit of work (`orm.em`) on webhook_endpoints and webhook_deliveries. */
+export class WebhookEndpointRepository {
+  constructor(private readonly orm: Orm) {}
+
+  private get em(): EntityManager {
+    return this.orm.em;
+  }
+
+  /**
+   * Inserts the endpoint `build` makes from the number of endpoints the owner has (it throws to
+   * refuse), under a lock per owner: concurrent creations cannot pass a limit together.
+   */
+  insertCounted(ownerId: string, build: (count: number) => WebhookEndpoint): Promise<WebhookEndpoint> {
+    return this.em.transactional(async (em) => {
+      await holdLock(transactionOf(em), `webhook_endpoints:${ownerId}`);
+      return em.create(WebhookEndpoint, build(await em.count(WebhookEndpoint, { ownerId })));
+    });
+  }
+
+  list(ownerId: string, page: PageQuery): Promise<Page<WebhookEndpoint>> {
+    return findPage(this.em, WebhookEndpoint, { ownerId }, page);
+  }
+
+  findOwned(ownerId: string, id: string): Promise<WebhookEndpoint | null> {
+    return this.em.findOne(WebhookEndpoint, { id, ownerId });
+  }
+
+  /** Writes the changes made to an endpoint read here (the request's unit of work). */
+  async save(_endpoint: WebhookEndpoint): Promise<void> {
+    await this.em.flush();
+  }
+
+  /** Deletes the endpoint and its deliveries: their queued messages find nothing and stop. */
+  async deleteWithDeliveries(endpointId: string): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.em.transactional(async (em) => {
+          // The endpoint's row first, as a sender taking a slot locks it before its delivery; a delete
+          // that took the deliveries first deadlocked with it under load (a 500).
+          await em.execute('select id from webhook_endpoints where id = ? for update', [endpointId]);
+          await em.nativeDelete(WebhookDelivery, { endpointId });
+          await em.nativeDelete(WebhookEndpoint, { id: endpointId });
+        });
+        return;
+      } catch (error) {
+        // A sender recording an attempt holds its delivery, then the endpoint: PostgreSQL ends one of
+        // the two, and the delete is simply tried again.
+        if (attempt >= 3 || (error as { code?: string }).code !== DEADLOCK_DETECTED) throw error;
+      }
+    }
+  }
+
+  /** `work` in one transaction (the outbox and the queue join it through `trx`). */
+  transaction<T>(work: (trx: Trx) => Promise<T>): Promise<T> {
+    return this.em.transactional((em) => work(transactionOf(em)));
+  }
+
+  findDelivery(id: string): Promise<WebhookDelivery> {
+    return this.em.findOneOrFail(WebhookDelivery, { id });
+  }
+
+  listDeliveries(endpointId: string, filters: { status?: WebhookDelivery['status'] | undefined; event_id?: string | undefined } & PageQuery): Promise<Page<WebhookDelivery>> {
+    return findPage(
+      this.em,
+      WebhookDelivery,
+      {
+        endpointId,
+        ...(filters.status !== undefined && { status: filters.status }),
+        ...(filters.event_id !== undefined && { eventId: filters.event_id }),
+      },
+      filters,
+    );
+  }
+
+  /**
+   * `change` in one transaction with the endpoint's delivery (null when it has none by this id):
+   * what it changes on the delivery is written when it returns, with what it wrote through `trx`.
+   */
+  changeDelivery<T>(ownerId: string, endpointId: string, deliveryId: string, change: (delivery: WebhookDelivery | null, trx: Trx) => Promise<T>): Promise<T> {
+    return this.em.transactional(async (em) => change(await em.findOne(WebhookDelivery, { id: deliveryId, endpointId, ownerId }), transactionOf(em)));
+  }
 }

@@ -1,17 +1,16 @@
-import type { EntityManager } from '@mikro-orm/postgresql';
 import { applyDeliveryEvent } from '../../machines/delivery.machine.ts';
 import { MAX_TEST_PINGS_PER_MINUTE, MAX_WEBHOOK_ENDPOINTS_PER_USER } from '../../contract/webhook-endpoints.ts';
-import type { AppContext } from '../context.ts';
-import { holdLock } from '../db/locks.ts';
-import { transactionOf } from '../events/outbox.ts';
+import type { Config } from '../config/index.ts';
+import type { Outbox } from '../events/outbox.ts';
 import { pingEvent } from './events.ts';
-import { newMessageId } from '../queue/queue.ts';
+import { newMessageId, type Queue } from '../queue/queue.ts';
 import { AppError, conflict, notFound, validationFailed } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
-import { findPage, type Page, type PageQuery } from '../shared/paging.ts';
+import type { Page, PageQuery } from '../shared/paging.ts';
+import type { SecretBox } from '../shared/secrets.ts';
 import { urlRefusal } from '../shared/url-safety.ts';
-import { WebhookDelivery, WebhookEndpoint } from './entity.ts';
-import { pingsSince } from './repository.ts';
+import type { WebhookDelivery, WebhookEndpoint } from './entity.ts';
+import { pingsSince, type WebhookEndpointRepository } from './repository.ts';
 import { newSigningSecret, previousSecretBinding } from './signing.ts';
 
 /** How long deliveries are signed with the old secret too after a rotation (events.md). */
@@ -35,29 +34,24 @@ export interface DeliveryFilters extends PageQuery {
   event_id?: string | undefined;
 }
 
-/** SQLSTATE of a transaction PostgreSQL ended to break a deadlock. */
-const DEADLOCK_DETECTED = '40P01';
-
 export class WebhookEndpointService {
-  constructor(private readonly ctx: AppContext) {}
-
-  private get em(): EntityManager {
-    return this.ctx.orm.em;
-  }
+  constructor(
+    private readonly endpoints: WebhookEndpointRepository,
+    private readonly ctx: { secrets: SecretBox; outbox: Outbox; queue: Queue; config: Pick<Config, 'webhooks' | 'urlPolicy'> },
+  ) {}
 
   /** Creates the endpoint; `secret` is returned here and never again. */
   async create(ownerId: string, input: NewEndpoint): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
     await this.checkUrl(input.url);
     const secret = newSigningSecret();
-    const endpoint = await this.em.transactional(async (em) => {
-      // Serialises one user's creations, so concurrent requests cannot pass the limit together.
-      await holdLock(transactionOf(em), `webhook_endpoints:${ownerId}`);
-      if ((await em.count(WebhookEndpoint, { ownerId })) >= MAX_WEBHOOK_ENDPOINTS_PER_USER) {
+    // Counted under a lock per user, so concurrent requests cannot pass the limit together.
+    const endpoint = await this.endpoints.insertCounted(ownerId, (count) => {
+      if (count >= MAX_WEBHOOK_ENDPOINTS_PER_USER) {
         throw conflict('too_many_webhook_endpoints', `A user can have at most ${MAX_WEBHOOK_ENDPOINTS_PER_USER} webhook endpoints; delete one first.`);
       }
       const id = newId('webhookEndpoint');
       const now = new Date();
-      return em.create(WebhookEndpoint, {
+      return {
         id,
         ownerId,
         url: input.url,
@@ -71,18 +65,18 @@ export class WebhookEndpointService {
         failingSince: null,
         createdAt: now,
         updatedAt: now,
-      });
+      };
     });
     return { endpoint, secret };
   }
 
   list(ownerId: string, page: PageQuery): Promise<Page<WebhookEndpoint>> {
-    return findPage(this.em, WebhookEndpoint, { ownerId }, page);
+    return this.endpoints.list(ownerId, page);
   }
 
   /** The caller's endpoint; another user's is "not found". */
   async get(ownerId: string, id: string): Promise<WebhookEndpoint> {
-    const endpoint = await this.em.findOne(WebhookEndpoint, { id, ownerId });
+    const endpoint = await this.endpoints.findOwned(ownerId, id);
     if (!endpoint) throw notFound();
     return endpoint;
   }
@@ -102,29 +96,14 @@ export class WebhookEndpointService {
       endpoint.failingSince = null;
     }
     endpoint.updatedAt = new Date();
-    await this.em.flush();
+    await this.endpoints.save(endpoint);
     return endpoint;
   }
 
   /** Deletes the endpoint and its deliveries: their queued messages find nothing and stop. */
   async remove(ownerId: string, id: string): Promise<void> {
     const endpoint = await this.get(ownerId, id);
-    for (let attempt = 1; ; attempt++) {
-      try {
-        await this.em.transactional(async (em) => {
-          // The endpoint's row first, as a sender taking a slot locks it before its delivery; a delete
-          // that took the deliveries first deadlocked with it under load (a 500).
-          await em.execute('select id from webhook_endpoints where id = ? for update', [endpoint.id]);
-          await em.nativeDelete(WebhookDelivery, { endpointId: endpoint.id });
-          await em.nativeDelete(WebhookEndpoint, { id: endpoint.id });
-        });
-        return;
-      } catch (error) {
-        // A sender recording an attempt holds its delivery, then the endpoint: PostgreSQL ends one of
-        // the two, and the delete is simply tried again.
-        if (attempt >= 3 || (error as { code?: string }).code !== DEADLOCK_DETECTED) throw error;
-      }
-    }
+    await this.endpoints.deleteWithDeliveries(endpoint.id);
   }
 
   /** A new secret; deliveries are signed with the old one too for ROTATION_OVERLAP_MS. */
@@ -137,7 +116,7 @@ export class WebhookEndpointService {
     endpoint.previousSecretExpiresAt = new Date(now.getTime() + ROTATION_OVERLAP_MS);
     endpoint.secretEncrypted = this.ctx.secrets.encrypt(secret, endpoint.id);
     endpoint.updatedAt = now;
-    await this.em.flush();
+    await this.endpoints.save(endpoint);
     return { endpoint, secret };
   }
 
@@ -145,8 +124,7 @@ export class WebhookEndpointService {
   async test(ownerId: string, id: string): Promise<WebhookDelivery> {
     const endpoint = await this.get(ownerId, id);
     if (endpoint.status !== 'enabled') throw endpointDisabled();
-    const deliveryId = await this.em.transactional(async (em) => {
-      const trx = transactionOf(em);
+    const deliveryId = await this.endpoints.transaction(async (trx) => {
       // Counted under the endpoint's row lock, so concurrent requests cannot overshoot the limit.
       if ((await pingsSince(trx, endpoint.id, new Date(Date.now() - 60_000))) >= MAX_TEST_PINGS_PER_MINUTE) {
         throw new AppError('rate_limited', {
@@ -156,21 +134,12 @@ export class WebhookEndpointService {
       }
       return this.ctx.outbox.appendForEndpoint(trx, pingEvent(endpoint.ownerId, endpoint.id), endpoint.id);
     });
-    return this.em.findOneOrFail(WebhookDelivery, { id: deliveryId });
+    return this.endpoints.findDelivery(deliveryId);
   }
 
   async listDeliveries(ownerId: string, id: string, filters: DeliveryFilters): Promise<Page<WebhookDelivery>> {
     const endpoint = await this.get(ownerId, id);
-    return findPage(
-      this.em,
-      WebhookDelivery,
-      {
-        endpointId: endpoint.id,
-        ...(filters.status !== undefined && { status: filters.status }),
-        ...(filters.event_id !== undefined && { eventId: filters.event_id }),
-      },
-      filters,
-    );
+    return this.endpoints.listDeliveries(endpoint.id, filters);
   }
 
   /**
@@ -179,8 +148,7 @@ export class WebhookEndpointService {
    */
   async retryDelivery(ownerId: string, endpointId: string, deliveryId: string): Promise<WebhookDelivery> {
     const endpoint = await this.get(ownerId, endpointId);
-    return this.em.transactional(async (em) => {
-      const delivery = await em.findOne(WebhookDelivery, { id: deliveryId, endpointId: endpoint.id, ownerId });
+    return this.endpoints.changeDelivery(ownerId, endpoint.id, deliveryId, async (delivery, trx) => {
       if (!delivery) throw notFound();
       const next = applyDeliveryEvent(delivery, { type: 'RETRY' }, this.ctx.config.webhooks.deliveryScheduleMs);
       if (!next) throw conflict('delivery_not_failed', `Only failed deliveries can be retried; this one is ${delivery.status}.`);
@@ -192,7 +160,7 @@ export class WebhookEndpointService {
         queueMessageId,
         updatedAt: now,
       });
-      await this.ctx.queue.insertIn(transactionOf(em), 'webhookDelivery', [
+      await this.ctx.queue.insertIn(trx, 'webhookDelivery', [
         { id: queueMessageId, message: { deliveryId: delivery.id }, delayMs: next.nextAttemptInMs!, groupId: endpoint.id },
       ]);
       return delivery;

@@ -1,10 +1,13 @@
 import { ipKeyGenerator } from 'express-rate-limit';
 import { SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
 import type { StoreLookupCache } from '../db/lookup-cache.ts';
-import type { AppContext } from '../context.ts';
+import type { Logger } from 'pino';
+import type { Config } from '../config/index.ts';
+import type { Metrics } from '../metrics/index.ts';
+import type { SecretBox } from '../shared/secrets.ts';
 import { fulfillmentKeys } from '../fulfillments/identity.ts';
 import type { FulfillmentService } from '../fulfillments/service.ts';
-import { PayloadError } from '../platforms/types.ts';
+import { PayloadError, type PlatformAdapters } from '../platforms/types.ts';
 import { MAX_TRACKING_NUMBERS_PER_FULFILLMENT } from '../../contract/limits.ts';
 import { normaliseVendor } from '../pricing/index.ts';
 import type { ResellerStore } from '../reseller-stores/entity.ts';
@@ -15,7 +18,7 @@ import type { OrderCancelling, OrderRouting } from '../orders/port.ts';
 import type { RoutableSource } from '../orders/routing.ts';
 import type { JobsBySourceOrder, ResellerStoreReads, SourceStoreReads } from './ports.ts';
 import { verifySignature } from './signature.ts';
-import { SourceSecrets } from './source-secrets.ts';
+import type { SourceSecrets } from './source-secrets.ts';
 import type { SharedCounters } from '../rate-limits/repository.ts';
 import {
   IGNORED,
@@ -54,6 +57,13 @@ export interface WebhookCollaborators {
   counters: SharedCounters;
   /** Writes an audit entry on its own (a refused order). */
   audit: (record: AuditRecord) => Promise<void>;
+  /** The fulfillment webhook's secrets per supplier domain (src/webhooks/source-secrets.ts). */
+  sourceSecrets: SourceSecrets;
+  secrets: SecretBox;
+  platforms: PlatformAdapters;
+  metrics: Metrics;
+  logger: Logger;
+  config: Pick<Config, 'webhookSignatureFailuresPerMinute'>;
 }
 
 export class WebhookService {
@@ -65,12 +75,9 @@ export class WebhookService {
   private readonly fulfillments: FulfillmentService;
   private readonly syncJobs: JobsBySourceOrder;
 
-  constructor(
-    private readonly ctx: AppContext,
-    private readonly deps: WebhookCollaborators,
-  ) {
+  constructor(private readonly deps: WebhookCollaborators) {
     ({ stores: this.stores, counters: this.counters, routing: this.routing, fulfillments: this.fulfillments, syncJobs: this.syncJobs, cancellations: this.cancellations } = deps);
-    this.sourceSecrets = new SourceSecrets(ctx, deps.sourceStores);
+    this.sourceSecrets = deps.sourceSecrets;
   }
 
   /**
@@ -87,7 +94,7 @@ export class WebhookService {
     const found = shopDomain
       ? await this.stores.get(`reseller:${shopDomain}`, async () => {
           const store = await this.deps.resellerStores.findActiveByDomain(shopDomain);
-          return store && { store, secret: this.ctx.secrets.decrypt(store.webhookSecretEncrypted, store.id) };
+          return store && { store, secret: this.deps.secrets.decrypt(store.webhookSecretEncrypted, store.id) };
         })
       : null;
     if (!found || !delivery.signature || !verifySignature(delivery.rawBody, found.secret, delivery.signature)) throw this.refused('orders');
@@ -110,13 +117,13 @@ export class WebhookService {
     const budget = signatureFailureKeys(shopDomain, delivery.client);
     let retryAfterSeconds = 1;
     const check = await this.sourceSecrets.check(shopDomain, delivery.rawBody, delivery.signature, async () => {
-      const spent = (await this.counters.current(budget)).filter((count) => count.hits >= this.ctx.config.webhookSignatureFailuresPerMinute);
+      const spent = (await this.counters.current(budget)).filter((count) => count.hits >= this.deps.config.webhookSignatureFailuresPerMinute);
       retryAfterSeconds = Math.max(1, ...spent.map((count) => Math.ceil((count.resetsAtMs - Date.now()) / 1000)));
       return spent.length === 0;
     });
     if (check.verdict === 'signed') return check.senders;
     if (check.verdict === 'limited') {
-      this.ctx.metrics.webhookVerificationFailures.inc({ endpoint: 'fulfillments' });
+      this.deps.metrics.webhookVerificationFailures.inc({ endpoint: 'fulfillments' });
       throw new AppError('rate_limited', { message: 'Too many deliveries with an invalid signature; retry later.', retryAfterSeconds });
     }
     // Only a domain with source stores costs anything to check; a made-up one is counted per client alone.
@@ -133,13 +140,13 @@ export class WebhookService {
     const id = sourceStoreId !== undefined && STORE_ID.test(sourceStoreId) ? sourceStoreId : null;
     const store = id ? await this.deps.sourceStores.findActive(id) : null;
     if (!store || !delivery.signature) throw this.refused('fulfillments');
-    const secret = this.ctx.secrets.decrypt(store.webhookSecretEncrypted, store.id);
+    const secret = this.deps.secrets.decrypt(store.webhookSecretEncrypted, store.id);
     if (!verifySignature(delivery.rawBody, secret, delivery.signature)) throw this.refused('fulfillments');
     return store;
   }
 
   private refused(endpoint: 'orders' | 'fulfillments'): AppError {
-    this.ctx.metrics.webhookVerificationFailures.inc({ endpoint });
+    this.deps.metrics.webhookVerificationFailures.inc({ endpoint });
     return new AppError('invalid_signature');
   }
 
@@ -165,7 +172,7 @@ export class WebhookService {
    */
   private async readOrder(store: ResellerStore, body: unknown, delivery: Delivery): Promise<ResellerOrder> {
     try {
-      const order = parse(() => this.ctx.platforms[store.platform].parseOrderWebhook(body));
+      const order = parse(() => this.deps.platforms[store.platform].parseOrderWebhook(body));
       if (!EXTERNAL_ORDER_ID.test(order.externalOrderId)) throw validationFailed('id', 'The order id is not a valid order id.');
       return order;
     } catch (error) {
@@ -202,7 +209,7 @@ export class WebhookService {
   }
 
   private async receiveTracking(senders: SourceStore[], body: unknown, delivery: Delivery): Promise<string[]> {
-    const fulfillment = parse(() => this.ctx.platforms[senders[0]!.platform].parseFulfillmentWebhook(body));
+    const fulfillment = parse(() => this.deps.platforms[senders[0]!.platform].parseFulfillmentWebhook(body));
     checkTrackingBound(fulfillment.tracking.numbers.length);
     const keys = fulfillmentKeys(fulfillment, delivery.webhookId);
     const job = await this.syncJobs.findBySourceOrder(
@@ -216,7 +223,7 @@ export class WebhookService {
       return [job.id];
     }
     const held = await this.fulfillments.holdUnlessUnowned(senders, fulfillment, keys);
-    this.ctx.logger.info(
+    this.deps.logger.info(
       { shop_domain: senders[0]!.shopDomain, source_order_id: fulfillment.sourceOrderId, held },
       held ? 'fulfillment held until a job records its order' : 'fulfillment of an order the service never placed',
     );

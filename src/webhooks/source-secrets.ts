@@ -1,4 +1,5 @@
-import type { AppContext } from '../context.ts';
+import type { Metrics } from '../metrics/index.ts';
+import type { SecretBox } from '../shared/secrets.ts';
 import type { SourceStoreReads } from './ports.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
 import { verifySignature } from './signature.ts';
@@ -41,7 +42,7 @@ export class SourceSecrets {
   readonly #stores: SourceStoreReads;
 
   constructor(
-    private readonly ctx: AppContext,
+    private readonly ctx: { metrics: Metrics; secrets: SecretBox },
     stores: SourceStoreReads,
   ) {
     this.#stores = stores;

@@ -1,7 +1,11 @@
 import type { Dispatcher } from 'undici';
 import type { Logger } from 'pino';
 import { applyDeliveryEvent, type DeliveryEvent } from '../../machines/delivery.machine.ts';
-import type { AppContext } from '../context.ts';
+import type { Config } from '../config/index.ts';
+import type { Orm } from '../db/orm.ts';
+import type { Metrics } from '../metrics/index.ts';
+import type { Queue } from '../queue/queue.ts';
+import type { SecretBox } from '../shared/secrets.ts';
 import { sqlOf } from '../db/sql.ts';
 import { newMessageId } from '../queue/queue.ts';
 import { guardedAgent } from '../shared/url-safety.ts';
@@ -62,7 +66,7 @@ export class DeliveryWorker {
   /** Attempts of this process in flight to endpoints whose last attempts failed (see `failingShare`). */
   private failingInFlight = 0;
 
-  constructor(private readonly ctx: AppContext) {
+  constructor(private readonly ctx: { config: Pick<Config, 'urlPolicy' | 'webhooks'>; orm: Orm; logger: Logger; metrics: Metrics; queue: Queue; secrets: SecretBox }) {
     this.dispatcher = guardedAgent(ctx.config.urlPolicy, { keepAliveTimeout: 10_000 });
   }
 

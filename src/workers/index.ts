@@ -1,12 +1,12 @@
 import type { Job, JobResult, PgBoss } from 'pg-boss';
-import type { AppContext } from '../context.ts';
 import { QUEUES, type QueueKey, type QueueMessage } from '../queue/queue.ts';
 import type { AttemptRow } from '../attempts/kind.ts';
-import { startSweeper } from '../attempts/sweep.ts';
-import { startEventPruner } from '../events/retention.ts';
+import { startSweeper, type SweepHook } from '../attempts/sweep.ts';
+import { startEventPruner, type EventPruning } from '../events/retention.ts';
 import { AttemptWorker } from '../attempts/worker.ts';
 import { DELIVERIES_PER_ENDPOINT, DeliveryWorker } from './delivery.worker.ts';
-import { registerKinds, sweepHooks, type RegisteredKind } from './kinds.ts';
+import type { Infrastructure } from '../services.ts';
+import { registerKinds, type RegisteredKind } from './kinds.ts';
 
 /**
  * A worker fetches up to this many messages at once and works on them together: one fetch, one
@@ -87,7 +87,10 @@ export type RunHandlers = { [K in RunQueue]: (message: QueueMessage<K>) => Promi
  * (e.g. the database went away), is left to pg-boss, which delivers it again (an attempt's message at
  * most as often as the retry policy allows attempts: src/queue/queue.ts).
  */
-export async function startWorkers(ctx: AppContext, runs: RunHandlers): Promise<{ stop: () => Promise<void>; drain: () => Promise<void> }> {
+export async function startWorkers(
+  ctx: Infrastructure,
+  { runs, sweepHooks, events }: { runs: RunHandlers; sweepHooks: readonly SweepHook[]; events: EventPruning['events'] },
+): Promise<{ stop: () => Promise<void>; drain: () => Promise<void> }> {
   const kinds = registerKinds(ctx);
   for (const key of Object.keys(QUEUES) as QueueKey[]) {
     const consumers = kinds.filter(({ kind }) => kind.queue.name === QUEUES[key].name).length + (key in runs ? 1 : 0) + (key === 'webhookDelivery' ? 1 : 0);
@@ -98,8 +101,8 @@ export async function startWorkers(ctx: AppContext, runs: RunHandlers): Promise<
   for (const registered of kinds) workers.push(await startWorker(ctx, registered));
   for (const key of Object.keys(runs) as RunQueue[]) await startRunWorker(ctx, key, runs[key] as (message: QueueMessage<RunQueue>) => Promise<void>);
   await startDeliveryWorker(ctx);
-  const stopSweeper = startSweeper(ctx, kinds, sweepHooks(ctx));
-  const stopPruner = startEventPruner(ctx);
+  const stopSweeper = startSweeper(ctx, kinds, sweepHooks);
+  const stopPruner = startEventPruner({ events, retentionDays: ctx.config.eventRetentionDays, logger: ctx.logger });
   const stop = async () => void (await Promise.all([stopSweeper(), stopPruner()]));
   return { stop, drain: async () => void (await Promise.all(workers.map((worker) => worker.drain()))) };
 }
@@ -108,7 +111,7 @@ export async function startWorkers(ctx: AppContext, runs: RunHandlers): Promise<
  * Webhook deliveries wait on other people's servers: one message at a time per slot, and a bounded
  * number per endpoint (src/workers/delivery.worker.ts), so a slow endpoint holds only its own.
  */
-async function startDeliveryWorker(ctx: AppContext): Promise<void> {
+async function startDeliveryWorker(ctx: Infrastructure): Promise<void> {
   const worker = new DeliveryWorker(ctx);
   const { name, schema } = QUEUES.webhookDelivery;
   await consumeEach(ctx.queue.boss, name, ctx.config.webhooks.deliveryConcurrency, DELIVERIES_PER_ENDPOINT, async (jobs) => {
@@ -129,7 +132,7 @@ async function startDeliveryWorker(ctx: AppContext): Promise<void> {
 }
 
 /** Runs each message of a run queue (a reconciliation run), the messages of a batch side by side. */
-async function startRunWorker<Q extends RunQueue>(ctx: AppContext, key: Q, run: (message: QueueMessage<Q>) => Promise<void>): Promise<void> {
+async function startRunWorker<Q extends RunQueue>(ctx: Infrastructure, key: Q, run: (message: QueueMessage<Q>) => Promise<void>): Promise<void> {
   const { name, schema } = QUEUES[key];
   await consume(ctx.queue.boss, name, ctx.config.workerConcurrency, async (jobs) => {
     const messages = jobs.flatMap((job) => {
@@ -147,7 +150,7 @@ async function startRunWorker<Q extends RunQueue>(ctx: AppContext, key: Q, run: 
   });
 }
 
-async function startWorker(ctx: AppContext, { kind, attempt }: RegisteredKind): Promise<AttemptWorker<AttemptRow, string, object, { row: AttemptRow }>> {
+async function startWorker(ctx: Infrastructure, { kind, attempt }: RegisteredKind): Promise<AttemptWorker<AttemptRow, string, object, { row: AttemptRow }>> {
   const worker = new AttemptWorker(ctx, kind, attempt);
   const { name, schema } = kind.queue;
   await consume(ctx.queue.boss, name, ctx.config.workerConcurrency, async (jobs) => {

@@ -5,12 +5,17 @@
  * (src/workers/index.ts) and the sweep. Start-up fails on a kind listed twice, two kinds on one
  * queue or table, and a queue of retried work no kind consumes.
  */
-import type { Attempt, AttemptKind, AttemptRow, SettledStep } from '../attempts/kind.ts';
+import type { Attempt, AttemptKind, AttemptRow, AttemptRuntime, SettledStep } from '../attempts/kind.ts';
 import { Sweeper, type SweepHook, type SweptKind } from '../attempts/sweep.ts';
-import type { AppContext } from '../context.ts';
+import type { CancellationAttemptDeps } from '../cancellations/attempt.ts';
 import { cancellationKind } from '../cancellations/kind.ts';
+import { CancellationRepository } from '../cancellations/repository.ts';
+import type { FulfillmentAttemptDeps } from '../fulfillments/attempt.ts';
 import { fulfillmentKind } from '../fulfillments/kind.ts';
-import { FulfillmentService } from '../fulfillments/service.ts';
+import { FulfillmentRepository } from '../fulfillments/repository.ts';
+import type { PlatformAdapters } from '../platforms/types.ts';
+import type { SecretBox } from '../shared/secrets.ts';
+import type { SyncJobAttemptDeps } from '../sync-jobs/attempt.ts';
 import { syncJobKind } from '../sync-jobs/kind.ts';
 import { SyncJobRepository } from '../sync-jobs/repository.ts';
 import { ResellerStoreRepository } from '../reseller-stores/repository.ts';
@@ -38,14 +43,29 @@ export const FULFILLMENT_RECORDED: readonly FulfillmentRecorded[] = [(trx, fulfi
 /** The kinds' queues, for `Queue.start` to create (src/server.ts). */
 export const ATTEMPT_QUEUES = ATTEMPT_KINDS.map((kind) => kind.queue);
 
-/** What the kinds' attempts need, built once per process. */
-type KindDeps = AppContext & { syncJobReads: SyncJobRepository; resellerStoreReads: ResellerStoreRepository };
+/** What the kinds and the sweep are built from (src/server.ts): the retry framework's runtime, and the platforms the attempts call. */
+export type KindInfrastructure = AttemptRuntime & { platforms: PlatformAdapters; secrets: SecretBox };
 
-const kindDeps = (ctx: AppContext): KindDeps => ({
-  ...ctx,
-  syncJobReads: new SyncJobRepository(ctx.orm),
-  resellerStoreReads: new ResellerStoreRepository(ctx.orm),
-});
+/** What the kinds' attempts need (each declares its own part), built once per process. */
+type KindDeps = SyncJobAttemptDeps & FulfillmentAttemptDeps & CancellationAttemptDeps;
+
+const kindDeps = ({ orm, platforms, secrets, pacer, logger, outbox, config }: KindInfrastructure): KindDeps => {
+  const syncJobs = new SyncJobRepository(orm);
+  return {
+    syncJobReads: syncJobs,
+    // The cancellations' port on the sync jobs (src/cancellations/ports.ts `CancelledJobs`).
+    cancelledJobs: syncJobs,
+    resellerStoreReads: new ResellerStoreRepository(orm),
+    fulfillments: new FulfillmentRepository(orm),
+    cancellationRepository: new CancellationRepository(orm),
+    platforms,
+    secrets,
+    pacer,
+    logger,
+    outbox,
+    config,
+  };
+};
 
 type AnyKind = AttemptKind<AttemptRow, string, object, { row: AttemptRow }, KindDeps>;
 
@@ -60,12 +80,12 @@ export interface RegisteredKind {
  * names a kind, a queue or a table twice, or when there are settled steps for a kind not listed.
  */
 export function registerKinds(
-  ctx: AppContext,
+  infrastructure: KindInfrastructure,
   kinds: readonly unknown[] = ATTEMPT_KINDS,
   settled: Readonly<Record<string, readonly SettledStep[]>> = SETTLED_STEPS,
 ): RegisteredKind[] {
   const seen = { name: new Set<string>(), queue: new Set<string>(), table: new Set<string>() };
-  const deps = kindDeps(ctx);
+  const deps = kindDeps(infrastructure);
   const registered = (kinds as readonly AnyKind[]).map((kind) => {
     for (const key of ['name', 'queue', 'table'] as const) {
       const value = key === 'queue' ? kind.queue.name : kind[key];
@@ -81,13 +101,10 @@ export function registerKinds(
   return registered;
 }
 
-/** What features do after each sweep pass: the fulfillments feature claims held fulfillments. */
-export function sweepHooks(ctx: AppContext): SweepHook[] {
-  const fulfillments = new FulfillmentService(ctx, new SyncJobRepository(ctx.orm), new ResellerStoreRepository(ctx.orm), FULFILLMENT_RECORDED);
-  return [() => fulfillments.claimHeld()];
-}
-
-/** The sweep of this process, handed every kind and the hooks. */
-export function createSweeper(ctx: AppContext, kinds: readonly SweptKind[] = registerKinds(ctx)): Sweeper {
-  return new Sweeper(ctx, kinds, sweepHooks(ctx));
+/**
+ * The sweep of this process, handed every kind and the hooks that run after each pass (the
+ * fulfillments feature's: claiming held fulfillments; src/server.ts hands them to the workers).
+ */
+export function createSweeper(infrastructure: KindInfrastructure, kinds: readonly SweptKind[] = registerKinds(infrastructure), hooks: readonly SweepHook[] = []): Sweeper {
+  return new Sweeper(infrastructure, kinds, hooks);
 }

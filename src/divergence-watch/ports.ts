@@ -1,0 +1,34 @@
+import type { ResellerStore } from '../reseller-stores/entity.ts';
+import type { SourceStore } from '../source-stores/entity.ts';
+import type { SyncJob } from '../sync-jobs/entity.ts';
+
+/**
+ * What a divergence-watch pass reads of other features, through their repositories (the stores',
+ * the sync jobs', the fulfillments'), handed in by the composition root (src/services.ts).
+ */
+export interface WatchedResellerStores {
+  /** The store unless deleted. */
+  findActive(id: string): Promise<ResellerStore | null>;
+}
+
+export interface WatchedSuppliers {
+  /** A reseller store's active suppliers, oldest first. */
+  activeInOrderOf(resellerStoreId: string): Promise<SourceStore[]>;
+}
+
+export interface WatchedJobs {
+  /** The jobs that placed these orders on this supplier store, by supplier order id. */
+  bySourceOrders(sourceStoreId: string, sourceOrderIds: string[]): Promise<Map<string, SyncJob>>;
+}
+
+export interface WatchedFulfillments {
+  /** The identities (`<job id>:<dedupe key>`) of the fulfillments these jobs already have. */
+  keysOf(syncJobIds: string[]): Promise<Set<string>>;
+}
+
+export interface WatchReads {
+  resellerStores: WatchedResellerStores;
+  suppliers: WatchedSuppliers;
+  jobs: WatchedJobs;
+  fulfillments: WatchedFulfillments;
+}
