@@ -2,7 +2,8 @@
  * A feature's repository runs statements on its own tables (and the core's); what it needs of
  * another feature's tables it reaches through a port the composition root fills with that feature's
  * repository (README "Architecture"). Imports cannot show this (SQL names tables in strings), so this
- * reads every feature repository for the tables of other features, and compares what it finds with
+ * reads every feature repository for the tables of other features (named in SQL, or their entity
+ * handed to the ORM), and compares what it finds with
  * the statements that still do, each named with why. A new one fails here; so does a listed one
  * that moved to its owner (take it off the list).
  */
