@@ -87,7 +87,7 @@ export function createServices(infrastructure: Infrastructure) {
   );
   const resellerStoreRepository = new ResellerStoreRepository(orm);
   const divergenceRepository = new DivergenceRepository(orm);
-  const resellerStores = new ResellerStoreService(resellerStoreRepository, { config, secrets }, divergenceRepository, cancellations);
+  const resellerStores = new ResellerStoreService(resellerStoreRepository, { config, secrets }, divergenceRepository, cancellations, sourceStoreRepository);
   const sourceStores = new SourceStoreService(sourceStoreRepository, { config, secrets }, resellerStores);
   const fulfillmentRepository = new FulfillmentRepository(orm);
   const syncJobs = new SyncJobService({ jobs: syncJobRepository, timelines, queue, outbox, metrics }, sourceStores, fulfillmentRepository, cancellations);
@@ -147,7 +147,7 @@ export function createServices(infrastructure: Infrastructure) {
     webhooks,
     reconciliations: new ReconciliationService(config, resellerStores, reconciliationRepository),
     /** Carries out queued reconciliation runs (workers). */
-    reconciliationRunner: new ReconciliationRunner({ config, logger, metrics, platforms, secrets }, reconciliationRepository, routing),
+    reconciliationRunner: new ReconciliationRunner({ config, logger, metrics, platforms, secrets }, reconciliationRepository, routing, resellerStoreRepository),
     /** The reseller's to-do list (divergences) and the scheduling of divergence-watch passes. */
     divergences: new DivergenceService(config, resellerStores, divergenceRepository, watchRepository),
     /** Carries out queued divergence-watch passes (workers). */

@@ -5,7 +5,6 @@ import type { Orm } from '../db/orm.ts';
 import type { Database } from '../db/schema.ts';
 import { sqlOf, type Db, type Trx } from '../db/sql.ts';
 import { newMessageId, type Queue } from '../queue/queue.ts';
-import { ResellerStore } from '../reseller-stores/entity.ts';
 import { newId } from '../shared/ids.ts';
 import { findPage } from '../db/paging.ts';
 import type { Page, PageQuery } from '../shared/paging.ts';
@@ -236,11 +235,6 @@ export class ReconciliationRepository {
       .where('reseller_store_id', '=', resellerStoreId)
       .executeTakeFirst();
     return row ? { watermark: dateOf(row.watermark), reconciledUntil: dateOf(row.reconciled_until) } : null;
-  }
-
-  /** The store, unless it was deleted (a deleted store is not reconciled). */
-  activeStore(id: string): Promise<ResellerStore | null> {
-    return this.orm.em.fork().findOne(ResellerStore, { id, deletedAt: null });
   }
 
   list(ownerId: string, resellerStoreId: string, page: PageQuery): Promise<Page<ReconciliationRun>> {

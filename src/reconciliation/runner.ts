@@ -7,6 +7,7 @@ import type { OrderRouting } from '../orders/port.ts';
 import { EXTERNAL_ORDER_ID, type ResellerOrder } from '../orders/types.ts';
 import { PlatformError, type ListedOrder, type PlatformAdapters } from '../platforms/types.ts';
 import type { ResellerStore } from '../reseller-stores/entity.ts';
+import type { ReconciledStores } from './ports.ts';
 import type { ReconciliationRepository, RunOutcome, TakenRun, Watermark } from './repository.ts';
 
 /** Orders can appear in a platform's list a little after their creation time: each run relists this much. */
@@ -32,6 +33,7 @@ export class ReconciliationRunner {
     private readonly repository: ReconciliationRepository,
     /** Routing, through its port (src/orders/port.ts), as the order webhook routes. */
     private readonly routing: OrderRouting,
+    private readonly stores: ReconciledStores,
   ) {}
 
   /** Runs the reconciliation a queue message names, unless it finished or another process holds it. */
@@ -61,7 +63,7 @@ export class ReconciliationRunner {
 
   private async reconcile(run: TakenRun, lease: Lease, tally: Tally): Promise<RunOutcome> {
     const deleted: RunOutcome = { status: 'failed', ...tally, error: 'The reseller store was deleted.', watermark: null };
-    const store = await this.repository.activeStore(run.resellerStoreId);
+    const store = await this.stores.findActive(run.resellerStoreId);
     if (!store) return deleted;
     const current = (await this.repository.watermarkOf(store.id)) ?? { watermark: store.createdAt, reconciledUntil: store.createdAt };
     // A new store does not import its history: the automatic window never reaches before its creation
@@ -78,7 +80,7 @@ export class ReconciliationRunner {
     let pages = 0;
     for await (const page of this.deps.platforms[store.platform].listOrders(connection, since)) {
       lease.check();
-      if (!(await this.repository.activeStore(store.id))) return { ...deleted, ...tally };
+      if (!(await this.stores.findActive(store.id))) return { ...deleted, ...tally };
       // Lists are oldest first: the first order inside the grace period ends the listing.
       const due = page.filter((listed) => listed.createdAt <= cutoff);
       await this.routePage(store, due, run, lease, tally);

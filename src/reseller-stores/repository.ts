@@ -3,11 +3,10 @@ import { sql } from 'kysely';
 import { recordAudit, type AuditRecord } from '../audit-log/repository.ts';
 import { flushUnique } from '../db/errors.ts';
 import type { Orm } from '../db/orm.ts';
-import { sqlOf, type Db } from '../db/sql.ts';
+import { sqlOf, transactionOf, type Db, type Trx } from '../db/sql.ts';
 import type { AppError } from '../shared/errors.ts';
 import { findPage } from '../db/paging.ts';
 import type { Page, PageQuery } from '../shared/paging.ts';
-import { SourceStore } from '../source-stores/entity.ts';
 import { ResellerStore } from './entity.ts';
 import { FULFILLMENT_STATUSES, SYNC_JOB_STATUSES } from '../../contract/enums.ts';
 
@@ -133,17 +132,22 @@ export class ResellerStoreRepository {
   }
 
   /**
-   * Soft-deletes the user's active store and its source stores, with its audit entry; false when
-   * there is no such active store. The row is read FOR UPDATE among the active ones, so of
+   * Soft-deletes the user's active store, with its audit entry and what `alsoIn` writes in the same
+   * transaction (its source stores' deletion); false when there is no such active store. The row is read FOR UPDATE among the active ones, so of
    * concurrent deletes exactly one finds it; the others wait for it and find it deleted.
    */
-  softDelete(ownerId: string, id: string, audit: (store: ResellerStore) => AuditRecord): Promise<boolean> {
+  softDelete(
+    ownerId: string,
+    id: string,
+    audit: (store: ResellerStore) => AuditRecord,
+    alsoIn: (trx: Trx, store: ResellerStore, at: Date) => Promise<void>,
+  ): Promise<boolean> {
     return this.orm.em.transactional(async (em) => {
       const store = await em.findOne(ResellerStore, { id, ownerId, deletedAt: null }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
       if (!store) return false;
       const now = new Date();
       store.deletedAt = now;
-      await em.nativeUpdate(SourceStore, { resellerStoreId: store.id, deletedAt: null }, { deletedAt: now });
+      await alsoIn(transactionOf(em), store, now);
       recordAudit(em, audit(store));
       return true;
     });

@@ -10,7 +10,7 @@ import { shopDomainRefusal } from '../shared/url-safety.ts';
 import type { ResellerStore } from './entity.ts';
 import type { CancellationStats } from '../cancellations/stats.ts';
 import type { ResellerStoreRepository, StoreStats } from './repository.ts';
-import type { AttentionReads, CancellationCounts, DivergenceCounts } from './ports.ts';
+import type { AttentionReads, CancellationCounts, DivergenceCounts, StoreSuppliers } from './ports.ts';
 
 export interface NewResellerStore {
   name: string;
@@ -26,6 +26,7 @@ export class ResellerStoreService {
     private readonly ctx: { config: Pick<Config, 'platformBaseUrl' | 'urlPolicy'>; secrets: SecretBox },
     private readonly attention: AttentionReads,
     private readonly cancellations: CancellationCounts,
+    private readonly suppliers: StoreSuppliers,
   ) {}
 
   async create(principal: Principal, input: NewResellerStore): Promise<ResellerStore> {
@@ -88,7 +89,8 @@ export class ResellerStoreService {
    * audits); the others wait for it, find it deleted and answer 404 like any later delete.
    */
   async remove(principal: Principal, id: string): Promise<void> {
-    if (!(await this.stores.softDelete(principal.userId, id, (store) => auditOf(principal, store, 'reseller_store.deleted', {})))) throw notFound();
+    const audit = (store: ResellerStore) => auditOf(principal, store, 'reseller_store.deleted', {});
+    if (!(await this.stores.softDelete(principal.userId, id, audit, (trx, store, at) => this.suppliers.softDeleteAllOfIn(trx, store.id, at)))) throw notFound();
   }
 }
 

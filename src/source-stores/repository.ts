@@ -101,6 +101,11 @@ export class SourceStoreRepository {
     return this.orm.em.fork().find(SourceStore, { resellerStoreId, deletedAt: null }, { orderBy: { id: 'asc' } });
   }
 
+  /** Soft-deletes a reseller store's active suppliers, in its deletion's transaction (the reseller stores' port `StoreSuppliers`). */
+  async softDeleteAllOfIn(trx: Trx, resellerStoreId: string, at: Date): Promise<void> {
+    await trx.updateTable('source_stores').set({ deleted_at: at }).where('reseller_store_id', '=', resellerStoreId).where('deleted_at', 'is', null).execute();
+  }
+
   /** The vendor tags of these source stores, by id, as this transaction sees them (the cancellations feature's port `SupplierVendorTags`). */
   async vendorTagsIn(trx: Trx, sourceStoreIds: string[]): Promise<Map<string, string>> {
     if (sourceStoreIds.length === 0) return new Map();
