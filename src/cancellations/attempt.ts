@@ -8,7 +8,14 @@ import { connectionOf } from '../attempts/store-connection.ts';
 import type { AppContext } from '../context.ts';
 import type { Trx } from '../db/sql.ts';
 import type { EventType, NewEvent } from '../events/types.ts';
-import { PlatformError, type LineToCancel, type PlatformAdapter, type StoreConnection, type SupplierOrderState } from '../platforms/types.ts';
+import {
+  PlatformError,
+  type LineToCancel,
+  type PlatformAdapter,
+  type StoreConnection,
+  type SupplierLine,
+  type SupplierOrderState,
+} from '../platforms/types.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
 import type { Cancellation, CancelledLine } from './entity.ts';
@@ -104,7 +111,19 @@ export function cancelSupplierOrder(ctx: AppContext): Attempt<CancellationWork> 
       }
       return { outcome: 'not_placed', reason: job.attempts > 0 ? 'no order carrying the job\'s reference was found on the source store' : null, platformStatus: null };
     }
-    return cancellation.scope === 'order' ? cancelOrder(cancellation, platform, store, orderId) : cancelLines(cancellation, platform, store, orderId);
+    return cancellation.scope === 'order' ? cancelOrder(cancellation, job, platform, store, orderId) : cancelLines(cancellation, job, platform, store, orderId);
+  }
+
+  /**
+   * Where the job's supplier order stands (what is shipped, cancelled, still open), its lines named
+   * by the supplier line ids the job kept from the create answer. A job that kept none (placed before
+   * they were kept, or found by its reference after a lost answer) keeps the lines read now.
+   */
+  async function readOrder(job: SyncJob, platform: PlatformAdapter, store: StoreConnection, orderId: string): Promise<SupplierOrderState> {
+    const state = await platform.readSupplierOrder(store, orderId);
+    if (job.supplierLines) return withKeptLineIds(state, job.supplierLines);
+    await repository.keepSupplierLines(job.id, state.lines.map(({ lineId, sku, quantity }) => ({ lineId, sku, quantity })));
+    return state;
   }
 
   /** Reads the order after a refusal: shipped means too late; anything else is the refusal itself. */
@@ -117,8 +136,8 @@ export function cancelSupplierOrder(ctx: AppContext): Attempt<CancellationWork> 
     return { outcome: 'too_late', reason: `already shipped by the supplier: ${describeLines(shipped.length > 0 ? shipped : asked)}`, platformStatus: error.status };
   }
 
-  async function cancelOrder(cancellation: Cancellation, platform: PlatformAdapter, store: StoreConnection, orderId: string): Promise<Decision> {
-    const state = await platform.readSupplierOrder(store, orderId);
+  async function cancelOrder(cancellation: Cancellation, job: SyncJob, platform: PlatformAdapter, store: StoreConnection, orderId: string): Promise<Decision> {
+    const state = await readOrder(job, platform, store, orderId);
     if (state.cancelled) return { outcome: 'cancelled', reason: null, platformStatus: 200 };
     if (state.fulfillment === 'full') {
       return { outcome: 'too_late', reason: `already shipped by the supplier: ${describeLines(shippedOf(state, cancellation.lines))}`, platformStatus: 200 };
@@ -150,7 +169,7 @@ export function cancelSupplierOrder(ctx: AppContext): Attempt<CancellationWork> 
     }
   }
 
-  async function cancelLines(cancellation: Cancellation, platform: PlatformAdapter, store: StoreConnection, orderId: string): Promise<Decision> {
+  async function cancelLines(cancellation: Cancellation, job: SyncJob, platform: PlatformAdapter, store: StoreConnection, orderId: string): Promise<Decision> {
     if (!platform.cancelSupplierLines) {
       return {
         outcome: 'unsupported',
@@ -158,7 +177,7 @@ export function cancelSupplierOrder(ctx: AppContext): Attempt<CancellationWork> 
         platformStatus: null,
       };
     }
-    const state = await platform.readSupplierOrder(store, orderId);
+    const state = await readOrder(job, platform, store, orderId);
     if (state.cancelled) return { outcome: 'cancelled', reason: null, platformStatus: 200 };
     // Never more than is still open on the supplier's side, line by line.
     const toCancel: LineToCancel[] = [];
@@ -202,6 +221,16 @@ export function cancelSupplierOrder(ctx: AppContext): Attempt<CancellationWork> 
       return { id: decision.outcome, status: decision.platformStatus };
     },
   };
+}
+
+/**
+ * The order as read, each line named by the id the job kept from the create answer for it (matched by
+ * SKU, in order), so a refund names the line the supplier created whatever a later read says.
+ */
+function withKeptLineIds(state: SupplierOrderState, kept: SupplierLine[]): SupplierOrderState {
+  const idsBySku = new Map<string, (string | null)[]>();
+  for (const line of kept) idsBySku.set(line.sku, [...(idsBySku.get(line.sku) ?? []), line.lineId]);
+  return { ...state, lines: state.lines.map((line) => ({ ...line, lineId: idsBySku.get(line.sku)?.shift() ?? line.lineId })) };
 }
 
 /** The open quantities of a partly shipped order, line by line. */

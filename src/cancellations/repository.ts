@@ -5,6 +5,7 @@ import type { Orm } from '../db/orm.ts';
 import type { OrderRef } from '../orders/port.ts';
 import { sqlOf, type Db, type Trx } from '../db/sql.ts';
 import { Fulfillment } from '../fulfillments/entity.ts';
+import type { SupplierLine } from '../platforms/types.ts';
 import { SourceStore } from '../source-stores/entity.ts';
 import { SyncJob } from '../sync-jobs/entity.ts';
 import { Cancellation, OrderCancellation, type CancelledLine } from './entity.ts';
@@ -248,6 +249,20 @@ export class CancellationRepository {
     const moved = Number(result.numUpdatedRows) === 1;
     if (moved) job.version += 1;
     return moved;
+  }
+
+  /**
+   * Keeps a job's supplier lines as a read of its order gave them, when it kept none from the create
+   * answer (placed before they were kept, or found by its reference after a lost answer). A column of
+   * its own, written once: no transition reads it, so the job's version is left alone.
+   */
+  async keepSupplierLines(syncJobId: string, lines: SupplierLine[]): Promise<void> {
+    await this.db
+      .updateTable('sync_jobs')
+      .set({ supplier_lines: JSON.stringify(lines) })
+      .where('id', '=', syncJobId)
+      .where('supplier_lines', 'is', null)
+      .execute();
   }
 
   /** Records a supplier's own cancellation on a job, once; false when it was recorded before. */
