@@ -13,7 +13,7 @@ import type { ResellerStore } from '../reseller-stores/entity.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
 import { holdLease, LeaseLost, type Lease } from '../db/locks.ts';
 import { fulfillmentEvent } from '../fulfillments/events.ts';
-import { syncJobEvent } from '../sync-jobs/events.ts';
+import { syncJobEventsIn } from '../sync-jobs/events.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
 import type { WatchRepairs } from './repairs.ts';
 import type { PassOutcome, TakenPass, WatchRepository } from './repository.ts';
@@ -225,10 +225,7 @@ export class WatchRunner {
           metadata: { sourceOrderId: job.sourceOrderId ?? null, staleAfterMs: this.ctx.config.staleAfterMs },
         })),
       );
-      await this.ctx.outbox.append(
-        trx,
-        jobs.map((job) => syncJobEvent('sync_job.stale', job)),
-      );
+      await this.ctx.outbox.append(trx, await syncJobEventsIn(trx, jobs.map((job) => ({ type: 'sync_job.stale' as const, job }))));
     });
     for (let i = 0; i < raised; i++) this.repaired('stale');
     return raised;
