@@ -30,7 +30,7 @@ export const createdLines = z
   .array(
     z.object({
       id: anyId,
-      sku: z.string().nullish().transform((value) => value ?? '').refine((sku) => sku === wellFormed(sku) && !sku.includes('\u0000')),
+      sku: z.string().nullish().transform((value) => value ?? '').refine((sku) => sku === wellFormed(sku)),
       quantity: z.number().int().nonnegative().safe(),
     }),
   )
