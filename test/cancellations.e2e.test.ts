@@ -12,7 +12,7 @@ import { sendWebhook, type OrderLineInput } from './sandbox/server.ts';
 import { queryRows } from './support/database.ts';
 import { createResellerStore, createSourceStore, registerUser, type TestUser } from './support/factories.ts';
 import { test } from './support/fixtures.ts';
-import { getJob, waitForJob } from './support/sync-jobs.ts';
+import { auditOf, getJob, waitForJob } from './support/sync-jobs.ts';
 import { waitFor } from './support/wait.ts';
 import { ORDERS_PATH, uniqueSuffix } from './support/webhooks.ts';
 
@@ -263,6 +263,29 @@ describe('sync_job events', () => {
     const [retried] = await waitForEvent(api, shop.user.token, shop.reseller.id, 'sync_job.retried', jobId);
     expect(retried.cancellations).toMatchObject([{ id: cut.cancellations[0].id, outcome: 'not_placed', lines: [{ sku: 'B-1', quantity: 1 }] }]);
     expect((await getJob(api, shop.user.token, jobId)).cancellations).toHaveLength(1);
+  });
+});
+
+describe('a cancellation that dies and is retried by hand', () => {
+  it('raises cancellation.dead and cancellation.retried, with their audit entries, each showing the job with that cancellation', async ({ api, sandbox, shopWith, placed, storefront }) => {
+    const shop = await shopWith('platform_a', 'platform_a');
+    const { order, acmeJob } = await placed(shop, [ANVIL]);
+    sandbox.setFaults(shop.acme.shopDomain, { cancelFailNext: 4, cancelStatus: 503 });
+    await storefront(shop, 'orders/cancelled', { ...order, cancelled_at: new Date().toISOString() });
+    const dead = await waitForJob(api, shop.user.token, acmeJob.id, settled, 20_000);
+    const cancellationId = dead.cancellations[0].id;
+    expect(dead.cancellations[0]).toMatchObject({ status: 'dead', attempts: 4 });
+    const [deadEvent] = await eventObjects(api, shop.user.token, shop.reseller.id, 'cancellation.dead', acmeJob.id);
+    expect(deadEvent).toMatchObject({ id: acmeJob.id, cancellations: [{ id: cancellationId, status: 'dead', outcome: null, attempts: 4 }] });
+    expect((await api.post(`/v1/sync_jobs/${acmeJob.id}/cancellations/${cancellationId}/retry`, { token: shop.user.token })).status).toBe(200);
+    const [retriedEvent] = await eventObjects(api, shop.user.token, shop.reseller.id, 'cancellation.retried', acmeJob.id);
+    expect(retriedEvent).toMatchObject({ id: acmeJob.id, cancellations: [{ id: cancellationId, status: 'pending' }] });
+    await waitForJob(api, shop.user.token, acmeJob.id, (j) => j.cancellations[0].status === 'completed');
+    const audit = await auditOf(api, shop.user.token, cancellationId);
+    expect(audit.map((entry) => entry.action)).toEqual(expect.arrayContaining(['cancellation.requested', 'cancellation.dead', 'cancellation.retried', 'cancellation.completed']));
+    expect(audit.find((entry) => entry.action === 'cancellation.retried').actorId).toMatch(/^usr_/);
+    expect(audit.find((entry) => entry.action === 'cancellation.dead').actorId).toBe('system');
+    expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toHaveLength(1);
   });
 });
 
