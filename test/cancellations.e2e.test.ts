@@ -10,13 +10,14 @@ import { describe, expect } from 'vitest';
 import type { Platform } from '../src/orders/types.ts';
 import { sendWebhook, type OrderLineInput } from './sandbox/server.ts';
 import { queryRows } from './support/database.ts';
+import { finishedRun, jobsByOrder, openReseller, placeOrders, reconcile } from './support/reconciliation.ts';
 import { createResellerStore, createSourceStore, registerUser, type TestUser } from './support/factories.ts';
 import { test } from './support/fixtures.ts';
 import { auditOf, getJob, waitForJob } from './support/sync-jobs.ts';
 import { waitFor } from './support/wait.ts';
 import { ORDERS_PATH, uniqueSuffix } from './support/webhooks.ts';
 
-test.override('serviceEnv', { SYNC_RETRY_BASE_DELAY_MS: '50', SWEEP_INTERVAL_MS: '500' });
+test.override('serviceEnv', { SYNC_RETRY_BASE_DELAY_MS: '50', SWEEP_INTERVAL_MS: '500', RECONCILE_INTERVAL_MS: '0', RECONCILE_GRACE_MS: '0' });
 
 let nextOrderId = 2_330_000 + Math.floor(Math.random() * 10_000) * 10;
 let nextRefundId = 88_000;
@@ -222,6 +223,50 @@ describe('a placement in doubt, then cut by some lines', () => {
     const [placedOrder] = sandbox.ordersFor(shop.acme.shopDomain);
     expect((placedOrder!.body as any).lines.map((line: any) => [line.sku, line.quantity])).toEqual([['B-1', 2]]);
     expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toEqual([]);
+  });
+});
+
+describe('a placement in doubt, then cancelled as a whole', () => {
+  for (const supplierPlatform of ['platform_a', 'platform_b'] as const) {
+    it(`is found by its reference among ${supplierPlatform}'s orders, never created again, and cancelled`, async ({ api, sandbox, shopWith, route, storefront }) => {
+      const shop = await shopWith('custom', supplierPlatform);
+      sandbox.setFaults(shop.acme.shopDomain, { acceptThenDropNext: 4 });
+      const { order, jobIds } = await route(shop, [ANVIL]);
+      const jobId = jobIds[0]!;
+      await waitForJob(api, shop.user.token, jobId, (j) => j.status === 'dead', 20_000);
+      sandbox.clearFaults(shop.acme.shopDomain);
+      const [held] = sandbox.ordersFor(shop.acme.shopDomain);
+      await storefront(shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString() });
+      const job = await waitForJob(api, shop.user.token, jobId, settled);
+      expect(job).toMatchObject({ status: 'completed', sourceOrderId: null });
+      expect(job.cancellations).toMatchObject([{ status: 'completed', outcome: 'cancelled', scope: 'order' }]);
+      expect(sandbox.ordersFor(shop.acme.shopDomain)).toHaveLength(1);
+      expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toMatchObject([{ orderId: String(held!.id), lines: null }]);
+    });
+  }
+});
+
+describe('a cancellation recorded before its order, which reconciliation routes', () => {
+  it('ends the order\'s job not placed: nothing reaches the supplier', async ({ api, sandbox, service }) => {
+    const reseller = await openReseller(sandbox, { api, url: service.url, databaseUrl: service.databaseUrl }, 'custom');
+    // The customer's order, whose orders/create webhook is lost; its cancellation webhook arrives.
+    const [order] = await placeOrders(sandbox, reseller, 1, 'drop');
+    const cancelled = await sendWebhook({
+      targetUrl: `${service.url}${ORDERS_PATH}`,
+      shopDomain: reseller.store.shopDomain,
+      secret: reseller.secret,
+      topic: 'orders/cancelled',
+      payload: { id: order!.id, cancelledAt: new Date().toISOString() },
+    });
+    expect(cancelled.body).toMatchObject({ received: true, syncJobIds: [] });
+    // The storefront's list does not show it cancelled yet: reconciliation routes it.
+    const run = await finishedRun(reseller, await reconcile(reseller));
+    expect(run).toMatchObject({ status: 'succeeded', ordersRouted: 1 });
+    const [jobId] = (await jobsByOrder(reseller)).get(String(order!.id))!;
+    const job = await waitForJob(api, reseller.user.token, jobId!, settled);
+    expect(job).toMatchObject({ status: 'completed', sourceOrderId: null, attempts: 0 });
+    expect(job.cancellations).toMatchObject([{ status: 'completed', outcome: 'not_placed', scope: 'order' }]);
+    expect(sandbox.ordersFor(reseller.supplier.shopDomain)).toEqual([]);
   });
 });
 
