@@ -216,7 +216,7 @@ describe('a placement in doubt, then cut by some lines', () => {
     sandbox.clearFaults(shop.acme.shopDomain);
     await storefront(shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString(), lines: [{ sku: 'A-1', quantity: 2 }, { sku: 'B-1', quantity: 1 }] });
     const cut = await waitForJob(api, shop.user.token, jobId, settled);
-    expect(cut.cancellations).toMatchObject([{ status: 'completed', outcome: 'not_placed', scope: 'lines' }]);
+    expect(cut.cancellations).toMatchObject([{ status: 'completed', outcome: 'not_placed', scope: 'lines', reason: expect.stringContaining('placed without these lines') }]);
     expect(cut.status).toBe('dead');
     expect((await api.post(`/v1/sync_jobs/${jobId}/retry`, { token: shop.user.token })).status).toBe(200);
     await waitForJob(api, shop.user.token, jobId, (j) => j.status === 'completed');

@@ -21,7 +21,10 @@ import type { SyncJob } from '../sync-jobs/entity.ts';
 import type { Cancellation, CancelledLine } from './entity.ts';
 import { CancellationRepository, type CancellationWork } from './repository.ts';
 import { jobEventIn } from './events.ts';
-import { cutOrder } from './cut.ts';
+import { CUT_BEFORE_PLACEMENT, cutOrder } from './cut.ts';
+
+/** A cut whose job or cancellation moved meanwhile: its transaction is rolled back. */
+class CutLost extends Error {}
 
 /** The turns of the source store an attempt waits for before it is taken: the order's read and the cancel call. */
 const CALLS_PER_ATTEMPT = 2;
@@ -80,10 +83,37 @@ export function cancelSupplierOrder(ctx: AppContext): Attempt<CancellationWork> 
     return written ?? false;
   }
 
-  /** Removes these quantities from a job not placed yet (version-checked); false when it moved meanwhile. */
-  async function cutJob(job: SyncJob, lines: CancelledLine[]): Promise<boolean> {
-    job.order = cutOrder(job.order!, lines);
-    return repository.transaction((trx) => repository.cutJobOrder(trx, job));
+  /**
+   * Removes the cancellation's quantities from a job not placed yet, and marks the cancellation cut in
+   * the same transaction, so an attempt retried after it (its outcome not recorded) never cuts twice.
+   * False when the job moved meanwhile (version-checked) or the cancellation is no longer held:
+   * nothing is written then.
+   */
+  async function cutJob(job: SyncJob, cancellation: Cancellation): Promise<boolean> {
+    const order = cutOrder(job.order!, cancellation.lines);
+    return repository
+      .transaction(async (trx) => {
+        if (!(await repository.cutJobOrder(trx, { ...job, order })) || !(await repository.markCut(trx, cancellation.id, CUT_BEFORE_PLACEMENT))) throw new CutLost();
+        return true;
+      })
+      .catch((error: unknown) => {
+        if (error instanceof CutLost) return false;
+        throw error;
+      });
+  }
+
+  /**
+   * No supplier order exists. A job cut by some lines is placed without them when it is next
+   * attempted (its stored order cut here), also when it was never attempted: the signal's own cut
+   * (src/cancellations/service.ts) lost a race with a change of the job and left it to this attempt.
+   */
+  async function notPlaced(cancellation: Cancellation, job: SyncJob, reason: string | null): Promise<Decision> {
+    if (cancellation.reason === CUT_BEFORE_PLACEMENT) return { outcome: 'not_placed', reason: CUT_BEFORE_PLACEMENT, platformStatus: null };
+    if (cancellation.scope === 'lines' && job.status !== 'completed' && job.order) {
+      if (!(await cutJob(job, cancellation))) throw new JobFailure('the sync job changed while it was being cut; trying again');
+      return { outcome: 'not_placed', reason: CUT_BEFORE_PLACEMENT, platformStatus: null };
+    }
+    return { outcome: 'not_placed', reason, platformStatus: null };
   }
 
   /** The supplier order the job may have created without learning it, looked up by its reference. */
@@ -99,18 +129,12 @@ export function cancelSupplierOrder(ctx: AppContext): Attempt<CancellationWork> 
       if (!(await voidJob(job))) throw new JobFailure('the sync job changed while it was being cancelled; trying again');
       job = (await repository.findJob(job.id))!;
     }
-    if (job.sourceOrderId == null && job.attempts === 0) return { outcome: 'not_placed', reason: null, platformStatus: null };
+    if (job.sourceOrderId == null && job.attempts === 0) return notPlaced(cancellation, job, null);
     if (!source) throw new JobFailure('the source store was deleted');
     const platform = ctx.platforms[source.platform];
     const store = connectionOf(ctx, source, CALLS_PER_ATTEMPT);
     const orderId = job.sourceOrderId ?? (await orderInDoubt(job, platform, store));
-    if (!orderId) {
-      // Not placed: a job cut by some lines is placed without them when it is next attempted.
-      if (cancellation.scope === 'lines' && job.status !== 'completed' && job.order && !(await cutJob(job, cancellation.lines))) {
-        throw new JobFailure('the sync job changed while it was being cut; trying again');
-      }
-      return { outcome: 'not_placed', reason: job.attempts > 0 ? 'no order carrying the job\'s reference was found on the source store' : null, platformStatus: null };
-    }
+    if (!orderId) return notPlaced(cancellation, job, 'no order carrying the job\'s reference was found on the source store');
     return cancellation.scope === 'order' ? cancelOrder(cancellation, job, platform, store, orderId) : cancelLines(cancellation, job, platform, store, orderId);
   }
 
