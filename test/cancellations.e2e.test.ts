@@ -8,14 +8,14 @@
  */
 import { describe, expect } from 'vitest';
 import type { Platform } from '../src/orders/types.ts';
-import { sendWebhook, type OrderLineInput } from './sandbox/server.ts';
+import { buildFulfillmentPayload, sendWebhook, type OrderLineInput } from './sandbox/server.ts';
 import { queryRows } from './support/database.ts';
 import { finishedRun, jobsByOrder, openReseller, placeOrders, reconcile } from './support/reconciliation.ts';
 import { createResellerStore, createSourceStore, registerUser, type TestUser } from './support/factories.ts';
 import { test } from './support/fixtures.ts';
 import { auditOf, getJob, waitForJob } from './support/sync-jobs.ts';
 import { waitFor } from './support/wait.ts';
-import { ORDERS_PATH, uniqueSuffix } from './support/webhooks.ts';
+import { FULFILLMENTS_PATH, ORDERS_PATH, uniqueSuffix } from './support/webhooks.ts';
 
 test.override('serviceEnv', { SYNC_RETRY_BASE_DELAY_MS: '50', SWEEP_INTERVAL_MS: '500', RECONCILE_INTERVAL_MS: '0', RECONCILE_GRACE_MS: '0' });
 
@@ -31,7 +31,7 @@ interface Store {
 interface Shop {
   user: TestUser;
   reseller: Store & { secret: string };
-  acme: Store;
+  acme: Store & { secret: string };
   bolt: Store;
 }
 
@@ -46,7 +46,8 @@ const it = test
     const user = await registerUser(api);
     const secret = `whsec_reseller_${uniqueSuffix()}`;
     const reseller = await createResellerStore(api, user.token, { platform: resellerPlatform, webhookSecret: secret });
-    const acme = await createSourceStore(api, user.token, reseller.id, { platform: acmePlatform, vendorTag: 'Acme' });
+    const acmeSecret = `whsec_acme_${uniqueSuffix()}`;
+    const acme = { ...(await createSourceStore(api, user.token, reseller.id, { platform: acmePlatform, vendorTag: 'Acme', webhookSecret: acmeSecret })), secret: acmeSecret };
     const bolt = await createSourceStore(api, user.token, reseller.id, { platform: boltPlatform, vendorTag: 'Bolt' });
     return { user, reseller: { ...reseller, secret }, acme, bolt };
   })
@@ -309,6 +310,25 @@ describe('sync_job events', () => {
     expect(retried.cancellations).toMatchObject([{ id: cut.cancellations[0].id, outcome: 'not_placed', lines: [{ sku: 'B-1', quantity: 1 }] }]);
     expect((await getJob(api, shop.user.token, jobId)).cancellations).toHaveLength(1);
   });
+});
+
+describe('a fulfillment for a cancelled part', () => {
+  for (const supplierPlatform of ['platform_b', 'custom'] as const) {
+    it(`from a ${supplierPlatform} supplier is still recorded and pushed, and raises cancellation.too_late`, async ({ api, sandbox, service, shopWith, placed, storefront }) => {
+      const shop = await shopWith('platform_a', supplierPlatform);
+      const { order, acmeJob } = await placed(shop, [ANVIL]);
+      await storefront(shop, 'orders/cancelled', { ...order, cancelled_at: new Date().toISOString() });
+      await waitForJob(api, shop.user.token, acmeJob.id, settled);
+      const fulfillment = buildFulfillmentPayload(supplierPlatform, { orderId: acmeJob.sourceOrderId, trackingNumbers: ['TRACK-ANYWAY'] });
+      const sent = await sendWebhook({ targetUrl: `${service.url}${FULFILLMENTS_PATH}`, shopDomain: shop.acme.shopDomain, secret: shop.acme.secret, topic: 'fulfillments/create', payload: fulfillment });
+      expect(sent.status, JSON.stringify(sent.body)).toBe(200);
+      const job = await waitForJob(api, shop.user.token, acmeJob.id, (j) => j.fulfillments[0]?.status === 'completed');
+      expect(job.cancellations).toMatchObject([{ status: 'completed', outcome: 'too_late' }]);
+      await waitFor(async () => sandbox.fulfillmentsFor(shop.reseller.shopDomain).length === 1, 15_000, 'tracking pushed');
+      const [tooLate] = await eventObjects(api, shop.user.token, shop.reseller.id, 'cancellation.too_late', acmeJob.id);
+      expect(tooLate.cancellations).toMatchObject([{ outcome: 'too_late' }]);
+    });
+  }
 });
 
 describe('a cancellation that dies and is retried by hand', () => {
