@@ -16,6 +16,7 @@ import {
   type StoreConnection,
   createPlatformAdapters,
 } from '../src/platforms/index.ts';
+import { createdLines } from '../src/platforms/cancelling.ts';
 import { verifySignature } from '../src/webhooks/signature.ts';
 import type { PacingRate } from '../src/pacing/rates.ts';
 import { startTestPacing } from './support/pacer.ts';
@@ -703,3 +704,28 @@ function lineOf(payload: Record<string, unknown>, key: string): Record<string, u
   if (line === undefined) throw new Error(`payload has no ${key}`);
   return line;
 }
+
+describe("createOrder's supplier lines (kept for cancellations, issue 23)", () => {
+  it('are the lines of the create answer with the supplier\'s own ids on platform_a and platform_b; custom\'s answer gives none', async () => {
+    for (const platform of ['platform_a', 'platform_b'] as const) {
+      const store = newStore(platform);
+      const created = await adapters[platform].createOrder(store, supplierOrder, `lines-${platform}`);
+      const [received] = sandbox.ordersFor(store.shopDomain);
+      const lineItems = (received!.order as { line_items: { id: number; sku: string; quantity: number }[] }).line_items;
+      expect(created.lines).toEqual(lineItems.map((line) => ({ lineId: String(line.id), sku: line.sku, quantity: line.quantity })));
+      expect(created.lines?.map((line) => [line.sku, line.quantity])).toEqual([['MUG-1', 2], ['TEE-2', 1]]);
+    }
+    const custom = await adapters.custom.createOrder(newStore('custom'), supplierOrder, 'lines-custom');
+    expect(custom.lines ?? null).toBeNull();
+  });
+
+  it('are null, never a failed attempt, when the answer does not give every line an id and a SKU the service can keep', () => {
+    expect(createdLines.parse([{ id: 7, sku: 'A', quantity: 1 }, { id: '8', sku: null, quantity: 2 }])).toEqual([
+      { lineId: '7', sku: 'A', quantity: 1 },
+      { lineId: '8', sku: '', quantity: 2 },
+    ]);
+    for (const answer of [undefined, null, 'lines', [{ sku: 'A', quantity: 1 }], [{ id: 'x\u0000', sku: 'A', quantity: 1 }], [{ id: 1, sku: 'A\u0000', quantity: 1 }], [{ id: 1, sku: '\uD800', quantity: 1 }], [{ id: 1, sku: 'A', quantity: -1 }]]) {
+      expect(createdLines.parse(answer)).toBeNull();
+    }
+  });
+});

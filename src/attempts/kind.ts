@@ -88,11 +88,22 @@ export type AttemptTable = string;
  */
 export type SettledStep = SqlStep;
 
+/**
+ * What a kind keeps of a successful attempt's answer beside its result (e.g. a sync job's supplier
+ * lines from the create answer): `of(created)`, written to the jsonb `column` by the statement that
+ * records the outcome, so it commits with it. Null keeps what the column holds.
+ */
+export interface ResultDetail {
+  column: string;
+  of(created: Created): unknown;
+}
+
 /** Where a kind's transitions are written: its name (the timeline's `kind`), its table and its result column. */
 export interface AttemptTarget {
   name: string;
   table: AttemptTable;
   resultColumn: string;
+  resultDetail?: ResultDetail | undefined;
   /** Written in the statement of every transition of the kind (see `SettledStep`). */
   onSettled?: readonly SettledStep[] | undefined;
 }
@@ -125,6 +136,8 @@ export interface AttemptKindDefinition<R extends AttemptRow, K extends string, Q
   table: AttemptTable;
   /** The column the result is kept in; the machine's context names it `lifecycle.resultKey`. */
   resultColumn: string;
+  /** What else of a successful attempt's answer the row keeps, if anything (see `ResultDetail`). */
+  resultDetail?: ResultDetail | undefined;
   lifecycle: AttemptLifecycle<K>;
   /** The kind's own queue (`attemptQueue`); its message moves a row. */
   queue: QueueSpec<Q>;

@@ -16,6 +16,8 @@ export interface AttemptWrite<R extends AttemptRow = AttemptRow> {
   result: string | null;
   audit?: AuditRecord | undefined;
   timeline?: TimelineStep | undefined;
+  /** The kind's `resultDetail` of a successful attempt, written to its column (null: the column is kept). */
+  detail?: unknown;
 }
 
 
@@ -79,6 +81,7 @@ interface TransitionValues {
   attempt_trigger: string | null;
   attempt_outcome: string | null;
   platform_status: number | null;
+  detail: unknown;
 }
 
 /**
@@ -97,11 +100,11 @@ interface TransitionValues {
  */
 export async function writeAttemptTransitions<R extends AttemptRow>(
   db: Db | Trx,
-  { name: kind, table, resultColumn, onSettled = [] }: AttemptTarget,
+  { name: kind, table, resultColumn, resultDetail, onSettled = [] }: AttemptTarget,
   writes: AttemptWrite<R>[],
 ): Promise<boolean[]> {
   if (writes.length === 0) return [];
-  const values: TransitionValues[] = writes.map(({ row, result, audit, timeline }) => ({
+  const values: TransitionValues[] = writes.map(({ row, result, audit, timeline, detail }) => ({
     id: row.id,
     version: row.version,
     status: row.status,
@@ -125,7 +128,9 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
     attempt_trigger: timeline && 'trigger' in timeline ? timeline.trigger : null,
     attempt_outcome: timeline && 'outcome' in timeline ? timeline.outcome : null,
     platform_status: timeline && 'outcome' in timeline ? timeline.platformStatus : null,
+    detail: detail ?? null,
   }));
+  const detailSet = resultDetail ? sql`, ${sql.ref(resultDetail.column)} = coalesce(v.detail, ${sql.ref(`t.${resultDetail.column}`)})` : sql``;
   const statement = db
     .with(
       'v',
@@ -135,7 +140,7 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
           failed_at timestamptz, dead_at timestamptz, result text, queue_message_id text, updated_at timestamptz,
           audit_id text, audit_owner_id text, audit_reseller_store_id text, audit_action text, audit_resource_type text,
           audit_resource_id text, audit_metadata jsonb, audit_actor_id text, attempt_trigger text, attempt_outcome text,
-          platform_status int))`,
+          platform_status int, detail jsonb))`,
     )
     .with(
       'written',
@@ -143,7 +148,7 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
         update ${sql.table(table)} as t set
           status = v.status, attempts = v.attempts, retries_left = v.retries_left, error_message = v.error_message,
           completed_at = v.completed_at, failed_at = v.failed_at, dead_at = v.dead_at, ${sql.ref(resultColumn)} = v.result,
-          queue_message_id = v.queue_message_id, updated_at = v.updated_at, version = t.version + 1
+          queue_message_id = v.queue_message_id, updated_at = v.updated_at, version = t.version + 1${detailSet}
         from v where t.id = v.id and t.version = v.version
         returning t.id, v.version as read_version, t.version, t.owner_id, t.reseller_store_id)`,
     )

@@ -45,7 +45,7 @@ const LET_GO_AFTER_MS = 1_500;
 /** Attempts let go of and still running, per worker, at most; past it a batch waits for them again. */
 const MAX_LET_GO = 512;
 
-type Outcome = { ok: true; result: string; platformStatus: number | null } | { ok: false; error: unknown };
+type Outcome = { ok: true; result: string; platformStatus: number | null; detail: unknown } | { ok: false; error: unknown };
 
 /** What a delivered message does to its row when it is taken. */
 type TakeMove = 'take' | 'lost' | null;
@@ -256,7 +256,7 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
     const waitMs = turnAt - performance.now();
     if (waitMs > 0) await delay(waitMs);
     const outcome = await this.attempt.perform(work).then(
-      (created): Outcome => ({ ok: true, result: created.id, platformStatus: created.status }),
+      (created): Outcome => ({ ok: true, result: created.id, platformStatus: created.status, detail: this.kind.resultDetail?.of(created) ?? null }),
       (error: unknown): Outcome => ({ ok: false, error }),
     );
     item.called = true;
@@ -306,7 +306,7 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
 
     if (row.status === 'completed' || row.status === 'dead') {
       if (row.status === 'dead') row.queueMessageId = null;
-      const write = this.writeOf(row, this.kind.outcomeAudit(row), timeline);
+      const write = { ...this.writeOf(row, this.kind.outcomeAudit(row), timeline), detail: outcome.ok ? outcome.detail : null };
       if (!(await (watchdog ? this.writeOutcomes([write], watchdog).then(([written]) => written!) : this.outcomes.submit(write)))) {
         log.warn({ status: row.status }, 'outcome not recorded: another worker moved the row meanwhile, and its outcome stands');
         return;

@@ -9,7 +9,7 @@ import type { Config } from '../config/index.ts';
 import type { Trx } from '../db/sql.ts';
 import type { Outbox } from '../events/outbox.ts';
 import type { EventType, NewEvent } from '../events/types.ts';
-import { PlatformError, type LineToCancel, type PlatformAdapter, type PlatformAdapters, type StoreConnection, type SupplierOrderState } from '../platforms/types.ts';
+import { PlatformError, type LineToCancel, type PlatformAdapter, type PlatformAdapters, type StoreConnection, type SupplierLine, type SupplierOrderState } from '../platforms/types.ts';
 import type { SecretBox } from '../shared/secrets.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
@@ -17,7 +17,10 @@ import type { Cancellation, CancelledLine } from './entity.ts';
 import type { CancellationRepository, CancellationWork } from './repository.ts';
 import { jobEventIn } from './events.ts';
 import type { CancelledJobs } from './ports.ts';
-import { cutOrder } from './cut.ts';
+import { CUT_BEFORE_PLACEMENT, cutOrder } from './cut.ts';
+
+/** A cut whose job or cancellation moved meanwhile: its transaction is rolled back. */
+class CutLost extends Error {}
 
 /** What voiding jobs never placed writes with (the cancellations' service and attempt). */
 export interface JobVoiding {
@@ -92,10 +95,37 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
     return written ?? false;
   }
 
-  /** Removes these quantities from a job not placed yet (version-checked); false when it moved meanwhile. */
-  async function cutJob(job: SyncJob, lines: CancelledLine[]): Promise<boolean> {
-    job.order = cutOrder(job.order!, lines);
-    return repository.transaction((trx) => jobs.replaceOrderIn(trx, job));
+  /**
+   * Removes the cancellation's quantities from a job not placed yet, and marks the cancellation cut in
+   * the same transaction, so an attempt retried after it (its outcome not recorded) never cuts twice.
+   * False when the job moved meanwhile (version-checked) or the cancellation is no longer held:
+   * nothing is written then.
+   */
+  async function cutJob(job: SyncJob, cancellation: Cancellation): Promise<boolean> {
+    const order = cutOrder(job.order!, cancellation.lines);
+    return repository
+      .transaction(async (trx) => {
+        if (!(await jobs.replaceOrderIn(trx, { ...job, order })) || !(await repository.markCut(trx, cancellation.id, CUT_BEFORE_PLACEMENT))) throw new CutLost();
+        return true;
+      })
+      .catch((error: unknown) => {
+        if (error instanceof CutLost) return false;
+        throw error;
+      });
+  }
+
+  /**
+   * No supplier order exists. A job cut by some lines is placed without them when it is next
+   * attempted (its stored order cut here), also when it was never attempted: the signal's own cut
+   * (src/cancellations/service.ts) lost a race with a change of the job and left it to this attempt.
+   */
+  async function notPlaced(cancellation: Cancellation, job: SyncJob, reason: string | null): Promise<Decision> {
+    if (cancellation.reason === CUT_BEFORE_PLACEMENT) return { outcome: 'not_placed', reason: CUT_BEFORE_PLACEMENT, platformStatus: null };
+    if (cancellation.scope === 'lines' && job.status !== 'completed' && job.order) {
+      if (!(await cutJob(job, cancellation))) throw new JobFailure('the sync job changed while it was being cut; trying again');
+      return { outcome: 'not_placed', reason: CUT_BEFORE_PLACEMENT, platformStatus: null };
+    }
+    return { outcome: 'not_placed', reason, platformStatus: null };
   }
 
   /** The supplier order the job may have created without learning it, looked up by its reference. */
@@ -111,19 +141,25 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
       if (!(await voidJob(job))) throw new JobFailure('the sync job changed while it was being cancelled; trying again');
       job = (await jobs.findCurrent(job.id))!;
     }
-    if (job.sourceOrderId == null && job.attempts === 0) return { outcome: 'not_placed', reason: null, platformStatus: null };
+    if (job.sourceOrderId == null && job.attempts === 0) return notPlaced(cancellation, job, null);
     if (!source) throw new JobFailure('the source store was deleted');
     const platform = ctx.platforms[source.platform];
     const store = connectionOf(ctx, source, CALLS_PER_ATTEMPT);
     const orderId = job.sourceOrderId ?? (await orderInDoubt(job, platform, store));
-    if (!orderId) {
-      // Not placed: a job cut by some lines is placed without them when it is next attempted.
-      if (cancellation.scope === 'lines' && job.status !== 'completed' && job.order && !(await cutJob(job, cancellation.lines))) {
-        throw new JobFailure('the sync job changed while it was being cut; trying again');
-      }
-      return { outcome: 'not_placed', reason: job.attempts > 0 ? 'no order carrying the job\'s reference was found on the source store' : null, platformStatus: null };
-    }
-    return cancellation.scope === 'order' ? cancelOrder(cancellation, platform, store, orderId) : cancelLines(cancellation, platform, store, orderId);
+    if (!orderId) return notPlaced(cancellation, job, 'no order carrying the job\'s reference was found on the source store');
+    return cancellation.scope === 'order' ? cancelOrder(cancellation, job, platform, store, orderId) : cancelLines(cancellation, job, platform, store, orderId);
+  }
+
+  /**
+   * Where the job's supplier order stands (what is shipped, cancelled, still open), its lines named
+   * by the supplier line ids the job kept from the create answer. A job that kept none (placed before
+   * they were kept, or found by its reference after a lost answer) keeps the lines read now.
+   */
+  async function readOrder(job: SyncJob, platform: PlatformAdapter, store: StoreConnection, orderId: string): Promise<SupplierOrderState> {
+    const state = await platform.readSupplierOrder(store, orderId);
+    if (job.supplierLines) return withKeptLineIds(state, job.supplierLines);
+    await jobs.keepSupplierLines(job.id, state.lines.map(({ lineId, sku, quantity }) => ({ lineId, sku, quantity })));
+    return state;
   }
 
   /** Reads the order after a refusal: shipped means too late; anything else is the refusal itself. */
@@ -136,8 +172,8 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
     return { outcome: 'too_late', reason: `already shipped by the supplier: ${describeLines(shipped.length > 0 ? shipped : asked)}`, platformStatus: error.status };
   }
 
-  async function cancelOrder(cancellation: Cancellation, platform: PlatformAdapter, store: StoreConnection, orderId: string): Promise<Decision> {
-    const state = await platform.readSupplierOrder(store, orderId);
+  async function cancelOrder(cancellation: Cancellation, job: SyncJob, platform: PlatformAdapter, store: StoreConnection, orderId: string): Promise<Decision> {
+    const state = await readOrder(job, platform, store, orderId);
     if (state.cancelled) return { outcome: 'cancelled', reason: null, platformStatus: 200 };
     if (state.fulfillment === 'full') {
       return { outcome: 'too_late', reason: `already shipped by the supplier: ${describeLines(shippedOf(state, cancellation.lines))}`, platformStatus: 200 };
@@ -169,7 +205,7 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
     }
   }
 
-  async function cancelLines(cancellation: Cancellation, platform: PlatformAdapter, store: StoreConnection, orderId: string): Promise<Decision> {
+  async function cancelLines(cancellation: Cancellation, job: SyncJob, platform: PlatformAdapter, store: StoreConnection, orderId: string): Promise<Decision> {
     if (!platform.cancelSupplierLines) {
       return {
         outcome: 'unsupported',
@@ -177,7 +213,7 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
         platformStatus: null,
       };
     }
-    const state = await platform.readSupplierOrder(store, orderId);
+    const state = await readOrder(job, platform, store, orderId);
     if (state.cancelled) return { outcome: 'cancelled', reason: null, platformStatus: 200 };
     // Never more than is still open on the supplier's side, line by line.
     const toCancel: LineToCancel[] = [];
@@ -226,6 +262,16 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
       return { id: decision.outcome, status: decision.platformStatus };
     },
   };
+}
+
+/**
+ * The order as read, each line named by the id the job kept from the create answer for it (matched by
+ * SKU, in order), so a refund names the line the supplier created whatever a later read says.
+ */
+function withKeptLineIds(state: SupplierOrderState, kept: SupplierLine[]): SupplierOrderState {
+  const idsBySku = new Map<string, (string | null)[]>();
+  for (const line of kept) idsBySku.set(line.sku, [...(idsBySku.get(line.sku) ?? []), line.lineId]);
+  return { ...state, lines: state.lines.map((line) => ({ ...line, lineId: idsBySku.get(line.sku)?.shift() ?? line.lineId })) };
 }
 
 /** The open quantities of a partly shipped order, line by line. */

@@ -15,3 +15,6 @@ export function cutOrder(order: ResellerOrder, cancelled: CancelledLine[]): Rese
   });
   return { ...order, lines };
 }
+
+/** The `reason` of a cancellation whose lines were cut from its job's stored order before any placement. */
+export const CUT_BEFORE_PLACEMENT = 'cut before placement: the supplier order is placed without these lines';

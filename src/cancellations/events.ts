@@ -20,6 +20,20 @@ export async function cancellationsOfJob(timelines: AttemptTimelines, repository
 }
 
 /**
+ * The cancellations of these jobs with their timelines, as this transaction sees them (its own writes
+ * included), each job's oldest first, by job id: one read, and one more for the timelines only when
+ * there are any. For the `sync_job.*` events written in the transaction (src/sync-jobs/events.ts).
+ */
+export async function cancellationViewsIn(trx: Trx, syncJobIds: string[]): Promise<Map<string, CancellationView[]>> {
+  const cancellations = await cancellationsIn(trx, syncJobIds);
+  const byJob = new Map<string, CancellationView[]>();
+  for (const view of withTimelines(cancellations, await findAttemptsIn(trx, cancellations.map((c) => c.id)))) {
+    byJob.set(view.cancellation.syncJobId, [...(byJob.get(view.cancellation.syncJobId) ?? []), view]);
+  }
+  return byJob;
+}
+
+/**
  * An event whose `data.object` is the sync job as its GET shows it at this point of the
  * transaction: with its fulfillments and its cancellations (events.md), the transaction's own
  * writes included. Null when the job is gone.

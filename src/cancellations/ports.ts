@@ -1,6 +1,7 @@
 import type { AttemptEntry } from '../attempts/entity.ts';
 import type { AttemptWrite } from '../attempts/repository.ts';
 import type { Trx } from '../db/sql.ts';
+import type { SupplierLine } from '../platforms/types.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
 
@@ -39,6 +40,11 @@ export interface CancelledJobs {
   replaceOrderIn(trx: Trx, job: SyncJob): Promise<boolean>;
   /** Records a supplier's own cancellation on a job, once; false when it was recorded before. */
   markSupplierCancelledIn(trx: Trx, syncJobId: string, at: Date, reason: string | null): Promise<boolean>;
+  /**
+   * Keeps a job's supplier lines as a read of its order gave them, when it kept none from the create
+   * answer (placed before they were kept, or found by its reference after a lost answer).
+   */
+  keepSupplierLines(syncJobId: string, lines: SupplierLine[]): Promise<void>;
   /** Version-checked writes of jobs ended unplaced (VOID), with their audit entries. */
   writeVoidsIn(trx: Trx, writes: AttemptWrite<SyncJob>[]): Promise<boolean[]>;
 }

@@ -196,6 +196,16 @@ export class CancellationRepository {
       .execute();
   }
 
+  /**
+   * Marks a cancellation whose lines were cut from its job's stored order (its `reason`) while an
+   * attempt holds it (`processing`). Not version-checked: a worker letting a slow attempt go hands the
+   * row to another message (a new version) while the attempt runs on.
+   */
+  async markCut(trx: Trx, cancellationId: string, reason: string): Promise<boolean> {
+    const result = await trx.updateTable('cancellations').set({ reason }).where('id', '=', cancellationId).where('status', '=', 'processing').executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
+  }
+
   writeTransitions(db: Db | Trx, writes: AttemptWrite<Cancellation>[]): Promise<boolean[]> {
     return writeAttemptTransitions(db, { name: 'cancellation', table: 'cancellations', resultColumn: 'outcome' }, writes);
   }

@@ -6,7 +6,7 @@ import type { CancellationVia, OrderCancellations, OrderCancelled, OrderRef, Ord
 import type { Trx } from '../db/sql.ts';
 import type { Outbox } from '../events/outbox.ts';
 import type { NewEvent } from '../events/types.ts';
-import { cutOrder } from './cut.ts';
+import { CUT_BEFORE_PLACEMENT, cutOrder } from './cut.ts';
 import { vendorMatches } from '../pricing/index.ts';
 import { newMessageId, type Queue } from '../queue/queue.ts';
 import { AppError, notFound } from '../shared/errors.ts';
@@ -175,7 +175,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
       const row = newCancellation(signal, plan, now);
       if (plan.scope === 'lines' && unplaced(plan.job) && plan.job.order && plan.job.attempts === 0 && (await this.cut(trx, plan))) {
         // Placed without those lines: nothing reaches the supplier, so the outcome is known now.
-        Object.assign(row, { status: 'completed', outcome: 'not_placed', completedAt: now, queueMessageId: null, reason: 'cut before placement: the supplier order is placed without these lines' });
+        Object.assign(row, { status: 'completed', outcome: 'not_placed', completedAt: now, queueMessageId: null, reason: CUT_BEFORE_PLACEMENT });
         settled.push(row);
       }
       rows.push(row);

@@ -30,6 +30,7 @@ export const TABLES = {
     updated_at: 'timestamp with time zone',
     supplier_cancelled_at: 'timestamp with time zone null',
     supplier_cancel_reason: 'text null',
+    supplier_lines: 'jsonb null',
   },
   cancellations: {
     id: 'character varying',

@@ -17,7 +17,7 @@ import type { ResellerStore } from '../reseller-stores/entity.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
 import { holdLease, LeaseLost, type Lease } from '../db/locks.ts';
 import { fulfillmentEvent } from '../fulfillments/events.ts';
-import { syncJobEvent } from '../sync-jobs/events.ts';
+import { syncJobEventsIn } from '../sync-jobs/events.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
 import type { WatchReads } from './ports.ts';
 import type { WatchRepairs } from './repairs.ts';
@@ -239,10 +239,7 @@ export class WatchRunner {
           metadata: { sourceOrderId: job.sourceOrderId ?? null, staleAfterMs: this.deps.config.staleAfterMs },
         })),
       );
-      await this.deps.outbox.append(
-        trx,
-        jobs.map((job) => syncJobEvent('sync_job.stale', job)),
-      );
+      await this.deps.outbox.append(trx, await syncJobEventsIn(trx, jobs.map((job) => ({ type: 'sync_job.stale' as const, job }))));
     });
     for (let i = 0; i < raised; i++) this.repaired('stale');
     return raised;

@@ -6,8 +6,9 @@
 import { z } from 'zod';
 import type { PlatformHttpClient, ResponseHeaders } from './http.ts';
 import { nextLink, pageEntries } from './listing.ts';
+import { wellFormed } from '../shared/text.ts';
 import { anyId, parsePayload } from './payload.ts';
-import type { CancellingAdapter, LineToCancel, StoreConnection, SupplierOrderLineState, SupplierOrderState } from './types.ts';
+import type { CancellingAdapter, LineToCancel, StoreConnection, SupplierLine, SupplierOrderLineState, SupplierOrderState } from './types.ts';
 
 /** Older orders are listed too: the platform's clock and ours may differ a little. */
 const CLOCK_MARGIN_MS = 60_000;
@@ -18,6 +19,25 @@ const lenientQuantity = z.number().int().nonnegative().nullish().transform((valu
 const text = z.string().nullish().transform((value) => value ?? '');
 
 const statusOnly = (_body: unknown, _headers: ResponseHeaders, status: number) => ({ status });
+
+/**
+ * The lines of a create answer with the supplier's own line ids (platform_a `line_items`, platform_b
+ * `line_items`), kept with the job so a cancellation names them. Null when the answer does not give
+ * every line an id and a SKU the service can keep: the order was created all the same (its attempt
+ * must not fail for this), and a cancellation then reads the lines from the order.
+ */
+export const createdLines = z
+  .array(
+    z.object({
+      id: anyId,
+      sku: z.string().nullish().transform((value) => value ?? '').refine((sku) => sku === wellFormed(sku)),
+      quantity: z.number().int().nonnegative().safe(),
+    }),
+  )
+  .transform((lines): SupplierLine[] => lines.map(({ id, sku, quantity }) => ({ lineId: id, sku, quantity })))
+  .nullish()
+  .catch(null)
+  .transform((lines) => lines ?? null);
 
 const sinceOf = (since: Date) => new Date(since.getTime() - CLOCK_MARGIN_MS).toISOString();
 

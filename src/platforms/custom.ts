@@ -80,6 +80,8 @@ export function createCustomAdapter(settings: HttpClientSettings): PlatformAdapt
     needsTrackingNumber: true,
     fulfillmentCalls: () => 1,
     getOrder: (store, orderId) => http.get(store, `/orders/${encodeURIComponent(orderId)}`, readOrder),
+    // The answer promises only the order's id (platforms.md), and custom's lines have no ids: they are
+    // cancelled by SKU, so no lines are kept (a cancellation reads the order for what is left open).
     createOrder: (store, order, idempotencyKey) =>
       http.post(store, '/orders', orderRequest(order), idempotencyKey, readCreated(`created ${ORDER}`)),
     createFulfillment: (store, orderId, tracking, idempotencyKey) =>

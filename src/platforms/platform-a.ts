@@ -19,7 +19,7 @@ import {
   stringList,
 } from './payload.ts';
 import type { ListedOrder, PlatformAdapter, StoreConnection } from './types.ts';
-import { platformACancelling } from './cancelling.ts';
+import { createdLines, platformACancelling } from './cancelling.ts';
 
 const API = '/admin/api/2025-01';
 const ORDER = 'platform_a order';
@@ -65,7 +65,7 @@ const listingFields = z
 
 const orderResponse = z.object({ order: z.unknown() });
 const orderListResponse = z.object({ orders: z.unknown() });
-const createdOrderResponse = z.object({ order: z.object({ id: anyId }) });
+const createdOrderResponse = z.object({ order: z.object({ id: anyId, line_items: createdLines }) });
 const createdFulfillmentResponse = z.object({ fulfillment: z.object({ id: anyId }) });
 
 export function createPlatformAAdapter(settings: HttpClientSettings): PlatformAdapter {
@@ -83,10 +83,10 @@ export function createPlatformAAdapter(settings: HttpClientSettings): PlatformAd
         readOrder(parsePayload(orderResponse, body, `${ORDER} response`).order),
       ),
     createOrder: (store, order, idempotencyKey) =>
-      http.post(store, `${API}/orders.json`, { order: orderRequest(order) }, idempotencyKey, (body, _headers, status) => ({
-        id: parsePayload(createdOrderResponse, body, `created ${ORDER}`).order.id,
-        status,
-      })),
+      http.post(store, `${API}/orders.json`, { order: orderRequest(order) }, idempotencyKey, (body, _headers, status) => {
+        const created = parsePayload(createdOrderResponse, body, `created ${ORDER}`).order;
+        return { id: created.id, status, lines: created.line_items };
+      }),
     createFulfillment: (store, orderId, tracking, idempotencyKey) =>
       http.post(
         store,

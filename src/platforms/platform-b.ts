@@ -27,7 +27,7 @@ import {
   unitPriceOfTotal,
 } from './payload.ts';
 import { type Created, type ListedOrder, PayloadError, PlatformError, type PlatformAdapter, type StoreConnection } from './types.ts';
-import { platformBCancelling } from './cancelling.ts';
+import { createdLines, platformBCancelling } from './cancelling.ts';
 
 const API = '/wp-json/wc/v3';
 const ORDER = 'platform_b order';
@@ -82,7 +82,7 @@ const listingFields = z
     cancelled: order.status === 'cancelled',
   }));
 
-const createdOrderResponse = z.object({ id: anyId });
+const createdOrderResponse = z.object({ id: anyId, line_items: createdLines });
 const createdTrackingResponse = z.object({ tracking_id: anyId });
 
 type PlatformLine = z.infer<typeof lineSchema>;
@@ -130,10 +130,11 @@ export function createPlatformBAdapter(settings: HttpClientSettings): PlatformAd
     fulfillmentCalls: (tracking) => Math.max(1, tracking.numbers.length),
     getOrder: (store, orderId) => http.get(store, `${API}/orders/${encodeURIComponent(orderId)}`, readOrder),
     createOrder: (store, order, idempotencyKey) =>
-      http.post(store, `${API}/orders`, orderRequest(order), idempotencyKey, (body, _headers, status) => ({
-        id: parsePayload(createdOrderResponse, body, `created ${ORDER}`).id,
-        status,
-      })),
+      http.post(store, `${API}/orders`, orderRequest(order), idempotencyKey, (body, _headers, status) => {
+        const created = parsePayload(createdOrderResponse, body, `created ${ORDER}`);
+        // Kept as platform_a's are, although platform_b cancels whole orders only (no call names a line).
+        return { id: created.id, status, lines: created.line_items };
+      }),
     createFulfillment,
     listOrders: (store, since) => listOrders(http, store, since),
     listUpdatedOrders: (store, since, cursor) => listUpdatedPlatformB(http, store, since, cursor),

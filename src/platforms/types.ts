@@ -5,6 +5,21 @@ export interface Created {
   id: string;
   /** Null when the attempt made no call (e.g. a cancellation of an order never placed). */
   status: number | null;
+  /**
+   * An order's lines as the supplier's create answer gave them, with the supplier's own line ids
+   * (a later refund names them: platforms.md). Null or absent when the answer carries no line ids
+   * the service can keep (custom's answer promises only the order's id; its lines are cancelled by
+   * SKU): the order is then read when a cancellation needs its lines.
+   */
+  lines?: SupplierLine[] | null;
+}
+
+/** A line of a supplier order as the service keeps it from the create answer (`sync_jobs.supplier_lines`). */
+export interface SupplierLine {
+  /** The supplier's own line id (platform_a's refund needs it); null where the platform has none. */
+  lineId: string | null;
+  sku: string;
+  quantity: number;
 }
 
 /** What an adapter needs to call one store. The token is decrypted only for the call. */

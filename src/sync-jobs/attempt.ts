@@ -10,7 +10,7 @@ import type { ResellerOrder } from '../orders/types.ts';
 import { buildSupplierOrder, PricingError } from '../pricing/index.ts';
 import type { ResellerStore } from '../reseller-stores/entity.ts';
 import type { SyncJob } from './entity.ts';
-import { syncJobEvent } from './events.ts';
+import { syncJobEventsIn } from './events.ts';
 import type { SyncJobRepository, JobWithSource } from './repository.ts';
 
 /** What a sync job's attempt needs, built once per process (src/workers/kinds.ts hands them over). */
@@ -84,7 +84,11 @@ export const jobOutcomeAudit = (job: SyncJob, reason?: DeathReason): AuditRecord
 
 /**
  * `sync_job.completed`, `sync_job.failed` (an attempt failed and another is scheduled) or
- * `sync_job.dead` (the last one failed). A job has no fulfillments before it completes (see syncJobEvent).
+ * `sync_job.dead` (the last one failed), with the job's cancellations as the outcome's transaction
+ * sees them. A job has no fulfillments before it completes (see syncJobEvent).
  */
-export const jobOutcomeEvents = async (_trx: Trx, jobs: SyncJob[]): Promise<NewEvent[]> =>
-  jobs.flatMap((job) => (job.status === 'completed' || job.status === 'failed' || job.status === 'dead' ? [syncJobEvent(`sync_job.${job.status}`, job)] : []));
+export const jobOutcomeEvents = (trx: Trx, jobs: SyncJob[]): Promise<NewEvent[]> =>
+  syncJobEventsIn(
+    trx,
+    jobs.flatMap((job) => (job.status === 'completed' || job.status === 'failed' || job.status === 'dead' ? [{ type: `sync_job.${job.status}` as const, job }] : [])),
+  );

@@ -1,6 +1,7 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import { SYNC_JOB_STATUSES } from '../../contract/enums.ts';
 import type { ResellerOrder } from '../orders/types.ts';
+import type { SupplierLine } from '../platforms/types.ts';
 import { statusCountTriggers } from '../reseller-stores/status-count.entity.ts';
 
 /**
@@ -34,6 +35,12 @@ export const SyncJob = defineEntity({
     /** When the supplier cancelled the order the service placed, on its own (order-changes.md). */
     supplierCancelledAt: p.datetime().nullable(),
     supplierCancelReason: p.text().nullable(),
+    /**
+     * The supplier order's lines with the supplier's own line ids, as its create answer gave them
+     * (a cancellation of some lines names them); else as a cancellation read them from the order
+     * (placed before they were kept, or found by its reference after a lost answer). Null until known.
+     */
+    supplierLines: p.json<SupplierLine[]>().nullable(),
     version: p.integer().version(),
     createdAt: p.datetime(),
     updatedAt: p.datetime(),

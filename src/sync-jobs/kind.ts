@@ -14,6 +14,8 @@ export const syncJobKind = defineAttemptKind<SyncJob, 'sourceOrderId', { syncJob
   name: 'sync_job',
   table: 'sync_jobs',
   resultColumn: 'source_order_id',
+  // The supplier's line ids from the create answer, kept in the outcome's statement (issue 23).
+  resultDetail: { column: 'supplier_lines', of: (created) => created.lines ?? null },
   lifecycle: syncJobLifecycle,
   queue: attemptQueue('sync-job.process', { syncJobId: z.string() }),
   message: (syncJobId) => ({ syncJobId }),

@@ -5,6 +5,7 @@ import { writeAttemptTransitions, type AttemptWrite } from '../attempts/reposito
 import type { Orm } from '../db/orm.ts';
 import { sqlOf, type Db, type Trx } from '../db/sql.ts';
 import type { ResellerOrder } from '../orders/types.ts';
+import type { SupplierLine } from '../platforms/types.ts';
 import { ResellerStore } from '../reseller-stores/entity.ts';
 import { SourceStore } from '../source-stores/entity.ts';
 import { findPage } from '../db/paging.ts';
@@ -318,6 +319,20 @@ export class SyncJobRepository {
     const moved = Number(result.numUpdatedRows) === 1;
     if (moved) job.version += 1;
     return moved;
+  }
+
+  /**
+   * Keeps a job's supplier lines as a read of its order gave them, when it kept none from the create
+   * answer (placed before they were kept, or found by its reference after a lost answer). A column of
+   * its own, written once: no transition reads it, so the job's version is left alone.
+   */
+  async keepSupplierLines(syncJobId: string, lines: SupplierLine[]): Promise<void> {
+    await this.db
+      .updateTable('sync_jobs')
+      .set({ supplier_lines: JSON.stringify(lines) })
+      .where('id', '=', syncJobId)
+      .where('supplier_lines', 'is', null)
+      .execute();
   }
 
   /** Records a supplier's own cancellation on a job, once; false when it was recorded before. */

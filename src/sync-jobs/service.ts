@@ -5,7 +5,7 @@ import type { Trx } from '../db/sql.ts';
 import type { Outbox } from '../events/outbox.ts';
 import type { NewEvent } from '../events/types.ts';
 import type { Metrics } from '../metrics/index.ts';
-import { syncJobEvent } from './events.ts';
+import { syncJobEvent, syncJobEventsIn } from './events.ts';
 import type { AttemptTimelines, CancellationReads, FulfillmentReads } from './ports.ts';
 import type { JobWithFulfillments } from './present.ts';
 
@@ -230,7 +230,7 @@ export class SyncJobService {
       const [moved] = await this.jobs.writeTransitions(trx, [{ row: job, result: syncJobKind.resultOf(job), audit }]);
       if (!moved) return false;
       await this.deps.queue.insertIn(trx, syncJobKind.queue, [{ id: job.queueMessageId!, message: syncJobKind.message(job.id) }]);
-      await this.deps.outbox.append(trx, [syncJobEvent('sync_job.retried', job, fulfillments)]);
+      await this.deps.outbox.append(trx, await syncJobEventsIn(trx, [{ type: 'sync_job.retried', job, fulfillments }]));
       return true;
     });
   }
@@ -257,8 +257,8 @@ export class SyncJobService {
       const moved = await this.jobs.writeTransitions(trx, writes);
       const jobs = writes.filter((_, i) => moved[i]).map(({ row }) => row);
       await this.deps.queue.insertIn(trx, syncJobKind.queue, jobs.map((job) => ({ id: job.queueMessageId!, message: syncJobKind.message(job.id) })));
-      // Failed and dead jobs have no fulfillments (see syncJobEvent).
-      await this.deps.outbox.append(trx, jobs.map((job) => syncJobEvent('sync_job.retried', job)));
+      // Failed and dead jobs have no fulfillments (see syncJobEvent); they may have cancellations.
+      await this.deps.outbox.append(trx, await syncJobEventsIn(trx, jobs.map((job) => ({ type: 'sync_job.retried' as const, job }))));
       return jobs;
     });
     this.deps.metrics.attemptTransitions.inc({ kind: 'sync_job', status: 'pending' }, retried.length);

@@ -45,6 +45,7 @@ const faultsSchema = z
     cancelFailNext: count.optional(),
     cancelStatus: z.number().int().min(400).max(599).optional(),
     cancelAcceptThenDropNext: count.optional(),
+    lineIdsOnReadOffset: count.optional(),
   })
   .strict();
 

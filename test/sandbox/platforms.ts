@@ -333,7 +333,9 @@ function route(
     const orderMatch = simulated.orderPath.exec(call.path);
     if (call.method === 'GET' && orderMatch) {
       const order = store.order(simulated.platform, decodeURIComponent(orderMatch[1] ?? ''));
-      return order ? { status: 200, body: simulated.orderReply(order) } : NOT_FOUND;
+      if (!order) return NOT_FOUND;
+      const offset = simulated.platform === 'platform_a' ? (store.faults.lineIdsOnReadOffset ?? 0) : 0;
+      return { status: 200, body: simulated.orderReply(offset === 0 ? order : withLineIdsShifted(order, offset)) };
     }
     if (call.method === 'POST' && simulated.ordersPath.test(call.path)) {
       const body = jsonBody(call.text);
@@ -369,6 +371,16 @@ function route(
     if (error instanceof Refusal) return error.reply;
     throw error;
   }
+}
+
+/** A platform_a order as a read with `lineIdsOnReadOffset` answers it: every line id shifted, in its fulfillments too. */
+function withLineIdsShifted(order: JsonObject, offset: number): JsonObject {
+  const shift = (line: JsonObject) => (typeof line.id === 'number' ? { ...line, id: line.id + offset } : line);
+  return {
+    ...order,
+    line_items: ((order.line_items as JsonObject[] | undefined) ?? []).map(shift),
+    fulfillments: ((order.fulfillments as JsonObject[] | undefined) ?? []).map((f) => ({ ...f, line_items: ((f.line_items as JsonObject[] | undefined) ?? []).map(shift) })),
+  };
 }
 
 /** Registered stores want their own token; unregistered ones take any non-empty token. */

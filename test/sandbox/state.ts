@@ -64,6 +64,12 @@ export interface Faults {
   cancelFailNext?: number;
   cancelStatus?: number;
   cancelAcceptThenDropNext?: number;
+  /**
+   * platform_a: a GET of one order answers its line ids (its fulfillments' too) shifted by this much,
+   * while a refund takes only the ids the create answer gave: a caller that names lines by the ids
+   * of a later read is refused (422), one that kept the create answer's ids is not.
+   */
+  lineIdsOnReadOffset?: number;
 }
 
 /** A cancellation a store carried out (the whole order when `lines` is null). */
