@@ -334,7 +334,7 @@ export function PageSizePicker({ params, path, id }) {
     </div>`;
 }
 
-/** Request and response excerpts of a timeline entry, when the API gives them (redacted and bounded by the service). */
+/** Request and response excerpts of a timeline entry (redacted and bounded by the service); null ones show as none. */
 export function Exchange({ entry }) {
   const part = (label, value) =>
     value === undefined || value === null
@@ -344,37 +344,26 @@ export function Exchange({ entry }) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Features other parts of the service may not have yet: found out by asking, remembered for the visit.
-
-export const features = {
-  /** GET /v1/reseller_stores/{id}/divergences: null until asked, then whether it exists. */
-  divergences: null,
-};
+// The reseller's to-do list
 
 /**
- * The open divergences of these stores, newest first, each with its `resellerStoreId`; null when
- * this service has no divergence list (the endpoint answers 404 for an existing store).
+ * The open divergences of these stores, newest first, each with its `resellerStoreId`. A store
+ * deleted meanwhile (404) has none.
  */
 export async function loadDivergences(storeIds) {
-  if (features.divergences === false || storeIds.length === 0) return null;
+  if (storeIds.length === 0) return [];
   const lists = await Promise.all(
     storeIds.map((storeId) =>
       listAll(`/v1/reseller_stores/${storeId}/divergences`, 500).then(
         (items) => items.map((item) => ({ ...item, resellerStoreId: item.resellerStoreId ?? storeId })),
         (failure) => {
-          if (failure instanceof ApiError && failure.status === 404) return null;
+          if (failure instanceof ApiError && failure.status === 404) return [];
           throw failure;
         },
       ),
     ),
   );
-  if (lists.every((list) => list === null)) {
-    features.divergences = false;
-    return null;
-  }
-  features.divergences = true;
   return lists
-    .filter(Boolean)
     .flat()
     .filter((item) => !item.dismissedAt && !item.resolvedAt)
     .sort((a, b) => Date.parse(b.since) - Date.parse(a.since));
