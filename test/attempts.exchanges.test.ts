@@ -8,6 +8,7 @@
  */
 import { describe, expect } from 'vitest';
 import type { Platform } from '../src/orders/types.ts';
+import { bounded, exchangeOf } from '../src/platforms/exchange.ts';
 import { buildFulfillmentPayload, sendWebhook, type OrderLineInput } from './sandbox/server.ts';
 import { ISO_UTC } from './support/assertions.ts';
 import { queryRows } from './support/database.ts';
@@ -211,5 +212,37 @@ describe('request and response excerpts', () => {
     expect(entry.response).toMatchObject({ status: 500, body: expect.stringMatching(CUT) });
     expectSafe(entry.request.body, shop.supplier.token);
     expectSafe(entry.response.body, shop.supplier.token);
+  });
+});
+
+describe('an excerpt, built from one call', () => {
+  const secret = 'tok_live_0123456789abcdefghijklmnopqrstuvwxyz';
+  const call = (overrides: Record<string, unknown>) =>
+    exchangeOf({ method: 'POST', path: '/orders', body: undefined, secret, status: 200, text: '', ...overrides });
+
+  it('redacts secret fields, personal data and the token in a body that is not JSON, and any email in the path', () => {
+    const text = `<html>"access_token": "${secret}", "email": "ada@example.org", "sku": "A-1" contact bob@example.com; echo ${secret.slice(4, 30)}</html>`;
+    const { request, response } = call({ path: `/orders?email=ada%40example.org&customer=carol@example.net`, text });
+    expect(response!.body).toBe('<html>"access_token": "[redacted]", "email": "[redacted]", "sku": "A-1" contact [redacted]; echo [redacted]</html>');
+    expect(request.path).toBe('/orders?email=[redacted]&customer=[redacted]');
+  });
+
+  it('redacts nested JSON fields by name, keeps nulls and what the operator needs', () => {
+    const { request } = call({
+      body: { order: { id: 7, customer: { first_name: 'Ada' }, billing_address: null, lines: [{ sku: 'A-1', quantity: 2, note: 'call ada@example.org' }], api_key: 'k', Signature: 's' } },
+    });
+    expect(JSON.parse(request.body!)).toEqual({
+      order: { id: 7, customer: '[redacted]', billing_address: null, lines: [{ sku: 'A-1', quantity: 2, note: 'call [redacted]' }], api_key: '[redacted]', Signature: '[redacted]' },
+    });
+  });
+
+  it('cuts on a character boundary, never inside a multi-byte character, and says how much was left out', () => {
+    const text = `${'é'.repeat(1500)}`; // 3,000 bytes
+    const cut = bounded(text);
+    expect(cut).toMatch(/^é+… \[cut: 952 more bytes\]$/);
+    expect(Buffer.byteLength(cut.replace(/… \[cut: \d+ more bytes\]$/, ''))).toBe(2048);
+    expect(bounded('short')).toBe('short');
+    expect(call({ status: null }).response).toBeNull();
+    expect(call({ text: 'x'.repeat(300 * 1024) }).response!.body).toBe('[a body of 307200 bytes, not kept]');
   });
 });

@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { REDACTED, redactSecret, wellFormed } from '../shared/text.ts';
+import { REDACTED, secretRedactor, wellFormed } from '../shared/text.ts';
 
 /**
  * What an attempt's timeline shows of its last platform call: a redacted, bounded excerpt of what
@@ -51,7 +51,9 @@ const PERSONAL_FIELDS = new Set([
   'email', 'phone', 'customer', 'billing', 'shipping', 'shippingaddress', 'billingaddress', 'address', 'address1', 'address2',
   'firstname', 'lastname', 'fullname', 'company', 'zip', 'postcode', 'postalcode', 'city', 'province', 'latitude', 'longitude',
 ]);
-const EMAIL = /[^\s"'<>@,;:()[\]\\]+@[^\s"'<>@,;:()[\]\\]+\.[a-z]{2,}/gi;
+/** An email address, also URL-encoded (in a query); its parts bounded, so any text is scanned in linear time. */
+const EMAIL = /[\w.+-]{1,64}(?:@|%40)[a-z0-9-]{1,63}(?:\.[a-z0-9-]{1,63})+/gi;
+const withoutEmails = (text: string) => (text.includes('@') || text.includes('%40') ? text.replace(EMAIL, REDACTED) : text);
 /** A JSON field with a redacted name and a scalar value, in text that could not be parsed. */
 const FIELD_IN_TEXT = /"([A-Za-z0-9_-]+)"(\s*:\s*)("(?:[^"\\]|\\.)*"|[-\w.+]+)/g;
 
@@ -61,7 +63,7 @@ const isRedactedField = (key: string) => {
 };
 
 function redactValue(value: unknown): unknown {
-  if (typeof value === 'string') return value.replace(EMAIL, REDACTED);
+  if (typeof value === 'string') return withoutEmails(value);
   if (Array.isArray(value)) return value.map(redactValue);
   if (value !== null && typeof value === 'object') {
     return Object.fromEntries(Object.entries(value).map(([key, inner]) => [key, isRedactedField(key) && inner !== null ? REDACTED : redactValue(inner)]));
@@ -70,7 +72,7 @@ function redactValue(value: unknown): unknown {
 }
 
 function redactText(text: string): string {
-  return text.replace(FIELD_IN_TEXT, (whole, key: string, colon: string) => (isRedactedField(key) ? `"${key}"${colon}"${REDACTED}"` : whole)).replace(EMAIL, REDACTED);
+  return withoutEmails(text.replace(FIELD_IN_TEXT, (whole, key: string, colon: string) => (isRedactedField(key) ? `"${key}"${colon}"${REDACTED}"` : whole)));
 }
 
 /** At most EXCERPT_MAX_BYTES of `text`, cut on a character boundary, with a marker saying how much was left out. */
@@ -82,7 +84,7 @@ export function bounded(text: string): string {
 }
 
 /** A body's excerpt: parsed JSON is redacted field by field; other text by its secrets and emails. */
-function excerptOf(body: unknown, secret: string): string | null {
+function excerptOf(body: unknown, redactSecret: (text: string) => string): string | null {
   let text: string;
   if (typeof body === 'string') {
     if (body === '') return null;
@@ -97,18 +99,19 @@ function excerptOf(body: unknown, secret: string): string | null {
     text = JSON.stringify(redactValue(body));
   }
   // The token is redacted before the cut, so no piece of it survives at the edge.
-  return wellFormed(bounded(redactSecret(text, secret)));
+  return wellFormed(bounded(redactSecret(text)));
 }
 
 /** The excerpt of one call. */
 export function exchangeOf(raw: RawExchange): Exchange {
+  const redactSecret = secretRedactor(raw.secret);
   return {
     request: {
       method: raw.method,
-      path: wellFormed(bounded(redactSecret(raw.path, raw.secret).replace(EMAIL, REDACTED))),
-      body: excerptOf(raw.body, raw.secret),
+      path: wellFormed(bounded(withoutEmails(redactSecret(raw.path)))),
+      body: excerptOf(raw.body, redactSecret),
     },
-    response: raw.status === null ? null : { status: raw.status, body: excerptOf(raw.text ?? '', raw.secret) },
+    response: raw.status === null ? null : { status: raw.status, body: excerptOf(raw.text ?? '', redactSecret) },
   };
 }
 
