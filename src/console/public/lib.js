@@ -334,12 +334,30 @@ export function PageSizePicker({ params, path, id }) {
     </div>`;
 }
 
+/**
+ * An excerpt as an operator reads HTTP: `POST /orders` or `HTTP 503`, then the body, indented when
+ * it is whole JSON (a body cut by the service is shown as it is).
+ */
+function exchangeText(value) {
+  if (value === null || typeof value !== 'object') return excerpt(value);
+  const head = value.method ? `${value.method} ${value.path}` : `HTTP ${value.status}`;
+  let body = value.body;
+  if (typeof body === 'string') {
+    try {
+      body = JSON.stringify(JSON.parse(body), null, 2);
+    } catch {
+      // Not JSON, or cut: shown as it came.
+    }
+  }
+  return body === null || body === undefined ? head : `${head}\n\n${excerpt(body)}`;
+}
+
 /** Request and response excerpts of a timeline entry (redacted and bounded by the service); null ones show as none. */
 export function Exchange({ entry }) {
   const part = (label, value) =>
     value === undefined || value === null
       ? html`<div><p class="label">${label}</p><p class="muted">none</p></div>`
-      : html`<div><p class="label">${label}</p><pre tabindex="0" aria-label=${`${label} of attempt ${entry.attempt}`}>${excerpt(value)}</pre></div>`;
+      : html`<div><p class="label">${label}</p><pre tabindex="0" aria-label=${`${label} of attempt ${entry.attempt}`}>${exchangeText(value)}</pre></div>`;
   return html`<div class="exchange">${part('Request', entry.request)}${part('Response', entry.response)}</div>`;
 }
 
