@@ -45,6 +45,7 @@ const syncJob = {
   completedAt: at,
   failedAt: null,
   deadAt: null,
+  nextRetryAt: null,
   createdAt: at,
   updatedAt: at,
   supplierCancelledAt: null,
@@ -62,15 +63,32 @@ const fulfillment = {
   errorMessage: null,
   completedAt: at,
   deadAt: null,
+  nextRetryAt: null,
   createdAt: at,
   timeline: [
-    { attempt: 1, trigger: 'initial', startedAt: at, finishedAt: '2026-11-22T05:13:21.594Z', durationMs: 212, outcome: 'succeeded', errorMessage: null, platformStatus: 201, resellerFulfillmentId: '255858046' },
+    {
+      attempt: 1, trigger: 'initial', startedAt: at, finishedAt: '2026-11-22T05:13:21.594Z', durationMs: 212, outcome: 'succeeded', errorMessage: null, platformStatus: 201,
+      request: { method: 'POST', path: '/admin/api/orders/450789469/fulfillments.json', body: '{"fulfillment":{"tracking_numbers":["1Z999AA10123456784"],"tracking_company":"UPS","notify_customer":true}}' },
+      response: { status: 201, body: '{"fulfillment":{"id":255858046,"order_id":450789469,"status":"success"}}' },
+      resellerFulfillmentId: '255858046',
+    },
   ],
 };
 const attemptAt = (ms: number) => new Date(Date.parse(at) + ms).toISOString();
 const jobTimeline = [
-  { attempt: 1, trigger: 'initial', startedAt: at, finishedAt: attemptAt(180), durationMs: 180, outcome: 'failed', errorMessage: 'platform_b acme-anvils.example: POST /api/v2/orders answered 503: Service Unavailable', platformStatus: 503, sourceOrderId: null },
-  { attempt: 2, trigger: 'automatic_retry', startedAt: attemptAt(30_200), finishedAt: attemptAt(30_410), durationMs: 210, outcome: 'succeeded', errorMessage: null, platformStatus: 201, sourceOrderId: '1002' },
+  {
+    attempt: 1, trigger: 'initial', startedAt: at, finishedAt: attemptAt(180), durationMs: 180, outcome: 'failed',
+    errorMessage: 'platform_b acme-anvils.example: POST /wp-json/wc/v3/orders answered 503: Service Unavailable', platformStatus: 503,
+    request: { method: 'POST', path: '/wp-json/wc/v3/orders', body: '{"status":"processing","currency":"EUR","billing":"[redacted]","shipping":"[redacted]","line_items":[{"sku":"ANV-1","quantity":1,"total":"100.00"}],"meta_data":[{"key":"sync_reference","value":"job_01a201c9d1e07a3c8f21b0d4e6a9c512"}]}' },
+    response: { status: 503, body: '{"code":"service_unavailable","message":"Service Unavailable"}' },
+    sourceOrderId: null,
+  },
+  {
+    attempt: 2, trigger: 'automatic_retry', startedAt: attemptAt(30_200), finishedAt: attemptAt(30_410), durationMs: 210, outcome: 'succeeded', errorMessage: null, platformStatus: 201,
+    request: { method: 'POST', path: '/wp-json/wc/v3/orders', body: '{"status":"processing","currency":"EUR","billing":"[redacted]","shipping":"[redacted]","line_items":[{"sku":"ANV-1","quantity":1,"total":"100.00"}],"meta_data":[{"key":"sync_reference","value":"job_01a201c9d1e07a3c8f21b0d4e6a9c512"}]}' },
+    response: { status: 201, body: '{"id":1002,"status":"processing","currency":"EUR","billing":"[redacted]","shipping":"[redacted]"}' },
+    sourceOrderId: '1002',
+  },
 ];
 const apiKey = { id: ids.key, ownerId: ids.user, prefix: 'sk_live_', environment: 'live', name: 'Warehouse integration', lastUsedAt: null, createdAt: at, revokedAt: null };
 const auditEntry = {
@@ -240,8 +258,15 @@ export const EXAMPLES: Record<string, OperationExamples> = {
             errorMessage: null,
             requestedAt: at,
             completedAt: null,
+            nextRetryAt: null,
             timeline: [
-              { attempt: 4, trigger: 'automatic_retry', startedAt: at, finishedAt: at, durationMs: 180, outcome: 'failed', errorMessage: 'platform_b acme-anvils.example: PUT /wp-json/wc/v3/orders/1002 answered 503: Service Unavailable', platformStatus: 503, cancellationOutcome: null },
+              {
+                attempt: 4, trigger: 'automatic_retry', startedAt: at, finishedAt: at, durationMs: 180, outcome: 'failed',
+                errorMessage: 'platform_b acme-anvils.example: PUT /wp-json/wc/v3/orders/1002 answered 503: Service Unavailable', platformStatus: 503,
+                request: { method: 'PUT', path: '/wp-json/wc/v3/orders/1002', body: '{"status":"cancelled"}' },
+                response: { status: 503, body: '{"code":"service_unavailable","message":"Service Unavailable"}' },
+                cancellationOutcome: null,
+              },
             ],
           },
         ],

@@ -12,6 +12,22 @@ const FulfillmentStatusSchema = z
     'As a sync job: `pending` → `processing` → `completed`, or `failed` and retried automatically, then `dead`. `skipped`: not sent and never retried, `errorMessage` says why (tracking without a number for a reseller platform that needs one).',
   );
 
+const ExchangeRequest = z.object({
+  method: z.string().describe('`GET`, `POST` or `PUT`.'),
+  path: z.string().describe('The path and query below the store\'s base URL.'),
+  body: z.string().nullable().describe('The JSON body sent, redacted and cut at 2 KiB (with a `… [cut: N more bytes]` marker); null for a call without one.'),
+});
+
+const ExchangeResponse = z.object({
+  status: z.number().int().describe('The HTTP status the platform answered with.'),
+  body: z.string().nullable().describe('The start of the body, redacted and cut at 2 KiB (with a `… [cut: N more bytes]` marker); null when empty.'),
+});
+
+/** When a failed unit of work's automatic retry is due. */
+const NextRetryAt = NullableTimestamp.describe(
+  'When the automatic retry scheduled after the last failed attempt is due (it may run a little later when the store is busy); null unless `failed`.',
+);
+
 /** One attempt in a timeline; sync jobs and fulfillments add the id a successful attempt produced. */
 const AttemptFields = z.object({
   attempt: z.number().int().describe('1 for the first attempt; manual retries keep counting.'),
@@ -24,6 +40,10 @@ const AttemptFields = z.object({
   outcome: z.enum(ATTEMPT_OUTCOMES),
   errorMessage: z.string().nullable(),
   platformStatus: z.number().int().nullable().describe('The HTTP status the platform answered with; null when no answer came or no call was made.'),
+  request: ExchangeRequest.nullable().describe(
+    'An excerpt of what the attempt\'s last platform call sent: the store\'s access token, secret fields (tokens, secrets, passwords, signatures) and the customer\'s personal data (emails, phone numbers, names, addresses) are replaced by `[redacted]`; headers are never kept. Null while in progress, when no call was made, and for attempts recorded before excerpts were kept.',
+  ),
+  response: ExchangeResponse.nullable().describe('An excerpt of what came back to that call, redacted the same way; null when no answer came (a timeout) or no call was made.'),
 });
 
 const SyncJobAttempt = openApi(AttemptFields.extend({
@@ -46,6 +66,7 @@ export const FulfillmentSchema = openApi(z.object({
   errorMessage: z.string().nullable(),
   completedAt: NullableTimestamp,
   deadAt: NullableTimestamp,
+  nextRetryAt: NextRetryAt,
   createdAt: Timestamp,
   timeline: z.array(FulfillmentAttempt).describe('The fulfillment\'s attempts, oldest first.'),
 }), { title: 'Fulfillment' });
@@ -70,6 +91,7 @@ export const CancellationSchema = openApi(z.object({
   errorMessage: z.string().nullable().describe('Why the last attempt failed; cleared on retry.'),
   requestedAt: Timestamp,
   completedAt: NullableTimestamp,
+  nextRetryAt: NextRetryAt,
   timeline: z.array(CancellationAttempt).describe('The cancellation\'s attempts, oldest first.'),
 }), { title: 'Cancellation' });
 
@@ -85,6 +107,7 @@ const SyncJobFields = openApi(z.object({
   completedAt: NullableTimestamp,
   failedAt: NullableTimestamp,
   deadAt: NullableTimestamp,
+  nextRetryAt: NextRetryAt,
   createdAt: Timestamp,
   updatedAt: Timestamp,
   supplierCancelledAt: NullableTimestamp.describe('When the supplier cancelled the order the service placed, on its own; null otherwise. The storefront order is not changed.'),

@@ -58,14 +58,23 @@ describe('the sweep', () => {
     expect(logLines(process.logs, 'stranded: queued again')).toEqual([expect.objectContaining({ job_id: job.id, action: 'requeued' })]);
   });
 
-  it('counts an attempt whose worker is gone (processing, no live message) as failed, and retries it', async ({ api, sandbox, pendingJob, strand, startSweepingWorker }) => {
+  it('counts an attempt whose worker is gone (processing, no live message) as failed, and retries it', async ({ service, api, sandbox, pendingJob, strand, startSweepingWorker }) => {
     const { shop, supplier, job, messageId } = await pendingJob();
     await strand(job.id, messageId, { status: 'processing', attempts: 1, retriesLeft: 3 }, 'completed');
     await startSweepingWorker();
     const done = await settled(api, shop.user.token, job.id);
-    expect(done).toMatchObject({ status: 'completed', attempts: 2, errorMessage: null });
+    expect(done).toMatchObject({ status: 'completed', attempts: 2, errorMessage: null, nextRetryAt: null });
     expect(done.failedAt).not.toBeNull();
     expect(sandbox.ordersFor(supplier.shopDomain)).toHaveLength(1);
+    // The sweep's failure scheduled the retry: its sync_job.failed event says when, exactly as the message was queued.
+    const failed = await api.get(`/v1/events?type=sync_job.failed&reseller_store_id=${shop.reseller.id}`, { token: shop.user.token });
+    const { nextRetryAt } = failed.body.data[0].data.object;
+    const starts = await queryRows<{ start_after: Date }>(
+      service.databaseUrl,
+      `select start_after from pgboss.job where name = 'sync-job.process' and data->>'syncJobId' = $1`,
+      [job.id],
+    );
+    expect(starts.map((message) => new Date(message.start_after).toISOString())).toContain(nextRetryAt);
   });
 
   it('moves a job lost on its last retry to dead (worker_lost); a manual retry then completes it', async ({ service, api, sandbox, pendingJob, strand, deadEntry, startSweepingWorker }) => {

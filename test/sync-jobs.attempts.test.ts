@@ -47,6 +47,8 @@ describe('GET /v1/sync_jobs/{id}/attempts', () => {
     const { shop, supplier, job } = await jobFor({ alwaysFail: true, status: 503 });
     const dead = await settled(api, shop.user.token, job.id);
     expect(dead.status).toBe('dead');
+    // Dead: no automatic retry is scheduled any more.
+    expect(dead.nextRetryAt).toBeNull();
 
     const failed = { outcome: 'failed', platformStatus: 503, sourceOrderId: null, errorMessage: expect.stringContaining('answered 503') };
     let timeline = await timelineOf(shop, job.id);
@@ -62,6 +64,7 @@ describe('GET /v1/sync_jobs/{id}/attempts', () => {
     expect((await api.post(`/v1/sync_jobs/${job.id}/retry`, { token: shop.user.token })).status).toBe(200);
     const done = await settled(api, shop.user.token, job.id);
     expect(done.status).toBe('completed');
+    expect(done.nextRetryAt).toBeNull();
     timeline = await timelineOf(shop, job.id);
     expect(timeline).toHaveLength(5);
     expect(timeline.slice(0, 4)).toEqual(timeline.slice(0, 4).map(() => expect.objectContaining(failed)));
@@ -74,6 +77,8 @@ describe('GET /v1/sync_jobs/{id}/attempts', () => {
       outcome: 'succeeded',
       errorMessage: null,
       platformStatus: 201,
+      request: { method: 'POST', path: expect.stringMatching(/\/orders/), body: expect.any(String) },
+      response: { status: 201, body: expect.stringContaining(String(done.sourceOrderId)) },
       sourceOrderId: done.sourceOrderId,
     });
     expectConsistent(timeline);

@@ -1,6 +1,7 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import { ATTEMPT_OUTCOMES, ATTEMPT_TRIGGERS, type AttemptTrigger } from '../../contract/enums.ts';
 import { WORKER_LOST_ERROR } from '../../machines/attempt.machine.ts';
+import type { ExchangeRequest, ExchangeResponse } from '../platforms/exchange.ts';
 
 /**
  * One attempt at a sync job or a fulfillment: its timeline entry. The worker writes it in the same
@@ -29,6 +30,10 @@ export const AttemptEntry = defineEntity({
     platformStatus: p.smallint().nullable(),
     /** What a successful attempt produced: the source order id (sync job) or the reseller fulfillment id. */
     result: p.string().nullable(),
+    /** What the attempt's last platform call sent, redacted and bounded (src/platforms/exchange.ts); null when it made none. */
+    request: p.json<ExchangeRequest>().nullable(),
+    /** What came back to that call (status and body excerpt); null when no answer came or no call was made. */
+    response: p.json<ExchangeResponse>().nullable(),
   },
 });
 export type AttemptEntry = InferEntity<typeof AttemptEntry>;

@@ -55,6 +55,12 @@ export interface AttemptColumns {
   completedAt?: Date | null;
   failedAt?: Date | null;
   deadAt?: Date | null;
+  /**
+   * When a failed row's automatic retry is due: the start of the queue message scheduled with the
+   * failure (or the later turn it was postponed to). Not the machine's state: written with it, and
+   * cleared by every transition to any other status (src/attempts/repository.ts).
+   */
+  nextRetryAt?: Date | null;
   updatedAt: Date;
 }
 

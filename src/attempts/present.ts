@@ -12,6 +12,8 @@ export function presentAttempt<K extends string>(entry: AttemptEntry, resultKey:
     outcome: entry.outcome,
     errorMessage: entry.errorMessage ?? null,
     platformStatus: entry.platformStatus ?? null,
+    request: entry.request ?? null,
+    response: entry.response ?? null,
     ...({ [resultKey]: entry.result ?? null } as Record<K, string | null>),
   };
 }

@@ -4,11 +4,15 @@ import { insertAuditFrom, type AuditRecord } from '../audit-log/repository.ts';
 import type { Orm } from '../db/orm.ts';
 import type { Db, Trx } from '../db/sql.ts';
 import { newId } from '../shared/ids.ts';
+import type { Exchange } from '../platforms/exchange.ts';
 import { AttemptEntry, WORKER_LOST } from './entity.ts';
 import type { AttemptRow, AttemptTable, AttemptTarget } from './kind.ts';
 
-/** The timeline entry a transition starts (a worker's TAKE) or finishes (its SUCCEED or FAIL). */
-export type TimelineStep = { trigger: AttemptTrigger } | { outcome: 'succeeded' | 'failed'; platformStatus: number | null };
+/**
+ * The timeline entry a transition starts (a worker's TAKE) or finishes (its SUCCEED or FAIL, with
+ * the excerpt of its last platform call when it made one: src/platforms/exchange.ts).
+ */
+export type TimelineStep = { trigger: AttemptTrigger } | { outcome: 'succeeded' | 'failed'; platformStatus: number | null; exchange?: Exchange | null };
 
 /** A row's state after a transition, its result column's value, the audit entry written with it, if any, and its timeline step, if any. */
 export interface AttemptWrite<R extends AttemptRow = AttemptRow> {
@@ -48,6 +52,8 @@ export async function findAttemptsIn(trx: Trx, rowIds: string[]): Promise<Attemp
     errorMessage: row.error_message,
     platformStatus: row.platform_status,
     result: row.result,
+    request: row.request ?? null,
+    response: row.response ?? null,
   }) as AttemptEntry);
 }
 
@@ -67,6 +73,7 @@ interface TransitionValues {
   completed_at: Date | null;
   failed_at: Date | null;
   dead_at: Date | null;
+  next_retry_at: Date | null;
   result: string | null;
   queue_message_id: string | null;
   updated_at: Date;
@@ -82,6 +89,8 @@ interface TransitionValues {
   attempt_outcome: string | null;
   platform_status: number | null;
   detail: unknown;
+  attempt_request: Exchange['request'] | null;
+  attempt_response: Exchange['response'] | null;
 }
 
 /**
@@ -114,6 +123,8 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
     completed_at: row.completedAt ?? null,
     failed_at: row.failedAt ?? null,
     dead_at: row.deadAt ?? null,
+    // Only a failed row waits for an automatic retry; any other transition clears the time.
+    next_retry_at: row.status === 'failed' ? (row.nextRetryAt ?? null) : null,
     result,
     queue_message_id: row.queueMessageId ?? null,
     updated_at: row.updatedAt,
@@ -129,6 +140,8 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
     attempt_outcome: timeline && 'outcome' in timeline ? timeline.outcome : null,
     platform_status: timeline && 'outcome' in timeline ? timeline.platformStatus : null,
     detail: detail ?? null,
+    attempt_request: timeline && 'outcome' in timeline ? (timeline.exchange?.request ?? null) : null,
+    attempt_response: timeline && 'outcome' in timeline ? (timeline.exchange?.response ?? null) : null,
   }));
   const detailSet = resultDetail ? sql`, ${sql.ref(resultDetail.column)} = coalesce(v.detail, ${sql.ref(`t.${resultDetail.column}`)})` : sql``;
   const statement = db
@@ -137,17 +150,17 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
       () => sql<TransitionValues>`(
         select * from jsonb_to_recordset(${JSON.stringify(values)}::jsonb) as v(
           id text, version int, status text, attempts int, retries_left int, error_message text, completed_at timestamptz,
-          failed_at timestamptz, dead_at timestamptz, result text, queue_message_id text, updated_at timestamptz,
+          failed_at timestamptz, dead_at timestamptz, next_retry_at timestamptz, result text, queue_message_id text, updated_at timestamptz,
           audit_id text, audit_owner_id text, audit_reseller_store_id text, audit_action text, audit_resource_type text,
           audit_resource_id text, audit_metadata jsonb, audit_actor_id text, attempt_trigger text, attempt_outcome text,
-          platform_status int, detail jsonb))`,
+          platform_status int, attempt_request jsonb, attempt_response jsonb, detail jsonb))`,
     )
     .with(
       'written',
       () => sql<{ id: string; read_version: number; version: number; owner_id: string; reseller_store_id: string }>`(
         update ${sql.table(table)} as t set
           status = v.status, attempts = v.attempts, retries_left = v.retries_left, error_message = v.error_message,
-          completed_at = v.completed_at, failed_at = v.failed_at, dead_at = v.dead_at, ${sql.ref(resultColumn)} = v.result,
+          completed_at = v.completed_at, failed_at = v.failed_at, dead_at = v.dead_at, next_retry_at = v.next_retry_at, ${sql.ref(resultColumn)} = v.result,
           queue_message_id = v.queue_message_id, updated_at = v.updated_at, version = t.version + 1${detailSet}
         from v where t.id = v.id and t.version = v.version
         returning t.id, v.version as read_version, t.version, t.owner_id, t.reseller_store_id)`,
@@ -216,6 +229,8 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
           error_message: eb.ref('v.error_message'),
           platform_status: eb.ref('v.platform_status'),
           result: eb.ref('v.result'),
+          request: sql<string>`v.attempt_request`,
+          response: sql<string>`v.attempt_response`,
         }))
         .whereRef('a.row_id', '=', 'w.id')
         .whereRef('a.attempt', '=', 'v.attempts')
@@ -280,6 +295,8 @@ export interface MessageReplacement {
   version: number;
   messageId: string | null;
   nextMessageId: string;
+  /** When the next message starts, if later than planned: a failed row's `next_retry_at` follows it. */
+  startsAt?: Date | undefined;
 }
 
 /**
@@ -292,15 +309,16 @@ export async function replaceQueueMessages(db: Db | Trx, table: AttemptTable, re
   const rows = await db
     .with(
       'v',
-      () => sql<{ id: string; version: number; message_id: string | null; next_message_id: string }>`(
+      () => sql<{ id: string; version: number; message_id: string | null; next_message_id: string; starts_at: Date | null }>`(
         select * from jsonb_to_recordset(${JSON.stringify(
-          replacements.map((r) => ({ id: r.id, version: r.version, message_id: r.messageId, next_message_id: r.nextMessageId })),
-        )}::jsonb) as v(id text, version int, message_id text, next_message_id text))`,
+          replacements.map((r) => ({ id: r.id, version: r.version, message_id: r.messageId, next_message_id: r.nextMessageId, starts_at: r.startsAt ?? null })),
+        )}::jsonb) as v(id text, version int, message_id text, next_message_id text, starts_at timestamptz))`,
     )
     .with(
       'replaced',
       () => sql<{ id: string }>`(
-        update ${sql.table(table)} as t set queue_message_id = v.next_message_id, version = t.version + 1
+        update ${sql.table(table)} as t set queue_message_id = v.next_message_id, version = t.version + 1,
+          next_retry_at = case when t.status = 'failed' and v.starts_at is not null then v.starts_at else t.next_retry_at end
         from v where t.id = v.id and t.version = v.version and t.queue_message_id is not distinct from v.message_id
         returning t.id)`,
     )

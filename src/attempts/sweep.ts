@@ -28,7 +28,7 @@ export interface SweptKind {
 export type SweepHook = () => Promise<Record<string, number>>;
 
 /** What the sweep did to one row. */
-type Rescue = { action: 'requeued' | 'lost'; delayMs: number } | { action: 'dead'; reason: DeathReason };
+type Rescue = { action: 'requeued' | 'lost'; startAfter: Date } | { action: 'dead'; reason: DeathReason };
 
 export interface SweepCounts {
   /** Rows re-enqueued as they were (their message was gone). */
@@ -111,7 +111,7 @@ export class Sweeper {
     const settled = moved.filter(({ rescue }) => rescue.action !== 'requeued').map(({ row }) => row);
     if (settled.length > 0) await this.ctx.outbox.append(trx, await kind.outcomeEvents(trx, settled));
     const messages = moved.flatMap(({ row, rescue }) =>
-      rescue.action === 'dead' ? [] : [{ id: row.queueMessageId!, message: kind.message(row.id), delayMs: rescue.delayMs }],
+      rescue.action === 'dead' ? [] : [{ id: row.queueMessageId!, message: kind.message(row.id), startAfter: rescue.startAfter }],
     );
     await this.ctx.queue.insertIn(trx, kind.queue, messages);
     for (const { row, rescue } of moved) {
@@ -141,12 +141,15 @@ export class Sweeper {
           return { action: 'dead', reason: 'worker_lost' };
         }
         row.queueMessageId = newMessageId();
-        return { action: 'lost', delayMs: kind.retryDelayMs(this.ctx.config, kind.restore(row).context) };
+        row.nextRetryAt = new Date(now.getTime() + kind.retryDelayMs(this.ctx.config, kind.restore(row).context));
+        return { action: 'lost', startAfter: row.nextRetryAt };
       }
       kind.restore(row); // throws when its state cannot be read: such a row is left alone
       row.queueMessageId = newMessageId();
       row.updatedAt = now;
-      return { action: 'requeued', delayMs: 0 };
+      // A failed row's retry, whose message was lost, is due at once.
+      row.nextRetryAt = now;
+      return { action: 'requeued', startAfter: now };
     } catch (error) {
       this.ctx.logger.error({ err: error, [kind.logKey]: row.id }, 'stranded row state unreadable; left alone');
       return null;

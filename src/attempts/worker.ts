@@ -5,6 +5,7 @@ import { isDatabaseUnavailable } from '../db/errors.ts';
 import { GroupCommit } from '../db/group-commit.ts';
 import { sqlOf, type Db, type Trx } from '../db/sql.ts';
 import { DEFAULT_MAX_INLINE_RETRY_AFTER_MS } from '../platforms/index.ts';
+import { captureExchanges, type Exchange } from '../platforms/exchange.ts';
 import { PlatformError } from '../platforms/types.ts';
 import { newMessageId } from '../queue/queue.ts';
 import type { AttemptTrigger } from '../../contract/enums.ts';
@@ -45,7 +46,8 @@ const LET_GO_AFTER_MS = 1_500;
 /** Attempts let go of and still running, per worker, at most; past it a batch waits for them again. */
 const MAX_LET_GO = 512;
 
-type Outcome = { ok: true; result: string; platformStatus: number | null; detail: unknown } | { ok: false; error: unknown };
+/** What an attempt came to, with the excerpt of its last platform call (null when it made none). */
+type Outcome = ({ ok: true; result: string; platformStatus: number | null; detail: unknown } | { ok: false; error: unknown }) & { exchange?: Exchange | null };
 
 /** What a delivered message does to its row when it is taken. */
 type TakeMove = 'take' | 'lost' | null;
@@ -255,10 +257,13 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
     const { work, log, turnAt } = item;
     const waitMs = turnAt - performance.now();
     if (waitMs > 0) await delay(waitMs);
-    const outcome = await this.attempt.perform(work).then(
+    // The platform calls' excerpts are noted as references and built once, for the last call.
+    const calls = captureExchanges(() => this.attempt.perform(work));
+    const outcome = await calls.done.then(
       (created): Outcome => ({ ok: true, result: created.id, platformStatus: created.status, detail: this.kind.resultDetail?.of(created) ?? null }),
       (error: unknown): Outcome => ({ ok: false, error }),
     );
+    outcome.exchange = calls.exchange();
     item.called = true;
     // A hand-over that failed (the database) left the row as it was: the outcome is recorded at the version it had.
     if (item.handover) await item.handover;
@@ -300,9 +305,10 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
       outcome.ok ? { type: 'SUCCEED', at, [this.kind.lifecycle.resultKey]: outcome.result } : { type: 'FAIL', error: failureMessage(outcome.error), at }
     ) as AttemptEvent<K>;
     if (!this.kind.transition(row, event, now)) return;
+    const exchange = outcome.exchange ?? null;
     const timeline: TimelineStep = outcome.ok
-      ? { outcome: 'succeeded', platformStatus: outcome.platformStatus }
-      : { outcome: 'failed', platformStatus: outcome.error instanceof PlatformError ? outcome.error.status : null };
+      ? { outcome: 'succeeded', platformStatus: outcome.platformStatus, exchange }
+      : { outcome: 'failed', platformStatus: outcome.error instanceof PlatformError ? outcome.error.status : null, exchange };
 
     if (row.status === 'completed' || row.status === 'dead') {
       if (row.status === 'dead') row.queueMessageId = null;
@@ -325,14 +331,19 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
     this.counted(row.status);
   }
 
-  /** Writes the transition with a new queue message (the next attempt, after `delayMs`) in one transaction. */
+  /**
+   * Writes the transition with a new queue message (the next attempt, after `delayMs`) in one
+   * transaction; the row keeps the message's start as its `nextRetryAt`.
+   */
   private moveWithMessage(row: R, timeline: TimelineStep, delayMs: number, watchdog?: string): Promise<boolean> {
     row.queueMessageId = newMessageId();
+    const startAfter = new Date(Date.now() + delayMs);
+    row.nextRetryAt = startAfter;
     return sqlOf(this.ctx.orm)
       .transaction()
       .execute(async (trx) => {
         if (!(await this.write(trx, [this.writeOf(row, undefined, timeline)]))[0]) return false;
-        await this.ctx.queue.insertIn(trx, this.kind.queue, [{ id: row.queueMessageId!, message: this.kind.message(row.id), delayMs }]);
+        await this.ctx.queue.insertIn(trx, this.kind.queue, [{ id: row.queueMessageId!, message: this.kind.message(row.id), startAfter }]);
         await this.ctx.outbox.append(trx, await this.kind.outcomeEvents(trx, [row]));
         if (watchdog) await this.ctx.queue.discardIn(trx, this.kind.queue, [watchdog]);
         return true;

@@ -19,6 +19,8 @@ function presentTimelineEntry(entry: AttemptEntry) {
     outcome: entry.outcome,
     errorMessage: entry.errorMessage ?? null,
     platformStatus: entry.platformStatus ?? null,
+    request: entry.request ?? null,
+    response: entry.response ?? null,
     cancellationOutcome: (entry.result ?? null) as CancellationOutcome | null,
   };
 }
@@ -36,6 +38,7 @@ export function presentCancellation({ cancellation, timeline }: CancellationView
     errorMessage: cancellation.errorMessage ?? null,
     requestedAt: iso(cancellation.createdAt),
     completedAt: isoOrNull(cancellation.completedAt),
+    nextRetryAt: cancellation.status === 'failed' ? isoOrNull(cancellation.nextRetryAt) : null,
     timeline: timeline.map(presentTimelineEntry),
   };
 }

@@ -28,6 +28,8 @@ export const Fulfillment = defineEntity({
     completedAt: p.datetime().nullable(),
     failedAt: p.datetime().nullable(),
     deadAt: p.datetime().nullable(),
+    /** When the automatic retry scheduled after a failed attempt is due (its queue message's start); null unless `failed`. */
+    nextRetryAt: p.datetime().nullable(),
     queueMessageId: p.string().nullable(),
     version: p.integer().version(),
     createdAt: p.datetime(),

@@ -17,6 +17,7 @@ export function presentFulfillment(fulfillment: Fulfillment, attempts: AttemptEn
     errorMessage: fulfillment.errorMessage ?? null,
     completedAt: isoOrNull(fulfillment.completedAt),
     deadAt: isoOrNull(fulfillment.deadAt),
+    nextRetryAt: fulfillment.status === 'failed' ? isoOrNull(fulfillment.nextRetryAt) : null,
     createdAt: iso(fulfillment.createdAt),
     timeline: attempts.map((entry) => presentAttempt(entry, 'resellerFulfillmentId')),
   };

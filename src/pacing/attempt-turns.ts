@@ -46,7 +46,13 @@ export async function postponeToTurns<Q extends object>(
   postponed: { row: AttemptRow; turnAt: Date; log: Logger }[],
 ): Promise<void> {
   if (postponed.length === 0) return;
-  const replacements = postponed.map(({ row }) => ({ id: row.id, version: row.version, messageId: row.queueMessageId ?? null, nextMessageId: newMessageId() }));
+  const replacements = postponed.map(({ row, turnAt }) => ({
+    id: row.id,
+    version: row.version,
+    messageId: row.queueMessageId ?? null,
+    nextMessageId: newMessageId(),
+    startsAt: turnAt,
+  }));
   const replaced = await sqlOf(ctx.orm)
     .transaction()
     .execute(async (trx) => {

@@ -4,6 +4,7 @@ import { request as send, type Dispatcher } from 'undici';
 import type { Platform } from '../orders/types.ts';
 import { redactSecret, storableText } from '../shared/text.ts';
 import type { StorePacer } from '../pacing/rates.ts';
+import { noteExchange } from './exchange.ts';
 import { PayloadError, PlatformError, type StoreConnection } from './types.ts';
 
 /** Settings shared by every platform's client. */
@@ -251,6 +252,7 @@ export class PlatformHttpClient {
       };
       const retryAfter = response.headers['retry-after'];
       const { text, oversized } = await readBounded(response.body, request.maxBodyBytes ?? ANSWER_MAX_BYTES);
+      noteExchange({ method: request.method, path: request.path, body: request.body, secret: store.accessToken, status: response.statusCode, text });
       return {
         status: response.statusCode,
         headers: responseHeaders,
@@ -259,6 +261,7 @@ export class PlatformHttpClient {
         oversized,
       };
     } catch (error) {
+      noteExchange({ method: request.method, path: request.path, body: request.body, secret: store.accessToken, status: null, text: null });
       const reason = describeNetworkFailure(error, this.options.timeoutMs);
       throw this.#error(store, request, `failed: ${reason}`, { retryable: true });
     }

@@ -64,34 +64,77 @@ export const MIN_REDACTED_RUN = 12;
  * characters of a 391-character token); run it before the text is normalised or cut.
  */
 export function redactSecret(text: string, secret: string): string {
-  if (secret === '') return text;
-  const forms = formsOf(secret);
-  let redacted = text;
-  for (const form of forms) redacted = redacted.replaceAll(form, REDACTED);
-  return redactRuns(redacted, forms);
+  return secretRedactor(secret)(text);
 }
 
 /**
- * Replaces each stretch of `text` covered by MIN_REDACTED_RUN-character windows that occur in one
- * of `forms`: every piece of a form at least that long is covered, so none survives.
+ * `redactSecret` for one secret, its forms and windows worked out once: for redacting several
+ * texts with the same secret (an attempt's request and response excerpts).
  */
-function redactRuns(text: string, forms: string[]): string {
-  if (text.length < MIN_REDACTED_RUN) return text;
-  const windows = new Set<string>();
-  for (const form of forms) {
-    for (let i = 0; i + MIN_REDACTED_RUN <= form.length; i++) windows.add(form.slice(i, i + MIN_REDACTED_RUN));
+export function secretRedactor(secret: string): (text: string) => string {
+  if (secret === '') return (text) => text;
+  const forms = formsOf(secret);
+  const windows = windowsOf(forms);
+  return (text) => {
+    let redacted = text;
+    for (const form of forms) redacted = redacted.replaceAll(form, REDACTED);
+    return redactRuns(redacted, windows);
+  };
+}
+
+/** A secret's forms, and the rolling hashes of their MIN_REDACTED_RUN-character pieces (to find those fast). */
+interface Windows {
+  forms: string[];
+  hashes: Set<number>;
+}
+
+const HASH_BASE = 257;
+/** HASH_BASE to the power MIN_REDACTED_RUN - 1, modulo 2^32: what the leaving character weighs. */
+const HASH_POWER = Array.from({ length: MIN_REDACTED_RUN - 1 }).reduce<number>((power) => Math.imul(power, HASH_BASE), 1);
+
+/** The hash of the window starting at `start`, once the one before it was `previous` (none: computed whole). */
+function rolled(text: string, start: number, previous?: number): number {
+  if (previous === undefined) {
+    let hash = 0;
+    for (let k = 0; k < MIN_REDACTED_RUN; k++) hash = (Math.imul(hash, HASH_BASE) + text.charCodeAt(start + k)) | 0;
+    return hash;
   }
-  if (windows.size === 0) return text;
+  return (Math.imul(previous - Math.imul(text.charCodeAt(start - 1), HASH_POWER), HASH_BASE) + text.charCodeAt(start + MIN_REDACTED_RUN - 1)) | 0;
+}
+
+/** The hashes of every MIN_REDACTED_RUN-character piece of the forms. */
+function windowsOf(forms: string[]): Windows {
+  const hashes = new Set<number>();
+  for (const form of forms) {
+    let hash: number | undefined;
+    for (let i = 0; i + MIN_REDACTED_RUN <= form.length; i++) hashes.add((hash = rolled(form, i, hash)));
+  }
+  return { forms, hashes };
+}
+
+/** Whether this piece of text is a piece of one of the forms (checked only when its hash matched). */
+const isPiece = (windows: Windows, piece: string) => windows.forms.some((form) => form.includes(piece));
+
+/**
+ * Replaces each stretch of `text` covered by MIN_REDACTED_RUN-character windows that occur in one
+ * of the forms (`windows`): every piece of a form at least that long is covered, so none survives.
+ * The text's windows are hashed as they roll (no string per position); a matching hash is checked.
+ */
+function redactRuns(text: string, windows: Windows): string {
+  if (text.length < MIN_REDACTED_RUN || windows.hashes.size === 0) return text;
   let result = '';
   let kept = 0;
   let runEnd = -1;
+  let hash: number | undefined;
   for (let i = 0; i + MIN_REDACTED_RUN <= text.length; i++) {
-    if (!windows.has(text.slice(i, i + MIN_REDACTED_RUN))) continue;
-    if (i > runEnd) {
-      result += text.slice(kept, i) + REDACTED;
+    hash = rolled(text, i, hash);
+    if (windows.hashes.has(hash) && isPiece(windows, text.slice(i, i + MIN_REDACTED_RUN))) {
+      if (i > runEnd) {
+        result += text.slice(kept, i) + REDACTED;
+      }
+      runEnd = i + MIN_REDACTED_RUN;
+      kept = runEnd;
     }
-    runEnd = i + MIN_REDACTED_RUN;
-    kept = runEnd;
   }
   return kept === 0 ? text : result + text.slice(kept);
 }

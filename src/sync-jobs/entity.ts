@@ -28,6 +28,8 @@ export const SyncJob = defineEntity({
     completedAt: p.datetime().nullable(),
     failedAt: p.datetime().nullable(),
     deadAt: p.datetime().nullable(),
+    /** When the automatic retry scheduled after a failed attempt is due (its queue message's start); null unless `failed`. */
+    nextRetryAt: p.datetime().nullable(),
     /** The reseller order as the webhook delivered it; null for manual jobs (read from the platform). */
     order: p.json<ResellerOrder>().nullable(),
     /** Id of the only queue message allowed to move this job; older messages are stale. */

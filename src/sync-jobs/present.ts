@@ -27,6 +27,7 @@ export function presentSyncJob(job: SyncJob) {
     completedAt: isoOrNull(job.completedAt),
     failedAt: isoOrNull(job.failedAt),
     deadAt: isoOrNull(job.deadAt),
+    nextRetryAt: job.status === 'failed' ? isoOrNull(job.nextRetryAt) : null,
     createdAt: iso(job.createdAt),
     updatedAt: iso(job.updatedAt),
     supplierCancelledAt: isoOrNull(job.supplierCancelledAt),

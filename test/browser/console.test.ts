@@ -5,7 +5,10 @@
  * (dead jobs of an older store, a disabled webhook endpoint), picks a store by its counts, follows
  * deep links with the back button, reads a job's timeline, retries one job, selected jobs and
  * jobs by supplier, searches by order number, job id and supplier, pages through jobs and the
- * audit log, retries a webhook delivery, survives an expired access token and signs out. axe-core
+ * audit log, retries a webhook delivery, survives an expired access token and signs out. The
+ * divergence list (real supplier cancellations, one dismissed), a failed job's next retry, a failed
+ * cancellation retried by hand and the attempts' request/response excerpts all come from the real
+ * flows, on a second service whose retries are ten minutes apart. axe-core
  * checks every view (no serious or critical violation) and screenshots at 1280 and 390 px are
  * written to test/browser/screenshots/ (git-ignored) for a reviewer to look at.
  */
@@ -14,7 +17,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSandbox, type Sandbox } from '../sandbox/server.ts';
+import { sendWebhook, startSandbox, type Sandbox } from '../sandbox/server.ts';
 import type { TestUser } from '../support/factories.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 import { addSupplier, createJob, lineOf, openShop, seedResellerOrder, waitForJob, type Shop, type Supplier } from '../support/sync-jobs.ts';
@@ -69,7 +72,7 @@ async function openTab(viewport = DESKTOP): Promise<{ context: BrowserContext; p
   page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
   page.on('console', (message) => {
     // A Content-Security-Policy refusal is reported on the console only. 401 (a token renewed) and
-    // 404 (a feature this service lacks, e.g. the divergence list) are expected answers.
+    // 404 (a store deleted meanwhile) are expected answers.
     if (message.type() === 'error' && !/status of 40[14]/.test(message.text())) problems.push(`console error: ${message.text()}`);
   });
   return { context, page, problems, requests };
@@ -101,8 +104,8 @@ const hash = (page: Page) => new URL(page.url()).hash;
 /** The store picker of the top bar (views have store filters of their own). */
 const storePicker = (page: Page) => page.getByRole('banner').getByLabel('Store');
 
-async function signIn(page: Page, user: TestUser): Promise<void> {
-  await page.goto(`${service.url}/console`);
+async function signIn(page: Page, user: TestUser, baseUrl = service.url): Promise<void> {
+  await page.goto(`${baseUrl}/console`);
   await page.getByLabel('Email').fill(user.email);
   await page.getByLabel('Password').fill(user.password);
   // By keyboard: Enter in the form submits it.
@@ -476,90 +479,116 @@ describe('the operator console', () => {
     await context.close();
   }, 60_000);
 
-  it('shows the divergence list, cancellations, next retry times and request/response excerpts when the API gives them', async () => {
-    // Other parts of the service are adding these (order-changes.md): until they exist, the API's
-    // answers are extended here, in the shapes the specification gives, to show the console is ready.
-    const job = scene.completedJobs[0];
-    const now = Date.now();
-    const iso = (offsetMs: number) => new Date(now + offsetMs).toISOString();
-    const divergences = [
-      { id: 'div_supplier', type: 'supplier_cancelled', syncJobId: job.id, since: iso(-60_000), detail: 'The supplier cancelled the order: out of stock.' },
-      { id: 'div_stale', type: 'stale', syncJobId: scene.completedJobs[1].id, since: iso(-3_600_000), detail: 'Placed 8 days ago, no tracking yet.' },
-    ];
-    const calls: string[] = [];
-    const { context, page, problems } = await openTab();
-    await page.route(
-      (url) => /\/v1\/reseller_stores\/[^/]+\/divergences/.test(url.pathname),
-      async (route) => {
-        const request = route.request();
-        const { pathname } = new URL(request.url());
-        calls.push(`${request.method()} ${pathname}`);
-        const storeId = pathname.split('/')[3];
-        if (request.method() === 'POST') {
-          const id = pathname.split('/')[5];
-          const index = divergences.findIndex((entry) => entry.id === id);
-          const [dismissed] = divergences.splice(index, 1);
-          return route.fulfill({ json: { ...dismissed, dismissedAt: new Date().toISOString(), request_id: 'req_test' } });
-        }
-        const data = storeId === scene.corner.reseller.id ? divergences : [];
-        return route.fulfill({ json: { object: 'list', data, has_more: false, url: pathname, request_id: 'req_test' } });
-      },
-    );
-    await page.route(`**/v1/sync_jobs/${job.id}`, async (route) => {
-      const real = await (await route.fetch()).json();
-      const cancellation = {
-        id: 'can_1', status: 'dead', outcome: null, scope: 'lines', lines: [{ sku: 'SKU-Crate', quantity: 1 }], reason: 'The customer changed their mind.',
-        attempts: 4, errorMessage: 'custom supplier: POST /orders/1/cancel answered 503', requestedAt: iso(-120_000), completedAt: null, nextRetryAt: null,
-        timeline: [{ attempt: 1, trigger: 'initial', startedAt: iso(-110_000), finishedAt: iso(-109_000), durationMs: 40, outcome: 'failed', errorMessage: 'answered 503', platformStatus: 503 }],
+  it('shows the divergence list with its dismiss, a failed job’s next retry, a cancellation with its retry, and request/response excerpts', async () => {
+    // Retries ten minutes apart, so failed work is still failed, its next retry ahead, while it is looked at.
+    const slow = await startTestService({ PLATFORM_BASE_URL: sandbox.baseUrlTemplate, SYNC_RETRY_BASE_DELAY_MS: '600000' });
+    try {
+      const shopSecret = `whsec_dock_${Math.random().toString(36).slice(2)}`;
+      const crateSecret = `whsec_crate_${Math.random().toString(36).slice(2)}`;
+      const shop = await openShop(slow.api, { name: 'Dock Street', webhookSecret: shopSecret });
+      const crate = await addSupplier(slow.api, shop, { name: 'Crate Co', vendorTag: 'Crate', webhookSecret: crateSecret });
+      const bolt = await addSupplier(slow.api, shop, { name: 'Bolt Wholesale', vendorTag: 'Bolt' });
+      let orderId = 4_200_000 + Math.floor(Math.random() * 10_000) * 10;
+      const storefront = (topic: string, payload: unknown) =>
+        sendWebhook({ targetUrl: `${slow.url}/v1/orders/webhook`, shopDomain: shop.reseller.shopDomain, secret: shopSecret, topic, payload });
+      /** A storefront order for one supplier, routed through the real orders/create webhook; its job once it settles. */
+      const routed = async (supplier: Supplier, until: (job: any) => boolean) => {
+        const order = sandbox.buildOrderPayload('platform_a', { id: orderId++, lines: [lineOf(supplier.vendorTag)] }) as Record<string, any>;
+        sandbox.seedOrder(shop.reseller.shopDomain, 'platform_a', order);
+        const response = await storefront('orders/create', order);
+        expect(response.status, JSON.stringify(response.body)).toBe(200);
+        const jobId = (response.body as { syncJobIds: string[] }).syncJobIds[0]!;
+        return { order, job: await waitForJob(slow.api, shop.user.token, jobId, until, 20_000, 'settled') };
       };
-      await route.fulfill({ json: { ...real, nextRetryAt: iso(90_000), cancellations: [cancellation] } });
-    });
-    await page.route(`**/v1/sync_jobs/${job.id}/attempts`, async (route) => {
-      const real = await (await route.fetch()).json();
-      const data = real.data.map((entry: any) => ({
-        ...entry,
-        request: { method: 'POST', path: '/orders', body: { line_items: [{ sku: 'SKU-Crate', quantity: 2 }], note: 'Authorization: [redacted]' } },
-        response: { status: entry.platformStatus, body: '{"order":{"id":"ord_1"}}' },
-      }));
-      await route.fulfill({ json: { ...real, data } });
-    });
-    await page.route(`**/v1/sync_jobs/${job.id}/cancellations/can_1/retry`, async (route) => {
-      calls.push(`${route.request().method()} /v1/sync_jobs/${job.id}/cancellations/can_1/retry`);
-      await route.fulfill({ json: { id: 'can_1', status: 'pending', request_id: 'req_test' } });
-    });
+      /** The supplier cancels the order it received, on its own, through its webhook. */
+      const supplierCancels = async (job: any, reason: string) => {
+        const response = await sendWebhook({
+          targetUrl: `${slow.url}/v1/fulfillments/webhook`,
+          shopDomain: crate.shopDomain,
+          secret: crateSecret,
+          topic: 'orders/cancelled',
+          payload: { id: job.sourceOrderId, cancelledAt: new Date().toISOString(), reason },
+        });
+        expect(response.body).toMatchObject({ received: true, syncJobIds: [job.id] });
+      };
 
-    await signIn(page, scene.user);
-    const list = page.getByRole('table', { name: 'Open divergences, newest first' });
-    await expect.poll(() => list.locator('tbody tr').count(), { timeout: 10_000 }).toBe(2);
-    await expect(list.locator('tbody tr').first().textContent()).resolves.toMatch(/Corner Shop.*Cancelled by the supplier.*out of stock/);
-    await page.getByRole('heading', { level: 2, name: 'Divergences (2)' }).waitFor();
-    expect(await accessibilityViolations(page), 'attention view with divergences').toEqual([]);
-    await screenshot(page, 'divergences-1280');
-    await page.getByRole('button', { name: 'Dismiss the divergence No tracking for a long time' }).click();
-    await page.getByText('Divergence dismissed: No tracking for a long time.').waitFor();
-    expect(calls).toContain(`POST /v1/reseller_stores/${scene.corner.reseller.id}/divergences/div_stale/dismiss`);
-    await expect.poll(() => list.locator('tbody tr').count()).toBe(1);
+      // Two orders the supplier cancelled itself: two supplier_cancelled divergences.
+      const completed = (job: any) => job.status === 'completed';
+      const { job: outOfStock } = await routed(crate, completed);
+      await supplierCancels(outOfStock, 'out of stock');
+      const { job: discontinued } = await routed(crate, completed);
+      await supplierCancels(discontinued, 'discontinued');
+      // An order the customer cancels while the supplier's API is down: its cancellation failed, retried in ten minutes.
+      const { order: cancelledOrder, job: cancelledJob } = await routed(crate, completed);
+      sandbox.setFaults(crate.shopDomain, { alwaysFail: true, status: 503 });
+      const cancelled = await storefront('orders/cancelled', { ...cancelledOrder, cancelled_at: new Date().toISOString(), cancel_reason: 'customer' });
+      expect(cancelled.status, JSON.stringify(cancelled.body)).toBe(200);
+      await waitForJob(slow.api, shop.user.token, cancelledJob.id, (job) => job.cancellations[0]?.status === 'failed', 20_000, 'cancellation failed');
+      // A supplier whose API is down: the job failed, its next retry in ten minutes.
+      sandbox.setFaults(bolt.shopDomain, { alwaysFail: true, status: 503 });
+      const { job: failedJob } = await routed(bolt, (job) => job.status === 'failed');
+      expect(Date.parse(failedJob.nextRetryAt)).toBeGreaterThan(Date.now() + 60_000);
 
-    // The job's page: next retry, the cancellation with its retry, and the exchanges with the platform.
-    await page.getByRole('link', { name: 'Open job: Cancelled by the supplier' }).click();
-    await view(page, `Job for order #${job.externalOrderId}`);
-    await expect(page.locator('.facts').first().textContent()).resolves.toMatch(/Next retry\d{1,2} [A-Z][a-z]{2} \d{2}:\d{2}:\d{2} \(in 1 min\)/);
-    const cancellation = page.getByRole('region', { name: 'Cancellation can_1' });
-    await expect(cancellation.textContent()).resolves.toMatch(/dead.*none yet.*some lines.*SKU-Crate × 1.*The customer changed their mind\..*4/);
-    await page.getByRole('button', { name: 'Retry this cancellation' }).click();
-    await page.getByText(`Cancellation of order ${job.externalOrderId} retried; it is pending again.`).waitFor();
-    expect(calls).toContain(`POST /v1/sync_jobs/${job.id}/cancellations/can_1/retry`);
-    const attempts = page.getByRole('table', { name: 'Attempts of the job, oldest first' });
-    await attempts.getByRole('button', { name: 'Request and response of attempt 1' }).click();
-    await expect(attempts.getByLabel('Request of attempt 1', { exact: true }).textContent()).resolves.toContain('"path": "/orders"');
-    await expect(attempts.getByLabel('Response of attempt 1', { exact: true }).textContent()).resolves.toContain('ord_1');
-    expect(await accessibilityViolations(page), 'job view with cancellations').toEqual([]);
-    await screenshot(page, 'job-cancellations-1280');
-    expect(problems).toEqual([]);
-    // The page keeps polling: let the handlers' pending fetches go before the tab closes.
-    await page.unrouteAll({ behavior: 'ignoreErrors' });
-    await context.close();
-  }, 60_000);
+      const { context, page, problems, requests } = await openTab();
+      await signIn(page, shop.user, slow.url);
+      const list = page.getByRole('table', { name: 'Open divergences, newest first' });
+      await expect.poll(() => list.locator('tbody tr').count(), { timeout: 10_000 }).toBe(2);
+      await expect(list.locator('tbody tr').first().textContent()).resolves.toMatch(/Dock Street.*Cancelled by the supplier.*discontinued/);
+      await expect(list.locator('tbody tr').last().textContent()).resolves.toMatch(/Dock Street.*Cancelled by the supplier.*out of stock/);
+      await page.getByRole('heading', { level: 2, name: 'Divergences (2)' }).waitFor();
+      const problemsTable = page.getByRole('table', { name: /Dead and failed sync jobs of all stores/ });
+      await expect.poll(() => problemsTable.locator('tbody tr').count()).toBe(1);
+      expect(await accessibilityViolations(page), 'attention view with divergences').toEqual([]);
+      await screenshot(page, 'divergences-1280');
+
+      // Dismiss one: the API records it, and the list keeps the other.
+      await list.locator('tbody tr').filter({ hasText: 'discontinued' }).getByRole('button', { name: 'Dismiss the divergence Cancelled by the supplier' }).click();
+      await page.getByText('Divergence dismissed: Cancelled by the supplier.').waitFor();
+      expect(requests.filter((r) => /^POST \/v1\/reseller_stores\/[^/]+\/divergences\/[^/]+\/dismiss$/.test(r))).toHaveLength(1);
+      await expect.poll(() => list.locator('tbody tr').count()).toBe(1);
+      const divergences = await slow.api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token });
+      // The list holds open entries only: the dismissed one left it.
+      expect(divergences.body.data).toEqual([expect.objectContaining({ syncJobId: outOfStock.id, status: 'open', type: 'supplier_cancelled' })]);
+
+      // The remaining divergence's job: cancelled by the supplier, and its attempt's exchange with the platform.
+      await page.getByRole('link', { name: 'Open job: Cancelled by the supplier' }).click();
+      await view(page, `Job for order #${outOfStock.externalOrderId}`);
+      await expect(page.locator('.facts').first().textContent()).resolves.toMatch(/Cancelled by the supplier.*out of stock/);
+      const attempts = page.getByRole('table', { name: 'Attempts of the job, oldest first' });
+      await attempts.getByRole('button', { name: 'Request and response of attempt 1' }).click();
+      await expect(attempts.getByLabel('Request of attempt 1', { exact: true }).textContent()).resolves.toMatch(/^POST \/orders\n/);
+      await expect(attempts.getByLabel('Request of attempt 1', { exact: true }).textContent()).resolves.toContain('SKU-Crate');
+      await expect(attempts.getByLabel('Response of attempt 1', { exact: true }).textContent()).resolves.toContain(outOfStock.sourceOrderId);
+      expect(await accessibilityViolations(page), 'job view with an exchange').toEqual([]);
+
+      // The failed job: when its automatic retry is due, and the platform's 503 as it came back.
+      await page.evaluate(`location.hash = ${JSON.stringify(`#/jobs/${failedJob.id}`)}`);
+      await view(page, `Job for order #${failedJob.externalOrderId}`);
+      await expect(page.locator('.facts').first().textContent()).resolves.toMatch(/Next retry\d{1,2} [A-Z][a-z]{2} \d{2}:\d{2}:\d{2} \(in \d min\)/);
+      await expect(page.locator('.facts time').filter({ hasText: /\(in \d min\)/ }).getAttribute('datetime')).resolves.toBe(failedJob.nextRetryAt);
+      const failedAttempts = page.getByRole('table', { name: 'Attempts of the job, oldest first' });
+      await failedAttempts.getByRole('button', { name: 'Request and response of attempt 1' }).click();
+      await expect(failedAttempts.getByLabel('Response of attempt 1', { exact: true }).textContent()).resolves.toMatch(/^HTTP 503\n\n\{\n {2}"errors": "Simulated failure \(503\)"\n\}$/);
+      await screenshot(page, 'job-next-retry-1280');
+
+      // The cancelled order's job: its failed cancellation with its next retry, retried by hand once the supplier is back.
+      await page.evaluate(`location.hash = ${JSON.stringify(`#/jobs/${cancelledJob.id}`)}`);
+      await view(page, `Job for order #${cancelledJob.externalOrderId}`);
+      const cancellation = page.getByRole('region', { name: /^Cancellation can_/ });
+      await expect(cancellation.textContent()).resolves.toMatch(/failed.*none yet.*whole order.*SKU-Crate × 2.*—.*1.*Next retry.*\(in \d min\).*503/);
+      expect(await accessibilityViolations(page), 'job view with a cancellation').toEqual([]);
+      await screenshot(page, 'job-cancellations-1280');
+      sandbox.clearFaults(crate.shopDomain);
+      await cancellation.getByRole('button', { name: 'Retry this cancellation' }).click();
+      await page.getByText(`Cancellation of order ${cancelledJob.externalOrderId} retried; it is pending again.`).waitFor();
+      expect(requests.filter((r) => /^POST \/v1\/sync_jobs\/[^/]+\/cancellations\/can_[^/]+\/retry$/.test(r))).toHaveLength(1);
+      await expect.poll(() => cancellation.textContent(), { timeout: 15_000 }).toMatch(/completed.*cancelled.*whole order/);
+      expect(problems).toEqual([]);
+      await context.close();
+    } finally {
+      await slow.stop();
+    }
+  }, 90_000);
 
   it('renews an expired access token through the refresh cookie and carries on', async () => {
     const shop = await openShop(service.api, { name: 'Night Shop' });

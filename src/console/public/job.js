@@ -1,7 +1,5 @@
-// A job's page (#/jobs/{id}): its facts, attempts, fulfillments, cancellations and history.
-// Fields other parts of the service add over time are shown when present: `nextRetryAt` (job,
-// fulfillment, cancellation), `request`/`response` on timeline entries, `cancellations`,
-// `supplierCancelledAt`/`supplierCancelReason`.
+// A job's page (#/jobs/{id}): its facts, attempts (with their request and response excerpts),
+// fulfillments, cancellations, when a failed one's next automatic retry is due, and history.
 import { html, useCallback, useEffect, useState } from '/console/assets/preact-htm.js';
 import {
   Alert, api, ApiError, Due, Exchange, href, JOB_POLL_MS, Loading, number, plainWords, plural, RETRYABLE, Status, TRIGGERS, useAction, usePolling,
@@ -132,7 +130,8 @@ function Timeline({ attempts, label, result, resultLabel }) {
   const [open, setOpen] = useState(() => new Set());
   if (attempts === null) return html`<${Loading} what="attempts" />`;
   if (attempts.length === 0) return html`<p>No attempt yet: waiting for a worker.</p>`;
-  const exchanges = attempts.some((a) => a.request !== undefined || a.response !== undefined);
+  const hasExchange = (attempt) => (attempt.request ?? attempt.response ?? null) !== null;
+  const exchanges = attempts.some(hasExchange);
   const columns = 7 + (result ? 1 : 0) + (exchanges ? 1 : 0);
   const toggle = (key) =>
     setOpen((before) => {
@@ -158,7 +157,6 @@ function Timeline({ attempts, label, result, resultLabel }) {
           const repeated = attempt.errorMessage && previous?.errorMessage === attempt.errorMessage;
           if (!repeated) runStart = attempt.attempt;
           const key = attempt.attempt ?? index;
-          const hasExchange = attempt.request !== undefined || attempt.response !== undefined;
           return html`
             <tr key=${key} class="attempt">
               <td data-label="Attempt">${attempt.attempt}</td>
@@ -172,7 +170,7 @@ function Timeline({ attempts, label, result, resultLabel }) {
                 ${repeated ? html`<span class="muted">same as attempt ${runStart}</span>` : attempt.errorMessage ?? '—'}
                 ${attempt.nextRetryAt ? html`<br /><small>next retry <${Due} at=${attempt.nextRetryAt} /></small>` : ''}
               </td>
-              ${exchanges && html`<td class="row-actions">${hasExchange &&
+              ${exchanges && html`<td class="row-actions">${hasExchange(attempt) &&
                 html`<button type="button" class="outline" aria-expanded=${open.has(key) ? 'true' : 'false'} onClick=${() => toggle(key)}
                   aria-label=${`Request and response of attempt ${attempt.attempt}`}>Request and response</button>`}</td>`}
             </tr>

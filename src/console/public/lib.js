@@ -334,47 +334,54 @@ export function PageSizePicker({ params, path, id }) {
     </div>`;
 }
 
-/** Request and response excerpts of a timeline entry, when the API gives them (redacted and bounded by the service). */
+/**
+ * An excerpt as an operator reads HTTP: `POST /orders` or `HTTP 503`, then the body, indented when
+ * it is whole JSON (a body cut by the service is shown as it is).
+ */
+function exchangeText(value) {
+  if (value === null || typeof value !== 'object') return excerpt(value);
+  const head = value.method ? `${value.method} ${value.path}` : `HTTP ${value.status}`;
+  let body = value.body;
+  if (typeof body === 'string') {
+    try {
+      body = JSON.stringify(JSON.parse(body), null, 2);
+    } catch {
+      // Not JSON, or cut: shown as it came.
+    }
+  }
+  return body === null || body === undefined ? head : `${head}\n\n${excerpt(body)}`;
+}
+
+/** Request and response excerpts of a timeline entry (redacted and bounded by the service); null ones show as none. */
 export function Exchange({ entry }) {
   const part = (label, value) =>
     value === undefined || value === null
       ? html`<div><p class="label">${label}</p><p class="muted">none</p></div>`
-      : html`<div><p class="label">${label}</p><pre tabindex="0" aria-label=${`${label} of attempt ${entry.attempt}`}>${excerpt(value)}</pre></div>`;
+      : html`<div><p class="label">${label}</p><pre tabindex="0" aria-label=${`${label} of attempt ${entry.attempt}`}>${exchangeText(value)}</pre></div>`;
   return html`<div class="exchange">${part('Request', entry.request)}${part('Response', entry.response)}</div>`;
 }
 
 // ---------------------------------------------------------------------------------------------
-// Features other parts of the service may not have yet: found out by asking, remembered for the visit.
-
-export const features = {
-  /** GET /v1/reseller_stores/{id}/divergences: null until asked, then whether it exists. */
-  divergences: null,
-};
+// The reseller's to-do list
 
 /**
- * The open divergences of these stores, newest first, each with its `resellerStoreId`; null when
- * this service has no divergence list (the endpoint answers 404 for an existing store).
+ * The open divergences of these stores, newest first, each with its `resellerStoreId`. A store
+ * deleted meanwhile (404) has none.
  */
 export async function loadDivergences(storeIds) {
-  if (features.divergences === false || storeIds.length === 0) return null;
+  if (storeIds.length === 0) return [];
   const lists = await Promise.all(
     storeIds.map((storeId) =>
       listAll(`/v1/reseller_stores/${storeId}/divergences`, 500).then(
         (items) => items.map((item) => ({ ...item, resellerStoreId: item.resellerStoreId ?? storeId })),
         (failure) => {
-          if (failure instanceof ApiError && failure.status === 404) return null;
+          if (failure instanceof ApiError && failure.status === 404) return [];
           throw failure;
         },
       ),
     ),
   );
-  if (lists.every((list) => list === null)) {
-    features.divergences = false;
-    return null;
-  }
-  features.divergences = true;
   return lists
-    .filter(Boolean)
     .flat()
     .filter((item) => !item.dismissedAt && !item.resolvedAt)
     .sort((a, b) => Date.parse(b.since) - Date.parse(a.since));
