@@ -1,5 +1,6 @@
 import type { CancellationOutcome } from '../../contract/enums.ts';
 import type { AttemptEntry } from '../attempts/entity.ts';
+import { presentAttempt } from '../attempts/present.ts';
 import { iso, isoOrNull } from '../shared/time.ts';
 import type { Cancellation } from './entity.ts';
 
@@ -9,20 +10,9 @@ export interface CancellationView {
   timeline: AttemptEntry[];
 }
 
+/** A timeline entry whose result is the outcome the attempt came to. */
 function presentTimelineEntry(entry: AttemptEntry) {
-  return {
-    attempt: entry.attempt,
-    trigger: entry.trigger,
-    startedAt: iso(entry.startedAt),
-    finishedAt: isoOrNull(entry.finishedAt),
-    durationMs: entry.finishedAt ? entry.finishedAt.getTime() - entry.startedAt.getTime() : null,
-    outcome: entry.outcome,
-    errorMessage: entry.errorMessage ?? null,
-    platformStatus: entry.platformStatus ?? null,
-    request: entry.request ?? null,
-    response: entry.response ?? null,
-    cancellationOutcome: (entry.result ?? null) as CancellationOutcome | null,
-  };
+  return { ...presentAttempt(entry, 'cancellationOutcome'), cancellationOutcome: (entry.result ?? null) as CancellationOutcome | null };
 }
 
 /** A cancellation as `GET /v1/sync_jobs/{id}` lists it in `cancellations`. */
