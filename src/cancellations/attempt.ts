@@ -13,6 +13,7 @@ import { PlatformError, type LineToCancel, type PlatformAdapter, type PlatformAd
 import type { SecretBox } from '../shared/secrets.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
+import { jobAuditRecord } from '../sync-jobs/attempt.ts';
 import type { Cancellation, CancelledLine } from './entity.ts';
 import type { CancellationRepository, CancellationWork } from './repository.ts';
 import { jobEventIn } from './events.ts';
@@ -320,7 +321,7 @@ export async function voidJobsIn(ctx: JobVoiding, trx: Trx, jobs: SyncJob[], now
       queueMessageId: null,
       updatedAt: now,
     });
-    return { row: job, result: null, audit: jobAudit(job, 'sync_job.completed', { attempts: job.attempts, sourceOrderId: null, notPlaced: true }) };
+    return { row: job, result: null, audit: jobAuditRecord(job, 'sync_job.completed', SYSTEM_ACTOR, { attempts: job.attempts, sourceOrderId: null, notPlaced: true }) };
   });
   const present = writes.filter((write) => write !== null);
   const written = await ctx.cancelledJobs.writeVoidsIn(trx, present);
@@ -333,18 +334,6 @@ export async function voidJobsIn(ctx: JobVoiding, trx: Trx, jobs: SyncJob[], now
   await ctx.outbox.append(trx, events);
   let index = 0;
   return writes.map((write) => (write === null ? false : written[index++]!));
-}
-
-function jobAudit(job: SyncJob, action: string, metadata: Record<string, unknown>): AuditRecord {
-  return {
-    ownerId: job.ownerId,
-    resellerStoreId: job.resellerStoreId,
-    action,
-    resourceType: 'sync_job',
-    resourceId: job.id,
-    actorId: SYSTEM_ACTOR,
-    metadata: { externalOrderId: job.externalOrderId, sourceStoreId: job.sourceStoreId, ...metadata },
-  };
 }
 
 /** A cancellation's audit entry: every one names its sync job. */
