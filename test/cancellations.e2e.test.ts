@@ -11,48 +11,20 @@ import type { Platform } from '../src/orders/types.ts';
 import { buildFulfillmentPayload, sendWebhook, type OrderLineInput } from './sandbox/server.ts';
 import { queryRows } from './support/database.ts';
 import { finishedRun, jobsByOrder, openReseller, placeOrders, reconcile } from './support/reconciliation.ts';
-import { createResellerStore, createSourceStore, registerUser, type TestUser } from './support/factories.ts';
 import { test } from './support/fixtures.ts';
+import { ANVIL, BELL, NUT, createShop, sendStorefrontWebhook, settled, type Shop } from './support/cancellations.ts';
 import { auditOf, getJob, waitForJob } from './support/sync-jobs.ts';
 import { waitFor } from './support/wait.ts';
-import { FULFILLMENTS_PATH, ORDERS_PATH, uniqueSuffix } from './support/webhooks.ts';
+import { FULFILLMENTS_PATH, ORDERS_PATH } from './support/webhooks.ts';
 
 test.override('serviceEnv', { SYNC_RETRY_BASE_DELAY_MS: '50', SWEEP_INTERVAL_MS: '500', RECONCILE_INTERVAL_MS: '0', RECONCILE_GRACE_MS: '0' });
 
 let nextOrderId = 2_330_000 + Math.floor(Math.random() * 10_000) * 10;
 let nextRefundId = 88_000;
 
-interface Store {
-  id: string;
-  shopDomain: string;
-  platform: Platform;
-}
-
-interface Shop {
-  user: TestUser;
-  reseller: Store & { secret: string };
-  acme: Store & { secret: string };
-  bolt: Store;
-}
-
-const ANVIL: OrderLineInput = { sku: 'A-1', title: 'Anvil', vendor: 'Acme', quantity: 2, price: '25.00' };
-const BELL: OrderLineInput = { sku: 'B-1', title: 'Bell', vendor: 'Acme', quantity: 3, price: '5.00' };
-const NUT: OrderLineInput = { sku: 'N-1', title: 'Nut', vendor: 'Bolt', quantity: 4, price: '1.00' };
-
-const settled = (job: any) => job.cancellations.length > 0 && job.cancellations.every((c: any) => c.status === 'completed' || c.status === 'dead');
-
 const it = test
-  .extend('shopWith', { scope: 'file' }, ({ api }) => async (resellerPlatform: Platform, acmePlatform: Platform, boltPlatform: Platform = 'custom'): Promise<Shop> => {
-    const user = await registerUser(api);
-    const secret = `whsec_reseller_${uniqueSuffix()}`;
-    const reseller = await createResellerStore(api, user.token, { platform: resellerPlatform, webhookSecret: secret });
-    const acmeSecret = `whsec_acme_${uniqueSuffix()}`;
-    const acme = { ...(await createSourceStore(api, user.token, reseller.id, { platform: acmePlatform, vendorTag: 'Acme', webhookSecret: acmeSecret })), secret: acmeSecret };
-    const bolt = await createSourceStore(api, user.token, reseller.id, { platform: boltPlatform, vendorTag: 'Bolt' });
-    return { user, reseller: { ...reseller, secret }, acme, bolt };
-  })
-  .extend('storefront', { scope: 'file' }, ({ service }) => (shop: Shop, topic: string, payload: unknown) =>
-    sendWebhook({ targetUrl: `${service.url}${ORDERS_PATH}`, shopDomain: shop.reseller.shopDomain, secret: shop.reseller.secret, topic, payload }))
+  .extend('shopWith', { scope: 'file' }, ({ api }) => (resellerPlatform: Platform, acmePlatform: Platform, boltPlatform?: Platform) => createShop(api, resellerPlatform, acmePlatform, boltPlatform))
+  .extend('storefront', { scope: 'file' }, ({ service }) => (shop: Shop, topic: string, payload: unknown) => sendStorefrontWebhook(service.url, shop, topic, payload))
   /** Sends the order's orders/create webhook; returns the order and its jobs' ids (Acme's, then Bolt's when it has lines). */
   .extend('route', { scope: 'file' }, ({ sandbox, storefront }) => async (shop: Shop, lines: OrderLineInput[]) => {
     const id = shop.reseller.platform === 'custom' ? `ord_${nextOrderId++}` : nextOrderId++;

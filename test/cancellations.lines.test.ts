@@ -5,47 +5,18 @@
  */
 import { describe, expect } from 'vitest';
 import type { Platform } from '../src/orders/types.ts';
-import { sendWebhook, type OrderLineInput } from './sandbox/server.ts';
-import { createResellerStore, createSourceStore, registerUser, type TestUser } from './support/factories.ts';
 import { test } from './support/fixtures.ts';
+import { ANVIL, BELL, NUT, createShop, sendStorefrontWebhook, settled, type Shop } from './support/cancellations.ts';
 import { getJob, waitForJob } from './support/sync-jobs.ts';
-import { ORDERS_PATH, uniqueSuffix } from './support/webhooks.ts';
 
 test.override('serviceEnv', { SYNC_RETRY_BASE_DELAY_MS: '50' });
 
 let nextOrderId = 2_310_000 + Math.floor(Math.random() * 10_000) * 10;
 let nextRefundId = 77_000;
 
-interface Store {
-  id: string;
-  shopDomain: string;
-  platform: Platform;
-}
-
-interface Shop {
-  user: TestUser;
-  reseller: Store & { secret: string };
-  acme: Store;
-  bolt: Store;
-}
-
-const ANVIL: OrderLineInput = { sku: 'A-1', title: 'Anvil', vendor: 'Acme', quantity: 2, price: '25.00' };
-const BELL: OrderLineInput = { sku: 'B-1', title: 'Bell', vendor: 'Acme', quantity: 3, price: '5.00' };
-const NUT: OrderLineInput = { sku: 'N-1', title: 'Nut', vendor: 'Bolt', quantity: 4, price: '1.00' };
-
-const settled = (job: any) => job.cancellations.length > 0 && job.cancellations.every((c: any) => c.status === 'completed' || c.status === 'dead');
-
 const it = test
-  .extend('shopWith', { scope: 'file' }, ({ api }) => async (resellerPlatform: Platform, acmePlatform: Platform, boltPlatform: Platform = 'custom'): Promise<Shop> => {
-    const user = await registerUser(api);
-    const secret = `whsec_reseller_${uniqueSuffix()}`;
-    const reseller = await createResellerStore(api, user.token, { platform: resellerPlatform, webhookSecret: secret });
-    const acme = await createSourceStore(api, user.token, reseller.id, { platform: acmePlatform, vendorTag: 'Acme' });
-    const bolt = await createSourceStore(api, user.token, reseller.id, { platform: boltPlatform, vendorTag: 'Bolt' });
-    return { user, reseller: { ...reseller, secret }, acme, bolt };
-  })
-  .extend('storefront', { scope: 'file' }, ({ service }) => (shop: Shop, topic: string, payload: unknown, webhookId?: string) =>
-    sendWebhook({ targetUrl: `${service.url}${ORDERS_PATH}`, shopDomain: shop.reseller.shopDomain, secret: shop.reseller.secret, topic, payload, ...(webhookId && { webhookId }) }))
+  .extend('shopWith', { scope: 'file' }, ({ api }) => (resellerPlatform: Platform, acmePlatform: Platform, boltPlatform?: Platform) => createShop(api, resellerPlatform, acmePlatform, boltPlatform))
+  .extend('storefront', { scope: 'file' }, ({ service }) => (shop: Shop, topic: string, payload: unknown, webhookId?: string) => sendStorefrontWebhook(service.url, shop, topic, payload, webhookId))
   /** Routes an order of Acme's anvils and bells and Bolt's nuts, and waits until both jobs are placed. */
   .extend('placed', { scope: 'file' }, ({ api, sandbox, storefront }) => async (shop: Shop) => {
     const id = shop.reseller.platform === 'custom' ? `ord_${nextOrderId++}` : nextOrderId++;
