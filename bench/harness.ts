@@ -4,7 +4,7 @@
  * (bench/run.ts) makes one `Bench` and hands it to each phase; nothing here is module state.
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
+import { chmodSync, createWriteStream, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -17,7 +17,7 @@ import { ATTEMPT_QUEUES } from '../src/workers/kinds.ts';
 import { createLogger } from '../src/shared/logger.ts';
 import { GiveUp, MemorySampler, SHOP, clusterCpuSeconds, cpuSeconds, round, runTsForJson, spawnTs, waitFor, waitForLog, type Child } from './common.ts';
 import type { LoadInput, LoadResult } from './load.ts';
-import { CPU_PROF, PGSTAT, SERVICE_NODE_ARGS, type Results } from './settings.ts';
+import { CPU_PROF, EXPLAIN_MS, PGSTAT, SERVICE_NODE_ARGS, type Results } from './settings.ts';
 
 export type Log = (text: string) => void;
 
@@ -70,9 +70,16 @@ export class Infrastructure {
     this.#db = db;
     if (PGSTAT) {
       // Diagnostics: per-statement timings need pg_stat_statements loaded at server start.
-      await withClient(db.url(), (c) => c.query(`alter system set shared_preload_libraries = 'pg_stat_statements'`));
+      await withClient(db.url(), async (c) => {
+        await c.query(`alter system set shared_preload_libraries = ${EXPLAIN_MS === null ? `'pg_stat_statements'` : `'pg_stat_statements', 'auto_explain'`}`);
+        if (EXPLAIN_MS === null) return;
+        // BENCH_EXPLAIN_MS: the plans of statements slower than that, with timings, in the server's log.
+        for (const setting of [`auto_explain.log_min_duration = ${EXPLAIN_MS}`, 'auto_explain.log_analyze = on', 'auto_explain.log_buffers = on',
+          'auto_explain.log_nested_statements = on']) await c.query(`alter system set ${setting}`);
+      });
       await db.stop();
-      db = await startEmbeddedPostgres({ dataDir });
+      const serverLog = EXPLAIN_MS === null ? null : createWriteStream(path.join(this.workspace.logs, 'postgres.log'));
+      db = await startEmbeddedPostgres({ dataDir, ...(serverLog && { onLog: (line: string) => void serverLog.write(`${line}\n`) }) });
       this.#db = db;
       await withClient(db.url(), (c) => c.query('create extension if not exists pg_stat_statements'));
     }

@@ -17,6 +17,8 @@
  *   BENCH_SERVICE_NODE_ARGS="--cpu-prof"      extra node flags for the service processes (after npm start's)
  *   BENCH_PGSTAT=1                             log what PostgreSQL sessions wait on, and the top
  *                                              statements (pg_stat_statements), for the measured runs
+ *   BENCH_EXPLAIN_MS=20                        also log the plans (auto_explain, with timings) of
+ *                                              statements slower than 20 ms: logs/postgres.log in the kept folder
  * Any service variable in the environment (WORKER_CONCURRENCY, ...) is passed through.
  */
 import { rmSync, writeFileSync } from 'node:fs';

@@ -6,8 +6,10 @@ import { ROOT } from './common.ts';
 export const QUICK = process.env.BENCH_QUICK === '1';
 export const PHASES = new Set((process.env.BENCH_PHASES ?? 'ingest,e2e,processing,scale,flow,fairness,capacity,watch').split(',').map((p) => p.trim()));
 export const CPU_PROF = process.env.BENCH_CPU_PROF === '1';
-export const KEEP = process.env.BENCH_KEEP === '1' || CPU_PROF;
-export const PGSTAT = process.env.BENCH_PGSTAT === '1';
+export const KEEP = process.env.BENCH_KEEP === '1' || CPU_PROF || process.env.BENCH_EXPLAIN_MS !== undefined;
+export const PGSTAT = process.env.BENCH_PGSTAT === '1' || process.env.BENCH_EXPLAIN_MS !== undefined;
+/** BENCH_EXPLAIN_MS=20: auto_explain logs the plans of statements slower than 20 ms (implies BENCH_PGSTAT, kept with BENCH_KEEP). */
+export const EXPLAIN_MS = process.env.BENCH_EXPLAIN_MS === undefined ? null : Number(process.env.BENCH_EXPLAIN_MS);
 /** The service runs with the node flags `npm start` gives it (package.json), then any from BENCH_SERVICE_NODE_ARGS. */
 export const SERVICE_NODE_ARGS = [
   ...(JSON.parse(readFileSync(path.join(ROOT, 'package.json'), 'utf8')).scripts.start as string).split(' ').filter((arg) => /^--(?!import)/.test(arg)),

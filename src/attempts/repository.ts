@@ -5,6 +5,7 @@ import type { Orm } from '../db/orm.ts';
 import type { Db, Trx } from '../db/sql.ts';
 import { newId } from '../shared/ids.ts';
 import type { Exchange } from '../platforms/exchange.ts';
+import { settledMessagesStep } from '../queue/repository.ts';
 import { AttemptEntry, WORKER_LOST } from './entity.ts';
 import type { AttemptRow, AttemptTable, AttemptTarget } from './kind.ts';
 
@@ -22,6 +23,18 @@ export interface AttemptWrite<R extends AttemptRow = AttemptRow> {
   timeline?: TimelineStep | undefined;
   /** The kind's `resultDetail` of a successful attempt, written to its column (null: the column is kept). */
   detail?: unknown;
+  /**
+   * The queue message that delivered the transition, settled by the statement (see `Settlement`):
+   * `always`, or only when the write does not apply (`unwritten`: a take that lost its race, whose
+   * message is stale; a take that applied keeps its message until the attempt's outcome).
+   */
+  message?: { id: string; settle: 'always' | 'unwritten' } | undefined;
+}
+
+/** The queue messages a transition statement settles (src/queue/queue.ts `settledMessagesStep`): the writes' and `also` (stale ones). */
+export interface Settlement {
+  queue: string;
+  also?: string[];
 }
 
 
@@ -89,6 +102,8 @@ interface TransitionValues {
   attempt_outcome: string | null;
   platform_status: number | null;
   detail: unknown;
+  message_id: string | null;
+  message_settle: 'always' | 'unwritten' | null;
   attempt_request: Exchange['request'] | null;
   attempt_response: Exchange['response'] | null;
 }
@@ -111,9 +126,10 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
   db: Db | Trx,
   { name: kind, table, resultColumn, resultDetail, onSettled = [] }: AttemptTarget,
   writes: AttemptWrite<R>[],
+  settlement?: Settlement,
 ): Promise<boolean[]> {
   if (writes.length === 0) return [];
-  const values: TransitionValues[] = writes.map(({ row, result, audit, timeline, detail }) => ({
+  const values: TransitionValues[] = writes.map(({ row, result, audit, timeline, detail, message }) => ({
     id: row.id,
     version: row.version,
     status: row.status,
@@ -142,6 +158,8 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
     detail: detail ?? null,
     attempt_request: timeline && 'outcome' in timeline ? (timeline.exchange?.request ?? null) : null,
     attempt_response: timeline && 'outcome' in timeline ? (timeline.exchange?.response ?? null) : null,
+    message_id: message?.id ?? null,
+    message_settle: message?.settle ?? null,
   }));
   const detailSet = resultDetail ? sql`, ${sql.ref(resultDetail.column)} = coalesce(v.detail, ${sql.ref(`t.${resultDetail.column}`)})` : sql``;
   const statement = db
@@ -153,7 +171,7 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
           failed_at timestamptz, dead_at timestamptz, next_retry_at timestamptz, result text, queue_message_id text, updated_at timestamptz,
           audit_id text, audit_owner_id text, audit_reseller_store_id text, audit_action text, audit_resource_type text,
           audit_resource_id text, audit_metadata jsonb, audit_actor_id text, attempt_trigger text, attempt_outcome text,
-          platform_status int, attempt_request jsonb, attempt_response jsonb, detail jsonb))`,
+          platform_status int, attempt_request jsonb, attempt_response jsonb, detail jsonb, message_id text, message_settle text))`,
     )
     .with(
       'written',
@@ -248,6 +266,13 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
   // root): more steps of this statement, so they commit with the transition.
   // Each step gets a name of its own; nothing reads its output, so the query's type does not track it.
   let withSteps = statement;
+  if (settlement) {
+    const ids = sql`array(
+      select v.message_id::uuid from v where v.message_settle = 'always'
+      union all select v.message_id::uuid from v where v.message_settle = 'unwritten' and not exists (select 1 from written w where w.id = v.id)
+      union all select unnest(${settlement.also ?? []}::uuid[]))`;
+    withSteps = (withSteps as unknown as WithStep).with('settled_messages', () => settledMessagesStep(settlement.queue, ids)) as unknown as typeof statement;
+  }
   for (const [i, step] of onSettled.entries()) {
     withSteps = (withSteps as unknown as WithStep).with(`settled_step_${i}`, () => step) as unknown as typeof statement;
   }

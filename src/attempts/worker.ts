@@ -49,6 +49,15 @@ const MAX_LET_GO = 512;
 /** What an attempt came to, with the excerpt of its last platform call (null when it made none). */
 type Outcome = ({ ok: true; result: string; platformStatus: number | null; detail: unknown } | { ok: false; error: unknown }) & { exchange?: Exchange | null };
 
+/**
+ * How an attempt's outcome was delivered: by its batch's message (settled with the outcome), or,
+ * once let go of, by the watchdog message the row was handed to (deleted with it).
+ */
+type Delivery = { messageId?: string | undefined; watchdog?: string | undefined };
+
+/** The batch's message, settled with the outcome whatever its write does (a lost race leaves it stale). */
+const settled = ({ messageId }: Delivery): AttemptWrite['message'] => (messageId ? { id: messageId, settle: 'always' } : undefined);
+
 /** What a delivered message does to its row when it is taken. */
 type TakeMove = 'take' | 'lost' | null;
 
@@ -59,8 +68,9 @@ export const LOST_ATTEMPT: TimelineStep = { outcome: 'failed', platformStatus: n
  * Runs a batch of queue messages of one kind of work: take their rows (processing), perform each
  * attempt outside any transaction, then record each outcome and, on failure, schedule the next
  * automatic retry. Each state change commits together with the queue message and audit entry it
- * implies. Only the message id stored on a row may move it, so stale messages (the row was retried
- * by hand or finished) do nothing.
+ * implies, and settles the message that delivered it (src/queue/queue.ts `consumeSettling`: no
+ * completion statement and commit of the batch's own). Only the message id stored on a row may
+ * move it, so stale messages (the row was retried by hand or finished) do nothing.
  *
  * This is the worker's hot path, so the batch's rows are read in one statement and taken in
  * another, and outcomes are recorded with their audit entries in a third, shared by the attempts
@@ -82,16 +92,19 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
   ) {}
 
   /**
+   * Settles every message of the batch in the statement that records what it did: a stale one (or
+   * one `dropped`, unreadable) with the batch's take, a postponed one with its postponement, a
+   * taken one with its attempt's outcome (or its hand-over to a watchdog when let go of).
    * Returns the ids of the messages whose outcome could not be recorded (the database went away
-   * meanwhile): pg-boss delivers those again, alone; every other message of the batch is done. An
+   * meanwhile): the consumer fails those, and pg-boss delivers them again, alone. An
    * outcome is made storable before it is written, and one that still cannot be written for a reason
    * of its own is recorded as a failed attempt instead, so one bad outcome costs its batch-mates
    * nothing. Rejects when the batch could not be read or taken: pg-boss delivers it again, and the
    * messages of rows moved meanwhile are stale by then. Attempts still calling their platform after
    * LET_GO_AFTER_MS are let go of (`letGo`) and finish on their own.
    */
-  async handle(messages: AttemptMessage[]): Promise<Set<string>> {
-    const taken = await this.take(messages);
+  async handle(messages: AttemptMessage[], dropped: string[] = []): Promise<Set<string>> {
+    const taken = await this.take(messages, dropped);
     const runs = taken.map((item) => this.run(item));
     let timer: NodeJS.Timeout | undefined;
     const inTime = await Promise.race([Promise.all(runs), new Promise<null>((resolve) => (timer = setTimeout(resolve, LET_GO_AFTER_MS, null)))]);
@@ -163,6 +176,8 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
           replaced[i] ? [{ id: watchdogs[i]!, message: this.kind.message(work.row.id), delayMs: this.longestAttemptMs(work) }] : [],
         );
         await this.ctx.queue.insertIn(trx, this.kind.queue, messages);
+        // The batch's messages are done with: the watchdogs carry the rows from here.
+        await this.ctx.queue.settleIn(trx, this.kind.queue, calling.flatMap(({ messageId }, i) => (replaced[i] ? [messageId] : [])));
         return replaced;
       });
     calling.forEach((item, i) => {
@@ -179,11 +194,12 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
    * Reads the batch's rows, reserves their stores' turns (one statement), postpones the rows whose
    * turn is not near to it without taking them, and takes the rest.
    */
-  private async take(messages: AttemptMessage[]): Promise<Taken<W>[]> {
+  private async take(messages: AttemptMessage[], dropped: string[]): Promise<Taken<W>[]> {
     const loaded = new Map((await this.attempt.load([...new Set(messages.map((m) => m.rowId))])).map((work) => [work.row.id, work]));
     const now = new Date();
     const candidates: { work: W; log: Logger; messageId: string; trigger: AttemptTrigger; heldAt: Date | null }[] = [];
-    const lost: { work: W; log: Logger }[] = [];
+    const lost: { work: W; log: Logger; messageId: string }[] = [];
+    const stale = [...dropped];
     for (const { messageId, rowId, turnAt } of messages) {
       const log = this.ctx.logger.child({ [this.kind.logKey]: rowId, message_id: messageId });
       const work = loaded.get(rowId);
@@ -192,23 +208,31 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
       // Tried on a copy: a row whose store's turn is not near is postponed, not moved.
       const move = work && trigger && work.row.queueMessageId === messageId ? this.moveOnTake({ ...work.row }, now, log, { dryRun: true }) : null;
       if (move === 'take') candidates.push({ work: work!, log, messageId, trigger: trigger!, heldAt: turnAt ?? null });
-      else if (move === 'lost' && this.moveOnTake(work!.row, now, log) === 'lost') lost.push({ work: work!, log });
-      else log.debug('stale message ignored');
+      else if (move === 'lost' && this.moveOnTake(work!.row, now, log) === 'lost') lost.push({ work: work!, log, messageId });
+      else {
+        stale.push(messageId);
+        log.debug('stale message ignored');
+      }
     }
     const turns = await attemptTurns(this.ctx.pacer, candidates.map(({ work, heldAt }) => ({ targets: this.attempt.targets(work), heldAt })));
     const reservedAt = performance.now();
-    const later = candidates.flatMap(({ work, log }, i) => (turns[i]!.waitMs > MAX_TURN_WAIT_MS ? [{ row: work.row, turnAt: turns[i]!.at!, log }] : []));
+    const later = candidates.flatMap(({ work, log, messageId }, i) =>
+      turns[i]!.waitMs > MAX_TURN_WAIT_MS ? [{ row: work.row, turnAt: turns[i]!.at!, log, messageId }] : [],
+    );
     await postponeToTurns(this.ctx, this.kind, later);
     const taking = candidates.flatMap(({ work, log, messageId, trigger }, i) => {
       const { waitMs } = turns[i]!;
       if (waitMs > MAX_TURN_WAIT_MS || this.moveOnTake(work.row, now, log) !== 'take') return [];
       return [{ work, log, messageId, timeline: { trigger } as TimelineStep, turnAt: reservedAt + waitMs }];
     });
+    // A taken row keeps its message until the attempt's outcome settles it; every other message is done with.
     const writes = [
-      ...taking.map(({ work, timeline }) => this.writeOf(work.row, undefined, timeline)),
-      ...lost.map(({ work }) => this.writeOf(work.row, this.kind.outcomeAudit(work.row, 'worker_lost'), LOST_ATTEMPT)),
+      ...taking.map(({ work, timeline, messageId }) => ({ ...this.writeOf(work.row, undefined, timeline), message: { id: messageId, settle: 'unwritten' as const } })),
+      ...lost.map(({ work, messageId }) => ({ ...this.writeOf(work.row, this.kind.outcomeAudit(work.row, 'worker_lost'), LOST_ATTEMPT), message: { id: messageId, settle: 'always' as const } })),
     ];
-    const moved = await this.write(sqlOf(this.ctx.orm), writes);
+    const db = sqlOf(this.ctx.orm);
+    const moved = writes.length > 0 ? await this.write(db, writes, stale) : [];
+    if (writes.length === 0) await this.ctx.queue.settleIn(db, this.kind.queue, stale);
     lost.forEach(({ work, log }, i) => {
       if (!moved[taking.length + i]) return;
       this.counted('dead');
@@ -267,7 +291,8 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
     item.called = true;
     // A hand-over that failed (the database) left the row as it was: the outcome is recorded at the version it had.
     if (item.handover) await item.handover;
-    return this.record(work.row, outcome, log, item.watchdog);
+    // Once handed to a watchdog, the batch's message is settled already and the watchdog is deleted instead.
+    return this.record(work.row, outcome, log, item.watchdog ? { watchdog: item.watchdog } : { messageId: item.messageId });
   }
 
   /**
@@ -276,10 +301,10 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
    * retried under the policy rather than its message redelivered until the queue gives up. False
    * when nothing could be recorded: the message is delivered again, and the attempt then counts as lost.
    */
-  private async record(row: R, outcome: Outcome, log: Logger, watchdog?: string): Promise<boolean> {
+  private async record(row: R, outcome: Outcome, log: Logger, delivery: Delivery): Promise<boolean> {
     const read = { ...row };
     try {
-      await this.recordOutcome(row, outcome, log, watchdog);
+      await this.recordOutcome(row, outcome, log, delivery);
       return true;
     } catch (error) {
       Object.assign(row, read);
@@ -287,7 +312,7 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
       if (isDatabaseUnavailable(error)) return false;
       const name = error instanceof Error ? error.name : 'unknown';
       try {
-        await this.recordOutcome(row, { ok: false, error: new JobFailure(`the attempt's outcome could not be recorded (${name})`) }, log, watchdog);
+        await this.recordOutcome(row, { ok: false, error: new JobFailure(`the attempt's outcome could not be recorded (${name})`) }, log, delivery);
         return true;
       } catch (fallbackError) {
         Object.assign(row, read);
@@ -297,8 +322,9 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
     }
   }
 
-  /** `watchdog`: the message the row was handed to when let go of, deleted in the outcome's transaction. */
-  private async recordOutcome(row: R, outcome: Outcome, log: Logger, watchdog?: string): Promise<void> {
+  /** The outcome's transaction settles the batch's message, or deletes the watchdog the row was handed to when let go of. */
+  private async recordOutcome(row: R, outcome: Outcome, log: Logger, delivery: Delivery): Promise<void> {
+    const { watchdog } = delivery;
     const now = new Date();
     const at = now.toISOString();
     const event = (
@@ -312,7 +338,7 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
 
     if (row.status === 'completed' || row.status === 'dead') {
       if (row.status === 'dead') row.queueMessageId = null;
-      const write = { ...this.writeOf(row, this.kind.outcomeAudit(row), timeline), detail: outcome.ok ? outcome.detail : null };
+      const write = { ...this.writeOf(row, this.kind.outcomeAudit(row), timeline), detail: outcome.ok ? outcome.detail : null, message: settled(delivery) };
       if (!(await (watchdog ? this.writeOutcomes([write], watchdog).then(([written]) => written!) : this.outcomes.submit(write)))) {
         log.warn({ status: row.status }, 'outcome not recorded: another worker moved the row meanwhile, and its outcome stands');
         return;
@@ -322,7 +348,7 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
     } else {
       const { context } = this.kind.restore(row);
       const delayMs = Math.max(this.kind.retryDelayMs(this.ctx.config, context), outcome.ok ? 0 : requestedDelayMs(outcome.error));
-      if (!(await this.moveWithMessage(row, timeline, delayMs, watchdog))) {
+      if (!(await this.moveWithMessage(row, timeline, delayMs, delivery))) {
         log.warn({ status: row.status }, 'outcome not recorded: another worker moved the row meanwhile, and its outcome stands');
         return;
       }
@@ -335,14 +361,15 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
    * Writes the transition with a new queue message (the next attempt, after `delayMs`) in one
    * transaction; the row keeps the message's start as its `nextRetryAt`.
    */
-  private moveWithMessage(row: R, timeline: TimelineStep, delayMs: number, watchdog?: string): Promise<boolean> {
+  private moveWithMessage(row: R, timeline: TimelineStep, delayMs: number, { watchdog, messageId }: Delivery): Promise<boolean> {
     row.queueMessageId = newMessageId();
     const startAfter = new Date(Date.now() + delayMs);
     row.nextRetryAt = startAfter;
     return sqlOf(this.ctx.orm)
       .transaction()
       .execute(async (trx) => {
-        if (!(await this.write(trx, [this.writeOf(row, undefined, timeline)]))[0]) return false;
+        const write = { ...this.writeOf(row, undefined, timeline), message: settled({ messageId }) };
+        if (!(await this.write(trx, [write]))[0]) return false;
         await this.ctx.queue.insertIn(trx, this.kind.queue, [{ id: row.queueMessageId!, message: this.kind.message(row.id), startAfter }]);
         await this.ctx.outbox.append(trx, await this.kind.outcomeEvents(trx, [row]));
         if (watchdog) await this.ctx.queue.discardIn(trx, this.kind.queue, [watchdog]);
@@ -370,8 +397,9 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
     return { row, result: this.kind.resultOf(row), audit, timeline };
   }
 
-  private write(db: Db | Trx, writes: AttemptWrite<R>[]): Promise<boolean[]> {
-    return writeAttemptTransitions(db, this.kind, writes);
+  /** Writes the transitions, settling the queue messages they name and `stale` ones. */
+  private write(db: Db | Trx, writes: AttemptWrite<R>[], stale: string[] = []): Promise<boolean[]> {
+    return writeAttemptTransitions(db, this.kind, writes, { queue: this.kind.queue.name, also: stale });
   }
 
   private counted(status: string): void {

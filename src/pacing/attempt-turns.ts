@@ -37,13 +37,13 @@ export async function attemptTurns(pacer: SharedPacer, attempts: { targets: Pace
 
 /**
  * Hands each row over to a new queue message that starts at its turn, carrying the turn, in one
- * transaction. Nothing else about the row changes: no attempt is spent, its status stays. A row
+ * transaction that settles the message that delivered it. Nothing else about the row changes: no attempt is spent, its status stays. A row
  * moved meanwhile (another worker, a manual retry) keeps its own message instead.
  */
 export async function postponeToTurns<Q extends object>(
   ctx: AttemptRuntime,
   kind: Pick<AttemptKindDefinition<AttemptRow, string, Q, { row: AttemptRow }>, 'name' | 'table' | 'queue' | 'message'>,
-  postponed: { row: AttemptRow; turnAt: Date; log: Logger }[],
+  postponed: { row: AttemptRow; turnAt: Date; log: Logger; messageId: string }[],
 ): Promise<void> {
   if (postponed.length === 0) return;
   const replacements = postponed.map(({ row, turnAt }) => ({
@@ -63,6 +63,8 @@ export async function postponeToTurns<Q extends object>(
           : [],
       );
       await ctx.queue.insertIn(trx, kind.queue, messages);
+      // The messages that delivered them are done with, postponed or stale.
+      await ctx.queue.settleIn(trx, kind.queue, postponed.map(({ messageId }) => messageId));
       return written;
     });
   postponed.forEach(({ turnAt, log }, i) => {

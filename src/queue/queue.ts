@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { fromKysely, PgBoss, type JobInsert, type KyselyTransactionLike, type Queue as QueueDefinition } from 'pg-boss';
+import { setTimeout as delay } from 'node:timers/promises';
+import { fromKysely, PgBoss, type Job, type JobInsert, type KyselyTransactionLike, type Queue as QueueDefinition } from 'pg-boss';
 import type { Logger } from 'pino';
 import { z } from 'zod';
-import type { Trx } from '../db/sql.ts';
+import type { Db, Trx } from '../db/sql.ts';
+import { settleMessages } from './repository.ts';
 
 /**
  * A queue: its name, its message schema and its options. A queue message only names the record to
@@ -53,6 +55,9 @@ const nameOf = (queue: QueueKey | QueueSpec): string => (typeof queue === 'strin
 /** Queue message ids are chosen before the insert, so the row that expects one can store it in the same transaction. */
 export const newMessageId = (): string => randomUUID();
 
+/** A message whose heartbeat is older than this is taken to have lost its worker (see QUEUE_OPTIONS). */
+const HEARTBEAT_SECONDS = 10;
+
 /**
  * Business retries are scheduled by the lifecycle machines as new messages; pg-boss's own retries
  * only cover a worker that died or lost its database mid-message (the heartbeat lapses and the
@@ -67,7 +72,7 @@ const QUEUE_OPTIONS: Omit<QueueDefinition, 'name'> = {
   retryDelay: 1,
   retryBackoff: true,
   retryDelayMax: 60,
-  heartbeatSeconds: 10,
+  heartbeatSeconds: HEARTBEAT_SECONDS,
   expireInSeconds: 15 * 60,
   deleteAfterSeconds: 24 * 60 * 60,
   // No NOTIFY on insert: PostgreSQL serialises the commits of notifying transactions on one global
@@ -97,12 +102,26 @@ function jobInsert(id: string, message: object, delayMs: number, groupId?: strin
   return { id, data: message, ...(at && { startAfter: at }), ...(groupId !== undefined && { group: { id: groupId } }) };
 }
 
+/** A settling consumer that finds its queue empty, or cannot fetch, tries again after this long. */
+const IDLE_POLL_MS = 500;
+
+/**
+ * A settling consumer's handler: it settles each message of its batch itself (`settleIn`, or
+ * `settledMessagesStep` inside a statement of its own), in the transaction that records what the
+ * message did, and returns the ids of those it could not: they are failed, so pg-boss delivers
+ * them again. A handler that throws has the whole batch failed (settled messages stay settled).
+ */
+export type SettlingHandler = (jobs: Job<unknown>[]) => Promise<ReadonlySet<string>>;
+
 /** SQLSTATE of a session the server ended because it is shutting down. */
 const ADMIN_SHUTDOWN = '57P01';
 
 export class Queue {
   /** Set once `stop` began. */
   stopping = false;
+  /** The loops of the settling consumers (`consumeSettling`), each resolving once it stopped. */
+  readonly #loops: Promise<void>[] = [];
+  #wake: (() => void)[] = [];
 
   private constructor(
     readonly boss: PgBoss,
@@ -162,6 +181,72 @@ export class Queue {
     await this.boss.deleteJob(nameOf(queue), ids, { db: fromKysely(trx as unknown as KyselyTransactionLike) });
   }
 
+  /** Settles messages (src/queue/repository.ts `settledMessagesStep`) in the caller's Kysely transaction. */
+  async settleIn(trx: Db | Trx, queue: QueueKey | QueueSpec, ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await settleMessages(trx, nameOf(queue), ids);
+  }
+
+  /**
+   * Consumes a queue in batches of up to `batchSize` messages, `loops` batches at once, with a
+   * handler that settles its messages itself (`SettlingHandler`) instead of pg-boss completing
+   * them in a statement and a commit of their own after the batch. A loop fetches its next batch
+   * as soon as one is handled, and polls every 0.5 s while the queue is empty. While a batch runs
+   * its messages' heartbeat is kept (pg-boss's supervisor redelivers a message whose heartbeat
+   * lapses: its worker died). `stop` waits for the batches in flight.
+   */
+  consumeSettling(queue: QueueSpec, { loops, batchSize, logger }: { loops: number; batchSize: number; logger: Logger }, handle: SettlingHandler): void {
+    for (let i = 0; i < loops; i++) this.#loops.push(this.#settlingLoop(queue.name, batchSize, logger, handle));
+  }
+
+  async #settlingLoop(name: string, batchSize: number, logger: Logger, handle: SettlingHandler): Promise<void> {
+    while (!this.stopping) {
+      let jobs: Job<unknown>[];
+      try {
+        jobs = await this.boss.fetch(name, { batchSize });
+      } catch (error) {
+        if (!this.stopping) logger.error({ err: error, queue: name }, 'queue fetch failed; trying again');
+        jobs = [];
+      }
+      if (jobs.length === 0) {
+        await this.#idle();
+        continue;
+      }
+      await this.#handleBatch(name, jobs, logger, handle);
+    }
+  }
+
+  async #handleBatch(name: string, jobs: Job<unknown>[], logger: Logger, handle: SettlingHandler): Promise<void> {
+    const heartbeat = setInterval(() => {
+      this.boss.touch(name, jobs.map(({ id, retryCount }) => ({ id, retryCount }))).catch((error: unknown) => logger.warn({ err: error, queue: name }, 'queue heartbeat failed'));
+    }, (HEARTBEAT_SECONDS * 1000) / 2);
+    try {
+      const unsettled = await handle(jobs);
+      const failed = jobs.filter((job) => unsettled.has(job.id)).map(({ id, retryCount }) => ({ id, retryCount }));
+      if (failed.length > 0) await this.boss.fail(name, failed);
+    } catch (error) {
+      // Messages the handler settled before it threw stay settled: pg-boss's fail leaves those alone.
+      await this.boss.fail(name, jobs.map(({ id, retryCount }) => ({ id, retryCount })), { message: error instanceof Error ? error.message : String(error) }).catch((failError: unknown) =>
+        logger.error({ err: failError, queue: name }, 'batch not failed back; its messages are delivered again once their heartbeat lapses'),
+      );
+    } finally {
+      clearInterval(heartbeat);
+    }
+  }
+
+  /** Waits the idle poll, or less when the queue stops. */
+  #idle(): Promise<void> {
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.#wake = this.#wake.filter((wake) => wake !== done);
+        resolve();
+      };
+      const timer = setTimeout(done, IDLE_POLL_MS);
+      this.#wake.push(done);
+    });
+  }
+
   /** Readiness: the queue's tables answer. */
   async ping(): Promise<void> {
     await this.boss.getQueue(this.names[0]!);
@@ -175,8 +260,13 @@ export class Queue {
     return depths;
   }
 
-  stop(timeoutMs = 30_000): Promise<void> {
+  /** Stops fetching, waits for the batches in flight (up to `timeoutMs`), then stops pg-boss. */
+  async stop(timeoutMs = 30_000): Promise<void> {
     this.stopping = true;
-    return this.boss.stop({ graceful: true, timeout: timeoutMs });
+    for (const wake of this.#wake) wake();
+    const timeout = new AbortController();
+    await Promise.race([Promise.all(this.#loops), delay(timeoutMs, undefined, { signal: timeout.signal }).catch(() => {})]);
+    timeout.abort();
+    await this.boss.stop({ graceful: true, timeout: timeoutMs });
   }
 }

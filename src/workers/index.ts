@@ -98,7 +98,7 @@ export async function startWorkers(
     if (consumers > 1) throw new Error(`queue ${QUEUES[key].name} has ${consumers} workers`);
   }
   const workers: AttemptWorker<AttemptRow, string, object, { row: AttemptRow }>[] = [];
-  for (const registered of kinds) workers.push(await startWorker(ctx, registered));
+  for (const registered of kinds) workers.push(startWorker(ctx, registered));
   for (const key of Object.keys(runs) as RunQueue[]) await startRunWorker(ctx, key, runs[key] as (message: QueueMessage<RunQueue>) => Promise<void>);
   await startDeliveryWorker(ctx);
   const stopSweeper = startSweeper(ctx, kinds, sweepHooks);
@@ -150,10 +150,18 @@ async function startRunWorker<Q extends RunQueue>(ctx: Infrastructure, key: Q, r
   });
 }
 
-async function startWorker(ctx: Infrastructure, { kind, attempt }: RegisteredKind): Promise<AttemptWorker<AttemptRow, string, object, { row: AttemptRow }>> {
+/**
+ * The attempts of a kind run in batches whose messages the worker settles in the statements that
+ * record what each did (src/attempts/worker.ts), so a batch costs no completion statement and commit
+ * of its own. `workerConcurrency` is shared out over loops of up to BATCH_SIZE messages.
+ */
+function startWorker(ctx: Infrastructure, { kind, attempt }: RegisteredKind): AttemptWorker<AttemptRow, string, object, { row: AttemptRow }> {
   const worker = new AttemptWorker(ctx, kind, attempt);
   const { name, schema } = kind.queue;
-  await consume(ctx.queue.boss, name, ctx.config.workerConcurrency, async (jobs) => {
+  const loops = Math.ceil(ctx.config.workerConcurrency / BATCH_SIZE);
+  const batchSize = Math.ceil(ctx.config.workerConcurrency / loops);
+  ctx.queue.consumeSettling(kind.queue, { loops, batchSize, logger: ctx.logger }, async (jobs) => {
+    const malformed: string[] = [];
     const messages = jobs.flatMap((job) => {
       const parsed = schema.safeParse(job.data);
       if (parsed.success) {
@@ -161,10 +169,11 @@ async function startWorker(ctx: Infrastructure, { kind, attempt }: RegisteredKin
         return [{ messageId: job.id, rowId: kind.rowIdOf(parsed.data), turnAt: turnAt ? new Date(turnAt) : undefined }];
       }
       ctx.logger.error({ queue: name, message_id: job.id }, 'malformed queue message dropped');
+      malformed.push(job.id);
       return [];
     });
     try {
-      const unrecorded = await worker.handle(messages);
+      const unrecorded = await worker.handle(messages, malformed);
       if (unrecorded.size > 0) ctx.logger.warn({ queue: name, message_ids: [...unrecorded] }, 'outcomes not recorded; pg-boss will redeliver those messages');
       return unrecorded;
     } catch (error) {

@@ -1,0 +1,22 @@
+import { sql, type RawBuilder } from 'kysely';
+import type { Db, Trx } from '../db/sql.ts';
+
+/**
+ * The step of a statement that settles queue messages (marks them completed, as pg-boss's own
+ * completion does) with whatever else the statement writes, so a message is done exactly when the
+ * state change it caused commits. `ids` is a uuid[] expression. Any message not yet completed,
+ * failed or cancelled is settled, whoever holds it: the caller has recorded what the message asked
+ * for, so a redelivery would find nothing to do. By primary key (name, id = any(array)), so the
+ * plan does not depend on the statistics of the job table, stale after any burst.
+ */
+export function settledMessagesStep(queueName: string, ids: RawBuilder<unknown>): RawBuilder<{ id: string }> {
+  return sql<{ id: string }>`(
+    update pgboss.job set state = 'completed', completed_on = now()
+    where name = ${queueName} and id = any(${ids}) and state < 'completed'
+    returning id)`;
+}
+
+/** Settles these messages of a queue, in the caller's transaction (or on their own). */
+export async function settleMessages(db: Db | Trx, queueName: string, ids: string[]): Promise<void> {
+  await sql`with settled as ${settledMessagesStep(queueName, sql`${ids}::uuid[]`)} select count(*) from settled`.execute(db);
+}
