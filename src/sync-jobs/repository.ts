@@ -9,6 +9,7 @@ import type { SupplierLine } from '../platforms/types.ts';
 import { ResellerStore } from '../reseller-stores/entity.ts';
 import { SourceStore } from '../source-stores/entity.ts';
 import { findPage } from '../db/paging.ts';
+import { rowMapper } from '../db/row-mapper.ts';
 import type { Page, PageQuery } from '../shared/paging.ts';
 import { SyncJob } from './entity.ts';
 
@@ -77,6 +78,9 @@ const byJobKey = (a: JobCandidate, b: JobCandidate) =>
 
 /** Every statement on sync_jobs. */
 export class SyncJobRepository {
+  /** Row mappers of the batch load (`loadWithSources`), built on its first use. */
+  #mappers: { job: (row: Record<string, unknown>) => SyncJob; source: (row: Record<string, unknown>) => SourceStore; reseller: (row: Record<string, unknown>) => ResellerStore } | undefined;
+
   constructor(
     private readonly orm: Orm,
     /** What this kind's transitions also write in their statement (src/workers/kinds.ts `SETTLED_STEPS`); the composition root hands them to the repositories that write transitions. */
@@ -172,11 +176,11 @@ export class SyncJobRepository {
       .select(sql<Record<string, unknown> | null>`to_jsonb(r)`.as('reseller_store'))
       .where('j.id', '=', sql<string>`any(${jobIds}::text[])`)
       .execute();
-    const em = this.orm.em.fork();
+    const map = (this.#mappers ??= { job: rowMapper(this.orm, SyncJob), source: rowMapper(this.orm, SourceStore), reseller: rowMapper(this.orm, ResellerStore) });
     return rows.map(({ source_store: source, reseller_store: reseller, ...job }) => ({
-      row: em.map(SyncJob, job as Record<string, unknown>),
-      source: source ? em.map(SourceStore, source) : null,
-      reseller: reseller ? em.map(ResellerStore, reseller) : null,
+      row: map.job(job as Record<string, unknown>),
+      source: source ? map.source(source) : null,
+      reseller: reseller ? map.reseller(reseller) : null,
     }));
   }
 
