@@ -4,7 +4,7 @@ import { fromKysely, PgBoss, type Job, type JobInsert, type KyselyTransactionLik
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Db, Trx } from '../db/sql.ts';
-import { settleMessages } from './repository.ts';
+import { analyzeJobTable, settleMessages } from './repository.ts';
 
 /**
  * A queue: its name, its message schema and its options. A queue message only names the record to
@@ -105,6 +105,9 @@ function jobInsert(id: string, message: object, delayMs: number, groupId?: strin
 /** A settling consumer that finds its queue empty, or cannot fetch, tries again after this long. */
 const IDLE_POLL_MS = 500;
 
+/** While a settling consumer has a backlog (its fetches come back full), its job table's statistics are refreshed at most this often. */
+const STATISTICS_REFRESH_MS = 30_000;
+
 /**
  * A settling consumer's handler: it settles each message of its batch itself (`settleIn`, or
  * `settledMessagesStep` inside a statement of its own), in the transaction that records what the
@@ -112,6 +115,9 @@ const IDLE_POLL_MS = 500;
  * them again. A handler that throws has the whole batch failed (settled messages stay settled).
  */
 export type SettlingHandler = (jobs: Job<unknown>[]) => Promise<ReadonlySet<string>>;
+
+/** SQLSTATE of a statement the database user may not run (here: ANALYZE of pg-boss's tables). */
+const INSUFFICIENT_PRIVILEGE = '42501';
 
 /** SQLSTATE of a session the server ended because it is shutting down. */
 const ADMIN_SHUTDOWN = '57P01';
@@ -122,6 +128,8 @@ export class Queue {
   /** The loops of the settling consumers (`consumeSettling`), each resolving once it stopped. */
   readonly #loops: Promise<void>[] = [];
   #wake: (() => void)[] = [];
+  /** When each job table's statistics were last refreshed (`#freshenStatistics`), by queue name; null once refused. */
+  readonly #analyzedAt = new Map<string, number | null>();
 
   private constructor(
     readonly boss: PgBoss,
@@ -212,6 +220,7 @@ export class Queue {
         await this.#idle();
         continue;
       }
+      if (jobs.length === batchSize) this.#freshenStatistics(name, logger);
       await this.#handleBatch(name, jobs, logger, handle);
     }
   }
@@ -232,6 +241,28 @@ export class Queue {
     } finally {
       clearInterval(heartbeat);
     }
+  }
+
+  /**
+   * A full batch means a backlog, which the job table's statistics may not know of yet (they are
+   * refreshed by autovacuum only after a tenth of the table changed, and a minute apart at best):
+   * pg-boss's fetch is then planned as a sort of the whole backlog. So while a backlog lasts, this
+   * process refreshes them itself, at most every STATISTICS_REFRESH_MS, in the background. A
+   * database user that may not analyse pg-boss's tables is told once, and the queue works on as before.
+   */
+  #freshenStatistics(name: string, logger: Logger): void {
+    const last = this.#analyzedAt.get(name);
+    if (last === null || (last !== undefined && Date.now() - last < STATISTICS_REFRESH_MS)) return;
+    this.#analyzedAt.set(name, Date.now());
+    void (async () => {
+      const table = (await this.boss.getQueue(name))?.table;
+      if (table) await analyzeJobTable(this.boss.getDb(), table);
+    })().catch((error: unknown) => {
+      if (this.stopping) return;
+      const refused = (error as { code?: string }).code === INSUFFICIENT_PRIVILEGE;
+      if (refused) this.#analyzedAt.set(name, null);
+      logger.warn({ err: error, queue: name }, `the queue's statistics could not be refreshed${refused ? ' (not tried again)' : ''}; a backlog is fetched more slowly`);
+    });
   }
 
   /** Waits the idle poll, or less when the queue stops. */
