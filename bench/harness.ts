@@ -223,7 +223,7 @@ export class Bench {
       url,
       memory,
       stop: async () => {
-        this.peaks[name] = memory.stop();
+        this.peaks[name] = Math.max(this.peaks[name] ?? 0, memory.stop());
         await child.stop();
       },
     };
@@ -341,9 +341,10 @@ export async function supplierOrderTimes(bench: Bench): Promise<Map<string, numb
 
 /**
  * The figures of repeated runs: each numeric figure is the median of the runs; each latency figure
- * (`…_ms`) also gets its runs (`<key>.runs`) and spread (`<key>.spread`, largest minus smallest).
+ * (`…_ms`), and each figure `withRuns` names, also gets its runs (`<key>.runs`) and spread
+ * (`<key>.spread`, largest minus smallest).
  */
-export function medianOfRuns(phase: string, runs: Results[]): Results {
+export function medianOfRuns(phase: string, runs: Results[], withRuns: (key: string) => boolean = () => false): Results {
   const median: Results = {};
   for (const key of Object.keys(runs[0] ?? {})) {
     const values = runs.map((run) => run[key]);
@@ -351,10 +352,10 @@ export function medianOfRuns(phase: string, runs: Results[]): Results {
       median[key] = values.join('; ');
       continue;
     }
-    median[key] = medianOf(values);
-    if (key.endsWith('_ms')) {
+    median[key] = round(medianOf(values), 3);
+    if (key.endsWith('_ms') || withRuns(key)) {
       median[`${key}.runs`] = values.join(', ');
-      median[`${key}.spread`] = Math.max(...values) - Math.min(...values);
+      median[`${key}.spread`] = round(Math.max(...values) - Math.min(...values), 3);
     }
   }
   median[`${phase}.runs`] = runs.length;

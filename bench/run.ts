@@ -9,7 +9,7 @@
  *
  *   BENCH_PHASES=ingest,e2e,processing,scale,flow,fairness,capacity,watch   run only these phases
  *   BENCH_QUICK=1                              shorter runs and smaller counts (a smoke test)
- *   BENCH_RUNS=3                               measured runs per latency figure (e2e, each capacity step):
+ *   BENCH_RUNS=3                               measured runs per figure of e2e, processing and each capacity step:
  *                                              the median is reported, the runs and spread kept beside it
  *   BENCH_CPU_PROF=1                           service processes write V8 CPU profiles (kept)
  *   BENCH_KEEP=1                               keep the temporary folder (logs, database)

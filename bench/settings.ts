@@ -17,7 +17,7 @@ export const SERVICE_NODE_ARGS = [
 ];
 
 export const PLAN = {
-  /** Latency figures (e2e, each capacity step) are the median of this many measured runs (BENCH_RUNS). */
+  /** The figures of e2e, processing and each capacity step are the median of this many measured runs (BENCH_RUNS). */
   runs: Number(process.env.BENCH_RUNS ?? (QUICK ? 1 : 3)),
   ingest: { connections: 32, seconds: QUICK ? 5 : 15, warmupSeconds: QUICK ? 1 : 3 },
   e2e: { rate: 200, seconds: QUICK ? 5 : 20, warmupSeconds: QUICK ? 1 : 3, latencyMs: 20 },
