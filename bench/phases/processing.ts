@@ -56,10 +56,10 @@ async function processingRun(bench: Bench, run: number): Promise<Results> {
   bench.reportCpu('service', drainCpu, completed, 'job');
 
   const baselineUrl = await bench.createDatabase(`bench_processing_baseline_${run}`);
-  const outFile = path.join(bench.workspace.tmp, 'baseline-queue.json');
+  const outFile = path.join(bench.workspace.tmp, `baseline-queue-${run}.json`);
   const baselineChild = bench.track(spawnTs('bench/baseline-queue.ts', {
     args: [JSON.stringify({ databaseUrl: baselineUrl, count: jobs, concurrency: workerConcurrency, outFile } satisfies QueueBaselineInput)],
-    logFile: path.join(bench.workspace.logs, 'baseline-queue.log'),
+    logFile: path.join(bench.workspace.logs, `baseline-queue-${run}.log`),
   }));
   await waitForLog(baselineChild, 'draining', 120_000);
   const baselineCpu = bench.cpuWindow(baselineChild.process.pid!);
