@@ -44,7 +44,7 @@ describe('consumeSettling', () => {
   it('leaves settling to the handler: settled messages complete, returned ones are failed back, a throw fails its batch', async () => {
     const ids = await send([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]);
     const seen = new Map<number, number>();
-    queue.consumeSettling(spec, { loops: 2, batchSize: 8, logger }, async (jobs) => {
+    queue.consumeSettling(spec, { batchSizes: [8, 8], logger }, async (jobs) => {
       const unsettled = new Set<string>();
       const settle: string[] = [];
       for (const job of jobs) {

@@ -5,7 +5,7 @@ import type { Orm } from '../db/orm.ts';
 import type { Db, Trx } from '../db/sql.ts';
 import { newId } from '../shared/ids.ts';
 import type { Exchange } from '../platforms/exchange.ts';
-import { settledMessagesStep } from '../queue/repository.ts';
+import { settledMessagesStep, settleMessages } from '../queue/repository.ts';
 import { AttemptEntry, WORKER_LOST } from './entity.ts';
 import type { AttemptRow, AttemptTable, AttemptTarget } from './kind.ts';
 
@@ -31,7 +31,7 @@ export interface AttemptWrite<R extends AttemptRow = AttemptRow> {
   message?: { id: string; settle: 'always' | 'unwritten' } | undefined;
 }
 
-/** The queue messages a transition statement settles (src/queue/queue.ts `settledMessagesStep`): the writes' and `also` (stale ones). */
+/** The queue messages a transition statement settles (src/queue/repository.ts `settledMessagesStep`): the writes' and `also` (stale ones, settled even when there is no write). */
 export interface Settlement {
   queue: string;
   also?: string[];
@@ -128,7 +128,10 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
   writes: AttemptWrite<R>[],
   settlement?: Settlement,
 ): Promise<boolean[]> {
-  if (writes.length === 0) return [];
+  if (writes.length === 0) {
+    if (settlement?.also?.length) await settleMessages(db, settlement.queue, settlement.also);
+    return [];
+  }
   const values: TransitionValues[] = writes.map(({ row, result, audit, timeline, detail, message }) => ({
     id: row.id,
     version: row.version,

@@ -230,9 +230,7 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
       ...taking.map(({ work, timeline, messageId }) => ({ ...this.writeOf(work.row, undefined, timeline), message: { id: messageId, settle: 'unwritten' as const } })),
       ...lost.map(({ work, messageId }) => ({ ...this.writeOf(work.row, this.kind.outcomeAudit(work.row, 'worker_lost'), LOST_ATTEMPT), message: { id: messageId, settle: 'always' as const } })),
     ];
-    const db = sqlOf(this.ctx.orm);
-    const moved = writes.length > 0 ? await this.write(db, writes, stale) : [];
-    if (writes.length === 0) await this.ctx.queue.settleIn(db, this.kind.queue, stale);
+    const moved = await this.write(sqlOf(this.ctx.orm), writes, stale);
     lost.forEach(({ work, log }, i) => {
       if (!moved[taking.length + i]) return;
       this.counted('dead');

@@ -196,15 +196,15 @@ export class Queue {
   }
 
   /**
-   * Consumes a queue in batches of up to `batchSize` messages, `loops` batches at once, with a
+   * Consumes a queue with one loop per entry of `batchSizes`, each fetching batches of up to that many, with a
    * handler that settles its messages itself (`SettlingHandler`) instead of pg-boss completing
    * them in a statement and a commit of their own after the batch. A loop fetches its next batch
    * as soon as one is handled, and polls every 0.5 s while the queue is empty. While a batch runs
    * its messages' heartbeat is kept (pg-boss's supervisor redelivers a message whose heartbeat
    * lapses: its worker died). `stop` waits for the batches in flight.
    */
-  consumeSettling(queue: QueueSpec, { loops, batchSize, logger }: { loops: number; batchSize: number; logger: Logger }, handle: SettlingHandler): void {
-    for (let i = 0; i < loops; i++) this.#loops.push(this.#settlingLoop(queue.name, batchSize, logger, handle));
+  consumeSettling(queue: QueueSpec, { batchSizes, logger }: { batchSizes: number[]; logger: Logger }, handle: SettlingHandler): void {
+    for (const batchSize of batchSizes) this.#loops.push(this.#settlingLoop(queue.name, batchSize, logger, handle));
   }
 
   async #settlingLoop(name: string, batchSize: number, logger: Logger, handle: SettlingHandler): Promise<void> {
@@ -226,16 +226,18 @@ export class Queue {
   }
 
   async #handleBatch(name: string, jobs: Job<unknown>[], logger: Logger, handle: SettlingHandler): Promise<void> {
+    // Fenced on the attempt fetched (pg-boss's retry count), so a claim another worker holds by now is left alone.
+    const claims = jobs.map(({ id, retryCount }) => ({ id, retryCount }));
     const heartbeat = setInterval(() => {
-      this.boss.touch(name, jobs.map(({ id, retryCount }) => ({ id, retryCount }))).catch((error: unknown) => logger.warn({ err: error, queue: name }, 'queue heartbeat failed'));
+      this.boss.touch(name, claims).catch((error: unknown) => logger.warn({ err: error, queue: name }, 'queue heartbeat failed'));
     }, (HEARTBEAT_SECONDS * 1000) / 2);
     try {
       const unsettled = await handle(jobs);
-      const failed = jobs.filter((job) => unsettled.has(job.id)).map(({ id, retryCount }) => ({ id, retryCount }));
+      const failed = claims.filter(({ id }) => unsettled.has(id));
       if (failed.length > 0) await this.boss.fail(name, failed);
     } catch (error) {
       // Messages the handler settled before it threw stay settled: pg-boss's fail leaves those alone.
-      await this.boss.fail(name, jobs.map(({ id, retryCount }) => ({ id, retryCount })), { message: error instanceof Error ? error.message : String(error) }).catch((failError: unknown) =>
+      await this.boss.fail(name, claims, { message: error instanceof Error ? error.message : String(error) }).catch((failError: unknown) =>
         logger.error({ err: failError, queue: name }, 'batch not failed back; its messages are delivered again once their heartbeat lapses'),
       );
     } finally {

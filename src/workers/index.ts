@@ -15,6 +15,12 @@ import { registerKinds, type RegisteredKind } from './kinds.ts';
  */
 const BATCH_SIZE = 8;
 
+/** `concurrency` shared out exactly over as few batches of up to BATCH_SIZE as it takes: 12 is batches of 6 and 6, not 8 and 8. */
+function batchSizes(concurrency: number): number[] {
+  const batches = Math.ceil(concurrency / BATCH_SIZE);
+  return Array.from({ length: batches }, (_, i) => Math.floor(concurrency / batches) + (i < concurrency % batches ? 1 : 0));
+}
+
 /** When its queue is empty a worker polls every 0.5 s (pg-boss's floor). */
 const POLLING_INTERVAL_SECONDS = 0.5;
 
@@ -33,10 +39,7 @@ export async function consume(
   concurrency: number,
   handle: (jobs: Job<unknown>[]) => Promise<ReadonlySet<string> | void>,
 ): Promise<void> {
-  const workers = Math.ceil(concurrency / BATCH_SIZE);
-  for (let i = 0; i < workers; i++) {
-    // `concurrency` shared out exactly: 12 is batches of 6 and 6, not 8 and 8.
-    const batchSize = Math.floor(concurrency / workers) + (i < concurrency % workers ? 1 : 0);
+  for (const batchSize of batchSizes(concurrency)) {
     let workerId: string | undefined;
     const options = { batchSize, localConcurrency: 1, pollingIntervalSeconds: POLLING_INTERVAL_SECONDS, perJobResults: true } as const;
     workerId = await boss.work(name, options, async (jobs: Job<unknown>[]): Promise<JobResult[]> => {
@@ -153,14 +156,12 @@ async function startRunWorker<Q extends RunQueue>(ctx: Infrastructure, key: Q, r
 /**
  * The attempts of a kind run in batches whose messages the worker settles in the statements that
  * record what each did (src/attempts/worker.ts), so a batch costs no completion statement and commit
- * of its own. `workerConcurrency` is shared out over loops of up to BATCH_SIZE messages.
+ * of its own. `workerConcurrency` is shared out over loops of up to BATCH_SIZE messages, as `consume` does.
  */
 function startWorker(ctx: Infrastructure, { kind, attempt }: RegisteredKind): AttemptWorker<AttemptRow, string, object, { row: AttemptRow }> {
   const worker = new AttemptWorker(ctx, kind, attempt);
   const { name, schema } = kind.queue;
-  const loops = Math.ceil(ctx.config.workerConcurrency / BATCH_SIZE);
-  const batchSize = Math.ceil(ctx.config.workerConcurrency / loops);
-  ctx.queue.consumeSettling(kind.queue, { loops, batchSize, logger: ctx.logger }, async (jobs) => {
+  ctx.queue.consumeSettling(kind.queue, { batchSizes: batchSizes(ctx.config.workerConcurrency), logger: ctx.logger }, async (jobs) => {
     const malformed: string[] = [];
     const messages = jobs.flatMap((job) => {
       const parsed = schema.safeParse(job.data);
