@@ -9,6 +9,7 @@
 import { describe, expect } from 'vitest';
 import type { Platform } from '../src/orders/types.ts';
 import { buildFulfillmentPayload, sendWebhook, type OrderLineInput } from './sandbox/server.ts';
+import type { Faults } from './sandbox/state.ts';
 import { queryRows } from './support/database.ts';
 import { finishedRun, jobsByOrder, openReseller, placeOrders, reconcile } from './support/reconciliation.ts';
 import { test } from './support/fixtures.ts';
@@ -39,6 +40,15 @@ const it = test
     const { order, jobIds } = await route(shop, lines);
     const jobs = await Promise.all(jobIds.map((jobId) => waitForJob(api, shop.user.token, jobId, (j) => j.status === 'completed')));
     return { order, acmeJob: jobs.find((job) => job.sourceStoreId === shop.acme.id), boltJob: jobs.find((job) => job.sourceStoreId === shop.bolt.id) };
+  })
+  /** Routes an order while Acme has these faults, waits until Acme's job is dead, then clears them; returns the order and that job's id. */
+  .extend('routedToDeath', { scope: 'file' }, ({ api, sandbox, route }) => async (shop: Shop, lines: OrderLineInput[], faults: Faults) => {
+    sandbox.setFaults(shop.acme.shopDomain, faults);
+    const { order, jobIds } = await route(shop, lines);
+    const jobId = jobIds[0]!;
+    await waitForJob(api, shop.user.token, jobId, (j) => j.status === 'dead', 20_000);
+    sandbox.clearFaults(shop.acme.shopDomain);
+    return { order, jobId };
   });
 
 /** A platform_a refund of these reseller lines with restock_type cancel, as its refunds/create webhook carries it. */
@@ -147,14 +157,10 @@ describe("a platform_b storefront's order refunded", () => {
 });
 
 describe('a placement in doubt, then cut by some lines', () => {
-  it('is looked up by the reference the service attached, never created twice, and those lines are cancelled on it', async ({ api, sandbox, service, shopWith, route, storefront }) => {
+  it('is looked up by the reference the service attached, never created twice, and those lines are cancelled on it', async ({ routedToDeath, api, sandbox, service, shopWith, storefront }) => {
     const shop = await shopWith('platform_a', 'platform_a');
     // Every answer lost: the supplier holds the order, the job never learns it and dies.
-    sandbox.setFaults(shop.acme.shopDomain, { acceptThenDropNext: 4 });
-    const { order, jobIds } = await route(shop, [ANVIL, BELL]);
-    const jobId = jobIds[0]!;
-    await waitForJob(api, shop.user.token, jobId, (j) => j.status === 'dead', 20_000);
-    sandbox.clearFaults(shop.acme.shopDomain);
+    const { order, jobId } = await routedToDeath(shop, [ANVIL, BELL], { acceptThenDropNext: 4 });
     const [held] = sandbox.ordersFor(shop.acme.shopDomain);
     expect(sandbox.ordersFor(shop.acme.shopDomain)).toHaveLength(1);
     const heldId = String(held!.id);
@@ -180,13 +186,9 @@ describe('a placement in doubt, then cut by some lines', () => {
     expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toHaveLength(1);
   });
 
-  it('found nowhere (refused, so never created): the job is cut, and placed without those lines when retried', async ({ api, sandbox, shopWith, route, storefront }) => {
+  it('found nowhere (refused, so never created): the job is cut, and placed without those lines when retried', async ({ routedToDeath, api, sandbox, shopWith, storefront }) => {
     const shop = await shopWith('custom', 'custom');
-    sandbox.setFaults(shop.acme.shopDomain, { alwaysFail: true, status: 422 });
-    const { order, jobIds } = await route(shop, [ANVIL, BELL]);
-    const jobId = jobIds[0]!;
-    await waitForJob(api, shop.user.token, jobId, (j) => j.status === 'dead', 20_000);
-    sandbox.clearFaults(shop.acme.shopDomain);
+    const { order, jobId } = await routedToDeath(shop, [ANVIL, BELL], { alwaysFail: true, status: 422 });
     await storefront(shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString(), lines: [{ sku: 'A-1', quantity: 2 }, { sku: 'B-1', quantity: 1 }] });
     const cut = await waitForJob(api, shop.user.token, jobId, settled);
     expect(cut.cancellations).toMatchObject([{ status: 'completed', outcome: 'not_placed', scope: 'lines', reason: expect.stringContaining('placed without these lines') }]);
@@ -201,13 +203,9 @@ describe('a placement in doubt, then cut by some lines', () => {
 
 describe('a placement in doubt, then cancelled as a whole', () => {
   for (const supplierPlatform of ['platform_a', 'platform_b'] as const) {
-    it(`is found by its reference among ${supplierPlatform}'s orders, never created again, and cancelled`, async ({ api, sandbox, shopWith, route, storefront }) => {
+    it(`is found by its reference among ${supplierPlatform}'s orders, never created again, and cancelled`, async ({ routedToDeath, api, sandbox, shopWith, storefront }) => {
       const shop = await shopWith('custom', supplierPlatform);
-      sandbox.setFaults(shop.acme.shopDomain, { acceptThenDropNext: 4 });
-      const { order, jobIds } = await route(shop, [ANVIL]);
-      const jobId = jobIds[0]!;
-      await waitForJob(api, shop.user.token, jobId, (j) => j.status === 'dead', 20_000);
-      sandbox.clearFaults(shop.acme.shopDomain);
+      const { order, jobId } = await routedToDeath(shop, [ANVIL], { acceptThenDropNext: 4 });
       const [held] = sandbox.ordersFor(shop.acme.shopDomain);
       await storefront(shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString() });
       const job = await waitForJob(api, shop.user.token, jobId, settled);
@@ -244,13 +242,9 @@ describe('a cancellation recorded before its order, which reconciliation routes'
 });
 
 describe('sync_job events', () => {
-  it('carry the job\'s real cancellations, as the transaction that wrote them saw them', async ({ api, sandbox, shopWith, route, storefront }) => {
+  it('carry the job\'s real cancellations, as the transaction that wrote them saw them', async ({ routedToDeath, api, shopWith, storefront }) => {
     const shop = await shopWith('custom', 'custom');
-    sandbox.setFaults(shop.acme.shopDomain, { alwaysFail: true, status: 422 });
-    const { order, jobIds } = await route(shop, [ANVIL, BELL]);
-    const jobId = jobIds[0]!;
-    await waitForJob(api, shop.user.token, jobId, (j) => j.status === 'dead', 20_000);
-    sandbox.clearFaults(shop.acme.shopDomain);
+    const { order, jobId } = await routedToDeath(shop, [ANVIL, BELL], { alwaysFail: true, status: 422 });
     // Before any cancellation, the job's events show none.
     const [dead] = await eventObjects(api, shop.user.token, shop.reseller.id, 'sync_job.dead', jobId);
     expect(dead.cancellations).toEqual([]);
@@ -267,13 +261,9 @@ describe('sync_job events', () => {
     expect(completedEvent.cancellations).toEqual(completed.cancellations);
   });
 
-  it('of a bulk retry carry them too', async ({ api, sandbox, shopWith, route, storefront }) => {
+  it('of a bulk retry carry them too', async ({ routedToDeath, api, shopWith, storefront }) => {
     const shop = await shopWith('custom', 'custom');
-    sandbox.setFaults(shop.acme.shopDomain, { alwaysFail: true, status: 422 });
-    const { order, jobIds } = await route(shop, [ANVIL, BELL]);
-    const jobId = jobIds[0]!;
-    await waitForJob(api, shop.user.token, jobId, (j) => j.status === 'dead', 20_000);
-    sandbox.clearFaults(shop.acme.shopDomain);
+    const { order, jobId } = await routedToDeath(shop, [ANVIL, BELL], { alwaysFail: true, status: 422 });
     await storefront(shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString(), lines: [{ sku: 'B-1', quantity: 1 }] });
     const cut = await waitForJob(api, shop.user.token, jobId, settled);
     const bulk = await api.post('/v1/sync_jobs/bulk_retry', { token: shop.user.token, body: { reseller_store_id: shop.reseller.id, status: 'dead' } });
