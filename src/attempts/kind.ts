@@ -95,6 +95,15 @@ export type AttemptTable = string;
 export type SettledStep = SqlStep;
 
 /**
+ * What another feature adds to a kind's outcome events (e.g. a sync job's event shows its
+ * cancellations), as a condition of the kind's transition statement on `v.id`, the row being
+ * written: true when the row has such a thing, so its events must be built in a transaction that
+ * reads it (`outcomeEvents`) rather than from the row alone (`outcomeEventsOf`). Handed to the kind
+ * by the composition root like `SettledStep`s (src/workers/kinds.ts, `EVENT_READS`).
+ */
+export type EventRead = SqlStep;
+
+/**
  * What a kind keeps of a successful attempt's answer beside its result (e.g. a sync job's supplier
  * lines from the create answer): `of(created)`, written to the jsonb `column` by the statement that
  * records the outcome, so it commits with it. Null keeps what the column holds.
@@ -112,6 +121,8 @@ export interface AttemptTarget {
   resultDetail?: ResultDetail | undefined;
   /** Written in the statement of every transition of the kind (see `SettledStep`). */
   onSettled?: readonly SettledStep[] | undefined;
+  /** When the kind's events cannot be built from a row alone (see `EventRead`). */
+  eventReads?: readonly EventRead[] | undefined;
 }
 
 /** What one attempt needs and does: read the rows and what performing them needs, then perform one. */
@@ -166,10 +177,19 @@ export interface AttemptKindDefinition<R extends AttemptRow, K extends string, Q
    */
   outcomeEvents(trx: Trx, rows: R[]): Promise<NewEvent[]>;
   /**
+   * The same events built from the rows alone, as they are when none of the kind's `eventReads`
+   * holds for a row: the worker writes a row's outcome with them in one statement, and falls back
+   * to a transaction with `outcomeEvents` for the rows where one holds (src/attempts/worker.ts).
+   * Optional: a kind without it always writes its outcomes in a transaction.
+   */
+  outcomeEventsOf?(rows: R[]): NewEvent[];
+  /**
    * What other features write with the kind's transitions (see `SettledStep`). Not part of a kind's
    * own definition: the composition root hands it over when it registers the kind (src/workers/kinds.ts).
    */
   onSettled?: readonly SettledStep[] | undefined;
+  /** What other features add to the kind's events (see `EventRead`), handed over like `onSettled`. */
+  eventReads?: readonly EventRead[] | undefined;
 }
 
 export type AttemptKind<R extends AttemptRow, K extends string, Q extends object, W extends { row: R }, D = unknown> = ReturnType<

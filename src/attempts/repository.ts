@@ -6,6 +6,8 @@ import type { Db, Trx } from '../db/sql.ts';
 import { newId } from '../shared/ids.ts';
 import type { Exchange } from '../platforms/exchange.ts';
 import { settledMessagesStep, settleMessages } from '../queue/repository.ts';
+import { insertPreparedEventsStep, prepareEvents, subscribedToAny, type PreparedEvent } from '../events/repository.ts';
+import type { NewEvent } from '../events/types.ts';
 import { AttemptEntry, WORKER_LOST } from './entity.ts';
 import type { AttemptRow, AttemptTable, AttemptTarget } from './kind.ts';
 
@@ -26,9 +28,19 @@ export interface AttemptWrite<R extends AttemptRow = AttemptRow> {
   /**
    * The queue message that delivered the transition, settled by the statement (see `Settlement`):
    * `always`, or only when the write does not apply (`unwritten`: a take that lost its race, whose
-   * message is stale; a take that applied keeps its message until the attempt's outcome).
+   * message is stale; a take that applied keeps its message until the attempt's outcome), or only
+   * when it applies (`written`: an outcome carrying its `events`, which a transaction writes again
+   * when it does not apply, settling the message then).
    */
-  message?: { id: string; settle: 'always' | 'unwritten' } | undefined;
+  message?: { id: string; settle: 'always' | 'unwritten' | 'written' } | undefined;
+  /**
+   * The events of the transition, built from the row alone, inserted by the statement itself: only
+   * while none of the kind's `eventReads` holds for the row (its events would need what only a read
+   * in the transaction finds) and no endpoint is subscribed to them (they would need deliveries and
+   * their queue messages). Otherwise the row is not written; the caller writes it again in a
+   * transaction that appends its events to the outbox.
+   */
+  events?: NewEvent[] | undefined;
 }
 
 /** The queue messages a transition statement settles (src/queue/repository.ts `settledMessagesStep`): the writes' and `also` (stale ones, settled even when there is no write). */
@@ -103,7 +115,8 @@ interface TransitionValues {
   platform_status: number | null;
   detail: unknown;
   message_id: string | null;
-  message_settle: 'always' | 'unwritten' | null;
+  message_settle: 'always' | 'unwritten' | 'written' | null;
+  events: PreparedEvent[] | null;
   attempt_request: Exchange['request'] | null;
   attempt_response: Exchange['response'] | null;
 }
@@ -124,7 +137,7 @@ interface TransitionValues {
  */
 export async function writeAttemptTransitions<R extends AttemptRow>(
   db: Db | Trx,
-  { name: kind, table, resultColumn, resultDetail, onSettled = [] }: AttemptTarget,
+  { name: kind, table, resultColumn, resultDetail, onSettled = [], eventReads = [] }: AttemptTarget,
   writes: AttemptWrite<R>[],
   settlement?: Settlement,
 ): Promise<boolean[]> {
@@ -132,7 +145,8 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
     if (settlement?.also?.length) await settleMessages(db, settlement.queue, settlement.also);
     return [];
   }
-  const values: TransitionValues[] = writes.map(({ row, result, audit, timeline, detail, message }) => ({
+  const now = new Date();
+  const values: TransitionValues[] = writes.map(({ row, result, audit, timeline, detail, message, events }) => ({
     id: row.id,
     version: row.version,
     status: row.status,
@@ -163,7 +177,12 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
     attempt_response: timeline && 'outcome' in timeline ? (timeline.exchange?.response ?? null) : null,
     message_id: message?.id ?? null,
     message_settle: message?.settle ?? null,
+    events: events ? prepareEvents(events, now) : null,
   }));
+  const withEvents = values.some((v) => v.events !== null);
+  // A row carrying its events is written only when they are complete and need no deliveries (see `AttemptWrite.events`).
+  const eventsNeedMore = sql.join([subscribedToAny(sql`v.events`), ...eventReads], sql` or `);
+  const eventsGuard = withEvents ? sql` and (v.events is null or not (${eventsNeedMore}))` : sql``;
   const detailSet = resultDetail ? sql`, ${sql.ref(resultDetail.column)} = coalesce(v.detail, ${sql.ref(`t.${resultDetail.column}`)})` : sql``;
   const statement = db
     .with(
@@ -174,7 +193,7 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
           failed_at timestamptz, dead_at timestamptz, next_retry_at timestamptz, result text, queue_message_id text, updated_at timestamptz,
           audit_id text, audit_owner_id text, audit_reseller_store_id text, audit_action text, audit_resource_type text,
           audit_resource_id text, audit_metadata jsonb, audit_actor_id text, attempt_trigger text, attempt_outcome text,
-          platform_status int, attempt_request jsonb, attempt_response jsonb, detail jsonb, message_id text, message_settle text))`,
+          platform_status int, attempt_request jsonb, attempt_response jsonb, detail jsonb, message_id text, message_settle text, events jsonb))`,
     )
     .with(
       'written',
@@ -183,7 +202,7 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
           status = v.status, attempts = v.attempts, retries_left = v.retries_left, error_message = v.error_message,
           completed_at = v.completed_at, failed_at = v.failed_at, dead_at = v.dead_at, next_retry_at = v.next_retry_at, ${sql.ref(resultColumn)} = v.result,
           queue_message_id = v.queue_message_id, updated_at = v.updated_at, version = t.version + 1${detailSet}
-        from v where t.id = v.id and t.version = v.version
+        from v where t.id = v.id and t.version = v.version${eventsGuard}
         returning t.id, v.version as read_version, t.version, t.owner_id, t.reseller_store_id)`,
     )
     .with('audited', (db) =>
@@ -273,8 +292,13 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
     const ids = sql`array(
       select v.message_id::uuid from v where v.message_settle = 'always'
       union all select v.message_id::uuid from v where v.message_settle = 'unwritten' and not exists (select 1 from written w where w.id = v.id)
+      union all select v.message_id::uuid from v join written w on w.id = v.id where v.message_settle = 'written'
       union all select unnest(${settlement.also ?? []}::uuid[]))`;
     withSteps = (withSteps as unknown as WithStep).with('settled_messages', () => settledMessagesStep(settlement.queue, ids)) as unknown as typeof statement;
+  }
+  if (withEvents) {
+    const written = sql`select v.events from written w join v on v.id = w.id where v.events is not null`;
+    withSteps = (withSteps as unknown as WithStep).with('prepared_events', () => insertPreparedEventsStep(written)) as unknown as typeof statement;
   }
   for (const [i, step] of onSettled.entries()) {
     withSteps = (withSteps as unknown as WithStep).with(`settled_step_${i}`, () => step) as unknown as typeof statement;

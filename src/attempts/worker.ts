@@ -74,7 +74,8 @@ export const LOST_ATTEMPT: TimelineStep = { outcome: 'failed', platformStatus: n
  *
  * This is the worker's hot path, so the batch's rows are read in one statement and taken in
  * another, and outcomes are recorded with their audit entries in a third, shared by the attempts
- * that finish together (group commit); a transition is a conditional UPDATE that applies only
+ * that finish together (group commit), which also inserts their events when they are built from the
+ * rows alone (`writeOutcomes`: no transaction, no read); a transition is a conditional UPDATE that applies only
  * while the row is at the version read, so a concurrent move (a redelivered message taken by
  * another worker) turns the write into a no-op instead of overwriting it.
  */
@@ -376,10 +377,35 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
   }
 
   /**
+   * Completed and dead rows with their audit entries, timelines and events. A kind that can build
+   * its events from the rows alone (`outcomeEventsOf`) writes them in one statement with no
+   * transaction around it; the rows that statement leaves (their events need a read or deliveries,
+   * or another worker moved the row), those of other kinds and one let go of are written in a
+   * transaction (`writeOutcomesIn`).
+   */
+  private async writeOutcomes(writes: AttemptWrite<R>[], watchdog?: string): Promise<boolean[]> {
+    const written = watchdog === undefined && this.kind.outcomeEventsOf ? await this.writeOutcomesAlone(writes) : writes.map(() => false);
+    const rest = writes.filter((_, i) => !written[i]);
+    if (rest.length === 0) return written;
+    const restWritten = (await this.writeOutcomesIn(rest, watchdog)).values();
+    return written.map((done) => done || restWritten.next().value!);
+  }
+
+  /** One statement: each row with the events built from it, written only when they are all it needs (see `AttemptWrite.events`); its message is settled with it. */
+  private writeOutcomesAlone(writes: AttemptWrite<R>[]): Promise<boolean[]> {
+    const alone = writes.map((write) => ({
+      ...write,
+      events: this.kind.outcomeEventsOf!([write.row]),
+      message: write.message && { id: write.message.id, settle: 'written' as const },
+    }));
+    return this.write(sqlOf(this.ctx.orm), alone);
+  }
+
+  /**
    * Completed and dead rows with their audit entries and timelines (one statement), and the events of
    * those written, in one transaction; with `watchdog` (one row let go of), its watchdog message deleted too.
    */
-  private writeOutcomes(writes: AttemptWrite<R>[], watchdog?: string): Promise<boolean[]> {
+  private writeOutcomesIn(writes: AttemptWrite<R>[], watchdog?: string): Promise<boolean[]> {
     return sqlOf(this.ctx.orm)
       .transaction()
       .execute(async (trx) => {

@@ -3,7 +3,7 @@ import { writeAttemptTransitions, type AttemptWrite } from '../attempts/reposito
 import { holdLock } from '../db/locks.ts';
 import type { Orm } from '../db/orm.ts';
 import type { OrderRef } from '../orders/port.ts';
-import { sqlOf, type Db, type Trx } from '../db/sql.ts';
+import { sqlOf, type Db, type SqlStep, type Trx } from '../db/sql.ts';
 import type { Fulfillment } from '../fulfillments/entity.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
@@ -241,4 +241,13 @@ export async function cancellationsIn(db: Trx | Db, syncJobIds: string[]): Promi
   if (syncJobIds.length === 0) return [];
   const rows = await db.selectFrom('cancellations').selectAll().where('sync_job_id', 'in', syncJobIds).orderBy('id').execute();
   return rows.map((row) => fromRow<Cancellation>(row));
+}
+
+/**
+ * The `EventRead` of the sync job kind (src/attempts/kind.ts, handed over in src/workers/kinds.ts):
+ * the job being written (`v.id`) has cancellations, which its events show, so they are read in a
+ * transaction rather than assumed to be none.
+ */
+export function jobHasCancellations(): SqlStep {
+  return sql`exists (select 1 from cancellations c where c.sync_job_id = v.id)`;
 }

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { Orm } from '../db/orm.ts';
 import { sqlOf, type Trx } from '../db/sql.ts';
 import { takeTurn } from '../db/locks.ts';
@@ -43,6 +43,53 @@ export function eventPayload(id: string, event: NewEvent, createdAt: Date): stri
   });
 }
 
+function eventRows(events: NewEvent[], now: Date): EventRow[] {
+  return events.map((event) => {
+    const id = newId('event');
+    return { id, owner_id: event.ownerId, reseller_store_id: event.resellerStoreId, type: event.type, payload: eventPayload(id, event, now) };
+  });
+}
+
+/** Endpoint `w` is subscribed to event `e` (its `type`): it gets a delivery of it. */
+const SUBSCRIBED = sql<boolean>`w.status = 'enabled' and (w.enabled_events @> '["*"]'::jsonb or w.enabled_events @> jsonb_build_array(e.type))`;
+
+/**
+ * Events built before the statement that inserts them (`insertPreparedEventsStep`) runs: their rows,
+ * ids and payloads made, each with its creation time.
+ */
+export type PreparedEvent = EventRow & { created_at: Date };
+
+export function prepareEvents(events: NewEvent[], now = new Date()): PreparedEvent[] {
+  return eventRows(events, now).map((row) => ({ ...row, created_at: now }));
+}
+
+/** The columns of a jsonb array of `PreparedEvent`s, for jsonb_to_recordset. */
+const PREPARED_COLUMNS = sql`(id text, owner_id text, reseller_store_id text, type text, payload text, created_at timestamptz)`;
+
+/**
+ * SQL condition: some endpoint is subscribed to one of these prepared events (`events`, a jsonb
+ * array expression of `PreparedEvent`s), so they need deliveries and `insertPreparedEventsStep`
+ * must not insert them: the caller appends them to the outbox instead (`Outbox.append`).
+ */
+export function subscribedToAny(events: RawBuilder<unknown>): RawBuilder<boolean> {
+  return sql<boolean>`exists (
+    select 1 from jsonb_to_recordset(${events}) as e${PREPARED_COLUMNS}
+    join webhook_endpoints w on w.owner_id = e.owner_id
+    where ${SUBSCRIBED})`;
+}
+
+/**
+ * A step of another statement inserting prepared events no endpoint is subscribed to (the
+ * statement checked `subscribedToAny` first), so they need no deliveries and commit with that
+ * statement alone. `source` selects one column: jsonb arrays of `PreparedEvent`s.
+ */
+export function insertPreparedEventsStep(source: RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`(
+    insert into events (id, owner_id, reseller_store_id, type, payload, created_at)
+    select e.id, e.owner_id, e.reseller_store_id, e.type, e.payload, e.created_at
+    from (${source}) as s(events) cross join lateral jsonb_to_recordset(s.events) as e${PREPARED_COLUMNS})`;
+}
+
 /**
  * One statement: the events, and one pending delivery per event and enabled endpoint of its owner
  * subscribed to its type (or, with `onlyEndpointId`, to that endpoint alone: a test send). Returns
@@ -50,10 +97,7 @@ export function eventPayload(id: string, event: NewEvent, createdAt: Date): stri
  */
 export async function insertEventsWithDeliveries(trx: Trx, events: NewEvent[], onlyEndpointId: string | null = null): Promise<QueuedDelivery[]> {
   const now = new Date();
-  const rows: EventRow[] = events.map((event) => {
-    const id = newId('event');
-    return { id, owner_id: event.ownerId, reseller_store_id: event.resellerStoreId, type: event.type, payload: eventPayload(id, event, now) };
-  });
+  const rows = eventRows(events, now);
   return trx
     // (A raw CTE body is not parenthesised by Kysely, hence the parentheses.)
     .with(
@@ -74,10 +118,7 @@ export async function insertEventsWithDeliveries(trx: Trx, events: NewEvent[], o
         .select(['e.id as event_id', 'e.type', 'e.owner_id', 'w.id as endpoint_id'])
         .where((eb) =>
           onlyEndpointId === null
-            ? eb.and([
-                eb('w.status', '=', 'enabled'),
-                eb.or([sql<boolean>`w.enabled_events @> '["*"]'::jsonb`, sql<boolean>`w.enabled_events @> jsonb_build_array(e.type)`]),
-              ])
+            ? SUBSCRIBED
             : eb('w.id', '=', onlyEndpointId),
         ),
     )

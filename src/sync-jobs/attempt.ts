@@ -10,7 +10,7 @@ import type { ResellerOrder } from '../orders/types.ts';
 import { buildSupplierOrder, PricingError } from '../pricing/index.ts';
 import type { ResellerStore } from '../reseller-stores/entity.ts';
 import type { SyncJob } from './entity.ts';
-import { syncJobEventsIn } from './events.ts';
+import { syncJobEvent, syncJobEventsIn } from './events.ts';
 import type { SyncJobRepository, JobWithSource } from './repository.ts';
 
 /** What a sync job's attempt needs, built once per process (src/workers/kinds.ts hands them over). */
@@ -87,8 +87,13 @@ export const jobOutcomeAudit = (job: SyncJob, reason?: DeathReason): AuditRecord
  * `sync_job.dead` (the last one failed), with the job's cancellations as the outcome's transaction
  * sees them. A job has no fulfillments before it completes (see syncJobEvent).
  */
-export const jobOutcomeEvents = (trx: Trx, jobs: SyncJob[]): Promise<NewEvent[]> =>
-  syncJobEventsIn(
-    trx,
-    jobs.flatMap((job) => (job.status === 'completed' || job.status === 'failed' || job.status === 'dead' ? [{ type: `sync_job.${job.status}` as const, job }] : [])),
-  );
+export const jobOutcomeEvents = (trx: Trx, jobs: SyncJob[]): Promise<NewEvent[]> => syncJobEventsIn(trx, outcomesOf(jobs));
+
+/**
+ * The same events built from the jobs alone: as they are for a job with no cancellations (the
+ * cancellations feature's `EventRead`, src/workers/kinds.ts, says which have some).
+ */
+export const jobOutcomeEventsOf = (jobs: SyncJob[]): NewEvent[] => outcomesOf(jobs).map(({ type, job }) => syncJobEvent(type, job));
+
+const outcomesOf = (jobs: SyncJob[]) =>
+  jobs.flatMap((job) => (job.status === 'completed' || job.status === 'failed' || job.status === 'dead' ? [{ type: `sync_job.${job.status}` as const, job }] : []));

@@ -17,7 +17,9 @@ const NO_FULFILLMENTS: JobFulfillments = { fulfillments: [], fulfillmentAttempts
  * recorded), and a completed job never changes again, so the worker's and the routing's events carry
  * none. Only `sync_job.created` is built here directly: a job has no cancellations in the transaction
  * that inserts it (the routing's cancellations of an order cancelled first follow the insert, with
- * their own events). Every other one is built by `syncJobEventsIn`, with the job's cancellations.
+ * their own events), nor does an outcome's of a job that has none (`jobOutcomeEventsOf`, the
+ * worker's single-statement outcome: src/sync-jobs/attempt.ts). Every other one is built by
+ * `syncJobEventsIn`, with the job's cancellations.
  */
 export function syncJobEvent(type: SyncJobEventType, job: SyncJob, detail: JobFulfillments = NO_FULFILLMENTS): NewEvent {
   return { ownerId: job.ownerId, resellerStoreId: job.resellerStoreId, type, object: presentDetail({ job, ...detail }) };

@@ -2,7 +2,7 @@ import { nextRetryDelayMs } from '../../machines/attempt.machine.ts';
 import { syncJobLifecycle } from '../../machines/sync-job.machine.ts';
 import { z } from 'zod';
 import { attemptQueue, defineAttemptKind } from '../attempts/kind.ts';
-import { jobOutcomeAudit, jobOutcomeEvents, placeSupplierOrder, type SyncJobAttemptDeps } from './attempt.ts';
+import { jobOutcomeAudit, jobOutcomeEvents, jobOutcomeEventsOf, placeSupplierOrder, type SyncJobAttemptDeps } from './attempt.ts';
 import type { SyncJob } from './entity.ts';
 import type { JobWithSource } from './repository.ts';
 
@@ -25,4 +25,5 @@ export const syncJobKind = defineAttemptKind<SyncJob, 'sourceOrderId', { syncJob
   attempt: placeSupplierOrder,
   outcomeAudit: jobOutcomeAudit,
   outcomeEvents: jobOutcomeEvents,
+  outcomeEventsOf: jobOutcomeEventsOf,
 });

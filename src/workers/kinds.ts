@@ -5,11 +5,11 @@
  * (src/workers/index.ts) and the sweep. Start-up fails on a kind listed twice, two kinds on one
  * queue or table, and a queue of retried work no kind consumes.
  */
-import type { Attempt, AttemptKind, AttemptRow, AttemptRuntime, SettledStep } from '../attempts/kind.ts';
+import type { Attempt, AttemptKind, AttemptRow, AttemptRuntime, EventRead, SettledStep } from '../attempts/kind.ts';
 import { Sweeper, type SweepHook, type SweptKind } from '../attempts/sweep.ts';
 import type { CancellationAttemptDeps } from '../cancellations/attempt.ts';
 import { cancellationKind } from '../cancellations/kind.ts';
-import { CancellationRepository } from '../cancellations/repository.ts';
+import { CancellationRepository, jobHasCancellations } from '../cancellations/repository.ts';
 import type { FulfillmentAttemptDeps } from '../fulfillments/attempt.ts';
 import { fulfillmentKind } from '../fulfillments/kind.ts';
 import { FulfillmentRepository } from '../fulfillments/repository.ts';
@@ -35,6 +35,15 @@ export const SETTLED_STEPS: Readonly<Record<string, readonly SettledStep[]>> = {
   sync_job: settledSteps('job_dead'),
   fulfillment: settledSteps('fulfillment_dead', 'fulfillments'),
   cancellation: [...settledSteps('cancellation_dead', 'cancellations'), ...cancellationOutcomeSteps()],
+};
+
+/**
+ * What other features add to each kind's outcome events (`eventReads`, src/attempts/kind.ts): a sync
+ * job's events show its cancellations, so a job with some has its outcome written in a transaction
+ * that reads them; the others' in one statement. Start-up fails on reads for a kind not listed.
+ */
+export const EVENT_READS: Readonly<Record<string, readonly EventRead[]>> = {
+  sync_job: [jobHasCancellations()],
 };
 
 /** Written with every fulfillment recorded (`FulfillmentService`, in its transaction): tracking arrived, so the job is not stale. */
@@ -76,13 +85,14 @@ export interface RegisteredKind {
 }
 
 /**
- * Every kind with what its attempt needs and its settled steps (`settled`); throws when the list
- * names a kind, a queue or a table twice, or when there are settled steps for a kind not listed.
+ * Every kind with what its attempt needs, its settled steps (`settled`) and event reads; throws when
+ * the list names a kind, a queue or a table twice, or when there are steps or reads for a kind not listed.
  */
 export function registerKinds(
   infrastructure: KindInfrastructure,
   kinds: readonly unknown[] = ATTEMPT_KINDS,
   settled: Readonly<Record<string, readonly SettledStep[]>> = SETTLED_STEPS,
+  eventReads: Readonly<Record<string, readonly EventRead[]>> = EVENT_READS,
 ): RegisteredKind[] {
   const seen = { name: new Set<string>(), queue: new Set<string>(), table: new Set<string>() };
   const deps = kindDeps(infrastructure);
@@ -92,11 +102,13 @@ export function registerKinds(
       if (seen[key].has(value)) throw new Error(`attempt kinds: ${key} ${value} is listed twice (src/workers/kinds.ts)`);
       seen[key].add(value);
     }
-    const withSteps = { ...kind, onSettled: settled[kind.name] ?? [] };
+    const withSteps = { ...kind, onSettled: settled[kind.name] ?? [], eventReads: eventReads[kind.name] ?? [] };
     return { kind: withSteps as unknown as RegisteredKind['kind'], attempt: kind.attempt(deps) };
   });
-  for (const name of Object.keys(settled)) {
-    if (!seen.name.has(name)) throw new Error(`attempt kinds: settled steps for ${name}, which is not listed (src/workers/kinds.ts)`);
+  for (const [what, steps] of [['settled steps', settled], ['event reads', eventReads]] as const) {
+    for (const name of Object.keys(steps)) {
+      if (!seen.name.has(name)) throw new Error(`attempt kinds: ${what} for ${name}, which is not listed (src/workers/kinds.ts)`);
+    }
   }
   return registered;
 }
