@@ -1,7 +1,9 @@
 import { Migrator } from '@mikro-orm/migrations';
 import { defineConfig, type Options } from '@mikro-orm/postgresql';
+import type { Pool } from 'pg';
 import { entities } from './src/entities.ts';
 import { POOL_OPTIONS, releaseClosedConnections } from './src/db/pool.ts';
+import { prepareMarkedStatements } from './src/db/prepared.ts';
 
 /**
  * ORM settings shared by the service, the tests and the MikroORM CLI. The connection string is
@@ -20,8 +22,15 @@ export function ormConfig(clientUrl: string, overrides: Partial<Options> = {}): 
       silent: true,
     },
     pool: { min: 0, max: 10 },
-    // Bounded waits and no leaked connections when the database goes away (src/db/pool.ts).
-    driverOptions: { ...POOL_OPTIONS, onPoolCreated: releaseClosedConnections },
+    // Bounded waits and no leaked connections when the database goes away (src/db/pool.ts); the hot
+    // paths' marked statements prepared once per connection (src/db/prepared.ts).
+    driverOptions: {
+      ...POOL_OPTIONS,
+      onPoolCreated: (pool: Pool) => {
+        releaseClosedConnections(pool);
+        prepareMarkedStatements(pool);
+      },
+    },
     allowGlobalContext: false,
     debug: false,
     ...overrides,

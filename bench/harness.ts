@@ -17,7 +17,7 @@ import { ATTEMPT_QUEUES } from '../src/workers/kinds.ts';
 import { createLogger } from '../src/shared/logger.ts';
 import { GiveUp, MemorySampler, SHOP, clusterCpuSeconds, cpuSeconds, round, runTsForJson, spawnTs, waitFor, waitForLog, type Child } from './common.ts';
 import type { LoadInput, LoadResult } from './load.ts';
-import { CPU_PROF, EXPLAIN_MS, PGSTAT, SERVICE_NODE_ARGS, type Results } from './settings.ts';
+import { CPU_PROF, EXPLAIN_MS, KEEP, PGSTAT, SERVICE_NODE_ARGS, type Results } from './settings.ts';
 
 export type Log = (text: string) => void;
 
@@ -72,6 +72,8 @@ export class Infrastructure {
       // Diagnostics: per-statement timings need pg_stat_statements loaded at server start.
       await withClient(db.url(), async (c) => {
         await c.query(`alter system set shared_preload_libraries = ${EXPLAIN_MS === null ? `'pg_stat_statements'` : `'pg_stat_statements', 'auto_explain'`}`);
+        // Planning too: the hot statements are prepared (src/db/prepared.ts), so `plans` < `calls` shows them on generic plans.
+        await c.query('alter system set pg_stat_statements.track_planning = on');
         if (EXPLAIN_MS === null) return;
         // BENCH_EXPLAIN_MS: the plans of statements slower than that, with timings, in the server's log.
         for (const setting of [`auto_explain.log_min_duration = ${EXPLAIN_MS}`, 'auto_explain.log_analyze = on', 'auto_explain.log_buffers = on',
@@ -143,11 +145,13 @@ export class Bench {
   }
 
   /**
-   * Drops the phase's databases and checkpoints, so the next phase does not share the server with
-   * their autovacuum or the previous phase's checkpoint.
+   * Drops the phase's databases (kept with BENCH_KEEP=1, for their statistics: pg_stat_user_tables
+   * and the like) and checkpoints, so the next phase does not share the server with their autovacuum
+   * or the previous phase's checkpoint.
    */
   async settleAfterPhase(): Promise<void> {
-    for (const name of this.#phaseDatabases.splice(0)) await withClient(this.db.url(), (c) => c.query(`drop database ${name} with (force)`));
+    const phaseDatabases = this.#phaseDatabases.splice(0);
+    if (!KEEP) for (const name of phaseDatabases) await withClient(this.db.url(), (c) => c.query(`drop database ${name} with (force)`));
     await withClient(this.db.url(), (c) => c.query('checkpoint'));
     await delay(2000);
   }
@@ -185,11 +189,14 @@ export class Bench {
       const statements = await withClient(this.db.url(), async (c) =>
         (await c.query(
           `select calls, round(total_exec_time::numeric, 0) as total_ms, round(mean_exec_time::numeric, 3) as mean_ms, rows,
+             plans, round(total_plan_time::numeric, 0) as plan_ms,
              left(regexp_replace(query, '[[:space:]]+', ' ', 'g'), 110) as query
-           from pg_stat_statements order by total_exec_time desc limit 15`,
-        )).rows as { calls: string; total_ms: string; mean_ms: string; rows: string; query: string }[]);
-      this.log(`  pg_stat_statements during ${label} (calls, total ms, mean ms, rows):`);
-      for (const row of statements) this.log(`    ${row.calls.padStart(7)} ${row.total_ms.padStart(7)} ${row.mean_ms.padStart(8)} ${row.rows.padStart(7)}  ${row.query}`);
+           from pg_stat_statements order by total_exec_time + total_plan_time desc limit 15`,
+        )).rows as { calls: string; total_ms: string; mean_ms: string; rows: string; plans: string; plan_ms: string; query: string }[]);
+      this.log(`  pg_stat_statements during ${label} (calls, total execution ms, mean ms, rows, plans, total planning ms):`);
+      for (const row of statements) {
+        this.log(`    ${row.calls.padStart(7)} ${row.total_ms.padStart(7)} ${row.mean_ms.padStart(8)} ${row.rows.padStart(7)} ${row.plans.padStart(7)} ${row.plan_ms.padStart(6)}  ${row.query}`);
+      }
     };
   }
 

@@ -3,10 +3,11 @@ import type { AttemptTrigger } from '../../contract/enums.ts';
 import { insertAuditFrom, type AuditRecord } from '../audit-log/repository.ts';
 import type { Orm } from '../db/orm.ts';
 import type { Db, Trx } from '../db/sql.ts';
+import { PREPARED } from '../db/prepared.ts';
 import { newId } from '../shared/ids.ts';
 import type { Exchange } from '../platforms/exchange.ts';
 import { settledMessagesStep, settleMessages } from '../queue/repository.ts';
-import { insertPreparedEventsStep, prepareEvents, subscribedToAny, type PreparedEvent } from '../events/repository.ts';
+import { insertReadyEventsStep, readyEvents, subscribedToAny, type ReadyEvent } from '../events/repository.ts';
 import type { NewEvent } from '../events/types.ts';
 import { AttemptEntry, WORKER_LOST } from './entity.ts';
 import type { AttemptRow, AttemptTable, AttemptTarget } from './kind.ts';
@@ -116,7 +117,7 @@ interface TransitionValues {
   detail: unknown;
   message_id: string | null;
   message_settle: 'always' | 'unwritten' | 'written' | null;
-  events: PreparedEvent[] | null;
+  events: ReadyEvent[] | null;
   attempt_request: Exchange['request'] | null;
   attempt_response: Exchange['response'] | null;
 }
@@ -177,7 +178,7 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
     attempt_response: timeline && 'outcome' in timeline ? (timeline.exchange?.response ?? null) : null,
     message_id: message?.id ?? null,
     message_settle: message?.settle ?? null,
-    events: events ? prepareEvents(events, now) : null,
+    events: events ? readyEvents(events, now) : null,
   }));
   const withEvents = values.some((v) => v.events !== null);
   // A row carrying its events is written only when they are complete and need no deliveries (see `AttemptWrite.events`).
@@ -298,12 +299,12 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
   }
   if (withEvents) {
     const written = sql`select v.events from written w join v on v.id = w.id where v.events is not null`;
-    withSteps = (withSteps as unknown as WithStep).with('prepared_events', () => insertPreparedEventsStep(written)) as unknown as typeof statement;
+    withSteps = (withSteps as unknown as WithStep).with('ready_events', () => insertReadyEventsStep(written)) as unknown as typeof statement;
   }
   for (const [i, step] of onSettled.entries()) {
     withSteps = (withSteps as unknown as WithStep).with(`settled_step_${i}`, () => step) as unknown as typeof statement;
   }
-  const rows = await withSteps.selectFrom('written').select(['id', 'read_version', 'version']).execute();
+  const rows = await withSteps.selectFrom('written').select(['id', 'read_version', 'version']).modifyEnd(PREPARED).execute();
   return writes.map(({ row }) => {
     const written = rows.find((w) => w.id === row.id && w.read_version === row.version);
     if (written) row.version = written.version;

@@ -54,40 +54,40 @@ function eventRows(events: NewEvent[], now: Date): EventRow[] {
 const SUBSCRIBED = sql<boolean>`w.status = 'enabled' and (w.enabled_events @> '["*"]'::jsonb or w.enabled_events @> jsonb_build_array(e.type))`;
 
 /**
- * Events built before the statement that inserts them (`insertPreparedEventsStep`) runs: their rows,
+ * Events built before the statement that inserts them (`insertReadyEventsStep`) runs: their rows,
  * ids and payloads made, each with its creation time.
  */
-export type PreparedEvent = EventRow & { created_at: Date };
+export type ReadyEvent = EventRow & { created_at: Date };
 
-export function prepareEvents(events: NewEvent[], now = new Date()): PreparedEvent[] {
+export function readyEvents(events: NewEvent[], now = new Date()): ReadyEvent[] {
   return eventRows(events, now).map((row) => ({ ...row, created_at: now }));
 }
 
-/** The columns of a jsonb array of `PreparedEvent`s, for jsonb_to_recordset. */
-const PREPARED_COLUMNS = sql`(id text, owner_id text, reseller_store_id text, type text, payload text, created_at timestamptz)`;
+/** The columns of a jsonb array of `ReadyEvent`s, for jsonb_to_recordset. */
+const READY_COLUMNS = sql`(id text, owner_id text, reseller_store_id text, type text, payload text, created_at timestamptz)`;
 
 /**
- * SQL condition: some endpoint is subscribed to one of these prepared events (`events`, a jsonb
- * array expression of `PreparedEvent`s), so they need deliveries and `insertPreparedEventsStep`
+ * SQL condition: some endpoint is subscribed to one of these ready events (`events`, a jsonb
+ * array expression of `ReadyEvent`s), so they need deliveries and `insertReadyEventsStep`
  * must not insert them: the caller appends them to the outbox instead (`Outbox.append`).
  */
 export function subscribedToAny(events: RawBuilder<unknown>): RawBuilder<boolean> {
   return sql<boolean>`exists (
-    select 1 from jsonb_to_recordset(${events}) as e${PREPARED_COLUMNS}
+    select 1 from jsonb_to_recordset(${events}) as e${READY_COLUMNS}
     join webhook_endpoints w on w.owner_id = e.owner_id
     where ${SUBSCRIBED})`;
 }
 
 /**
- * A step of another statement inserting prepared events no endpoint is subscribed to (the
+ * A step of another statement inserting ready events no endpoint is subscribed to (the
  * statement checked `subscribedToAny` first), so they need no deliveries and commit with that
- * statement alone. `source` selects one column: jsonb arrays of `PreparedEvent`s.
+ * statement alone. `source` selects one column: jsonb arrays of `ReadyEvent`s.
  */
-export function insertPreparedEventsStep(source: RawBuilder<unknown>): RawBuilder<unknown> {
+export function insertReadyEventsStep(source: RawBuilder<unknown>): RawBuilder<unknown> {
   return sql`(
     insert into events (id, owner_id, reseller_store_id, type, payload, created_at)
     select e.id, e.owner_id, e.reseller_store_id, e.type, e.payload, e.created_at
-    from (${source}) as s(events) cross join lateral jsonb_to_recordset(s.events) as e${PREPARED_COLUMNS})`;
+    from (${source}) as s(events) cross join lateral jsonb_to_recordset(s.events) as e${READY_COLUMNS})`;
 }
 
 /**

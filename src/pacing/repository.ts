@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/sql.ts';
+import { PREPARED } from '../db/prepared.ts';
 
 /** One call someone wants to make to a store. */
 export interface TurnRequest {
@@ -84,7 +85,7 @@ export class PacingRepository {
           left join charged ch on ch.store_id = j.store_id
       )
       select i, extract(epoch from turn_at) * 1000 as turn_ms, extract(epoch from turn_at - t) * 1000 as wait_ms
-      from turns order by i`.execute(this.db);
+      from turns order by i ${PREPARED}`.execute(this.db);
     return rows.map((row) => ({ at: new Date(Number(row.turn_ms)), waitMs: Math.max(0, Number(row.wait_ms)) }));
   }
 

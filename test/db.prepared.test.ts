@@ -1,0 +1,68 @@
+/**
+ * Marked statements (src/db/prepared.ts) run as named prepared statements on the ORM's pool: parsed
+ * once per connection and, once PostgreSQL settles on a generic plan, no longer planned per call.
+ * Unmarked ones run as before. Read from the connection's own `pg_prepared_statements` (a pool of
+ * one connection, so every statement of the test runs on it).
+ */
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectOrm } from '../src/database.ts';
+import type { Orm } from '../src/db/orm.ts';
+import { PREPARED, PREPARED_MARK } from '../src/db/prepared.ts';
+import { sqlOf } from '../src/db/sql.ts';
+import { createTestDatabase } from './support/database.ts';
+
+let orm: Orm;
+beforeAll(async () => {
+  orm = await connectOrm(await createTestDatabase(), 1);
+});
+afterAll(() => orm?.close());
+
+interface PreparedRow {
+  name: string;
+  statement: string;
+  generic_plans: number;
+  custom_plans: number;
+}
+
+const preparedOnConnection = async () =>
+  (await sql<PreparedRow>`select name, statement, generic_plans::int, custom_plans::int from pg_prepared_statements where not from_sql`.execute(sqlOf(orm))).rows;
+
+/** A statement shaped like the hot ones: its rows come as one jsonb parameter. */
+const sumOf = async (values: number[], marked: boolean) => {
+  const rows = JSON.stringify(values.map((n) => ({ n })));
+  const { rows: [row] } = await sql<{ total: number }>`select coalesce(sum(r.n), 0)::int as total from jsonb_to_recordset(${rows}::jsonb) as r(n int) ${marked ? PREPARED : sql``}`.execute(sqlOf(orm));
+  return row!.total;
+};
+
+describe('marked statements', () => {
+  it('are prepared once per connection, answer as before, and settle on a generic plan', async () => {
+    for (let i = 1; i <= 8; i++) expect(await sumOf([i, i, 1], true)).toBe(2 * i + 1);
+    const prepared = (await preparedOnConnection()).filter((row) => row.statement.endsWith(PREPARED_MARK));
+    expect(prepared).toHaveLength(1);
+    expect(prepared[0]!.name).toMatch(/^prepared_[0-9a-f]{32}$/);
+    // Five custom plans, then the generic one for every later call: no planning per call.
+    expect(prepared[0]!.generic_plans).toBeGreaterThanOrEqual(3);
+    expect(prepared[0]!.custom_plans).toBeLessThanOrEqual(5);
+  });
+
+  it('are left alone when unmarked', async () => {
+    const before = (await preparedOnConnection()).length;
+    expect(await sumOf([40, 2], false)).toBe(42);
+    const after = await preparedOnConnection();
+    expect(after).toHaveLength(before);
+    expect(after.some((row) => row.statement.includes('40'))).toBe(false);
+  });
+
+  it('keep working inside a transaction and after a failed one on the same connection', async () => {
+    await expect(
+      sqlOf(orm)
+        .transaction()
+        .execute(async (trx) => {
+          await sql`select 1 ${PREPARED}`.execute(trx);
+          await sql`select 1/0 ${PREPARED}`.execute(trx);
+        }),
+    ).rejects.toThrow(/division by zero/);
+    expect(await sumOf([1, 2, 3], true)).toBe(6);
+  });
+});
