@@ -5,16 +5,24 @@
  * one connection, so every statement of the test runs on it).
  */
 import { sql } from 'kysely';
+import pino from 'pino';
+import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { setTimeout as delay } from 'node:timers/promises';
 import { connectOrm } from '../src/database.ts';
-import type { Orm } from '../src/db/orm.ts';
-import { PREPARED, PREPARED_MARK } from '../src/db/prepared.ts';
+import { POOL_OPTIONS } from '../src/db/pool.ts';
+import { ormConfig } from '../mikro-orm.config.ts';
+import { openOrm, type Orm } from '../src/db/orm.ts';
+import { PREPARED, PREPARED_MARK, prepareMarkedStatements } from '../src/db/prepared.ts';
 import { sqlOf } from '../src/db/sql.ts';
-import { createTestDatabase } from './support/database.ts';
+import { newMessageId, Queue, type QueueSpec } from '../src/queue/queue.ts';
+import { createTestDatabase, queryRows } from './support/database.ts';
 
+let url: string;
 let orm: Orm;
 beforeAll(async () => {
-  orm = await connectOrm(await createTestDatabase(), 1);
+  url = await createTestDatabase();
+  orm = await connectOrm(url, 1);
 });
 afterAll(() => orm?.close());
 
@@ -64,5 +72,43 @@ describe('marked statements', () => {
         }),
     ).rejects.toThrow(/division by zero/);
     expect(await sumOf([1, 2, 3], true)).toBe(6);
+  });
+
+  it("include pg-boss's message insert in the caller's transaction (its text is fixed per queue)", async () => {
+    const spec: QueueSpec<{ n: number }> = { name: 'test.prepared', schema: z.object({ n: z.number() }) };
+    const queue = await Queue.start({ connectionString: url, logger: pino({ level: 'silent' }), supervise: false, queues: [spec] });
+    try {
+      const ids = [newMessageId(), newMessageId()];
+      for (const [i, id] of ids.entries()) {
+        await sqlOf(orm).transaction().execute((trx) => queue.insertIn(trx, spec, [{ id, message: { n: i } }]));
+      }
+      const inserted = await queryRows<{ id: string }>(url, 'select id::text from pgboss.job where name = $1 order by id', [spec.name]);
+      expect(inserted.map((row) => row.id).sort()).toEqual([...ids].sort());
+      const prepared = (await preparedOnConnection()).filter((row) => /insert into pgboss\./i.test(row.statement));
+      expect(prepared).toHaveLength(1);
+      expect(prepared[0]!.statement.endsWith(PREPARED_MARK)).toBe(true);
+    } finally {
+      await queue.stop(5_000);
+    }
+  });
+
+  it('are made again on the fresh connection that replaces one past its lifetime, so a plan is never older than that', async () => {
+    expect(POOL_OPTIONS.maxLifetimeSeconds).toBeGreaterThan(0);
+    const shortLived = await openOrm(
+      ormConfig(url, { pool: { min: 0, max: 1 }, driverOptions: { ...POOL_OPTIONS, maxLifetimeSeconds: 1, onPoolCreated: prepareMarkedStatements } }),
+      url,
+    );
+    try {
+      const backend = async () => (await sql<{ pid: number }>`select pg_backend_pid() as pid ${PREPARED}`.execute(sqlOf(shortLived))).rows[0]!.pid;
+      const prepared = async () => (await sql<{ n: number }>`select count(*)::int as n from pg_prepared_statements where not from_sql`.execute(sqlOf(shortLived))).rows[0]!.n;
+      const first = await backend();
+      expect(await prepared()).toBe(1);
+      await delay(1_500);
+      const second = await backend();
+      expect(second).not.toBe(first);
+      expect(await prepared()).toBe(1);
+    } finally {
+      await shortLived.close();
+    }
   });
 });

@@ -8,6 +8,7 @@ import type { Fulfillment } from '../fulfillments/entity.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
 import { Cancellation, OrderCancellation, type CancelledLine } from './entity.ts';
+import { PREPARED } from '../db/prepared.ts';
 
 /** A cancellation, its sync job and the source store it calls (null once deleted). */
 export interface CancellationWork {
@@ -57,7 +58,7 @@ export class CancellationRepository {
   /** `lockOrder` for several orders at once (a routing group), in key order so two groups never wait on each other's. */
   async lockOrders(trx: Trx, orders: OrderRef[]): Promise<void> {
     const keys = [...new Set(orders.map(cancelLockKey))].sort();
-    await sql`select pg_advisory_xact_lock(hashtext(key)) from (select key from unnest(${keys}::text[]) as key order by key) as ordered`.execute(trx);
+    await sql`select pg_advisory_xact_lock(hashtext(key)) from (select key from unnest(${keys}::text[]) as key order by key) as ordered ${PREPARED}`.execute(trx);
   }
 
   /** The signals recorded for any of these orders, oldest first (one indexed read). */

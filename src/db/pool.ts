@@ -14,6 +14,9 @@ export const POOL_OPTIONS = {
   keepAlive: true,
   keepAliveInitialDelayMillis: 10_000,
   idle_in_transaction_session_timeout: 60_000,
+  // A connection's prepared statements keep the plans made when they were first prepared
+  // (src/db/prepared.ts); replacing connections bounds how stale those plans can get while tables grow.
+  maxLifetimeSeconds: 10,
   application_name: 'order-routing-orm',
 } as const;
 

@@ -7,6 +7,7 @@ import type { Page, PageQuery } from '../shared/paging.ts';
 import { EventRecord } from './entity.ts';
 import { firstIdAt, newId } from '../shared/ids.ts';
 import type { NewEvent } from './types.ts';
+import { PREPARED } from '../db/prepared.ts';
 
 /** A delivery the fan-out created, with the queue message id its row expects. */
 export interface QueuedDelivery {
@@ -147,6 +148,7 @@ export async function insertEventsWithDeliveries(trx: Trx, events: NewEvent[], o
         ]),
     )
     .returning(['id', 'endpoint_id as endpointId', sql<string>`queue_message_id`.as('queueMessageId')])
+    .modifyEnd(PREPARED)
     .execute();
 }
 

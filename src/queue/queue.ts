@@ -4,7 +4,7 @@ import { fromKysely, PgBoss, type Job, type JobInsert, type KyselyTransactionLik
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Db, Trx } from '../db/sql.ts';
-import { analyzeJobTable, settleMessages } from './repository.ts';
+import { analyzeJobTable, preparedIn, settleMessages } from './repository.ts';
 
 /**
  * A queue: its name, its message schema and its options. A queue message only names the record to
@@ -181,7 +181,7 @@ export class Queue {
   async insertIn(trx: Trx, queue: QueueKey | QueueSpec, messages: OutgoingMessage<object>[]): Promise<void> {
     if (messages.length === 0) return;
     const jobs = messages.map(({ id, message, delayMs = 0, groupId, startAfter }) => jobInsert(id, message, delayMs, groupId, startAfter));
-    await this.boss.insert(nameOf(queue), jobs, { db: fromKysely(trx as unknown as KyselyTransactionLike) });
+    await this.boss.insert(nameOf(queue), jobs, { db: preparedIn(trx) });
   }
 
   /** Deletes messages no longer needed (a watchdog whose attempt ended) in the caller's Kysely transaction. */
