@@ -3,6 +3,7 @@
  * settles messages in its own statements, those it returns are failed back for redelivery, a
  * handler that throws has its batch failed, and a backlog gets its job table's statistics refreshed.
  */
+import { Writable } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -77,5 +78,27 @@ describe('consumeSettling', () => {
     const analyzed = async () =>
       (await queryRows<{ n: string }>(url, `select coalesce(max(analyze_count), 0) as n from pg_stat_user_tables where schemaname = 'pgboss' and relname = 'job_common'`))[0]!.n;
     await waitFor(async () => Number(await analyzed()) >= 1, 10_000, 'an ANALYZE of pgboss.job_common');
+  });
+
+  it('logs a queue whose fetches fail once, not once per loop and poll, and says when they work again', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const capture = new Writable({
+      write(chunk, _encoding, done) {
+        for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>);
+        done();
+      },
+    });
+    // A queue that does not exist yet: pg-boss refuses every fetch from it, as it would with the database away.
+    const missing: QueueSpec<{ n: number }> = { name: 'test.settling-missing', schema: z.object({ n: z.number() }) };
+    queue.consumeSettling(missing, { batchSizes: [8, 8, 8], logger: pino({ level: 'info' }, capture) }, async () => new Set());
+    const failedLines = () => lines.filter((line) => line.queue === missing.name && String(line.msg).startsWith('queue fetch'));
+    // Three loops polling every 0.5 s for 2 s: a dozen failed fetches, one line.
+    await delay(2_000);
+    expect(failedLines().map((line) => line.msg)).toEqual(['queue fetch failed; trying again']);
+    await queue.boss.createQueue(missing.name);
+    await waitFor(async () => failedLines().length === 2, 10_000, 'the fetches to work again');
+    const [, recovered] = failedLines();
+    expect(recovered).toMatchObject({ msg: 'queue fetch works again', level: 40 });
+    expect(recovered!.failures).toBeGreaterThanOrEqual(6);
   });
 });

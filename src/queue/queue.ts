@@ -108,6 +108,9 @@ const IDLE_POLL_MS = 500;
 /** While a settling consumer has a backlog (its fetches come back full), its job table's statistics are refreshed at most this often. */
 const STATISTICS_REFRESH_MS = 30_000;
 
+/** While a queue's fetches fail, at most one log line per this long (`#fetchFailed`). */
+const FETCH_FAILURE_LOG_MS = 30_000;
+
 /**
  * A settling consumer's handler: it settles each message of its batch itself (`settleIn`, or
  * `settledMessagesStep` inside a statement of its own), in the transaction that records what the
@@ -130,6 +133,8 @@ export class Queue {
   #wake: (() => void)[] = [];
   /** When each job table's statistics were last refreshed (`#freshenStatistics`), by queue name; null once refused. */
   readonly #analyzedAt = new Map<string, number | null>();
+  /** Queues whose fetches are failing: since when, when that was last logged, and how many failed (`#fetchFailed`). */
+  readonly #fetchFailures = new Map<string, { since: number; loggedAt: number; failures: number }>();
 
   private constructor(
     readonly boss: PgBoss,
@@ -209,12 +214,12 @@ export class Queue {
 
   async #settlingLoop(name: string, batchSize: number, logger: Logger, handle: SettlingHandler): Promise<void> {
     while (!this.stopping) {
-      let jobs: Job<unknown>[];
+      let jobs: Job<unknown>[] = [];
       try {
         jobs = await this.boss.fetch(name, { batchSize });
+        this.#fetchSucceeded(name, logger);
       } catch (error) {
-        if (!this.stopping) logger.error({ err: error, queue: name }, 'queue fetch failed; trying again');
-        jobs = [];
+        if (!this.stopping) this.#fetchFailed(name, error, logger);
       }
       if (jobs.length === 0) {
         await this.#idle();
@@ -243,6 +248,32 @@ export class Queue {
     } finally {
       clearInterval(heartbeat);
     }
+  }
+
+  /**
+   * A queue's fetches failing (the database is away): the first failure is logged at once, then one
+   * line per FETCH_FAILURE_LOG_MS while they go on, rather than one per loop and poll (eight loops
+   * polling every 0.5 s made 16 lines a second per queue), and one line when a fetch succeeds again.
+   */
+  #fetchFailed(name: string, error: unknown, logger: Logger): void {
+    const now = Date.now();
+    const failing = this.#fetchFailures.get(name);
+    if (failing === undefined) {
+      this.#fetchFailures.set(name, { since: now, loggedAt: now, failures: 1 });
+      logger.error({ err: error, queue: name }, 'queue fetch failed; trying again');
+      return;
+    }
+    failing.failures += 1;
+    if (now - failing.loggedAt < FETCH_FAILURE_LOG_MS) return;
+    failing.loggedAt = now;
+    logger.error({ err: error, queue: name, failures: failing.failures, failing_for_ms: now - failing.since }, 'queue fetch still failing; trying again');
+  }
+
+  #fetchSucceeded(name: string, logger: Logger): void {
+    const failing = this.#fetchFailures.get(name);
+    if (failing === undefined) return;
+    this.#fetchFailures.delete(name);
+    logger.warn({ queue: name, failures: failing.failures, failed_for_ms: Date.now() - failing.since }, 'queue fetch works again');
   }
 
   /**
