@@ -182,8 +182,7 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
   }));
   const withEvents = values.some((v) => v.events !== null);
   // A row carrying its events is written only when they are complete and need no deliveries (see `AttemptWrite.events`).
-  const eventsNeedMore = sql.join([subscribedToAny(sql`v.events`), ...eventReads], sql` or `);
-  const eventsGuard = withEvents ? sql` and (v.events is null or not (${eventsNeedMore}))` : sql``;
+  const eventsGuard = withEvents ? sql` and (v.events is null or not (${sql.join([subscribedToAny(sql`v.events`), ...eventReads], sql` or `)}))` : sql``;
   const detailSet = resultDetail ? sql`, ${sql.ref(resultDetail.column)} = coalesce(v.detail, ${sql.ref(`t.${resultDetail.column}`)})` : sql``;
   const statement = db
     .with(

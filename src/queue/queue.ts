@@ -4,7 +4,8 @@ import { fromKysely, PgBoss, type Job, type JobInsert, type KyselyTransactionLik
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Db, Trx } from '../db/sql.ts';
-import { analyzeJobTable, preparedIn, settleMessages } from './repository.ts';
+import { analyzeJobTable, settleMessages } from './repository.ts';
+import { PREPARED_MARK } from '../db/prepared.ts';
 
 /**
  * A queue: its name, its message schema and its options. A queue message only names the record to
@@ -186,7 +187,10 @@ export class Queue {
   async insertIn(trx: Trx, queue: QueueKey | QueueSpec, messages: OutgoingMessage<object>[]): Promise<void> {
     if (messages.length === 0) return;
     const jobs = messages.map(({ id, message, delayMs = 0, groupId, startAfter }) => jobInsert(id, message, delayMs, groupId, startAfter));
-    await this.boss.insert(nameOf(queue), jobs, { db: preparedIn(trx) });
+    // Prepared (src/db/prepared.ts): pg-boss's insert is one statement whose text is fixed per queue, and
+    // planning it cost half as much as running it on the routing's hot path (0.33 against 0.65 ms a call).
+    const db = fromKysely(trx as unknown as KyselyTransactionLike);
+    await this.boss.insert(nameOf(queue), jobs, { db: { executeSql: (text: string, values?: unknown[]) => db.executeSql(`${text} ${PREPARED_MARK}`, values) } });
   }
 
   /** Deletes messages no longer needed (a watchdog whose attempt ended) in the caller's Kysely transaction. */

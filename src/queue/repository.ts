@@ -1,5 +1,4 @@
-import { CompiledQuery, sql, type RawBuilder } from 'kysely';
-import { PREPARED_MARK } from '../db/prepared.ts';
+import { sql, type RawBuilder } from 'kysely';
 import type { Db, Trx } from '../db/sql.ts';
 
 /**
@@ -31,19 +30,4 @@ export async function settleMessages(db: Db | Trx, queueName: string, ids: strin
 export async function analyzeJobTable(db: { executeSql(text: string): Promise<unknown> }, table: string): Promise<void> {
   if (!/^[a-z0-9_]+$/.test(table)) throw new Error(`unexpected job table name: ${table}`);
   await db.executeSql(`analyze pgboss.${table}`);
-}
-
-/**
- * pg-boss's statements run in the caller's Kysely transaction as prepared statements (src/db/prepared.ts),
- * for `boss.insert`: its one statement's text is fixed per queue (a `json_to_recordset` of the
- * messages, returning named columns), and planning it cost more than running it on the routing's
- * hot path (0.33 ms against 0.65 ms a call, measured with BENCH_PGSTAT).
- */
-export function preparedIn(trx: Db | Trx): { executeSql(text: string, values?: unknown[]): Promise<{ rows: unknown[] }> } {
-  return {
-    async executeSql(text, values = []) {
-      const result = await trx.executeQuery(CompiledQuery.raw(`${text} ${PREPARED_MARK}`, values));
-      return { rows: [...result.rows] };
-    },
-  };
 }
