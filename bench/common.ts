@@ -7,7 +7,7 @@ import { closeSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as delay } from 'node:timers/promises';
-import { buildOrderPayload } from '../test/sandbox/payloads.ts';
+import { buildOrderPayload, cancelledOrder } from '../test/sandbox/payloads.ts';
 import { signPayload } from '../src/webhooks/signature.ts';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -23,12 +23,16 @@ export const SHOP = {
 
 const ID_SENTINEL = 987_654_321_987;
 
+/** The storefront topics the load generators send: an order placed, or the same order cancelled. */
+export type StorefrontTopic = 'orders/create' | 'orders/cancelled';
+
 /**
- * A platform_a orders/create body with one line per supplier, as JSON text with a placeholder
- * for the order id, so a load generator can stamp out distinct orders cheaply.
+ * A platform_a orders/create body with one line per supplier (or, for `orders/cancelled`, the same
+ * order with its `cancelled_at`), as JSON text with a placeholder for the order id, so a load
+ * generator can stamp out distinct orders cheaply.
  */
-export function orderTemplate(): { render: (orderId: number) => { body: string; signature: string } } {
-  const payload = buildOrderPayload('platform_a', {
+export function orderTemplate(topic: StorefrontTopic = 'orders/create'): { render: (orderId: number) => { body: string; signature: string } } {
+  const order = buildOrderPayload('platform_a', {
     id: ID_SENTINEL,
     currency: 'USD',
     email: 'customer@example.com',
@@ -37,6 +41,7 @@ export function orderTemplate(): { render: (orderId: number) => { body: string; 
       { sku: 'BLT-8', title: 'Bolt M8 (box)', vendor: 'Bolt Bros', quantity: 3, price: '10.00' },
     ],
   });
+  const payload = topic === 'orders/cancelled' ? cancelledOrder('platform_a', order) : order;
   const [head, tail] = JSON.stringify(payload).split(String(ID_SENTINEL));
   if (head === undefined || tail === undefined || tail.includes(String(ID_SENTINEL))) throw new Error('bad order template');
   return {
@@ -47,12 +52,12 @@ export function orderTemplate(): { render: (orderId: number) => { body: string; 
   };
 }
 
-export function webhookHeaders(signature: string, webhookId: string): Record<string, string> {
+export function webhookHeaders(signature: string, webhookId: string, topic: StorefrontTopic = 'orders/create'): Record<string, string> {
   return {
     'content-type': 'application/json',
     'x-platform-hmac-sha256': signature,
     'x-platform-shop-domain': SHOP.reseller.shopDomain,
-    'x-platform-topic': 'orders/create',
+    'x-platform-topic': topic,
     'x-platform-webhook-id': webhookId,
   };
 }

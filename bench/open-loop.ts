@@ -1,11 +1,11 @@
 /**
  * The open-loop load generator, run in its own process by bench/run.ts: sends signed
- * orders/create webhooks on a fixed schedule (`rate` per second), whether or not earlier ones were
+ * orders/create (or orders/cancelled) webhooks on a fixed schedule (`rate` per second), whether or not earlier ones were
  * answered, and writes when each was sent and what the service answered to `outFile`.
  */
 import { writeFileSync } from 'node:fs';
 import http from 'node:http';
-import { orderTemplate, webhookHeaders } from './common.ts';
+import { orderTemplate, webhookHeaders, type StorefrontTopic } from './common.ts';
 
 export interface OpenLoopInput {
   url: string;
@@ -13,6 +13,8 @@ export interface OpenLoopInput {
   seconds: number;
   startId: number;
   outFile: string;
+  /** orders/create unless said; orders/cancelled sends the cancellation of the same order ids. */
+  topic?: StorefrontTopic;
 }
 
 export interface SentOrder {
@@ -36,7 +38,8 @@ export interface OpenLoopResult {
 }
 
 const input = JSON.parse(process.argv[2] ?? '{}') as OpenLoopInput;
-const template = orderTemplate();
+const topic = input.topic ?? 'orders/create';
+const template = orderTemplate(topic);
 const target = new URL('/v1/orders/webhook', input.url);
 const agent = new http.Agent({ keepAlive: true, maxSockets: 512 });
 const total = Math.round(input.rate * input.seconds);
@@ -50,7 +53,7 @@ function send(orderId: number): void {
   sent.push(record);
   const request = http.request(
     target,
-    { method: 'POST', agent, headers: { ...webhookHeaders(signature, `bench-e2e-${orderId}`), 'content-length': Buffer.byteLength(body) } },
+    { method: 'POST', agent, headers: { ...webhookHeaders(signature, `bench-${topic === 'orders/create' ? 'e2e' : 'cancel'}-${orderId}`, topic), 'content-length': Buffer.byteLength(body) } },
     (response) => {
       let text = '';
       response.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));

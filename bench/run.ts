@@ -7,9 +7,9 @@
  * (bench/harness.ts: the database, the sandbox, process starts, notes) and returns its figures.
  * Prints a table and writes bench/results.json.
  *
- *   BENCH_PHASES=ingest,e2e,processing,scale,flow,fairness,capacity,watch   run only these phases
+ *   BENCH_PHASES=ingest,e2e,processing,scale,flow,fairness,capacity,cancellation,watch   run only these phases
  *   BENCH_QUICK=1                              shorter runs and smaller counts (a smoke test)
- *   BENCH_RUNS=3                               measured runs per figure of e2e, processing and each capacity step:
+ *   BENCH_RUNS=3                               measured runs per figure of e2e, processing, cancellation and each capacity step:
  *                                              the median is reported, the runs and spread kept beside it
  *   BENCH_CPU_PROF=1                           service processes write V8 CPU profiles (kept)
  *   BENCH_KEEP=1                               keep the temporary folder (logs, database)
@@ -28,6 +28,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { deleteDataDir } from '../src/db/embedded.ts';
 import { ROOT, round } from './common.ts';
 import { Bench, Infrastructure, createWorkspace, runLog, serviceEnvironment } from './harness.ts';
+import { cancellationPhase } from './phases/cancellation.ts';
 import { capacityPhase } from './phases/capacity.ts';
 import { e2ePhase } from './phases/e2e.ts';
 import { fairnessPhase, flowPhase } from './phases/flow.ts';
@@ -47,6 +48,7 @@ const PHASE_RUNS = [
   ['flow', flowPhase],
   ['fairness', fairnessPhase],
   ['capacity', capacityPhase],
+  ['cancellation', cancellationPhase],
   ['watch', watchPhase],
 ] as const;
 

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { ROOT } from './common.ts';
 
 export const QUICK = process.env.BENCH_QUICK === '1';
-export const PHASES = new Set((process.env.BENCH_PHASES ?? 'ingest,e2e,processing,scale,flow,fairness,capacity,watch').split(',').map((p) => p.trim()));
+export const PHASES = new Set((process.env.BENCH_PHASES ?? 'ingest,e2e,processing,scale,flow,fairness,capacity,cancellation,watch').split(',').map((p) => p.trim()));
 export const CPU_PROF = process.env.BENCH_CPU_PROF === '1';
 export const KEEP = process.env.BENCH_KEEP === '1' || CPU_PROF || process.env.BENCH_EXPLAIN_MS !== undefined;
 export const PGSTAT = process.env.BENCH_PGSTAT === '1' || process.env.BENCH_EXPLAIN_MS !== undefined;
@@ -17,7 +17,7 @@ export const SERVICE_NODE_ARGS = [
 ];
 
 export const PLAN = {
-  /** The figures of e2e, processing and each capacity step are the median of this many measured runs (BENCH_RUNS). */
+  /** The figures of e2e, processing, cancellation and each capacity step are the median of this many measured runs (BENCH_RUNS). */
   runs: Number(process.env.BENCH_RUNS ?? (QUICK ? 1 : 3)),
   ingest: { connections: 32, seconds: QUICK ? 5 : 15, warmupSeconds: QUICK ? 1 : 3 },
   e2e: { rate: 200, seconds: QUICK ? 5 : 20, warmupSeconds: QUICK ? 1 : 3, latencyMs: 20 },
@@ -29,6 +29,8 @@ export const PLAN = {
   limit: { perSecond: 5, burst: 10 },
   flow: { workers: 2, orders: QUICK ? 60 : 200 },
   fairness: { backlog: QUICK ? 1_000 : 5_000, quietRate: 4, seconds: QUICK ? 8 : 25 },
+  /** Orders routed then cancelled per run: `rate` orders/cancelled webhooks a second for `seconds`. */
+  cancellation: { rate: 100, seconds: QUICK ? 4 : 10, latencyMs: 20 },
   capacity: { rates: QUICK ? [100, 200] : [100, 150, 200, 250, 300, 350, 400, 450, 500], seconds: QUICK ? 4 : 10, p99Ms: 1_000, latencyMs: 20 },
 };
 
@@ -43,6 +45,7 @@ export const TARGETS: Record<string, { op: '>=' | '<='; value: number }> = {
   'flow.ratio': { op: '>=', value: 0.9 },
   'flow.rate_limited': { op: '<=', value: 5 },
   'fairness.p99_ms': { op: '<=', value: 2000 },
+  'cancellation.left_open': { op: '<=', value: 0 },
   'watch.pass_s': { op: '<=', value: 10 },
   'watch.platform_reads': { op: '<=', value: 50 },
   rss_mb: { op: '<=', value: 256 },

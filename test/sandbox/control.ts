@@ -160,6 +160,7 @@ const ROUTES: ControlRoute[] = [
     },
   ],
   ['GET', new RegExp(`^${STORE}/fulfillments$`), ({ state, shopDomain }) => ok(state.fulfillmentsFor(shopDomain))],
+  ['GET', new RegExp(`^${STORE}/cancellations$`), ({ state, shopDomain }) => ok(state.cancellationsFor(shopDomain))],
   ['GET', new RegExp(`^${STORE}/requests$`), ({ state, shopDomain }) => ok(state.requestsFor(shopDomain))],
   ['POST', /^\/webhooks$/, ({ body }) => deliverWebhook(accept(webhookSchema, body, 400))],
 ];
