@@ -7,6 +7,9 @@
  * Real service, HTTP, queue, database and sandbox.
  */
 import { describe, expect } from 'vitest';
+import { jobEventsIn } from '../src/cancellations/events.ts';
+import { connectOrm } from '../src/database.ts';
+import { sqlOf } from '../src/db/sql.ts';
 import type { Platform } from '../src/orders/types.ts';
 import { buildFulfillmentPayload, sendWebhook, type OrderLineInput } from './sandbox/server.ts';
 import type { Faults } from './sandbox/state.ts';
@@ -132,6 +135,8 @@ describe('the supplier line ids kept from the create answer', () => {
     const job = await waitForJob(api, shop.user.token, acmeJob.id, settled);
     expect(job.cancellations).toMatchObject([{ outcome: 'cancelled', lines: [{ sku: 'A-1', quantity: 1 }] }]);
     expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toMatchObject([{ lines: [{ sku: 'A-1', quantity: 1 }] }]);
+    // Nor from custom's read of the order: its lines have no ids to keep.
+    expect(await keptLines(service.databaseUrl, acmeJob.id)).toBeNull();
   });
 });
 
@@ -242,6 +247,30 @@ describe('a cancellation recorded before its order, which reconciliation routes'
 });
 
 describe('sync_job events', () => {
+  it("of an order's cancellations, written together, each carry their own job and only its cancellation", async ({ api, service, shopWith, placed, storefront }) => {
+    const shop = await shopWith('platform_a', 'platform_b', 'custom');
+    const { order, acmeJob, boltJob } = await placed(shop);
+    await storefront(shop, 'orders/cancelled', { ...order, cancelled_at: new Date().toISOString() });
+    const written = [];
+    for (const placedJob of [acmeJob, boltJob]) {
+      const job = await waitForJob(api, shop.user.token, placedJob.id, settled);
+      expect(job.cancellations).toMatchObject([{ status: 'completed', outcome: 'cancelled', scope: 'order' }]);
+      const [completed] = await eventObjects(api, shop.user.token, shop.reseller.id, 'cancellation.completed', placedJob.id);
+      expect(completed).toMatchObject({ id: placedJob.id, sourceStoreId: placedJob.sourceStoreId, sourceOrderId: placedJob.sourceOrderId, fulfillments: [] });
+      expect(completed.cancellations).toEqual(job.cancellations);
+      written.push(completed);
+    }
+    // Built together (as an outcome group's are), in the order asked, a job gone left out.
+    const orm = await connectOrm(service.databaseUrl, 1);
+    try {
+      const asked = [acmeJob.id, 'job_gone', boltJob.id, acmeJob.id].map((syncJobId) => ({ type: 'cancellation.completed' as const, syncJobId }));
+      const events = await sqlOf(orm).transaction().execute((trx) => jobEventsIn(trx, asked));
+      expect(JSON.parse(JSON.stringify(events.map((event) => event.object)))).toEqual([written[0], written[1], written[0]]);
+    } finally {
+      await orm.close();
+    }
+  });
+
   it('carry the job\'s real cancellations, as the transaction that wrote them saw them', async ({ routedToDeath, api, shopWith, storefront }) => {
     const shop = await shopWith('custom', 'custom');
     const { order, jobId } = await routedToDeath(shop, [ANVIL, BELL], { alwaysFail: true, status: 422 });

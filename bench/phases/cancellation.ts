@@ -5,6 +5,7 @@
  * call it carried out). One API and one worker process, as e2e.
  *   cancellation.p50_ms / p99_ms: per storefront order, webhook sent to its last supplier order cancelled
  *   cancellation.left_open: supplier orders of cancelled storefront orders still open at the end (must be 0)
+ *   cancellation.cpu_ms_per_order: CPU of the API, the worker and PostgreSQL from the first cancellation sent to the last carried out, per order
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
@@ -32,11 +33,12 @@ export async function cancellationPhase(bench: Bench): Promise<Results> {
   const service = await bench.startServiceProcess('cancellation-api', url, { ROLE: 'api' });
   const worker = await bench.startServiceProcess('cancellation-worker', url, { ROLE: 'worker', PLATFORM_PACING: PLAN.pacing });
   const tenant = await setupTenant(service.url!);
+  const pids = { api: service.child.process.pid!, worker: worker.child.process.pid! };
   const runs: Results[] = [];
   // Run 0 warms the processes up (JIT, pools, the cancellation statements' plans); it is not measured.
   for (let run = 0; run <= PLAN.runs; run++) {
     bench.log(run === 0 ? '  warm-up' : `  run ${run} of ${PLAN.runs}`);
-    const figures = await measuredRun(bench, url, tenant, service.url!, 4_000_000_000 + run * 100_000_000, run === 0 ? 2 : seconds);
+    const figures = await measuredRun(bench, url, tenant, service.url!, pids, 4_000_000_000 + run * 100_000_000, run === 0 ? 2 : seconds);
     if (run > 0) runs.push(figures);
   }
   await service.stop();
@@ -45,7 +47,7 @@ export async function cancellationPhase(bench: Bench): Promise<Results> {
 }
 
 /** Routes a batch of orders, cancels them all in an open loop, and measures the cancellations. */
-async function measuredRun(bench: Bench, url: string, tenant: Tenant, serviceUrl: string, startId: number, seconds: number): Promise<Results> {
+async function measuredRun(bench: Bench, url: string, tenant: Tenant, serviceUrl: string, pids: { api: number; worker: number }, startId: number, seconds: number): Promise<Results> {
   const { rate, latencyMs } = PLAN.cancellation;
   await bench.sandboxControl('POST', '/reset');
   for (const supplier of SHOP.suppliers) await bench.sandboxControl('POST', `/stores/${supplier.shopDomain}/faults`, { latencyMs });
@@ -55,9 +57,12 @@ async function measuredRun(bench: Bench, url: string, tenant: Tenant, serviceUrl
   const jobsOf = new Map(routed.filter((order) => order.status === 200).map((order) => [order.orderId, order.syncJobIds]));
 
   const stopSampling = bench.sampleActivity('the cancellations');
+  const apiCpu = bench.cpuWindow(pids.api);
+  const workerCpu = bench.cpuWindow(pids.worker);
   const cancelOutFile = path.join(bench.workspace.tmp, `cancellation-sent-${startId}.json`);
   const cancels = await openLoop(bench, { url: serviceUrl, rate, seconds, startId, outFile: cancelOutFile, topic: 'orders/cancelled' });
   const drained = await untilCancellationsFinished(url, tenant, 2 * cancels.length);
+  const cpu = { api: apiCpu(), worker: workerCpu() };
   await stopSampling();
   if (!drained) bench.notes.push(`cancellation: not every cancellation finished within ${DRAIN_TIMEOUT_MS / 1000} s after the stream ended`);
 
@@ -77,12 +82,15 @@ async function measuredRun(bench: Bench, url: string, tenant: Tenant, serviceUrl
   const answers = cancels.filter((o) => o.answeredAt !== null).map((o) => o.answeredAt! - o.sentAt).sort((a, b) => a - b);
   const spanSeconds = (lastCancelled - (cancels[0]?.sentAt ?? lastCancelled)) / 1000;
   bench.log(`  ${perOrder.length}/${cancels.length} orders cancelled at every supplier; per order p50 ${percentile(perOrder, 50)} ms, p99 ${percentile(perOrder, 99)} ms; webhook answer p99 ${percentile(answers, 99)} ms; ${leftOpen} supplier orders left open`);
+  const perOrderCpuMs = (seconds: number) => round((seconds * 1000) / cancels.length, 2);
+  bench.log(`  CPU per cancelled order: ${perOrderCpuMs(cpu.api.process)} ms in the API, ${perOrderCpuMs(cpu.worker.process)} ms in the worker, ${perOrderCpuMs(cpu.api.database)} ms in PostgreSQL`);
   if (leftOpen > 0) bench.notes.push(`cancellation: ${leftOpen} supplier orders of cancelled orders were left open`);
   return {
     'cancellation.orders_per_s': spanSeconds > 0 ? round(perOrder.length / spanSeconds) : 0,
     'cancellation.p50_ms': percentile(perOrder, 50),
     'cancellation.p99_ms': percentile(perOrder, 99),
     'cancellation.webhook_p99_ms': percentile(answers, 99),
+    'cancellation.cpu_ms_per_order': perOrderCpuMs(cpu.api.process + cpu.worker.process + cpu.api.database),
     'cancellation.orders_sent': cancels.length,
     'cancellation.left_open': leftOpen,
   };

@@ -16,7 +16,7 @@ import type { SyncJob } from '../sync-jobs/entity.ts';
 import { jobAuditRecord } from '../sync-jobs/attempt.ts';
 import type { Cancellation, CancelledLine } from './entity.ts';
 import type { CancellationRepository, CancellationWork } from './repository.ts';
-import { jobEventIn } from './events.ts';
+import { jobEventsIn } from './events.ts';
 import type { CancelledJobs } from './ports.ts';
 import { CUT_BEFORE_PLACEMENT, cutOrder } from './cut.ts';
 
@@ -159,7 +159,8 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
   async function readOrder(job: SyncJob, platform: PlatformAdapter, store: StoreConnection, orderId: string): Promise<SupplierOrderState> {
     const state = await platform.readSupplierOrder(store, orderId);
     if (job.supplierLines) return withKeptLineIds(state, job.supplierLines);
-    await jobs.keepSupplierLines(job.id, state.lines.map(({ lineId, sku, quantity }) => ({ lineId, sku, quantity })));
+    // Lines without ids (custom names its lines by SKU) are nothing to keep.
+    if (state.lines.some((line) => line.lineId !== null)) await jobs.keepSupplierLines(job.id, state.lines.map(({ lineId, sku, quantity }) => ({ lineId, sku, quantity })));
     return state;
   }
 
@@ -258,7 +259,9 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
 
     async perform(work) {
       const decision = await decide(work);
-      await repository.recordDetail(work.row.id, work.row.version, { reason: decision.reason, ...(decision.lines && { lines: decision.lines }) });
+      if (decision.reason !== work.row.reason || decision.lines) {
+        await repository.recordDetail(work.row.id, work.row.version, { reason: decision.reason, ...(decision.lines && { lines: decision.lines }) });
+      }
       work.row.reason = decision.reason;
       return { id: decision.outcome, status: decision.platformStatus };
     },
@@ -325,13 +328,8 @@ export async function voidJobsIn(ctx: JobVoiding, trx: Trx, jobs: SyncJob[], now
   });
   const present = writes.filter((write) => write !== null);
   const written = await ctx.cancelledJobs.writeVoidsIn(trx, present);
-  const events: NewEvent[] = [];
-  for (const [i, write] of present.entries()) {
-    if (!written[i]) continue;
-    const event = await jobEventIn(trx, 'sync_job.completed', write.row.id);
-    if (event) events.push(event);
-  }
-  await ctx.outbox.append(trx, events);
+  const voided = present.filter((_, i) => written[i]).map((write) => ({ type: 'sync_job.completed' as const, syncJobId: write.row.id }));
+  await ctx.outbox.append(trx, await jobEventsIn(trx, voided));
   let index = 0;
   return writes.map((write) => (write === null ? false : written[index++]!));
 }
@@ -364,21 +362,16 @@ export const cancellationOutcomeAudit = (cancellation: Cancellation, reason?: De
  * beside it for those (the reseller must act); `cancellation.dead`. A failed attempt that will be
  * retried raises none. `data.object` is the sync job with its cancellations.
  */
-export async function cancellationOutcomeEvents(trx: Trx, cancellations: Cancellation[]): Promise<NewEvent[]> {
-  const events: NewEvent[] = [];
-  for (const cancellation of cancellations) {
-    const types: EventType[] = [];
-    if (cancellation.status === 'completed') {
-      types.push('cancellation.completed');
-      if (cancellation.outcome === 'too_late') types.push('cancellation.too_late');
-      if (cancellation.outcome === 'unsupported') types.push('cancellation.unsupported');
-    } else if (cancellation.status === 'dead') types.push('cancellation.dead');
-    for (const type of types) {
-      const event = await jobEventIn(trx, type, cancellation.syncJobId);
-      if (event) events.push(event);
-    }
-  }
-  return events;
+export function cancellationOutcomeEvents(trx: Trx, cancellations: Cancellation[]): Promise<NewEvent[]> {
+  return jobEventsIn(trx, cancellations.flatMap((cancellation) => outcomeEventTypes(cancellation).map((type) => ({ type, syncJobId: cancellation.syncJobId }))));
+}
+
+function outcomeEventTypes(cancellation: Cancellation): EventType[] {
+  if (cancellation.status === 'dead') return ['cancellation.dead'];
+  if (cancellation.status !== 'completed') return [];
+  if (cancellation.outcome === 'too_late') return ['cancellation.completed', 'cancellation.too_late'];
+  if (cancellation.outcome === 'unsupported') return ['cancellation.completed', 'cancellation.unsupported'];
+  return ['cancellation.completed'];
 }
 
 export type { SourceStore };

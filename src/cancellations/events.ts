@@ -7,7 +7,7 @@ import { presentDetail } from '../sync-jobs/present.ts';
 import type { Cancellation } from './entity.ts';
 import type { AttemptTimelines } from './ports.ts';
 import type { CancellationView } from './present.ts';
-import { cancellationsIn, jobDetailIn, type CancellationRepository } from './repository.ts';
+import { cancellationsIn, jobDetailsIn, type CancellationRepository } from './repository.ts';
 
 function withTimelines(cancellations: Cancellation[], entries: AttemptEntry[]): CancellationView[] {
   return cancellations.map((cancellation) => ({ cancellation, timeline: entries.filter((entry) => entry.rowId === cancellation.id) }));
@@ -39,15 +39,32 @@ export async function cancellationViewsIn(trx: Trx, syncJobIds: string[]): Promi
  * writes included. Null when the job is gone.
  */
 export async function jobEventIn(trx: Trx, type: EventType, syncJobId: string): Promise<NewEvent | null> {
-  const detail = await jobDetailIn(trx, syncJobId);
-  if (!detail) return null;
-  const cancellations = await cancellationsIn(trx, [syncJobId]);
-  const entries = await findAttemptsIn(trx, [...detail.fulfillments.map((f) => f.id), ...cancellations.map((c) => c.id)]);
-  const fulfillmentAttempts = new Map(detail.fulfillments.map((f) => [f.id, entries.filter((entry) => entry.rowId === f.id)]));
-  return {
-    ownerId: detail.job.ownerId,
-    resellerStoreId: detail.job.resellerStoreId,
-    type,
-    object: presentDetail({ job: detail.job, fulfillments: detail.fulfillments, fulfillmentAttempts, cancellations: withTimelines(cancellations, entries) }),
-  };
+  return (await jobEventsIn(trx, [{ type, syncJobId }]))[0] ?? null;
+}
+
+/**
+ * `jobEventIn` for several events at once, in their order (a job gone has none): four reads
+ * whatever their number, so an outcome group's events cost the same statements as one event.
+ */
+export async function jobEventsIn(trx: Trx, requests: { type: EventType; syncJobId: string }[]): Promise<NewEvent[]> {
+  const syncJobIds = [...new Set(requests.map((request) => request.syncJobId))];
+  const details = await jobDetailsIn(trx, syncJobIds);
+  if (details.size === 0) return [];
+  const cancellations = await cancellationsIn(trx, [...details.keys()]);
+  const fulfillmentIds = [...details.values()].flatMap((detail) => detail.fulfillments.map((f) => f.id));
+  const entries = await findAttemptsIn(trx, [...fulfillmentIds, ...cancellations.map((c) => c.id)]);
+  return requests.flatMap(({ type, syncJobId }) => {
+    const detail = details.get(syncJobId);
+    if (!detail) return [];
+    const ofJob = cancellations.filter((c) => c.syncJobId === syncJobId);
+    const fulfillmentAttempts = new Map(detail.fulfillments.map((f) => [f.id, entries.filter((entry) => entry.rowId === f.id)]));
+    return [
+      {
+        ownerId: detail.job.ownerId,
+        resellerStoreId: detail.job.resellerStoreId,
+        type,
+        object: presentDetail({ job: detail.job, fulfillments: detail.fulfillments, fulfillmentAttempts, cancellations: withTimelines(ofJob, entries) }),
+      },
+    ];
+  });
 }

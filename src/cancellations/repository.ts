@@ -229,12 +229,16 @@ export class CancellationRepository {
   }
 }
 
-/** A job with its fulfillments as this transaction sees them (for the events written in it). */
-export async function jobDetailIn(trx: Trx, syncJobId: string): Promise<{ job: SyncJob; fulfillments: Fulfillment[] } | null> {
-  const row = await trx.selectFrom('sync_jobs').selectAll().where('id', '=', syncJobId).executeTakeFirst();
-  if (!row) return null;
-  const fulfillments = await trx.selectFrom('fulfillments').selectAll().where('sync_job_id', '=', syncJobId).orderBy('id').execute();
-  return { job: fromRow<SyncJob>(row), fulfillments: fulfillments.map((fulfillment) => fromRow<Fulfillment>(fulfillment)) };
+/** These jobs with their fulfillments as this transaction sees them (for the events written in it), by job id; a job gone is left out. */
+export async function jobDetailsIn(trx: Trx, syncJobIds: string[]): Promise<Map<string, { job: SyncJob; fulfillments: Fulfillment[] }>> {
+  const details = new Map<string, { job: SyncJob; fulfillments: Fulfillment[] }>();
+  if (syncJobIds.length === 0) return details;
+  const rows = await trx.selectFrom('sync_jobs').selectAll().where('id', 'in', syncJobIds).execute();
+  for (const row of rows) details.set(row.id, { job: fromRow<SyncJob>(row), fulfillments: [] });
+  if (details.size === 0) return details;
+  const fulfillments = await trx.selectFrom('fulfillments').selectAll().where('sync_job_id', 'in', [...details.keys()]).orderBy('id').execute();
+  for (const fulfillment of fulfillments) details.get(fulfillment.sync_job_id)?.fulfillments.push(fromRow<Fulfillment>(fulfillment));
+  return details;
 }
 
 /** The cancellations of these jobs as this transaction sees them, oldest first. */

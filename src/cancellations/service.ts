@@ -5,7 +5,6 @@ import type { Metrics } from '../metrics/index.ts';
 import type { CancellationVia, OrderCancellations, OrderCancelled, OrderRef, OrderStore, StorefrontCancellation } from '../orders/port.ts';
 import type { Trx } from '../db/sql.ts';
 import type { Outbox } from '../events/outbox.ts';
-import type { NewEvent } from '../events/types.ts';
 import { CUT_BEFORE_PLACEMENT, cutOrder } from './cut.ts';
 import { vendorMatches } from '../pricing/index.ts';
 import { newMessageId, type Queue } from '../queue/queue.ts';
@@ -14,7 +13,7 @@ import { newId } from '../shared/ids.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
 import { cancellationAuditRecord, voidJobsIn } from './attempt.ts';
 import type { Cancellation, CancelledLine, OrderCancellation } from './entity.ts';
-import { cancellationsOfJob, jobEventIn } from './events.ts';
+import { cancellationsOfJob, jobEventIn, jobEventsIn } from './events.ts';
 import type { CancellationRepository } from './repository.ts';
 import { cancellationStats, type CancellationStats } from './stats.ts';
 import { cancellationKind } from './kind.ts';
@@ -187,12 +186,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
       ...rows.map((row) => cancellationAuditRecord(row, 'cancellation.requested', SYSTEM_ACTOR, { signalId: signal.id })),
       ...settled.map((row) => cancellationAuditRecord(row, 'cancellation.completed', SYSTEM_ACTOR, { outcome: row.outcome, attempts: 0 })),
     ], now);
-    const events: NewEvent[] = [];
-    for (const row of settled) {
-      const event = await jobEventIn(trx, 'cancellation.completed', row.syncJobId);
-      if (event) events.push(event);
-    }
-    await this.deps.outbox.append(trx, events);
+    await this.deps.outbox.append(trx, await jobEventsIn(trx, settled.map((row) => ({ type: 'cancellation.completed' as const, syncJobId: row.syncJobId }))));
     for (const row of queued) this.deps.metrics.attemptTransitions.inc({ kind: 'cancellation', status: 'pending' });
     return plans.map((plan) => plan.job);
   }
