@@ -5,11 +5,13 @@ import type { AddressInfo } from 'node:net';
  * A TCP relay between one process and PostgreSQL that the test can cut: `freeze()` stops every byte
  * in both directions (a network partition, or a process stopped dead) without closing a socket, so
  * the process neither completes nor fails anything on the database; `thaw()` lets the buffered
- * bytes through. Connections opened while frozen wait too.
+ * bytes through. Connections opened while frozen wait too. `cut()` is the database going away
+ * instead: every connection is closed and new ones are closed as they arrive, until `restore()`.
  */
 export class DbLink {
   private readonly pairs: { client: Socket; upstream: Socket | null }[] = [];
   private frozen = false;
+  private down = false;
 
   private constructor(
     private readonly server: Server,
@@ -30,6 +32,10 @@ export class DbLink {
   }
 
   private accept(client: Socket): void {
+    if (this.down) {
+      client.destroy();
+      return;
+    }
     const pair: { client: Socket; upstream: Socket | null } = { client, upstream: null };
     this.pairs.push(pair);
     client.on('error', () => pair.upstream?.destroy());
@@ -61,6 +67,20 @@ export class DbLink {
   thaw(): void {
     this.frozen = false;
     for (const pair of this.pairs) if (!pair.client.destroyed) this.join(pair);
+  }
+
+  /** The database is gone for the process: its connections close, and new ones close at once. */
+  cut(): void {
+    this.down = true;
+    for (const { client, upstream } of this.pairs.splice(0)) {
+      client.destroy();
+      upstream?.destroy();
+    }
+  }
+
+  /** The database is back: new connections go through again. */
+  restore(): void {
+    this.down = false;
   }
 
   async close(): Promise<void> {
