@@ -10,8 +10,8 @@
  * (DbLink): `cut()` is the database going away for that process, as test/chaos/db-outage.test.ts
  * does for orders/create by stopping PostgreSQL. A second way in fails the recording itself, after
  * the delivery verified: the test holds a lock the recording needs and terminates the session that
- * waits on it (a connection lost mid-transaction). For a storefront cancellation that is the
- * second of its two transactions: the signal is committed, its application is not. (With the
+ * waits on it (a connection lost mid-transaction). For a storefront cancellation that is its one
+ * transaction, which records and applies the signal: nothing of it stays. (With the
  * database away, a supplier's delivery fails already at its signature check, which reads the
  * domain's version each time; the lost connection is what reaches its recording.)
  */
@@ -166,13 +166,13 @@ describe("a storefront's orders/cancelled the service cannot record", () => {
     await expectCancelledOnce({ api, sandbox, service }, shop, order, jobId, webhookId);
   });
 
-  it('answers 503 when the connection is lost after the signal was recorded, and the redelivery applies it once', async ({ api, sandbox, service, edge, placedOrder }) => {
+  it('answers 503 when the connection is lost while the signal is applied, records nothing, and the redelivery applies it once', async ({ api, sandbox, service, edge, placedOrder }) => {
     const { shop, order, jobId } = await placedOrder();
     const webhookId = `wh-cancel-${uniqueSuffix()}`;
     const cancellation = storefrontCancellation(order);
 
-    // The order's cancellation lock (src/cancellations/repository.ts `lockOrder`), taken by the
-    // second transaction, which applies the signal the first one committed.
+    // The order's cancellation lock (src/cancellations/repository.ts `lockOrder`), the first thing
+    // the signal's transaction takes before recording and applying it.
     const lockKey = `cancel:${shop.reseller.id}:${order.id}`;
     const answer = await loseConnectionOn(
       service.databaseUrl,
@@ -180,8 +180,8 @@ describe("a storefront's orders/cancelled the service cannot record", () => {
       () => storefrontDelivery(edge.url, shop, 'orders/cancelled', cancellation, webhookId),
     );
     expectUnavailable(answer);
-    // Recorded, not applied: no cancellation, no audit entry, no event yet.
-    expect(await signalsOf(service.databaseUrl, shop, order)).toHaveLength(1);
+    // Rolled back as a whole: no signal, no cancellation, no audit entry, no event.
+    expect(await signalsOf(service.databaseUrl, shop, order)).toEqual([]);
     expect((await getJob(api, shop.user.token, jobId)).cancellations).toEqual([]);
     expect((await auditOf(api, shop.user.token, String(order.id))).filter((entry) => entry.action === 'order.cancelled')).toEqual([]);
 

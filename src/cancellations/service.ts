@@ -5,6 +5,7 @@ import type { Metrics } from '../metrics/index.ts';
 import type { CancellationVia, OrderCancellations, OrderCancelled, OrderRef, OrderStore, StorefrontCancellation } from '../orders/port.ts';
 import type { Trx } from '../db/sql.ts';
 import type { Outbox } from '../events/outbox.ts';
+import type { NewEvent } from '../events/types.ts';
 import { CUT_BEFORE_PLACEMENT, cutOrder } from './cut.ts';
 import { vendorMatches } from '../pricing/index.ts';
 import { newMessageId, type Queue } from '../queue/queue.ts';
@@ -58,6 +59,15 @@ export interface SupplierCancellations {
 }
 
 /** What a signal asks of one job: the supplier lines to cancel, and whether that is all of them. */
+/** What applying a signal did: the jobs given a cancellation, and the audit entries and events it leaves to write. */
+interface Applied {
+  jobs: SyncJob[];
+  audit: AuditRecord[];
+  events: NewEvent[];
+}
+
+const NOTHING_APPLIED: Applied = { jobs: [], audit: [], events: [] };
+
 interface JobPlan {
   job: SyncJob;
   scope: 'order' | 'lines';
@@ -71,7 +81,7 @@ const holdsQuantity = (c: Cancellation) => c.outcome !== 'too_late' && c.outcome
 /**
  * Cancellations (order-changes.md): the storefront's cancellation of an order or of some of its
  * lines becomes one cancellation per affected sync job (retried work, src/cancellations/attempt.ts);
- * a supplier's own cancellation is recorded on its job. Every signal is recorded first (so an order
+ * a supplier's own cancellation is recorded on its job. Every signal is recorded (so an order
  * routed later is routed as cancelled) and applied under a per-order lock, so concurrent signals
  * and the routing of the order never cancel a quantity twice.
  */
@@ -84,16 +94,17 @@ export class CancellationService implements OrderCancellations, SupplierCancella
 
   /**
    * A storefront cancellation, reached through the order module (src/orders/port.ts
-   * `OrderCancelling.cancel`). The signal is committed before the order's jobs are read under the
-   * order's cancellation lock, and the routing of an order takes that lock and reads the signals
-   * in its own transaction (`applyAtRouting`), so whichever comes second sees the other; both
-   * applying is harmless (one cancellation per signal and job, computed under the order's lock).
+   * `OrderCancelling.cancel`). One transaction: the order's cancellation lock first, then the signal
+   * recorded and the order's jobs read. The routing of an order inserts its jobs before it takes that
+   * lock and reads the signals after (`applyAtRouting`); under READ COMMITTED each statement sees what
+   * committed before it, so whichever of the two takes the lock second sees the other's rows, and both
+   * applying is harmless (one cancellation per signal and job, computed under the lock).
    */
   cancelOrder(store: OrderStore, cancellation: StorefrontCancellation, via: CancellationVia): Promise<OrderCancelled> {
     return this.applySignal({ ...cancellation, ownerId: store.ownerId, resellerStoreId: store.id, via });
   }
 
-  private async applySignal(signal: CancellationSignal): Promise<OrderCancelled> {
+  private applySignal(signal: CancellationSignal): Promise<OrderCancelled> {
     const receivedAt = new Date();
     const record: OrderCancellation = {
       id: newId('orderCancellation'),
@@ -105,27 +116,34 @@ export class CancellationService implements OrderCancellations, SupplierCancella
       dedupeKey: signal.dedupeKey,
       receivedAt,
     };
-    const inserted = await this.repository.transaction((trx) => this.repository.insertSignal(trx, record));
-    // A redelivery is applied again (a no-op when its first delivery was applied): the process that
-    // recorded it may have died before applying it.
     return this.repository.transaction(async (trx) => {
       await this.repository.lockOrder(trx, signal.resellerStoreId, signal.externalOrderId);
+      const inserted = await this.repository.insertSignal(trx, record);
+      // A redelivery finds its signal (applied, unless a version that recorded signals in a
+      // transaction of their own stopped in between) and applies it again: a no-op once applied.
       const stored = inserted ? record : (await this.repository.signalsOf(trx, signal.resellerStoreId, signal.externalOrderId)).find((s) => s.dedupeKey === signal.dedupeKey);
       if (!stored) return { recorded: false, routed: false, syncJobIds: [] };
       const jobs = await this.deps.jobs.ofOrderIn(trx, signal.resellerStoreId, signal.externalOrderId);
-      const affected = jobs.length > 0 ? await this.apply(trx, stored, jobs) : [];
-      const syncJobIds = affected.map((job) => job.id);
+      const applied = jobs.length > 0 ? await this.apply(trx, stored, jobs) : NOTHING_APPLIED;
+      const syncJobIds = applied.jobs.map((job) => job.id);
       const routed = jobs.length > 0;
-      if (!inserted && (await this.repository.signalAudited(trx, stored))) return { recorded: false, routed, syncJobIds };
-      await insertAudit(trx, [orderAudit(signal, { routed, syncJobIds, signalId: stored.id })]);
-      await this.deps.outbox.append(trx, [
-        {
-          ownerId: signal.ownerId,
-          resellerStoreId: signal.resellerStoreId,
-          type: 'order.cancelled',
-          object: { resellerStoreId: signal.resellerStoreId, externalOrderId: signal.externalOrderId, scope: signal.scope, lines: signal.lines, syncJobIds },
-        },
-      ]);
+      if (!inserted && (await this.repository.signalAudited(trx, stored))) {
+        await this.record(trx, applied);
+        return { recorded: false, routed, syncJobIds };
+      }
+      await this.record(trx, {
+        jobs: applied.jobs,
+        audit: [...applied.audit, orderAudit(signal, { routed, syncJobIds, signalId: stored.id })],
+        events: [
+          ...applied.events,
+          {
+            ownerId: signal.ownerId,
+            resellerStoreId: signal.resellerStoreId,
+            type: 'order.cancelled',
+            object: { resellerStoreId: signal.resellerStoreId, externalOrderId: signal.externalOrderId, scope: signal.scope, lines: signal.lines, syncJobIds },
+          },
+        ],
+      });
       return { recorded: inserted !== null, routed, syncJobIds };
     });
   }
@@ -144,17 +162,24 @@ export class CancellationService implements OrderCancellations, SupplierCancella
     const signals = await this.repository.signalsOfOrders(trx, orders);
     for (const signal of signals) {
       const jobs = await this.deps.jobs.ofOrderIn(trx, signal.resellerStoreId, signal.externalOrderId);
-      if (jobs.length > 0) await this.apply(trx, signal, jobs);
+      if (jobs.length > 0) await this.record(trx, await this.apply(trx, signal, jobs));
     }
+  }
+
+  /** Writes what applying a signal leaves to its caller: its audit entries in one statement, its events in another. */
+  private async record(trx: Trx, applied: Applied): Promise<void> {
+    await insertAudit(trx, applied.audit);
+    await this.deps.outbox.append(trx, applied.events);
   }
 
   /**
    * Creates this signal's cancellations for the jobs it still finds something open on (none for a job
    * that already has one from this signal), under the order's lock. A job never placed ends at once:
    * wholly cancelled, it is completed without an order (VOID); cut by some lines, it is placed without
-   * them. Returns the jobs given a cancellation.
+   * them. Returns the jobs given a cancellation, with the audit entries and events for the caller to
+   * write (`record`) beside its own.
    */
-  private async apply(trx: Trx, signal: OrderCancellation, jobs: SyncJob[]): Promise<SyncJob[]> {
+  private async apply(trx: Trx, signal: OrderCancellation, jobs: SyncJob[]): Promise<Applied> {
     const existing = await this.repository.forJobsIn(trx, jobs.map((job) => job.id));
     const vendorTags = await this.vendorTags(trx, jobs);
     const plans = jobs.flatMap((job) => {
@@ -163,7 +188,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
       const plan = planFor(job, vendorTags.get(job.sourceStoreId) ?? null, ofJob, signal);
       return plan ? [plan] : [];
     });
-    if (plans.length === 0) return [];
+    if (plans.length === 0) return NOTHING_APPLIED;
     const now = new Date();
     const rows: Cancellation[] = [];
     const settled: Cancellation[] = [];
@@ -182,13 +207,15 @@ export class CancellationService implements OrderCancellations, SupplierCancella
     await this.repository.insert(trx, rows);
     const queued = rows.filter((row) => row.queueMessageId);
     await this.deps.queue.insertIn(trx, cancellationKind.queue, queued.map((row) => ({ id: row.queueMessageId!, message: cancellationKind.message(row.id) })));
-    await insertAudit(trx, [
-      ...rows.map((row) => cancellationAuditRecord(row, 'cancellation.requested', SYSTEM_ACTOR, { signalId: signal.id })),
-      ...settled.map((row) => cancellationAuditRecord(row, 'cancellation.completed', SYSTEM_ACTOR, { outcome: row.outcome, attempts: 0 })),
-    ], now);
-    await this.deps.outbox.append(trx, await jobEventsIn(trx, settled.map((row) => ({ type: 'cancellation.completed' as const, syncJobId: row.syncJobId }))));
     for (const row of queued) this.deps.metrics.attemptTransitions.inc({ kind: 'cancellation', status: 'pending' });
-    return plans.map((plan) => plan.job);
+    return {
+      jobs: plans.map((plan) => plan.job),
+      audit: [
+        ...rows.map((row) => cancellationAuditRecord(row, 'cancellation.requested', SYSTEM_ACTOR, { signalId: signal.id })),
+        ...settled.map((row) => cancellationAuditRecord(row, 'cancellation.completed', SYSTEM_ACTOR, { outcome: row.outcome, attempts: 0 })),
+      ],
+      events: await jobEventsIn(trx, settled.map((row) => ({ type: 'cancellation.completed' as const, syncJobId: row.syncJobId }))),
+    };
   }
 
   /** Removes the cancelled quantities from a job not yet placed (version-checked); false when it moved meanwhile. */

@@ -93,8 +93,8 @@ export class OrderRouter implements OrderRouting, OrderCancelling {
 
   /**
    * A storefront cancellation (its webhook, or the divergence watch): see `OrderCancelling.cancel`.
-   * Recorded before the order's jobs are read, under the order's cancellation lock, which the
-   * routing of the order also takes: whichever of the two comes second sees the other.
+   * Recorded and applied under the order's cancellation lock, which the routing of the order also
+   * takes once its jobs are inserted: whichever of the two comes second sees the other.
    */
   cancel(store: OrderStore, cancellation: StorefrontCancellation, via: CancellationVia): Promise<OrderCancelled> {
     return this.cancellations.cancelOrder(store, cancellation, via);
