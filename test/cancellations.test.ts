@@ -67,6 +67,14 @@ const it = test
     return { order, jobId, job };
   });
 
+/** The calls the supplier received about one of its orders since it was created: method and answer. */
+function callsOn(sandbox: { requestsFor: (shopDomain: string) => { method: string; path: string; status: number | null }[] }, shop: Shop, sourceOrderId: string) {
+  return sandbox
+    .requestsFor(shop.supplier.shopDomain)
+    .filter((request) => request.path.includes(`/${sourceOrderId}`))
+    .map(({ method, status }) => ({ method, status }));
+}
+
 /** The storefront's whole-order cancellation, as each reseller platform sends it. */
 function wholeOrderCancellation(platform: Platform, order: Record<string, any>): { topic: string; payload: unknown } {
   if (platform === 'platform_a') return { topic: 'orders/cancelled', payload: { ...order, cancelled_at: new Date().toISOString(), cancel_reason: 'customer' } };
@@ -92,6 +100,8 @@ describe('a whole-order cancellation', () => {
       const answer = await cancelWhole(storefront, shop, order);
       expect(answer.syncJobIds).toEqual([jobId]);
       const job = await waitForJob(api, shop.user.token, jobId, finished);
+      // One call to the supplier: the cancel itself, no read of the order before it.
+      expect(callsOn(sandbox, shop, placed.sourceOrderId)).toEqual([{ method: supplierPlatform === 'platform_b' ? 'PUT' : 'POST', status: 200 }]);
       expect(job.status).toBe('completed');
       expect(job.sourceOrderId).toBe(placed.sourceOrderId);
       expect(job.cancellations).toHaveLength(1);
@@ -128,6 +138,12 @@ describe('a whole-order cancellation', () => {
       const job = await waitForJob(api, shop.user.token, jobId, finished);
       expect(job.cancellations[0]).toMatchObject({ status: 'completed', outcome: 'too_late', reason: expect.stringContaining('A-1') });
       expect(sandbox.cancellationsFor(shop.supplier.shopDomain)).toEqual([]);
+      // The cancel call, refused; then the read of the order that says why.
+      const refusedWith = supplierPlatform === 'custom' ? 409 : 422;
+      expect(callsOn(sandbox, shop, placed.sourceOrderId)).toEqual([
+        { method: supplierPlatform === 'platform_b' ? 'PUT' : 'POST', status: refusedWith },
+        { method: 'GET', status: 200 },
+      ]);
       const events = await api.get(`/v1/events?type=cancellation.too_late&reseller_store_id=${shop.reseller.id}`, { token: shop.user.token });
       expect(events.body.data).toHaveLength(1);
       expect(events.body.data[0].data.object).toMatchObject({ id: jobId, cancellations: [expect.objectContaining({ outcome: 'too_late' })] });

@@ -38,8 +38,11 @@ export interface CancellationAttemptDeps extends JobVoiding {
   config: Pick<Config, 'platformTimeoutMs'>;
 }
 
-/** The turns of the source store an attempt waits for before it is taken: the order's read and the cancel call. */
-const CALLS_PER_ATTEMPT = 2;
+/**
+ * The turns of the source store an attempt waits for before it is taken: the cancel call of a whole
+ * order (its read only follows a refusal); the order's read and the cancel call of some lines.
+ */
+const callsOf = (cancellation: Cancellation) => (cancellation.scope === 'order' ? 1 : 2);
 /** How long an attempt waits for a placement in flight to finish before it fails (and is retried). */
 const IN_FLIGHT_POLL_MS = 100;
 
@@ -145,7 +148,7 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
     if (job.sourceOrderId == null && job.attempts === 0) return notPlaced(cancellation, job, null);
     if (!source) throw new JobFailure('the source store was deleted');
     const platform = ctx.platforms[source.platform];
-    const store = connectionOf(ctx, source, CALLS_PER_ATTEMPT);
+    const store = connectionOf(ctx, source, callsOf(cancellation));
     const orderId = job.sourceOrderId ?? (await orderInDoubt(job, platform, store));
     if (!orderId) return notPlaced(cancellation, job, 'no order carrying the job\'s reference was found on the source store');
     return cancellation.scope === 'order' ? cancelOrder(cancellation, job, platform, store, orderId) : cancelLines(cancellation, job, platform, store, orderId);
@@ -166,7 +169,7 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
 
   /** Reads the order after a refusal: shipped means too late; anything else is the refusal itself. */
   async function refusal(error: unknown, platform: PlatformAdapter, store: StoreConnection, orderId: string, asked: CancelledLine[]): Promise<Decision> {
-    if (!(error instanceof PlatformError) || error.retryable || (error.status !== 422 && error.status !== 409)) throw error;
+    if (!isRefusal(error)) throw error;
     const state = await platform.readSupplierOrder(store, orderId);
     if (state.cancelled) return { outcome: 'cancelled', reason: null, platformStatus: error.status };
     if (state.fulfillment === 'none' && error.status !== 409) throw error;
@@ -174,37 +177,47 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
     return { outcome: 'too_late', reason: `already shipped by the supplier: ${describeLines(shipped.length > 0 ? shipped : asked)}`, platformStatus: error.status };
   }
 
+  /**
+   * The whole order: the cancel call first, the order read only when the supplier refuses (every
+   * platform refuses to cancel a shipped order, platforms.md; platform_a's refusal does not say why),
+   * so the usual cancellation costs the supplier one call, not two.
+   */
   async function cancelOrder(cancellation: Cancellation, job: SyncJob, platform: PlatformAdapter, store: StoreConnection, orderId: string): Promise<Decision> {
-    const state = await readOrder(job, platform, store, orderId);
-    if (state.cancelled) return { outcome: 'cancelled', reason: null, platformStatus: 200 };
-    if (state.fulfillment === 'full') {
-      return { outcome: 'too_late', reason: `already shipped by the supplier: ${describeLines(shippedOf(state, cancellation.lines))}`, platformStatus: 200 };
-    }
-    if (state.fulfillment === 'partial') {
-      // Only what is still open can be cancelled (platform_a: a refund with restock_type cancel).
-      const open = openLines(state);
-      const shipped = shippedOf(state, cancellation.lines);
-      let status: number | null = 200;
-      if (open.length > 0 && platform.cancelSupplierLines) {
-        try {
-          status = (await platform.cancelSupplierLines(store, orderId, open, cancellationKey(cancellation, 'open-lines'))).status;
-        } catch (error) {
-          return refusal(error, platform, store, orderId, cancellation.lines);
-        }
-      }
-      const cancelled = open.map(({ sku, quantity }) => ({ sku, quantity }));
-      return {
-        outcome: 'too_late',
-        reason: `already shipped by the supplier: ${describeLines(shipped)}${cancelled.length > 0 ? `; the rest was cancelled: ${describeLines(cancelled)}` : ''}`,
-        platformStatus: status,
-      };
-    }
     try {
       const { status } = await platform.cancelSupplierOrder(store, orderId, cancellationKey(cancellation, 'order'));
       return { outcome: 'cancelled', reason: null, platformStatus: status };
     } catch (error) {
-      return refusal(error, platform, store, orderId, cancellation.lines);
+      if (!isRefusal(error)) throw error;
+      return refusedOrder(error, cancellation, job, platform, store, orderId);
     }
+  }
+
+  /** Where a refused order stands decides: cancelled meanwhile, shipped (too late), or partly shipped (the rest cancelled, too late). */
+  async function refusedOrder(error: PlatformError, cancellation: Cancellation, job: SyncJob, platform: PlatformAdapter, store: StoreConnection, orderId: string): Promise<Decision> {
+    const state = await readOrder(job, platform, store, orderId);
+    if (state.cancelled) return { outcome: 'cancelled', reason: null, platformStatus: error.status };
+    if (state.fulfillment === 'none') {
+      if (error.status !== 409) throw error;
+      return { outcome: 'too_late', reason: `already shipped by the supplier: ${describeLines(cancellation.lines)}`, platformStatus: error.status };
+    }
+    const shipped = shippedOf(state, cancellation.lines);
+    if (state.fulfillment === 'full') return { outcome: 'too_late', reason: `already shipped by the supplier: ${describeLines(shipped)}`, platformStatus: error.status };
+    // Only what is still open can be cancelled (platform_a: a refund with restock_type cancel).
+    const open = openLines(state);
+    let status: number | null = error.status;
+    if (open.length > 0 && platform.cancelSupplierLines) {
+      try {
+        status = (await platform.cancelSupplierLines(store, orderId, open, cancellationKey(cancellation, 'open-lines'))).status;
+      } catch (linesError) {
+        return refusal(linesError, platform, store, orderId, cancellation.lines);
+      }
+    }
+    const cancelled = open.map(({ sku, quantity }) => ({ sku, quantity }));
+    return {
+      outcome: 'too_late',
+      reason: `already shipped by the supplier: ${describeLines(shipped)}${cancelled.length > 0 ? `; the rest was cancelled: ${describeLines(cancelled)}` : ''}`,
+      platformStatus: status,
+    };
   }
 
   async function cancelLines(cancellation: Cancellation, job: SyncJob, platform: PlatformAdapter, store: StoreConnection, orderId: string): Promise<Decision> {
@@ -251,11 +264,11 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
     },
 
     /**
-     * Two turns of the source store (the read of the order, then the cancel call), waited for before
+     * The source store's turns for the calls an attempt usually makes (`callsOf`), waited for before
      * the row is taken, so a store with a backlog postpones the cancellation without spending an
-     * attempt; a rarer third call (a lookup, a refund of the rest) reserves its own.
+     * attempt; a rarer call (a read after a refusal, a lookup, a refund of the rest) reserves its own.
      */
-    targets: ({ source }) => (source ? Array.from({ length: CALLS_PER_ATTEMPT }, () => ({ storeId: source.id, platform: source.platform })) : []),
+    targets: ({ row, source }) => (source ? Array.from({ length: callsOf(row) }, () => ({ storeId: source.id, platform: source.platform })) : []),
 
     async perform(work) {
       const decision = await decide(work);
@@ -276,6 +289,11 @@ function withKeptLineIds(state: SupplierOrderState, kept: SupplierLine[]): Suppl
   const idsBySku = new Map<string, (string | null)[]>();
   for (const line of kept) idsBySku.set(line.sku, [...(idsBySku.get(line.sku) ?? []), line.lineId]);
   return { ...state, lines: state.lines.map((line) => ({ ...line, lineId: idsBySku.get(line.sku)?.shift() ?? line.lineId })) };
+}
+
+/** A supplier's answer that the cancellation cannot be done (422, 409), as opposed to a failure to retry. */
+function isRefusal(error: unknown): error is PlatformError {
+  return error instanceof PlatformError && !error.retryable && (error.status === 422 || error.status === 409);
 }
 
 /** The open quantities of a partly shipped order, line by line. */
