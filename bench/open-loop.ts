@@ -15,6 +15,9 @@ export interface OpenLoopInput {
   outFile: string;
   /** orders/create unless said; orders/cancelled sends the cancellation of the same order ids. */
   topic?: StorefrontTopic;
+  /** Also sends each order's orders/cancelled this many ms after the order, recorded in `cancelOutFile`. */
+  cancelAfterMs?: number;
+  cancelOutFile?: string;
 }
 
 export interface SentOrder {
@@ -39,21 +42,24 @@ export interface OpenLoopResult {
 
 const input = JSON.parse(process.argv[2] ?? '{}') as OpenLoopInput;
 const topic = input.topic ?? 'orders/create';
-const template = orderTemplate(topic);
+const templates = new Map<StorefrontTopic, ReturnType<typeof orderTemplate>>([[topic, orderTemplate(topic)], ['orders/cancelled', orderTemplate('orders/cancelled')]]);
 const target = new URL('/v1/orders/webhook', input.url);
 const agent = new http.Agent({ keepAlive: true, maxSockets: 512 });
 const total = Math.round(input.rate * input.seconds);
+const expectedAnswers = input.cancelAfterMs === undefined ? total : 2 * total;
 const sent: SentOrder[] = [];
+const cancels: SentOrder[] = [];
 let answered = 0;
 let maxLagMs = 0;
 
-function send(orderId: number): void {
-  const { body, signature } = template.render(orderId);
+function send(orderId: number, sentTopic: StorefrontTopic = topic, records: SentOrder[] = sent): void {
+  const { body, signature } = templates.get(sentTopic)!.render(orderId);
   const record: SentOrder = { orderId, sentAt: Date.now(), answeredAt: null, status: null, syncJobIds: [] };
-  sent.push(record);
+  records.push(record);
+  const webhookId = `bench-${sentTopic === 'orders/create' ? 'e2e' : 'cancel'}-${orderId}`;
   const request = http.request(
     target,
-    { method: 'POST', agent, headers: { ...webhookHeaders(signature, `bench-${topic === 'orders/create' ? 'e2e' : 'cancel'}-${orderId}`, topic), 'content-length': Buffer.byteLength(body) } },
+    { method: 'POST', agent, headers: { ...webhookHeaders(signature, webhookId, sentTopic), 'content-length': Buffer.byteLength(body) } },
     (response) => {
       let text = '';
       response.setEncoding('utf8').on('data', (chunk: string) => (text += chunk));
@@ -75,12 +81,13 @@ function send(orderId: number): void {
     done();
   });
   request.end(body);
+  if (sentTopic === topic && input.cancelAfterMs !== undefined) setTimeout(() => send(orderId, 'orders/cancelled', cancels), input.cancelAfterMs);
 }
 
 let finish: () => void;
 const finished = new Promise<void>((resolve) => (finish = resolve));
 function done(): void {
-  if (++answered === total) finish();
+  if (++answered === expectedAnswers) finish();
 }
 
 const start = performance.now();
@@ -97,6 +104,7 @@ await finished;
 agent.destroy();
 
 writeFileSync(input.outFile, JSON.stringify(sent));
+if (input.cancelOutFile) writeFileSync(input.cancelOutFile, JSON.stringify(cancels));
 const result: OpenLoopResult = {
   sent: sent.length,
   ok: sent.filter((order) => order.status === 200).length,

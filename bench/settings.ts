@@ -30,7 +30,7 @@ export const PLAN = {
   flow: { workers: 2, orders: QUICK ? 60 : 200 },
   fairness: { backlog: QUICK ? 1_000 : 5_000, quietRate: 4, seconds: QUICK ? 8 : 25 },
   /** Orders routed then cancelled per run: `rate` orders/cancelled webhooks a second for `seconds`. */
-  cancellation: { rate: 100, seconds: QUICK ? 4 : 10, latencyMs: 20 },
+  cancellation: { rate: 100, seconds: QUICK ? 4 : 10, raceSeconds: QUICK ? 2 : 5, latencyMs: 20 },
   capacity: { rates: QUICK ? [100, 200] : [100, 150, 200, 250, 300, 350, 400, 450, 500], seconds: QUICK ? 4 : 10, p99Ms: 1_000, latencyMs: 20 },
 };
 
@@ -46,6 +46,7 @@ export const TARGETS: Record<string, { op: '>=' | '<='; value: number }> = {
   'flow.rate_limited': { op: '<=', value: 5 },
   'fairness.p99_ms': { op: '<=', value: 2000 },
   'cancellation.left_open': { op: '<=', value: 0 },
+  'cancellation.race_left_open': { op: '<=', value: 0 },
   'watch.pass_s': { op: '<=', value: 10 },
   'watch.platform_reads': { op: '<=', value: 50 },
   rss_mb: { op: '<=', value: 256 },

@@ -322,6 +322,35 @@ describe('a fulfillment for a cancelled part', () => {
   }
 });
 
+describe('a redelivered signal', () => {
+  it('changes nothing once applied, even after a cancellation it met ended too late and freed its quantities', async ({ api, sandbox, service, shopWith, placed, storefront }) => {
+    const shop = await shopWith('platform_a', 'platform_a');
+    const { order, acmeJob } = await placed(shop, [ANVIL]);
+    // The whole order's cancellation dies (the supplier failing), holding every quantity.
+    sandbox.setFaults(shop.acme.shopDomain, { cancelFailNext: 4, cancelStatus: 503 });
+    await storefront(shop, 'orders/cancelled', { ...order, cancelled_at: new Date().toISOString() });
+    const dead = await waitForJob(api, shop.user.token, acmeJob.id, settled, 20_000);
+    expect(dead.cancellations).toMatchObject([{ status: 'dead', scope: 'order' }]);
+    // A refund of one line meanwhile finds nothing open: no cancellation of its own.
+    const refund = refundOf(order, [{ sku: 'A-1', quantity: 1 }]);
+    const webhookId = `wh-refund-${refund.id}`;
+    const first = await sendStorefrontWebhook(service.url, shop, 'refunds/create', refund, webhookId);
+    expect(first.body).toMatchObject({ received: true, syncJobIds: [] });
+    // The supplier ships; the retried cancellation ends too late, which frees the quantities it held.
+    sandbox.clearFaults(shop.acme.shopDomain);
+    sandbox.fulfilLines(shop.acme.shopDomain, 'platform_a', acmeJob.sourceOrderId);
+    expect((await api.post(`/v1/sync_jobs/${acmeJob.id}/cancellations/${dead.cancellations[0].id}/retry`, { token: shop.user.token })).status).toBe(200);
+    await waitForJob(api, shop.user.token, acmeJob.id, (j) => j.cancellations[0].outcome === 'too_late');
+    // The refund delivered again is the same signal: it is not planned again.
+    const again = await sendStorefrontWebhook(service.url, shop, 'refunds/create', refund, webhookId);
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ received: true, syncJobIds: [] });
+    const job = await getJob(api, shop.user.token, acmeJob.id);
+    expect(job.cancellations).toHaveLength(1);
+    expect((await auditOf(api, shop.user.token, String(order.id))).filter((entry) => entry.action === 'order.cancelled')).toHaveLength(2);
+  });
+});
+
 describe('a cancellation that dies and is retried by hand', () => {
   it('raises cancellation.dead and cancellation.retried, with their audit entries, each showing the job with that cancellation', async ({ api, sandbox, shopWith, placed, storefront }) => {
     const shop = await shopWith('platform_a', 'platform_a');

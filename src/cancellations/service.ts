@@ -58,8 +58,7 @@ export interface SupplierCancellations {
   recordSupplierCancellation(report: SupplierCancellationReport): Promise<SupplierCancellationRecorded | null>;
 }
 
-/** What a signal asks of one job: the supplier lines to cancel, and whether that is all of them. */
-/** What applying a signal did: the jobs given a cancellation, and the audit entries and events it leaves to write. */
+/** What applying a signal did: the jobs it reached, and the audit entries and events it leaves to write. */
 interface Applied {
   jobs: SyncJob[];
   audit: AuditRecord[];
@@ -68,6 +67,7 @@ interface Applied {
 
 const NOTHING_APPLIED: Applied = { jobs: [], audit: [], events: [] };
 
+/** What a signal asks of one job: the supplier lines to cancel, and whether that is all of them. */
 interface JobPlan {
   job: SyncJob;
   scope: 'order' | 'lines';
@@ -119,18 +119,18 @@ export class CancellationService implements OrderCancellations, SupplierCancella
     return this.repository.transaction(async (trx) => {
       await this.repository.lockOrder(trx, signal.resellerStoreId, signal.externalOrderId);
       const inserted = await this.repository.insertSignal(trx, record);
-      // A redelivery finds its signal (applied, unless a version that recorded signals in a
-      // transaction of their own stopped in between) and applies it again: a no-op once applied.
       const stored = inserted ? record : (await this.repository.signalsOf(trx, signal.resellerStoreId, signal.externalOrderId)).find((s) => s.dedupeKey === signal.dedupeKey);
       if (!stored) return { recorded: false, routed: false, syncJobIds: [] };
       const jobs = await this.deps.jobs.ofOrderIn(trx, signal.resellerStoreId, signal.externalOrderId);
-      const applied = jobs.length > 0 ? await this.apply(trx, stored, jobs) : NOTHING_APPLIED;
-      const syncJobIds = applied.jobs.map((job) => job.id);
       const routed = jobs.length > 0;
       if (!inserted && (await this.repository.signalAudited(trx, stored))) {
-        await this.record(trx, applied);
-        return { recorded: false, routed, syncJobIds };
+        // A redelivery of a signal applied before changes nothing (it is not planned again: what a
+        // cancellation ended since may have freed quantities), and answers the jobs it has reached.
+        return { recorded: false, routed, syncJobIds: await this.jobsReachedBy(trx, stored, jobs) };
       }
+      // A new signal, or one recorded by a version that committed signals apart and stopped before applying it.
+      const applied = routed ? await this.apply(trx, stored, jobs) : NOTHING_APPLIED;
+      const syncJobIds = applied.jobs.map((job) => job.id);
       await this.record(trx, {
         jobs: applied.jobs,
         audit: [...applied.audit, orderAudit(signal, { routed, syncJobIds, signalId: stored.id })],
@@ -166,6 +166,12 @@ export class CancellationService implements OrderCancellations, SupplierCancella
     }
   }
 
+  /** The ids of these jobs that have a cancellation from this signal, in the jobs' order. */
+  private async jobsReachedBy(trx: Trx, signal: OrderCancellation, jobs: SyncJob[]): Promise<string[]> {
+    const reached = new Set((await this.repository.forJobsIn(trx, jobs.map((job) => job.id))).filter((c) => c.signalId === signal.id).map((c) => c.syncJobId));
+    return jobs.filter((job) => reached.has(job.id)).map((job) => job.id);
+  }
+
   /** Writes what applying a signal leaves to its caller: its audit entries in one statement, its events in another. */
   private async record(trx: Trx, applied: Applied): Promise<void> {
     await insertAudit(trx, applied.audit);
@@ -176,19 +182,22 @@ export class CancellationService implements OrderCancellations, SupplierCancella
    * Creates this signal's cancellations for the jobs it still finds something open on (none for a job
    * that already has one from this signal), under the order's lock. A job never placed ends at once:
    * wholly cancelled, it is completed without an order (VOID); cut by some lines, it is placed without
-   * them. Returns the jobs given a cancellation, with the audit entries and events for the caller to
-   * write (`record`) beside its own.
+   * them. Returns the jobs the signal reached (a cancellation each: new, or from an earlier
+   * application, so a redelivery answers as its first delivery did), with the audit entries and
+   * events for the caller to write (`record`) beside its own.
    */
   private async apply(trx: Trx, signal: OrderCancellation, jobs: SyncJob[]): Promise<Applied> {
     const existing = await this.repository.forJobsIn(trx, jobs.map((job) => job.id));
     const vendorTags = await this.vendorTags(trx, jobs);
+    const reachedBefore = new Set(existing.filter((c) => c.signalId === signal.id).map((c) => c.syncJobId));
     const plans = jobs.flatMap((job) => {
-      const ofJob = existing.filter((c) => c.syncJobId === job.id);
-      if (ofJob.some((c) => c.signalId === signal.id)) return [];
-      const plan = planFor(job, vendorTags.get(job.sourceStoreId) ?? null, ofJob, signal);
+      if (reachedBefore.has(job.id)) return [];
+      const plan = planFor(job, vendorTags.get(job.sourceStoreId) ?? null, existing.filter((c) => c.syncJobId === job.id), signal);
       return plan ? [plan] : [];
     });
-    if (plans.length === 0) return NOTHING_APPLIED;
+    const reached = new Set([...reachedBefore, ...plans.map((plan) => plan.job.id)]);
+    const reachedJobs = jobs.filter((job) => reached.has(job.id));
+    if (plans.length === 0) return { ...NOTHING_APPLIED, jobs: reachedJobs };
     const now = new Date();
     const rows: Cancellation[] = [];
     const settled: Cancellation[] = [];
@@ -209,7 +218,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
     await this.deps.queue.insertIn(trx, cancellationKind.queue, queued.map((row) => ({ id: row.queueMessageId!, message: cancellationKind.message(row.id) })));
     for (const row of queued) this.deps.metrics.attemptTransitions.inc({ kind: 'cancellation', status: 'pending' });
     return {
-      jobs: plans.map((plan) => plan.job),
+      jobs: reachedJobs,
       audit: [
         ...rows.map((row) => cancellationAuditRecord(row, 'cancellation.requested', SYSTEM_ACTOR, { signalId: signal.id })),
         ...settled.map((row) => cancellationAuditRecord(row, 'cancellation.completed', SYSTEM_ACTOR, { outcome: row.outcome, attempts: 0 })),
