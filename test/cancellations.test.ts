@@ -100,8 +100,11 @@ describe('a whole-order cancellation', () => {
       const answer = await cancelWhole(storefront, shop, order);
       expect(answer.syncJobIds).toEqual([jobId]);
       const job = await waitForJob(api, shop.user.token, jobId, finished);
-      // One call to the supplier: the cancel itself, no read of the order before it.
-      expect(callsOn(sandbox, shop, placed.sourceOrderId)).toEqual([{ method: supplierPlatform === 'platform_b' ? 'PUT' : 'POST', status: 200 }]);
+      // One call to the supplier: the cancel itself, no read of the order before it; platform_b's
+      // cancel sets the status whatever it was, so its order is read first.
+      expect(callsOn(sandbox, shop, placed.sourceOrderId)).toEqual(
+        supplierPlatform === 'platform_b' ? [{ method: 'GET', status: 200 }, { method: 'PUT', status: 200 }] : [{ method: 'POST', status: 200 }],
+      );
       expect(job.status).toBe('completed');
       expect(job.sourceOrderId).toBe(placed.sourceOrderId);
       expect(job.cancellations).toHaveLength(1);
@@ -138,12 +141,12 @@ describe('a whole-order cancellation', () => {
       const job = await waitForJob(api, shop.user.token, jobId, finished);
       expect(job.cancellations[0]).toMatchObject({ status: 'completed', outcome: 'too_late', reason: expect.stringContaining('A-1') });
       expect(sandbox.cancellationsFor(shop.supplier.shopDomain)).toEqual([]);
-      // The cancel call, refused; then the read of the order that says why.
+      // The cancel call, refused; then the read of the order that says why (platform_b: the read
+      // first, and no cancel call for an order it shows shipped).
       const refusedWith = supplierPlatform === 'custom' ? 409 : 422;
-      expect(callsOn(sandbox, shop, placed.sourceOrderId)).toEqual([
-        { method: supplierPlatform === 'platform_b' ? 'PUT' : 'POST', status: refusedWith },
-        { method: 'GET', status: 200 },
-      ]);
+      expect(callsOn(sandbox, shop, placed.sourceOrderId)).toEqual(
+        supplierPlatform === 'platform_b' ? [{ method: 'GET', status: 200 }] : [{ method: 'POST', status: refusedWith }, { method: 'GET', status: 200 }],
+      );
       const events = await api.get(`/v1/events?type=cancellation.too_late&reseller_store_id=${shop.reseller.id}`, { token: shop.user.token });
       expect(events.body.data).toHaveLength(1);
       expect(events.body.data[0].data.object).toMatchObject({ id: jobId, cancellations: [expect.objectContaining({ outcome: 'too_late' })] });
@@ -239,6 +242,17 @@ describe('a whole-order cancellation', () => {
     expect(job).toMatchObject({ status: 'completed', sourceOrderId: null, attempts: 0 });
     expect(job.cancellations[0]).toMatchObject({ status: 'completed', outcome: 'not_placed' });
     expect(sandbox.ordersFor(shop.supplier.shopDomain)).toEqual([]);
+  });
+
+  it("leaves a platform_b order its supplier closed as it is: read first, no status written", async ({ api, sandbox, shopWith, routed, storefront }) => {
+    const shop = await shopWith('platform_a', 'platform_b');
+    const { order, jobId, job: placed } = await routed(shop);
+    // The supplier closed it on its own, no webhook: platform_b's cancel (a PUT of the status) would overwrite what it shows.
+    sandbox.cancelOrder(shop.supplier.shopDomain, 'platform_b', placed.sourceOrderId);
+    await cancelWhole(storefront, shop, order);
+    const job = await waitForJob(api, shop.user.token, jobId, finished);
+    expect(job.cancellations).toMatchObject([{ status: 'completed', outcome: 'cancelled', timeline: [expect.objectContaining({ platformStatus: 200 })] }]);
+    expect(callsOn(sandbox, shop, placed.sourceOrderId)).toEqual([{ method: 'GET', status: 200 }]);
   });
 });
 

@@ -40,9 +40,17 @@ export interface CancellationAttemptDeps extends JobVoiding {
 
 /**
  * The turns of the source store an attempt waits for before it is taken: the cancel call of a whole
- * order (its read only follows a refusal); the order's read and the cancel call of some lines.
+ * order (its read only follows a refusal, or comes first where the cancel overwrites the status);
+ * the order's read and the cancel call of some lines.
  */
-const callsOf = (cancellation: Cancellation) => (cancellation.scope === 'order' ? 1 : 2);
+const callsOf = (cancellation: Cancellation, platform: PlatformAdapter) => (cancellation.scope === 'order' && !platform.cancelOverwritesStatus ? 1 : 2);
+/**
+ * How long a call beyond those turns (the read after a refusal, a refund of the rest, a lookup) waits
+ * for its own turn of a busy store before the attempt fails: long, since failing spends a retry and
+ * the retry's cancel is refused the same way, so a backlog could otherwise turn `too_late` into `dead`.
+ * A slow attempt is let go of by its batch (src/attempts/worker.ts), so the wait holds no consumer.
+ */
+const EXTRA_CALL_TURN_WAIT_MS = 60_000;
 /** How long an attempt waits for a placement in flight to finish before it fails (and is retried). */
 const IN_FLIGHT_POLL_MS = 100;
 
@@ -148,7 +156,7 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
     if (job.sourceOrderId == null && job.attempts === 0) return notPlaced(cancellation, job, null);
     if (!source) throw new JobFailure('the source store was deleted');
     const platform = ctx.platforms[source.platform];
-    const store = connectionOf(ctx, source, callsOf(cancellation));
+    const store = { ...connectionOf(ctx, source, callsOf(cancellation, platform)), maxTurnWaitMs: EXTRA_CALL_TURN_WAIT_MS };
     const orderId = job.sourceOrderId ?? (await orderInDoubt(job, platform, store));
     if (!orderId) return notPlaced(cancellation, job, 'no order carrying the job\'s reference was found on the source store');
     return cancellation.scope === 'order' ? cancelOrder(cancellation, job, platform, store, orderId) : cancelLines(cancellation, job, platform, store, orderId);
@@ -180,34 +188,44 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
   /**
    * The whole order: the cancel call first, the order read only when the supplier refuses (every
    * platform refuses to cancel a shipped order, platforms.md; platform_a's refusal does not say why),
-   * so the usual cancellation costs the supplier one call, not two.
+   * so the usual cancellation costs the supplier one call, not two. A platform whose cancel sets the
+   * status whatever it was (`cancelOverwritesStatus`) is read first, so an order it shows refunded,
+   * cancelled or shipped is left as it is.
    */
   async function cancelOrder(cancellation: Cancellation, job: SyncJob, platform: PlatformAdapter, store: StoreConnection, orderId: string): Promise<Decision> {
+    if (platform.cancelOverwritesStatus) {
+      const state = await readOrder(job, platform, store, orderId);
+      if (state.cancelled || state.fulfillment !== 'none') return fromOrderState(state, 200, cancellation, platform, store, orderId);
+    }
     try {
       const { status } = await platform.cancelSupplierOrder(store, orderId, cancellationKey(cancellation, 'order'));
       return { outcome: 'cancelled', reason: null, platformStatus: status };
     } catch (error) {
       if (!isRefusal(error)) throw error;
-      return refusedOrder(error, cancellation, job, platform, store, orderId);
+      const state = await readOrder(job, platform, store, orderId);
+      if (!state.cancelled && state.fulfillment === 'none') {
+        // custom's 409 names fulfilled quantities its order does not show; any other refusal is unexplained.
+        if (error.status !== 409) throw error;
+        return { outcome: 'too_late', reason: `already shipped by the supplier: ${describeLines(cancellation.lines)}`, platformStatus: error.status };
+      }
+      return fromOrderState(state, error.status, cancellation, platform, store, orderId);
     }
   }
 
-  /** Where a refused order stands decides: cancelled meanwhile, shipped (too late), or partly shipped (the rest cancelled, too late). */
-  async function refusedOrder(error: PlatformError, cancellation: Cancellation, job: SyncJob, platform: PlatformAdapter, store: StoreConnection, orderId: string): Promise<Decision> {
-    const state = await readOrder(job, platform, store, orderId);
-    if (state.cancelled) return { outcome: 'cancelled', reason: null, platformStatus: error.status };
-    if (state.fulfillment === 'none') {
-      if (error.status !== 409) throw error;
-      return { outcome: 'too_late', reason: `already shipped by the supplier: ${describeLines(cancellation.lines)}`, platformStatus: error.status };
-    }
+  /**
+   * An order found cancelled (`cancelled`), shipped (`too_late`) or partly shipped (its open quantities
+   * cancelled, `too_late` naming the shipped lines); `status` is that of the call that found it so.
+   */
+  async function fromOrderState(state: SupplierOrderState, status: number | null, cancellation: Cancellation, platform: PlatformAdapter, store: StoreConnection, orderId: string): Promise<Decision> {
+    if (state.cancelled) return { outcome: 'cancelled', reason: null, platformStatus: status };
     const shipped = shippedOf(state, cancellation.lines);
-    if (state.fulfillment === 'full') return { outcome: 'too_late', reason: `already shipped by the supplier: ${describeLines(shipped)}`, platformStatus: error.status };
+    if (state.fulfillment === 'full') return { outcome: 'too_late', reason: `already shipped by the supplier: ${describeLines(shipped)}`, platformStatus: status };
     // Only what is still open can be cancelled (platform_a: a refund with restock_type cancel).
     const open = openLines(state);
-    let status: number | null = error.status;
+    let platformStatus: number | null = status;
     if (open.length > 0 && platform.cancelSupplierLines) {
       try {
-        status = (await platform.cancelSupplierLines(store, orderId, open, cancellationKey(cancellation, 'open-lines'))).status;
+        platformStatus = (await platform.cancelSupplierLines(store, orderId, open, cancellationKey(cancellation, 'open-lines'))).status;
       } catch (linesError) {
         return refusal(linesError, platform, store, orderId, cancellation.lines);
       }
@@ -216,7 +234,7 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
     return {
       outcome: 'too_late',
       reason: `already shipped by the supplier: ${describeLines(shipped)}${cancelled.length > 0 ? `; the rest was cancelled: ${describeLines(cancelled)}` : ''}`,
-      platformStatus: status,
+      platformStatus,
     };
   }
 
@@ -268,7 +286,7 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
      * the row is taken, so a store with a backlog postpones the cancellation without spending an
      * attempt; a rarer call (a read after a refusal, a lookup, a refund of the rest) reserves its own.
      */
-    targets: ({ row, source }) => (source ? Array.from({ length: callsOf(row) }, () => ({ storeId: source.id, platform: source.platform })) : []),
+    targets: ({ row, source }) => (source ? Array.from({ length: callsOf(row, ctx.platforms[source.platform]) }, () => ({ storeId: source.id, platform: source.platform })) : []),
 
     async perform(work) {
       const decision = await decide(work);

@@ -99,6 +99,7 @@ export function platformACancelling(http: PlatformHttpClient): CancellingAdapter
     readSupplierOrder: (store, orderId) => http.get(store, `${API_A}/orders/${encodeURIComponent(orderId)}.json`, readOrderA),
     cancelSupplierOrder: (store, orderId, idempotencyKey) =>
       http.post(store, `${API_A}/orders/${encodeURIComponent(orderId)}/cancel.json`, { reason: 'customer', email: false }, idempotencyKey, statusOnly),
+    cancelOverwritesStatus: false,
     cancelSupplierLines: (store, orderId, lines, idempotencyKey) =>
       http.post(
         store,
@@ -154,6 +155,7 @@ export function platformBCancelling(http: PlatformHttpClient): CancellingAdapter
   return {
     readSupplierOrder: (store, orderId) => http.get(store, `${API_B}/orders/${encodeURIComponent(orderId)}`, readOrderB),
     cancelSupplierOrder: (store, orderId) => http.put(store, `${API_B}/orders/${encodeURIComponent(orderId)}`, { status: 'cancelled' }, statusOnly),
+    cancelOverwritesStatus: true,
     // The platform cannot cancel some lines only.
     cancelSupplierLines: null,
     async findOrderByReference(store, reference, since) {
@@ -206,6 +208,7 @@ export function customCancelling(http: PlatformHttpClient): CancellingAdapter {
   return {
     readSupplierOrder: (store, orderId) => http.get(store, `/orders/${encodeURIComponent(orderId)}`, readOrderC),
     cancelSupplierOrder: (store, orderId, idempotencyKey) => cancel(store, orderId, null, idempotencyKey),
+    cancelOverwritesStatus: false,
     cancelSupplierLines: (store, orderId, lines, idempotencyKey) => cancel(store, orderId, lines, idempotencyKey),
     async findOrderByReference(store, reference, since) {
       let cursor: string | null = null;

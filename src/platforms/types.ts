@@ -96,6 +96,12 @@ export interface CancellingAdapter {
   readSupplierOrder(store: StoreConnection, orderId: string): Promise<SupplierOrderState>;
   /** Cancels the whole order. */
   cancelSupplierOrder(store: StoreConnection, orderId: string, idempotencyKey: string): Promise<CancelAnswer>;
+  /**
+   * Whether the whole-order cancel sets the order's status whatever it was (platform_b's PUT turns a
+   * refunded order cancelled), so the order must be read before it; the others' cancel changes
+   * nothing on a cancelled order and refuses a shipped one.
+   */
+  readonly cancelOverwritesStatus: boolean;
   /** Cancels these quantities of these lines; null when the platform cannot cancel some lines only. */
   readonly cancelSupplierLines: ((store: StoreConnection, orderId: string, lines: LineToCancel[], idempotencyKey: string) => Promise<CancelAnswer>) | null;
   /**
