@@ -154,8 +154,10 @@ describe('nextRetryAt', () => {
     const cancellation = withFailedCancellation.cancellations[0];
     expect(Date.parse(cancellation.nextRetryAt)).toBeGreaterThan(Date.now() + 30_000);
     expect(new Date((await queuedRetry(service.databaseUrl, 'cancellations', cancellation.id)).start_after).toISOString()).toBe(cancellation.nextRetryAt);
-    expect(cancellation.timeline[0]).toMatchObject({ outcome: 'failed', platformStatus: 503, request: { method: 'GET', body: null }, response: { status: 503 } });
-    expect(cancellation.timeline[0].request.path).toContain(placed.sourceOrderId);
+    // The cancel call itself (custom's is sent first; the order is read only after a refusal).
+    expect(cancellation.timeline[0]).toMatchObject({ outcome: 'failed', platformStatus: 503, request: { method: 'POST' }, response: { status: 503 } });
+    expect(cancellation.timeline[0].request.path).toContain(`${placed.sourceOrderId}/cancel`);
+    expectSafe(cancellation.timeline[0].request.body, shop.supplier.token);
     expectSafe(cancellation.timeline[0].response.body, shop.supplier.token);
   });
 });
