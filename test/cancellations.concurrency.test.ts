@@ -8,7 +8,7 @@ import type { Platform } from '../src/orders/types.ts';
 import { sendWebhook } from './sandbox/server.ts';
 import { createResellerStore, createSourceStore, registerUser, type TestUser } from './support/factories.ts';
 import { test } from './support/fixtures.ts';
-import { getJob, waitForJob } from './support/sync-jobs.ts';
+import { auditOf, getJob, waitForJob } from './support/sync-jobs.ts';
 import { waitFor } from './support/wait.ts';
 import { ORDERS_PATH, uniqueSuffix } from './support/webhooks.ts';
 
@@ -84,6 +84,30 @@ describe('concurrent signals', () => {
     expect(job.cancellations).toHaveLength(1);
     expect(job.cancellations[0].outcome).toBe('cancelled');
     expect(sandbox.cancellationsFor(shop.supplier.shopDomain)).toHaveLength(1);
+  });
+
+  it('many orders cancelled at once, one of them delivered twelve times: each applied once, every delivery answered with its jobs', async ({ api, sandbox, shopWith, storefront }) => {
+    const shop = await shopWith('custom');
+    const orders = Array.from({ length: 8 }, () => orderOf(sandbox));
+    const jobIds = await Promise.all(
+      orders.map(async (order) => {
+        const created = await storefront(shop, 'orders/create', order);
+        return (created.body as { syncJobIds: string[] }).syncJobIds[0]!;
+      }),
+    );
+    await Promise.all(jobIds.map((jobId) => waitForJob(api, shop.user.token, jobId, (j) => j.status === 'completed')));
+    // Arriving together, they are applied in shared transactions (group commit); the repeated
+    // delivery of the first order may share one with its original.
+    const deliveries = [...orders.keys(), ...Array.from({ length: 11 }, () => 0)].map((i) => ({ i, cancel: { ...orders[i]!, cancelled_at: new Date().toISOString() } }));
+    const answers = await Promise.all(deliveries.map(({ i, cancel }) => storefront(shop, 'orders/cancelled', cancel, `many-${orders[i]!.id}`)));
+    deliveries.forEach(({ i }, k) => expect(answers[k]!.body, `delivery ${k}`).toMatchObject({ received: true, syncJobIds: [jobIds[i]] }));
+    for (const [i, jobId] of jobIds.entries()) {
+      const job = await waitForJob(api, shop.user.token, jobId, settled);
+      expect(job.cancellations, `order ${i}`).toMatchObject([{ status: 'completed', outcome: 'cancelled' }]);
+    }
+    expect(sandbox.cancellationsFor(shop.supplier.shopDomain)).toHaveLength(orders.length);
+    const audit = await auditOf(api, shop.user.token, String(orders[0]!.id));
+    expect(audit.filter((entry) => entry.action === 'order.cancelled')).toHaveLength(1);
   });
 
   it('a cancel during a placement attempt: the attempt finishes first, then what it created is cancelled', async ({ api, sandbox, shopWith, storefront }) => {

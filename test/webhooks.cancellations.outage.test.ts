@@ -171,7 +171,7 @@ describe("a storefront's orders/cancelled the service cannot record", () => {
     const webhookId = `wh-cancel-${uniqueSuffix()}`;
     const cancellation = storefrontCancellation(order);
 
-    // The order's cancellation lock (src/cancellations/repository.ts `lockOrder`), the first thing
+    // The order's cancellation lock (src/cancellations/repository.ts `lockOrders`), the first thing
     // the signal's transaction takes before recording and applying it.
     const lockKey = `cancel:${shop.reseller.id}:${order.id}`;
     const answer = await loseConnectionOn(

@@ -1,6 +1,5 @@
 import { sql } from 'kysely';
 import { writeAttemptTransitions, type AttemptWrite } from '../attempts/repository.ts';
-import { holdLock } from '../db/locks.ts';
 import type { Orm } from '../db/orm.ts';
 import type { OrderRef } from '../orders/port.ts';
 import { sqlOf, type Db, type SqlStep, type Trx } from '../db/sql.ts';
@@ -50,12 +49,11 @@ export class CancellationRepository {
     return this.db.transaction().execute(work);
   }
 
-  /** Serialises the signals and the routing of one reseller order for the rest of the transaction. */
-  async lockOrder(trx: Trx, resellerStoreId: string, externalOrderId: string): Promise<void> {
-    await holdLock(trx, cancelLockKey({ resellerStoreId, externalOrderId }));
-  }
-
-  /** `lockOrder` for several orders at once (a routing group), in key order so two groups never wait on each other's. */
+  /**
+   * Serialises the signals and the routing of these reseller orders for the rest of the transaction:
+   * one lock per order, taken in key order so two groups (of signals, or of routed orders) never wait
+   * on each other's.
+   */
   async lockOrders(trx: Trx, orders: OrderRef[]): Promise<void> {
     const keys = [...new Set(orders.map(cancelLockKey))].sort();
     await sql`select pg_advisory_xact_lock(hashtext(key)) from (select key from unnest(${keys}::text[]) as key order by key) as ordered ${PREPARED}`.execute(trx);

@@ -9,6 +9,7 @@ import type { NewEvent } from '../events/types.ts';
 import { CUT_BEFORE_PLACEMENT, cutOrder } from './cut.ts';
 import { vendorMatches } from '../pricing/index.ts';
 import { newMessageId, type Queue } from '../queue/queue.ts';
+import { GroupCommit } from '../db/group-commit.ts';
 import { AppError, notFound } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
@@ -93,6 +94,13 @@ export class CancellationService implements OrderCancellations, SupplierCancella
   ) {}
 
   /**
+   * Signals arriving while intake transactions are in flight are applied together in the next (group
+   * commit, src/db/group-commit.ts, as the routing of orders): a transaction and its lock, audit and
+   * events statements per group rather than per webhook.
+   */
+  private readonly intake = new GroupCommit((signals: CancellationSignal[]) => this.applySignals(signals), { maxItems: 32, maxInFlight: 4 });
+
+  /**
    * A storefront cancellation, reached through the order module (src/orders/port.ts
    * `OrderCancelling.cancel`). One transaction: the order's cancellation lock first, then the signal
    * recorded and the order's jobs read. The routing of an order inserts its jobs before it takes that
@@ -101,11 +109,35 @@ export class CancellationService implements OrderCancellations, SupplierCancella
    * applying is harmless (one cancellation per signal and job, computed under the lock).
    */
   cancelOrder(store: OrderStore, cancellation: StorefrontCancellation, via: CancellationVia): Promise<OrderCancelled> {
-    return this.applySignal({ ...cancellation, ownerId: store.ownerId, resellerStoreId: store.id, via });
+    return this.intake.submit({ ...cancellation, ownerId: store.ownerId, resellerStoreId: store.id, via });
   }
 
-  private applySignal(signal: CancellationSignal): Promise<OrderCancelled> {
-    const receivedAt = new Date();
+  /**
+   * A group of signals in one transaction: every order's lock first (in key order, as routing takes
+   * them, so two groups never wait on each other's), then each signal recorded and applied in turn
+   * (a later one sees what an earlier one did), then the audit entries and events of all. A signal
+   * delivered twice within the group answers the second time as the first, recording nothing more.
+   */
+  private applySignals(signals: CancellationSignal[]): Promise<OrderCancelled[]> {
+    return this.repository.transaction(async (trx) => {
+      await this.repository.lockOrders(trx, signals);
+      const writes: Applied = { jobs: [], audit: [], events: [] };
+      const answered = new Map<string, OrderCancelled>();
+      const answers: OrderCancelled[] = [];
+      for (const signal of signals) {
+        const key = `${signal.resellerStoreId}\n${signal.dedupeKey}`;
+        const earlier = answered.get(key);
+        const answer = earlier ? { ...earlier, recorded: false } : await this.applySignalIn(trx, signal, writes);
+        if (!earlier) answered.set(key, answer);
+        answers.push(answer);
+      }
+      await this.record(trx, writes);
+      return answers;
+    });
+  }
+
+  /** Records and applies one signal under its order's lock; its audit entries and events are added to `writes`. */
+  private async applySignalIn(trx: Trx, signal: CancellationSignal, writes: Applied): Promise<OrderCancelled> {
     const record: OrderCancellation = {
       id: newId('orderCancellation'),
       ownerId: signal.ownerId,
@@ -114,38 +146,29 @@ export class CancellationService implements OrderCancellations, SupplierCancella
       scope: signal.scope,
       lines: signal.lines,
       dedupeKey: signal.dedupeKey,
-      receivedAt,
+      receivedAt: new Date(),
     };
-    return this.repository.transaction(async (trx) => {
-      await this.repository.lockOrder(trx, signal.resellerStoreId, signal.externalOrderId);
-      const inserted = await this.repository.insertSignal(trx, record);
-      const stored = inserted ? record : (await this.repository.signalsOf(trx, signal.resellerStoreId, signal.externalOrderId)).find((s) => s.dedupeKey === signal.dedupeKey);
-      if (!stored) return { recorded: false, routed: false, syncJobIds: [] };
-      const jobs = await this.deps.jobs.ofOrderIn(trx, signal.resellerStoreId, signal.externalOrderId);
-      const routed = jobs.length > 0;
-      if (!inserted && (await this.repository.signalAudited(trx, stored))) {
-        // A redelivery of a signal applied before changes nothing (it is not planned again: what a
-        // cancellation ended since may have freed quantities), and answers the jobs it has reached.
-        return { recorded: false, routed, syncJobIds: await this.jobsReachedBy(trx, stored, jobs) };
-      }
-      // A new signal, or one recorded by a version that committed signals apart and stopped before applying it.
-      const applied = routed ? await this.apply(trx, stored, jobs) : NOTHING_APPLIED;
-      const syncJobIds = applied.jobs.map((job) => job.id);
-      await this.record(trx, {
-        jobs: applied.jobs,
-        audit: [...applied.audit, orderAudit(signal, { routed, syncJobIds, signalId: stored.id })],
-        events: [
-          ...applied.events,
-          {
-            ownerId: signal.ownerId,
-            resellerStoreId: signal.resellerStoreId,
-            type: 'order.cancelled',
-            object: { resellerStoreId: signal.resellerStoreId, externalOrderId: signal.externalOrderId, scope: signal.scope, lines: signal.lines, syncJobIds },
-          },
-        ],
-      });
-      return { recorded: inserted !== null, routed, syncJobIds };
+    const inserted = await this.repository.insertSignal(trx, record);
+    const stored = inserted ? record : (await this.repository.signalsOf(trx, signal.resellerStoreId, signal.externalOrderId)).find((s) => s.dedupeKey === signal.dedupeKey);
+    if (!stored) return { recorded: false, routed: false, syncJobIds: [] };
+    const jobs = await this.deps.jobs.ofOrderIn(trx, signal.resellerStoreId, signal.externalOrderId);
+    const routed = jobs.length > 0;
+    if (!inserted && (await this.repository.signalAudited(trx, stored))) {
+      // A redelivery of a signal applied before changes nothing (it is not planned again: what a
+      // cancellation ended since may have freed quantities), and answers the jobs it has reached.
+      return { recorded: false, routed, syncJobIds: await this.jobsReachedBy(trx, stored, jobs) };
+    }
+    // A new signal, or one recorded by a version that committed signals apart and stopped before applying it.
+    const applied = routed ? await this.apply(trx, stored, jobs) : NOTHING_APPLIED;
+    const syncJobIds = applied.jobs.map((job) => job.id);
+    writes.audit.push(...applied.audit, orderAudit(signal, { routed, syncJobIds, signalId: stored.id }));
+    writes.events.push(...applied.events, {
+      ownerId: signal.ownerId,
+      resellerStoreId: signal.resellerStoreId,
+      type: 'order.cancelled',
+      object: { resellerStoreId: signal.resellerStoreId, externalOrderId: signal.externalOrderId, scope: signal.scope, lines: signal.lines, syncJobIds },
     });
+    return { recorded: inserted !== null, routed, syncJobIds };
   }
 
   /**
