@@ -164,6 +164,10 @@ describe('a whole-order cancellation', () => {
       const job = await waitForJob(api, shop.user.token, jobId, finished);
       expect(job).toMatchObject({ status: 'completed', sourceOrderId: null });
       expect(job.cancellations[0]).toMatchObject({ status: 'completed', outcome: 'not_placed' });
+      // Its sync_job.completed (voided) shows the cancellation that voided it.
+      const completed = await api.get(`/v1/events?type=sync_job.completed&reseller_store_id=${shop.reseller.id}`, { token: shop.user.token });
+      const voided = completed.body.data.find((event: any) => event.data.object.id === jobId);
+      expect(voided.data.object).toMatchObject({ status: 'completed', sourceOrderId: null, cancellations: [{ id: job.cancellations[0].id, scope: 'order' }] });
       expectError(await api.post(`/v1/sync_jobs/${jobId}/retry`, { token: shop.user.token }), 400, 'sync_job_not_retryable');
       expect(sandbox.ordersFor(shop.supplier.shopDomain)).toEqual([]);
       expect(sandbox.cancellationsFor(shop.supplier.shopDomain)).toEqual([]);

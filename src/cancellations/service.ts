@@ -225,8 +225,6 @@ export class CancellationService implements OrderCancellations, SupplierCancella
     const rows: Cancellation[] = [];
     const settled: Cancellation[] = [];
     const unplaced = (job: SyncJob) => job.status === 'pending' || job.status === 'failed' || job.status === 'dead';
-    const voiding = plans.filter((plan) => plan.scope === 'order' && unplaced(plan.job)).map((plan) => plan.job);
-    await voidJobsIn({ cancelledJobs: this.deps.jobs, outbox: this.deps.outbox }, trx, voiding, now);
     for (const plan of plans) {
       const row = newCancellation(signal, plan, now);
       if (plan.scope === 'lines' && unplaced(plan.job) && plan.job.order && plan.job.attempts === 0 && (await this.cut(trx, plan))) {
@@ -237,6 +235,9 @@ export class CancellationService implements OrderCancellations, SupplierCancella
       rows.push(row);
     }
     await this.repository.insert(trx, rows);
+    // After the cancellations, so the voided jobs' sync_job.completed shows the one that voided them.
+    const voiding = plans.filter((plan) => plan.scope === 'order' && unplaced(plan.job)).map((plan) => plan.job);
+    await voidJobsIn({ cancelledJobs: this.deps.jobs, outbox: this.deps.outbox }, trx, voiding, now);
     const queued = rows.filter((row) => row.queueMessageId);
     await this.deps.queue.insertIn(trx, cancellationKind.queue, queued.map((row) => ({ id: row.queueMessageId!, message: cancellationKind.message(row.id) })));
     for (const row of queued) this.deps.metrics.attemptTransitions.inc({ kind: 'cancellation', status: 'pending' });
