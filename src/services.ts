@@ -129,7 +129,9 @@ export function createServices(infrastructure: Infrastructure) {
     },
     storefrontCancelled: async (store, externalOrderId, watchPassId) => {
       const signal = { externalOrderId, scope: 'order' as const, lines: [], dedupeKey: `watch:${externalOrderId}` };
-      return (await routing.cancel(store, signal, { source: 'watch', watchPassId })).recorded;
+      const { recorded, syncJobIds } = await routing.cancel(store, signal, { source: 'watch', watchPassId });
+      // A repair only when it cancelled something: after the order's own webhook it finds nothing open.
+      return recorded && syncJobIds.length > 0;
     },
   };
   const eventRepository = new EventRepository(orm);

@@ -9,7 +9,9 @@ import { expectError } from './support/assertions.ts';
 import { queryRows } from './support/database.ts';
 import { registerUser } from './support/factories.ts';
 import { test } from './support/fixtures.ts';
+import { sendWebhook } from './sandbox/server.ts';
 import { waitFor } from './support/wait.ts';
+import { ORDERS_PATH } from './support/webhooks.ts';
 import {
   auditOf,
   check,
@@ -150,6 +152,20 @@ describe.each(PLATFORMS)('%s storefront', (platform) => {
     expect(sandbox.cancellationsFor(supplier.shopDomain)).toMatchObject([{ orderId: placed.sourceOrderId }]);
     expect(await check(tenant)).toMatchObject({ status: 'succeeded', repairs: 0 });
     expect(await auditOf(tenant, 'order.cancelled')).toHaveLength(1);
+    expect(sandbox.cancellationsFor(supplier.shopDomain)).toHaveLength(1);
+  });
+
+  it('a cancellation whose webhook came first is no repair for a pass, and nothing is cancelled again', async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, platform, ['custom']);
+    const placed = await placeOrder(sandbox, tenant, tenant.suppliers[0]!);
+    const supplier = tenant.suppliers[0]!;
+    const cancelled = sandbox.cancelOrder(tenant.reseller.shopDomain, platform, placed.externalOrderId);
+    const [topic, payload] =
+      platform === 'platform_b' ? ['orders/updated', cancelled] : platform === 'custom' ? ['orders/cancelled', { id: placed.externalOrderId, cancelledAt: new Date().toISOString() }] : ['orders/cancelled', cancelled];
+    const webhook = await sendWebhook({ targetUrl: `${tenant.target.url}${ORDERS_PATH}`, shopDomain: tenant.reseller.shopDomain, secret: tenant.reseller.secret, topic, payload });
+    expect(webhook.body).toMatchObject({ received: true, syncJobIds: [placed.jobId] });
+    await waitFor(async () => sandbox.cancellationsFor(supplier.shopDomain).length === 1, 20_000, 'the supplier order cancelled through the webhook');
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', repairs: 0 });
     expect(sandbox.cancellationsFor(supplier.shopDomain)).toHaveLength(1);
   });
 });
