@@ -83,6 +83,30 @@ function expectUnavailable(response: ApiResponse): void {
   expect(response.headers.get('retry-after')).toMatch(/^\d+$/);
 }
 
+/** With the database away from the edge: the delivery, and the platform's next try, both answered 503. */
+async function expectUnavailableWhileCut(link: DbLink, send: () => Promise<ApiResponse>): Promise<void> {
+  link.cut();
+  try {
+    expectUnavailable(await send());
+    // The platform tries again while it lasts: the same answer.
+    expectUnavailable(await send());
+  } finally {
+    link.restore();
+  }
+}
+
+/**
+ * Once the database is back: the redelivery is accepted with the job it reached, and one more (its
+ * 200 lost, say) is the same signal: nothing more, and the same answer.
+ */
+async function expectAcceptedOnce(send: () => Promise<ApiResponse>, jobId: string): Promise<void> {
+  const accepted = await redeliver(send);
+  expect(accepted.body).toMatchObject({ received: true, syncJobIds: [jobId] });
+  const again = await send();
+  expect(again.status, JSON.stringify(again.body)).toBe(200);
+  expect(again.body).toMatchObject({ received: true, syncJobIds: [jobId] });
+}
+
 /** Delivers as a platform does once the database is back: again, same webhook id, until a 2xx. */
 async function redeliver(send: () => Promise<ApiResponse>): Promise<ApiResponse> {
   return waitFor(async () => {
@@ -145,24 +169,12 @@ describe("a storefront's orders/cancelled the service cannot record", () => {
     const webhookId = `wh-cancel-${uniqueSuffix()}`;
     const cancellation = storefrontCancellation(order);
 
-    link.cut();
-    try {
-      expectUnavailable(await storefrontDelivery(edge.url, shop, 'orders/cancelled', cancellation, webhookId));
-      // The platform tries again while it lasts: the same answer.
-      expectUnavailable(await storefrontDelivery(edge.url, shop, 'orders/cancelled', cancellation, webhookId));
-    } finally {
-      link.restore();
-    }
+    const send = () => storefrontDelivery(edge.url, shop, 'orders/cancelled', cancellation, webhookId);
+    await expectUnavailableWhileCut(link, send);
     expect(await signalsOf(service.databaseUrl, shop, order)).toEqual([]);
     expect((await getJob(api, shop.user.token, jobId)).cancellations).toEqual([]);
 
-    const accepted = await redeliver(() => storefrontDelivery(edge.url, shop, 'orders/cancelled', cancellation, webhookId));
-    expect(accepted.body).toMatchObject({ received: true, syncJobIds: [jobId] });
-    // A redelivery after the one accepted (its 200 lost, say) is the same signal: nothing more, and
-    // the same answer (the jobs the signal reached).
-    const again = await storefrontDelivery(edge.url, shop, 'orders/cancelled', cancellation, webhookId);
-    expect(again.status, JSON.stringify(again.body)).toBe(200);
-    expect(again.body).toMatchObject({ received: true, syncJobIds: [jobId] });
+    await expectAcceptedOnce(send, jobId);
     await expectCancelledOnce({ api, sandbox, service }, shop, order, jobId, webhookId);
   });
 
@@ -174,22 +186,15 @@ describe("a storefront's orders/cancelled the service cannot record", () => {
     // The order's cancellation lock (src/cancellations/repository.ts `lockOrders`), the first thing
     // the signal's transaction takes before recording and applying it.
     const lockKey = `cancel:${shop.reseller.id}:${order.id}`;
-    const answer = await loseConnectionOn(
-      service.databaseUrl,
-      (holder) => holder.query('select pg_advisory_xact_lock(hashtext($1))', [lockKey]),
-      () => storefrontDelivery(edge.url, shop, 'orders/cancelled', cancellation, webhookId),
-    );
+    const send = () => storefrontDelivery(edge.url, shop, 'orders/cancelled', cancellation, webhookId);
+    const answer = await loseConnectionOn(service.databaseUrl, (holder) => holder.query('select pg_advisory_xact_lock(hashtext($1))', [lockKey]), send);
     expectUnavailable(answer);
     // Rolled back as a whole: no signal, no cancellation, no audit entry, no event.
     expect(await signalsOf(service.databaseUrl, shop, order)).toEqual([]);
     expect((await getJob(api, shop.user.token, jobId)).cancellations).toEqual([]);
     expect((await auditOf(api, shop.user.token, String(order.id))).filter((entry) => entry.action === 'order.cancelled')).toEqual([]);
 
-    const accepted = await redeliver(() => storefrontDelivery(edge.url, shop, 'orders/cancelled', cancellation, webhookId));
-    expect(accepted.body).toMatchObject({ received: true, syncJobIds: [jobId] });
-    const again = await storefrontDelivery(edge.url, shop, 'orders/cancelled', cancellation, webhookId);
-    expect(again.status, JSON.stringify(again.body)).toBe(200);
-    expect(again.body).toMatchObject({ received: true, syncJobIds: [jobId] });
+    await expectAcceptedOnce(send, jobId);
     await expectCancelledOnce({ api, sandbox, service }, shop, order, jobId, webhookId);
   });
 });
@@ -211,19 +216,11 @@ describe("a supplier's own orders/cancelled the service cannot record", () => {
     const webhookId = `wh-supplier-${uniqueSuffix()}`;
     const report = supplierCancellation(sourceOrderId);
 
-    link.cut();
-    try {
-      expectUnavailable(await supplierDelivery(edge.url, shop, 'orders/cancelled', report, webhookId));
-      expectUnavailable(await supplierDelivery(edge.url, shop, 'orders/cancelled', report, webhookId));
-    } finally {
-      link.restore();
-    }
+    const send = () => supplierDelivery(edge.url, shop, 'orders/cancelled', report, webhookId);
+    await expectUnavailableWhileCut(link, send);
     expect(await getJob(api, shop.user.token, jobId)).toMatchObject({ supplierCancelledAt: null });
 
-    const accepted = await redeliver(() => supplierDelivery(edge.url, shop, 'orders/cancelled', report, webhookId));
-    expect(accepted.body).toMatchObject({ received: true, syncJobIds: [jobId] });
-    const again = await supplierDelivery(edge.url, shop, 'orders/cancelled', report, webhookId);
-    expect(again.body).toMatchObject({ received: true, syncJobIds: [jobId] });
+    await expectAcceptedOnce(send, jobId);
     await expectRecordedOnce({ api, sandbox }, shop, jobId, webhookId);
   });
 
@@ -233,19 +230,13 @@ describe("a supplier's own orders/cancelled the service cannot record", () => {
     const report = supplierCancellation(sourceOrderId);
 
     // The job's row, which the recording updates (`markSupplierCancelledIn`) in its transaction.
-    const answer = await loseConnectionOn(
-      service.databaseUrl,
-      (holder) => holder.query('select id from sync_jobs where id = $1 for update', [jobId]),
-      () => supplierDelivery(edge.url, shop, 'orders/cancelled', report, webhookId),
-    );
+    const send = () => supplierDelivery(edge.url, shop, 'orders/cancelled', report, webhookId);
+    const answer = await loseConnectionOn(service.databaseUrl, (holder) => holder.query('select id from sync_jobs where id = $1 for update', [jobId]), send);
     expectUnavailable(answer);
     expect(await getJob(api, shop.user.token, jobId)).toMatchObject({ supplierCancelledAt: null });
     expect((await auditOf(api, shop.user.token, jobId)).filter((entry) => entry.action === 'sync_job.supplier_cancelled')).toEqual([]);
 
-    const accepted = await redeliver(() => supplierDelivery(edge.url, shop, 'orders/cancelled', report, webhookId));
-    expect(accepted.body).toMatchObject({ received: true, syncJobIds: [jobId] });
-    const again = await supplierDelivery(edge.url, shop, 'orders/cancelled', report, webhookId);
-    expect(again.body).toMatchObject({ received: true, syncJobIds: [jobId] });
+    await expectAcceptedOnce(send, jobId);
     await expectRecordedOnce({ api, sandbox }, shop, jobId, webhookId);
   });
 });
