@@ -203,12 +203,10 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
     } catch (error) {
       if (!isRefusal(error)) throw error;
       const state = await readOrder(job, platform, store, orderId);
-      if (!state.cancelled && state.fulfillment === 'none') {
-        // custom's 409 names fulfilled quantities its order does not show; any other refusal is unexplained.
-        if (error.status !== 409) throw error;
-        return { outcome: 'too_late', reason: `already shipped by the supplier: ${describeLines(cancellation.lines)}`, platformStatus: error.status };
-      }
-      return fromOrderState(state, error.status, cancellation, platform, store, orderId);
+      if (state.cancelled || state.fulfillment !== 'none') return fromOrderState(state, error.status, cancellation, platform, store, orderId);
+      // custom's 409 names fulfilled quantities its order does not show; any other refusal is unexplained.
+      if (error.status !== 409) throw error;
+      return { outcome: 'too_late', reason: `already shipped by the supplier: ${describeLines(cancellation.lines)}`, platformStatus: error.status };
     }
   }
 

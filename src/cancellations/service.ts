@@ -59,14 +59,21 @@ export interface SupplierCancellations {
   recordSupplierCancellation(report: SupplierCancellationReport): Promise<SupplierCancellationRecorded | null>;
 }
 
-/** What applying a signal did: the jobs it reached, and the audit entries and events it leaves to write. */
-interface Applied {
-  jobs: SyncJob[];
+/** The audit entries and events applying signals leaves to write (`record`), one statement each. */
+interface Writes {
   audit: AuditRecord[];
   events: NewEvent[];
 }
 
+/** What applying a signal did: the jobs it reached, and what it leaves to write. */
+interface Applied extends Writes {
+  jobs: SyncJob[];
+}
+
 const NOTHING_APPLIED: Applied = { jobs: [], audit: [], events: [] };
+
+/** The ids of the jobs that have a cancellation from this signal among these cancellations. */
+const reachedBy = (signal: OrderCancellation, cancellations: Cancellation[]) => new Set(cancellations.filter((c) => c.signalId === signal.id).map((c) => c.syncJobId));
 
 /** What a signal asks of one job: the supplier lines to cancel, and whether that is all of them. */
 interface JobPlan {
@@ -121,7 +128,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
   private applySignals(signals: CancellationSignal[]): Promise<OrderCancelled[]> {
     return this.repository.transaction(async (trx) => {
       await this.repository.lockOrders(trx, signals);
-      const writes: Applied = { jobs: [], audit: [], events: [] };
+      const writes: Writes = { audit: [], events: [] };
       const answered = new Map<string, OrderCancelled>();
       const answers: OrderCancelled[] = [];
       for (const signal of signals) {
@@ -137,7 +144,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
   }
 
   /** Records and applies one signal under its order's lock; its audit entries and events are added to `writes`. */
-  private async applySignalIn(trx: Trx, signal: CancellationSignal, writes: Applied): Promise<OrderCancelled> {
+  private async applySignalIn(trx: Trx, signal: CancellationSignal, writes: Writes): Promise<OrderCancelled> {
     const record: OrderCancellation = {
       id: newId('orderCancellation'),
       ownerId: signal.ownerId,
@@ -191,14 +198,14 @@ export class CancellationService implements OrderCancellations, SupplierCancella
 
   /** The ids of these jobs that have a cancellation from this signal, in the jobs' order. */
   private async jobsReachedBy(trx: Trx, signal: OrderCancellation, jobs: SyncJob[]): Promise<string[]> {
-    const reached = new Set((await this.repository.forJobsIn(trx, jobs.map((job) => job.id))).filter((c) => c.signalId === signal.id).map((c) => c.syncJobId));
+    const reached = reachedBy(signal, await this.repository.forJobsIn(trx, jobs.map((job) => job.id)));
     return jobs.filter((job) => reached.has(job.id)).map((job) => job.id);
   }
 
   /** Writes what applying a signal leaves to its caller: its audit entries in one statement, its events in another. */
-  private async record(trx: Trx, applied: Applied): Promise<void> {
-    await insertAudit(trx, applied.audit);
-    await this.deps.outbox.append(trx, applied.events);
+  private async record(trx: Trx, writes: Writes): Promise<void> {
+    await insertAudit(trx, writes.audit);
+    await this.deps.outbox.append(trx, writes.events);
   }
 
   /**
@@ -212,7 +219,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
   private async apply(trx: Trx, signal: OrderCancellation, jobs: SyncJob[]): Promise<Applied> {
     const existing = await this.repository.forJobsIn(trx, jobs.map((job) => job.id));
     const vendorTags = await this.vendorTags(trx, jobs);
-    const reachedBefore = new Set(existing.filter((c) => c.signalId === signal.id).map((c) => c.syncJobId));
+    const reachedBefore = reachedBy(signal, existing);
     const plans = jobs.flatMap((job) => {
       if (reachedBefore.has(job.id)) return [];
       const plan = planFor(job, vendorTags.get(job.sourceStoreId) ?? null, existing.filter((c) => c.syncJobId === job.id), signal);
