@@ -12,7 +12,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { GiveUp, SHOP, percentile, round, runTsForJson } from '../common.ts';
-import { medianOfRuns, setupTenant, untilJobsFinished, withClient, type Bench, type Tenant } from '../harness.ts';
+import { medianOfRuns, setupTenant, supplierOrderTimes, untilJobsFinished, withClient, type Bench, type Tenant } from '../harness.ts';
 import type { OpenLoopInput, OpenLoopResult, SentOrder } from '../open-loop.ts';
 import { PLAN, type Results } from '../settings.ts';
 
@@ -72,7 +72,7 @@ async function raceRun(bench: Bench, url: string, tenant: Tenant, serviceUrl: st
   // Only orders whose cancellation the service accepted count: one not answered 200 is noted by openLoop.
   const accepted = new Set(cancels.filter((order) => order.status === 200).map((order) => order.orderId));
   const jobIds = routed.filter((order) => accepted.has(order.orderId)).flatMap((order) => order.syncJobIds);
-  const placed = await supplierOrderJobs(bench);
+  const placed = await supplierOrderTimes(bench);
   const cancelledAt = await supplierCancellationTimes(bench);
   const placedOfRun = jobIds.filter((jobId) => placed.has(jobId));
   const leftOpen = placedOfRun.filter((jobId) => !cancelledAt.has(jobId)).length;
@@ -161,16 +161,6 @@ function untilCancellationsFinished(url: string, tenant: Tenant, since: Date): P
       await delay(200);
     }
   });
-}
-
-/** The sync jobs whose supplier orders exist, by the idempotency key each was placed with. */
-async function supplierOrderJobs(bench: Bench): Promise<Set<string>> {
-  const jobs = new Set<string>();
-  for (const supplier of SHOP.suppliers) {
-    const orders = await bench.sandboxControl<SupplierOrder[]>('GET', `/stores/${encodeURIComponent(supplier.shopDomain)}/orders`);
-    for (const order of orders) if (order.idempotencyKey) jobs.add(order.idempotencyKey.replace(/^sync-job:/, ''));
-  }
-  return jobs;
 }
 
 /** When each supplier order was cancelled at its supplier, by the sync job id its idempotency key names. */
