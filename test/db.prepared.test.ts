@@ -5,6 +5,7 @@
  * one connection, so every statement of the test runs on it).
  */
 import { sql } from 'kysely';
+import type { Pool } from 'pg';
 import pino from 'pino';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -87,6 +88,33 @@ describe('marked statements', () => {
       const prepared = (await preparedOnConnection()).filter((row) => /insert into pgboss\./i.test(row.statement));
       expect(prepared).toHaveLength(1);
       expect(prepared[0]!.statement.endsWith(PREPARED_MARK)).toBe(true);
+    } finally {
+      await queue.stop(5_000);
+    }
+  });
+
+  it("include the settling consumers' pg-boss fetch, on the queue's own pool (no parameters: planned once per connection)", async () => {
+    const spec: QueueSpec<{ n: number }> = { name: 'test.prepared-fetch', schema: z.object({ n: z.number() }) };
+    // One connection, so the test reads the prepared statements of the connection that fetched.
+    const queue = await Queue.start({ connectionString: url, logger: pino({ level: 'silent' }), supervise: false, queues: [spec], poolMax: 1 });
+    try {
+      await sqlOf(orm).transaction().execute((trx) => queue.insertIn(trx, spec, [1, 2, 3].map((n) => ({ id: newMessageId(), message: { n } }))));
+      const handled: number[] = [];
+      queue.consumeSettling(spec, { batchSizes: [2], logger: pino({ level: 'silent' }) }, async (jobs) => {
+        handled.push(...jobs.map((job) => (job.data as { n: number }).n));
+        await queue.settleIn(sqlOf(orm), spec, jobs.map((job) => job.id));
+        return new Set();
+      });
+      for (let waited = 0; handled.length < 3 && waited < 10_000; waited += 50) await delay(50);
+      expect(handled.sort()).toEqual([1, 2, 3]);
+      const { pool } = queue.boss.getDb() as unknown as { pool: Pool };
+      const { rows } = await pool.query<PreparedRow>(
+        `select name, statement, generic_plans::int, custom_plans::int from pg_prepared_statements where not from_sql and statement like '%next AS%'`,
+      );
+      expect(rows).toHaveLength(1);
+      expect(rows[0]!.statement).toContain(`j.name = '${spec.name}'`);
+      expect(rows[0]!.generic_plans).toBeGreaterThanOrEqual(2);
+      expect(rows[0]!.custom_plans).toBe(0);
     } finally {
       await queue.stop(5_000);
     }

@@ -32,8 +32,11 @@ const MAX_PREPARED = 256;
 
 const names = new Map<string, string>();
 
-/** The statement's name: a hash of its text, so one name always means one text on every connection. */
-function nameOf(text: string): string | undefined {
+/**
+ * The statement's name: a hash of its text, so one name always means one text on every connection.
+ * Undefined past MAX_PREPARED distinct texts (the statement then runs unnamed).
+ */
+export function preparedName(text: string): string | undefined {
   const known = names.get(text);
   if (known !== undefined || names.size >= MAX_PREPARED) return known;
   const name = `prepared_${createHash('sha256').update(text).digest('hex').slice(0, 32)}`;
@@ -52,7 +55,7 @@ export function prepareMarkedStatements(pool: Pool): void {
   pool.on('connect', (client) => {
     const query = client.query as (...args: unknown[]) => unknown;
     client.query = function (this: PoolClient, config: unknown, ...rest: unknown[]) {
-      const name = typeof config === 'string' && config.endsWith(PREPARED_MARK) ? nameOf(config) : undefined;
+      const name = typeof config === 'string' && config.endsWith(PREPARED_MARK) ? preparedName(config) : undefined;
       return query.call(this, name === undefined ? config : { name, text: config }, ...rest);
     } as Query;
   });

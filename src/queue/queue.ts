@@ -5,7 +5,9 @@ import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Db, Trx } from '../db/sql.ts';
 import { analyzeJobTable, settleMessages } from './repository.ts';
-import { PREPARED_MARK } from '../db/prepared.ts';
+import type { Pool } from 'pg';
+import { POOL_OPTIONS } from '../db/pool.ts';
+import { PREPARED_MARK, preparedName } from '../db/prepared.ts';
 
 /**
  * A queue: its name, its message schema and its options. A queue message only names the record to
@@ -137,6 +139,22 @@ export class Queue {
   /** Queues whose fetches are failing: since when, when that was last logged, and how many failed (`#fetchFailed`). */
   readonly #fetchFailures = new Map<string, { since: number; loggedAt: number; failures: number }>();
 
+  /**
+   * The settling consumers fetch through this: pg-boss's own pool, each fetch a named prepared
+   * statement. A fetch's text is fixed per queue and batch size and has no parameters, and planning
+   * it cost more than running it (measured in the processing drain: 0.45 ms of planning against 0.34
+   * of execution a call), so it is planned once per connection and whenever the job table's
+   * statistics change (`#freshenStatistics` refreshes them while a backlog lasts).
+   */
+  readonly #fetchDb = {
+    executeSql: (text: string, values: unknown[] = []) => {
+      const db = this.boss.getDb() as { pool?: Pool; executeSql(text: string, values?: unknown[]): Promise<{ rows: unknown[] }> };
+      const name = preparedName(text);
+      // Plain pg-boss when its database is not its own pg pool.
+      return db.pool && name !== undefined ? db.pool.query({ name, text, values }) : db.executeSql(text, values);
+    },
+  };
+
   private constructor(
     readonly boss: PgBoss,
     /** Every queue this process created: QUEUES and the kinds'. */
@@ -158,6 +176,8 @@ export class Queue {
       migrate: true,
       useListenNotify: false,
       application_name: 'order-routing-queue',
+      // Passed through to its pg pool: the prepared fetches' plans (#fetchDb) are no older than the ORM's.
+      ...({ maxLifetimeSeconds: POOL_OPTIONS.maxLifetimeSeconds } as object),
     });
     const queues: QueueSpec[] = [...(options.queues ?? []), ...Object.values(QUEUES)];
     const queue = new Queue(boss, queues.map(({ name }) => name));
@@ -220,7 +240,7 @@ export class Queue {
     while (!this.stopping) {
       let jobs: Job<unknown>[] = [];
       try {
-        jobs = await this.boss.fetch(name, { batchSize });
+        jobs = await this.boss.fetch(name, { batchSize, db: this.#fetchDb });
         this.#fetchSucceeded(name, logger);
       } catch (error) {
         if (!this.stopping) this.#fetchFailed(name, error, logger);
