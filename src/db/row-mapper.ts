@@ -8,11 +8,7 @@ import type { Orm } from './orm.ts';
  * an identity-map merge and a hydration per row, measured at 5% of a worker's CPU for one batch read.
  */
 export function rowMapper<T extends object>(orm: Orm, entity: EntityName<T>): (row: Record<string, unknown>) => T {
-  const fields = orm
-    .getMetadata()
-    .get(entity)
-    .props.filter((prop) => prop.fieldNames?.length === 1 && prop.persist !== false)
-    .map((prop) => ({ name: prop.name as string, column: prop.fieldNames[0]!, date: prop.runtimeType === 'Date' }));
+  const fields = fieldsOf(orm, entity);
   return (row) => {
     const mapped: Record<string, unknown> = {};
     for (const { name, column, date } of fields) {
@@ -21,4 +17,21 @@ export function rowMapper<T extends object>(orm: Orm, entity: EntityName<T>): (r
     }
     return mapped as T;
   };
+}
+
+/** The entity's stored properties, each with its column. */
+function fieldsOf<T extends object>(orm: Orm, entity: EntityName<T>): { name: string; column: string; date: boolean }[] {
+  return orm
+    .getMetadata()
+    .get(entity)
+    .props.filter((prop) => prop.fieldNames?.length === 1 && prop.persist !== false)
+    .map((prop) => ({ name: prop.name as string, column: prop.fieldNames[0]!, date: prop.runtimeType === 'Date' }));
+}
+
+/**
+ * The columns `rowMapper` reads, to name them in a statement instead of `*`: a prepared statement
+ * (src/db/prepared.ts) must name its result columns, or a migration adding one breaks it.
+ */
+export function columnsOf<T extends object>(orm: Orm, entity: EntityName<T>): string[] {
+  return fieldsOf(orm, entity).map(({ column }) => column);
 }

@@ -9,7 +9,8 @@ import type { SupplierLine } from '../platforms/types.ts';
 import { ResellerStore } from '../reseller-stores/entity.ts';
 import { SourceStore } from '../source-stores/entity.ts';
 import { findPage } from '../db/paging.ts';
-import { rowMapper } from '../db/row-mapper.ts';
+import { columnsOf, rowMapper } from '../db/row-mapper.ts';
+import { PREPARED } from '../db/prepared.ts';
 import type { Page, PageQuery } from '../shared/paging.ts';
 import { SyncJob } from './entity.ts';
 
@@ -79,7 +80,7 @@ const byJobKey = (a: JobCandidate, b: JobCandidate) =>
 /** Every statement on sync_jobs. */
 export class SyncJobRepository {
   /** Row mappers of the batch load (`loadWithSources`), built on its first use. */
-  #mappers: { job: (row: Record<string, unknown>) => SyncJob; source: (row: Record<string, unknown>) => SourceStore; reseller: (row: Record<string, unknown>) => ResellerStore } | undefined;
+  #mappers: { columns: 'j.id'[]; job: (row: Record<string, unknown>) => SyncJob; source: (row: Record<string, unknown>) => SourceStore; reseller: (row: Record<string, unknown>) => ResellerStore } | undefined;
 
   constructor(
     private readonly orm: Orm,
@@ -165,18 +166,27 @@ export class SyncJobRepository {
 
   /** One statement for the jobs and the stores they call; the ORM only maps the rows. */
   async loadWithSources(jobIds: string[]): Promise<JobWithSource[]> {
+    const map = (this.#mappers ??= {
+      // Named, not `j.*`: the statement is prepared (see `columnsOf`).
+      columns: columnsOf(this.orm, SyncJob).map((column) => `j.${column}` as 'j.id'),
+      job: rowMapper(this.orm, SyncJob),
+      source: rowMapper(this.orm, SourceStore),
+      reseller: rowMapper(this.orm, ResellerStore),
+    });
     const rows = await this.db
       .selectFrom('sync_jobs as j')
       .leftJoin('source_stores as s', (join) => join.onRef('s.id', '=', 'j.source_store_id').on('s.deleted_at', 'is', null))
       .leftJoin('reseller_stores as r', (join) =>
         join.onRef('r.id', '=', 'j.reseller_store_id').on('r.deleted_at', 'is', null).on(sql<boolean>`j."order" is null`),
       )
-      .selectAll('j')
+      .select(map.columns)
       .select(sql<Record<string, unknown> | null>`to_jsonb(s)`.as('source_store'))
       .select(sql<Record<string, unknown> | null>`to_jsonb(r)`.as('reseller_store'))
-      .where('j.id', '=', sql<string>`any(${jobIds}::text[])`)
+      // The ids as a set-returning function, not `= any(array)`: its estimate (100 rows) does not depend
+      // on the parameter, so PostgreSQL settles on a generic plan instead of planning every call.
+      .where('j.id', 'in', sql<string>`(select jsonb_array_elements_text(${JSON.stringify(jobIds)}::jsonb))`)
+      .modifyEnd(PREPARED)
       .execute();
-    const map = (this.#mappers ??= { job: rowMapper(this.orm, SyncJob), source: rowMapper(this.orm, SourceStore), reseller: rowMapper(this.orm, ResellerStore) });
     return rows.map(({ source_store: source, reseller_store: reseller, ...job }) => ({
       row: map.job(job as Record<string, unknown>),
       source: source ? map.source(source) : null,
