@@ -58,6 +58,8 @@ type Delivery = { messageId?: string | undefined; watchdog?: string | undefined 
 /** The batch's message, settled with the outcome whatever its write does (a lost race leaves it stale). */
 const settled = ({ messageId }: Delivery): AttemptWrite['message'] => (messageId ? { id: messageId, settle: 'always' } : undefined);
 
+const LOST_WARNING = 'previous attempt lost: counted as failed';
+
 /** What a delivered message does to its row when it is taken. */
 type TakeMove = 'take' | 'lost' | null;
 
@@ -198,7 +200,7 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
   private async take(messages: AttemptMessage[], dropped: string[]): Promise<Taken<W>[]> {
     const loaded = new Map((await this.attempt.load([...new Set(messages.map((m) => m.rowId))])).map((work) => [work.row.id, work]));
     const now = new Date();
-    const candidates: { work: W; log: Logger; messageId: string; trigger: AttemptTrigger; heldAt: Date | null }[] = [];
+    const candidates: { work: W; log: Logger; messageId: string; trigger: AttemptTrigger; heldAt: Date | null; taken: R }[] = [];
     const lost: { work: W; log: Logger; messageId: string }[] = [];
     const stale = [...dropped];
     for (const { messageId, rowId, turnAt } of messages) {
@@ -206,9 +208,10 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
       const work = loaded.get(rowId);
       // What starts this attempt, read from the row before the LOSE and TAKE change it.
       const trigger = work && triggerOf(work.row.status, work.row.attempts);
-      // Tried on a copy: a row whose store's turn is not near is postponed, not moved.
-      const move = work && trigger && work.row.queueMessageId === messageId ? this.moveOnTake({ ...work.row }, now, log, { dryRun: true }) : null;
-      if (move === 'take') candidates.push({ work: work!, log, messageId, trigger: trigger!, heldAt: turnAt ?? null });
+      // Tried on a copy: a row whose store's turn is not near is postponed, not moved; one taken gets the copy's state.
+      const taken = work && { ...work.row };
+      const move = taken && trigger && work.row.queueMessageId === messageId ? this.moveOnTake(taken, now, log, { dryRun: true }) : null;
+      if (move === 'take') candidates.push({ work: work!, log, messageId, trigger: trigger!, heldAt: turnAt ?? null, taken: taken! });
       else if (move === 'lost' && this.moveOnTake(work!.row, now, log) === 'lost') lost.push({ work: work!, log, messageId });
       else {
         stale.push(messageId);
@@ -221,9 +224,11 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
       turns[i]!.waitMs > MAX_TURN_WAIT_MS ? [{ row: work.row, turnAt: turns[i]!.at!, log, messageId }] : [],
     );
     await postponeToTurns(this.ctx, this.kind, later);
-    const taking = candidates.flatMap(({ work, log, messageId, trigger }, i) => {
+    const taking = candidates.flatMap(({ work, log, messageId, trigger, taken }, i) => {
       const { waitMs } = turns[i]!;
-      if (waitMs > MAX_TURN_WAIT_MS || this.moveOnTake(work.row, now, log) !== 'take') return [];
+      if (waitMs > MAX_TURN_WAIT_MS) return [];
+      if (work.row.status === 'processing') log.warn({ attempts: work.row.attempts }, LOST_WARNING);
+      Object.assign(work.row, taken);
       return [{ work, log, messageId, timeline: { trigger } as TimelineStep, turnAt: reservedAt + waitMs }];
     });
     // A taken row keeps its message until the attempt's outcome settles it; every other message is done with.
@@ -254,15 +259,15 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
    * attempt counts as failed, so redeliveries can never attempt the work more often than the policy
    * allows. 'lost' when that was its last retry (it is dead now). A row whose stored state the
    * machine cannot read is left alone, not the whole batch with it. `dryRun`: tried on a copy of the
-   * row first (the row is postponed if its store's turn is not near), so the lost attempt is logged
-   * only when it is counted.
+   * row first (the row is postponed if its store's turn is not near; one taken gets the copy's state,
+   * not a second transition), so the lost attempt is logged only when it is counted (by `take`).
    */
   private moveOnTake(row: R, now: Date, log: Logger, { dryRun = false } = {}): TakeMove {
     const at = now.toISOString();
     try {
       if (row.status === 'processing') {
         if (!this.kind.transition(row, { type: 'LOSE', at }, now)) return null;
-        if (!dryRun) log.warn({ attempts: row.attempts }, 'previous attempt lost: counted as failed');
+        if (!dryRun) log.warn({ attempts: row.attempts }, LOST_WARNING);
         if ((row.status as AttemptRow['status']) === 'dead') {
           row.queueMessageId = null;
           return 'lost';
