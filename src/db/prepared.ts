@@ -14,9 +14,10 @@ import type { Pool, PoolClient } from 'pg';
  * change (ANALYZE) or the connection ends. Made on a young table it can scan a table that has grown
  * since (measured: the worker's take at 12 ms a call instead of 2.6 on a database filled during the
  * bench's stream), so the pool replaces connections after POOL_OPTIONS.maxLifetimeSeconds
- * (src/db/pool.ts) and no plan is older than that. Not marked for the same reason: the routing's
- * job insert, which joins the candidates to sync_jobs on the order index (its generic plan, made
- * during a warm-up, hash-joined a seq scan of the table: 9.3 ms a call instead of 1.9).
+ * (src/db/pool.ts) and no plan is older than that. A statement that joins its rows to a growing table
+ * is better not marked: the routing's job insert once found existing jobs that way, and its generic
+ * plan, made during a warm-up, hash-joined a seq scan of sync_jobs (9.3 ms a call instead of 1.9); it
+ * is marked now that it only inserts (src/sync-jobs/repository.ts `insertNew`).
  *
  * Only for statements whose result columns are named, not `*`: a migration that adds a column
  * would otherwise make a connection's prepared statement fail ("cached plan must not change result

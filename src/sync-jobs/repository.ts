@@ -197,10 +197,13 @@ export class SyncJobRepository {
   /**
    * One statement for every candidate: insert the jobs that do not exist yet with their audit
    * entries (`on conflict do nothing` on the unique (order, source store) index decides which are
-   * new), and find the ones that do. Returns what it found per candidate id; a candidate whose job a
-   * concurrent transaction committed while this one waited is missing (see `findByOrderKeys`).
+   * new). Returns the candidates inserted; the caller reads the jobs of the others (`findByOrderKeys`).
+   * It reads no table, so its plan does not depend on sync_jobs' size, and it is prepared
+   * (src/db/prepared.ts): planning it cost 0.37 ms a call, half its execution, on the ingest path.
+   * (It used to join the candidates to sync_jobs to find the existing jobs too, which a generic plan
+   * made on a young table did with a scan of the whole table.)
    */
-  async insertUnlessExists(trx: Trx, candidates: JobCandidate[], initial: InitialJobColumns, now: Date): Promise<CandidateJob[]> {
+  async insertNew(trx: Trx, candidates: JobCandidate[], initial: InitialJobColumns, now: Date): Promise<CandidateJob[]> {
     return trx
       // (A raw CTE body is not parenthesised by Kysely, hence the parentheses.)
       .with(
@@ -256,14 +259,7 @@ export class SyncJobRepository {
       )
       .selectFrom('inserted')
       .select(['id as candidate', 'id', 'queue_message_id as queueMessageId', sql<boolean>`true`.as('created')])
-      .unionAll((eb) =>
-        eb
-          .selectFrom('candidate as c')
-          .innerJoin('sync_jobs as j', (join) =>
-            join.onRef('j.external_order_id', '=', 'c.external_order_id').onRef('j.source_store_id', '=', 'c.source_store_id'),
-          )
-          .select(['c.id as candidate', 'j.id', sql<string | null>`null`.as('queueMessageId'), sql<boolean>`false`.as('created')]),
-      )
+      .modifyEnd(PREPARED)
       .execute();
   }
 

@@ -148,10 +148,10 @@ export class SyncJobService {
         actor_id: creator.actorId,
       })),
     );
-    const found = new Map((await this.jobs.insertUnlessExists(trx, candidates.flat(), initial, now)).map((row) => [row.candidate, row]));
-    // The statement's snapshot predates it: a job that a concurrent delivery committed while this
-    // insert waited on the unique index, or that another request of this group inserted, was neither
-    // inserted for its candidate nor seen. Read those again: committed now, or this transaction's own.
+    const found = new Map((await this.jobs.insertNew(trx, candidates.flat(), initial, now)).map((row) => [row.candidate, row]));
+    // The jobs not inserted exist: before this delivery (a redelivery), committed by a concurrent one
+    // while this insert waited on the unique index, or inserted by another request of this group.
+    // Read after the insert, they are all seen: committed by now, or this transaction's own.
     const missing = candidates.flat().filter((candidate) => !found.has(candidate.id));
     if (missing.length > 0) {
       const late = await this.jobs.findByOrderKeys(trx, missing);
