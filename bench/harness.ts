@@ -64,7 +64,7 @@ export class Infrastructure {
   constructor(private readonly workspace: Workspace) {}
 
   /** Starts PostgreSQL (with pg_stat_statements when BENCH_PGSTAT=1) and the sandbox. */
-  async start(): Promise<{ db: EmbeddedDatabase; sandboxUrl: string }> {
+  async start(): Promise<{ db: EmbeddedDatabase; sandboxUrl: string; sandboxPid: number }> {
     const dataDir = path.join(this.workspace.tmp, 'postgres');
     let db = await startEmbeddedPostgres({ dataDir });
     this.#db = db;
@@ -88,7 +88,7 @@ export class Infrastructure {
     const sandboxPort = await freePort();
     const sandbox = this.track(spawnTs('test/sandbox/main.ts', { env: { PORT: String(sandboxPort), HOST: '127.0.0.1' }, logFile: path.join(this.workspace.logs, 'sandbox.log') }));
     await waitForLog(sandbox, 'sandbox platform listening');
-    return { db, sandboxUrl: `http://127.0.0.1:${sandboxPort}` };
+    return { db, sandboxUrl: `http://127.0.0.1:${sandboxPort}`, sandboxPid: sandbox.process.pid! };
   }
 
   track(child: Child): Child {
@@ -127,6 +127,8 @@ export class Bench {
     readonly workspace: Workspace,
     readonly db: EmbeddedDatabase,
     readonly sandboxUrl: string,
+    /** The sandbox's process: it shares the machine's CPUs with the service (see `sandboxCpuWindow`). */
+    private readonly sandboxPid: number,
     private readonly infrastructure: Infrastructure,
     readonly service: { env: Record<string, string>; workerConcurrency: number },
     /** What the printed table and results.json say below the figures. */
@@ -205,6 +207,12 @@ export class Bench {
     const postmaster = Number(readFileSync(path.join(this.workspace.tmp, 'postgres', 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
     const before = { process: cpuSeconds(pid), database: clusterCpuSeconds(postmaster) };
     return () => ({ process: cpuSeconds(pid) - before.process, database: clusterCpuSeconds(postmaster) - before.database });
+  }
+
+  /** The sandbox's CPU seconds from now until the returned function is called. */
+  sandboxCpuWindow(): () => number {
+    const before = cpuSeconds(this.sandboxPid);
+    return () => cpuSeconds(this.sandboxPid) - before;
   }
 
   async startServiceProcess(name: string, databaseUrl: string, env: Record<string, string>): Promise<ServiceProcess> {

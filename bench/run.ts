@@ -67,9 +67,9 @@ async function main(): Promise<number> {
   if (QUICK) notes.push('BENCH_QUICK=1: shortened runs and counts; not the benchmark figures');
   process.once('SIGINT', () => void infrastructure.stopAll().then(() => process.exit(130)));
   try {
-    const { db, sandboxUrl } = await infrastructure.start();
+    const { db, sandboxUrl, sandboxPid } = await infrastructure.start();
     log(`embedded PostgreSQL on port ${db.port}, sandbox at ${sandboxUrl}, logs in ${workspace.logs}`);
-    const bench = new Bench(workspace, db, sandboxUrl, infrastructure, service, notes, log);
+    const bench = new Bench(workspace, db, sandboxUrl, sandboxPid, infrastructure, service, notes, log);
     for (const [phase, run] of PHASE_RUNS) {
       if (!PHASES.has(phase)) continue;
       Object.assign(results, await run(bench));

@@ -41,9 +41,11 @@ async function processingRun(bench: Bench, run: number): Promise<Results> {
 
   const worker = await bench.startServiceProcess('processing-worker', url, { ROLE: 'worker', PLATFORM_PACING: PLAN.pacing });
   const workerCpu = bench.cpuWindow(worker.child.process.pid!);
+  const sandboxCpu = bench.sandboxCpuWindow();
   const stopSampling = bench.sampleActivity('the drain');
   const drained = await untilJobsFinished(url, tenant, 300_000);
   const drainCpu = workerCpu();
+  const drainSandboxCpu = sandboxCpu();
   await stopSampling();
   await worker.stop();
   const span = await withClient(url, async (c) =>
@@ -54,6 +56,8 @@ async function processingRun(bench: Bench, run: number): Promise<Results> {
   if (!drained || completed < pending) bench.notes.push(`processing: ${completed} of ${pending} jobs completed (${span.dead} dead)`);
   bench.log(`  service: ${completed} completed in ${round(Number(span.seconds))} s: ${round(jobsPerSecond)} jobs/s`);
   bench.reportCpu('service', drainCpu, completed, 'job');
+  // Not the service's, but taken from the same two CPUs: bare pg-boss's no-op handlers call nothing.
+  bench.log(`  the sandbox answering it: CPU per job ${round((drainSandboxCpu * 1000) / completed, 2)} ms`);
 
   const baselineUrl = await bench.createDatabase(`bench_processing_baseline_${run}`);
   const outFile = path.join(bench.workspace.tmp, `baseline-queue-${run}.json`);
@@ -75,6 +79,7 @@ async function processingRun(bench: Bench, run: number): Promise<Results> {
     'processing.ratio': round(jobsPerSecond / baseline.jobsPerSecond, 3),
     'processing.service_cpu_ms_per_job': round((drainCpu.process * 1000) / completed, 2),
     'processing.service_db_cpu_ms_per_job': round((drainCpu.database * 1000) / completed, 2),
+    'processing.sandbox_cpu_ms_per_job': round((drainSandboxCpu * 1000) / completed, 2),
     'processing.baseline_cpu_ms_per_job': round((baseline.cpuSeconds * 1000) / jobs, 2),
     'processing.baseline_db_cpu_ms_per_job': round((baselineDrainCpu.database * 1000) / jobs, 2),
   };
