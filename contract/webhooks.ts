@@ -15,7 +15,7 @@ const WebhookHeaders = z.object({
 const Received = z.object({
   received: z.literal(true),
   ignored: z.literal(true).optional().describe('Present when the topic (or this payload of it) asks for nothing: nothing changed, and the platform must not retry.'),
-  syncJobIds: z.array(z.string()).optional().describe('Sync jobs created or found for the order, or given a cancellation by this signal (a redelivery of the signal answers the jobs it has reached by then).'),
+  syncJobIds: z.array(z.string()).optional().describe('Sync jobs created or found for the order, or given a cancellation by this signal (a redelivery of the signal answers the jobs it has reached by then, as does a whole-order cancellation the divergence watch applied first, which it de-duplicates).'),
   request_id: RequestId,
 });
 

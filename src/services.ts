@@ -44,6 +44,7 @@ import { FULFILLMENT_RECORDED, SETTLED_STEPS } from './workers/kinds.ts';
 import { WatchRunner } from './divergence-watch/runner.ts';
 import { DivergenceService } from './divergence-watch/service.ts';
 import { CancellationService } from './cancellations/service.ts';
+import { watchSignalKey } from './cancellations/signal-keys.ts';
 import { CancellationRepository } from './cancellations/repository.ts';
 
 export type Services = ReturnType<typeof createServices>;
@@ -128,7 +129,7 @@ export function createServices(infrastructure: Infrastructure) {
       return result?.recorded ?? false;
     },
     storefrontCancelled: async (store, externalOrderId, watchPassId) => {
-      const signal = { externalOrderId, scope: 'order' as const, lines: [], dedupeKey: `watch:${externalOrderId}` };
+      const signal = { externalOrderId, scope: 'order' as const, lines: [], dedupeKey: watchSignalKey(externalOrderId) };
       const { recorded, syncJobIds } = await routing.cancel(store, signal, { source: 'watch', watchPassId });
       // A repair only when it cancelled something: after the order's own webhook it finds nothing open.
       return recorded && syncJobIds.length > 0;

@@ -34,6 +34,12 @@ const it = test.extend('target', { scope: 'file' }, ({ service }): Target => ({ 
 
 const resellerPlatformFor = (supplier: Platform): Platform => (supplier === 'platform_a' ? 'custom' : 'platform_a');
 
+/** The storefront's cancellation webhook of an order it cancelled (`cancelled`: the order as the sandbox has it now), as `platform` sends it. */
+function cancelledWebhook(platform: Platform, externalOrderId: string, cancelled: unknown): { topic: string; payload: unknown } {
+  if (platform === 'custom') return { topic: 'orders/cancelled', payload: { id: externalOrderId, cancelledAt: new Date().toISOString() } };
+  return { topic: platform === 'platform_b' ? 'orders/updated' : 'orders/cancelled', payload: cancelled };
+}
+
 describe.each(PLATFORMS)('%s supplier', (platform) => {
   it('tracking shipped with no webhook is pushed once by a pass; a late webhook and the next pass push nothing more', async ({ sandbox, target }) => {
     const tenant = await openTenant(sandbox, target, resellerPlatformFor(platform), [platform]);
@@ -138,7 +144,7 @@ describe.each(PLATFORMS)('%s storefront', (platform) => {
   it('a routed order listed cancelled is cancelled at its supplier once, as its webhook would; an unrouted one is left to reconciliation', async ({ sandbox, target }) => {
     const tenant = await openTenant(sandbox, target, platform, ['custom']);
     const placed = await placeOrder(sandbox, tenant, tenant.suppliers[0]!);
-    sandbox.cancelOrder(tenant.reseller.shopDomain, platform, placed.externalOrderId);
+    const cancelled = sandbox.cancelOrder(tenant.reseller.shopDomain, platform, placed.externalOrderId);
     sandbox.setFaults(tenant.reseller.shopDomain, { dropWebhooksNext: 1 });
     const unrouted = sandbox.buildOrderPayload(platform, { id: platform === 'custom' ? 'wo-unrouted-1' : 990_001, lines: [{ sku: 'X', title: 'X', vendor: 'nobody', quantity: 1, price: '1.00' }] });
     await sandbox.placeCustomerOrder(tenant.reseller.shopDomain, platform, unrouted);
@@ -153,6 +159,13 @@ describe.each(PLATFORMS)('%s storefront', (platform) => {
     expect(await check(tenant)).toMatchObject({ status: 'succeeded', repairs: 0 });
     expect(await auditOf(tenant, 'order.cancelled')).toHaveLength(1);
     expect(sandbox.cancellationsFor(supplier.shopDomain)).toHaveLength(1);
+    // Its webhook, late: the same cancellation, answered with the job it reached and recorded no second time.
+    const late = await sendWebhook({ targetUrl: `${tenant.target.url}${ORDERS_PATH}`, shopDomain: tenant.reseller.shopDomain, secret: tenant.reseller.secret, ...cancelledWebhook(platform, placed.externalOrderId, cancelled) });
+    expect(late.status).toBe(200);
+    expect(late.body).toMatchObject({ received: true, syncJobIds: [placed.jobId] });
+    expect(await auditOf(tenant, 'order.cancelled')).toHaveLength(1);
+    expect(await eventsOf(tenant, 'order.cancelled')).toHaveLength(1);
+    expect(sandbox.cancellationsFor(supplier.shopDomain)).toHaveLength(1);
   });
 
   it('a cancellation whose webhook came first is no repair for a pass, and nothing is cancelled again', async ({ sandbox, target }) => {
@@ -160,13 +173,14 @@ describe.each(PLATFORMS)('%s storefront', (platform) => {
     const placed = await placeOrder(sandbox, tenant, tenant.suppliers[0]!);
     const supplier = tenant.suppliers[0]!;
     const cancelled = sandbox.cancelOrder(tenant.reseller.shopDomain, platform, placed.externalOrderId);
-    const [topic, payload] =
-      platform === 'platform_b' ? ['orders/updated', cancelled] : platform === 'custom' ? ['orders/cancelled', { id: placed.externalOrderId, cancelledAt: new Date().toISOString() }] : ['orders/cancelled', cancelled];
-    const webhook = await sendWebhook({ targetUrl: `${tenant.target.url}${ORDERS_PATH}`, shopDomain: tenant.reseller.shopDomain, secret: tenant.reseller.secret, topic, payload });
+    const webhook = await sendWebhook({ targetUrl: `${tenant.target.url}${ORDERS_PATH}`, shopDomain: tenant.reseller.shopDomain, secret: tenant.reseller.secret, ...cancelledWebhook(platform, placed.externalOrderId, cancelled) });
     expect(webhook.body).toMatchObject({ received: true, syncJobIds: [placed.jobId] });
     await waitFor(async () => sandbox.cancellationsFor(supplier.shopDomain).length === 1, 20_000, 'the supplier order cancelled through the webhook');
     expect(await check(tenant)).toMatchObject({ status: 'succeeded', repairs: 0 });
     expect(sandbox.cancellationsFor(supplier.shopDomain)).toHaveLength(1);
+    // The pass found the same cancellation: recorded once, by the webhook (no audit entry or event of the watch's).
+    expect(await auditOf(tenant, 'order.cancelled')).toEqual([{ resource_id: placed.externalOrderId, metadata: expect.not.objectContaining({ source: 'watch' }) }]);
+    expect(await eventsOf(tenant, 'order.cancelled')).toMatchObject([{ object: { syncJobIds: [placed.jobId] } }]);
   });
 });
 

@@ -1,9 +1,9 @@
-import { createHash } from 'node:crypto';
 import type { OrderCancelling } from '../orders/port.ts';
 import type { Platform } from '../orders/types.ts';
 import { readStorefrontCancellation, readSupplierCancellation } from '../platforms/cancel-webhooks.ts';
 import { PayloadError } from '../platforms/types.ts';
 import { validationFailed } from '../shared/errors.ts';
+import { dedupeKeyOf } from './signal-keys.ts';
 import type { SupplierCancellations } from './service.ts';
 
 /** What a webhook delivery came to: the jobs it concerned, or nothing asked (`ignored`). */
@@ -18,12 +18,6 @@ export const IGNORED: WebhookAnswer = { ignored: true };
 export const STOREFRONT_CANCELLATION_TOPICS: ReadonlySet<string> = new Set(['orders/cancelled', 'refunds/create', 'orders/updated']);
 /** The source store's topics that may carry the supplier's own cancellation. */
 export const SUPPLIER_CANCELLATION_TOPICS: ReadonlySet<string> = new Set(['orders/cancelled', 'orders/updated']);
-
-/** Identifies a delivery for de-duplication: its webhook id, else its topic and exact bytes. */
-function dedupeKeyOf(topic: string, webhookId: string | undefined, rawBody: Buffer): string {
-  if (webhookId) return `webhook:${webhookId.slice(0, 200)}`;
-  return `body:${createHash('sha256').update(topic).update('\n').update(rawBody).digest('hex')}`;
-}
 
 function read<T>(reader: () => T): T {
   try {

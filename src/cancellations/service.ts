@@ -7,6 +7,7 @@ import type { Trx } from '../db/sql.ts';
 import type { Outbox } from '../events/outbox.ts';
 import type { NewEvent } from '../events/types.ts';
 import { CUT_BEFORE_PLACEMENT, cutOrder } from './cut.ts';
+import { isWatchSignal } from './signal-keys.ts';
 import { vendorMatches } from '../pricing/index.ts';
 import { newMessageId, type Queue } from '../queue/queue.ts';
 import { GroupCommit } from '../db/group-commit.ts';
@@ -155,6 +156,15 @@ export class CancellationService implements OrderCancellations, SupplierCancella
       dedupeKey: signal.dedupeKey,
       receivedAt: new Date(),
     };
+    const cancelledBefore = signal.scope === 'order' ? await this.watchedTwice(trx, signal, writes) : undefined;
+    if (cancelledBefore) {
+      // The divergence watch stands in for a lost webhook: it and the order's webhook, in either
+      // order, are one cancellation (order-changes.md: a late webhook is de-duplicated), so the second
+      // records nothing and answers as a redelivery of the first would. Two deliveries of the
+      // platform are two signals, each audited, as before.
+      const jobs = await this.deps.jobs.ofOrderIn(trx, signal.resellerStoreId, signal.externalOrderId);
+      return { recorded: false, routed: jobs.length > 0, syncJobIds: await this.jobsReachedBy(trx, cancelledBefore, jobs) };
+    }
     const inserted = await this.repository.insertSignal(trx, record);
     const stored = inserted ? record : (await this.repository.signalsOf(trx, signal.resellerStoreId, signal.externalOrderId)).find((s) => s.dedupeKey === signal.dedupeKey);
     if (!stored) return { recorded: false, routed: false, syncJobIds: [] };
@@ -176,6 +186,23 @@ export class CancellationService implements OrderCancellations, SupplierCancella
       object: { resellerStoreId: signal.resellerStoreId, externalOrderId: signal.externalOrderId, scope: signal.scope, lines: signal.lines, syncJobIds },
     });
     return { recorded: inserted !== null, routed, syncJobIds };
+  }
+
+  /**
+   * For a whole-order signal of the divergence watch, or of a webhook: the order's whole-order signal
+   * of the other one, applied before (audited, or earlier in this group: its audit entry is still
+   * in `writes`).
+   */
+  private async watchedTwice(trx: Trx, signal: CancellationSignal, writes: Writes): Promise<OrderCancellation | undefined> {
+    const watch = isWatchSignal(signal.dedupeKey);
+    const earlier = (await this.repository.signalsOf(trx, signal.resellerStoreId, signal.externalOrderId)).filter(
+      (stored) => stored.scope === 'order' && stored.dedupeKey !== signal.dedupeKey && isWatchSignal(stored.dedupeKey) !== watch,
+    );
+    for (const stored of earlier) {
+      const inThisGroup = writes.audit.some((entry) => entry.action === 'order.cancelled' && entry.metadata?.signalId === stored.id);
+      if (inThisGroup || (await this.repository.signalAudited(trx, stored))) return stored;
+    }
+    return undefined;
   }
 
   /**
