@@ -131,7 +131,7 @@ export function createServices(infrastructure: Infrastructure) {
     storefrontCancelled: async (store, externalOrderId, watchPassId) => {
       const signal = { externalOrderId, scope: 'order' as const, lines: [], dedupeKey: watchSignalKey(externalOrderId) };
       const { recorded, syncJobIds } = await routing.cancel(store, signal, { source: 'watch', watchPassId });
-      // A repair only when it cancelled something: after the order's own webhook it finds nothing open.
+      // A repair only when it cancelled something: after the order's own webhook it is de-duplicated (not recorded).
       return recorded && syncJobIds.length > 0;
     },
   };

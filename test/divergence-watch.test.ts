@@ -165,6 +165,11 @@ describe.each(PLATFORMS)('%s storefront', (platform) => {
     expect(late.body).toMatchObject({ received: true, syncJobIds: [placed.jobId] });
     expect(await auditOf(tenant, 'order.cancelled')).toHaveLength(1);
     expect(await eventsOf(tenant, 'order.cancelled')).toHaveLength(1);
+    // The watch stood in for that one webhook: another delivery (another webhook id) is a signal of its own, audited, cancelling nothing more.
+    const another = await sendWebhook({ targetUrl: `${tenant.target.url}${ORDERS_PATH}`, shopDomain: tenant.reseller.shopDomain, secret: tenant.reseller.secret, ...cancelledWebhook(platform, placed.externalOrderId, cancelled) });
+    expect(another.status).toBe(200);
+    expect(await auditOf(tenant, 'order.cancelled')).toHaveLength(2);
+    expect(await eventsOf(tenant, 'order.cancelled')).toHaveLength(2);
     expect(sandbox.cancellationsFor(supplier.shopDomain)).toHaveLength(1);
   });
 

@@ -156,14 +156,15 @@ export class CancellationService implements OrderCancellations, SupplierCancella
       dedupeKey: signal.dedupeKey,
       receivedAt: new Date(),
     };
-    const cancelledBefore = signal.scope === 'order' ? await this.watchedTwice(trx, signal, writes) : undefined;
-    if (cancelledBefore) {
+    const sameAs = signal.scope === 'order' ? await this.sameCancellationApplied(trx, signal, writes) : undefined;
+    if (sameAs) {
       // The divergence watch stands in for a lost webhook: it and the order's webhook, in either
       // order, are one cancellation (order-changes.md: a late webhook is de-duplicated), so the second
-      // records nothing and answers as a redelivery of the first would. Two deliveries of the
-      // platform are two signals, each audited, as before.
+      // is kept (no audit entry, no event: a later webhook is then a delivery of its own) and answers
+      // as a redelivery of the first would.
+      await this.repository.insertSignal(trx, record);
       const jobs = await this.deps.jobs.ofOrderIn(trx, signal.resellerStoreId, signal.externalOrderId);
-      return { recorded: false, routed: jobs.length > 0, syncJobIds: await this.jobsReachedBy(trx, cancelledBefore, jobs) };
+      return { recorded: false, routed: jobs.length > 0, syncJobIds: await this.jobsReachedBy(trx, sameAs, jobs) };
     }
     const inserted = await this.repository.insertSignal(trx, record);
     const stored = inserted ? record : (await this.repository.signalsOf(trx, signal.resellerStoreId, signal.externalOrderId)).find((s) => s.dedupeKey === signal.dedupeKey);
@@ -189,16 +190,19 @@ export class CancellationService implements OrderCancellations, SupplierCancella
   }
 
   /**
-   * For a whole-order signal of the divergence watch, or of a webhook: the order's whole-order signal
-   * of the other one, applied before (audited, or earlier in this group: its audit entry is still
-   * in `writes`).
+   * For a whole-order signal of the divergence watch: the order's whole-order signal of a webhook,
+   * applied before. For one of a webhook: the watch's, applied before, unless another webhook's
+   * whole-order signal is kept (the watch stands in for one webhook; two webhook ids are two
+   * signals, each audited). Applied: audited, or earlier in this group (its audit entry is still in
+   * `writes`).
    */
-  private async watchedTwice(trx: Trx, signal: CancellationSignal, writes: Writes): Promise<OrderCancellation | undefined> {
+  private async sameCancellationApplied(trx: Trx, signal: CancellationSignal, writes: Writes): Promise<OrderCancellation | undefined> {
     const watch = isWatchSignal(signal.dedupeKey);
-    const earlier = (await this.repository.signalsOf(trx, signal.resellerStoreId, signal.externalOrderId)).filter(
-      (stored) => stored.scope === 'order' && stored.dedupeKey !== signal.dedupeKey && isWatchSignal(stored.dedupeKey) !== watch,
+    const others = (await this.repository.signalsOf(trx, signal.resellerStoreId, signal.externalOrderId)).filter(
+      (stored) => stored.scope === 'order' && stored.dedupeKey !== signal.dedupeKey,
     );
-    for (const stored of earlier) {
+    if (!watch && others.some((stored) => !isWatchSignal(stored.dedupeKey))) return undefined;
+    for (const stored of others.filter((other) => isWatchSignal(other.dedupeKey) !== watch)) {
       const inThisGroup = writes.audit.some((entry) => entry.action === 'order.cancelled' && entry.metadata?.signalId === stored.id);
       if (inThisGroup || (await this.repository.signalAudited(trx, stored))) return stored;
     }
