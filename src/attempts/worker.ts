@@ -200,7 +200,7 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
   private async take(messages: AttemptMessage[], dropped: string[]): Promise<Taken<W>[]> {
     const loaded = new Map((await this.attempt.load([...new Set(messages.map((m) => m.rowId))])).map((work) => [work.row.id, work]));
     const now = new Date();
-    const candidates: { work: W; log: Logger; messageId: string; trigger: AttemptTrigger; heldAt: Date | null; taken: R }[] = [];
+    const candidates: { work: W; log: Logger; messageId: string; trigger: AttemptTrigger; heldAt: Date | null; afterTake: R }[] = [];
     const lost: { work: W; log: Logger; messageId: string }[] = [];
     const stale = [...dropped];
     for (const { messageId, rowId, turnAt } of messages) {
@@ -209,9 +209,9 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
       // What starts this attempt, read from the row before the LOSE and TAKE change it.
       const trigger = work && triggerOf(work.row.status, work.row.attempts);
       // Tried on a copy: a row whose store's turn is not near is postponed, not moved; one taken gets the copy's state.
-      const taken = work && { ...work.row };
-      const move = taken && trigger && work.row.queueMessageId === messageId ? this.moveOnTake(taken, now, log, { dryRun: true }) : null;
-      if (move === 'take') candidates.push({ work: work!, log, messageId, trigger: trigger!, heldAt: turnAt ?? null, taken: taken! });
+      const afterTake = work && { ...work.row };
+      const move = afterTake && trigger && work.row.queueMessageId === messageId ? this.moveOnTake(afterTake, now, log, { dryRun: true }) : null;
+      if (move === 'take') candidates.push({ work: work!, log, messageId, trigger: trigger!, heldAt: turnAt ?? null, afterTake: afterTake! });
       else if (move === 'lost' && this.moveOnTake(work!.row, now, log) === 'lost') lost.push({ work: work!, log, messageId });
       else {
         stale.push(messageId);
@@ -224,11 +224,11 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
       turns[i]!.waitMs > MAX_TURN_WAIT_MS ? [{ row: work.row, turnAt: turns[i]!.at!, log, messageId }] : [],
     );
     await postponeToTurns(this.ctx, this.kind, later);
-    const taking = candidates.flatMap(({ work, log, messageId, trigger, taken }, i) => {
+    const taking = candidates.flatMap(({ work, log, messageId, trigger, afterTake }, i) => {
       const { waitMs } = turns[i]!;
       if (waitMs > MAX_TURN_WAIT_MS) return [];
       if (work.row.status === 'processing') log.warn({ attempts: work.row.attempts }, LOST_WARNING);
-      Object.assign(work.row, taken);
+      Object.assign(work.row, afterTake);
       return [{ work, log, messageId, timeline: { trigger } as TimelineStep, turnAt: reservedAt + waitMs }];
     });
     // A taken row keeps its message until the attempt's outcome settles it; every other message is done with.

@@ -28,7 +28,7 @@ export const PREPARED_MARK = '/* prepared */';
 /** The mark as a piece of a Kysely query (`.modifyEnd(PREPARED)`), or at the end of an `sql` template. */
 export const PREPARED: RawBuilder<unknown> = sql.raw(` ${PREPARED_MARK}`);
 
-/** Distinct statement texts given a name, at most; past it a marked statement runs unnamed (as before), so a text built per call cannot grow the map or the server's memory without bound. */
+/** Distinct statement texts given a name (marked ones and the queue's fetches), at most; past it a statement runs unnamed (as before), so a text built per call cannot grow the map or the server's memory without bound. */
 const MAX_PREPARED = 256;
 
 const names = new Map<string, string>();

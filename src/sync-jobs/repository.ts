@@ -45,7 +45,7 @@ export interface JobCandidate {
   actor_id: string;
 }
 
-/** What the routing statement found for a candidate: the job inserted for it, or the one that existed. */
+/** A candidate's job: inserted for it (`insertNew`), or found existing after the insert (`created: false`, no queue message of its own). */
 export interface CandidateJob {
   candidate: string;
   id: string;
@@ -79,7 +79,7 @@ const byJobKey = (a: JobCandidate, b: JobCandidate) =>
 
 /** Every statement on sync_jobs. */
 export class SyncJobRepository {
-  /** Row mappers of the batch load (`loadWithSources`), built on its first use. */
+  /** The batch load's column list and row mappers (`loadWithSources`), built on its first use. */
   #mappers: { columns: 'j.id'[]; job: (row: Record<string, unknown>) => SyncJob; source: (row: Record<string, unknown>) => SourceStore; reseller: (row: Record<string, unknown>) => ResellerStore } | undefined;
 
   constructor(
