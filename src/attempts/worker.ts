@@ -58,8 +58,6 @@ type Delivery = { messageId?: string | undefined; watchdog?: string | undefined 
 /** The batch's message, settled with the outcome whatever its write does (a lost race leaves it stale). */
 const settled = ({ messageId }: Delivery): AttemptWrite['message'] => (messageId ? { id: messageId, settle: 'always' } : undefined);
 
-const LOST_WARNING = 'previous attempt lost: counted as failed';
-
 /** What a delivered message does to its row when it is taken. */
 type TakeMove = 'take' | 'lost' | null;
 
@@ -200,7 +198,7 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
   private async take(messages: AttemptMessage[], dropped: string[]): Promise<Taken<W>[]> {
     const loaded = new Map((await this.attempt.load([...new Set(messages.map((m) => m.rowId))])).map((work) => [work.row.id, work]));
     const now = new Date();
-    const candidates: { work: W; log: Logger; messageId: string; trigger: AttemptTrigger; heldAt: Date | null; afterTake: R }[] = [];
+    const candidates: { work: W; log: Logger; messageId: string; trigger: AttemptTrigger; heldAt: Date | null; moved: R }[] = [];
     const lost: { work: W; log: Logger; messageId: string }[] = [];
     const stale = [...dropped];
     for (const { messageId, rowId, turnAt } of messages) {
@@ -208,12 +206,14 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
       const work = loaded.get(rowId);
       // What starts this attempt, read from the row before the LOSE and TAKE change it.
       const trigger = work && triggerOf(work.row.status, work.row.attempts);
-      // Tried on a copy: a row whose store's turn is not near is postponed, not moved; one taken gets the copy's state.
-      const afterTake = work && { ...work.row };
-      const move = afterTake && trigger && work.row.queueMessageId === messageId ? this.moveOnTake(afterTake, now, log, { dryRun: true }) : null;
-      if (move === 'take') candidates.push({ work: work!, log, messageId, trigger: trigger!, heldAt: turnAt ?? null, afterTake: afterTake! });
-      else if (move === 'lost' && this.moveOnTake(work!.row, now, log) === 'lost') lost.push({ work: work!, log, messageId });
-      else {
+      // Moved on a copy: a row whose store's turn is not near is postponed, not moved; one taken (or lost) gets the copy's state.
+      const moved = work && { ...work.row };
+      const move = moved && trigger && work.row.queueMessageId === messageId ? this.moveOnTake(moved, now, log) : null;
+      if (move === 'take') candidates.push({ work: work!, log, messageId, trigger: trigger!, heldAt: turnAt ?? null, moved: moved! });
+      else if (move === 'lost') {
+        this.applyMove(work!, moved!, log);
+        lost.push({ work: work!, log, messageId });
+      } else {
         stale.push(messageId);
         log.debug('stale message ignored');
       }
@@ -224,11 +224,10 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
       turns[i]!.waitMs > MAX_TURN_WAIT_MS ? [{ row: work.row, turnAt: turns[i]!.at!, log, messageId }] : [],
     );
     await postponeToTurns(this.ctx, this.kind, later);
-    const taking = candidates.flatMap(({ work, log, messageId, trigger, afterTake }, i) => {
+    const taking = candidates.flatMap(({ work, log, messageId, trigger, moved }, i) => {
       const { waitMs } = turns[i]!;
       if (waitMs > MAX_TURN_WAIT_MS) return [];
-      if (work.row.status === 'processing') log.warn({ attempts: work.row.attempts }, LOST_WARNING);
-      Object.assign(work.row, afterTake);
+      this.applyMove(work, moved, log);
       return [{ work, log, messageId, timeline: { trigger } as TimelineStep, turnAt: reservedAt + waitMs }];
     });
     // A taken row keeps its message until the attempt's outcome settles it; every other message is done with.
@@ -258,16 +257,14 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
    * attempt it started was lost (its worker died, or its outcome could not be recorded), and that
    * attempt counts as failed, so redeliveries can never attempt the work more often than the policy
    * allows. 'lost' when that was its last retry (it is dead now). A row whose stored state the
-   * machine cannot read is left alone, not the whole batch with it. `dryRun`: tried on a copy of the
-   * row first (the row is postponed if its store's turn is not near; one taken gets the copy's state,
-   * not a second transition), so the lost attempt is logged only when it is counted (by `take`).
+   * machine cannot read is left alone, not the whole batch with it. Run on a copy of the row (`take`
+   * postpones a row whose store's turn is not near, unmoved), which `applyMove` gives the row.
    */
-  private moveOnTake(row: R, now: Date, log: Logger, { dryRun = false } = {}): TakeMove {
+  private moveOnTake(row: R, now: Date, log: Logger): TakeMove {
     const at = now.toISOString();
     try {
       if (row.status === 'processing') {
         if (!this.kind.transition(row, { type: 'LOSE', at }, now)) return null;
-        if (!dryRun) log.warn({ attempts: row.attempts }, LOST_WARNING);
         if ((row.status as AttemptRow['status']) === 'dead') {
           row.queueMessageId = null;
           return 'lost';
@@ -278,6 +275,12 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
       log.error({ err: error }, 'row state unreadable; message ignored');
       return null;
     }
+  }
+
+  /** Gives the row the state `moveOnTake` computed on its copy; a lost attempt is logged here, when it is counted. */
+  private applyMove(work: W, moved: R, log: Logger): void {
+    if (work.row.status === 'processing') log.warn({ attempts: work.row.attempts }, 'previous attempt lost: counted as failed');
+    Object.assign(work.row, moved);
   }
 
   /** Waits for the row's turn, performs one attempt and records its outcome; false when it could not be recorded. */
