@@ -156,7 +156,9 @@ export class CancellationService implements OrderCancellations, SupplierCancella
       dedupeKey: signal.dedupeKey,
       receivedAt: new Date(),
     };
-    const sameAs = signal.scope === 'order' ? await this.sameCancellationApplied(trx, signal, writes) : undefined;
+    // A whole-order signal reads the order's signals first (under its lock, so they stay as read); one of some lines only on a redelivery.
+    const kept = signal.scope === 'order' ? await this.repository.signalsOf(trx, signal.resellerStoreId, signal.externalOrderId) : null;
+    const sameAs = kept && (await this.sameCancellationApplied(trx, signal, kept, writes));
     if (sameAs) {
       // The divergence watch stands in for a lost webhook: it and the order's webhook, in either
       // order, are one cancellation (order-changes.md: a late webhook is de-duplicated), so the second
@@ -167,7 +169,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
       return { recorded: false, routed: jobs.length > 0, syncJobIds: await this.jobsReachedBy(trx, sameAs, jobs) };
     }
     const inserted = await this.repository.insertSignal(trx, record);
-    const stored = inserted ? record : (await this.repository.signalsOf(trx, signal.resellerStoreId, signal.externalOrderId)).find((s) => s.dedupeKey === signal.dedupeKey);
+    const stored = inserted ? record : (kept ?? (await this.repository.signalsOf(trx, signal.resellerStoreId, signal.externalOrderId))).find((s) => s.dedupeKey === signal.dedupeKey);
     if (!stored) return { recorded: false, routed: false, syncJobIds: [] };
     const jobs = await this.deps.jobs.ofOrderIn(trx, signal.resellerStoreId, signal.externalOrderId);
     const routed = jobs.length > 0;
@@ -190,17 +192,15 @@ export class CancellationService implements OrderCancellations, SupplierCancella
   }
 
   /**
-   * For a whole-order signal of the divergence watch: the order's whole-order signal of a webhook,
+   * For a whole-order signal of the divergence watch: the order's (`kept`) whole-order signal of a webhook,
    * applied before. For one of a webhook: the watch's, applied before, unless another webhook's
    * whole-order signal is kept (the watch stands in for one webhook; two webhook ids are two
    * signals, each audited). Applied: audited, or earlier in this group (its audit entry is still in
    * `writes`).
    */
-  private async sameCancellationApplied(trx: Trx, signal: CancellationSignal, writes: Writes): Promise<OrderCancellation | undefined> {
+  private async sameCancellationApplied(trx: Trx, signal: CancellationSignal, kept: OrderCancellation[], writes: Writes): Promise<OrderCancellation | undefined> {
     const watch = isWatchSignal(signal.dedupeKey);
-    const others = (await this.repository.signalsOf(trx, signal.resellerStoreId, signal.externalOrderId)).filter(
-      (stored) => stored.scope === 'order' && stored.dedupeKey !== signal.dedupeKey,
-    );
+    const others = kept.filter((stored) => stored.scope === 'order' && stored.dedupeKey !== signal.dedupeKey);
     if (!watch && others.some((stored) => !isWatchSignal(stored.dedupeKey))) return undefined;
     for (const stored of others.filter((other) => isWatchSignal(other.dedupeKey) !== watch)) {
       const inThisGroup = writes.audit.some((entry) => entry.action === 'order.cancelled' && entry.metadata?.signalId === stored.id);
