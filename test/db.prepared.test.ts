@@ -16,6 +16,7 @@ import { ormConfig } from '../mikro-orm.config.ts';
 import { openOrm, type Orm } from '../src/db/orm.ts';
 import { PREPARED, PREPARED_MARK, prepareMarkedStatements } from '../src/db/prepared.ts';
 import { sqlOf } from '../src/db/sql.ts';
+import { StatementShapes, type Slot } from '../src/db/statement-shapes.ts';
 import { newMessageId, Queue, type QueueSpec } from '../src/queue/queue.ts';
 import { createTestDatabase, queryRows } from './support/database.ts';
 
@@ -141,5 +142,31 @@ describe('marked statements', () => {
     } finally {
       await shortLived.close();
     }
+  });
+});
+
+describe('statement shapes', () => {
+  /** A statement of one shape per `op`, its rows and threshold in slots. */
+  const build = (op: '>' | '<') => (slots: readonly Slot[]) =>
+    sqlOf(orm)
+      .with('r', () => sql<{ n: number }>`(select * from jsonb_to_recordset(${slots[0]}::jsonb) as r(n int))`)
+      .selectFrom('r')
+      .select(sql<number>`count(*)::int`.as('matching'))
+      .where(sql<boolean>`r.n ${sql.raw(op)} ${slots[1]}::int`);
+
+  it('are built once per shape, and each call runs with its own values', async () => {
+    const shapes = new StatementShapes();
+    let builds = 0;
+    const run = async (op: '>' | '<', values: number[], threshold: number) => {
+      const statement = shapes.compiled(op, (slots) => (builds++, build(op)(slots)), [JSON.stringify(values.map((n) => ({ n }))), threshold]);
+      return (await sqlOf(orm).executeQuery(statement)).rows[0]!.matching;
+    };
+    expect(await run('>', [1, 5, 9], 4)).toBe(2);
+    expect(await run('>', [1, 5, 9, 12], 8)).toBe(2);
+    expect(await run('>', [], 0)).toBe(0);
+    expect(builds).toBe(1);
+    expect(await run('<', [1, 5, 9], 6)).toBe(2);
+    expect(builds).toBe(2);
+    expect(shapes.size).toBe(2);
   });
 });

@@ -4,6 +4,7 @@ import { insertAuditFrom, type AuditRecord } from '../audit-log/repository.ts';
 import type { Orm } from '../db/orm.ts';
 import type { Db, Trx } from '../db/sql.ts';
 import { PREPARED } from '../db/prepared.ts';
+import { StatementShapes, type Slot } from '../db/statement-shapes.ts';
 import { newId } from '../shared/ids.ts';
 import type { Exchange } from '../platforms/exchange.ts';
 import { settledMessagesStep, settleMessages } from '../queue/repository.ts';
@@ -138,7 +139,7 @@ interface TransitionValues {
  */
 export async function writeAttemptTransitions<R extends AttemptRow>(
   db: Db | Trx,
-  { name: kind, table, resultColumn, resultDetail, onSettled = [], eventReads = [] }: AttemptTarget,
+  target: AttemptTarget,
   writes: AttemptWrite<R>[],
   settlement?: Settlement,
 ): Promise<boolean[]> {
@@ -181,6 +182,40 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
     events: events ? readyEvents(events, now) : null,
   }));
   const withEvents = values.some((v) => v.events !== null);
+  const shape = `${withEvents ? 'events' : 'plain'}|${settlement?.queue ?? ''}`;
+  const statement = shapesOf(target).compiled(shape, ([json, also]) => transitionStatement(db, target, withEvents, settlement && { queue: settlement.queue, also: also! }, json!), [
+    JSON.stringify(values),
+    settlement?.also ?? [],
+  ]);
+  const { rows } = await db.executeQuery(statement);
+  return writes.map(({ row }) => {
+    const written = rows.find((w) => w.id === row.id && w.read_version === row.version);
+    if (written) row.version = written.version;
+    return written !== undefined;
+  });
+}
+
+/** The statements of each kind's transitions, one per shape (with or without events, the queue settled): built once per process. */
+const shapes = new WeakMap<AttemptTarget, StatementShapes>();
+
+function shapesOf(target: AttemptTarget): StatementShapes {
+  let kindShapes = shapes.get(target);
+  if (kindShapes === undefined) shapes.set(target, (kindShapes = new StatementShapes()));
+  return kindShapes;
+}
+
+/**
+ * The transition statement of `target` (see `writeAttemptTransitions`), for rows with events or
+ * without, settling messages of `settlement.queue` or none; `json` (the rows) and `settlement.also`
+ * are slots, so the statement is built once per shape.
+ */
+function transitionStatement(
+  db: Db | Trx,
+  { name: kind, table, resultColumn, resultDetail, onSettled = [], eventReads = [] }: AttemptTarget,
+  withEvents: boolean,
+  settlement: { queue: string; also: Slot } | undefined,
+  json: Slot,
+) {
   // A row carrying its events is written only when they are complete and need no deliveries (see `AttemptWrite.events`).
   const eventsGuard = withEvents ? sql` and (v.events is null or not (${sql.join([subscribedToAny(sql`v.events`), ...eventReads], sql` or `)}))` : sql``;
   const detailSet = resultDetail ? sql`, ${sql.ref(resultDetail.column)} = coalesce(v.detail, ${sql.ref(`t.${resultDetail.column}`)})` : sql``;
@@ -188,7 +223,7 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
     .with(
       'v',
       () => sql<TransitionValues>`(
-        select * from jsonb_to_recordset(${JSON.stringify(values)}::jsonb) as v(
+        select * from jsonb_to_recordset(${json}::jsonb) as v(
           id text, version int, status text, attempts int, retries_left int, error_message text, completed_at timestamptz,
           failed_at timestamptz, dead_at timestamptz, next_retry_at timestamptz, result text, queue_message_id text, updated_at timestamptz,
           audit_id text, audit_owner_id text, audit_reseller_store_id text, audit_action text, audit_resource_type text,
@@ -293,7 +328,7 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
       select v.message_id::uuid from v where v.message_settle = 'always'
       union all select v.message_id::uuid from v where v.message_settle = 'unwritten' and not exists (select 1 from written w where w.id = v.id)
       union all select v.message_id::uuid from v join written w on w.id = v.id where v.message_settle = 'written'
-      union all select unnest(${settlement.also ?? []}::uuid[]))`;
+      union all select unnest(${settlement.also}::uuid[]))`;
     withSteps = (withSteps as unknown as WithStep).with('settled_messages', () => settledMessagesStep(settlement.queue, ids)) as unknown as typeof statement;
   }
   if (withEvents) {
@@ -303,12 +338,7 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
   for (const [i, step] of onSettled.entries()) {
     withSteps = (withSteps as unknown as WithStep).with(`settled_step_${i}`, () => step) as unknown as typeof statement;
   }
-  const rows = await withSteps.selectFrom('written').select(['id', 'read_version', 'version']).modifyEnd(PREPARED).execute();
-  return writes.map(({ row }) => {
-    const written = rows.find((w) => w.id === row.id && w.read_version === row.version);
-    if (written) row.version = written.version;
-    return written !== undefined;
-  });
+  return withSteps.selectFrom('written').select(['id', 'read_version', 'version']).modifyEnd(PREPARED);
 }
 
 /** A row the sweep found without a live queue message, and what became of that message. */

@@ -57,9 +57,18 @@ const withoutEmails = (text: string) => (text.includes('@') || text.includes('%4
 /** A JSON field with a redacted name and a scalar value, in text that could not be parsed. */
 const FIELD_IN_TEXT = /"([A-Za-z0-9_-]+)"(\s*:\s*)("(?:[^"\\]|\\.)*"|[-\w.+]+)/g;
 
+/** The answer for field names already seen (platforms use a few dozen): every excerpt of every attempt asks for each of its fields. */
+const redactedFields = new Map<string, boolean>();
+const REDACTED_FIELDS_KEPT = 1_024;
+
 const isRedactedField = (key: string) => {
+  const known = redactedFields.get(key);
+  if (known !== undefined) return known;
   const name = key.toLowerCase().replace(/[-_]/g, '');
-  return SECRET_FIELD.test(name) || PERSONAL_FIELDS.has(name);
+  const redacted = SECRET_FIELD.test(name) || PERSONAL_FIELDS.has(name);
+  // A body's own keys (ids as keys) could be endless; past the bound names are worked out each time.
+  if (redactedFields.size < REDACTED_FIELDS_KEPT) redactedFields.set(key, redacted);
+  return redacted;
 };
 
 function redactValue(value: unknown): unknown {

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { insertAuditFrom } from '../audit-log/repository.ts';
-import type { SettledStep } from '../attempts/kind.ts';
+import type { AttemptTarget, SettledStep } from '../attempts/kind.ts';
 import { writeAttemptTransitions, type AttemptWrite } from '../attempts/repository.ts';
 import type { Orm } from '../db/orm.ts';
 import { sqlOf, type Db, type Trx } from '../db/sql.ts';
@@ -85,8 +85,13 @@ export class SyncJobRepository {
   constructor(
     private readonly orm: Orm,
     /** What this kind's transitions also write in their statement (src/workers/kinds.ts `SETTLED_STEPS`); the composition root hands them to the repositories that write transitions. */
-    private readonly onSettled: readonly SettledStep[] = [],
-  ) {}
+    onSettled: readonly SettledStep[] = [],
+  ) {
+    this.#target = { name: 'sync_job', table: 'sync_jobs', resultColumn: 'source_order_id', onSettled };
+  }
+
+  /** Where this repository's transitions are written: one object, so their statements are built once (src/db/statement-shapes.ts). */
+  readonly #target: AttemptTarget;
 
   private get db(): Db {
     return sqlOf(this.orm);
@@ -290,7 +295,7 @@ export class SyncJobRepository {
 
   /** Version-checked writes of jobs' lifecycle columns, with their audit entries (see writeAttemptTransitions). */
   writeTransitions(db: Db | Trx, writes: AttemptWrite<SyncJob>[]): Promise<boolean[]> {
-    return writeAttemptTransitions(db, { name: 'sync_job', table: 'sync_jobs', resultColumn: 'source_order_id', onSettled: this.onSettled }, writes);
+    return writeAttemptTransitions(db, this.#target, writes);
   }
 
   /** Runs `work` in one Kysely transaction on the ORM's pool. */
