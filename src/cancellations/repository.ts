@@ -8,6 +8,7 @@ import type { SourceStore } from '../source-stores/entity.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
 import { Cancellation, OrderCancellation, type CancelledLine } from './entity.ts';
 import { PREPARED } from '../db/prepared.ts';
+import { StatementShapes } from '../db/statement-shapes.ts';
 
 /** A cancellation, its sync job and the source store it calls (null once deleted). */
 export interface CancellationWork {
@@ -39,6 +40,9 @@ const cancelLockKey = (order: OrderRef) => `cancel:${order.resellerStoreId}:${or
 
 /** Every statement on cancellations and order_cancellations. */
 export class CancellationRepository {
+  /** The intake's hot reads, each built once (src/db/statement-shapes.ts). */
+  readonly #statements = new StatementShapes();
+
   constructor(private readonly orm: Orm) {}
 
   private get db(): Db {
@@ -62,12 +66,19 @@ export class CancellationRepository {
   /** The signals recorded for any of these orders, oldest first (one indexed read). */
   async signalsOfOrders(trx: Trx, orders: OrderRef[]): Promise<OrderCancellation[]> {
     if (orders.length === 0) return [];
-    const rows = await trx
-      .selectFrom('order_cancellations')
-      .selectAll()
-      .where((eb) => eb.or(orders.map((order) => eb.and([eb('reseller_store_id', '=', order.resellerStoreId), eb('external_order_id', '=', order.externalOrderId)]))))
-      .orderBy('id')
-      .execute();
+    const read = this.#statements.compiled(
+      'signals of orders',
+      ([stores, orderIds]) =>
+        trx
+          .selectFrom('order_cancellations')
+          .selectAll()
+          // One text whatever the number of orders (a routing group's), so it is built once.
+          .where(sql<boolean>`(reseller_store_id, external_order_id) in (select * from unnest(${stores}::text[], ${orderIds}::text[]))`)
+          .orderBy('id'),
+      [orders.map((order) => order.resellerStoreId), orders.map((order) => order.externalOrderId)],
+    );
+    const { rows } = await trx.executeQuery(read);
+    if (rows.length === 0) return [];
     const em = this.orm.em.fork();
     return rows.map((row) => em.map(OrderCancellation, row as Record<string, unknown>));
   }

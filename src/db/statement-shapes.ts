@@ -3,6 +3,11 @@ import { CompiledQuery, type Compilable } from 'kysely';
 /** Stands for a value of a statement built once (`StatementShapes`): the value given at each call takes its place. */
 export class Slot {
   constructor(readonly index: number) {}
+
+  /** The slot typed as the value it stands for, where a builder checks types (`eb.val(slot.typed<Date>())`). */
+  typed<T>(): T {
+    return this as unknown as T;
+  }
 }
 
 const SLOTS = Array.from({ length: 16 }, (_, index) => new Slot(index));

@@ -8,6 +8,7 @@ import { EventRecord } from './entity.ts';
 import { firstIdAt, newId } from '../shared/ids.ts';
 import type { NewEvent } from './types.ts';
 import { PREPARED } from '../db/prepared.ts';
+import { StatementShapes, type Slot } from '../db/statement-shapes.ts';
 
 /** A delivery the fan-out created, with the queue message id its row expects. */
 export interface QueuedDelivery {
@@ -98,19 +99,32 @@ export function insertReadyEventsStep(source: RawBuilder<unknown>): RawBuilder<u
  */
 export async function insertEventsWithDeliveries(trx: Trx, events: NewEvent[], onlyEndpointId: string | null = null): Promise<QueuedDelivery[]> {
   const now = new Date();
-  const rows = eventRows(events, now);
+  const shape = onlyEndpointId === null ? 'subscribed' : 'one endpoint';
+  const statement = statements.compiled(shape, (slots) => eventsWithDeliveries(trx, onlyEndpointId !== null, slots), [
+    JSON.stringify(eventRows(events, now)),
+    now,
+    onlyEndpointId,
+  ]);
+  return (await trx.executeQuery(statement)).rows;
+}
+
+/** The hot statements of this module, each built once per shape (src/db/statement-shapes.ts). */
+const statements = new StatementShapes();
+
+/** `insertEventsWithDeliveries`'s statement: to the subscribed endpoints or to the one in its slot. */
+function eventsWithDeliveries(trx: Trx, toOneEndpoint: boolean, [rows, now, onlyEndpointId]: readonly Slot[]) {
   return trx
     // (A raw CTE body is not parenthesised by Kysely, hence the parentheses.)
     .with(
       'e',
       () => sql<EventRow>`(
-        select * from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as e(id text, owner_id text, reseller_store_id text, type text, payload text))`,
+        select * from jsonb_to_recordset(${rows}::jsonb) as e(id text, owner_id text, reseller_store_id text, type text, payload text))`,
     )
     .with('inserted', (db) =>
       db
         .insertInto('events')
         .columns(['id', 'owner_id', 'reseller_store_id', 'type', 'payload', 'created_at'])
-        .expression((eb) => eb.selectFrom('e').select(['id', 'owner_id', 'reseller_store_id', 'type', 'payload', eb.val(now).as('created_at')])),
+        .expression((eb) => eb.selectFrom('e').select(['id', 'owner_id', 'reseller_store_id', 'type', 'payload', eb.val(now!.typed<Date>()).as('created_at')])),
     )
     .with('target', (db) =>
       db
@@ -118,9 +132,9 @@ export async function insertEventsWithDeliveries(trx: Trx, events: NewEvent[], o
         .innerJoin('webhook_endpoints as w', 'w.owner_id', 'e.owner_id')
         .select(['e.id as event_id', 'e.type', 'e.owner_id', 'w.id as endpoint_id'])
         .where((eb) =>
-          onlyEndpointId === null
-            ? SUBSCRIBED
-            : eb('w.id', '=', onlyEndpointId),
+          toOneEndpoint
+            ? eb('w.id', '=', onlyEndpointId!.typed<string>())
+            : SUBSCRIBED,
         ),
     )
     .insertInto('webhook_deliveries')
@@ -140,16 +154,15 @@ export async function insertEventsWithDeliveries(trx: Trx, events: NewEvent[], o
           eb.val('pending').as('status'),
           eb.lit(0).as('attempts'),
           eb.lit(0).as('schedule_attempts'),
-          eb.val(now).as('next_attempt_at'),
+          eb.val(now!.typed<Date>()).as('next_attempt_at'),
           sql<string>`gen_random_uuid()::text`.as('queue_message_id'),
           eb.lit(1).as('version'),
-          eb.val(now).as('created_at'),
-          eb.val(now).as('updated_at'),
+          eb.val(now!.typed<Date>()).as('created_at'),
+          eb.val(now!.typed<Date>()).as('updated_at'),
         ]),
     )
     .returning(['id', 'endpoint_id as endpointId', sql<string>`queue_message_id`.as('queueMessageId')])
-    .modifyEnd(PREPARED)
-    .execute();
+    .modifyEnd(PREPARED);
 }
 
 /**

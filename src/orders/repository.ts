@@ -1,4 +1,7 @@
+import { sql } from 'kysely';
 import type { Orm } from '../db/orm.ts';
+import { PREPARED } from '../db/prepared.ts';
+import { StatementShapes, type Slot } from '../db/statement-shapes.ts';
 import { sqlOf, type Trx } from '../db/sql.ts';
 import type { RoutingSource } from './entity.ts';
 
@@ -9,8 +12,28 @@ export interface OrderKey {
 
 const keyOf = (order: OrderKey) => `${order.resellerStoreId}\u0000${order.externalOrderId}`;
 
+/**
+ * The routing's insert of its orders (a JSON array in a slot, whatever their number, so its text is
+ * fixed and prepared, src/db/prepared.ts), in the order given; returns the orders it inserted.
+ */
+function recordStatement(trx: Trx, rows: Slot, at: Slot) {
+  return trx
+    // (A raw CTE body is not parenthesised by Kysely, hence the parentheses.)
+    .with('r', () => sql<{ reseller_store_id: string; external_order_id: string; source: string }>`(
+      select * from jsonb_to_recordset(${rows}::jsonb) as r(reseller_store_id text, external_order_id text, source text))`)
+    .insertInto('routed_orders')
+    .columns(['reseller_store_id', 'external_order_id', 'source', 'routed_at'])
+    .expression((eb) => eb.selectFrom('r').select(['reseller_store_id', 'external_order_id', 'source', eb.val(at.typed<Date>()).as('routed_at')]))
+    .onConflict((oc) => oc.doNothing())
+    .returning(['reseller_store_id', 'external_order_id'])
+    .modifyEnd(PREPARED);
+}
+
 /** Statements on routed_orders: which reseller orders were routed, and by what first. */
 export class RoutedOrderRepository {
+  /** `recordIn`'s statement, built once (src/db/statement-shapes.ts). */
+  readonly #statements = new StatementShapes();
+
   constructor(private readonly orm: Orm) {}
 
   /**
@@ -23,13 +46,9 @@ export class RoutedOrderRepository {
     // Sorted, so two transactions recording the same orders take their index entries in one order (no deadlock).
     const rows = [...orders]
       .sort((a, b) => a.resellerStoreId.localeCompare(b.resellerStoreId) || a.externalOrderId.localeCompare(b.externalOrderId))
-      .map((order) => ({ reseller_store_id: order.resellerStoreId, external_order_id: order.externalOrderId, source: order.source, routed_at: at }));
-    const inserted = await trx
-      .insertInto('routed_orders')
-      .values(rows)
-      .onConflict((oc) => oc.doNothing())
-      .returning(['reseller_store_id', 'external_order_id'])
-      .execute();
+      .map((order) => ({ reseller_store_id: order.resellerStoreId, external_order_id: order.externalOrderId, source: order.source }));
+    const record = this.#statements.compiled('record', ([rows, at]) => recordStatement(trx, rows!, at!), [JSON.stringify(rows), at]);
+    const { rows: inserted } = await trx.executeQuery(record);
     const firsts = new Set(inserted.map((row) => keyOf({ resellerStoreId: row.reseller_store_id, externalOrderId: row.external_order_id })));
     return orders.map((order) => firsts.delete(keyOf(order)));
   }

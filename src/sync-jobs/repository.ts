@@ -10,6 +10,7 @@ import { ResellerStore } from '../reseller-stores/entity.ts';
 import { SourceStore } from '../source-stores/entity.ts';
 import { findPage } from '../db/paging.ts';
 import { columnsOf, rowMapper } from '../db/row-mapper.ts';
+import { StatementShapes, type Slot } from '../db/statement-shapes.ts';
 import { PREPARED } from '../db/prepared.ts';
 import type { Page, PageQuery } from '../shared/paging.ts';
 import { SyncJob } from './entity.ts';
@@ -92,6 +93,8 @@ export class SyncJobRepository {
 
   /** Where this repository's transitions are written: one object, so their statements are built once (src/db/statement-shapes.ts). */
   readonly #target: AttemptTarget;
+  /** The hot statements, each built once (src/db/statement-shapes.ts). */
+  readonly #statements = new StatementShapes();
 
   private get db(): Db {
     return sqlOf(this.orm);
@@ -178,25 +181,30 @@ export class SyncJobRepository {
       source: rowMapper(this.orm, SourceStore),
       reseller: rowMapper(this.orm, ResellerStore),
     });
-    const rows = await this.db
-      .selectFrom('sync_jobs as j')
-      .leftJoin('source_stores as s', (join) => join.onRef('s.id', '=', 'j.source_store_id').on('s.deleted_at', 'is', null))
-      .leftJoin('reseller_stores as r', (join) =>
-        join.onRef('r.id', '=', 'j.reseller_store_id').on('r.deleted_at', 'is', null).on(sql<boolean>`j."order" is null`),
-      )
-      .select(map.columns)
-      .select(sql<Record<string, unknown> | null>`to_jsonb(s)`.as('source_store'))
-      .select(sql<Record<string, unknown> | null>`to_jsonb(r)`.as('reseller_store'))
-      // The ids as a set-returning function, not `= any(array)`: its estimate (100 rows) does not depend
-      // on the parameter, so PostgreSQL settles on a generic plan instead of planning every call.
-      .where('j.id', 'in', sql<string>`(select jsonb_array_elements_text(${JSON.stringify(jobIds)}::jsonb))`)
-      .modifyEnd(PREPARED)
-      .execute();
+    const load = this.#statements.compiled('load', ([ids]) => this.#loadStatement(map.columns, ids!), [JSON.stringify(jobIds)]);
+    const { rows } = await this.db.executeQuery(load);
     return rows.map(({ source_store: source, reseller_store: reseller, ...job }) => ({
       row: map.job(job as Record<string, unknown>),
       source: source ? map.source(source) : null,
       reseller: reseller ? map.reseller(reseller) : null,
     }));
+  }
+
+  /** `loadWithSources`'s statement, its ids (a JSON array) in a slot. */
+  #loadStatement(columns: 'j.id'[], ids: Slot) {
+    return this.db
+      .selectFrom('sync_jobs as j')
+      .leftJoin('source_stores as s', (join) => join.onRef('s.id', '=', 'j.source_store_id').on('s.deleted_at', 'is', null))
+      .leftJoin('reseller_stores as r', (join) =>
+        join.onRef('r.id', '=', 'j.reseller_store_id').on('r.deleted_at', 'is', null).on(sql<boolean>`j."order" is null`),
+      )
+      .select(columns)
+      .select(sql<Record<string, unknown> | null>`to_jsonb(s)`.as('source_store'))
+      .select(sql<Record<string, unknown> | null>`to_jsonb(r)`.as('reseller_store'))
+      // The ids as a set-returning function, not `= any(array)`: its estimate (100 rows) does not depend
+      // on the parameter, so PostgreSQL settles on a generic plan instead of planning every call.
+      .where('j.id', 'in', sql<string>`(select jsonb_array_elements_text(${ids}::jsonb))`)
+      .modifyEnd(PREPARED);
   }
 
   /**
@@ -209,12 +217,24 @@ export class SyncJobRepository {
    * made on a young table did with a scan of the whole table.)
    */
   async insertNew(trx: Trx, candidates: JobCandidate[], initial: InitialJobColumns, now: Date): Promise<CandidateJob[]> {
+    const insert = this.#statements.compiled('insert', (slots) => this.#insertStatement(trx, slots), [
+      JSON.stringify([...candidates].sort(byJobKey)),
+      initial.status,
+      initial.attempts,
+      initial.retriesLeft,
+      now,
+    ]);
+    return (await trx.executeQuery(insert)).rows;
+  }
+
+  /** `insertNew`'s statement, its candidates (a JSON array), initial columns and time in slots. */
+  #insertStatement(trx: Trx, [candidates, status, attempts, retriesLeft, now]: readonly Slot[]) {
     return trx
       // (A raw CTE body is not parenthesised by Kysely, hence the parentheses.)
       .with(
         'candidate',
         () => sql<JobCandidate>`(
-          select * from jsonb_to_recordset(${JSON.stringify([...candidates].sort(byJobKey))}::jsonb) as c(
+          select * from jsonb_to_recordset(${candidates}::jsonb) as c(
             id text, owner_id text, reseller_store_id text, source_store_id text, external_order_id text, origin text,
             "order" jsonb, queue_message_id text, audit_id text, audit_metadata jsonb, actor_id text))`,
       )
@@ -230,14 +250,14 @@ export class SyncJobRepository {
               .selectFrom('candidate')
               .select([
                 'id', 'owner_id', 'reseller_store_id', 'source_store_id', 'external_order_id', 'origin',
-                eb.val(initial.status).as('status'),
-                eb.val(initial.attempts).as('attempts'),
-                eb.val(initial.retriesLeft).as('retries_left'),
+                eb.val(status!.typed<string>()).as('status'),
+                eb.val(attempts!.typed<number>()).as('attempts'),
+                eb.val(retriesLeft!.typed<number>()).as('retries_left'),
                 sql<unknown>`"order"`.as('order'),
                 'queue_message_id',
                 eb.lit(1).as('version'),
-                eb.val(now).as('created_at'),
-                eb.val(now).as('updated_at'),
+                eb.val(now!.typed<Date>()).as('created_at'),
+                eb.val(now!.typed<Date>()).as('updated_at'),
               ]),
           )
           .onConflict((oc) => oc.columns(['external_order_id', 'source_store_id']).doNothing())
@@ -258,14 +278,13 @@ export class SyncJobRepository {
               'i.id as resource_id',
               sql<unknown>`c.audit_metadata`.as('metadata'),
               'c.actor_id',
-              eb.val(now).as('created_at'),
+              eb.val(now!.typed<Date>()).as('created_at'),
             ]),
         ),
       )
       .selectFrom('inserted')
       .select(['id as candidate', 'id', 'queue_message_id as queueMessageId', sql<boolean>`true`.as('created')])
-      .modifyEnd(PREPARED)
-      .execute();
+      .modifyEnd(PREPARED);
   }
 
   /** The jobs of these (order, source store) pairs, as this transaction sees them now. */
