@@ -11,8 +11,8 @@ export function cancellationRoutes(cancellations: CancellationService, jobs: Syn
   return s.router(contract.cancellations, {
     retry: async ({ params, req }) => {
       const principal = principalOf(req);
-      await cancellations.retry(principal, params.id, params.cancellation_id);
-      return { status: 200, body: withRequestId(req, presentDetail(await jobs.get(principal, params.id))) };
+      const job = (await cancellations.retry(principal, params.id, params.cancellation_id)) ?? presentDetail(await jobs.get(principal, params.id));
+      return { status: 200, body: withRequestId(req, job) };
     },
   });
 }

@@ -14,6 +14,7 @@ import { GroupCommit } from '../db/group-commit.ts';
 import { AppError, notFound } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
+import type { JobDetail } from '../sync-jobs/present.ts';
 import { cancellationAuditRecord, voidJobsIn } from './attempt.ts';
 import type { Cancellation, CancelledLine, OrderCancellation } from './entity.ts';
 import { cancellationsOfJob, jobEventIn, jobEventsIn } from './events.ts';
@@ -369,7 +370,13 @@ export class CancellationService implements OrderCancellations, SupplierCancella
   }
 
   /** POST /v1/sync_jobs/{id}/cancellations/{cancellation_id}/retry: a failed or dead one, as a job retry does. */
-  async retry(principal: Principal, syncJobId: string, cancellationId: string): Promise<CancellationView[]> {
+  /**
+   * Retries a failed or dead cancellation. Answers its sync job as its GET shows it once the retry is
+   * written (the object of the `cancellation.retried` event, read in the retry's transaction), as a
+   * job's retry answers the job it wrote: a read after the commit could already find a worker's take.
+   * Null only when the job is gone by then.
+   */
+  async retry(principal: Principal, syncJobId: string, cancellationId: string): Promise<JobDetail | null> {
     for (let round = 1; ; round++) {
       const cancellation = await this.repository.findOwned(principal.userId, syncJobId, cancellationId);
       if (!cancellation) throw notFound();
@@ -388,11 +395,11 @@ export class CancellationService implements OrderCancellations, SupplierCancella
         await this.deps.queue.insertIn(trx, cancellationKind.queue, [{ id: cancellation.queueMessageId!, message: cancellationKind.message(cancellation.id) }]);
         const event = await jobEventIn(trx, 'cancellation.retried', syncJobId);
         if (event) await this.deps.outbox.append(trx, [event]);
-        return true;
+        return { job: event && (event.object as JobDetail) };
       });
       if (moved) {
         this.deps.metrics.attemptTransitions.inc({ kind: 'cancellation', status: 'pending' });
-        return cancellationsOfJob(this.deps.timelines, this.repository, syncJobId);
+        return moved.job;
       }
       if (round === RETRY_ROUNDS) {
         throw new AppError('unavailable', { message: 'The cancellation kept changing while it was being retried; try again.', retryAfterSeconds: 1 });

@@ -41,3 +41,6 @@ export const presentDetail = ({ job, fulfillments, fulfillmentAttempts, cancella
   fulfillments: fulfillments.map((fulfillment) => presentFulfillment(fulfillment, fulfillmentAttempts.get(fulfillment.id) ?? [])),
   cancellations: cancellations.map(presentCancellation),
 });
+
+/** A job as its GET shows it. */
+export type JobDetail = ReturnType<typeof presentDetail>;
