@@ -158,8 +158,8 @@ describe('statement shapes', () => {
     const shapes = new StatementShapes();
     let builds = 0;
     const run = async (op: '>' | '<', values: number[], threshold: number) => {
-      const statement = shapes.compiled(op, (slots) => (builds++, build(op)(slots)), [JSON.stringify(values.map((n) => ({ n }))), threshold]);
-      return (await sqlOf(orm).executeQuery(statement)).rows[0]!.matching;
+      const [row] = await shapes.rows(sqlOf(orm), op, (slots) => (builds++, build(op)(slots)), [JSON.stringify(values.map((n) => ({ n }))), threshold]);
+      return row!.matching;
     };
     expect(await run('>', [1, 5, 9], 4)).toBe(2);
     expect(await run('>', [1, 5, 9, 12], 8)).toBe(2);

@@ -183,11 +183,12 @@ export async function writeAttemptTransitions<R extends AttemptRow>(
   }));
   const withEvents = values.some((v) => v.events !== null);
   const shape = `${withEvents ? 'events' : 'plain'}|${settlement?.queue ?? ''}`;
-  const statement = shapesOf(target).compiled(shape, ([json, also]) => transitionStatement(db, target, withEvents, settlement && { queue: settlement.queue, also: also! }, json!), [
-    JSON.stringify(values),
-    settlement?.also ?? [],
-  ]);
-  const { rows } = await db.executeQuery(statement);
+  const rows = await shapesOf(target).rows(
+    db,
+    shape,
+    ([json, also]) => transitionStatement(db, target, withEvents, settlement && { queue: settlement.queue, also }, json),
+    [JSON.stringify(values), settlement?.also ?? []],
+  );
   return writes.map(({ row }) => {
     const written = rows.find((w) => w.id === row.id && w.read_version === row.version);
     if (written) row.version = written.version;

@@ -66,7 +66,8 @@ export class CancellationRepository {
   /** The signals recorded for any of these orders, oldest first (one indexed read). */
   async signalsOfOrders(trx: Trx, orders: OrderRef[]): Promise<OrderCancellation[]> {
     if (orders.length === 0) return [];
-    const read = this.#statements.compiled(
+    const rows = await this.#statements.rows(
+      trx,
       'signals of orders',
       ([stores, orderIds]) =>
         trx
@@ -77,7 +78,6 @@ export class CancellationRepository {
           .orderBy('id'),
       [orders.map((order) => order.resellerStoreId), orders.map((order) => order.externalOrderId)],
     );
-    const { rows } = await trx.executeQuery(read);
     if (rows.length === 0) return [];
     const em = this.orm.em.fork();
     return rows.map((row) => em.map(OrderCancellation, row as Record<string, unknown>));

@@ -10,6 +10,14 @@ export class Slot {
   }
 }
 
+/** One slot per value of a statement, in the values' order. */
+export type SlotsOf<V extends readonly unknown[]> = { readonly [K in keyof V]: Slot };
+
+/** Where a statement runs: the ORM's Kysely instance or a transaction of it. */
+interface Executor {
+  executeQuery<R>(query: CompiledQuery<R>): Promise<{ rows: R[] }>;
+}
+
 const SLOTS = Array.from({ length: 16 }, (_, index) => new Slot(index));
 
 /** Distinct shapes kept per cache; past it a shape is built at every call (as before), so the map cannot grow without bound. */
@@ -26,12 +34,17 @@ const MAX_SHAPES = 64;
 export class StatementShapes {
   readonly #shapes = new Map<string, CompiledQuery>();
 
-  /** The statement of shape `key` (built by `build` the first time, with slots standing for the values), with `values` in its slots. */
-  compiled<R>(key: string, build: (slots: readonly Slot[]) => Compilable<R>, values: readonly unknown[]): CompiledQuery<R> {
+  /** The rows of the statement of shape `key` (built by `build` the first time, a slot standing for each value) run on `db` with `values` in its slots. */
+  async rows<R, const V extends readonly unknown[]>(db: Executor, key: string, build: (slots: SlotsOf<V>) => Compilable<R>, values: V): Promise<R[]> {
+    return (await db.executeQuery(this.#compiled(key, build, values))).rows;
+  }
+
+  /** The statement of shape `key` with `values` in its slots (see `rows`). */
+  #compiled<R, const V extends readonly unknown[]>(key: string, build: (slots: SlotsOf<V>) => Compilable<R>, values: V): CompiledQuery<R> {
     if (values.length > SLOTS.length) throw new Error(`a statement shape takes at most ${SLOTS.length} values`);
     let template = this.#shapes.get(key);
     if (template === undefined) {
-      template = build(SLOTS.slice(0, values.length)).compile();
+      template = build(SLOTS.slice(0, values.length) as unknown as SlotsOf<V>).compile();
       if (this.#shapes.size < MAX_SHAPES) this.#shapes.set(key, template);
     }
     const parameters = template.parameters.map((parameter) => (parameter instanceof Slot ? values[parameter.index] : parameter));

@@ -8,7 +8,7 @@ import { EventRecord } from './entity.ts';
 import { firstIdAt, newId } from '../shared/ids.ts';
 import type { NewEvent } from './types.ts';
 import { PREPARED } from '../db/prepared.ts';
-import { StatementShapes, type Slot } from '../db/statement-shapes.ts';
+import { StatementShapes, type SlotsOf } from '../db/statement-shapes.ts';
 
 /** A delivery the fan-out created, with the queue message id its row expects. */
 export interface QueuedDelivery {
@@ -100,19 +100,14 @@ export function insertReadyEventsStep(source: RawBuilder<unknown>): RawBuilder<u
 export async function insertEventsWithDeliveries(trx: Trx, events: NewEvent[], onlyEndpointId: string | null = null): Promise<QueuedDelivery[]> {
   const now = new Date();
   const shape = onlyEndpointId === null ? 'subscribed' : 'one endpoint';
-  const statement = statements.compiled(shape, (slots) => eventsWithDeliveries(trx, onlyEndpointId !== null, slots), [
-    JSON.stringify(eventRows(events, now)),
-    now,
-    onlyEndpointId,
-  ]);
-  return (await trx.executeQuery(statement)).rows;
+  return statements.rows(trx, shape, (slots) => eventsWithDeliveries(trx, onlyEndpointId !== null, slots), [JSON.stringify(eventRows(events, now)), now, onlyEndpointId]);
 }
 
 /** The hot statements of this module, each built once per shape (src/db/statement-shapes.ts). */
 const statements = new StatementShapes();
 
 /** `insertEventsWithDeliveries`'s statement: to the subscribed endpoints or to the one in its slot. */
-function eventsWithDeliveries(trx: Trx, toOneEndpoint: boolean, [rows, now, onlyEndpointId]: readonly Slot[]) {
+function eventsWithDeliveries(trx: Trx, toOneEndpoint: boolean, [rows, now, onlyEndpointId]: SlotsOf<[string, Date, string | null]>) {
   return trx
     // (A raw CTE body is not parenthesised by Kysely, hence the parentheses.)
     .with(
@@ -124,7 +119,7 @@ function eventsWithDeliveries(trx: Trx, toOneEndpoint: boolean, [rows, now, only
       db
         .insertInto('events')
         .columns(['id', 'owner_id', 'reseller_store_id', 'type', 'payload', 'created_at'])
-        .expression((eb) => eb.selectFrom('e').select(['id', 'owner_id', 'reseller_store_id', 'type', 'payload', eb.val(now!.typed<Date>()).as('created_at')])),
+        .expression((eb) => eb.selectFrom('e').select(['id', 'owner_id', 'reseller_store_id', 'type', 'payload', eb.val(now.typed<Date>()).as('created_at')])),
     )
     .with('target', (db) =>
       db
@@ -133,7 +128,7 @@ function eventsWithDeliveries(trx: Trx, toOneEndpoint: boolean, [rows, now, only
         .select(['e.id as event_id', 'e.type', 'e.owner_id', 'w.id as endpoint_id'])
         .where((eb) =>
           toOneEndpoint
-            ? eb('w.id', '=', onlyEndpointId!.typed<string>())
+            ? eb('w.id', '=', onlyEndpointId.typed<string>())
             : SUBSCRIBED,
         ),
     )
@@ -154,11 +149,11 @@ function eventsWithDeliveries(trx: Trx, toOneEndpoint: boolean, [rows, now, only
           eb.val('pending').as('status'),
           eb.lit(0).as('attempts'),
           eb.lit(0).as('schedule_attempts'),
-          eb.val(now!.typed<Date>()).as('next_attempt_at'),
+          eb.val(now.typed<Date>()).as('next_attempt_at'),
           sql<string>`gen_random_uuid()::text`.as('queue_message_id'),
           eb.lit(1).as('version'),
-          eb.val(now!.typed<Date>()).as('created_at'),
-          eb.val(now!.typed<Date>()).as('updated_at'),
+          eb.val(now.typed<Date>()).as('created_at'),
+          eb.val(now.typed<Date>()).as('updated_at'),
         ]),
     )
     .returning(['id', 'endpoint_id as endpointId', sql<string>`queue_message_id`.as('queueMessageId')])

@@ -47,8 +47,7 @@ export class RoutedOrderRepository {
     const rows = [...orders]
       .sort((a, b) => a.resellerStoreId.localeCompare(b.resellerStoreId) || a.externalOrderId.localeCompare(b.externalOrderId))
       .map((order) => ({ reseller_store_id: order.resellerStoreId, external_order_id: order.externalOrderId, source: order.source }));
-    const record = this.#statements.compiled('record', ([rows, at]) => recordStatement(trx, rows!, at!), [JSON.stringify(rows), at]);
-    const { rows: inserted } = await trx.executeQuery(record);
+    const inserted = await this.#statements.rows(trx, 'record', ([json, at]) => recordStatement(trx, json, at), [JSON.stringify(rows), at]);
     const firsts = new Set(inserted.map((row) => keyOf({ resellerStoreId: row.reseller_store_id, externalOrderId: row.external_order_id })));
     return orders.map((order) => firsts.delete(keyOf(order)));
   }

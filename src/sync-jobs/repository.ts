@@ -10,7 +10,7 @@ import { ResellerStore } from '../reseller-stores/entity.ts';
 import { SourceStore } from '../source-stores/entity.ts';
 import { findPage } from '../db/paging.ts';
 import { columnsOf, rowMapper } from '../db/row-mapper.ts';
-import { StatementShapes, type Slot } from '../db/statement-shapes.ts';
+import { StatementShapes, type Slot, type SlotsOf } from '../db/statement-shapes.ts';
 import { PREPARED } from '../db/prepared.ts';
 import type { Page, PageQuery } from '../shared/paging.ts';
 import { SyncJob } from './entity.ts';
@@ -181,8 +181,7 @@ export class SyncJobRepository {
       source: rowMapper(this.orm, SourceStore),
       reseller: rowMapper(this.orm, ResellerStore),
     });
-    const load = this.#statements.compiled('load', ([ids]) => this.#loadStatement(map.columns, ids!), [JSON.stringify(jobIds)]);
-    const { rows } = await this.db.executeQuery(load);
+    const rows = await this.#statements.rows(this.db, 'load', ([ids]) => this.#loadStatement(map.columns, ids), [JSON.stringify(jobIds)]);
     return rows.map(({ source_store: source, reseller_store: reseller, ...job }) => ({
       row: map.job(job as Record<string, unknown>),
       source: source ? map.source(source) : null,
@@ -217,18 +216,17 @@ export class SyncJobRepository {
    * made on a young table did with a scan of the whole table.)
    */
   async insertNew(trx: Trx, candidates: JobCandidate[], initial: InitialJobColumns, now: Date): Promise<CandidateJob[]> {
-    const insert = this.#statements.compiled('insert', (slots) => this.#insertStatement(trx, slots), [
+    return this.#statements.rows(trx, 'insert', (slots) => this.#insertStatement(trx, slots), [
       JSON.stringify([...candidates].sort(byJobKey)),
       initial.status,
       initial.attempts,
       initial.retriesLeft,
       now,
     ]);
-    return (await trx.executeQuery(insert)).rows;
   }
 
   /** `insertNew`'s statement, its candidates (a JSON array), initial columns and time in slots. */
-  #insertStatement(trx: Trx, [candidates, status, attempts, retriesLeft, now]: readonly Slot[]) {
+  #insertStatement(trx: Trx, [candidates, status, attempts, retriesLeft, now]: SlotsOf<[string, string, number, number, Date]>) {
     return trx
       // (A raw CTE body is not parenthesised by Kysely, hence the parentheses.)
       .with(
@@ -250,14 +248,14 @@ export class SyncJobRepository {
               .selectFrom('candidate')
               .select([
                 'id', 'owner_id', 'reseller_store_id', 'source_store_id', 'external_order_id', 'origin',
-                eb.val(status!.typed<string>()).as('status'),
-                eb.val(attempts!.typed<number>()).as('attempts'),
-                eb.val(retriesLeft!.typed<number>()).as('retries_left'),
+                eb.val(status.typed<string>()).as('status'),
+                eb.val(attempts.typed<number>()).as('attempts'),
+                eb.val(retriesLeft.typed<number>()).as('retries_left'),
                 sql<unknown>`"order"`.as('order'),
                 'queue_message_id',
                 eb.lit(1).as('version'),
-                eb.val(now!.typed<Date>()).as('created_at'),
-                eb.val(now!.typed<Date>()).as('updated_at'),
+                eb.val(now.typed<Date>()).as('created_at'),
+                eb.val(now.typed<Date>()).as('updated_at'),
               ]),
           )
           .onConflict((oc) => oc.columns(['external_order_id', 'source_store_id']).doNothing())
@@ -278,7 +276,7 @@ export class SyncJobRepository {
               'i.id as resource_id',
               sql<unknown>`c.audit_metadata`.as('metadata'),
               'c.actor_id',
-              eb.val(now!.typed<Date>()).as('created_at'),
+              eb.val(now.typed<Date>()).as('created_at'),
             ]),
         ),
       )
