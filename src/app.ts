@@ -111,7 +111,7 @@ export function createApp(ctx: Infrastructure, services: Services): Express {
     [contract.divergences, divergenceRoutes(services.divergences)],
     [contract.sourceStores, sourceStoreRoutes(services.sourceStores)],
     [contract.syncJobs, syncJobRoutes(services.syncJobs)],
-    [contract.cancellations, cancellationRoutes(services.cancellations, services.syncJobs)],
+    [contract.cancellations, cancellationRoutes(services.cancellations)],
     [contract.auditLog, auditLogRoutes(services.auditLog)],
     [contract.webhooks, webhookRoutes(services.webhooks)],
     [contract.events, eventRoutes(services.events)],

@@ -369,14 +369,13 @@ export class CancellationService implements OrderCancellations, SupplierCancella
     return cancellationStats(this.repository, resellerStoreId);
   }
 
-  /** POST /v1/sync_jobs/{id}/cancellations/{cancellation_id}/retry: a failed or dead one, as a job retry does. */
   /**
-   * Retries a failed or dead cancellation. Answers its sync job as its GET shows it once the retry is
-   * written (the object of the `cancellation.retried` event, read in the retry's transaction), as a
-   * job's retry answers the job it wrote: a read after the commit could already find a worker's take.
-   * Null only when the job is gone by then.
+   * POST /v1/sync_jobs/{id}/cancellations/{cancellation_id}/retry: a failed or dead one, as a job
+   * retry does. Answers its sync job as its GET shows it once the retry is written (the object of the
+   * `cancellation.retried` event, read in the retry's transaction), as a job's retry answers the job it
+   * wrote: a read after the commit could already find a worker's take.
    */
-  async retry(principal: Principal, syncJobId: string, cancellationId: string): Promise<JobDetail | null> {
+  async retry(principal: Principal, syncJobId: string, cancellationId: string): Promise<JobDetail> {
     for (let round = 1; ; round++) {
       const cancellation = await this.repository.findOwned(principal.userId, syncJobId, cancellationId);
       if (!cancellation) throw notFound();
@@ -393,9 +392,11 @@ export class CancellationService implements OrderCancellations, SupplierCancella
         const [written] = await this.repository.writeTransitions(trx, [{ row: cancellation, result: cancellationKind.resultOf(cancellation), audit }]);
         if (!written) return false;
         await this.deps.queue.insertIn(trx, cancellationKind.queue, [{ id: cancellation.queueMessageId!, message: cancellationKind.message(cancellation.id) }]);
+        // Jobs are never deleted, and this transaction just wrote one of its cancellations.
         const event = await jobEventIn(trx, 'cancellation.retried', syncJobId);
-        if (event) await this.deps.outbox.append(trx, [event]);
-        return { job: event && (event.object as JobDetail) };
+        if (!event) throw notFound();
+        await this.deps.outbox.append(trx, [event]);
+        return { job: event.object as JobDetail };
       });
       if (moved) {
         this.deps.metrics.attemptTransitions.inc({ kind: 'cancellation', status: 'pending' });
