@@ -8,6 +8,7 @@ import { analyzeJobTable, settleMessages } from './repository.ts';
 import type { Pool } from 'pg';
 import { POOL_OPTIONS } from '../db/pool.ts';
 import { PREPARED_MARK, preparedName } from '../db/prepared.ts';
+import { IdleLoops } from './idle-loops.ts';
 
 /**
  * A queue: its name, its message schema and its options. A queue message only names the record to
@@ -80,8 +81,8 @@ const QUEUE_OPTIONS: Omit<QueueDefinition, 'name'> = {
   deleteAfterSeconds: 24 * 60 * 60,
   // No NOTIFY on insert: PostgreSQL serialises the commits of notifying transactions on one global
   // lock held through the commit's WAL flush, which capped webhook ingest (measured: ~1 session
-  // always waiting on it at 370 orders/s). Idle workers poll every 0.5 s instead; busy ones fetch
-  // the next message as soon as they finish one (workers/index.ts).
+  // always waiting on it at 370 orders/s). Idle workers poll instead (SCOUT_POLL_MS, workers/index.ts);
+  // busy ones fetch the next message as soon as they finish one.
   notify: false,
 };
 
@@ -105,8 +106,18 @@ function jobInsert(id: string, message: object, delayMs: number, groupId?: strin
   return { id, data: message, ...(at && { startAfter: at }), ...(groupId !== undefined && { group: { id: groupId } }) };
 }
 
-/** A settling consumer that finds its queue empty, or cannot fetch, tries again after this long. */
-const IDLE_POLL_MS = 500;
+/**
+ * While a settling consumer's queue is empty, one of its loops polls this often and the others are
+ * parked (src/queue/idle-loops.ts): a new message waits about this long for a loop. Each idle poll
+ * is one prepared fetch of an empty index range.
+ */
+const SCOUT_POLL_MS = 50;
+
+/** A parked loop polls on its own this rarely (it is woken when there is work). */
+const PARKED_POLL_MS = 5_000;
+
+/** A settling consumer that cannot fetch tries again after this long. */
+const FETCH_RETRY_MS = 500;
 
 /** While a settling consumer has a backlog (its fetches come back full), its job table's statistics are refreshed at most this often. */
 const STATISTICS_REFRESH_MS = 30_000;
@@ -134,6 +145,8 @@ export class Queue {
   /** The loops of the settling consumers (`consumeSettling`), each resolving once it stopped. */
   readonly #loops: Promise<void>[] = [];
   #wake: (() => void)[] = [];
+  /** The idle loops of each settling consumer, woken at `stop`. */
+  readonly #idleLoops: IdleLoops[] = [];
   /** When each job table's statistics were last refreshed (`#freshenStatistics`), by queue name; null once refused. */
   readonly #analyzedAt = new Map<string, number | null>();
   /** Queues whose fetches are failing: since when, when that was last logged, and how many failed (`#fetchFailed`). */
@@ -228,28 +241,36 @@ export class Queue {
    * Consumes a queue with one loop per entry of `batchSizes`, each fetching batches of up to that many, with a
    * handler that settles its messages itself (`SettlingHandler`) instead of pg-boss completing
    * them in a statement and a commit of their own after the batch. A loop fetches its next batch
-   * as soon as one is handled, and polls every 0.5 s while the queue is empty. While a batch runs
-   * its messages' heartbeat is kept (pg-boss's supervisor redelivers a message whose heartbeat
-   * lapses: its worker died). `stop` waits for the batches in flight.
+   * as soon as one is handled; while the queue is empty one loop polls every SCOUT_POLL_MS and the
+   * others wait to be woken (`IdleLoops`). While a batch runs its messages' heartbeat is kept
+   * (pg-boss's supervisor redelivers a message whose heartbeat lapses: its worker died). `stop`
+   * waits for the batches in flight.
    */
   consumeSettling(queue: QueueSpec, { batchSizes, logger }: { batchSizes: number[]; logger: Logger }, handle: SettlingHandler): void {
-    for (const batchSize of batchSizes) this.#loops.push(this.#settlingLoop(queue.name, batchSize, logger, handle));
+    const idle = new IdleLoops({ scoutPollMs: SCOUT_POLL_MS, parkedPollMs: PARKED_POLL_MS });
+    this.#idleLoops.push(idle);
+    for (const batchSize of batchSizes) this.#loops.push(this.#settlingLoop(queue.name, batchSize, idle, logger, handle));
   }
 
-  async #settlingLoop(name: string, batchSize: number, logger: Logger, handle: SettlingHandler): Promise<void> {
+  async #settlingLoop(name: string, batchSize: number, idle: IdleLoops, logger: Logger, handle: SettlingHandler): Promise<void> {
+    const loop = idle.loop();
     while (!this.stopping) {
-      let jobs: Job<unknown>[] = [];
+      let jobs: Job<unknown>[];
       try {
         jobs = await this.boss.fetch(name, { batchSize, db: this.#fetchDb });
         this.#fetchSucceeded(name, logger);
       } catch (error) {
         if (!this.stopping) this.#fetchFailed(name, error, logger);
-      }
-      if (jobs.length === 0) {
-        await this.#idle();
+        await this.#retryFetchLater();
         continue;
       }
-      if (jobs.length === batchSize) this.#freshenStatistics(name, logger);
+      if (jobs.length === 0) {
+        await idle.waitAfterEmptyFetch(loop);
+        continue;
+      }
+      const full = jobs.length === batchSize;
+      idle.fetched(loop, full);
+      if (full) this.#freshenStatistics(name, logger);
       await this.#handleBatch(name, jobs, logger, handle);
     }
   }
@@ -276,8 +297,8 @@ export class Queue {
 
   /**
    * A queue's fetches failing (the database is away): the first failure is logged at once, then one
-   * line per FETCH_FAILURE_LOG_MS while they go on, rather than one per loop and poll (eight loops
-   * polling every 0.5 s made 16 lines a second per queue), and one line when a fetch succeeds again.
+   * line per FETCH_FAILURE_LOG_MS while they go on, rather than one per loop and try (eight loops
+   * trying every 0.5 s made 16 lines a second per queue), and one line when a fetch succeeds again.
    */
   #fetchFailed(name: string, error: unknown, logger: Logger): void {
     const now = Date.now();
@@ -322,15 +343,15 @@ export class Queue {
     });
   }
 
-  /** Waits the idle poll, or less when the queue stops. */
-  #idle(): Promise<void> {
+  /** Waits FETCH_RETRY_MS after a failed fetch, or less when the queue stops. */
+  #retryFetchLater(): Promise<void> {
     return new Promise<void>((resolve) => {
       const done = () => {
         clearTimeout(timer);
         this.#wake = this.#wake.filter((wake) => wake !== done);
         resolve();
       };
-      const timer = setTimeout(done, IDLE_POLL_MS);
+      const timer = setTimeout(done, FETCH_RETRY_MS);
       this.#wake.push(done);
     });
   }
@@ -352,6 +373,7 @@ export class Queue {
   async stop(timeoutMs = 30_000): Promise<void> {
     this.stopping = true;
     for (const wake of this.#wake) wake();
+    for (const idle of this.#idleLoops) idle.stop();
     const timeout = new AbortController();
     await Promise.race([Promise.all(this.#loops), delay(timeoutMs, undefined, { signal: timeout.signal }).catch(() => {})]);
     timeout.abort();
