@@ -76,8 +76,8 @@ export function createApp(ctx: Infrastructure, services: Services): Express {
     }),
   );
   app.use(cookieParser());
-  // One ORM identity map per request; repositories read it through `orm.em`.
-  app.use(requestScope(ctx.orm));
+  // One ORM identity map per request; repositories read it through `orm.em`. The webhooks fork their own.
+  app.use(requestScope(ctx.orm, new Set([contract.webhooks.orders.path, contract.webhooks.fulfillments.path])));
 
   app.get('/metrics', serveMetrics(ctx.metrics));
 
