@@ -49,6 +49,7 @@ describe('loadConfig', () => {
       syncRetryBaseDelayMs: 30_000,
       reconcileIntervalMs: 300_000,
       reconcileGraceMs: 120_000,
+      queueIdlePollMs: 50,
       logLevel: 'info',
       jwtSecret: JWT_SECRET,
       trustedProxyHops: 0,
@@ -72,6 +73,7 @@ describe('loadConfig', () => {
         SYNC_RETRY_BASE_DELAY_MS: '250',
         RECONCILE_INTERVAL_MS: '0',
         RECONCILE_GRACE_MS: '5000',
+        QUEUE_IDLE_POLL_MS: '200',
         LOG_LEVEL: 'debug',
       }),
     );
@@ -85,6 +87,7 @@ describe('loadConfig', () => {
       syncRetryBaseDelayMs: 250,
       reconcileIntervalMs: 0,
       reconcileGraceMs: 5000,
+      queueIdlePollMs: 200,
       logLevel: 'debug',
     });
   });
@@ -104,6 +107,7 @@ describe('loadConfig', () => {
     ['SYNC_RETRY_BASE_DELAY_MS', { SYNC_RETRY_BASE_DELAY_MS: ' ' }],
     ['RECONCILE_INTERVAL_MS', { RECONCILE_INTERVAL_MS: '-1' }],
     ['RECONCILE_GRACE_MS', { RECONCILE_GRACE_MS: '2m' }],
+    ['QUEUE_IDLE_POLL_MS', { QUEUE_IDLE_POLL_MS: '0' }],
     ['LOG_LEVEL', { LOG_LEVEL: 'loud' }],
     ['TRUST_PROXY', { TRUST_PROXY: 'yes' }],
     ['EVENT_RETENTION_DAYS', { EVENT_RETENTION_DAYS: '7' }],

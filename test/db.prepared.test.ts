@@ -101,7 +101,7 @@ describe('marked statements', () => {
     try {
       await sqlOf(orm).transaction().execute((trx) => queue.insertIn(trx, spec, [1, 2, 3].map((n) => ({ id: newMessageId(), message: { n } }))));
       const handled: number[] = [];
-      queue.consumeSettling(spec, { batchSizes: [2], logger: pino({ level: 'silent' }) }, async (jobs) => {
+      queue.consumeSettling(spec, { batchSizes: [2], idlePollMs: 50, logger: pino({ level: 'silent' }) }, async (jobs) => {
         handled.push(...jobs.map((job) => (job.data as { n: number }).n));
         await queue.settleIn(sqlOf(orm), spec, jobs.map((job) => job.id));
         return new Set();

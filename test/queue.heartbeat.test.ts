@@ -78,7 +78,7 @@ it('keeps a message whose handler outlasts the heartbeat with its worker, and re
   let finish!: () => void;
   const finished = new Promise<void>((resolve) => (finish = resolve));
   for (const [index, consumer] of consumers.entries()) {
-    consumer.consumeSettling(spec, { batchSizes: [1, 1], logger }, async (jobs) => {
+    consumer.consumeSettling(spec, { batchSizes: [1, 1], idlePollMs: 50, logger }, async (jobs) => {
       for (const job of jobs) {
         deliveries.push({ id: job.id, retryCount: job.retryCount, consumer: index });
         if (job.id === slow) await finished;

@@ -45,7 +45,7 @@ describe('consumeSettling', () => {
   it('leaves settling to the handler: settled messages complete, returned ones are failed back, a throw fails its batch', async () => {
     const ids = await send([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20]);
     const seen = new Map<number, number>();
-    queue.consumeSettling(spec, { batchSizes: [8, 8], logger }, async (jobs) => {
+    queue.consumeSettling(spec, { batchSizes: [8, 8], idlePollMs: 50, logger }, async (jobs) => {
       const unsettled = new Set<string>();
       const settle: string[] = [];
       for (const job of jobs) {
@@ -90,7 +90,7 @@ describe('consumeSettling', () => {
     });
     // A queue that does not exist yet: pg-boss refuses every fetch from it, as it would with the database away.
     const missing: QueueSpec<{ n: number }> = { name: 'test.settling-missing', schema: z.object({ n: z.number() }) };
-    queue.consumeSettling(missing, { batchSizes: [8, 8, 8], logger: pino({ level: 'info' }, capture) }, async () => new Set());
+    queue.consumeSettling(missing, { batchSizes: [8, 8, 8], idlePollMs: 50, logger: pino({ level: 'info' }, capture) }, async () => new Set());
     const failedLines = () => lines.filter((line) => line.queue === missing.name && String(line.msg).startsWith('queue fetch'));
     // Three loops polling every 0.5 s for 2 s: a dozen failed fetches, one line.
     await delay(2_000);

@@ -38,6 +38,7 @@ const EnvSchema = z.object({
     .optional(),
   SYNC_RETRY_BASE_DELAY_MS: integer(0, 86_400_000).default(30_000),
   WORKER_CONCURRENCY: integer(1, 256).default(64),
+  QUEUE_IDLE_POLL_MS: integer(10, 5_000).default(50),
   PLATFORM_TIMEOUT_MS: integer(100, 120_000).default(10_000),
   WEBHOOK_STORE_CACHE_TTL_MS: integer(0, 60_000).default(0),
   RECONCILE_INTERVAL_MS: integer(0, 86_400_000).default(300_000),
@@ -110,6 +111,8 @@ function buildConfig(env: z.infer<typeof EnvSchema>) {
     platformBaseUrl: env.PLATFORM_BASE_URL ?? null,
     syncRetryBaseDelayMs: env.SYNC_RETRY_BASE_DELAY_MS,
     workerConcurrency: env.WORKER_CONCURRENCY,
+    /** How often one loop per queue of retried work polls it while it is empty (src/queue/idle-loops.ts). */
+    queueIdlePollMs: env.QUEUE_IDLE_POLL_MS,
     platformTimeoutMs: env.PLATFORM_TIMEOUT_MS,
     /** How long the order webhook reuses a store look-up; 0 = never (src/webhooks/service.ts). */
     webhookStoreCacheTtlMs: env.WEBHOOK_STORE_CACHE_TTL_MS,

@@ -81,7 +81,7 @@ const QUEUE_OPTIONS: Omit<QueueDefinition, 'name'> = {
   deleteAfterSeconds: 24 * 60 * 60,
   // No NOTIFY on insert: PostgreSQL serialises the commits of notifying transactions on one global
   // lock held through the commit's WAL flush, which capped webhook ingest (measured: ~1 session
-  // always waiting on it at 370 orders/s). Idle workers poll instead (SCOUT_POLL_MS, workers/index.ts);
+  // always waiting on it at 370 orders/s). Idle workers poll instead (`SettlingOptions.idlePollMs`);
   // busy ones fetch the next message as soon as they finish one.
   notify: false,
 };
@@ -107,11 +107,15 @@ function jobInsert(id: string, message: object, delayMs: number, groupId?: strin
 }
 
 /**
- * While a settling consumer's queue is empty, one of its loops polls this often and the others are
- * parked (src/queue/idle-loops.ts): a new message waits about this long for a loop. Each idle poll
- * is one prepared fetch of an empty index range.
+ * A settling consumer: one loop per entry of `batchSizes`. While its queue is empty one loop polls
+ * every `idlePollMs` (a new message waits about that long; each poll is one prepared fetch of an
+ * empty index range) and the others are parked (src/queue/idle-loops.ts).
  */
-const SCOUT_POLL_MS = 50;
+export interface SettlingOptions {
+  batchSizes: number[];
+  idlePollMs: number;
+  logger: Logger;
+}
 
 /** A parked loop polls on its own this rarely (it is woken when there is work). */
 const PARKED_POLL_MS = 5_000;
@@ -241,13 +245,13 @@ export class Queue {
    * Consumes a queue with one loop per entry of `batchSizes`, each fetching batches of up to that many, with a
    * handler that settles its messages itself (`SettlingHandler`) instead of pg-boss completing
    * them in a statement and a commit of their own after the batch. A loop fetches its next batch
-   * as soon as one is handled; while the queue is empty one loop polls every SCOUT_POLL_MS and the
+   * as soon as one is handled; while the queue is empty one loop polls every `idlePollMs` and the
    * others wait to be woken (`IdleLoops`). While a batch runs its messages' heartbeat is kept
    * (pg-boss's supervisor redelivers a message whose heartbeat lapses: its worker died). `stop`
    * waits for the batches in flight.
    */
-  consumeSettling(queue: QueueSpec, { batchSizes, logger }: { batchSizes: number[]; logger: Logger }, handle: SettlingHandler): void {
-    const idle = new IdleLoops({ scoutPollMs: SCOUT_POLL_MS, parkedPollMs: PARKED_POLL_MS });
+  consumeSettling(queue: QueueSpec, { batchSizes, idlePollMs, logger }: SettlingOptions, handle: SettlingHandler): void {
+    const idle = new IdleLoops({ scoutPollMs: idlePollMs, parkedPollMs: PARKED_POLL_MS });
     this.#idleLoops.push(idle);
     for (const batchSize of batchSizes) this.#loops.push(this.#settlingLoop(queue.name, batchSize, idle, logger, handle));
   }

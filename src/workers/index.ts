@@ -161,7 +161,7 @@ async function startRunWorker<Q extends RunQueue>(ctx: Infrastructure, key: Q, r
 function startWorker(ctx: Infrastructure, { kind, attempt }: RegisteredKind): AttemptWorker<AttemptRow, string, object, { row: AttemptRow }> {
   const worker = new AttemptWorker(ctx, kind, attempt);
   const { name, schema } = kind.queue;
-  ctx.queue.consumeSettling(kind.queue, { batchSizes: batchSizes(ctx.config.workerConcurrency), logger: ctx.logger }, async (jobs) => {
+  ctx.queue.consumeSettling(kind.queue, { batchSizes: batchSizes(ctx.config.workerConcurrency), idlePollMs: ctx.config.queueIdlePollMs, logger: ctx.logger }, async (jobs) => {
     const malformed: string[] = [];
     const messages = jobs.flatMap((job) => {
       const parsed = schema.safeParse(job.data);
