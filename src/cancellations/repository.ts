@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import type { AttemptTarget } from '../attempts/kind.ts';
 import { writeAttemptTransitions, type AttemptWrite } from '../attempts/repository.ts';
 import type { Orm } from '../db/orm.ts';
 import type { OrderRef } from '../orders/port.ts';
@@ -35,6 +36,9 @@ export function fromRow<T>(row: Record<string, unknown>): T {
   }
   return entity as T;
 }
+
+/** The table a manual transition writes (one object, so its statement is built once: `writeAttemptTransitions`). */
+const CANCELLATION_TARGET: AttemptTarget = { name: 'cancellation', table: 'cancellations', resultColumn: 'outcome' };
 
 const cancelLockKey = (order: OrderRef) => `cancel:${order.resellerStoreId}:${order.externalOrderId}`;
 
@@ -217,7 +221,7 @@ export class CancellationRepository {
   }
 
   writeTransitions(db: Db | Trx, writes: AttemptWrite<Cancellation>[]): Promise<boolean[]> {
-    return writeAttemptTransitions(db, { name: 'cancellation', table: 'cancellations', resultColumn: 'outcome' }, writes);
+    return writeAttemptTransitions(db, CANCELLATION_TARGET, writes);
   }
 
   /** The store's cancellations counted by status and by outcome. */

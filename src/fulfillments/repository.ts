@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import type { AttemptTarget } from '../attempts/kind.ts';
 import { writeAttemptTransitions, type AttemptWrite } from '../attempts/repository.ts';
 import { holdLock } from '../db/locks.ts';
 import type { Orm } from '../db/orm.ts';
@@ -18,6 +19,9 @@ export interface HeldRow {
   tracking: Tracking;
   receivedAt: Date;
 }
+
+/** The table a manual transition writes (one object, so its statement is built once: `writeAttemptTransitions`). */
+const FULFILLMENT_TARGET: AttemptTarget = { name: 'fulfillment', table: 'fulfillments', resultColumn: 'reseller_fulfillment_id' };
 
 /** Every statement on fulfillments. */
 export class FulfillmentRepository {
@@ -81,7 +85,7 @@ export class FulfillmentRepository {
 
   /** Version-checked writes of fulfillments' lifecycle columns, with their audit entries (see writeAttemptTransitions). */
   writeTransitions(db: Db | Trx, writes: AttemptWrite<Fulfillment>[]): Promise<boolean[]> {
-    return writeAttemptTransitions(db, { name: 'fulfillment', table: 'fulfillments', resultColumn: 'reseller_fulfillment_id' }, writes);
+    return writeAttemptTransitions(db, FULFILLMENT_TARGET, writes);
   }
 
   /** Keeps fulfillments of orders no job has recorded; one already held (same order and identity) is kept as it was. */

@@ -78,6 +78,9 @@ export interface JobWithSource {
 const byJobKey = (a: JobCandidate, b: JobCandidate) =>
   a.external_order_id.localeCompare(b.external_order_id) || a.source_store_id.localeCompare(b.source_store_id);
 
+/** The table a void writes, without the settled steps (one object, so its statement is built once: `writeAttemptTransitions`). */
+const VOID_TARGET: AttemptTarget = { name: 'sync_job', table: 'sync_jobs', resultColumn: 'source_order_id' };
+
 /** Every statement on sync_jobs. */
 export class SyncJobRepository {
   /** The batch load's column list and row mappers (`loadWithSources`), built on its first use. */
@@ -384,7 +387,7 @@ export class SyncJobRepository {
    * without the settled steps of `writeTransitions`.
    */
   writeVoidsIn(trx: Trx, writes: AttemptWrite<SyncJob>[]): Promise<boolean[]> {
-    return writeAttemptTransitions(trx, { name: 'sync_job', table: 'sync_jobs', resultColumn: 'source_order_id' }, writes);
+    return writeAttemptTransitions(trx, VOID_TARGET, writes);
   }
 
   /** The jobs that placed these orders on this supplier store, by supplier order id (the divergence watch's port `WatchedJobs`). */
