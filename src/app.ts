@@ -76,7 +76,9 @@ export function createApp(ctx: Infrastructure, services: Services): Express {
     }),
   );
   app.use(cookieParser());
-  // One ORM identity map per request; repositories read it through `orm.em`. The webhooks fork their own.
+  // One ORM identity map per request; repositories read it through `orm.em`. The orders and
+  // fulfillments webhooks' intake forks its own, so those two paths get none (the per-store
+  // fulfillments path, with its parameter, keeps one: harmless, only not saved).
   app.use(requestScope(ctx.orm, new Set([contract.webhooks.orders.path, contract.webhooks.fulfillments.path])));
 
   app.get('/metrics', serveMetrics(ctx.metrics));

@@ -79,6 +79,18 @@ describe('IdleLoops', () => {
     expect(running.handled).toEqual([[1], [2]]);
   });
 
+  it('keeps a loop watching after a full batch and then a partial one', async () => {
+    running = consume(4, 1_500);
+    await delay(100);
+    // The scout fetches four (full) and wakes a loop, which fetches the fifth (partial): both are busy.
+    running.queue.push(1, 2, 3, 4, 5);
+    await waitFor(async () => running!.mostBusy() === 2, 1_000, 'two loops busy');
+    running.queue.push(6);
+    // A third loop took over the watch and fetches it while the other two still work.
+    await waitFor(async () => running!.mostBusy() === 3, 1_000, 'a third loop to fetch the sixth message');
+    expect(running.handled).toEqual([]);
+  });
+
   it('wakes the parked loops one after another while their fetches come back full (a backlog)', async () => {
     running = consume(4, 100);
     await delay(50);

@@ -5,15 +5,15 @@
  * each polling on its own (eight loops polling often fetched one or two messages each, and every
  * message then paid for more of its batch's statements).
  *
- * A loop that fetched something lets the scout role go, to a parked loop if there is one, so some
- * loop keeps watching the queue while it works. One whose batch came back full (a backlog) also
- * wakes a parked loop to fetch at once, which wakes the next if its batch is full too: a backlog
- * fans out over every loop. A parked loop still polls every `parkedPollMs`, in case a wake-up went
- * to a loop that stopped meanwhile.
+ * A scout that fetched something hands the role to a parked loop, so some loop keeps watching the
+ * queue while it works; so does any loop that finds the role vacant. A loop whose batch came back
+ * full (a backlog) also wakes a parked loop to fetch at once, which wakes the next if its batch is
+ * full too: a backlog fans out over every loop. A parked loop still polls every `parkedPollMs`, a
+ * safety net only.
  */
 export class IdleLoops {
   #scout: IdleLoop | null = null;
-  readonly #parked: { loop: IdleLoop; wake: (asScout: boolean) => void }[] = [];
+  readonly #parked: { loop: IdleLoop; wake: (pauseFirst: boolean) => void }[] = [];
   readonly #sleeping = new Set<() => void>();
   #stopped = false;
 
@@ -31,19 +31,19 @@ export class IdleLoops {
       await this.#sleep(this.timing.scoutPollMs);
       return;
     }
-    const asScout = await this.#park(loop);
-    if (asScout) await this.#sleep(this.timing.scoutPollMs);
+    const pauseFirst = await this.#park(loop);
+    if (pauseFirst) await this.#sleep(this.timing.scoutPollMs);
   }
 
   /** After `loop` fetched messages (`full`: as many as it asked for), before it handles them. */
   fetched(loop: IdleLoop, full: boolean): void {
-    const wasScout = this.#scout === loop;
-    if (wasScout) this.#scout = null;
-    if (!full && !wasScout) return;
+    if (this.#scout === loop) this.#scout = null;
+    if (!full && this.#scout !== null) return;
     const next = this.#parked.shift();
     if (next === undefined) return;
-    // A full batch means more is waiting: the woken loop fetches at once. Otherwise it takes over the watch.
-    if (!full) this.#scout = next.loop;
+    // A vacant watch goes to the woken loop. After a full batch (more is waiting) it fetches at once;
+    // otherwise it pauses first, as a scout whose poll found nothing.
+    if (this.#scout === null) this.#scout = next.loop;
     next.wake(!full);
   }
 
@@ -54,7 +54,7 @@ export class IdleLoops {
     for (const wake of [...this.#sleeping]) wake();
   }
 
-  /** The loops parked now (for tests and metrics). */
+  /** The loops parked now. */
   get parkedCount(): number {
     return this.#parked.length;
   }
@@ -64,9 +64,9 @@ export class IdleLoops {
     return new Promise<boolean>((resolve) => {
       const entry = {
         loop,
-        wake: (asScout: boolean) => {
+        wake: (pauseFirst: boolean) => {
           clearTimeout(timer);
-          resolve(asScout);
+          resolve(pauseFirst);
         },
       };
       const timer = setTimeout(() => {
@@ -93,4 +93,6 @@ export class IdleLoops {
 }
 
 /** One loop of an `IdleLoops` group. */
-export class IdleLoop {}
+export class IdleLoop {
+  readonly #brand = true;
+}

@@ -81,7 +81,8 @@ const QUEUE_OPTIONS: Omit<QueueDefinition, 'name'> = {
   deleteAfterSeconds: 24 * 60 * 60,
   // No NOTIFY on insert: PostgreSQL serialises the commits of notifying transactions on one global
   // lock held through the commit's WAL flush, which capped webhook ingest (measured: ~1 session
-  // always waiting on it at 370 orders/s). Idle workers poll instead (`SettlingOptions.idlePollMs`);
+  // always waiting on it at 370 orders/s). Idle workers poll instead: the queues of retried work
+  // every `SettlingOptions.idlePollMs`, the delivery and run queues every 0.5 s (workers/index.ts);
   // busy ones fetch the next message as soon as they finish one.
   notify: false,
 };
@@ -349,6 +350,7 @@ export class Queue {
 
   /** Waits FETCH_RETRY_MS after a failed fetch, or less when the queue stops. */
   #retryFetchLater(): Promise<void> {
+    if (this.stopping) return Promise.resolve();
     return new Promise<void>((resolve) => {
       const done = () => {
         clearTimeout(timer);
