@@ -28,11 +28,11 @@ export class IdleLoops {
   async waitAfterEmptyFetch(loop: IdleLoop): Promise<void> {
     if (this.#scout === null || this.#scout === loop) {
       this.#scout = loop;
-      await this.#sleep(this.timing.scoutPollMs);
+      await this.pause(this.timing.scoutPollMs);
       return;
     }
     const pauseFirst = await this.#park(loop);
-    if (pauseFirst) await this.#sleep(this.timing.scoutPollMs);
+    if (pauseFirst) await this.pause(this.timing.scoutPollMs);
   }
 
   /** After `loop` fetched messages (`full`: as many as it asked for), before it handles them. */
@@ -78,7 +78,8 @@ export class IdleLoops {
     });
   }
 
-  #sleep(ms: number): Promise<void> {
+  /** Waits `ms` (a loop whose fetch failed waits too), or less when the group stops. */
+  pause(ms: number): Promise<void> {
     if (this.#stopped) return Promise.resolve();
     return new Promise<void>((resolve) => {
       const done = () => {

@@ -149,7 +149,6 @@ export class Queue {
   stopping = false;
   /** The loops of the settling consumers (`consumeSettling`), each resolving once it stopped. */
   readonly #loops: Promise<void>[] = [];
-  #wake: (() => void)[] = [];
   /** The idle loops of each settling consumer, woken at `stop`. */
   readonly #idleLoops: IdleLoops[] = [];
   /** When each job table's statistics were last refreshed (`#freshenStatistics`), by queue name; null once refused. */
@@ -266,7 +265,7 @@ export class Queue {
         this.#fetchSucceeded(name, logger);
       } catch (error) {
         if (!this.stopping) this.#fetchFailed(name, error, logger);
-        await this.#retryFetchLater();
+        await idle.pause(FETCH_RETRY_MS);
         continue;
       }
       if (jobs.length === 0) {
@@ -348,20 +347,6 @@ export class Queue {
     });
   }
 
-  /** Waits FETCH_RETRY_MS after a failed fetch, or less when the queue stops. */
-  #retryFetchLater(): Promise<void> {
-    if (this.stopping) return Promise.resolve();
-    return new Promise<void>((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.#wake = this.#wake.filter((wake) => wake !== done);
-        resolve();
-      };
-      const timer = setTimeout(done, FETCH_RETRY_MS);
-      this.#wake.push(done);
-    });
-  }
-
   /** Readiness: the queue's tables answer. */
   async ping(): Promise<void> {
     await this.boss.getQueue(this.names[0]!);
@@ -378,7 +363,6 @@ export class Queue {
   /** Stops fetching, waits for the batches in flight (up to `timeoutMs`), then stops pg-boss. */
   async stop(timeoutMs = 30_000): Promise<void> {
     this.stopping = true;
-    for (const wake of this.#wake) wake();
     for (const idle of this.#idleLoops) idle.stop();
     const timeout = new AbortController();
     await Promise.race([Promise.all(this.#loops), delay(timeoutMs, undefined, { signal: timeout.signal }).catch(() => {})]);
