@@ -327,6 +327,17 @@ describe('passes', () => {
     expect(sandbox.requestsFor(b.shopDomain).filter((request) => /shipment-trackings/.test(request.path) && request.method === 'GET')).toHaveLength(3);
   });
 
+  it("a platform_b store whose orders changed within the second it was added still gets a watermark (its times have whole seconds)", async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, 'platform_a', ['platform_b']);
+    const supplier = tenant.suppliers[0]!;
+    const [store] = await queryRows<{ created_at: Date }>(target.databaseUrl, 'select created_at from source_stores where id = $1', [supplier.id]);
+    const addedSecond = new Date(Math.floor(store!.created_at.getTime() / 1000) * 1000);
+    const order = sandbox.buildOrderPayload('platform_b', { id: 992_001, lines: [{ sku: 'S-1', title: 'S', vendor: 'elsewhere', quantity: 1, price: '5.00' }] });
+    sandbox.seedOrder(supplier.shopDomain, 'platform_b', { ...order, date_modified_gmt: addedSecond.toISOString().slice(0, 19) });
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', orders_seen: 1 });
+    expect(await watermarkOf(target, supplier.id)).toEqual(addedSecond);
+  });
+
   it('a list that fails mid-pass leaves its watermark; the next pass repairs what it missed', async ({ sandbox, target }) => {
     const tenant = await openTenant(sandbox, target, 'platform_a', ['custom', 'platform_a']);
     const [failing, healthy] = tenant.suppliers as [typeof tenant.suppliers[0], typeof tenant.suppliers[0]];

@@ -125,12 +125,15 @@ export class WatchRunner {
     tally: Tally,
     compare: (orders: UpdatedOrder[], connection: StoreConnection) => Promise<number>,
   ): Promise<string | null> {
-    const current = (await this.repository.watermarkOf(store.id)) ?? store.createdAt;
+    const stored = await this.repository.watermarkOf(store.id);
+    const current = stored ?? store.createdAt;
     // A new store's history is not read (less a second: platform_b's times have whole seconds).
     const since = new Date(Math.max(Math.floor(store.createdAt.getTime() / 1000) * 1000 - 1000, current.getTime() - WATCH_OVERLAP_MS));
     const connection = { ...connectionOf(this.deps, store), maxTurnWaitMs: MAX_TURN_WAIT_MS };
     const adapter = this.deps.platforms[store.platform];
-    let newest = current;
+    // Not the store's creation time: a platform_b order changed in the second the store was added
+    // has an earlier (whole-second) time, and the store would get no watermark.
+    let newest: Date | null = null;
     let cursor: string | null = null;
     try {
       for (let pages = 0; pages < MAX_PAGES_PER_STORE; pages++) {
@@ -139,7 +142,7 @@ export class WatchRunner {
         // Stores are watched side by side: add after the await, or another store's additions are lost.
         const repaired = await compare(page.orders, connection);
         tally.repairs += repaired;
-        for (const order of page.orders) if (order.updatedAt > newest) newest = order.updatedAt;
+        for (const order of page.orders) if (newest === null || order.updatedAt > newest) newest = order.updatedAt;
         cursor = page.next;
         if (cursor === null) break;
       }
@@ -149,7 +152,7 @@ export class WatchRunner {
       return `${store.id}: ${error instanceof PlatformError ? error.message : 'internal error; see the service logs'}`;
     }
     lease.check();
-    if (newest > current) await this.repository.advanceWatermark(store.id, newest);
+    if (newest !== null && (stored === null || newest > stored)) await this.repository.advanceWatermark(store.id, newest);
     return null;
   }
 
