@@ -28,7 +28,7 @@ import { OrderRouter } from './orders/routing.ts';
 import { ReconciliationRepository } from './reconciliation/repository.ts';
 import { ReconciliationRunner } from './reconciliation/runner.ts';
 import { ReconciliationService } from './reconciliation/service.ts';
-import { ResellerStoreRepository } from './reseller-stores/repository.ts';
+import { ResellerStoreRepository, storesDueIn } from './reseller-stores/repository.ts';
 import { ResellerStoreService } from './reseller-stores/service.ts';
 import { SourceStoreService } from './source-stores/service.ts';
 import { SyncJobService } from './sync-jobs/service.ts';
@@ -113,8 +113,8 @@ export function createServices(infrastructure: Infrastructure) {
     logger,
     config,
   });
-  const reconciliationRepository = new ReconciliationRepository(orm, queue);
-  const watchRepository = new WatchRepository(orm, queue);
+  const reconciliationRepository = new ReconciliationRepository(orm, queue, storesDueIn);
+  const watchRepository = new WatchRepository(orm, queue, storesDueIn);
   /**
    * What the divergence watch does about the cancellations it finds (src/divergence-watch/repairs.ts):
    * exactly what their webhooks do. A supplier order listed cancelled is the supplier's own

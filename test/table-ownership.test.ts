@@ -30,7 +30,6 @@ const REMAINING: Record<string, Record<string, string>> = {
     sync_jobs: 'raiseStale: one insert … select deciding which placed jobs are stale, then the jobs raised for their events',
     fulfillments: 'raiseStale: a job with no fulfillment is stale',
     cancellations: 'raiseStale: a job whose supplier order was cancelled is never stale; cancellationOutcomeSteps: a step of the cancellation kind\'s transition statement',
-    reseller_stores: 'startDue: the stores due a pass, in the statement that starts them',
   },
   events: {
     webhook_endpoints: 'the outbox fans an event out to the subscribed endpoints in its insert',
@@ -40,7 +39,7 @@ const REMAINING: Record<string, Record<string, string>> = {
     sync_jobs: 'held fulfillments claimed and forgotten by the jobs of their order, one statement each',
   },
   reconciliation: {
-    reseller_stores: 'startDue and the lag gauge: the stores due a run, in the statement that starts them',
+    reseller_stores: 'the lag gauge: every active store with its watermark, in one statement',
   },
   'reseller-stores': {
     sync_jobs: 'readStoreStats: the oldest pending job and the newest job, in the one statement of the store\'s stats',

@@ -1,3 +1,4 @@
+import type { Trx } from '../db/sql.ts';
 import type { ResellerStore } from '../reseller-stores/entity.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
@@ -32,3 +33,9 @@ export interface WatchReads {
   jobs: WatchedJobs;
   fulfillments: WatchedFulfillments;
 }
+
+/**
+ * The active reseller stores due a scheduled pass (none running, none started within the interval),
+ * read in the transaction that starts them: the reseller stores' `storesDueIn`.
+ */
+export type StoresDue = (trx: Trx, runs: 'watch_passes', intervalMs: number, limit: number) => Promise<{ id: string; ownerId: string }[]>;

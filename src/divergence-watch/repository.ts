@@ -10,6 +10,7 @@ import { sql, type UpdateQueryBuilder, type UpdateResult } from 'kysely';
 import type { SettledStep } from '../attempts/kind.ts';
 import { insertAudit, type AuditRecord } from '../audit-log/repository.ts';
 import type { Orm } from '../db/orm.ts';
+import type { StoresDue } from './ports.ts';
 import type { Database } from '../db/schema.ts';
 import { sqlOf, type Db, type Trx } from '../db/sql.ts';
 import { takeTurn } from '../db/locks.ts';
@@ -48,6 +49,7 @@ export class WatchRepository {
   constructor(
     private readonly orm: Orm,
     private readonly queue: Queue,
+    private readonly storesDue: StoresDue,
   ) {}
 
   private get db(): Db {
@@ -73,26 +75,8 @@ export class WatchRepository {
     return this.db.transaction().execute(async (trx) => {
       if (!(await takeTurn(trx, SCHEDULER_LOCK))) return [];
       await abandonExpired(trx, null);
-      const due = await trx
-        .selectFrom('reseller_stores as s')
-        .select(['s.id', 's.owner_id'])
-        .where('s.deleted_at', 'is', null)
-        .where(
-          (eb) =>
-            eb.fn.coalesce(
-              eb.selectFrom('watch_passes as p').select((inner) => inner.fn.max('p.started_at').as('latest')).whereRef('p.reseller_store_id', '=', 's.id'),
-              eb.ref('s.created_at'),
-            ),
-          '<=',
-          sql<Date>`now() - ${intervalMs} * interval '1 millisecond'`,
-        )
-        .where(({ not, exists, selectFrom }) =>
-          not(exists(selectFrom('watch_passes as p').select('p.id').whereRef('p.reseller_store_id', '=', 's.id').where('p.status', '=', 'running'))),
-        )
-        .orderBy('s.id')
-        .limit(limit)
-        .execute();
-      return this.insertPasses(trx, due.map((row) => ({ id: row.id, ownerId: row.owner_id })), 'scheduled', queuedLeaseMs);
+      const due = await this.storesDue(trx, 'watch_passes', intervalMs, limit);
+      return this.insertPasses(trx, due, 'scheduled', queuedLeaseMs);
     });
   }
 

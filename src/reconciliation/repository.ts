@@ -2,6 +2,7 @@ import { takeTurn } from '../db/locks.ts';
 import { sql, type UpdateQueryBuilder, type UpdateResult } from 'kysely';
 import { insertAudit, type AuditRecord } from '../audit-log/repository.ts';
 import type { Orm } from '../db/orm.ts';
+import type { StoresDue } from './ports.ts';
 import type { Database } from '../db/schema.ts';
 import { sqlOf, type Db, type Trx } from '../db/sql.ts';
 import { newMessageId, type Queue } from '../queue/queue.ts';
@@ -48,6 +49,7 @@ export class ReconciliationRepository {
   constructor(
     private readonly orm: Orm,
     private readonly queue: Queue,
+    private readonly storesDue: StoresDue,
   ) {}
 
   private get db(): Db {
@@ -83,26 +85,8 @@ export class ReconciliationRepository {
     return this.db.transaction().execute(async (trx) => {
       if (!(await takeTurn(trx, SCHEDULER_LOCK))) return [];
       await abandonExpired(trx, null);
-      const due = await trx
-        .selectFrom('reseller_stores as s')
-        .select(['s.id', 's.owner_id'])
-        .where('s.deleted_at', 'is', null)
-        .where(
-          (eb) =>
-            eb.fn.coalesce(
-              eb.selectFrom('reconciliation_runs as r').select((inner) => inner.fn.max('r.started_at').as('latest')).whereRef('r.reseller_store_id', '=', 's.id'),
-              eb.ref('s.created_at'),
-            ),
-          '<=',
-          sql<Date>`now() - ${intervalMs} * interval '1 millisecond'`,
-        )
-        .where(({ not, exists, selectFrom }) =>
-          not(exists(selectFrom('reconciliation_runs as r').select('r.id').whereRef('r.reseller_store_id', '=', 's.id').where('r.status', '=', 'running'))),
-        )
-        .orderBy('s.id')
-        .limit(limit)
-        .execute();
-      const stores = due.map((row) => ({ id: row.id, ownerId: row.owner_id, requestedSince: null }));
+      const due = await this.storesDue(trx, 'reconciliation_runs', intervalMs, limit);
+      const stores = due.map((store) => ({ ...store, requestedSince: null }));
       return this.insertRuns(trx, stores, 'scheduled', queuedLeaseMs);
     });
   }

@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import { recordAudit, type AuditRecord } from '../audit-log/repository.ts';
 import { flushUnique } from '../db/errors.ts';
 import type { Orm } from '../db/orm.ts';
+import type { Database } from '../db/schema.ts';
 import { sqlOf, transactionOf, type Db, type Trx } from '../db/sql.ts';
 import type { AppError } from '../shared/errors.ts';
 import { findPage } from '../db/paging.ts';
@@ -76,6 +77,32 @@ export async function readStoreStats(db: Db, resellerStoreId: string): Promise<S
     lastOrderAt: dateOrNull(row.last_order_at),
     lastReconciledAt: dateOrNull(row.last_reconciled_at),
   };
+}
+
+/** A table of runs over reseller stores (reconciliation's, the divergence watch's): each names its store, its start and whether it is running. */
+export type StoreRunsTable = {
+  [T in keyof Database]: Database[T] extends { reseller_store_id: string; status: string; started_at: unknown } ? T : never;
+}[keyof Database];
+
+/**
+ * The active stores due a run of `runs`: none running, and none started within `intervalMs` (a new
+ * store's first run comes one interval after its creation); at most `limit`, by id. In the caller's
+ * transaction, whose statement starts their runs.
+ */
+export async function storesDueIn(trx: Trx, runs: StoreRunsTable, intervalMs: number, limit: number): Promise<{ id: string; ownerId: string }[]> {
+  const due = await trx
+    .selectFrom('reseller_stores as s')
+    .select(['s.id', 's.owner_id'])
+    .where('s.deleted_at', 'is', null)
+    .where(
+      sql<boolean>`coalesce((select max(r.started_at) from ${sql.table(runs)} as r where r.reseller_store_id = s.id), s.created_at)
+        <= now() - ${intervalMs} * interval '1 millisecond'`,
+    )
+    .where(sql<boolean>`not exists (select 1 from ${sql.table(runs)} as r where r.reseller_store_id = s.id and r.status = 'running')`)
+    .orderBy('s.id')
+    .limit(limit)
+    .execute();
+  return due.map((row) => ({ id: row.id, ownerId: row.owner_id }));
 }
 
 /** Statements on reseller_stores, each change with its audit entry in its unit of work. */
