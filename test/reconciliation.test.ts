@@ -92,12 +92,14 @@ describe.each(PLATFORMS)('%s reseller store', (platform) => {
   it('orders whose webhooks arrive during a run are each routed once', async ({ sandbox, target }) => {
     const reseller = await openReseller(sandbox, target, platform);
     const held = await placeOrders(sandbox, reseller, 6, 'hold');
-    // The store answers its list slowly, so the webhooks arrive while the run is listing.
-    sandbox.setFaults(reseller.store.shopDomain, { latencyMs: 1_000 });
+    // The store holds the run's list until every webhook is in, so they arrive while the run is listing.
+    sandbox.setFaults(reseller.store.shopDomain, { holdRequestsNext: 1 });
     const id = await reconcile(reseller);
+    await waitFor(async () => sandbox.heldRequestCount(reseller.store.shopDomain) === 1, 15_000, 'the run to be listing');
     const deliveries = await sandbox.releaseWebhooks(reseller.store.shopDomain);
     expect(deliveries.map((delivery) => delivery.status)).toEqual([200, 200, 200, 200, 200, 200]);
     expect((await runsOf(reseller)).find((run) => run.id === id)?.status).toBe('running');
+    expect(sandbox.releaseRequests(reseller.store.shopDomain)).toBe(1);
     const run = await finishedRun(reseller, id);
     expect(run).toMatchObject({ status: 'succeeded', ordersSeen: 6, ordersRouted: 0 });
 
@@ -315,13 +317,15 @@ describe('a store deleted during a run', () => {
     const reseller = await openReseller(sandbox, target, 'platform_a');
     await placeOrders(sandbox, reseller, 3, 'drop');
     sandbox.setListPageSize(reseller.store.shopDomain, 1);
-    sandbox.setFaults(reseller.store.shopDomain, { latencyMs: 600 });
+    // The store is deleted while the run waits for its first page.
+    sandbox.setFaults(reseller.store.shopDomain, { holdRequestsNext: 1 });
     const id = await reconcile(reseller);
-    await waitFor(async () => listCalls(sandbox, reseller).length >= 1, 10_000, 'the first page');
+    await waitFor(async () => sandbox.heldRequestCount(reseller.store.shopDomain) === 1, 10_000, 'the first page to be asked for');
     expect((await api.delete(`/v1/reseller_stores/${reseller.store.id}`, { token: reseller.user.token })).status).toBe(204);
+    expect(sandbox.releaseRequests(reseller.store.shopDomain)).toBe(1);
     const run = await finishedRun(reseller, id);
-    expect(run).toMatchObject({ status: 'failed', error: 'The reseller store was deleted.' });
-    expect(run.ordersRouted).toBeLessThan(3);
+    expect(run).toMatchObject({ status: 'failed', error: 'The reseller store was deleted.', ordersRouted: 0 });
+    expect(listCalls(sandbox, reseller)).toHaveLength(1);
   });
 });
 
