@@ -67,15 +67,19 @@ describe.each(PLATFORMS)('%s listUpdatedOrders', (platform) => {
     seedUpdated(store, [50, 10, 30, 40, 20, 1]);
     sandbox.setListPageSize(store.shopDomain, 2);
     const pages = await listAll(adapters[platform], store, at(5));
-    expect(pages.map((page) => page.length)).toEqual([2, 2, 1]);
+    // platform_b asks again from the second before each page's last change, which the next page shows again (and is left out).
+    expect(pages.map((page) => page.length)).toEqual(platform === 'platform_b' ? [2, 1, 1, 1] : [2, 2, 1]);
     expect(pages.flat().map((order) => order.externalOrderId)).toEqual([2, 5, 3, 4, 1].map((n) => String(orderId(platform, n))));
     expect(pages.flat().map((order) => order.updatedAt.getTime())).toEqual([10, 20, 30, 40, 50].map((minute) => at(minute).getTime()));
     expect(pages.flat().map((order) => order.syncReference)).toEqual(['job_2', 'job_5', 'job_3', 'job_4', 'job_1']);
     const paths = sandbox.requestsFor(store.shopDomain).map((request) => decodeURIComponent(request.path));
-    expect(paths).toHaveLength(3);
+    expect(paths).toHaveLength(platform === 'platform_b' ? 4 : 3);
     const filter = { platform_a: 'updated_at_min=', platform_b: 'modified_after=', custom: 'updatedAfter=' }[platform];
     expect(paths[0]).toContain(filter);
-    if (platform === 'platform_b') expect(paths.map((path) => /[?&]page=(\d+)/.exec(path)?.[1])).toEqual(['1', '2', '3']);
+    if (platform === 'platform_b') {
+      expect(paths.map((path) => /[?&]modified_after=([^&]+)/.exec(path)?.[1])).toEqual([5, 20, 30, 40].map((minute, i) => new Date(at(minute).getTime() - (i === 0 ? 0 : 1000)).toISOString()));
+      expect(paths.every((path) => /[?&]page=1(&|$)/.test(path))).toBe(true);
+    }
     if (platform === 'platform_a') expect(paths[1]).toMatch(/page_info=/);
     if (platform === 'custom') expect(paths[1]).toMatch(/cursor=/);
   });
@@ -107,6 +111,33 @@ describe.each(PLATFORMS)('%s listUpdatedOrders', (platform) => {
     expect(error).toBeInstanceOf(PlatformError);
     expect(error).toMatchObject({ retryable: false, status: 401 });
     expect((error as PlatformError).message).not.toContain(wrong.accessToken);
+  });
+});
+
+describe('platform_b listUpdatedOrders, paged by the time of the last change', () => {
+  it('an order that changes while the list is read skips no other order: it is listed again, at the end', async () => {
+    const store = newStore('platform_b');
+    seedUpdated(store, [10, 20, 30, 40, 50]);
+    sandbox.setListPageSize(store.shopDomain, 2);
+    const listed: UpdatedOrder[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: Awaited<ReturnType<PlatformAdapter['listUpdatedOrders']>> = await adapters.platform_b.listUpdatedOrders(store, at(5), cursor);
+      // The first order changes once the first page is read: by page number, order 3 would move back onto page 1 and never be listed.
+      if (cursor === null) sandbox.cancelOrder(store.shopDomain, 'platform_b', '1');
+      listed.push(...page.orders);
+      cursor = page.next;
+    } while (cursor !== null);
+    expect(listed.map((order) => order.externalOrderId)).toEqual(['1', '2', '3', '4', '5', '1']);
+    expect(listed.at(-1)).toMatchObject({ cancelled: true });
+  });
+
+  it('orders changed in one second are all listed once, across pages of that second', async () => {
+    const store = newStore('platform_b');
+    seedUpdated(store, [10, 20, 20, 20, 20, 20, 30]);
+    sandbox.setListPageSize(store.shopDomain, 2);
+    const orders = (await listAll(adapters.platform_b, store, at(5))).flat();
+    expect(orders.map((order) => order.externalOrderId)).toEqual(['1', '2', '3', '4', '5', '6', '7']);
   });
 });
 
