@@ -311,6 +311,21 @@ describe("a supplier's own cancellation", () => {
     const job = await getJob(api, shop.user.token, jobId);
     expect(job.supplierCancelledAt).toBeNull();
   });
+
+  it("is not the supplier's own when the service's cancellation of it died asking: the to-do list has that death, not a supplier cancellation", async ({ api, sandbox, shopWith, routed, storefront, supplierSends }) => {
+    const shop = await shopWith('custom', 'custom');
+    const { order, jobId, job: placed } = await routed(shop);
+    sandbox.setFaults(shop.supplier.shopDomain, { cancelFailNext: 4, cancelStatus: 503 });
+    await cancelWhole(storefront, shop, order);
+    await waitFor(async () => (await getJob(api, shop.user.token, jobId)).cancellations[0]?.status === 'dead', 15_000, 'the cancellation to die');
+    // The supplier acts on the request after all, and says so.
+    sandbox.cancelOrder(shop.supplier.shopDomain, 'custom', placed.sourceOrderId);
+    const { topic, payload } = ownCancellation('custom', placed.sourceOrderId);
+    expect((await supplierSends(shop, topic, payload)).body).toMatchObject({ received: true, syncJobIds: [jobId] });
+    expect((await getJob(api, shop.user.token, jobId)).supplierCancelledAt).toBeNull();
+    const divergences = await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token });
+    expect(divergences.body.data.map((entry: { type: string }) => entry.type)).toEqual(['cancellation_dead']);
+  });
 });
 
 describe('a fulfillment for a cancelled part', () => {

@@ -303,14 +303,17 @@ export class CancellationService implements OrderCancellations, SupplierCancella
   /**
    * A supplier cancelled an order the service placed: the job records it once (`supplierCancelledAt`,
    * `supplierCancelReason`), with audit entry and event `sync_job.supplier_cancelled`. The storefront
-   * is not changed. An order the service itself asked to cancel, reported back cancelled, changes
-   * nothing; nor does an order no job placed (the supplier's own sale). Returns the job, if any, and
+   * is not changed. An order the service itself asked to cancel (a cancellation of the job that is not
+   * over, or that cancelled it), reported back cancelled, changes nothing; nor does an order no job
+   * placed (the supplier's own sale). Returns the job, if any, and
    * whether this call recorded the cancellation.
    */
   async recordSupplierCancellation(report: SupplierCancellationReport): Promise<SupplierCancellationRecorded | null> {
     const job = await this.deps.jobs.findBySourceOrder(report.sourceStoreIds, report.sourceOrderId);
     if (!job) return null;
-    const ours = (await this.repository.listForJob(job.id)).some((c) => c.status === 'pending' || c.status === 'processing' || c.outcome === 'cancelled');
+    // Asked for: one still being made or retried (a request that timed out may have cancelled it), one
+    // that died asking (its entry is on the to-do list; a retry will find the order cancelled), one that cancelled it.
+    const ours = (await this.repository.listForJob(job.id)).some((c) => c.status !== 'completed' || c.outcome === 'cancelled');
     if (ours) return { syncJobId: job.id, recorded: false };
     const at = report.at ?? new Date();
     const recorded = await this.repository.transaction(async (trx) => {
