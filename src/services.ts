@@ -39,7 +39,7 @@ import { WebhookEndpointService } from './webhook-endpoints/service.ts';
 import { WebhookEndpointRepository } from './webhook-endpoints/repository.ts';
 import { WebhookService } from './webhooks/service.ts';
 import type { WatchRepairs } from './divergence-watch/repairs.ts';
-import { DivergenceRepository, raiseDivergence, WatchRepository } from './divergence-watch/repository.ts';
+import { DivergenceRepository, raiseDivergence, resolveDivergences, WatchRepository } from './divergence-watch/repository.ts';
 import { FULFILLMENT_RECORDED, SETTLED_STEPS } from './workers/kinds.ts';
 import { WatchRunner } from './divergence-watch/runner.ts';
 import { DivergenceService } from './divergence-watch/service.ts';
@@ -84,7 +84,7 @@ export function createServices(infrastructure: Infrastructure) {
   const cancellations = new CancellationService(
     { jobs: syncJobRepository, vendorTags: sourceStoreRepository, queue, outbox, metrics, timelines },
     new CancellationRepository(orm),
-    { raise: (trx, entry) => raiseDivergence(trx, entry) },
+    { raise: (trx, entry) => raiseDivergence(trx, entry), resolve: (trx, syncJobId, type) => resolveDivergences(trx, syncJobId, type) },
   );
   const resellerStoreRepository = new ResellerStoreRepository(orm);
   const divergenceRepository = new DivergenceRepository(orm);

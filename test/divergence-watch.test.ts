@@ -3,6 +3,7 @@
  * orders with no webhook, storefronts cancel routed orders, and a pass (POST …/divergence_checks)
  * lists each store's updated orders through its platform's paging and repairs or records what it finds.
  */
+import pg from 'pg';
 import { describe, expect } from 'vitest';
 import { PLATFORMS, type Platform } from '../src/orders/types.ts';
 import { expectError } from './support/assertions.ts';
@@ -267,6 +268,39 @@ describe('the to-do list', () => {
 
     const [body] = sandbox.shipOrder(supplier.shopDomain, 'platform_b', stale.sourceOrderId, { trackingNumbers: ['LATE-TRK'] });
     expect((await deliverFulfillment(tenant, supplier, body!)).status).toBe(200);
+    expect(await divergencesOf(tenant)).toEqual([]);
+  });
+
+  it('a stale job its supplier then cancels: the stale entry is resolved, the cancellation listed', async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, 'platform_a', ['custom']);
+    const supplier = tenant.suppliers[0]!;
+    const placed = await placeOrder(sandbox, tenant, supplier);
+    await queryRows(target.databaseUrl, "update sync_jobs set completed_at = now() - interval '8 days' where id = $1", [placed.jobId]);
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', repairs: 1 });
+    sandbox.cancelOrder(supplier.shopDomain, 'custom', placed.sourceOrderId);
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', repairs: 1 });
+    expect((await divergencesOf(tenant)).map((entry) => entry.type)).toEqual(['supplier_cancelled']);
+  });
+
+  it('no stale entry is raised beside a supplier cancellation being recorded at that moment: the pass waits for the job, then decides', async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, 'platform_a', ['custom']);
+    const placed = await placeOrder(sandbox, tenant, tenant.suppliers[0]!);
+    await queryRows(target.databaseUrl, "update sync_jobs set completed_at = now() - interval '8 days' where id = $1", [placed.jobId]);
+    // A supplier cancellation's transaction, as CancellationService.recordSupplierCancellation makes it: the job's lock, then the mark, not committed yet.
+    const recording = new pg.Client({ connectionString: target.databaseUrl });
+    await recording.connect();
+    try {
+      await recording.query('begin');
+      await recording.query('select pg_advisory_xact_lock(hashtext($1))', [`fulfillment:${placed.jobId}`]);
+      await recording.query('update sync_jobs set supplier_cancelled_at = now() where id = $1', [placed.jobId]);
+      const passId = await requestCheck(tenant);
+      const waiting = "select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock' and wait_event = 'advisory'";
+      await waitFor(async () => (await queryRows(target.databaseUrl, waiting)).length > 0, 15_000, "the pass to wait for the job's lock");
+      await recording.query('commit');
+      expect(await finishedPass(tenant, passId)).toMatchObject({ status: 'succeeded', repairs: 0 });
+    } finally {
+      await recording.end();
+    }
     expect(await divergencesOf(tenant)).toEqual([]);
   });
 

@@ -15,6 +15,8 @@ export interface DivergenceRaising {
     trx: Trx,
     entry: { ownerId: string; resellerStoreId: string; syncJobId: string; type: 'too_late' | 'supplier_cancelled'; subjectId?: string; detail: string | null },
   ): Promise<unknown>;
+  /** Resolves the job's open entry of that type, in the caller's transaction. */
+  resolve(trx: Trx, syncJobId: string, type: 'stale'): Promise<unknown>;
 }
 
 /** The timeline entries of rows, each row's oldest first: the retry framework's, handed in by the composition root. */

@@ -11,9 +11,11 @@ import { isWatchSignal } from './signal-keys.ts';
 import { vendorMatches } from '../pricing/index.ts';
 import { newMessageId, type Queue } from '../queue/queue.ts';
 import { GroupCommit } from '../db/group-commit.ts';
+import { holdLock } from '../db/locks.ts';
 import { AppError, notFound } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
+import { placedJobLockKey } from '../sync-jobs/placed-lock.ts';
 import type { JobDetail } from '../sync-jobs/present.ts';
 import { cancellationAuditRecord, voidJobsIn } from './attempt.ts';
 import type { Cancellation, CancelledLine, OrderCancellation } from './entity.ts';
@@ -317,7 +319,10 @@ export class CancellationService implements OrderCancellations, SupplierCancella
     if (ours) return { syncJobId: job.id, recorded: false };
     const at = report.at ?? new Date();
     const recorded = await this.repository.transaction(async (trx) => {
+      // After a stale entry being raised for the job now (the watch), which this resolves: never one left beside it.
+      await holdLock(trx, placedJobLockKey(job.id));
       if (!(await this.deps.jobs.markSupplierCancelledIn(trx, job.id, at, report.reason))) return false;
+      await this.divergences.resolve(trx, job.id, 'stale');
       await insertAudit(trx, [
         {
           ownerId: job.ownerId,

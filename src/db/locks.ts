@@ -16,6 +16,12 @@ export async function holdLock(trx: Trx, key: string): Promise<void> {
   await sql`select pg_advisory_xact_lock(hashtext(${key}))`.execute(trx);
 }
 
+/** `holdLock` for several keys, taken in one order whoever asks, so two holders never wait on each other. */
+export async function holdLocks(trx: Trx, keys: string[]): Promise<void> {
+  if (keys.length === 0) return;
+  await sql`select pg_advisory_xact_lock(hashtext(k)) from (select distinct unnest(${keys}::text[]) as k order by k) as keys`.execute(trx);
+}
+
 /**
  * Takes the turn named `name` for the rest of the transaction, unless another process holds it
  * (the lock tried, not waited for): periodic work that one process at a time should do.

@@ -13,9 +13,10 @@ import type { Orm } from '../db/orm.ts';
 import type { StoresDue } from './ports.ts';
 import type { Database } from '../db/schema.ts';
 import { sqlOf, type Db, type Trx } from '../db/sql.ts';
-import { takeTurn } from '../db/locks.ts';
+import { holdLocks, takeTurn } from '../db/locks.ts';
 import { newMessageId, type Queue } from '../queue/queue.ts';
 import { SyncJob } from '../sync-jobs/entity.ts';
+import { placedJobLockKey } from '../sync-jobs/placed-lock.ts';
 import { newId } from '../shared/ids.ts';
 import { validationFailed } from '../shared/errors.ts';
 import type { Page, PageQuery } from '../shared/paging.ts';
@@ -182,23 +183,25 @@ export class WatchRepository {
    * placement (at most `limit` per call), once per job: never for a job whose supplier order was
    * cancelled, nor again after a dismissal. `report` writes the audit entries and events of the
    * jobs raised, in the same transaction. Returns how many were raised.
+   *
+   * The jobs found are decided again once their placed-job locks are held: tracking or a supplier
+   * cancellation being recorded for one of them right now (under that lock, src/sync-jobs/placed-lock.ts)
+   * is committed by then, and the second statement sees it; neither can come in between.
    */
   raiseStale(resellerStoreId: string, staleAfterMs: number, limit: number, report: (trx: Trx, jobs: SyncJob[]) => Promise<void>): Promise<number> {
     return this.transaction(async (trx) => {
+      const { rows: found } = await sql<{ id: string }>`
+        select j.id from sync_jobs j where ${staleJobs(resellerStoreId, staleAfterMs)} order by j.id limit ${limit}`.execute(trx);
+      if (found.length === 0) return 0;
+      const ids = found.map((row) => row.id);
+      await holdLocks(trx, ids.map(placedJobLockKey));
       const { rows } = await sql<{ sync_job_id: string }>`
         insert into divergences (id, owner_id, reseller_store_id, sync_job_id, type, status, subject_id, detail, since)
         select ${sql.raw(SQL_DIVERGENCE_ID)}, j.owner_id, j.reseller_store_id, j.id, 'stale', 'open', j.id,
           'Placed ' || to_char(j.completed_at at time zone 'UTC', 'YYYY-MM-DD HH24:MI') || ' UTC on the supplier (order ' || j.source_order_id || '); no tracking since.', now()
         from sync_jobs j
-        where j.reseller_store_id = ${resellerStoreId} and j.status = 'completed' and j.source_order_id is not null
-          and j.completed_at < now() - ${staleAfterMs} * interval '1 millisecond'
-          and not exists (select 1 from fulfillments f where f.sync_job_id = j.id)
-          -- A supplier order that is cancelled (by the supplier, or at the service's request) ships nothing.
-          and j.supplier_cancelled_at is null
-          and not exists (select 1 from cancellations c where c.sync_job_id = j.id and c.scope = 'order' and c.outcome = 'cancelled')
-          and not exists (select 1 from divergences d where d.sync_job_id = j.id and d.type in ('stale', 'supplier_cancelled') and d.status in ('open', 'dismissed'))
+        where j.id = any(${ids}::text[]) and ${staleJobs(resellerStoreId, staleAfterMs)}
         order by j.id
-        limit ${limit}
         on conflict (sync_job_id, type) where status in ('open', 'dismissed') do nothing
         returning sync_job_id`.execute(trx);
       if (rows.length === 0) return 0;
@@ -223,6 +226,17 @@ async function abandonExpired(trx: Trx, resellerStoreId: string | null): Promise
     .where('lease_expires_at', '<', sql<Date>`now()`);
   if (resellerStoreId !== null) update = update.where('reseller_store_id', '=', resellerStoreId);
   await update.execute();
+}
+
+/** The store's placed jobs (`j`) due a `stale` entry: no tracking `staleAfterMs` after their placement, their supplier order not cancelled, none raised or dismissed yet. */
+function staleJobs(resellerStoreId: string, staleAfterMs: number) {
+  return sql`j.reseller_store_id = ${resellerStoreId} and j.status = 'completed' and j.source_order_id is not null
+    and j.completed_at < now() - ${staleAfterMs} * interval '1 millisecond'
+    and not exists (select 1 from fulfillments f where f.sync_job_id = j.id)
+    -- A supplier order that is cancelled (by the supplier, or at the service's request) ships nothing.
+    and j.supplier_cancelled_at is null
+    and not exists (select 1 from cancellations c where c.sync_job_id = j.id and c.scope = 'order' and c.outcome = 'cancelled')
+    and not exists (select 1 from divergences d where d.sync_job_id = j.id and d.type in ('stale', 'supplier_cancelled') and d.status in ('open', 'dismissed'))`;
 }
 
 export interface NewDivergence {

@@ -5,6 +5,7 @@ import { holdLock } from '../db/locks.ts';
 import type { Orm } from '../db/orm.ts';
 import { sqlOf, type Db, type Trx } from '../db/sql.ts';
 import type { Tracking } from '../orders/types.ts';
+import { placedJobLockKey } from '../sync-jobs/placed-lock.ts';
 import { Fulfillment } from './entity.ts';
 import type { FulfillmentKeys } from './identity.ts';
 
@@ -45,7 +46,7 @@ export class FulfillmentRepository {
    * for the rest of the transaction: concurrent deliveries of one fulfillment see each other's insert.
    */
   async lockAndFind(trx: Trx, syncJobId: string, keys: FulfillmentKeys): Promise<Fulfillment | null> {
-    await holdLock(trx, `fulfillment:${syncJobId}`);
+    await holdLock(trx, placedJobLockKey(syncJobId));
     const row = await trx
       .selectFrom('fulfillments')
       .selectAll()
