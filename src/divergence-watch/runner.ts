@@ -29,8 +29,15 @@ export const WATCH_OVERLAP_MS = 5 * 60_000;
 export const PASS_LEASE_MS = 60_000;
 /** How long one call waits for its store's turn (behind a backlog) before it is paused and tried again. */
 const MAX_TURN_WAIT_MS = 60_000;
-/** Pages listed per store and pass at most; a store with more continues from its new watermark next pass. */
+/**
+ * Pages with a change past the store's watermark listed per store and pass at most; a store with more
+ * continues from its new watermark next pass. Pages of the overlap alone (changes at or before the
+ * watermark, listed again) do not count: a burst of more than this many pages within the overlap would
+ * otherwise keep every pass from getting past the watermark.
+ */
 const MAX_PAGES_PER_STORE = 200;
+/** Pages listed per store and pass at most, those of the overlap included (a bound against a list that never ends). */
+const MAX_LISTED_PAGES_PER_STORE = 10 * MAX_PAGES_PER_STORE;
 /** 429s (or turns too far away) one call waits out before the store's listing fails for this pass. */
 const MAX_PAUSES_PER_CALL = 10;
 const MAX_PAUSE_MS = 60_000;
@@ -136,8 +143,9 @@ export class WatchRunner {
     let newest: Date | null = null;
     let cursor: string | null = null;
     try {
-      for (let pages = 0; pages < MAX_PAGES_PER_STORE; pages++) {
+      for (let pages = 0, newPages = 0; newPages < MAX_PAGES_PER_STORE && pages < MAX_LISTED_PAGES_PER_STORE; pages++) {
         const page = await this.paced(() => adapter.listUpdatedOrders(connection, since, cursor), lease, tally);
+        if (page.orders.some((order) => order.updatedAt > current)) newPages++;
         tally.ordersSeen += page.orders.length;
         // Stores are watched side by side: add after the await, or another store's additions are lost.
         const repaired = await compare(page.orders, connection);
