@@ -8,6 +8,8 @@ import type { Platform } from '../src/orders/types.ts';
 import { test } from './support/fixtures.ts';
 import { ANVIL, BELL, NUT, createShop, sendStorefrontWebhook, settled, type Shop } from './support/cancellations.ts';
 import { getJob, waitForJob } from './support/sync-jobs.ts';
+import { buildFulfillmentPayload, sendWebhook } from './sandbox/server.ts';
+import { FULFILLMENTS_PATH } from './support/webhooks.ts';
 
 test.override('serviceEnv', { SYNC_RETRY_BASE_DELAY_MS: '50' });
 
@@ -137,5 +139,102 @@ describe('some lines on other platforms', () => {
     const [placedOrder] = sandbox.ordersFor(shop.acme.shopDomain);
     expect((placedOrder!.body as any).lines.map((line: any) => [line.sku, line.quantity])).toEqual([['B-1', 2]]);
     expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toEqual([]);
+  });
+
+  it('a supplier whose pricing rules change the SKU is asked for its own SKU', async ({ api, sandbox, placed, storefront }) => {
+    const shop = await createShop(api, 'custom', 'custom', 'custom', { pricingMode: 'field_rules', pricingConfig: { type: 'field_rules', rules: [{ field: 'sku', op: 'prefix', value: 'AC-' }] } });
+    const { order, acmeJob } = await placed(shop);
+    await storefront(shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString(), lines: [{ sku: 'A-1', quantity: 1 }] });
+    const job = await waitForJob(api, shop.user.token, acmeJob.id, settled);
+    expect(job.cancellations).toMatchObject([{ outcome: 'cancelled', scope: 'lines', lines: [{ sku: 'A-1', quantity: 1 }] }]);
+    expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toMatchObject([{ lines: [{ sku: 'AC-A-1', quantity: 1 }] }]);
+    const supplierOrder = sandbox.orderOf(shop.acme.shopDomain, 'custom', acmeJob.sourceOrderId) as any;
+    expect(supplierOrder.lines.map((line: any) => [line.sku, line.cancelledQuantity])).toEqual([['AC-A-1', 1], ['AC-B-1', 0]]);
+  });
+
+  it('a line the supplier order does not have is never reported cancelled: unsupported, on the to-do list', async ({ api, sandbox, placed, storefront }) => {
+    const shop = await createShop(api, 'custom', 'custom', 'custom', { pricingMode: 'field_rules', pricingConfig: { type: 'field_rules', rules: [{ field: 'sku', op: 'prefix', value: 'AC-' }] } });
+    const { order, acmeJob } = await placed(shop);
+    // The supplier's SKU rules changed after the order was placed: the SKU it has is not the one they make now.
+    const changed = await api.patch(`/v1/reseller_stores/${shop.reseller.id}/source_stores/${shop.acme.id}`, {
+      token: shop.user.token,
+      body: { pricingMode: 'field_rules', pricingConfig: { type: 'field_rules', rules: [{ field: 'sku', op: 'prefix', value: 'NEW-' }] } },
+    });
+    expect(changed.status, JSON.stringify(changed.body)).toBe(200);
+    await storefront(shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString(), lines: [{ sku: 'A-1', quantity: 1 }] });
+    const job = await waitForJob(api, shop.user.token, acmeJob.id, settled);
+    expect(job.cancellations).toMatchObject([{ outcome: 'unsupported', reason: expect.stringContaining('A-1 × 1') }]);
+    expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toEqual([]);
+    const todo = await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token });
+    expect(todo.body.data).toMatchObject([{ type: 'unsupported', syncJobId: acmeJob.id }]);
+  });
+});
+
+describe('lines cut from a job not placed', () => {
+  it('a cut made by its attempt holds no quantity twice: a second signal for the same line cuts it too', async ({ api, sandbox, shopWith, storefront }) => {
+    const shop = await shopWith('custom', 'custom');
+    const id = `ord_${nextOrderId++}`;
+    const order = sandbox.buildOrderPayload('custom', { id, lines: [ANVIL, BELL] });
+    sandbox.setFaults(shop.acme.shopDomain, { alwaysFail: true, status: 422 });
+    const jobId = ((await storefront(shop, 'orders/create', order)).body as { syncJobIds: string[] }).syncJobIds[0]!;
+    await waitForJob(api, shop.user.token, jobId, (j) => j.status === 'dead', 20_000);
+    sandbox.clearFaults(shop.acme.shopDomain);
+    // Each signal's attempt finds no supplier order and cuts the line from the stored order.
+    await storefront(shop, 'orders/cancelled', { id, cancelledAt: new Date().toISOString(), lines: [{ sku: 'A-1', quantity: 1 }] }, `cut-1-${id}`);
+    await waitForJob(api, shop.user.token, jobId, settled);
+    const second = await storefront(shop, 'orders/cancelled', { id, cancelledAt: new Date().toISOString(), lines: [{ sku: 'A-1', quantity: 1 }] }, `cut-2-${id}`);
+    expect((second.body as { syncJobIds: string[] }).syncJobIds).toEqual([jobId]);
+    const cut = await waitForJob(api, shop.user.token, jobId, (j) => j.cancellations.length === 2 && settled(j));
+    expect(cut.cancellations.map((c: any) => c.outcome)).toEqual(['not_placed', 'not_placed']);
+    expect((await api.post(`/v1/sync_jobs/${jobId}/retry`, { token: shop.user.token })).status).toBe(200);
+    await waitForJob(api, shop.user.token, jobId, (j) => j.status === 'completed');
+    const [placedOrder] = sandbox.ordersFor(shop.acme.shopDomain);
+    expect((placedOrder!.body as any).lines.map((line: any) => [line.sku, line.quantity])).toEqual([['B-1', 3]]);
+  });
+
+  it('cut line by line to nothing before its order is routed: the job ends without an order, never dead', async ({ api, sandbox, shopWith, storefront }) => {
+    const shop = await shopWith('custom', 'custom');
+    const id = `ord_${nextOrderId++}`;
+    const order = sandbox.buildOrderPayload('custom', { id, lines: [ANVIL, BELL, NUT] });
+    await storefront(shop, 'orders/cancelled', { id, cancelledAt: new Date().toISOString(), lines: [{ sku: 'A-1', quantity: 2 }] }, `all-1-${id}`);
+    await storefront(shop, 'orders/cancelled', { id, cancelledAt: new Date().toISOString(), lines: [{ sku: 'B-1', quantity: 3 }] }, `all-2-${id}`);
+    const ids = ((await storefront(shop, 'orders/create', order)).body as { syncJobIds: string[] }).syncJobIds;
+    const jobs = await Promise.all(ids.map((jobId) => waitForJob(api, shop.user.token, jobId, (j) => j.status === 'completed' || j.status === 'dead', 20_000)));
+    const acmeJob = jobs.find((job) => job.sourceStoreId === shop.acme.id);
+    expect(acmeJob).toMatchObject({ status: 'completed', sourceOrderId: null });
+    expect(acmeJob.cancellations.map((c: any) => c.scope)).toEqual(['lines', 'order']);
+    expect(sandbox.ordersFor(shop.acme.shopDomain)).toEqual([]);
+    const todo = await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token });
+    expect(todo.body.data).toEqual([]);
+  });
+
+  it('shipping the lines left after a cut is no news: the cut stays not_placed', async ({ api, sandbox, service, shopWith, storefront }) => {
+    const shop = await shopWith('custom', 'custom');
+    const id = `ord_${nextOrderId++}`;
+    const order = sandbox.buildOrderPayload('custom', { id, lines: [ANVIL, BELL, NUT] });
+    await storefront(shop, 'orders/cancelled', { id, cancelledAt: new Date().toISOString(), lines: [{ sku: 'A-1', quantity: 2 }] });
+    const ids = ((await storefront(shop, 'orders/create', order)).body as { syncJobIds: string[] }).syncJobIds;
+    const jobs = await Promise.all(ids.map((jobId) => waitForJob(api, shop.user.token, jobId, (j) => j.status === 'completed')));
+    const acmeJob = jobs.find((job) => job.sourceStoreId === shop.acme.id);
+    const fulfillment = buildFulfillmentPayload('custom', { orderId: acmeJob.sourceOrderId, trackingNumbers: ['TRK-BELLS'] });
+    const sent = await sendWebhook({ targetUrl: `${service.url}${FULFILLMENTS_PATH}`, shopDomain: shop.acme.shopDomain, secret: shop.acme.secret, topic: 'fulfillments/create', payload: fulfillment });
+    expect(sent.status).toBe(200);
+    const job = await waitForJob(api, shop.user.token, acmeJob.id, (j) => j.fulfillments.length === 1);
+    expect(job.cancellations).toMatchObject([{ outcome: 'not_placed' }]);
+    const todo = await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token });
+    expect(todo.body.data.filter((entry: { type: string }) => entry.type === 'too_late')).toEqual([]);
+  });
+
+  it("after a line cancellation, the supplier's own cancellation of the whole order is still recorded", async ({ api, sandbox, service, shopWith, placed, storefront }) => {
+    const shop = await shopWith('custom', 'custom');
+    const { order, acmeJob } = await placed(shop);
+    await storefront(shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString(), lines: [{ sku: 'A-1', quantity: 1 }] });
+    await waitForJob(api, shop.user.token, acmeJob.id, settled);
+    sandbox.cancelOrder(shop.acme.shopDomain, 'custom', acmeJob.sourceOrderId);
+    const sent = await sendWebhook({ targetUrl: `${service.url}${FULFILLMENTS_PATH}`, shopDomain: shop.acme.shopDomain, secret: shop.acme.secret, topic: 'orders/cancelled', payload: { id: acmeJob.sourceOrderId, cancelledAt: new Date().toISOString(), reason: 'out of stock' } });
+    expect(sent.status).toBe(200);
+    expect((await getJob(api, shop.user.token, acmeJob.id)).supplierCancelledAt).toEqual(expect.any(String));
+    const todo = await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token });
+    expect(todo.body.data).toMatchObject([{ type: 'supplier_cancelled', syncJobId: acmeJob.id }]);
   });
 });

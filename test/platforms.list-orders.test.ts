@@ -124,6 +124,16 @@ describe.each(PLATFORMS)('%s listOrders', (platform) => {
     expect(cancelled).toMatchObject({ externalOrderId: String(orderId(platform, 2)), cancelled: true });
   });
 
+  if (platform === 'platform_b') {
+    it('calls a refunded order cancelled, as its webhook reader does', async () => {
+      const store = newStore(platform);
+      const [payload] = seedOrders(store, [1]);
+      sandbox.seedOrder(store.shopDomain, platform, { ...payload, status: 'refunded' });
+      const [listed] = (await listAll(adapters[platform], store, at(0))).flat();
+      expect(listed).toMatchObject({ externalOrderId: String(orderId(platform, 1)), cancelled: true });
+    });
+  }
+
   it('keeps an order its webhook reader refuses, marked invalid, without failing the page', async () => {
     const store = newStore(platform);
     const [payload] = seedOrders(store, [1]);

@@ -19,6 +19,7 @@ import type { CancellationRepository, CancellationWork } from './repository.ts';
 import { jobEventsIn } from './events.ts';
 import type { CancelledJobs } from './ports.ts';
 import { CUT_BEFORE_PLACEMENT, cutOrder } from './cut.ts';
+import { supplierSku } from '../pricing/index.ts';
 
 /** A cut whose job or cancellation moved meanwhile: its transaction is rolled back. */
 class CutLost extends Error {}
@@ -159,7 +160,7 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
     const store = { ...connectionOf(ctx, source, callsOf(cancellation, platform)), maxTurnWaitMs: EXTRA_CALL_TURN_WAIT_MS };
     const orderId = job.sourceOrderId ?? (await orderInDoubt(job, platform, store));
     if (!orderId) return notPlaced(cancellation, job, 'no order carrying the job\'s reference was found on the source store');
-    return cancellation.scope === 'order' ? cancelOrder(cancellation, job, platform, store, orderId) : cancelLines(cancellation, job, platform, store, orderId);
+    return cancellation.scope === 'order' ? cancelOrder(cancellation, job, platform, store, orderId) : cancelLines(cancellation, job, platform, store, orderId, source);
   }
 
   /**
@@ -236,7 +237,7 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
     };
   }
 
-  async function cancelLines(cancellation: Cancellation, job: SyncJob, platform: PlatformAdapter, store: StoreConnection, orderId: string): Promise<Decision> {
+  async function cancelLines(cancellation: Cancellation, job: SyncJob, platform: PlatformAdapter, store: StoreConnection, orderId: string, source: SourceStore): Promise<Decision> {
     if (!platform.cancelSupplierLines) {
       return {
         outcome: 'unsupported',
@@ -249,9 +250,15 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
     // Never more than is still open on the supplier's side, line by line.
     const toCancel: LineToCancel[] = [];
     const shipped: CancelledLine[] = [];
+    const missing: CancelledLine[] = [];
     for (const asked of cancellation.lines) {
-      const line = state.lines.find((candidate) => candidate.sku === asked.sku);
-      if (!line) continue;
+      // The lines carry the storefront's SKUs; the supplier order has them as its pricing rules made them.
+      const sku = supplierSku(asked.sku, source.pricingConfig);
+      const line = state.lines.find((candidate) => candidate.sku === sku) ?? state.lines.find((candidate) => candidate.sku === asked.sku);
+      if (!line) {
+        missing.push(asked);
+        continue;
+      }
       const open = Math.max(0, line.quantity - line.cancelledQuantity - line.fulfilledQuantity);
       const quantity = Math.min(asked.quantity, open);
       if (quantity > 0) toCancel.push({ lineId: line.lineId, sku: line.sku, quantity });
@@ -265,9 +272,12 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
         return refusal(error, platform, store, orderId, cancellation.lines);
       }
     }
+    // Never `cancelled` for lines that were not: they go to the reseller's to-do list.
+    const notFound = missing.length > 0 ? `the supplier order has no line for ${describeLines(missing)} (its SKU may have changed since it was placed): cancel it by hand` : null;
     if (shipped.length > 0) {
-      return { outcome: 'too_late', reason: `already shipped by the supplier: ${describeLines(shipped)}`, platformStatus: status };
+      return { outcome: 'too_late', reason: [`already shipped by the supplier: ${describeLines(shipped)}`, notFound].filter(Boolean).join('; '), platformStatus: status };
     }
+    if (notFound) return { outcome: 'unsupported', reason: notFound, platformStatus: status };
     return { outcome: 'cancelled', reason: null, platformStatus: status };
   }
 

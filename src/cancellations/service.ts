@@ -89,6 +89,8 @@ interface JobPlan {
 const RETRY_ROUNDS = 3;
 /** Cancelling or cancelled: these quantities are no longer open to a new cancellation. */
 const holdsQuantity = (c: Cancellation) => c.outcome !== 'too_late' && c.outcome !== 'unsupported';
+/** Its lines were cut from the job's stored order before any placement: the supplier never had them. */
+const isCut = (c: Cancellation) => c.reason === CUT_BEFORE_PLACEMENT;
 
 /**
  * Cancellations (order-changes.md): the storefront's cancellation of an order or of some of its
@@ -313,9 +315,10 @@ export class CancellationService implements OrderCancellations, SupplierCancella
   async recordSupplierCancellation(report: SupplierCancellationReport): Promise<SupplierCancellationRecorded | null> {
     const job = await this.deps.jobs.findBySourceOrder(report.sourceStoreIds, report.sourceOrderId);
     if (!job) return null;
-    // Asked for: one still being made or retried (a request that timed out may have cancelled it), one
-    // that died asking (its entry is on the to-do list; a retry will find the order cancelled), one that cancelled it.
-    const ours = (await this.repository.listForJob(job.id)).some((c) => c.status !== 'completed' || c.outcome === 'cancelled');
+    // Asked for: a whole-order cancellation still being made or retried (a request that timed out may
+    // have cancelled it), one that died asking (its entry is on the to-do list; a retry will find the
+    // order cancelled), or one that cancelled it. Lines cancelled leave the rest the supplier's to cancel.
+    const ours = (await this.repository.listForJob(job.id)).some((c) => c.scope === 'order' && (c.status !== 'completed' || c.outcome === 'cancelled'));
     if (ours) return { syncJobId: job.id, recorded: false };
     const at = report.at ?? new Date();
     const recorded = await this.repository.transaction(async (trx) => {
@@ -349,13 +352,14 @@ export class CancellationService implements OrderCancellations, SupplierCancella
   }
 
   /**
-   * A fulfillment arrived for a job with a cancellation that ended `cancelled` or `not_placed`: the
-   * supplier shipped anyway. That cancellation becomes `too_late` (event `cancellation.too_late`), once.
+   * A fulfillment arrived for a job whose whole order a cancellation ended `cancelled` or `not_placed`:
+   * the supplier shipped anyway. That cancellation becomes `too_late` (event `cancellation.too_late`), once.
    */
   async fulfilledAfterCancellation(syncJobId: string): Promise<void> {
     const cancellations = await this.repository.listForJob(syncJobId);
     if (cancellations.length === 0 || cancellations.some((c) => c.outcome === 'too_late')) return;
-    const latest = [...cancellations].reverse().find((c) => c.status === 'completed' && (c.outcome === 'cancelled' || c.outcome === 'not_placed'));
+    // A whole-order one: lines cancelled or cut leave the rest to ship, and its shipment is no news.
+    const latest = [...cancellations].reverse().find((c) => c.scope === 'order' && c.status === 'completed' && (c.outcome === 'cancelled' || c.outcome === 'not_placed'));
     if (!latest) return;
     await this.repository.transaction(async (trx) => {
       const reason = 'the supplier shipped anyway: a fulfillment arrived after the cancellation';
@@ -443,9 +447,9 @@ function planFor(job: SyncJob, vendorTag: string | null, existing: Cancellation[
   }
   if (holding.some((c) => c.scope === 'order')) return null;
   const open = ordered.map(({ sku, quantity }) => {
-    // A cut before placement already left the stored order; it holds nothing more.
+    // A cut (at the signal or by its attempt) already left the stored order; it holds nothing more.
     const held = holding
-      .filter((c) => !(c.scope === 'lines' && c.outcome === 'not_placed' && c.attempts === 0))
+      .filter((c) => !isCut(c))
       .reduce((sum, c) => sum + (c.lines.find((line) => line.sku === sku)?.quantity ?? 0), 0);
     return { sku, quantity: Math.max(0, quantity - held) };
   });
@@ -456,8 +460,9 @@ function planFor(job: SyncJob, vendorTag: string | null, existing: Cancellation[
   const lines = asked.filter((line) => line.quantity > 0);
   if (lines.length === 0) return null;
   const whole = open.every(({ sku, quantity }) => (lines.find((line) => line.sku === sku)?.quantity ?? 0) >= quantity);
-  const cutBefore = holding.some((c) => c.scope === 'lines');
-  // Whole only when nothing was cancelled line by line before: then the supplier order still has every line.
+  const cutBefore = holding.some((c) => c.scope === 'lines' && !isCut(c));
+  // Whole only when nothing was cancelled line by line at the supplier before: then the supplier order still
+  // has every line. Cuts never reached it (it is placed without them), so a job cut to nothing is voided.
   return { job, scope: whole && (!cutBefore || signal.scope === 'order') ? 'order' : 'lines', lines };
 }
 

@@ -79,7 +79,8 @@ const listingFields = z
   .transform((order) => ({
     externalOrderId: order.id,
     createdAt: order.date_created_gmt,
-    cancelled: order.status === 'cancelled',
+    // As its webhook and the updated list read it: a refunded order is cancelled too.
+    cancelled: order.status === 'cancelled' || order.status === 'refunded',
   }));
 
 const createdOrderResponse = z.object({ id: anyId, line_items: createdLines });

@@ -64,6 +64,12 @@ export function priceLine(line: OrderLine, config: PricingConfig, currency: stri
   };
 }
 
+/** The SKU a supplier order line got for this reseller SKU: the config's rules on `sku`, in order. */
+export function supplierSku(sku: string, config: PricingConfig): string {
+  if (config.type === 'percentage') return sku;
+  return config.rules.reduce((text, rule) => (rule.field === 'sku' ? applyTextRule(text, rule) : text), sku);
+}
+
 /** A price being computed: `amount` minor units for `units` items (1 for a unit price, the quantity for a line total). */
 interface Price {
   amount: bigint;

@@ -28,13 +28,13 @@ export const NUT: OrderLineInput = { sku: 'N-1', title: 'Nut', vendor: 'Bolt', q
 /** A job whose cancellations have all ended, one way or the other. */
 export const settled = (job: any) => job.cancellations.length > 0 && job.cancellations.every((c: any) => c.status === 'completed' || c.status === 'dead');
 
-/** A new user's shop: the storefront and Acme with webhook secrets the test signs with. */
-export async function createShop(api: ApiClient, resellerPlatform: Platform, acmePlatform: Platform, boltPlatform: Platform = 'custom'): Promise<Shop> {
+/** A new user's shop: the storefront and Acme with webhook secrets the test signs with (`acmeFields`: more of Acme's fields, e.g. its pricing). */
+export async function createShop(api: ApiClient, resellerPlatform: Platform, acmePlatform: Platform, boltPlatform: Platform = 'custom', acmeFields: Record<string, unknown> = {}): Promise<Shop> {
   const user = await registerUser(api);
   const secret = `whsec_reseller_${uniqueSuffix()}`;
   const reseller = await createResellerStore(api, user.token, { platform: resellerPlatform, webhookSecret: secret });
   const acmeSecret = `whsec_acme_${uniqueSuffix()}`;
-  const acme = { ...(await createSourceStore(api, user.token, reseller.id, { platform: acmePlatform, vendorTag: 'Acme', webhookSecret: acmeSecret })), secret: acmeSecret };
+  const acme = { ...(await createSourceStore(api, user.token, reseller.id, { platform: acmePlatform, vendorTag: 'Acme', webhookSecret: acmeSecret, ...acmeFields })), secret: acmeSecret };
   const bolt = await createSourceStore(api, user.token, reseller.id, { platform: boltPlatform, vendorTag: 'Bolt' });
   return { user, reseller: { ...reseller, secret }, acme, bolt };
 }
