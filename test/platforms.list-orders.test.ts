@@ -98,10 +98,11 @@ describe.each(PLATFORMS)('%s listOrders', (platform) => {
     seedOrders(store, [5, 1, 3, 4, 2]);
     sandbox.setListPageSize(store.shopDomain, 2);
     const pages = await listAll(adapters[platform], store, at(0));
-    expect(pages.map((page) => page.length)).toEqual([2, 2, 1]);
+    // platform_b asks again from the second before each page's last order, which the next page shows again (and is left out).
+    expect(pages.map((page) => page.length)).toEqual(platform === 'platform_b' ? [2, 1, 1, 1] : [2, 2, 1]);
     expect(pages.flat().map((order) => order.externalOrderId)).toEqual(['2', '5', '3', '4', '1'].map((n) => String(orderId(platform, Number(n)))));
     expect(pages.flat().map((order) => order.createdAt.getTime())).toEqual([1, 2, 3, 4, 5].map((minute) => at(minute).getTime()));
-    expect(sandbox.requestsFor(store.shopDomain)).toHaveLength(3);
+    expect(sandbox.requestsFor(store.shopDomain)).toHaveLength(platform === 'platform_b' ? 4 : 3);
   });
 
   it('asks only for orders created since the time given', async () => {
@@ -205,16 +206,13 @@ describe('the platforms paging on the wire', () => {
     expect(second).toMatch(/^\/admin\/api\/2025-01\/orders\.json\?page_info=[^&]+&limit=250$/);
   });
 
-  it('platform_b: page from 1 to X-WP-TotalPages, sorted by date ascending', async () => {
+  it('platform_b: sorted by date ascending, each next page asked after the second before the last order listed', async () => {
     const store = newStore('platform_b');
     seedOrders(store, [1, 2, 3]);
     sandbox.setListPageSize(store.shopDomain, 2);
     await listAll(adapters.platform_b, store, at(0));
-    const after = at(0).toISOString();
-    expect(listPaths(store)).toEqual([
-      `/wp-json/wc/v3/orders?after=${after}&per_page=100&page=1&orderby=date&order=asc`,
-      `/wp-json/wc/v3/orders?after=${after}&per_page=100&page=2&orderby=date&order=asc`,
-    ]);
+    const path = (after: Date) => `/wp-json/wc/v3/orders?after=${after.toISOString()}&per_page=100&page=1&orderby=date&order=asc`;
+    expect(listPaths(store)).toEqual([path(at(0)), path(new Date(at(2).getTime() - 1000))]);
   });
 
   it('custom: nextCursor sent back as cursor until it is null', async () => {

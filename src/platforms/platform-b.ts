@@ -11,6 +11,7 @@ import type {
 import { type HttpClientSettings, LIST_PAGE, PlatformHttpClient, type ResponseHeaders } from './http.ts';
 import { listedOrder, pageEntries, timestamp } from './listing.ts';
 import { listShipmentsPlatformB, listUpdatedPlatformB } from './updated.ts';
+import { firstPosition, followByTime, type TimePosition } from './time-paging.ts';
 import {
   anyId,
   assertLineTotal,
@@ -147,23 +148,25 @@ export function createPlatformBAdapter(settings: HttpClientSettings): PlatformAd
 }
 
 /**
- * Offset paging: `page` counts from 1 up to the `X-WP-TotalPages` of the latest answer. Sorted by
- * date ascending, an order created while listing lands on the last page and shifts no earlier one.
+ * `after&orderby=date&order=asc`, followed by the creation time of the last order listed
+ * (src/platforms/time-paging.ts), up to the `X-WP-TotalPages` of the latest answer: an order trashed
+ * while the list is read shifts the later ones back, and paging by number would skip one.
  */
 async function* listOrders(http: PlatformHttpClient, store: StoreConnection, since: Date): AsyncGenerator<ListedOrder[]> {
-  for (let page = 1; ; page++) {
-    const query = new URLSearchParams({
-      after: since.toISOString(),
+  for (let position: TimePosition | null = firstPosition(since); position !== null; ) {
+    const query: URLSearchParams = new URLSearchParams({
+      after: new Date(position.after).toISOString(),
       per_page: String(LIST_PER_PAGE),
-      page: String(page),
+      page: String(position.page),
       orderby: 'date',
       order: 'asc',
     });
-    const { orders, totalPages } = await http.get(store, `${API}/orders?${query}`, readOrderPage, LIST_PAGE);
-    yield orders;
+    const { orders, totalPages }: { orders: ListedOrder[]; totalPages: number | null } = await http.get(store, `${API}/orders?${query}`, readOrderPage, LIST_PAGE);
     // Without the header (a proxy may drop it), a short page is the last one.
-    const last = totalPages === null ? orders.length < LIST_PER_PAGE : page >= totalPages;
-    if (last || orders.length === 0) return;
+    const last = totalPages === null ? orders.length < LIST_PER_PAGE : position.page >= totalPages;
+    const page: { fresh: ListedOrder[]; next: TimePosition | null } = followByTime(position, orders, (order) => ({ id: order.externalOrderId, time: order.createdAt }), last);
+    yield page.fresh;
+    position = page.next;
   }
 }
 

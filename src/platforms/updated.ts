@@ -10,6 +10,7 @@ import type { PlatformHttpClient, ResponseHeaders } from './http.ts';
 import { nextLink, pageEntries, timestamp } from './listing.ts';
 import { anyId, distinct, numericId, optionalText, parsePayload, stringList } from './payload.ts';
 import { PayloadError, type StoreConnection, type UpdatedOrder, type UpdatedPage } from './types.ts';
+import { firstPosition, followByTime, type TimePosition } from './time-paging.ts';
 
 export type { UpdatedOrder, UpdatedPage } from './types.ts';
 
@@ -104,19 +105,9 @@ function readPlatformA(entry: unknown): UpdatedOrder {
   };
 }
 
-/**
- * Where a platform_b updated list goes on: its `modified_after` (a whole second) and page, and the
- * ids already listed with a change in the second after it, which the list shows again.
- */
-interface PlatformBPosition {
-  after: string;
-  page: number;
-  seen: string[];
-}
+const platformBPosition = z.object({ after: z.number().int(), page: z.number().int().min(1), seen: z.array(z.string()) });
 
-const platformBPosition = z.object({ after: z.string().datetime(), page: z.number().int().min(1), seen: z.array(z.string()) });
-
-function readPlatformBPosition(cursor: string): PlatformBPosition {
+function readPlatformBPosition(cursor: string): TimePosition {
   let parsed;
   try {
     parsed = platformBPosition.safeParse(JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')));
@@ -127,44 +118,22 @@ function readPlatformBPosition(cursor: string): PlatformBPosition {
   return parsed.data;
 }
 
-const writePlatformBPosition = (position: PlatformBPosition) => Buffer.from(JSON.stringify(position)).toString('base64url');
+const writePlatformBPosition = (position: TimePosition) => Buffer.from(JSON.stringify(position)).toString('base64url');
 
-const wholeSecond = (time: Date | string) => Math.floor(new Date(time).getTime() / 1000) * 1000;
-
-/**
- * platform_b: `modified_after&orderby=modified`, followed by the time of the last order listed
- * rather than by page number. An order that changes while the list is read moves to its end, and
- * every later order moves back one place: paging by number would skip the order that moved back
- * onto a page already read, and the watermark would then pass it. So each next page asks again from
- * the second before the last order's change (times have whole seconds and `modified_after` is
- * exclusive, so orders changed in that same second are not skipped), leaving out the ids listed
- * already with that change. Only a full page changed within one second goes on by page number.
- */
+/** platform_b: `modified_after&orderby=modified`, followed by the time of the last change listed (src/platforms/time-paging.ts). */
 export async function listUpdatedPlatformB(http: PlatformHttpClient, store: StoreConnection, since: Date, cursor: string | null): Promise<UpdatedPage> {
-  const position: PlatformBPosition = cursor === null ? { after: new Date(wholeSecond(since)).toISOString(), page: 1, seen: [] } : readPlatformBPosition(cursor);
+  const position = cursor === null ? firstPosition(since) : readPlatformBPosition(cursor);
   const size = UPDATED_PAGE_SIZE.platform_b;
-  const query = new URLSearchParams({ modified_after: position.after, per_page: String(size), page: String(position.page), orderby: 'modified', order: 'asc' });
+  const query = new URLSearchParams({ modified_after: new Date(position.after).toISOString(), per_page: String(size), page: String(position.page), orderby: 'modified', order: 'asc' });
   return http.get(store, `${B_API}/orders?${query}`, (body, headers) => {
     const totalPages = headers('x-wp-totalpages');
     if (totalPages !== null && !/^\d+$/.test(totalPages.trim())) {
       throw new PayloadError(`invalid platform_b updated order list: X-WP-TotalPages: expected a number, got ${totalPages.slice(0, 20)}`);
     }
     const listed = pageEntries(body, 'platform_b updated order list').map(readPlatformB);
-    const firstSecond = wholeSecond(position.after) + 1000;
-    const seen = new Set(position.seen);
-    // An id seen before but changed again since is listed again, with its new change.
-    const orders = listed.filter((order) => !(seen.has(order.externalOrderId) && wholeSecond(order.updatedAt) === firstSecond));
     const last = totalPages === null ? listed.length < size : position.page >= Number(totalPages);
-    const lastOrder = listed.at(-1);
-    if (last || lastOrder === undefined) return { orders, next: null };
-    const lastSecond = wholeSecond(lastOrder.updatedAt);
-    const atLastSecond = listed.filter((order) => wholeSecond(order.updatedAt) === lastSecond).map((order) => order.externalOrderId);
-    const next: PlatformBPosition =
-      lastSecond > firstSecond
-        ? { after: new Date(lastSecond - 1000).toISOString(), page: 1, seen: atLastSecond }
-        : // The whole page changed in the list's first second: the next page of the same list.
-          { after: position.after, page: position.page + 1, seen: [...new Set([...position.seen, ...atLastSecond])] };
-    return { orders, next: writePlatformBPosition(next) };
+    const { fresh, next } = followByTime(position, listed, (order) => ({ id: order.externalOrderId, time: order.updatedAt }), last);
+    return { orders: fresh, next: next && writePlatformBPosition(next) };
   });
 }
 
