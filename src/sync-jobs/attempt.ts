@@ -20,6 +20,18 @@ export interface SyncJobAttemptDeps {
   secrets: SecretBox;
 }
 
+/**
+ * Platforms keep an Idempotency-Key 24 hours (platforms.md). A retry of a job older than this (a
+ * manual retry of a dead job, a day later) can no longer count on it: an earlier attempt whose answer
+ * was lost may have created the order, so the order is looked for by its reference first.
+ */
+const IDEMPOTENCY_TRUSTED_MS = 12 * 60 * 60_000;
+/** How long the lookup's calls wait for the store's turn beyond the one the attempt reserved for them. */
+const LOOKUP_TURN_WAIT_MS = 60_000;
+
+/** Whether this attempt looks for the order by its reference before creating it. */
+const looksUpFirst = (job: SyncJob): boolean => job.attempts > 1 && Date.now() - job.createdAt.getTime() > IDEMPOTENCY_TRUSTED_MS;
+
 /** One attempt of a sync job: place the supplier's part of the order on its source store. */
 export function placeSupplierOrder(ctx: SyncJobAttemptDeps): Attempt<JobWithSource> {
   const jobs = ctx.syncJobReads;
@@ -35,7 +47,7 @@ export function placeSupplierOrder(ctx: SyncJobAttemptDeps): Attempt<JobWithSour
     /** The supplier's store, and the reseller's when the order must be read from it first (a manual job). */
     targets: ({ row: job, source, reseller }) => [
       ...(!job.order && reseller ? [{ storeId: reseller.id, platform: reseller.platform }] : []),
-      ...(source ? [{ storeId: source.id, platform: source.platform }] : []),
+      ...(source ? Array.from({ length: looksUpFirst(job) ? 2 : 1 }, () => ({ storeId: source.id, platform: source.platform })) : []),
     ],
 
     /**
@@ -46,7 +58,15 @@ export function placeSupplierOrder(ctx: SyncJobAttemptDeps): Attempt<JobWithSour
       if (!source) throw new JobFailure('the source store was deleted');
       const order = job.order ?? (await readResellerOrder(job, reseller));
       const supplierOrder = priced(() => buildSupplierOrder(order, source, job.id));
-      return ctx.platforms[source.platform].createOrder(connectionOf(ctx, source, 1), supplierOrder, `sync-job:${job.id}`);
+      const platform = ctx.platforms[source.platform];
+      if (looksUpFirst(job)) {
+        const connection = { ...connectionOf(ctx, source, 2), maxTurnWaitMs: LOOKUP_TURN_WAIT_MS };
+        const found = await platform.findOrderByReference(connection, job.id, job.createdAt);
+        // Its lines are read when a cancellation needs them, as for an order found after a lost answer.
+        if (found !== null) return { id: found, status: 200 };
+        return platform.createOrder(connection, supplierOrder, `sync-job:${job.id}`);
+      }
+      return platform.createOrder(connectionOf(ctx, source, 1), supplierOrder, `sync-job:${job.id}`);
     },
   };
 }

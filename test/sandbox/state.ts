@@ -189,6 +189,11 @@ export class StoreState {
     this.#replies.set(idempotencyKey, { reply, expiresAt: now + IDEMPOTENCY_TTL_MS });
   }
 
+  /** As when 24 hours have passed: every Idempotency-Key is forgotten. */
+  forgetReplies(): void {
+    this.#replies.clear();
+  }
+
   get faults(): Faults {
     return this.#faults;
   }
@@ -309,6 +314,8 @@ export interface SandboxControls {
   heldRequestCount(shopDomain: string): number;
   /** Lets the requests the store holds go on to be answered; returns how many were released. */
   releaseRequests(shopDomain: string): number;
+  /** The store forgets every Idempotency-Key it remembers, as 24 hours later. */
+  forgetIdempotencyKeys(shopDomain: string): void;
   /** The merchant cancels a stored order; its list entry and GET show it cancelled. */
   cancelOrder(shopDomain: string, platform: Platform, id: number | string): JsonObject;
   /**
@@ -389,6 +396,10 @@ export class SandboxState implements SandboxControls {
 
   heldRequestCount(shopDomain: string): number {
     return this.store(shopDomain).heldRequests.length;
+  }
+
+  forgetIdempotencyKeys(shopDomain: string): void {
+    this.store(shopDomain).forgetReplies();
   }
 
   releaseRequests(shopDomain: string): number {
