@@ -142,7 +142,8 @@ export class FulfillmentRepository {
   /**
    * Forgets held fulfillments that no job can own any more: every job of their store that existed
    * when one arrived and had sent its order without learning its id has since completed with another
-   * order (or was retried and did). What is left was the supplier's own sale. Returns how many.
+   * order (or was retried and did). What is left was the supplier's own sale. Returns how many. One
+   * whose order a job recorded after the claims were read is kept: the next claims take it.
    */
   async forgetUnowned(): Promise<number> {
     const result = await this.db
@@ -156,6 +157,16 @@ export class FulfillmentRepository {
               .where('j.source_order_id', 'is', null)
               .where('j.attempts', '>', 0)
               .whereRef('j.created_at', '<', 'h.received_at'),
+          ),
+        ),
+      )
+      .where(({ not, exists, selectFrom }) =>
+        not(
+          exists(
+            selectFrom('sync_jobs as j')
+              .select(sql<number>`1`.as('one'))
+              .whereRef('j.source_store_id', '=', 'h.source_store_id')
+              .whereRef('j.source_order_id', '=', 'h.source_order_id'),
           ),
         ),
       )

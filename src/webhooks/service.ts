@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/index.ts';
 import type { Metrics } from '../metrics/index.ts';
 import type { SecretBox } from '../shared/secrets.ts';
-import { fulfillmentKeys } from '../fulfillments/identity.ts';
+import { fulfillmentKeys, type FulfillmentKeys } from '../fulfillments/identity.ts';
 import type { FulfillmentService } from '../fulfillments/service.ts';
 import { PayloadError, type PlatformAdapters } from '../platforms/types.ts';
 import { MAX_TRACKING_NUMBERS_PER_FULFILLMENT } from '../../contract/limits.ts';
@@ -13,7 +13,8 @@ import { normaliseVendor } from '../pricing/index.ts';
 import type { ResellerStore } from '../reseller-stores/entity.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
 import { AppError, validationFailed } from '../shared/errors.ts';
-import { EXTERNAL_ORDER_ID, type ResellerOrder } from '../orders/types.ts';
+import { EXTERNAL_ORDER_ID, type ResellerOrder, type SourceFulfillment } from '../orders/types.ts';
+import type { SyncJob } from '../sync-jobs/entity.ts';
 import type { OrderCancelling, OrderRouting } from '../orders/port.ts';
 import type { RoutableSource } from '../orders/routing.ts';
 import type { JobsBySourceOrder, ResellerStoreReads, SourceStoreReads } from './ports.ts';
@@ -208,21 +209,26 @@ export class WebhookService {
     return { syncJobIds: await this.receiveTracking(senders, body, delivery) };
   }
 
+  private async receiveFor(job: SyncJob, fulfillment: SourceFulfillment, keys: FulfillmentKeys): Promise<string[]> {
+    const { created } = await this.fulfillments.receive(job, fulfillment.tracking, keys);
+    // The supplier shipped an order the storefront cancelled: the reseller is told (cancellation.too_late).
+    if (created) await this.cancellations.fulfilledAfterCancellation(job.id);
+    return [job.id];
+  }
+
   private async receiveTracking(senders: SourceStore[], body: unknown, delivery: Delivery): Promise<string[]> {
     const fulfillment = parse(() => this.deps.platforms[senders[0]!.platform].parseFulfillmentWebhook(body));
     checkTrackingBound(fulfillment.tracking.numbers.length);
     const keys = fulfillmentKeys(fulfillment, delivery.webhookId);
-    const job = await this.syncJobs.findBySourceOrder(
-      senders.map((store) => store.id),
-      fulfillment.sourceOrderId,
-    );
-    if (job) {
-      const { created } = await this.fulfillments.receive(job, fulfillment.tracking, keys);
-      // The supplier shipped a part the storefront cancelled: the reseller is told (cancellation.too_late).
-      if (created) await this.cancellations.fulfilledAfterCancellation(job.id);
-      return [job.id];
-    }
+    const owner = () => this.syncJobs.findBySourceOrder(senders.map((store) => store.id), fulfillment.sourceOrderId);
+    const job = await owner();
+    if (job) return this.receiveFor(job, fulfillment, keys);
     const held = await this.fulfillments.holdUnlessUnowned(senders, fulfillment, keys);
+    if (!held) {
+      // A job may have recorded this order between the two reads (no longer in doubt, not found before): look again.
+      const late = await owner();
+      if (late) return this.receiveFor(late, fulfillment, keys);
+    }
     this.deps.logger.info(
       { shop_domain: senders[0]!.shopDomain, source_order_id: fulfillment.sourceOrderId, held },
       held ? 'fulfillment held until a job records its order' : 'fulfillment of an order the service never placed',
