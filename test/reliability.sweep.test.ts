@@ -163,6 +163,9 @@ describe('redelivered messages', () => {
     expect(dead).toMatchObject({ status: 'dead', attempts: 4, errorMessage: WORKER_LOST_ERROR });
     expect((await deadEntry(shop.user.token, job.id))?.metadata).toMatchObject({ reason: 'worker_lost' });
     expect(orderPosts(sandbox, supplier.shopDomain)).toHaveLength(0);
+    // Its event with it, as when the sweep finds the same death.
+    const events = await api.get(`/v1/events?type=sync_job.dead&reseller_store_id=${shop.reseller.id}`, { token: shop.user.token });
+    expect(events.body.data.map((event: any) => event.data.object)).toMatchObject([{ id: job.id, status: 'dead', errorMessage: WORKER_LOST_ERROR }]);
   });
 
   it('are bounded by the queue: as many redeliveries as the policy allows retries', async ({ sql }) => {

@@ -235,7 +235,7 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
       ...taking.map(({ work, timeline, messageId }) => ({ ...this.writeOf(work.row, undefined, timeline), message: { id: messageId, settle: 'unwritten' as const } })),
       ...lost.map(({ work, messageId }) => ({ ...this.writeOf(work.row, this.kind.outcomeAudit(work.row, 'worker_lost'), LOST_ATTEMPT), message: { id: messageId, settle: 'always' as const } })),
     ];
-    const moved = await this.write(sqlOf(this.ctx.orm), writes, stale);
+    const moved = lost.length === 0 ? await this.write(sqlOf(this.ctx.orm), writes, stale) : await this.writeWithDeaths(writes, stale, taking.length);
     lost.forEach(({ work, log }, i) => {
       if (!moved[taking.length + i]) return;
       this.counted('dead');
@@ -427,6 +427,22 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
 
   private writeOf(row: R, audit?: AttemptWrite<R>['audit'], timeline?: TimelineStep): AttemptWrite<R> {
     return { row, result: this.kind.resultOf(row), audit, timeline };
+  }
+
+  /**
+   * The take's statement when it also ends rows whose last attempt was lost (the writes from
+   * `firstDeath` on, all `dead`): in a transaction that appends their events (`sync_job.dead`, …) to
+   * the outbox, as the sweep does for the same death. Rare, so the usual take stays one statement.
+   */
+  private writeWithDeaths(writes: AttemptWrite<R>[], stale: string[], firstDeath: number): Promise<boolean[]> {
+    return sqlOf(this.ctx.orm)
+      .transaction()
+      .execute(async (trx) => {
+        const written = await this.write(trx, writes, stale);
+        const dead = writes.filter((_, i) => i >= firstDeath && written[i]).map(({ row }) => row);
+        if (dead.length > 0) await this.ctx.outbox.append(trx, await this.kind.outcomeEvents(trx, dead));
+        return written;
+      });
   }
 
   /** Writes the transitions, settling the queue messages they name and `stale` ones. */
