@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { createExpressEndpoints } from '@ts-rest/express';
 import cookieParser from 'cookie-parser';
 import express, { type Express } from 'express';
@@ -14,6 +15,7 @@ import { healthRoutes } from './health/routes.ts';
 import { authenticate } from './http/authenticate.ts';
 import { requireHost } from './http/client-error.ts';
 import { errorHandler, notFoundHandler } from './http/errors.ts';
+import { AppError } from './shared/errors.ts';
 import { recordHttpMetrics } from './http/metrics.ts';
 import { routePipeline } from './http/pipeline.ts';
 import { perMinuteLimiter } from './http/rate-limit.ts';
@@ -33,9 +35,22 @@ import { webhookEndpointRoutes } from './webhook-endpoints/routes.ts';
 import { verifyWebhook } from './webhooks/intake.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 
-const serveMetrics = (metrics: Metrics) => async (_req: express.Request, res: express.Response) => {
+/**
+ * GET /metrics. With METRICS_TOKEN, only to `Authorization: Bearer <token>` (compared in constant
+ * time): its series name stores and their activity, and a scrape runs queries.
+ */
+const serveMetrics = (metrics: Metrics, token: string | null) => async (req: express.Request, res: express.Response, next: express.NextFunction) => {
+  if (token !== null && !bearerMatches(req.headers.authorization, token)) {
+    next(new AppError('unauthorized', { message: 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>.' }));
+    return;
+  }
   res.type(metrics.registry.contentType).send(await metrics.registry.metrics());
 };
+
+function bearerMatches(header: string | undefined, token: string): boolean {
+  const given = createHash('sha256').update(header ?? '').digest();
+  return timingSafeEqual(given, createHash('sha256').update(`Bearer ${token}`).digest());
+}
 
 /** Readiness: the database and the queue answer. */
 const readiness = ({ orm, queue }: Pick<Infrastructure, 'orm' | 'queue'>) => healthRoutes({ database: () => pingDatabase(orm), queue: () => queue.ping() });
@@ -48,7 +63,7 @@ export function createOperationsApp(ctx: Infrastructure): Express {
   const app = express();
   app.disable('x-powered-by');
   app.use(requestId, requireHost);
-  app.get('/metrics', serveMetrics(ctx.metrics));
+  app.get('/metrics', serveMetrics(ctx.metrics, ctx.config.metricsToken));
   createExpressEndpoints(contract.health, readiness(ctx), app, { responseValidation: true });
   app.use(notFoundHandler);
   app.use(errorHandler(ctx.logger));
@@ -81,7 +96,7 @@ export function createApp(ctx: Infrastructure, services: Services): Express {
   // fulfillments path, with its parameter, keeps one: harmless, only not saved).
   app.use(requestScope(ctx.orm, new Set([contract.webhooks.orders.path, contract.webhooks.fulfillments.path])));
 
-  app.get('/metrics', serveMetrics(ctx.metrics));
+  app.get('/metrics', serveMetrics(ctx.metrics, ctx.config.metricsToken));
 
   const openApiDocument = buildOpenApiDocument();
   app.get('/openapi.json', (_req, res) => {

@@ -60,6 +60,7 @@ const EnvSchema = z.object({
       return pacing;
     }),
   JWT_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+  METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   ENCRYPTION_KEY: z
     .string()
     .regex(/^[A-Za-z0-9+/]{43}=$/, 'must be 32 bytes, base64-encoded')
@@ -130,6 +131,8 @@ function buildConfig(env: z.infer<typeof EnvSchema>) {
     /** Per-store pacing overrides by platform; empty = the platforms' defaults. */
     platformPacing: env.PLATFORM_PACING,
     jwtSecret: env.JWT_SECRET ?? localSecret(dataDir, production, 'JWT_SECRET', 'jwt-secret', 48),
+    /** When set, GET /metrics answers only `Authorization: Bearer <token>` (a scraper's credential); unset, it is open. */
+    metricsToken: env.METRICS_TOKEN ?? null,
     encryptionKey: Buffer.from(
       env.ENCRYPTION_KEY ?? localSecret(dataDir, production, 'ENCRYPTION_KEY', 'encryption-key', 32),
       'base64',
