@@ -2,6 +2,7 @@
  * Event retention: events older than EVENT_RETENTION_DAYS (at least the 30 days events.md promises)
  * are deleted with their deliveries, except one whose delivery is still pending; newer events stay.
  */
+import pg from 'pg';
 import { describe, expect } from 'vitest';
 import { eventPayload, EventRepository } from '../src/events/repository.ts';
 import { firstIdAt } from '../src/shared/ids.ts';
@@ -49,5 +50,39 @@ describe('event retention', () => {
     for (const id of expired) expect((await api.get(`/v1/events/${id}`, { token: user.token })).status).toBe(404);
     // Nothing more to do: the next pass deletes nothing.
     expect(await pruneEvents(pruning, now)).toBe(0);
+  });
+
+  it('leaves an expired event whose failed delivery is being retried at that moment, with its delivery pending', async ({ service, user }) => {
+    const [owner] = await queryRows<{ id: string }>(service.databaseUrl, 'select id from users where email = $1', [user.email]);
+    const now = new Date();
+    const createdAt = new Date(now.getTime() - 40 * DAY_MS);
+    const id = `${firstIdAt('event', createdAt).slice(0, -20)}${'f'.repeat(20)}`;
+    const event = { ownerId: owner!.id, resellerStoreId: null, type: 'ping', object: { object: 'ping' } } as never;
+    await queryRows(service.databaseUrl, 'insert into events (id, owner_id, reseller_store_id, type, payload, created_at) values ($1, $2, null, $3, $4, $5)', [
+      id, owner!.id, 'ping', eventPayload(id, event, createdAt), createdAt,
+    ]);
+    const delivery = `dlv_${id.slice(4)}`;
+    await queryRows(
+      service.databaseUrl,
+      `insert into webhook_deliveries (id, owner_id, endpoint_id, event_id, event_type, status, attempts, schedule_attempts, version, created_at, updated_at)
+       values ($1, $2, 'we_retention', $3, 'ping', 'failed', 8, 8, 1, $4, $4)`,
+      [delivery, owner!.id, id, createdAt],
+    );
+    // A manual retry's transaction, as webhook-endpoints' changeDelivery writes it: its event held, the delivery pending, not committed yet.
+    const retry = new pg.Client({ connectionString: service.databaseUrl });
+    await retry.connect();
+    try {
+      await retry.query('begin');
+      await retry.query('select id from events where id = $1 for share', [id]);
+      await retry.query(`update webhook_deliveries set status = 'pending', schedule_attempts = 0, version = version + 1 where id = $1`, [delivery]);
+      const pruned = pruneEvents({ events: new EventRepository(service.ctx.orm), retentionDays: 30 }, now);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await retry.query('commit');
+      await pruned;
+    } finally {
+      await retry.end();
+    }
+    expect(await queryRows(service.databaseUrl, 'select id from events where id = $1', [id])).toHaveLength(1);
+    expect(await queryRows(service.databaseUrl, 'select status from webhook_deliveries where id = $1', [delivery])).toEqual([{ status: 'pending' }]);
   });
 });

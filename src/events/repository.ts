@@ -171,6 +171,8 @@ export async function pruneEventsBefore(trx: Trx, before: Date, limit: number): 
       where e.id < ${firstIdAt('event', before)}
         and not exists (select 1 from webhook_deliveries d where d.event_id = e.id and d.status = 'pending')
       order by e.id limit ${limit}
+      -- An event a delivery's retry holds is left for the next batch (webhook-endpoints' changeDelivery).
+      for update of e skip locked
     ),
     -- Re-checked on a row a manual retry set back to pending meanwhile: that delivery stays.
     deliveries as (delete from webhook_deliveries d using doomed where d.event_id = doomed.id and d.status <> 'pending')
