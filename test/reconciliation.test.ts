@@ -146,7 +146,11 @@ describe.each(PLATFORMS)('%s reseller store', (platform) => {
     sandbox.setListPageSize(reseller.store.shopDomain, 2);
     const run = await finishedRun(reseller, await reconcile(reseller));
     expect(run).toMatchObject({ status: 'succeeded', ordersSeen: 5, ordersRouted: 5 });
-    expect(listCalls(sandbox, reseller)).toHaveLength(3);
+    // platform_b asks again from the second before each page's last order (src/platforms/time-paging.ts):
+    // one call more for each page boundary that falls between two seconds of creation times.
+    const calls = listCalls(sandbox, reseller).length;
+    if (platform === 'platform_b') expect(calls).toBeGreaterThanOrEqual(3);
+    else expect(calls).toBe(3);
     await expectRoutedOnce(reseller, lost.map(idOf));
     const watermark = await watermarkOf(reseller);
     const newest = Math.max(...lost.map((order) => Date.parse(String(order.created_at ?? order.createdAt ?? `${String(order.date_created_gmt)}Z`))));
