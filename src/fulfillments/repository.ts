@@ -140,10 +140,11 @@ export class FulfillmentRepository {
   }
 
   /**
-   * Forgets held fulfillments that no job can own any more: every job of their store that existed
-   * when one arrived and had sent its order without learning its id has since completed with another
-   * order (or was retried and did). What is left was the supplier's own sale. Returns how many. One
-   * whose order a job recorded after the claims were read is kept: the next claims take it.
+   * Forgets held fulfillments that no job can own any more: no job of their store has recorded their
+   * order (one that did since the claims were read is kept: the next claims take it), and every job
+   * of their store that existed when one arrived and had sent its order without learning its id has
+   * since completed with another order (or was retried and did). What is left was the supplier's own
+   * sale. Returns how many.
    */
   async forgetUnowned(): Promise<number> {
     const result = await this.db
@@ -154,19 +155,12 @@ export class FulfillmentRepository {
             selectFrom('sync_jobs as j')
               .select(sql<number>`1`.as('one'))
               .whereRef('j.source_store_id', '=', 'h.source_store_id')
-              .where('j.source_order_id', 'is', null)
-              .where('j.attempts', '>', 0)
-              .whereRef('j.created_at', '<', 'h.received_at'),
-          ),
-        ),
-      )
-      .where(({ not, exists, selectFrom }) =>
-        not(
-          exists(
-            selectFrom('sync_jobs as j')
-              .select(sql<number>`1`.as('one'))
-              .whereRef('j.source_store_id', '=', 'h.source_store_id')
-              .whereRef('j.source_order_id', '=', 'h.source_order_id'),
+              .where((eb) =>
+                eb.or([
+                  eb('j.source_order_id', '=', eb.ref('h.source_order_id')),
+                  eb.and([eb('j.source_order_id', 'is', null), eb('j.attempts', '>', 0), eb('j.created_at', '<', eb.ref('h.received_at'))]),
+                ]),
+              ),
           ),
         ),
       )
