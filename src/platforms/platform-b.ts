@@ -154,14 +154,14 @@ export function createPlatformBAdapter(settings: HttpClientSettings): PlatformAd
  */
 async function* listOrders(http: PlatformHttpClient, store: StoreConnection, since: Date): AsyncGenerator<ListedOrder[]> {
   for (let position: TimePosition | null = firstPosition(since); position !== null; ) {
-    const query: URLSearchParams = new URLSearchParams({
+    const query = new URLSearchParams({
       after: new Date(position.after).toISOString(),
       per_page: String(LIST_PER_PAGE),
       page: String(position.page),
       orderby: 'date',
       order: 'asc',
     });
-    const { orders, totalPages }: { orders: ListedOrder[]; totalPages: number | null } = await http.get(store, `${API}/orders?${query}`, readOrderPage, LIST_PAGE);
+    const { orders, totalPages } = await http.get(store, `${API}/orders?${query}`, readOrderPage, LIST_PAGE);
     // Without the header (a proxy may drop it), a short page is the last one.
     const last = totalPages === null ? orders.length < LIST_PER_PAGE : position.page >= totalPages;
     const page: { fresh: ListedOrder[]; next: TimePosition | null } = followByTime(position, orders, (order) => ({ id: order.externalOrderId, time: order.createdAt }), last);

@@ -279,11 +279,9 @@ export class WebhookEndpointRepository {
   /**
    * `change` in one transaction with the endpoint's delivery (null when it has none by this id):
    * what it changes on the delivery is written when it returns, with what it wrote through `trx`.
-   */
-  /**
-   * The delivery, changed in a transaction that holds its event (FOR SHARE): event pruning skips an
-   * event held so (src/events/repository.ts), and once it has deleted one, the delivery went with it
-   * (null), so a retry never leaves a pending delivery whose event is gone.
+   * The transaction holds the delivery's event (FOR SHARE): event pruning skips an event held so
+   * (src/events/repository.ts), and once it has deleted one, the delivery went with it (null), so a
+   * retry never leaves a pending delivery whose event is gone.
    */
   changeDelivery<T>(ownerId: string, endpointId: string, deliveryId: string, change: (delivery: WebhookDelivery | null, trx: Trx) => Promise<T>): Promise<T> {
     return this.em.transactional(async (em) => {
