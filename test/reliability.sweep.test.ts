@@ -168,6 +168,21 @@ describe('redelivered messages', () => {
     expect(events.body.data.map((event: any) => event.data.object)).toMatchObject([{ id: job.id, status: 'dead', errorMessage: WORKER_LOST_ERROR }]);
   });
 
+  it('count the lost attempt as a failed one, with its sync_job.failed event, when it had retries left', async ({ api, sandbox, pendingJob, strand, startSweepingWorker }) => {
+    const { shop, supplier, job, messageId } = await pendingJob();
+    // The worker that took attempt 2 died; pg-boss redelivers its message, which retries the job at once.
+    await strand(job.id, messageId, { status: 'processing', attempts: 2, retriesLeft: 2 }, 'retry');
+    await startSweepingWorker();
+    expect(await settled(api, shop.user.token, job.id)).toMatchObject({ status: 'completed', attempts: 3 });
+    expect(orderPosts(sandbox, supplier.shopDomain)).toHaveLength(1);
+    const events = await api.get(`/v1/events?reseller_store_id=${shop.reseller.id}`, { token: shop.user.token });
+    const types = events.body.data.map((event: any) => event.type).reverse();
+    expect(types.filter((type: string) => type !== 'sync_job.created')).toEqual(['sync_job.failed', 'sync_job.completed']);
+    const failed = events.body.data.find((event: any) => event.type === 'sync_job.failed').data.object;
+    expect(failed).toMatchObject({ id: job.id, status: 'failed', attempts: 2, errorMessage: WORKER_LOST_ERROR });
+    expect(failed.nextRetryAt).not.toBeNull();
+  });
+
   it('are bounded by the queue: as many redeliveries as the policy allows retries', async ({ sql }) => {
     const queues = await sql<{ name: string; retry_limit: number }>(
       `select name, retry_limit from pgboss.queue where name in ('sync-job.process', 'fulfillment.propagate') order by name`,

@@ -58,8 +58,11 @@ type Delivery = { messageId?: string | undefined; watchdog?: string | undefined 
 /** The batch's message, settled with the outcome whatever its write does (a lost race leaves it stale). */
 const settled = ({ messageId }: Delivery): AttemptWrite['message'] => (messageId ? { id: messageId, settle: 'always' } : undefined);
 
-/** What a delivered message does to its row when it is taken. */
-type TakeMove = 'take' | 'lost' | null;
+/**
+ * What a delivered message does to its row when it is taken. A take after a lost attempt that had
+ * retries left carries the row as that failure left it (`failed`): its `…failed` event.
+ */
+type TakeMove<R> = { move: 'take'; failed: R | null } | { move: 'lost' } | null;
 
 /** The timeline step of an attempt found lost: it ends failed, with no answer from the platform. */
 export const LOST_ATTEMPT: TimelineStep = { outcome: 'failed', platformStatus: null };
@@ -198,7 +201,7 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
   private async take(messages: AttemptMessage[], dropped: string[]): Promise<Taken<W>[]> {
     const loaded = new Map((await this.attempt.load([...new Set(messages.map((m) => m.rowId))])).map((work) => [work.row.id, work]));
     const now = new Date();
-    const candidates: { work: W; log: Logger; messageId: string; trigger: AttemptTrigger; heldAt: Date | null; moved: R }[] = [];
+    const candidates: { work: W; log: Logger; messageId: string; trigger: AttemptTrigger; heldAt: Date | null; moved: R; failed: R | null }[] = [];
     const lost: { work: W; log: Logger; messageId: string }[] = [];
     const stale = [...dropped];
     for (const { messageId, rowId, turnAt } of messages) {
@@ -208,9 +211,9 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
       const trigger = work && triggerOf(work.row.status, work.row.attempts);
       // Moved on a copy: a row whose store's turn is not near is postponed, not moved; one taken (or lost) gets the copy's state.
       const moved = work && { ...work.row };
-      const move = moved && trigger && work.row.queueMessageId === messageId ? this.moveOnTake(moved, now, log) : null;
-      if (move === 'take') candidates.push({ work: work!, log, messageId, trigger: trigger!, heldAt: turnAt ?? null, moved: moved! });
-      else if (move === 'lost') {
+      const take = moved && trigger && work.row.queueMessageId === messageId ? this.moveOnTake(moved, now, log) : null;
+      if (take?.move === 'take') candidates.push({ work: work!, log, messageId, trigger: trigger!, heldAt: turnAt ?? null, moved: moved!, failed: take.failed });
+      else if (take?.move === 'lost') {
         this.applyMove(work!, moved!, log);
         lost.push({ work: work!, log, messageId });
       } else {
@@ -224,18 +227,20 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
       turns[i]!.waitMs > MAX_TURN_WAIT_MS ? [{ row: work.row, turnAt: turns[i]!.at!, log, messageId }] : [],
     );
     await postponeToTurns(this.ctx, this.kind, later);
-    const taking = candidates.flatMap(({ work, log, messageId, trigger, moved }, i) => {
+    const taking = candidates.flatMap(({ work, log, messageId, trigger, moved, failed }, i) => {
       const { waitMs } = turns[i]!;
       if (waitMs > MAX_TURN_WAIT_MS) return [];
       this.applyMove(work, moved, log);
-      return [{ work, log, messageId, timeline: { trigger } as TimelineStep, turnAt: reservedAt + waitMs }];
+      return [{ work, log, messageId, failed, timeline: { trigger } as TimelineStep, turnAt: reservedAt + waitMs }];
     });
     // A taken row keeps its message until the attempt's outcome settles it; every other message is done with.
     const writes = [
       ...taking.map(({ work, timeline, messageId }) => ({ ...this.writeOf(work.row, undefined, timeline), message: { id: messageId, settle: 'unwritten' as const } })),
       ...lost.map(({ work, messageId }) => ({ ...this.writeOf(work.row, this.kind.outcomeAudit(work.row, 'worker_lost'), LOST_ATTEMPT), message: { id: messageId, settle: 'always' as const } })),
     ];
-    const moved = lost.length === 0 ? await this.write(sqlOf(this.ctx.orm), writes, stale) : await this.writeWithDeaths(writes, stale, taking.length);
+    // The rows whose events this statement reports: failures of lost attempts, then deaths.
+    const reported = [...taking.map(({ failed }) => failed), ...lost.map(({ work }) => work.row)];
+    const moved = reported.some((row) => row !== null) ? await this.writeWithEvents(writes, stale, reported) : await this.write(sqlOf(this.ctx.orm), writes, stale);
     lost.forEach(({ work, log }, i) => {
       if (!moved[taking.length + i]) return;
       this.counted('dead');
@@ -245,7 +250,8 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
       if (!moved[i]) log.debug('taken by another worker first');
       return moved[i];
     });
-    for (const { work, log } of taken) {
+    for (const { work, log, failed } of taken) {
+      if (failed) this.counted('failed');
       this.counted('processing');
       log.info({ attempt: work.row.attempts }, 'attempt started');
     }
@@ -260,17 +266,20 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
    * machine cannot read is left alone, not the whole batch with it. Run on a copy of the row (`take`
    * postpones a row whose store's turn is not near, unmoved), which `applyMove` gives the row.
    */
-  private moveOnTake(row: R, now: Date, log: Logger): TakeMove {
+  private moveOnTake(row: R, now: Date, log: Logger): TakeMove<R> {
     const at = now.toISOString();
+    let failed: R | null = null;
     try {
       if (row.status === 'processing') {
         if (!this.kind.transition(row, { type: 'LOSE', at }, now)) return null;
         if ((row.status as AttemptRow['status']) === 'dead') {
           row.queueMessageId = null;
-          return 'lost';
+          return { move: 'lost' };
         }
+        // Its retry is this delivery, now.
+        failed = { ...row, nextRetryAt: now };
       }
-      return this.kind.transition(row, { type: 'TAKE', at }, now) ? 'take' : null;
+      return this.kind.transition(row, { type: 'TAKE', at }, now) ? { move: 'take', failed } : null;
     } catch (error) {
       log.error({ err: error }, 'row state unreadable; message ignored');
       return null;
@@ -430,17 +439,18 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
   }
 
   /**
-   * The take's statement when it also ends rows whose last attempt was lost (the writes from
-   * `firstDeath` on, all `dead`): in a transaction that appends their events (`sync_job.dead`, …) to
-   * the outbox, as the sweep does for the same death. Rare, so the usual take stays one statement.
+   * The take's statement when it also counts lost attempts (`reported[i]`, the row the write `i`
+   * reports: a lost attempt's failure, retried by this take, or a row whose last attempt was lost,
+   * now `dead`): in a transaction that appends their events (`sync_job.failed`, `sync_job.dead`, …)
+   * to the outbox, as the sweep does for the same loss. Rare, so the usual take stays one statement.
    */
-  private writeWithDeaths(writes: AttemptWrite<R>[], stale: string[], firstDeath: number): Promise<boolean[]> {
+  private writeWithEvents(writes: AttemptWrite<R>[], stale: string[], reported: (R | null)[]): Promise<boolean[]> {
     return sqlOf(this.ctx.orm)
       .transaction()
       .execute(async (trx) => {
         const written = await this.write(trx, writes, stale);
-        const dead = writes.filter((_, i) => i >= firstDeath && written[i]).map(({ row }) => row);
-        if (dead.length > 0) await this.ctx.outbox.append(trx, await this.kind.outcomeEvents(trx, dead));
+        const rows = reported.filter((row, i): row is R => row !== null && written[i] === true);
+        if (rows.length > 0) await this.ctx.outbox.append(trx, await this.kind.outcomeEvents(trx, rows));
         return written;
       });
   }
