@@ -4,6 +4,7 @@
  * ownership and URL validation. Deliveries go to a real receiver that verifies them with the stock
  * `standardwebhooks` package.
  */
+import pg from 'pg';
 import { describe, expect } from 'vitest';
 import { queryRows } from './support/database.ts';
 import { registerUser, type TestUser } from './support/factories.ts';
@@ -146,6 +147,37 @@ describe('webhook endpoints', () => {
       expect(logs).not.toContain(secret.slice('whsec_'.length));
     }
     expect(logs).not.toContain(String(later!.headers['webhook-signature']));
+  });
+
+  it('applies concurrent changes one after the other: each rotation keeps the secret the one before it made', async ({ service, api, receiver, createEndpoint }) => {
+    const endpoint = await createEndpoint(alice);
+    // The endpoint's row is held while two rotations and a PATCH arrive, so all three meet it at once.
+    const holder = new pg.Client({ connectionString: service.databaseUrl });
+    await holder.connect();
+    try {
+      await holder.query('begin');
+      await holder.query('select id from webhook_endpoints where id = $1 for update', [endpoint.id]);
+      const answers = Promise.all([
+        api.post(`/v1/webhook_endpoints/${endpoint.id}/rotate_secret`, { token: alice.token }),
+        api.post(`/v1/webhook_endpoints/${endpoint.id}/rotate_secret`, { token: alice.token }),
+        api.patch(`/v1/webhook_endpoints/${endpoint.id}`, { token: alice.token, body: { description: 'changed meanwhile' } }),
+      ]);
+      await waitFor(async () => {
+        const [{ waiting }] = await queryRows<{ waiting: number }>(service.databaseUrl, `select count(*)::int as waiting from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database() and query ilike '%webhook_endpoints%'`);
+        return waiting >= 3;
+      }, 10_000, 'the three changes waiting for the row');
+      await holder.query('commit');
+      const [first, second, patched] = await answers;
+      expect([first!.status, second!.status, patched!.status]).toEqual([200, 200, 200]);
+      // The newest two secrets sign; the one both rotations found no longer does.
+      receiver.trust(endpoint.path, [endpoint.secret, first!.body.secret, second!.body.secret]);
+      await api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: alice.token });
+      const [delivery] = await waitFor(async () => receiver.at(endpoint.path).length === 1 && receiver.at(endpoint.path), 10_000, 'the ping');
+      expect(delivery!.verifiedBy).toEqual([1, 2]);
+      expect((await api.get(`/v1/webhook_endpoints/${endpoint.id}`, { token: alice.token })).body.description).toBe('changed meanwhile');
+    } finally {
+      await holder.end();
+    }
   });
 
   it('deletes an endpoint: 204, then 404, and its pending deliveries stop', async ({ service, api, receiver, createEndpoint }) => {

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { DeliveryState, DeliveryStatus } from '../../machines/delivery.machine.ts';
-import type { EntityManager } from '@mikro-orm/postgresql';
+import { LockMode, type EntityManager } from '@mikro-orm/postgresql';
 import { holdLock } from '../db/locks.ts';
 import type { Orm } from '../db/orm.ts';
 import { findPage } from '../db/paging.ts';
@@ -229,9 +229,16 @@ export class WebhookEndpointRepository {
     return this.em.findOne(WebhookEndpoint, { id, ownerId });
   }
 
-  /** Writes the changes made to an endpoint read here (the request's unit of work). */
-  async save(_endpoint: WebhookEndpoint): Promise<void> {
-    await this.em.flush();
+  /**
+   * `change` made to the owner's endpoint read FOR UPDATE, written when it returns (null when there
+   * is no such endpoint): concurrent changes of one endpoint (two rotations, a rotation and a PATCH)
+   * apply one after the other, so a rotation always keeps the secret the one before it made.
+   */
+  changeOwned<T>(ownerId: string, id: string, change: (endpoint: WebhookEndpoint) => T): Promise<{ endpoint: WebhookEndpoint; result: T } | null> {
+    return this.em.transactional(async (em) => {
+      const endpoint = await em.findOne(WebhookEndpoint, { id, ownerId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+      return endpoint && { endpoint, result: change(endpoint) };
+    });
   }
 
   /** Deletes the endpoint and its deliveries: their queued messages find nothing and stop. */

@@ -82,22 +82,22 @@ export class WebhookEndpointService {
   }
 
   async update(ownerId: string, id: string, changes: EndpointChanges): Promise<WebhookEndpoint> {
-    const endpoint = await this.get(ownerId, id);
-    if (changes.url !== undefined && changes.url !== endpoint.url) {
-      await this.checkUrl(changes.url);
-      endpoint.url = changes.url;
-    }
-    if (changes.enabledEvents !== undefined) endpoint.enabledEvents = changes.enabledEvents;
-    if (changes.description !== undefined) endpoint.description = changes.description;
-    if (changes.status !== undefined && changes.status !== endpoint.status) {
-      endpoint.status = changes.status;
-      // Enabled again by its owner: the failures that disabled it start counting afresh.
-      endpoint.disabledReason = null;
-      endpoint.failingSince = null;
-    }
-    endpoint.updatedAt = new Date();
-    await this.endpoints.save(endpoint);
-    return endpoint;
+    // The URL is checked (DNS) before the endpoint is locked, so no lock waits on a resolver.
+    if (changes.url !== undefined && changes.url !== (await this.get(ownerId, id)).url) await this.checkUrl(changes.url);
+    const changed = await this.endpoints.changeOwned(ownerId, id, (endpoint) => {
+      if (changes.url !== undefined) endpoint.url = changes.url;
+      if (changes.enabledEvents !== undefined) endpoint.enabledEvents = changes.enabledEvents;
+      if (changes.description !== undefined) endpoint.description = changes.description;
+      if (changes.status !== undefined && changes.status !== endpoint.status) {
+        endpoint.status = changes.status;
+        // Enabled again by its owner: the failures that disabled it start counting afresh.
+        endpoint.disabledReason = null;
+        endpoint.failingSince = null;
+      }
+      endpoint.updatedAt = new Date();
+    });
+    if (!changed) throw notFound();
+    return changed.endpoint;
   }
 
   /** Deletes the endpoint and its deliveries: their queued messages find nothing and stop. */
@@ -108,16 +108,17 @@ export class WebhookEndpointService {
 
   /** A new secret; deliveries are signed with the old one too for ROTATION_OVERLAP_MS. */
   async rotateSecret(ownerId: string, id: string): Promise<{ endpoint: WebhookEndpoint; secret: string }> {
-    const endpoint = await this.get(ownerId, id);
     const secret = newSigningSecret();
-    const now = new Date();
-    const current = this.ctx.secrets.decrypt(endpoint.secretEncrypted, endpoint.id);
-    endpoint.previousSecretEncrypted = this.ctx.secrets.encrypt(current, previousSecretBinding(endpoint.id));
-    endpoint.previousSecretExpiresAt = new Date(now.getTime() + ROTATION_OVERLAP_MS);
-    endpoint.secretEncrypted = this.ctx.secrets.encrypt(secret, endpoint.id);
-    endpoint.updatedAt = now;
-    await this.endpoints.save(endpoint);
-    return { endpoint, secret };
+    const rotated = await this.endpoints.changeOwned(ownerId, id, (endpoint) => {
+      const now = new Date();
+      const current = this.ctx.secrets.decrypt(endpoint.secretEncrypted, endpoint.id);
+      endpoint.previousSecretEncrypted = this.ctx.secrets.encrypt(current, previousSecretBinding(endpoint.id));
+      endpoint.previousSecretExpiresAt = new Date(now.getTime() + ROTATION_OVERLAP_MS);
+      endpoint.secretEncrypted = this.ctx.secrets.encrypt(secret, endpoint.id);
+      endpoint.updatedAt = now;
+    });
+    if (!rotated) throw notFound();
+    return { endpoint: rotated.endpoint, secret };
   }
 
   /** Queues a `ping` for this endpoint only; returns its delivery. */
