@@ -163,8 +163,11 @@ describe('webhook endpoints', () => {
         api.patch(`/v1/webhook_endpoints/${endpoint.id}`, { token: alice.token, body: { description: 'changed meanwhile' } }),
       ]);
       await waitFor(async () => {
-        const [{ waiting }] = await queryRows<{ waiting: number }>(service.databaseUrl, `select count(*)::int as waiting from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database() and query ilike '%webhook_endpoints%'`);
-        return waiting >= 3;
+        const [row] = await queryRows<{ waiting: number }>(
+          service.databaseUrl,
+          `select count(*)::int as waiting from pg_stat_activity where wait_event_type = 'Lock' and datname = current_database() and query ilike '%webhook_endpoints%'`,
+        );
+        return row!.waiting >= 3;
       }, 10_000, 'the three changes waiting for the row');
       await holder.query('commit');
       const [first, second, patched] = await answers;
