@@ -39,6 +39,23 @@ export const RequestId = z.string().describe('Identifies this request in logs; a
 export const Timestamp = z.string().datetime().describe('ISO-8601 UTC timestamp.');
 export const NullableTimestamp = Timestamp.nullable();
 
+const EARLIEST_INSTANT = Date.parse('0001-01-01T00:00:00Z');
+const LATEST_INSTANT = Date.parse('9999-12-31T23:59:59.999Z');
+
+/**
+ * A time a list or a bulk action filters by: ISO-8601 (with `offset`, any UTC offset; else `Z`),
+ * naming a real instant between the years 1 and 9999 in UTC. zod's `datetime` alone takes an offset
+ * such as `+99:99` or the year 0, which no date (or PostgreSQL) can hold.
+ */
+export const FilterTimestamp = (options: { offset?: boolean } = {}) =>
+  z
+    .string()
+    .datetime(options)
+    .refine((value) => {
+      const instant = Date.parse(value);
+      return instant >= EARLIEST_INSTANT && instant <= LATEST_INSTANT;
+    }, 'must be a real time between the years 1 and 9999 (UTC)');
+
 /**
  * Attaches OpenAPI metadata to a schema: this is what `extendApi` of @anatine/zod-openapi (the
  * generator ts-rest uses) does; that package can't be a direct dependency (its openapi3-ts peer

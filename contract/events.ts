@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { auth, authErrors, c, errorResponse, IdParam, listOf, openApi, PageQuery, RequestId, Timestamp } from './common.ts';
+import { auth, authErrors, c, errorResponse, FilterTimestamp, IdParam, listOf, openApi, PageQuery, RequestId, Timestamp } from './common.ts';
 import { FulfillmentSchema, SyncJobDetail } from './sync-jobs.ts';
 
 /** The closed set of event types (events.md). `ping` is only ever sent by an endpoint's test. */
@@ -174,8 +174,8 @@ export const eventsContract = c.router(
       query: PageQuery.extend({
         type: EventTypeSchema.optional(),
         reseller_store_id: z.string().max(64).optional(),
-        created_after: Timestamp.optional().describe('Only events created after this time.'),
-        created_before: Timestamp.optional().describe('Only events created before this time.'),
+        created_after: FilterTimestamp().optional().describe('Only events created after this time (ISO-8601 UTC).'),
+        created_before: FilterTimestamp().optional().describe('Only events created before this time (ISO-8601 UTC).'),
       }),
       responses: { 200: listOf(EventSchema, 'EventList'), 400: errorResponse(400) },
       summary: 'List events',

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ATTEMPT_OUTCOMES, ATTEMPT_TRIGGERS, CANCELLATION_OUTCOMES, CANCELLATION_SCOPES, CANCELLATION_STATUSES, FULFILLMENT_STATUSES, SYNC_JOB_STATUSES } from './enums.ts';
-import { auth, authErrors, bodyErrors, c, errorResponse, IdParam, listOf, openApi, NullableTimestamp, PageQuery, RequestId, Timestamp } from './common.ts';
+import { auth, authErrors, bodyErrors, c, errorResponse, FilterTimestamp, IdParam, listOf, openApi, NullableTimestamp, PageQuery, RequestId, Timestamp } from './common.ts';
 
 const SyncJobStatusSchema = z
   .enum(SYNC_JOB_STATUSES)
@@ -186,8 +186,8 @@ export const syncJobsContract = c.router(
           status: z.union([RetryableStatus, z.array(RetryableStatus).min(1).max(2)]).describe('`dead`, `failed`, or both as a list.'),
           reseller_store_id: z.string().min(1).max(64).optional(),
           source_store_id: z.string().min(1).max(64).optional(),
-          created_after: z.string().datetime({ offset: true }).optional().describe('Only jobs created after this time.'),
-          created_before: z.string().datetime({ offset: true }).optional().describe('Only jobs created before this time.'),
+          created_after: FilterTimestamp({ offset: true }).optional().describe('Only jobs created after this time (ISO-8601, any UTC offset).'),
+          created_before: FilterTimestamp({ offset: true }).optional().describe('Only jobs created before this time (ISO-8601, any UTC offset).'),
         })
         // A misspelt filter must not silently widen what gets retried.
         .strict(),

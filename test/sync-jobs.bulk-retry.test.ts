@@ -163,6 +163,9 @@ describe('POST /v1/sync_jobs/bulk_retry', () => {
       {},
       { status: 'dead', reseller_store: shop.reseller.id },
       { status: 'dead', created_after: 'yesterday' },
+      // Well-formed, yet no time: an offset past 23:59, the year 0.
+      { status: 'dead', created_after: '2024-01-01T00:00:00+99:99' },
+      { status: 'dead', created_before: '0000-01-01T00:00:00Z' },
     ]) {
       const response = await bulkRetry(shop.user.token, body);
       expect(response.status, JSON.stringify(body)).toBe(400);
