@@ -160,6 +160,8 @@ describe('a whole-order cancellation', () => {
       // Refused outright (422), so no order exists: the lookup by reference finds none.
       const { order, jobId, job: dead } = await routed(shop, { alwaysFail: true, status: 422 });
       expect(dead.status).toBe('dead');
+      const todoOf = async () => (await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token })).body.data;
+      expect(await todoOf()).toMatchObject([{ type: 'job_dead', syncJobId: jobId }]);
       await cancelWhole(storefront, shop, order);
       const job = await waitForJob(api, shop.user.token, jobId, finished);
       expect(job).toMatchObject({ status: 'completed', sourceOrderId: null });
@@ -169,6 +171,8 @@ describe('a whole-order cancellation', () => {
       const voided = completed.body.data.find((event: any) => event.data.object.id === jobId);
       expect(voided.data.object).toMatchObject({ status: 'completed', sourceOrderId: null, cancellations: [{ id: job.cancellations[0].id, scope: 'order' }] });
       expectError(await api.post(`/v1/sync_jobs/${jobId}/retry`, { token: shop.user.token }), 400, 'sync_job_not_retryable');
+      // Nothing is left to retry, so the reseller's to-do list no longer asks for it.
+      expect(await todoOf()).toEqual([]);
       expect(sandbox.ordersFor(shop.supplier.shopDomain)).toEqual([]);
       expect(sandbox.cancellationsFor(shop.supplier.shopDomain)).toEqual([]);
     });
@@ -272,6 +276,23 @@ describe('topics that ask for nothing', () => {
     const fromSupplier = await supplierSends(shop, 'orders/paid', { id: 1 });
     expect(fromSupplier.body).toMatchObject({ received: true, ignored: true });
     expect((await getJob(api, shop.user.token, jobId)).cancellations).toEqual([]);
+  });
+
+  it('refuses an order id no order can have (400, as orders/create does), beside a good signal that still lands', async ({ api, shopWith, routed, storefront }) => {
+    const shop = await shopWith('custom', 'custom');
+    const { order, jobId } = await routed(shop);
+    const [bad, good] = await Promise.all([
+      storefront(shop, 'orders/cancelled', { id: 'x'.repeat(40), cancelledAt: new Date().toISOString() }),
+      storefront(shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString() }),
+    ]);
+    expect(bad.status).toBe(400);
+    expect((bad.body as any).error).toMatchObject({ code: 'validation_failed', param: 'id' });
+    expect(good.body).toMatchObject({ syncJobIds: [jobId] });
+    const refundShop = await shopWith('platform_a', 'custom');
+    const refund = { id: 1, order_id: 'x'.repeat(40), refund_line_items: [{ quantity: 1, restock_type: 'cancel', line_item: { sku: 'A-1' } }] };
+    const refused = await storefront(refundShop, 'refunds/create', refund);
+    expect(refused.status).toBe(400);
+    expect((refused.body as any).error).toMatchObject({ code: 'validation_failed', param: 'order_id' });
   });
 });
 

@@ -1,5 +1,5 @@
 import type { OrderCancelling } from '../orders/port.ts';
-import type { Platform } from '../orders/types.ts';
+import { EXTERNAL_ORDER_ID, type Platform } from '../orders/types.ts';
 import { readStorefrontCancellation, readSupplierCancellation } from '../platforms/cancel-webhooks.ts';
 import { PayloadError } from '../platforms/types.ts';
 import { validationFailed } from '../shared/errors.ts';
@@ -40,6 +40,8 @@ export async function receiveStorefrontCancellation(
 ): Promise<WebhookAnswer> {
   const signal = read(() => readStorefrontCancellation(store.platform, delivery.topic, body));
   if (!signal) return IGNORED;
+  // No order can have it (orders/create refuses it the same way), and no cancellation could record it.
+  if (!EXTERNAL_ORDER_ID.test(signal.externalOrderId)) throw validationFailed(delivery.topic === 'refunds/create' ? 'order_id' : 'id', 'The order id is not a valid order id.');
   const { syncJobIds } = await orders.cancel(
     store,
     { externalOrderId: signal.externalOrderId, scope: signal.scope, lines: signal.lines, dedupeKey: dedupeKeyOf(delivery.topic, delivery.webhookId, delivery.rawBody) },

@@ -78,9 +78,6 @@ export interface JobWithSource {
 const byJobKey = (a: JobCandidate, b: JobCandidate) =>
   a.external_order_id.localeCompare(b.external_order_id) || a.source_store_id.localeCompare(b.source_store_id);
 
-/** The table a void writes, without the settled steps (one object, so its statement is built once: `writeAttemptTransitions`). */
-const VOID_TARGET: AttemptTarget = { name: 'sync_job', table: 'sync_jobs', resultColumn: 'source_order_id' };
-
 /** Every statement on sync_jobs. */
 export class SyncJobRepository {
   /** The batch load's column list and row mappers (`loadWithSources`), built on its first use. */
@@ -383,11 +380,11 @@ export class SyncJobRepository {
 
   /**
    * Version-checked writes of jobs ended unplaced by a cancellation (the machine's VOID), with their
-   * audit entries: as the cancellations feature wrote them before it went through this port,
-   * without the settled steps of `writeTransitions`.
+   * audit entries and the settled steps of every transition: a dead job voided so is `completed`,
+   * which resolves its `job_dead` entry on the reseller's to-do list (nothing is left to retry).
    */
   writeVoidsIn(trx: Trx, writes: AttemptWrite<SyncJob>[]): Promise<boolean[]> {
-    return writeAttemptTransitions(trx, VOID_TARGET, writes);
+    return writeAttemptTransitions(trx, this.#target, writes);
   }
 
   /** The jobs that placed these orders on this supplier store, by supplier order id (the divergence watch's port `WatchedJobs`). */
