@@ -282,6 +282,21 @@ describe('the to-do list', () => {
     expect((await divergencesOf(tenant)).map((entry) => entry.type)).toEqual(['supplier_cancelled']);
   });
 
+  it('a stale job whose order the storefront cancels, and the service then cancels at the supplier: the stale entry is resolved with it', async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, 'custom', ['custom']);
+    const placed = await placeOrder(sandbox, tenant, tenant.suppliers[0]!);
+    await queryRows(target.databaseUrl, "update sync_jobs set completed_at = now() - interval '8 days' where id = $1", [placed.jobId]);
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', repairs: 1 });
+    expect((await divergencesOf(tenant)).map((entry) => entry.type)).toEqual(['stale']);
+    const cancel = { id: placed.externalOrderId, cancelledAt: new Date().toISOString() };
+    await sendWebhook({ targetUrl: `${target.url}${ORDERS_PATH}`, shopDomain: tenant.reseller.shopDomain, secret: tenant.reseller.secret, topic: 'orders/cancelled', payload: cancel });
+    await waitFor(async () => {
+      const [row] = await queryRows<{ outcome: string | null }>(target.databaseUrl, 'select outcome from cancellations where sync_job_id = $1', [placed.jobId]);
+      return row?.outcome === 'cancelled';
+    }, 20_000, 'the supplier order cancelled');
+    expect(await divergencesOf(tenant)).toEqual([]);
+  });
+
   it('no stale entry is raised beside a supplier cancellation being recorded at that moment: the pass waits for the job, then decides', async ({ sandbox, target }) => {
     const tenant = await openTenant(sandbox, target, 'platform_a', ['custom']);
     const placed = await placeOrder(sandbox, tenant, tenant.suppliers[0]!);

@@ -329,7 +329,7 @@ export function settledSteps(type: DivergenceType, jobOf?: string): SettledStep[
  * The cancellation kind's own entries, in its transition statement like `settledSteps`: a
  * cancellation completed `too_late` (the supplier had shipped) or `unsupported` (lines a platform
  * cannot cancel alone) raises an entry of that type: the goods need a return, or the lines need
- * handling by hand.
+ * handling by hand. A whole-order cancellation completed `cancelled` resolves its job's `stale` entry.
  */
 export function cancellationOutcomeSteps(): SettledStep[] {
   return [
@@ -343,6 +343,14 @@ export function cancellationOutcomeSteps(): SettledStep[] {
       where s.status = 'completed' and s.result in ('too_late', 'unsupported')
       on conflict ${ONE_PER_JOB_AND_TYPE} do nothing
       returning id)`,
+    // A supplier order the service had cancelled ships nothing, so its job's `stale` entry is resolved.
+    sql`(
+      update divergences d set status = 'resolved', resolved_at = s.updated_at
+      from settled s
+      join cancellations x on x.id = s.id
+      where s.status = 'completed' and s.result = 'cancelled' and x.scope = 'order'
+        and d.sync_job_id = x.sync_job_id and d.type = 'stale' and d.status = 'open'
+      returning d.id)`,
   ];
 }
 
