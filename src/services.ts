@@ -41,6 +41,7 @@ import { WebhookService } from './webhooks/service.ts';
 import type { WatchRepairs } from './divergence-watch/repairs.ts';
 import { DivergenceRepository, raiseDivergence, resolveDivergences, WatchRepository } from './divergence-watch/repository.ts';
 import { FULFILLMENT_RECORDED, SETTLED_STEPS } from './workers/kinds.ts';
+import type { FulfillmentRecorded } from './fulfillments/ports.ts';
 import { WatchRunner } from './divergence-watch/runner.ts';
 import { DivergenceService } from './divergence-watch/service.ts';
 import { CancellationService } from './cancellations/service.ts';
@@ -92,7 +93,9 @@ export function createServices(infrastructure: Infrastructure) {
   const sourceStores = new SourceStoreService(sourceStoreRepository, { config, secrets }, resellerStores);
   const fulfillmentRepository = new FulfillmentRepository(orm);
   const syncJobs = new SyncJobService({ jobs: syncJobRepository, timelines, queue, outbox, metrics }, sourceStores, fulfillmentRepository, cancellations);
-  const fulfillments = new FulfillmentService({ fulfillments: fulfillmentRepository, queue, metrics, logger, platforms }, syncJobRepository, resellerStoreRepository, FULFILLMENT_RECORDED);
+  // Every fulfillment recorded, whoever records it, also tells a cancellation it came too late (the supplier shipped anyway).
+  const fulfillmentRecorded: FulfillmentRecorded[] = [...FULFILLMENT_RECORDED, (trx, fulfillment) => cancellations.fulfilledAfterCancellationIn(trx, fulfillment.syncJobId)];
+  const fulfillments = new FulfillmentService({ fulfillments: fulfillmentRepository, queue, metrics, logger, platforms }, syncJobRepository, resellerStoreRepository, fulfillmentRecorded);
   // Routing matches orders against the source stores the order webhook caches: built before it, handed its look-up.
   let webhooks: WebhookService | undefined;
   const routing = new OrderRouter({ routedOrders: new RoutedOrderRepository(orm), outbox, metrics }, syncJobs, (resellerStoreId) => webhooks!.activeSourcesOf(resellerStoreId), cancellations);

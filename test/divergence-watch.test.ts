@@ -282,6 +282,27 @@ describe('the to-do list', () => {
     expect((await divergencesOf(tenant)).map((entry) => entry.type)).toEqual(['supplier_cancelled']);
   });
 
+  it('tracking a pass finds for an order the service had cancelled at the supplier makes that cancellation too_late, as the webhook would', async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, 'custom', ['custom']);
+    const supplier = tenant.suppliers[0]!;
+    const placed = await placeOrder(sandbox, tenant, supplier);
+    const cancel = { id: placed.externalOrderId, cancelledAt: new Date().toISOString() };
+    await sendWebhook({ targetUrl: `${target.url}${ORDERS_PATH}`, shopDomain: tenant.reseller.shopDomain, secret: tenant.reseller.secret, topic: 'orders/cancelled', payload: cancel });
+    const outcome = async () => (await queryRows<{ outcome: string | null }>(target.databaseUrl, 'select outcome from cancellations where sync_job_id = $1', [placed.jobId]))[0]?.outcome;
+    await waitFor(async () => (await outcome()) === 'cancelled', 20_000, 'the supplier order cancelled');
+    // The supplier ships anyway, and its fulfillments/create webhook is lost.
+    sandbox.shipOrder(supplier.shopDomain, 'custom', placed.sourceOrderId, { trackingNumbers: ['SHIPPED-ANYWAY'] });
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded' });
+    expect(await fulfillmentsOf(tenant, placed.jobId)).toHaveLength(1);
+    expect(await outcome()).toBe('too_late');
+    expect(await eventsOf(tenant, 'cancellation.too_late')).toHaveLength(1);
+    const [entry] = await divergencesOf(tenant);
+    expect(entry).toMatchObject({ type: 'too_late', syncJobId: placed.jobId });
+    // Dismissed, so the file's /metrics test still counts no open too_late entry.
+    const dismissed = await target.api.post(`/v1/reseller_stores/${tenant.reseller.id}/divergences/${entry!.id}/dismiss`, { token: tenant.user.token });
+    expect(dismissed.body).toMatchObject({ status: 'dismissed' });
+  });
+
   it('a stale job whose order the storefront cancels, and the service then cancels at the supplier: the stale entry is resolved with it', async ({ sandbox, target }) => {
     const tenant = await openTenant(sandbox, target, 'custom', ['custom']);
     const placed = await placeOrder(sandbox, tenant, tenant.suppliers[0]!);

@@ -352,23 +352,23 @@ export class CancellationService implements OrderCancellations, SupplierCancella
   }
 
   /**
-   * A fulfillment arrived for a job whose whole order a cancellation ended `cancelled` or `not_placed`:
-   * the supplier shipped anyway. That cancellation becomes `too_late` (event `cancellation.too_late`), once.
+   * A fulfillment was recorded (in `trx`, its transaction: by the webhook, the divergence watch or a
+   * held fulfillment's claim) for a job whose whole order a cancellation ended `cancelled` or
+   * `not_placed`: the supplier shipped anyway. That cancellation becomes `too_late` (event
+   * `cancellation.too_late`, a `too_late` entry on the to-do list), once.
    */
-  async fulfilledAfterCancellation(syncJobId: string): Promise<void> {
-    const cancellations = await this.repository.listForJob(syncJobId);
+  async fulfilledAfterCancellationIn(trx: Trx, syncJobId: string): Promise<void> {
+    const cancellations = await this.repository.forJobsIn(trx, [syncJobId]);
     if (cancellations.length === 0 || cancellations.some((c) => c.outcome === 'too_late')) return;
     // A whole-order one: lines cancelled or cut leave the rest to ship, and its shipment is no news.
     const latest = [...cancellations].reverse().find((c) => c.scope === 'order' && c.status === 'completed' && (c.outcome === 'cancelled' || c.outcome === 'not_placed'));
     if (!latest) return;
-    await this.repository.transaction(async (trx) => {
-      const reason = 'the supplier shipped anyway: a fulfillment arrived after the cancellation';
-      if (!(await this.repository.markTooLate(trx, latest, reason))) return;
-      await insertAudit(trx, [cancellationAuditRecord({ ...latest, outcome: 'too_late', reason }, 'cancellation.too_late', SYSTEM_ACTOR, { previousOutcome: latest.outcome, reason })]);
-      await this.divergences.raise(trx, { ownerId: latest.ownerId, resellerStoreId: latest.resellerStoreId, syncJobId, type: 'too_late', subjectId: latest.id, detail: `Cancelled too late: ${reason}.` });
-      const event = await jobEventIn(trx, 'cancellation.too_late', syncJobId);
-      if (event) await this.deps.outbox.append(trx, [event]);
-    });
+    const reason = 'the supplier shipped anyway: a fulfillment arrived after the cancellation';
+    if (!(await this.repository.markTooLate(trx, latest, reason))) return;
+    await insertAudit(trx, [cancellationAuditRecord({ ...latest, outcome: 'too_late', reason }, 'cancellation.too_late', SYSTEM_ACTOR, { previousOutcome: latest.outcome, reason })]);
+    await this.divergences.raise(trx, { ownerId: latest.ownerId, resellerStoreId: latest.resellerStoreId, syncJobId, type: 'too_late', subjectId: latest.id, detail: `Cancelled too late: ${reason}.` });
+    const event = await jobEventIn(trx, 'cancellation.too_late', syncJobId);
+    if (event) await this.deps.outbox.append(trx, [event]);
   }
 
   /** A job's cancellations with their timelines, oldest first (its GET's `cancellations`). */

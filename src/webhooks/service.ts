@@ -47,7 +47,7 @@ export interface WebhookCollaborators {
   /** Routing an order (orders/create) and cancelling it (the storefront's cancellation topics): the order module. */
   routing: OrderRouting & OrderCancelling;
   /** The supplier's own cancellation, and a fulfillment that comes after a cancellation (too late). */
-  cancellations: Pick<CancellationService, 'recordSupplierCancellation' | 'fulfilledAfterCancellation'>;
+  cancellations: Pick<CancellationService, 'recordSupplierCancellation'>;
   fulfillments: FulfillmentService;
   syncJobs: JobsBySourceOrder;
   resellerStores: ResellerStoreReads;
@@ -210,9 +210,7 @@ export class WebhookService {
   }
 
   private async receiveFor(job: SyncJob, fulfillment: SourceFulfillment, keys: FulfillmentKeys): Promise<string[]> {
-    const { created } = await this.fulfillments.receive(job, fulfillment.tracking, keys);
-    // The supplier shipped an order the storefront cancelled: the reseller is told (cancellation.too_late).
-    if (created) await this.cancellations.fulfilledAfterCancellation(job.id);
+    await this.fulfillments.receive(job, fulfillment.tracking, keys);
     return [job.id];
   }
 
