@@ -59,6 +59,26 @@ describe('a platform_a refund with restock_type cancel', () => {
     expect((await getJob(api, shop.user.token, boltJob.id)).cancellations).toEqual([]);
   });
 
+  it("cancels only the refunded line's vendor when another supplier's line has the same SKU", async ({ api, sandbox, shopWith, storefront }) => {
+    const shop = await shopWith('platform_a', 'custom', 'custom');
+    const order = sandbox.buildOrderPayload('platform_a', { id: nextOrderId++, lines: [{ ...ANVIL, sku: 'SHARED' }, { ...NUT, sku: 'SHARED' }] }) as Record<string, any>;
+    const ids = ((await storefront(shop, 'orders/create', order)).body as { syncJobIds: string[] }).syncJobIds;
+    const jobs = await Promise.all(ids.map((jobId) => waitForJob(api, shop.user.token, jobId, (j) => j.status === 'completed')));
+    const acmeJob = jobs.find((job) => job.sourceStoreId === shop.acme.id);
+    const boltJob = jobs.find((job) => job.sourceStoreId === shop.bolt.id);
+    const acmeLine = order.line_items.find((item: any) => item.vendor === 'Acme');
+    const refund = { id: nextRefundId++, order_id: order.id, created_at: new Date().toISOString(), note: null, transactions: [],
+      refund_line_items: [{ id: nextRefundId++, line_item_id: acmeLine.id, quantity: 1, restock_type: 'cancel', line_item: acmeLine }] };
+    const response = await storefront(shop, 'refunds/create', refund);
+    expect(response.body).toMatchObject({ syncJobIds: [acmeJob.id] });
+    expect((await waitForJob(api, shop.user.token, acmeJob.id, settled)).cancellations).toMatchObject([{ scope: 'lines', outcome: 'cancelled', lines: [{ sku: 'SHARED', quantity: 1 }] }]);
+    expect((await getJob(api, shop.user.token, boltJob.id)).cancellations).toEqual([]);
+    expect(sandbox.cancellationsFor(shop.bolt.shopDomain)).toEqual([]);
+    // The order.cancelled event keeps its documented line shape.
+    const events = await api.get(`/v1/events?type=order.cancelled&reseller_store_id=${shop.reseller.id}`, { token: shop.user.token });
+    expect(events.body.data[0].data.object.lines).toEqual([{ sku: 'SHARED', quantity: 1 }]);
+  });
+
   it('never cancels more than is still open, and never calls the supplier twice for one quantity', async ({ api, sandbox, shopWith, placed, storefront }) => {
     const shop = await shopWith('platform_a', 'custom');
     const { order, acmeJob } = await placed(shop);

@@ -7,6 +7,11 @@ export interface CancelledLine {
   quantity: number;
 }
 
+/** A line a storefront's signal cancels: by SKU, and by vendor when the signal names the line (see `CancelledOrderLine`). */
+export interface SignalLine extends CancelledLine {
+  vendor?: string;
+}
+
 /**
  * One cancellation of a sync job's supplier order (or some of its lines): retried work like a
  * fulfillment (src/attempts/). Its lifecycle columns are the whole state of its machine
@@ -67,7 +72,7 @@ export const OrderCancellation = defineEntity({
     resellerStoreId: p.string(),
     externalOrderId: p.string().length(32),
     scope: p.enum(CANCELLATION_SCOPES),
-    lines: p.json<CancelledLine[]>(),
+    lines: p.json<SignalLine[]>(),
     dedupeKey: p.string().length(255),
     receivedAt: p.datetime(),
   },

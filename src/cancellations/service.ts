@@ -18,7 +18,7 @@ import type { SyncJob } from '../sync-jobs/entity.ts';
 import { placedJobLockKey } from '../sync-jobs/placed-lock.ts';
 import type { JobDetail } from '../sync-jobs/present.ts';
 import { cancellationAuditRecord, voidJobsIn } from './attempt.ts';
-import type { Cancellation, CancelledLine, OrderCancellation } from './entity.ts';
+import type { Cancellation, CancelledLine, OrderCancellation, SignalLine } from './entity.ts';
 import { cancellationsOfJob, jobEventIn, jobEventsIn } from './events.ts';
 import type { CancellationRepository } from './repository.ts';
 import { cancellationStats, type CancellationStats } from './stats.ts';
@@ -191,7 +191,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
       ownerId: signal.ownerId,
       resellerStoreId: signal.resellerStoreId,
       type: 'order.cancelled',
-      object: { resellerStoreId: signal.resellerStoreId, externalOrderId: signal.externalOrderId, scope: signal.scope, lines: signal.lines, syncJobIds },
+      object: { resellerStoreId: signal.resellerStoreId, externalOrderId: signal.externalOrderId, scope: signal.scope, lines: signal.lines.map(({ sku, quantity }) => ({ sku, quantity })), syncJobIds },
     });
     return { recorded: inserted !== null, routed, syncJobIds };
   }
@@ -456,7 +456,7 @@ function planFor(job: SyncJob, vendorTag: string | null, existing: Cancellation[
   const asked =
     signal.scope === 'order'
       ? open
-      : open.map(({ sku, quantity }) => ({ sku, quantity: Math.min(quantity, signal.lines.find((line) => line.sku === sku)?.quantity ?? 0) }));
+      : open.map(({ sku, quantity }) => ({ sku, quantity: Math.min(quantity, signalQuantity(signal, sku, vendorTag)) }));
   const lines = asked.filter((line) => line.quantity > 0);
   if (lines.length === 0) return null;
   const whole = open.every(({ sku, quantity }) => (lines.find((line) => line.sku === sku)?.quantity ?? 0) >= quantity);
@@ -464,6 +464,12 @@ function planFor(job: SyncJob, vendorTag: string | null, existing: Cancellation[
   // Whole only when nothing was cancelled line by line at the supplier before: then the supplier order still
   // has every line. Cuts never reached it (it is placed without them), so a job cut to nothing is voided.
   return { job, scope: whole && (!cutBefore || signal.scope === 'order') ? 'order' : 'lines', lines };
+}
+
+/** What a lines signal cancels of a SKU on a job of this vendor: its lines of that SKU naming no vendor, or this one. */
+function signalQuantity(signal: OrderCancellation, sku: string, vendorTag: string | null): number {
+  const held = (line: SignalLine) => line.sku === sku && (line.vendor === undefined || (vendorTag !== null && vendorMatches(line.vendor, vendorTag)));
+  return signal.lines.filter(held).reduce((sum, line) => sum + line.quantity, 0);
 }
 
 function newCancellation(signal: OrderCancellation, plan: JobPlan, now: Date): Cancellation {

@@ -41,6 +41,11 @@ export interface OrderRef {
 export interface CancelledOrderLine {
   sku: string;
   quantity: number;
+  /**
+   * The reseller line's vendor when the signal names the line itself (a platform_a refund's line
+   * item): only jobs of that vendor hold it, even when another vendor's line has the same SKU.
+   */
+  vendor?: string;
 }
 
 /** A storefront's cancellation of one of its orders, or of some of its lines (order-changes.md, "Signals in"). */

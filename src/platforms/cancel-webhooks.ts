@@ -11,7 +11,8 @@ import { anyId, lineText, parsePayload } from './payload.ts';
 export interface StorefrontCancellation {
   externalOrderId: string;
   scope: 'order' | 'lines';
-  lines: { sku: string; quantity: number }[];
+  /** `vendor`: the line's own, when the webhook carries the line (a platform_a refund). */
+  lines: { sku: string; quantity: number; vendor?: string }[];
 }
 
 /** A supplier's cancellation of one of its orders. */
@@ -27,7 +28,7 @@ const platformAOrder = z.object({ id: anyId, cancelled_at: z.string().nullish(),
 const platformARefund = z.object({
   order_id: anyId,
   refund_line_items: z
-    .array(z.object({ quantity: positive, restock_type: z.string(), line_item: z.object({ sku: lineText }).passthrough() }).passthrough())
+    .array(z.object({ quantity: positive, restock_type: z.string(), line_item: z.object({ sku: lineText, vendor: lineText }).passthrough() }).passthrough())
     .nullish()
     .transform((lines) => lines ?? []),
 });
@@ -38,11 +39,16 @@ const customCancellation = z.object({
   lines: z.array(z.object({ sku: lineText, quantity: positive })).nullish(),
 });
 
-/** Sums the quantities of lines that share a SKU. */
-function bySku(lines: { sku: string; quantity: number }[]) {
-  const sums = new Map<string, number>();
-  for (const line of lines) sums.set(line.sku, (sums.get(line.sku) ?? 0) + line.quantity);
-  return [...sums].map(([sku, quantity]) => ({ sku, quantity }));
+/** Sums the quantities of lines that share a SKU (and a vendor, when the lines name theirs). */
+function bySku(lines: { sku: string; quantity: number; vendor?: string }[]) {
+  const sums = new Map<string, { sku: string; quantity: number; vendor?: string }>();
+  for (const line of lines) {
+    const key = JSON.stringify([line.sku, line.vendor ?? null]);
+    const sum = sums.get(key);
+    if (sum) sum.quantity += line.quantity;
+    else sums.set(key, { ...line });
+  }
+  return [...sums.values()];
 }
 
 /** The storefront cancellation a reseller store's webhook carries; null when it asks for nothing. Throws PayloadError. */
@@ -56,7 +62,11 @@ export function readStorefrontCancellation(platform: Platform, topic: string, bo
     const refund = parsePayload(platformARefund, body, 'platform_a refund');
     const cancelled = refund.refund_line_items.filter((line) => line.restock_type === 'cancel');
     if (cancelled.length === 0) return null;
-    return { externalOrderId: refund.order_id, scope: 'lines', lines: bySku(cancelled.map((line) => ({ sku: line.line_item.sku, quantity: line.quantity }))) };
+    return {
+      externalOrderId: refund.order_id,
+      scope: 'lines',
+      lines: bySku(cancelled.map((line) => ({ sku: line.line_item.sku, quantity: line.quantity, ...(line.line_item.vendor !== '' && { vendor: line.line_item.vendor }) }))),
+    };
   }
   if (platform === 'platform_b' && topic === 'orders/updated') {
     const order = parsePayload(platformBOrder, body, 'platform_b order');
