@@ -257,4 +257,24 @@ describe('lines cut from a job not placed', () => {
     const todo = await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token });
     expect(todo.body.data).toMatchObject([{ type: 'supplier_cancelled', syncJobId: acmeJob.id }]);
   });
+
+  it('a supplier reporting back what the service cancelled changes nothing: its lines, or the whole order once every line was cancelled one signal at a time', async ({ api, service, shopWith, placed, storefront }) => {
+    const shop = await shopWith('custom', 'custom');
+    const { order, acmeJob } = await placed(shop);
+    const supplierReports = (payload: Record<string, unknown>) =>
+      sendWebhook({ targetUrl: `${service.url}${FULFILLMENTS_PATH}`, shopDomain: shop.acme.shopDomain, secret: shop.acme.secret, topic: 'orders/cancelled', payload: { id: acmeJob.sourceOrderId, cancelledAt: new Date().toISOString(), ...payload } });
+    await storefront(shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString(), lines: [{ sku: 'A-1', quantity: 2 }] });
+    await waitForJob(api, shop.user.token, acmeJob.id, settled);
+    expect((await supplierReports({ lines: [{ sku: 'A-1', quantity: 2 }] })).status).toBe(200);
+    await storefront(shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString(), lines: [{ sku: 'B-1', quantity: 3 }] });
+    const job = await waitForJob(api, shop.user.token, acmeJob.id, (j) => j.cancellations.length === 2 && settled(j));
+    expect(job.cancellations).toMatchObject([{ scope: 'lines', outcome: 'cancelled' }, { scope: 'lines', outcome: 'cancelled' }]);
+    // Nothing is left in the supplier order, which the supplier then closes.
+    expect((await supplierReports({})).status).toBe(200);
+    expect((await getJob(api, shop.user.token, acmeJob.id)).supplierCancelledAt).toBeNull();
+    expect((await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token })).body.data).toEqual([]);
+    // A line the service never asked for is the supplier's own.
+    expect((await supplierReports({ lines: [{ sku: 'B-1', quantity: 4 }] })).status).toBe(200);
+    expect((await getJob(api, shop.user.token, acmeJob.id)).supplierCancelledAt).toEqual(expect.any(String));
+  });
 });

@@ -63,6 +63,7 @@ export async function receiveSupplierCancellation(
     sourceStoreIds: senders.map((sender) => sender.id),
     sourceOrderId: report.sourceOrderId,
     reason: report.reason,
+    lines: report.lines,
     via: { source: 'webhook', topic: delivery.topic, webhookId: delivery.webhookId ?? null },
   });
   return { syncJobIds: found ? [found.syncJobId] : [] };

@@ -48,6 +48,8 @@ export interface SupplierCancellationReport {
   reason: string | null;
   /** When the supplier cancelled; now when unknown. */
   at?: Date;
+  /** The lines the supplier says it cancelled, when it names them (a custom supplier); else the whole order. */
+  lines?: CancelledLine[] | undefined;
   /** Recorded in the audit entry: `{ source: 'webhook', topic, webhookId }` or `{ source: 'watch', … }`. */
   via: Record<string, unknown>;
 }
@@ -315,11 +317,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
   async recordSupplierCancellation(report: SupplierCancellationReport): Promise<SupplierCancellationRecorded | null> {
     const job = await this.deps.jobs.findBySourceOrder(report.sourceStoreIds, report.sourceOrderId);
     if (!job) return null;
-    // Asked for: a whole-order cancellation still being made or retried (a request that timed out may
-    // have cancelled it), one that died asking (its entry is on the to-do list; a retry will find the
-    // order cancelled), or one that cancelled it. Lines cancelled leave the rest the supplier's to cancel.
-    const ours = (await this.repository.listForJob(job.id)).some((c) => c.scope === 'order' && (c.status !== 'completed' || c.outcome === 'cancelled'));
-    if (ours) return { syncJobId: job.id, recorded: false };
+    if (await this.askedFor(job, report.lines)) return { syncJobId: job.id, recorded: false };
     const at = report.at ?? new Date();
     const recorded = await this.repository.transaction(async (trx) => {
       // After a stale entry being raised for the job now (the watch), which this resolves: never one left beside it.
@@ -349,6 +347,26 @@ export class CancellationService implements OrderCancellations, SupplierCancella
       return true;
     });
     return { syncJobId: job.id, recorded };
+  }
+
+  /**
+   * Whether the service asked for what the supplier reports cancelled. Asked for: a cancellation still
+   * being made or retried (a request that timed out may have landed), one that died asking (its entry
+   * is on the to-do list; a retry will find the order cancelled), or one that cancelled. A whole-order
+   * one covers any report; lines cancelled cover a report of those lines, or of the whole order once
+   * they cover every line of the job (the supplier closes an order with nothing left in it).
+   */
+  private async askedFor(job: SyncJob, reported: CancelledLine[] | undefined): Promise<boolean> {
+    const asked = (await this.repository.listForJob(job.id)).filter((c) => c.status !== 'completed' || c.outcome === 'cancelled');
+    if (asked.some((c) => c.scope === 'order')) return true;
+    // Cuts never reached the supplier: the order was placed without those quantities.
+    const lineAsks = asked.filter((c) => c.scope === 'lines' && !isCut(c));
+    if (lineAsks.length === 0) return false;
+    const askedOf = (sku: string) => lineAsks.reduce((sum, c) => sum + (c.lines.find((line) => line.sku === sku)?.quantity ?? 0), 0);
+    if (reported !== undefined && reported.length > 0) return reported.every(({ sku, quantity }) => askedOf(sku) >= quantity);
+    const vendorTag = (await this.repository.transaction((trx) => this.vendorTags(trx, [job]))).get(job.sourceStoreId) ?? null;
+    const ordered = supplierLinesOf(job, vendorTag);
+    return ordered !== null && ordered.length > 0 && ordered.every(({ sku, quantity }) => askedOf(sku) >= quantity);
   }
 
   /**

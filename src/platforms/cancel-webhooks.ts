@@ -19,6 +19,8 @@ export interface StorefrontCancellation {
 export interface SupplierCancellation {
   sourceOrderId: string;
   reason: string | null;
+  /** The lines cancelled, when the supplier names them (custom); else the whole order. */
+  lines?: { sku: string; quantity: number }[];
 }
 
 const positive = z.number().int().positive();
@@ -93,7 +95,11 @@ export function readSupplierCancellation(platform: Platform, topic: string, body
   if (platform === 'custom' && topic === 'orders/cancelled') {
     const cancellation = parsePayload(customCancellation, body, 'custom cancellation');
     const lines = cancellation.lines?.length ? `lines cancelled: ${cancellation.lines.map((l) => `${l.sku} × ${l.quantity}`).join(', ')}` : null;
-    return { sourceOrderId: cancellation.id, reason: [cancellation.reason, lines].filter(Boolean).join('; ') || null };
+    return {
+      sourceOrderId: cancellation.id,
+      reason: [cancellation.reason, lines].filter(Boolean).join('; ') || null,
+      ...(cancellation.lines?.length && { lines: bySku(cancellation.lines) }),
+    };
   }
   return null;
 }
