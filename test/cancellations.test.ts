@@ -7,6 +7,7 @@ import { describe, expect } from 'vitest';
 import type { Platform } from '../src/orders/types.ts';
 import { buildFulfillmentPayload, sendWebhook, type Faults, type OrderLineInput } from './sandbox/server.ts';
 import { expectError } from './support/assertions.ts';
+import { queryRows } from './support/database.ts';
 import { createResellerStore, createSourceStore, registerUser, type TestUser } from './support/factories.ts';
 import { test } from './support/fixtures.ts';
 import { auditOf, getJob, waitForJob } from './support/sync-jobs.ts';
@@ -155,7 +156,7 @@ describe('a whole-order cancellation', () => {
       expect(todo.body.data).toMatchObject([{ type: 'too_late', syncJobId: jobId, subjectId: job.cancellations[0].id, status: 'open' }]);
     });
 
-    it(`never places a dead ${supplierPlatform} job of a cancelled order: completed without an order, not_placed, not retryable`, async ({ api, sandbox, shopWith, routed, storefront }) => {
+    it(`never places a dead ${supplierPlatform} job of a cancelled order: completed without an order, not_placed, not retryable`, async ({ api, service, sandbox, shopWith, routed, storefront, supplierSends }) => {
       const shop = await shopWith(resellerPlatform, supplierPlatform);
       // Refused outright (422), so no order exists: the lookup by reference finds none.
       const { order, jobId, job: dead } = await routed(shop, { alwaysFail: true, status: 422 });
@@ -173,12 +174,16 @@ describe('a whole-order cancellation', () => {
       expectError(await api.post(`/v1/sync_jobs/${jobId}/retry`, { token: shop.user.token }), 400, 'sync_job_not_retryable');
       // Nothing is left to retry, so the reseller's to-do list no longer asks for it.
       expect(await todoOf()).toEqual([]);
+      // Nor could it own an order now: the supplier's own sales are not held for it.
+      const ownSale = await supplierSends(shop, 'fulfillments/create', buildFulfillmentPayload(supplierPlatform, { orderId: '987654321', trackingNumbers: ['OWN'] }));
+      expect(ownSale.body).toMatchObject({ syncJobIds: [] });
+      expect(await queryRows(service.databaseUrl, 'select id from held_fulfillments where source_store_id = $1', [shop.supplier.id])).toEqual([]);
       expect(sandbox.ordersFor(shop.supplier.shopDomain)).toEqual([]);
       expect(sandbox.cancellationsFor(shop.supplier.shopDomain)).toEqual([]);
     });
   }
 
-  it('finds an order whose answer was lost by its reference, never by creating it, and cancels it', async ({ api, sandbox, shopWith, newOrder, storefront }) => {
+  it('finds an order whose answer was lost by its reference, never by creating it, cancels it and records it on the job: shipped anyway, its tracking is pushed and the cancellation is too_late', async ({ api, service, sandbox, shopWith, newOrder, storefront, supplierSends }) => {
     const shop = await shopWith('platform_a', 'custom');
     // Every answer lost: the supplier holds the order, the job never learns it and dies.
     sandbox.setFaults(shop.supplier.shopDomain, { acceptThenDropNext: 4 });
@@ -191,10 +196,20 @@ describe('a whole-order cancellation', () => {
     expect(held).toHaveLength(1);
     await cancelWhole(storefront, shop, order);
     const job = await waitForJob(api, shop.user.token, jobId, finished);
-    expect(job).toMatchObject({ status: 'completed', sourceOrderId: null });
+    const found = String(held[0]!.id);
+    expect(job).toMatchObject({ status: 'completed', sourceOrderId: found });
     expect(job.cancellations[0]).toMatchObject({ outcome: 'cancelled' });
     expect(sandbox.ordersFor(shop.supplier.shopDomain)).toHaveLength(1);
-    expect(sandbox.cancellationsFor(shop.supplier.shopDomain)).toMatchObject([{ orderId: String(held[0]!.id) }]);
+    expect(sandbox.cancellationsFor(shop.supplier.shopDomain)).toMatchObject([{ orderId: found }]);
+    // The supplier ships it anyway: the fulfillment finds the job, reaches the customer, and the reseller is told.
+    const shipped = await supplierSends(shop, 'fulfillments/create', buildFulfillmentPayload('custom', { orderId: found, trackingNumbers: ['SHIPPED-ANYWAY'] }));
+    expect(shipped.body).toMatchObject({ syncJobIds: [jobId] });
+    const after = await waitForJob(api, shop.user.token, jobId, (j) => j.fulfillments[0]?.status === 'completed');
+    expect(after.cancellations[0]).toMatchObject({ outcome: 'too_late' });
+    // Nothing of this supplier is in doubt any more: its own sales are not held.
+    const ownSale = await supplierSends(shop, 'fulfillments/create', buildFulfillmentPayload('custom', { orderId: 'own-sale-1', trackingNumbers: ['OWN'] }));
+    expect(ownSale.body).toMatchObject({ syncJobIds: [] });
+    expect(await queryRows(service.databaseUrl, 'select id from held_fulfillments where source_store_id = $1', [shop.supplier.id])).toEqual([]);
   });
 
   it('retries a cancel answering 5xx, dies after three retries, and a manual retry completes it', async ({ api, sandbox, shopWith, routed, storefront }) => {

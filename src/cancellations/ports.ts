@@ -47,6 +47,12 @@ export interface CancelledJobs {
    * answer (placed before they were kept, or found by its reference after a lost answer).
    */
   keepSupplierLines(syncJobId: string, lines: SupplierLine[]): Promise<void>;
+  /**
+   * Records on a job ended unplaced (VOID) the supplier order its cancellation found by the job's
+   * reference (an answer lost, then the job died): its fulfillments and the supplier's cancellation
+   * then find the job, and the job no longer counts as having sent an order it never learned.
+   */
+  recordFoundOrder(syncJobId: string, sourceOrderId: string): Promise<void>;
   /** Version-checked writes of jobs ended unplaced (VOID), with their audit entries. */
   writeVoidsIn(trx: Trx, writes: AttemptWrite<SyncJob>[]): Promise<boolean[]>;
 }

@@ -158,7 +158,7 @@ export class FulfillmentRepository {
               .where((eb) =>
                 eb.or([
                   eb('j.source_order_id', '=', eb.ref('h.source_order_id')),
-                  eb.and([eb('j.source_order_id', 'is', null), eb('j.attempts', '>', 0), eb('j.created_at', '<', eb.ref('h.received_at'))]),
+                  eb.and([eb('j.source_order_id', 'is', null), eb('j.attempts', '>', 0), eb('j.status', '!=', 'completed'), eb('j.created_at', '<', eb.ref('h.received_at'))]),
                 ]),
               ),
           ),

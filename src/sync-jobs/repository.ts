@@ -164,6 +164,8 @@ export class SyncJobRepository {
           .where('source_store_id', '=', sourceStoreId)
           .where('source_order_id', 'is', null)
           .where('attempts', '>', 0)
+          // A completed one without an order was ended unplaced (VOID): its cancellation records the order it finds.
+          .where('status', '!=', 'completed')
           .where('created_at', '<', before)
           .limit(1)
           .executeTakeFirst(),
@@ -358,6 +360,16 @@ export class SyncJobRepository {
    * answer (placed before they were kept, or found by its reference after a lost answer). A column of
    * its own, written once: no transition reads it, so the job's version is left alone.
    */
+  async recordFoundOrder(syncJobId: string, sourceOrderId: string): Promise<void> {
+    await this.db
+      .updateTable('sync_jobs')
+      .set((eb) => ({ source_order_id: sourceOrderId, version: eb('version', '+', 1), updated_at: new Date() }))
+      .where('id', '=', syncJobId)
+      .where('status', '=', 'completed')
+      .where('source_order_id', 'is', null)
+      .execute();
+  }
+
   async keepSupplierLines(syncJobId: string, lines: SupplierLine[]): Promise<void> {
     await this.db
       .updateTable('sync_jobs')
