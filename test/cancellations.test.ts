@@ -212,6 +212,32 @@ describe('a whole-order cancellation', () => {
     expect(await queryRows(service.databaseUrl, 'select id from held_fulfillments where source_store_id = $1', [shop.supplier.id])).toEqual([]);
   });
 
+  it('holds the tracking of an order in doubt while its cancellation could not look it up, and gives it to the job once a retry finds the order', async ({ api, service, sandbox, shopWith, newOrder, storefront, supplierSends }) => {
+    const shop = await shopWith('platform_a', 'custom');
+    sandbox.setFaults(shop.supplier.shopDomain, { acceptThenDropNext: 4 });
+    const order = newOrder(shop);
+    const jobId = ((await storefront(shop, 'orders/create', order)).body as { syncJobIds: string[] }).syncJobIds[0]!;
+    await waitForJob(api, shop.user.token, jobId, (j) => j.status === 'dead', 20_000);
+    const found = String(sandbox.ordersFor(shop.supplier.shopDomain)[0]!.id);
+    // The supplier answers nothing while the cancellation looks the order up: it dies, the job already ended unplaced.
+    sandbox.setFaults(shop.supplier.shopDomain, { alwaysFail: true, status: 503 });
+    await cancelWhole(storefront, shop, order);
+    const dead = await waitForJob(api, shop.user.token, jobId, (j) => j.cancellations[0]?.status === 'dead', 20_000);
+    expect(dead).toMatchObject({ status: 'completed', sourceOrderId: null });
+    sandbox.clearFaults(shop.supplier.shopDomain);
+    // The order existed, and ships: its tracking is held, and outlives the sweeps' forgetting.
+    const [shipment] = sandbox.shipOrder(shop.supplier.shopDomain, 'custom', found, { trackingNumbers: ['HELD-TRK'] });
+    expect((await supplierSends(shop, 'fulfillments/create', shipment)).body).toMatchObject({ syncJobIds: [] });
+    const held = () => queryRows(service.databaseUrl, 'select id from held_fulfillments where source_store_id = $1', [shop.supplier.id]);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(await held()).toHaveLength(1);
+    const retried = await api.post(`/v1/sync_jobs/${jobId}/cancellations/${dead.cancellations[0].id}/retry`, { token: shop.user.token });
+    expect(retried.status).toBe(200);
+    const job = await waitForJob(api, shop.user.token, jobId, (j) => j.cancellations[0].status === 'completed' && j.fulfillments.length === 1, 20_000);
+    expect(job).toMatchObject({ sourceOrderId: found, cancellations: [{ outcome: 'too_late' }] });
+    expect(await held()).toEqual([]);
+  });
+
   it('retries a cancel answering 5xx, dies after three retries, and a manual retry completes it', async ({ api, sandbox, shopWith, routed, storefront }) => {
     const shop = await shopWith('platform_a', 'platform_a');
     const { order, jobId } = await routed(shop);

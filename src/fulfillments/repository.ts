@@ -158,7 +158,16 @@ export class FulfillmentRepository {
               .where((eb) =>
                 eb.or([
                   eb('j.source_order_id', '=', eb.ref('h.source_order_id')),
-                  eb.and([eb('j.source_order_id', 'is', null), eb('j.attempts', '>', 0), eb('j.status', '!=', 'completed'), eb('j.created_at', '<', eb.ref('h.received_at'))]),
+                  eb.and([
+                    eb('j.source_order_id', 'is', null),
+                    eb('j.attempts', '>', 0),
+                    eb('j.created_at', '<', eb.ref('h.received_at')),
+                    // Ended unplaced (VOID): in doubt only until its cancellation has looked the order up.
+                    eb.or([
+                      eb('j.status', '!=', 'completed'),
+                      eb.exists(eb.selectFrom('cancellations as c').select(sql<number>`1`.as('one')).whereRef('c.sync_job_id', '=', 'j.id').where('c.scope', '=', 'order').where('c.status', '!=', 'completed')),
+                    ]),
+                  ]),
                 ]),
               ),
           ),

@@ -164,8 +164,14 @@ export class SyncJobRepository {
           .where('source_store_id', '=', sourceStoreId)
           .where('source_order_id', 'is', null)
           .where('attempts', '>', 0)
-          // A completed one without an order was ended unplaced (VOID): its cancellation records the order it finds.
-          .where('status', '!=', 'completed')
+          .where(({ eb, or, exists, selectFrom }) =>
+            or([
+              eb('status', '!=', 'completed'),
+              // Ended unplaced (VOID) while in doubt: until its cancellation has looked the order up (and
+              // recorded it when found), the order may exist.
+              exists(selectFrom('cancellations as c').select(sql<number>`1`.as('one')).whereRef('c.sync_job_id', '=', 'sync_jobs.id').where('c.scope', '=', 'order').where('c.status', '!=', 'completed')),
+            ]),
+          )
           .where('created_at', '<', before)
           .limit(1)
           .executeTakeFirst(),
@@ -355,11 +361,7 @@ export class SyncJobRepository {
     return moved;
   }
 
-  /**
-   * Keeps a job's supplier lines as a read of its order gave them, when it kept none from the create
-   * answer (placed before they were kept, or found by its reference after a lost answer). A column of
-   * its own, written once: no transition reads it, so the job's version is left alone.
-   */
+  /** See `CancelledJobs.recordFoundOrder`: a voided job's order, found by its reference. Versioned, as the job's state changes. */
   async recordFoundOrder(syncJobId: string, sourceOrderId: string): Promise<void> {
     await this.db
       .updateTable('sync_jobs')
@@ -370,6 +372,11 @@ export class SyncJobRepository {
       .execute();
   }
 
+  /**
+   * Keeps a job's supplier lines as a read of its order gave them, when it kept none from the create
+   * answer (placed before they were kept, or found by its reference after a lost answer). A column of
+   * its own, written once: no transition reads it, so the job's version is left alone.
+   */
   async keepSupplierLines(syncJobId: string, lines: SupplierLine[]): Promise<void> {
     await this.db
       .updateTable('sync_jobs')
