@@ -212,6 +212,23 @@ describe('a whole-order cancellation', () => {
     expect(await queryRows(service.databaseUrl, 'select id from held_fulfillments where source_store_id = $1', [shop.supplier.id])).toEqual([]);
   });
 
+  it("resolves the job_dead entry of a job its cancellation's attempt voids (the job was in flight when the signal came)", async ({ api, service, sandbox, shopWith, routed, storefront }) => {
+    const shop = await shopWith('custom', 'custom');
+    const { order, jobId } = await routed(shop, { alwaysFail: true, status: 422 });
+    sandbox.clearFaults(shop.supplier.shopDomain);
+    const todoOf = async () => (await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token })).body.data;
+    expect(await todoOf()).toMatchObject([{ type: 'job_dead', syncJobId: jobId }]);
+    // A manual retry's attempt is in flight when the storefront cancels: the signal leaves the job to its cancellation.
+    await queryRows(service.databaseUrl, `update sync_jobs set status = 'processing' where id = $1`, [jobId]);
+    expect(await cancelWhole(storefront, shop, order)).toMatchObject({ syncJobIds: [jobId] });
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    // That attempt dies; the cancellation's attempt then voids the job.
+    await queryRows(service.databaseUrl, `update sync_jobs set status = 'dead' where id = $1`, [jobId]);
+    const job = await waitForJob(api, shop.user.token, jobId, finished, 30_000);
+    expect(job).toMatchObject({ status: 'completed', sourceOrderId: null, cancellations: [{ status: 'completed', outcome: 'not_placed' }] });
+    expect(await todoOf()).toEqual([]);
+  });
+
   it('holds the tracking of an order in doubt while its cancellation could not look it up, and gives it to the job once a retry finds the order', async ({ api, service, sandbox, shopWith, newOrder, storefront, supplierSends }) => {
     const shop = await shopWith('platform_a', 'custom');
     sandbox.setFaults(shop.supplier.shopDomain, { acceptThenDropNext: 4 });

@@ -58,8 +58,9 @@ export type KindInfrastructure = AttemptRuntime & { platforms: PlatformAdapters;
 /** What the kinds' attempts need (each declares its own part), built once per process. */
 type KindDeps = SyncJobAttemptDeps & FulfillmentAttemptDeps & CancellationAttemptDeps;
 
-const kindDeps = ({ orm, platforms, secrets, pacer, logger, outbox, config }: KindInfrastructure): KindDeps => {
-  const syncJobs = new SyncJobRepository(orm);
+/** `syncJobSteps`: what the sync job kind's transitions also write, so a job a cancellation's attempt voids resolves its to-do entry too. */
+const kindDeps = ({ orm, platforms, secrets, pacer, logger, outbox, config }: KindInfrastructure, syncJobSteps: readonly SettledStep[]): KindDeps => {
+  const syncJobs = new SyncJobRepository(orm, syncJobSteps);
   return {
     syncJobReads: syncJobs,
     // The cancellations' port on the sync jobs (src/cancellations/ports.ts `CancelledJobs`).
@@ -95,7 +96,7 @@ export function registerKinds(
   eventReads: Readonly<Record<string, readonly EventRead[]>> = EVENT_READS,
 ): RegisteredKind[] {
   const seen = { name: new Set<string>(), queue: new Set<string>(), table: new Set<string>() };
-  const deps = kindDeps(infrastructure);
+  const deps = kindDeps(infrastructure, settled.sync_job ?? []);
   const registered = (kinds as readonly AnyKind[]).map((kind) => {
     for (const key of ['name', 'queue', 'table'] as const) {
       const value = key === 'queue' ? kind.queue.name : kind[key];
