@@ -48,6 +48,14 @@ describe('the logger', () => {
     expect(lines[0]!.err.stack).toContain('refused');
   });
 
+  it('never shows what an error it censors kept out of sight (a cause with a secret of its own)', () => {
+    const { logger, lines } = capture();
+    const error = Object.assign(new Error('refused', { cause: { refreshToken: 'rt_secret' } }), { accessToken: 'shpat_secret' });
+    logger.error({ err: error }, 'call failed');
+    expect(lines[0]!.err).toMatchObject({ message: 'refused', accessToken: LOG_CENSOR });
+    expect(JSON.stringify(lines)).not.toContain('rt_secret');
+  });
+
   it('censors a child logger\'s bindings', () => {
     const { logger, lines } = capture();
     logger.child({ job_id: 'job_1', store: { webhookSecret: 'whsec_x' }, refreshToken: 'r' }).info('line');

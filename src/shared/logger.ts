@@ -32,10 +32,14 @@ function censoredField(value: Record<string, unknown>): Record<string, unknown> 
   return copy;
 }
 
-/** A copy of an error that pino still serializes as one (its type, message and stack), with its fields writable. */
+/**
+ * A copy of an error that pino still serializes as one (its type, message and stack), its own
+ * properties kept as they were: what was not enumerable (a `cause`) stays out of the line.
+ */
 function errorCopy(error: Error): Record<string, unknown> {
-  const copy = Object.create(Object.getPrototypeOf(error) as object) as Record<string, unknown>;
-  for (const name of Object.getOwnPropertyNames(error)) copy[name] = (error as unknown as Record<string, unknown>)[name];
+  const copy = Object.create(Object.getPrototypeOf(error) as object, Object.getOwnPropertyDescriptors(error)) as Record<string, unknown>;
+  // V8's `stack` is an accessor that reads the original error's hidden state: kept as its value.
+  Object.defineProperty(copy, 'stack', { value: error.stack, writable: true, configurable: true, enumerable: false });
   return copy;
 }
 
