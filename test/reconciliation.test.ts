@@ -140,6 +140,19 @@ describe.each(PLATFORMS)('%s reseller store', (platform) => {
     expect(await auditEntries(reseller, 'order.reconciled')).toEqual([]);
   });
 
+  it('skips an order with text no database can store (its webhook would have been refused) and routes the others', async ({ sandbox, target }) => {
+    const reseller = await openReseller(sandbox, target, platform);
+    const [first] = await placeOrders(sandbox, reseller, 1, 'drop');
+    const poison = JSON.parse(JSON.stringify(orderOf(sandbox, reseller)).replace('"ANV-1"', '"ANV-1\\u0000"'));
+    sandbox.seedOrder(reseller.store.shopDomain, platform, poison);
+    const [last] = await placeOrders(sandbox, reseller, 1, 'drop');
+    const run = await finishedRun(reseller, await reconcile(reseller));
+    expect(run).toMatchObject({ status: 'succeeded', ordersSeen: 3, ordersRouted: 2 });
+    expect([...(await jobsByOrder(reseller)).keys()].sort()).toEqual([idOf(first!), idOf(last!)].sort());
+    // The next run starts after it: nothing holds the store back.
+    expect(await finishedRun(reseller, await reconcile(reseller))).toMatchObject({ status: 'succeeded', ordersRouted: 0 });
+  });
+
   it('lists across pages and routes every order', async ({ sandbox, target }) => {
     const reseller = await openReseller(sandbox, target, platform);
     const lost = await placeOrders(sandbox, reseller, 5, 'drop');

@@ -1,5 +1,6 @@
 import express, { type Request, type RequestHandler, type Response } from 'express';
 import { AppError } from '../shared/errors.ts';
+import { unstorablePathIn } from '../shared/text.ts';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
@@ -43,7 +44,7 @@ export async function readRawBody(req: Request, res: Response): Promise<Buffer> 
 export async function parseJsonBody(req: Request, res: Response): Promise<void> {
   const raw = req.rawBody;
   if ((raw !== undefined || hasBody(req)) && !req.is(JSON_TYPES)) throw new AppError('unsupported_media_type');
-  const inUrl = /%00/i.test(req.originalUrl) ? (unstorableIn(req.query) ?? 'path') : null;
+  const inUrl = /%00/i.test(req.originalUrl) ? (unstorablePathIn(req.query) ?? 'path') : null;
   if (inUrl !== null) throw unstorable(inUrl);
   if (raw === undefined) {
     await step(parseJson, req, res);
@@ -54,45 +55,10 @@ export async function parseJsonBody(req: Request, res: Response): Promise<void> 
       throw new AppError('validation_failed', { message: 'The webhook body is not valid JSON.', param: 'body' });
     }
   }
-  const inBody = unstorableIn(req.body);
+  const inBody = unstorablePathIn(req.body);
   if (inBody !== null) throw unstorable(inBody || 'body');
 }
 
-const UNSTORABLE = /[\u0000\uD800-\uDFFF]/u;
-
 function unstorable(param: string): AppError {
   return new AppError('validation_failed', { param, message: `${param}: must not contain NUL characters or unpaired surrogates.` });
-}
-
-/**
- * The dotted path of the first key or string value with unstorable text ('' for the value itself),
- * or null. Walks with an explicit stack, not recursion: a 1 MiB body can nest half a million levels
- * deep (`[[[[…]]]]`), and a recursive walk overflowed the call stack inside the body parser's
- * callback, an uncaught exception that took the whole process down.
- */
-function unstorableIn(value: unknown): string | null {
-  interface Step {
-    value: unknown;
-    key: string | null;
-    parent: Step | null;
-  }
-  const pathOf = (step: Step) => {
-    const keys: string[] = [];
-    for (let at: Step | null = step; at && at.key !== null; at = at.parent) keys.push(at.key);
-    return keys.reverse().join('.');
-  };
-  const stack: Step[] = [{ value, key: null, parent: null }];
-  while (stack.length > 0) {
-    const step = stack.pop()!;
-    if (step.key !== null && UNSTORABLE.test(step.key)) return pathOf(step);
-    if (typeof step.value === 'string') {
-      if (UNSTORABLE.test(step.value)) return pathOf(step);
-      continue;
-    }
-    if (typeof step.value !== 'object' || step.value === null) continue;
-    // Reversed, so entries are visited in order, as a recursive walk would.
-    const entries = Object.entries(step.value);
-    for (let i = entries.length - 1; i >= 0; i--) stack.push({ value: entries[i]![1], key: entries[i]![0], parent: step });
-  }
-  return null;
 }

@@ -5,6 +5,7 @@ import type { Metrics } from '../metrics/index.ts';
 import type { SecretBox } from '../shared/secrets.ts';
 import type { OrderRouting } from '../orders/port.ts';
 import { EXTERNAL_ORDER_ID, type ResellerOrder } from '../orders/types.ts';
+import { unstorablePathIn } from '../shared/text.ts';
 import { PlatformError, type ListedOrder, type PlatformAdapters } from '../platforms/types.ts';
 import type { ResellerStore } from '../reseller-stores/entity.ts';
 import type { ReconciledStores } from './ports.ts';
@@ -113,15 +114,18 @@ export class ReconciliationRunner {
     const routed = await this.routing.routedAmong(store.id, routable.map((listed) => listed.externalOrderId));
     const unrouted = routable.filter((listed) => !routed.has(listed.externalOrderId));
     lease.check();
-    // Routed together, the orders share the webhook path's group commit.
-    const results = await Promise.all(unrouted.map((listed) => this.routing.route(store, listed.order as ResellerOrder, { source: 'reconciliation', reconciliationId: run.id })));
-    const first = results.filter((result) => result.firstRouting).length;
+    // Routed together, the orders share the webhook path's group commit. Every order is routed before
+    // a failure fails the run (the watermark stays before the failed one, which the next run retries).
+    const results = await Promise.allSettled(unrouted.map((listed) => this.routing.route(store, listed.order as ResellerOrder, { source: 'reconciliation', reconciliationId: run.id })));
+    const first = results.filter((result) => result.status === 'fulfilled' && result.value.firstRouting).length;
     tally.ordersRouted += first;
     this.deps.metrics.reconciliationOrdersRouted.inc(first);
+    const failed = results.find((result) => result.status === 'rejected');
+    if (failed) throw failed.reason;
   }
 
   private isRoutable(listed: ListedOrder, run: TakenRun): boolean {
-    const problem = 'invalid' in listed.order ? listed.order.invalid : EXTERNAL_ORDER_ID.test(listed.externalOrderId) ? null : 'the order id is not a valid order id';
+    const problem = 'invalid' in listed.order ? listed.order.invalid : EXTERNAL_ORDER_ID.test(listed.externalOrderId) ? unstorableProblem(listed.order) : 'the order id is not a valid order id';
     if (problem === null) return true;
     this.deps.logger.warn(
       { reconciliation_id: run.id, reseller_store_id: run.resellerStoreId, external_order_id: listed.externalOrderId.slice(0, 64), problem },
@@ -167,4 +171,10 @@ const wholeSecond = (date: Date) => Math.floor(date.getTime() / 1000) * 1000;
 function describe(error: unknown): string {
   if (error instanceof PlatformError) return error.message;
   return 'Internal error while reconciling; see the service logs.';
+}
+
+/** Why an order cannot be stored (the webhook path refuses the same text with 400), or null. */
+function unstorableProblem(order: unknown): string | null {
+  const path = unstorablePathIn(order);
+  return path === null ? null : `${path || 'the order'} has a NUL character or an unpaired surrogate, which cannot be stored`;
 }

@@ -9,6 +9,42 @@ const NUL = /\u0000/g;
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 const ELLIPSIS = '…';
 
+/** A NUL, or a UTF-16 surrogate not part of a pair (the `u` flag reads a pair as one code point). */
+const UNSTORABLE = /[\u0000\uD800-\uDFFF]/u;
+
+/**
+ * The dotted path of the first key or string value with unstorable text ('' for the value itself),
+ * or null. Walks with an explicit stack, not recursion: a 1 MiB body can nest half a million levels
+ * deep (`[[[[…]]]]`), and a recursive walk overflowed the call stack inside the body parser's
+ * callback, an uncaught exception that took the whole process down.
+ */
+export function unstorablePathIn(value: unknown): string | null {
+  interface Step {
+    value: unknown;
+    key: string | null;
+    parent: Step | null;
+  }
+  const pathOf = (step: Step) => {
+    const keys: string[] = [];
+    for (let at: Step | null = step; at && at.key !== null; at = at.parent) keys.push(at.key);
+    return keys.reverse().join('.');
+  };
+  const stack: Step[] = [{ value, key: null, parent: null }];
+  while (stack.length > 0) {
+    const step = stack.pop()!;
+    if (step.key !== null && UNSTORABLE.test(step.key)) return pathOf(step);
+    if (typeof step.value === 'string') {
+      if (UNSTORABLE.test(step.value)) return pathOf(step);
+      continue;
+    }
+    if (typeof step.value !== 'object' || step.value === null) continue;
+    // Reversed, so entries are visited in order, as a recursive walk would.
+    const entries = Object.entries(step.value);
+    for (let i = entries.length - 1; i >= 0; i--) stack.push({ value: entries[i]![1], key: entries[i]![0], parent: step });
+  }
+  return null;
+}
+
 /** Without NUL characters and lone surrogates. */
 export function wellFormed(text: string): string {
   return text.replace(NUL, '').replace(LONE_SURROGATE, '');
