@@ -282,6 +282,19 @@ describe('the to-do list', () => {
     expect((await divergencesOf(tenant)).map((entry) => entry.type)).toEqual(['supplier_cancelled']);
   });
 
+  it('a shipment whose tracking has text no database can store is skipped (its webhook would be refused), and the pass goes on', async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, 'custom', ['custom']);
+    const supplier = tenant.suppliers[0]!;
+    const poisoned = await placeOrder(sandbox, tenant, supplier);
+    const fine = await placeOrder(sandbox, tenant, supplier);
+    sandbox.shipOrder(supplier.shopDomain, 'custom', poisoned.sourceOrderId, { trackingNumbers: ['TRK\u0000-1'] });
+    sandbox.shipOrder(supplier.shopDomain, 'custom', fine.sourceOrderId, { trackingNumbers: ['TRK-2'] });
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', repairs: 1 });
+    expect(await fulfillmentsOf(tenant, fine.jobId)).toHaveLength(1);
+    expect(await fulfillmentsOf(tenant, poisoned.jobId)).toEqual([]);
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', repairs: 0 });
+  });
+
   it('tracking a pass finds for an order the service had cancelled at the supplier makes that cancellation too_late, as the webhook would', async ({ sandbox, target }) => {
     const tenant = await openTenant(sandbox, target, 'custom', ['custom']);
     const supplier = tenant.suppliers[0]!;

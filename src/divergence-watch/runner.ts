@@ -6,6 +6,7 @@ import type { Config } from '../config/index.ts';
 import type { Outbox } from '../events/outbox.ts';
 import type { Metrics } from '../metrics/index.ts';
 import type { SecretBox } from '../shared/secrets.ts';
+import { unstorablePathIn, wellFormed } from '../shared/text.ts';
 import type { Trx } from '../db/sql.ts';
 import type { Fulfillment } from '../fulfillments/entity.ts';
 import { fulfillmentKeys } from '../fulfillments/identity.ts';
@@ -182,7 +183,7 @@ export class WatchRunner {
 
   /** Storefront orders: a routed one listed cancelled is treated as its cancellation webhook. Unknown ones are reconciliation's. */
   private async compareStorefront(store: ResellerStore, orders: UpdatedOrder[], pass: TakenPass): Promise<number> {
-    const cancelled = orders.filter((order) => order.cancelled);
+    const cancelled = orders.filter((order) => order.cancelled && storableId(order));
     const routed = await this.routing.routedAmong(store.id, cancelled.map((order) => order.externalOrderId));
     let repairs = 0;
     for (const order of cancelled) {
@@ -198,18 +199,24 @@ export class WatchRunner {
    * is recorded as the supplier's own. The supplier's own sales (orders of no job) are ignored.
    */
   private async compareSupplier(supplier: SourceStore, orders: UpdatedOrder[], connection: StoreConnection, pass: TakenPass, lease: Lease, tally: Tally): Promise<number> {
-    const jobs = await this.reads.jobs.bySourceOrders(supplier.id, orders.map((order) => order.externalOrderId));
+    const jobs = await this.reads.jobs.bySourceOrders(supplier.id, orders.filter(storableId).map((order) => order.externalOrderId));
     const known = orders.filter((order) => jobs.has(order.externalOrderId));
     const recorded = await this.reads.fulfillments.keysOf([...jobs.values()].map((job) => job.id));
     // The orders of a page are compared a few at a time: each is its own job, its own transactions.
     const counts = await mapLimit(known, ORDERS_AT_ONCE, async (order) => {
       let repairs = 0;
       const job = jobs.get(order.externalOrderId)!;
-      if (order.cancelled && (await this.repairs.supplierCancelled(job, { reason: order.cancelReason, listedAt: order.updatedAt, watchPassId: pass.id }))) {
+      const reason = order.cancelReason === null ? null : wellFormed(order.cancelReason);
+      if (order.cancelled && (await this.repairs.supplierCancelled(job, { reason, listedAt: order.updatedAt, watchPassId: pass.id }))) {
         repairs += this.repaired('supplier_cancelled');
       }
       const shipments = order.shipments ?? (await this.paced(() => this.deps.platforms[supplier.platform].listShipments(connection, order.externalOrderId), lease, tally));
       for (const shipment of shipments) {
+        // Its webhook would have been refused (400): a pass that stored it would fail at every attempt.
+        if (unstorablePathIn(shipment.tracking) !== null) {
+          this.deps.logger.warn({ watch_pass_id: pass.id, sync_job_id: job.id }, 'shipment skipped: its tracking has text that cannot be stored');
+          continue;
+        }
         const keys = fulfillmentKeys(shipment, undefined);
         if (recorded.has(`${job.id}:${keys.dedupeKey}`)) continue;
         const { created } = await this.fulfillments.receive(job, shipment.tracking, keys, undefined, (trx, fulfillment) => this.recordReconciled(trx, job, fulfillment, pass));
@@ -285,3 +292,6 @@ async function mapLimit<T, R>(items: T[], limit: number, work: (item: T) => Prom
   if (failure !== null) throw (failure as { error: unknown }).error;
   return results;
 }
+
+/** An id no job or order can have (a NUL, an unpaired surrogate): a query naming it would fail the pass at every attempt. */
+const storableId = (order: UpdatedOrder) => unstorablePathIn(order.externalOrderId) === null;
