@@ -126,6 +126,13 @@ export interface AttemptTarget {
 }
 
 /** What one attempt needs and does: read the rows and what performing them needs, then perform one. */
+/**
+ * The longest an attempt's call beyond its booked turns waits for a turn of its own store: behind a
+ * backlog of the store's calls (other attempts' booked turns), a call that may not wait would fail
+ * unsent at every retry. A slow attempt is let go of by its batch, so the wait holds no consumer.
+ */
+export const UNBOOKED_CALL_TURN_WAIT_MS = 60_000;
+
 export interface Attempt<W> {
   /** Reads these rows with whatever performing them needs (`W`); missing rows are left out. */
   load(rowIds: string[]): Promise<W[]>;
@@ -134,6 +141,11 @@ export interface Attempt<W> {
    * before it takes the row, so a row whose store is not free is postponed without spending an attempt.
    */
   targets(work: W): PacedStore[];
+  /**
+   * Calls `perform` may make beyond its targets' booked turns, each waiting for a turn of its own
+   * (at most UNBOOKED_CALL_TURN_WAIT_MS): counted in how long an attempt can last. None by default.
+   */
+  unbookedCalls?(work: W): number;
   /**
    * The side effect, outside any transaction; returns the id it produced (e.g. the order placed) and
    * the platform's HTTP status. Called once the turns of `targets(work)` have come: its first call

@@ -11,7 +11,7 @@ import { newMessageId } from '../queue/queue.ts';
 import type { AttemptTrigger } from '../../contract/enums.ts';
 import { triggerOf } from './entity.ts';
 import { JobFailure, failureMessage, requestedDelayMs } from './failure.ts';
-import type { Attempt, AttemptKind, AttemptRow, AttemptRuntime } from './kind.ts';
+import { UNBOOKED_CALL_TURN_WAIT_MS, type Attempt, type AttemptKind, type AttemptRow, type AttemptRuntime } from './kind.ts';
 import { attemptTurns, MAX_TURN_WAIT_MS, postponeToTurns } from '../pacing/attempt-turns.ts';
 import { replaceQueueMessages, writeAttemptTransitions, type AttemptWrite, type TimelineStep } from './repository.ts';
 
@@ -160,11 +160,13 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
 
   /**
    * Longer than the attempt can last: each of its calls tried four times (one and three inline
-   * retries), each try timing out after waiting the longest inline wait, and a margin.
+   * retries), each try timing out after waiting the longest inline wait, a call beyond the booked
+   * turns first waiting for its own, and a margin.
    */
   private longestAttemptMs(work: W): number {
-    const calls = Math.max(1, this.attempt.targets(work).length);
-    return calls * 4 * (this.ctx.config.platformTimeoutMs + DEFAULT_MAX_INLINE_RETRY_AFTER_MS) + 30_000;
+    const unbooked = this.attempt.unbookedCalls?.(work) ?? 0;
+    const calls = Math.max(1, this.attempt.targets(work).length) + unbooked;
+    return calls * 4 * (this.ctx.config.platformTimeoutMs + DEFAULT_MAX_INLINE_RETRY_AFTER_MS) + unbooked * UNBOOKED_CALL_TURN_WAIT_MS + 30_000;
   }
 
   private async handOver(calling: Taken<W>[], watchdogs: string[]): Promise<boolean[]> {

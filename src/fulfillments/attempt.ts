@@ -3,7 +3,7 @@ import { findAttemptsIn } from '../attempts/repository.ts';
 import type { Trx } from '../db/sql.ts';
 import type { NewEvent } from '../events/types.ts';
 import { SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
-import type { Attempt, DeathReason } from '../attempts/kind.ts';
+import { UNBOOKED_CALL_TURN_WAIT_MS, type Attempt, type DeathReason } from '../attempts/kind.ts';
 import { JobFailure } from '../attempts/failure.ts';
 import { connectionOf } from '../attempts/store-connection.ts';
 import type { Logger } from 'pino';
@@ -54,12 +54,15 @@ export function propagateTracking(ctx: FulfillmentAttemptDeps): Attempt<Fulfillm
     targets: ({ row, reseller }) =>
       reseller ? Array.from({ length: turnsBookedAhead(ctx, reseller, row) }, () => ({ storeId: reseller.id, platform: reseller.platform })) : [],
 
+    unbookedCalls: ({ row, reseller }) => (reseller ? ctx.platforms[reseller.platform].fulfillmentCalls(row.tracking) - turnsBookedAhead(ctx, reseller, row) : 0),
+
     /** Keyed by our fulfillment id, so a retry after a crash cannot add the tracking twice. */
     async perform({ row: fulfillment, reseller }) {
       const job = await jobs.findById(fulfillment.syncJobId);
       if (!job) throw new JobFailure('the sync job no longer exists');
       if (!reseller) throw new JobFailure('the reseller store was deleted');
-      const connection = connectionOf(ctx, reseller, turnsBookedAhead(ctx, reseller, fulfillment));
+      // The calls past the booked ones wait for their turns among other attempts' (a backlog), not fail unsent.
+      const connection = { ...connectionOf(ctx, reseller, turnsBookedAhead(ctx, reseller, fulfillment)), maxTurnWaitMs: UNBOOKED_CALL_TURN_WAIT_MS };
       try {
         return await ctx.platforms[reseller.platform].createFulfillment(connection, job.externalOrderId, fulfillment.tracking, `fulfillment:${fulfillment.id}`);
       } finally {
