@@ -277,4 +277,24 @@ describe('lines cut from a job not placed', () => {
     expect((await supplierReports({ lines: [{ sku: 'B-1', quantity: 4 }] })).status).toBe(200);
     expect((await getJob(api, shop.user.token, acmeJob.id)).supplierCancelledAt).toEqual(expect.any(String));
   });
+
+  it('a supplier reporting back the lines the service cancelled under the SKUs its pricing made changes nothing', async ({ api, service, sandbox, storefront }) => {
+    const shop = await createShop(api, 'custom', 'custom', 'custom', { pricingMode: 'field_rules', pricingConfig: { type: 'field_rules', rules: [{ field: 'sku', op: 'prefix', value: 'AC-' }] } });
+    const order = sandbox.buildOrderPayload('custom', { id: `ord_${nextOrderId++}`, lines: [ANVIL, BELL, NUT] }) as Record<string, any>;
+    const ids = ((await storefront(shop, 'orders/create', order)).body as { syncJobIds: string[] }).syncJobIds;
+    const jobs = await Promise.all(ids.map((jobId) => waitForJob(api, shop.user.token, jobId, (j) => j.status === 'completed')));
+    const acmeJob = jobs.find((job) => job.sourceStoreId === shop.acme.id);
+    await storefront(shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString(), lines: [{ sku: 'A-1', quantity: 2 }] });
+    expect((await waitForJob(api, shop.user.token, acmeJob.id, settled)).cancellations).toMatchObject([{ scope: 'lines', outcome: 'cancelled' }]);
+    const report = await sendWebhook({
+      targetUrl: `${service.url}${FULFILLMENTS_PATH}`,
+      shopDomain: shop.acme.shopDomain,
+      secret: shop.acme.secret,
+      topic: 'orders/cancelled',
+      payload: { id: acmeJob.sourceOrderId, cancelledAt: new Date().toISOString(), lines: [{ sku: 'AC-A-1', quantity: 2 }] },
+    });
+    expect(report.status).toBe(200);
+    expect((await getJob(api, shop.user.token, acmeJob.id)).supplierCancelledAt).toBeNull();
+    expect((await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token })).body.data).toEqual([]);
+  });
 });

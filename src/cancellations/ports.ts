@@ -1,3 +1,4 @@
+import type { PricingConfig } from '../../contract/pricing.ts';
 import type { AttemptEntry } from '../attempts/entity.ts';
 import type { AttemptWrite } from '../attempts/repository.ts';
 import type { Trx } from '../db/sql.ts';
@@ -60,4 +61,6 @@ export interface CancelledJobs {
 /** The suppliers' vendor tags, as a cancellation matches lines to jobs: the source stores' repository, handed in by the composition root. */
 export interface SupplierVendorTags {
   vendorTagsIn(trx: Trx, sourceStoreIds: string[]): Promise<Map<string, string>>;
+  /** A supplier's vendor tag and pricing (its `field_rules` may change a line's SKU on its orders); null when it is gone. */
+  supplierTermsOf(sourceStoreId: string): Promise<{ vendorTag: string; pricingConfig: PricingConfig } | null>;
 }

@@ -8,7 +8,7 @@ import type { Outbox } from '../events/outbox.ts';
 import type { NewEvent } from '../events/types.ts';
 import { CUT_BEFORE_PLACEMENT, cutOrder } from './cut.ts';
 import { isWatchSignal } from './signal-keys.ts';
-import { vendorMatches } from '../pricing/index.ts';
+import { supplierSku, vendorMatches } from '../pricing/index.ts';
 import { newMessageId, type Queue } from '../queue/queue.ts';
 import { GroupCommit } from '../db/group-commit.ts';
 import { holdLock } from '../db/locks.ts';
@@ -362,11 +362,14 @@ export class CancellationService implements OrderCancellations, SupplierCancella
     // Cuts never reached the supplier: the order was placed without those quantities.
     const lineAsks = asked.filter((c) => c.scope === 'lines' && !isCut(c));
     if (lineAsks.length === 0) return false;
-    const askedOf = (sku: string) => lineAsks.reduce((sum, c) => sum + (c.lines.find((line) => line.sku === sku)?.quantity ?? 0), 0);
-    if (reported !== undefined && reported.length > 0) return reported.every(({ sku, quantity }) => askedOf(sku) >= quantity);
-    const vendorTag = (await this.repository.transaction((trx) => this.vendorTags(trx, [job]))).get(job.sourceStoreId) ?? null;
-    const ordered = supplierLinesOf(job, vendorTag);
-    return ordered !== null && ordered.length > 0 && ordered.every(({ sku, quantity }) => askedOf(sku) >= quantity);
+    const terms = await this.deps.vendorTags.supplierTermsOf(job.sourceStoreId);
+    // The lines asked for are the storefront's; the supplier names them by the SKU its pricing made (as the attempt asked).
+    const names = (sku: string) => (terms ? [sku, supplierSku(sku, terms.pricingConfig)] : [sku]);
+    const askedOf = (sku: string, by: (asked: string) => string[]) =>
+      lineAsks.reduce((sum, c) => sum + c.lines.filter((line) => by(line.sku).includes(sku)).reduce((lines, line) => lines + line.quantity, 0), 0);
+    if (reported !== undefined && reported.length > 0) return reported.every(({ sku, quantity }) => askedOf(sku, names) >= quantity);
+    const ordered = supplierLinesOf(job, terms?.vendorTag ?? null);
+    return ordered !== null && ordered.length > 0 && ordered.every(({ sku, quantity }) => askedOf(sku, (asked) => [asked]) >= quantity);
   }
 
   /**

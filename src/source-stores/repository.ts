@@ -8,6 +8,7 @@ import type { AppError } from '../shared/errors.ts';
 import { findPage } from '../db/paging.ts';
 import type { Page, PageQuery } from '../shared/paging.ts';
 import { SourceStore } from './entity.ts';
+import type { PricingConfig } from '../../contract/pricing.ts';
 
 /** Statements on source_stores: the API's, each change with its audit entry, and the webhook path's without the unit of work. */
 export class SourceStoreRepository {
@@ -107,6 +108,11 @@ export class SourceStoreRepository {
   }
 
   /** The vendor tags of these source stores, by id, as this transaction sees them (the cancellations feature's port `SupplierVendorTags`). */
+  async supplierTermsOf(sourceStoreId: string): Promise<{ vendorTag: string; pricingConfig: PricingConfig } | null> {
+    const row = await sqlOf(this.orm).selectFrom('source_stores').select(['vendor_tag', 'pricing_config']).where('id', '=', sourceStoreId).executeTakeFirst();
+    return row ? { vendorTag: row.vendor_tag, pricingConfig: row.pricing_config as PricingConfig } : null;
+  }
+
   async vendorTagsIn(trx: Trx, sourceStoreIds: string[]): Promise<Map<string, string>> {
     if (sourceStoreIds.length === 0) return new Map();
     const rows = await trx.selectFrom('source_stores').select(['id', 'vendor_tag']).where('id', 'in', sourceStoreIds).execute();
