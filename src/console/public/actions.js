@@ -19,7 +19,7 @@ export async function retryJobs(jobs) {
       ? `${jobs[0].externalOrderId ? `Job for order ${jobs[0].externalOrderId}` : 'Job'} retried; it is pending again.`
       : `Retried ${plural(retried, 'job')}; they are pending again.`;
   if (refused.length === 0) return done;
-  return `${done} ${plural(refused.length, 'job')} could not be retried: ${refused.map(({ job, failure }) => `order ${job.externalOrderId} (${plainWords(failure)})`).join('; ')}.`;
+  return `${done} ${plural(refused.length, 'job')} could not be retried: ${refused.map(({ job, failure }) => `${job.externalOrderId ? `order ${job.externalOrderId}` : `job ${job.id}`} (${plainWords(failure)})`).join('; ')}.`;
 }
 
 /** Every matching job retried, 1,000 per call as the bulk retry endpoint takes them. */
