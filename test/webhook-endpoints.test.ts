@@ -6,6 +6,9 @@
  */
 import pg from 'pg';
 import { describe, expect } from 'vitest';
+import { connectOrm } from '../src/database.ts';
+import { sqlOf } from '../src/db/sql.ts';
+import { takeSendingSlot } from '../src/webhook-endpoints/repository.ts';
 import { queryRows } from './support/database.ts';
 import { registerUser, type TestUser } from './support/factories.ts';
 import { test } from './support/fixtures.ts';
@@ -180,6 +183,26 @@ describe('webhook endpoints', () => {
       expect((await api.get(`/v1/webhook_endpoints/${endpoint.id}`, { token: alice.token })).body.description).toBe('changed meanwhile');
     } finally {
       await holder.end();
+    }
+  });
+
+  it('gives no sending slot for an endpoint disabled after its delivery was read: nothing more is sent to it', async ({ service, api, receiver, createEndpoint }) => {
+    const endpoint = await createEndpoint(alice);
+    await api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: alice.token });
+    await waitFor(async () => receiver.at(endpoint.path).length === 1, 10_000, 'the ping');
+    expect((await api.patch(`/v1/webhook_endpoints/${endpoint.id}`, { token: alice.token, body: { status: 'disabled' } })).status).toBe(200);
+    const [delivery] = await queryRows<{ id: string; version: number; owner_id: string }>(service.databaseUrl, 'select d.id, d.version, e.owner_id from webhook_deliveries d join webhook_endpoints e on e.id = d.endpoint_id where d.endpoint_id = $1', [endpoint.id]);
+    const orm = await connectOrm(service.databaseUrl, 1);
+    try {
+      const now = new Date();
+      const taken = await sqlOf(orm)
+        .transaction()
+        .execute((trx) =>
+          takeSendingSlot(trx, { ownerId: delivery!.owner_id, endpointId: endpoint.id, deliveryId: delivery!.id, version: delivery!.version, limit: 4, ownerLimit: 16, now, leaseUntil: new Date(now.getTime() + 60_000) }),
+        );
+      expect(taken).toBe(false);
+    } finally {
+      await orm.close();
     }
   });
 

@@ -129,7 +129,9 @@ export async function takeSendingSlot(
 ): Promise<boolean> {
   // The owner's lock, then the endpoint's: every taker locks in this order.
   await sql`select pg_advisory_xact_lock(hashtextextended(${`webhook-owner:${slot.ownerId}`}, 0))`.execute(trx);
-  await trx.selectFrom('webhook_endpoints').select('id').where('id', '=', slot.endpointId).forUpdate().execute();
+  const endpoint = await trx.selectFrom('webhook_endpoints').select('status').where('id', '=', slot.endpointId).forUpdate().executeTakeFirst();
+  // Disabled (or deleted) since the delivery was read: nothing more is sent; its next message finds it so.
+  if (endpoint?.status !== 'enabled') return false;
   const { taken, ownerTaken } = await trx
     .selectFrom('webhook_deliveries')
     .select((eb) => [
