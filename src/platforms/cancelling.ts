@@ -160,7 +160,7 @@ export function platformBCancelling(http: PlatformHttpClient): CancellingAdapter
     cancelSupplierLines: null,
     async findOrderByReference(store, reference, since) {
       for (let page = 1; page <= MAX_LOOKUP_PAGES; page++) {
-        const query = new URLSearchParams({ after: sinceOf(since).slice(0, 19), per_page: '100', page: String(page), orderby: 'date', order: 'asc' });
+        const query = new URLSearchParams({ after: `${sinceOf(since).slice(0, 19)}Z`, per_page: '100', page: String(page), orderby: 'date', order: 'asc' });
         const { orders, totalPages } = await http.get(store, `${API_B}/orders?${query}`, (body, headers) => ({
           orders: pageEntries(body, 'platform_b order list'),
           totalPages: Number(headers('x-wp-totalpages') ?? '1'),
