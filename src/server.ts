@@ -82,8 +82,12 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
           reconciliation: ({ reconciliationId }) => services.reconciliationRunner.execute(reconciliationId),
           divergenceWatch: ({ watchPassId }) => services.watchRunner.execute(watchPassId),
         },
-        // What features do after each sweep pass: the fulfillments feature claims held fulfillments.
-        sweepHooks: [() => services.fulfillments.claimHeld()],
+        // What features do after each sweep pass: the fulfillments feature claims held fulfillments;
+        // outbound webhooks requeue deliveries whose message pg-boss gave up on.
+        sweepHooks: [
+          () => services.fulfillments.claimHeld(),
+          () => services.webhookEndpoints.requeueStrandedDeliveries(new Date(Date.now() - config.webhooks.deliveryTimeoutMs - config.sweepIntervalMs)),
+        ],
         events: services.eventRepository,
       });
       drainWorkers = workers.drain;

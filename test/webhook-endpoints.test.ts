@@ -14,7 +14,7 @@ import { registerUser, type TestUser } from './support/factories.ts';
 import { test } from './support/fixtures.ts';
 import { waitFor } from './support/wait.ts';
 
-test.override('serviceEnv', { WEBHOOK_DELIVERY_SCHEDULE_MS: '0,200,400' });
+test.override('serviceEnv', { WEBHOOK_DELIVERY_SCHEDULE_MS: '0,200,400', SWEEP_INTERVAL_MS: '500' });
 
 let alice: TestUser;
 let bob: TestUser;
@@ -184,6 +184,21 @@ describe('webhook endpoints', () => {
     } finally {
       await holder.end();
     }
+  });
+
+  it('sends a delivery again whose queue message pg-boss gave up on (a long outage), instead of leaving it pending for good', async ({ service, api, receiver, createEndpoint, deliveriesOf }) => {
+    const endpoint = await createEndpoint(alice);
+    await api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: alice.token });
+    const [first] = await waitFor(async () => receiver.at(endpoint.path).length === 1 && receiver.at(endpoint.path), 10_000, 'the ping');
+    // As an outage leaves it: still pending, its message given up (here: gone), untouched for an hour.
+    await queryRows(
+      service.databaseUrl,
+      `update webhook_deliveries set status = 'pending', queue_message_id = gen_random_uuid()::text, updated_at = now() - interval '1 hour' where endpoint_id = $1`,
+      [endpoint.id],
+    );
+    const [again] = await waitFor(async () => receiver.at(endpoint.path).length === 2 && receiver.at(endpoint.path).slice(1), 10_000, 'the delivery sent again by the sweep');
+    expect(again!.headers['webhook-id']).toBe(first!.headers['webhook-id']);
+    await waitFor(async () => (await deliveriesOf(alice, endpoint.id))[0]?.status === 'succeeded', 10_000, 'the delivery succeeded');
   });
 
   it('gives no sending slot for an endpoint disabled after its delivery was read: nothing more is sent to it', async ({ service, api, receiver, createEndpoint }) => {

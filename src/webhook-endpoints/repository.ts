@@ -152,6 +152,30 @@ export async function takeSendingSlot(
   return held.numUpdatedRows === 1n;
 }
 
+/** A queue message that will still run: created (maybe for later), waiting for a retry, or running. */
+const LIVE_MESSAGE_STATES = ['created', 'retry', 'active'];
+const UUID = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
+
+/**
+ * Pending deliveries untouched since `staleBefore` whose queue message will never run (pg-boss gave
+ * up on it after a long database outage, or it is gone), locked for the caller's transaction, which
+ * hands each to a new message (`moveToMessage`). Skips rows another transaction holds.
+ */
+export async function strandedDeliveries(trx: Trx, queueName: string, staleBefore: Date, limit: number): Promise<{ id: string; endpointId: string; version: number }[]> {
+  const { rows } = await sql<{ id: string; endpoint_id: string; version: number }>`
+    select d.id, d.endpoint_id, d.version
+    from webhook_deliveries d
+    left join pgboss.job m on m.name = ${queueName}
+      and m.id = case when d.queue_message_id ~* ${UUID} then d.queue_message_id::uuid end
+    where d.status = 'pending' and d.updated_at < ${staleBefore}
+      and (m.id is null or m.state::text <> all(${LIVE_MESSAGE_STATES}::text[]))
+    order by d.updated_at
+    limit ${limit}
+    for update of d skip locked
+  `.execute(trx);
+  return rows.map((row) => ({ id: row.id, endpointId: row.endpoint_id, version: row.version }));
+}
+
 /** How many `ping` deliveries the endpoint was given since `since` (the test route's rate limit). */
 export async function pingsSince(trx: Trx, endpointId: string, since: Date): Promise<number> {
   await trx.selectFrom('webhook_endpoints').select('id').where('id', '=', endpointId).forUpdate().execute();

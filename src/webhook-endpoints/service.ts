@@ -3,15 +3,18 @@ import { MAX_TEST_PINGS_PER_MINUTE, MAX_WEBHOOK_ENDPOINTS_PER_USER } from '../..
 import type { Config } from '../config/index.ts';
 import type { Outbox } from '../events/outbox.ts';
 import { pingEvent } from './events.ts';
-import { newMessageId, type Queue } from '../queue/queue.ts';
+import { newMessageId, QUEUES, type Queue } from '../queue/queue.ts';
 import { AppError, conflict, notFound, validationFailed } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import type { Page, PageQuery } from '../shared/paging.ts';
 import type { SecretBox } from '../shared/secrets.ts';
 import { urlRefusal } from '../shared/url-safety.ts';
 import type { WebhookDelivery, WebhookEndpoint } from './entity.ts';
-import { pingsSince, type WebhookEndpointRepository } from './repository.ts';
+import { moveToMessage, pingsSince, strandedDeliveries, type WebhookEndpointRepository } from './repository.ts';
 import { newSigningSecret, previousSecretBinding } from './signing.ts';
+
+/** Stranded deliveries one sweep pass hands to new messages; the next pass takes the rest. */
+const STRANDED_DELIVERIES_PER_PASS = 500;
 
 /** How long deliveries are signed with the old secret too after a rotation (events.md). */
 export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
@@ -119,6 +122,27 @@ export class WebhookEndpointService {
     });
     if (!rotated) throw notFound();
     return { endpoint: rotated.endpoint, secret };
+  }
+
+  /**
+   * Pending deliveries whose queue message will never run (pg-boss gave up on it: its handler could
+   * not record an outcome through a long database outage) are handed to a new message, at once, so no
+   * delivery stays pending for good (and its event unprunable). A sweep hook: one process at a time,
+   * after the attempts' sweep (src/attempts/sweep.ts). Returns how many.
+   */
+  async requeueStrandedDeliveries(staleBefore: Date): Promise<{ deliveriesRequeued: number }> {
+    const requeued = await this.endpoints.transaction(async (trx) => {
+      const stranded = await strandedDeliveries(trx, QUEUES.webhookDelivery.name, staleBefore, STRANDED_DELIVERIES_PER_PASS);
+      const now = new Date();
+      const moved = [];
+      for (const delivery of stranded) {
+        const queueMessageId = newMessageId();
+        if (await moveToMessage(trx, delivery.id, delivery.version, queueMessageId, now)) moved.push({ id: queueMessageId, message: { deliveryId: delivery.id }, groupId: delivery.endpointId });
+      }
+      await this.ctx.queue.insertIn(trx, 'webhookDelivery', moved);
+      return moved.length;
+    });
+    return { deliveriesRequeued: requeued };
   }
 
   /** Queues a `ping` for this endpoint only; returns its delivery. */
