@@ -83,10 +83,10 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
           divergenceWatch: ({ watchPassId }) => services.watchRunner.execute(watchPassId),
         },
         // What features do after each sweep pass: the fulfillments feature claims held fulfillments;
-        // outbound webhooks requeue deliveries whose message pg-boss gave up on.
+        // outbound webhooks rescue deliveries whose message is gone or was given up.
         sweepHooks: [
           () => services.fulfillments.claimHeld(),
-          () => services.webhookEndpoints.requeueStrandedDeliveries(new Date(Date.now() - config.webhooks.deliveryTimeoutMs - config.sweepIntervalMs)),
+          () => services.webhookEndpoints.rescueStrandedDeliveries(new Date(Date.now() - config.webhooks.deliveryTimeoutMs - config.sweepIntervalMs)),
         ],
         events: services.eventRepository,
       });

@@ -186,11 +186,11 @@ describe('webhook endpoints', () => {
     }
   });
 
-  it('sends a delivery again whose queue message pg-boss gave up on (a long outage), instead of leaving it pending for good', async ({ service, api, receiver, createEndpoint, deliveriesOf }) => {
+  it('sends a delivery again whose queue message is gone, instead of leaving it pending for good', async ({ service, api, receiver, createEndpoint, deliveriesOf }) => {
     const endpoint = await createEndpoint(alice);
     await api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: alice.token });
     const [first] = await waitFor(async () => receiver.at(endpoint.path).length === 1 && receiver.at(endpoint.path), 10_000, 'the ping');
-    // As an outage leaves it: still pending, its message given up (here: gone), untouched for an hour.
+    // Still pending, its message gone, untouched for an hour.
     await queryRows(
       service.databaseUrl,
       `update webhook_deliveries set status = 'pending', queue_message_id = gen_random_uuid()::text, updated_at = now() - interval '1 hour' where endpoint_id = $1`,
@@ -199,6 +199,29 @@ describe('webhook endpoints', () => {
     const [again] = await waitFor(async () => receiver.at(endpoint.path).length === 2 && receiver.at(endpoint.path).slice(1), 10_000, 'the delivery sent again by the sweep');
     expect(again!.headers['webhook-id']).toBe(first!.headers['webhook-id']);
     await waitFor(async () => (await deliveriesOf(alice, endpoint.id))[0]?.status === 'succeeded', 10_000, 'the delivery succeeded');
+  });
+
+  it('ends failed (retry by hand) a delivery whose queue message pg-boss gave up on, instead of leaving it pending for good', async ({ service, api, receiver, createEndpoint, deliveriesOf }) => {
+    const endpoint = await createEndpoint(alice);
+    await api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: alice.token });
+    await waitFor(async () => receiver.at(endpoint.path).length === 1, 10_000, 'the ping');
+    // As a long outage leaves it: its handler never recorded an outcome, pg-boss gave its message up.
+    const message = `'${crypto.randomUUID()}'`;
+    await queryRows(
+      service.databaseUrl,
+      `with d as (update webhook_deliveries set status = 'pending', queue_message_id = ${message}, updated_at = now() - interval '1 hour' where endpoint_id = $1 returning id)
+       insert into pgboss.job (id, name, data, state) select ${message}::uuid, 'webhook.deliver', jsonb_build_object('deliveryId', d.id), 'failed' from d`,
+      [endpoint.id],
+    );
+    const [failed] = await waitFor(async () => {
+      const deliveries = await deliveriesOf(alice, endpoint.id);
+      return deliveries[0]?.status === 'failed' && deliveries;
+    }, 10_000, 'the delivery ended failed');
+    expect(failed.lastError).toContain('given up');
+    expect(receiver.at(endpoint.path)).toHaveLength(1);
+    const retried = await api.post(`/v1/webhook_endpoints/${endpoint.id}/deliveries/${failed.id}/retry`, { token: alice.token });
+    expect(retried.status).toBe(200);
+    await waitFor(async () => receiver.at(endpoint.path).length === 2, 10_000, 'the delivery retried by hand');
   });
 
   it('gives no sending slot for an endpoint disabled after its delivery was read: nothing more is sent to it', async ({ service, api, receiver, createEndpoint }) => {

@@ -152,28 +152,45 @@ export async function takeSendingSlot(
   return held.numUpdatedRows === 1n;
 }
 
-/** A queue message that will still run: created (maybe for later), waiting for a retry, or running. */
-const LIVE_MESSAGE_STATES = ['created', 'retry', 'active'];
 const UUID = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
 
 /**
- * Pending deliveries untouched since `staleBefore` whose queue message will never run (pg-boss gave
- * up on it after a long database outage, or it is gone), locked for the caller's transaction, which
- * hands each to a new message (`moveToMessage`). Skips rows another transaction holds.
+ * Pending deliveries untouched since `staleBefore`, not being sent (no sending slot held), whose
+ * queue message is gone (`given up`: false) or was given up by pg-boss (`given up`: true, its handler
+ * could not record an outcome, e.g. through a long database outage), locked for the caller's
+ * transaction. Skips rows another transaction holds.
  */
-export async function strandedDeliveries(trx: Trx, queueName: string, staleBefore: Date, limit: number): Promise<{ id: string; endpointId: string; version: number }[]> {
-  const { rows } = await sql<{ id: string; endpoint_id: string; version: number }>`
-    select d.id, d.endpoint_id, d.version
+export async function strandedDeliveries(
+  trx: Trx,
+  queueName: string,
+  staleBefore: Date,
+  limit: number,
+): Promise<{ id: string; endpointId: string; version: number; givenUp: boolean }[]> {
+  const { rows } = await sql<{ id: string; endpoint_id: string; version: number; given_up: boolean }>`
+    select d.id, d.endpoint_id, d.version, m.id is not null as given_up
     from webhook_deliveries d
     left join pgboss.job m on m.name = ${queueName}
       and m.id = case when d.queue_message_id ~* ${UUID} then d.queue_message_id::uuid end
     where d.status = 'pending' and d.updated_at < ${staleBefore}
-      and (m.id is null or m.state::text <> all(${LIVE_MESSAGE_STATES}::text[]))
+      and (d.sending_until is null or d.sending_until < now())
+      and (m.id is null or m.state = 'failed')
     order by d.updated_at
     limit ${limit}
     for update of d skip locked
   `.execute(trx);
-  return rows.map((row) => ({ id: row.id, endpointId: row.endpoint_id, version: row.version }));
+  return rows.map((row) => ({ id: row.id, endpointId: row.endpoint_id, version: row.version, givenUp: row.given_up }));
+}
+
+/** Ends a pending delivery as `failed` (ABANDON: no attempt follows; it can be retried by hand), at the version read. */
+export async function abandonDelivery(db: Db | Trx, deliveryId: string, version: number, error: string, now: Date): Promise<boolean> {
+  const moved = await db
+    .updateTable('webhook_deliveries')
+    .set((eb) => ({ status: 'failed', next_attempt_at: null, last_error: error, queue_message_id: null, updated_at: now, version: eb('version', '+', 1) }))
+    .where('id', '=', deliveryId)
+    .where('version', '=', version)
+    .where('status', '=', 'pending')
+    .executeTakeFirst();
+  return moved.numUpdatedRows === 1n;
 }
 
 /** How many `ping` deliveries the endpoint was given since `since` (the test route's rate limit). */

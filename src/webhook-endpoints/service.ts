@@ -10,11 +10,13 @@ import type { Page, PageQuery } from '../shared/paging.ts';
 import type { SecretBox } from '../shared/secrets.ts';
 import { urlRefusal } from '../shared/url-safety.ts';
 import type { WebhookDelivery, WebhookEndpoint } from './entity.ts';
-import { moveToMessage, pingsSince, strandedDeliveries, type WebhookEndpointRepository } from './repository.ts';
+import { abandonDelivery, moveToMessage, pingsSince, strandedDeliveries, type WebhookEndpointRepository } from './repository.ts';
 import { newSigningSecret, previousSecretBinding } from './signing.ts';
 
-/** Stranded deliveries one sweep pass hands to new messages; the next pass takes the rest. */
+/** Stranded deliveries one sweep pass rescues; the next pass takes the rest. */
 const STRANDED_DELIVERIES_PER_PASS = 500;
+
+export const DELIVERY_GIVEN_UP_ERROR = 'abandoned: its queue message was given up without an outcome being recorded (retry it by hand)';
 
 /** How long deliveries are signed with the old secret too after a rotation (events.md). */
 export const ROTATION_OVERLAP_MS = 24 * 60 * 60 * 1000;
@@ -125,24 +127,29 @@ export class WebhookEndpointService {
   }
 
   /**
-   * Pending deliveries whose queue message will never run (pg-boss gave up on it: its handler could
-   * not record an outcome through a long database outage) are handed to a new message, at once, so no
-   * delivery stays pending for good (and its event unprunable). A sweep hook: one process at a time,
-   * after the attempts' sweep (src/attempts/sweep.ts). Returns how many.
+   * No delivery stays pending for good (its event unprunable): one whose queue message is gone is
+   * handed to a new message, at once; one whose message pg-boss gave up on (its handler could not
+   * record an outcome, e.g. through a long database outage) ends `failed`, as the attempts' sweep ends
+   * such a job `dead`, and can be retried by hand. A sweep hook: one process at a time, after the
+   * attempts' sweep (src/attempts/sweep.ts).
    */
-  async requeueStrandedDeliveries(staleBefore: Date): Promise<{ deliveriesRequeued: number }> {
-    const requeued = await this.endpoints.transaction(async (trx) => {
+  async rescueStrandedDeliveries(staleBefore: Date): Promise<{ deliveriesRequeued: number; deliveriesAbandoned: number }> {
+    return this.endpoints.transaction(async (trx) => {
       const stranded = await strandedDeliveries(trx, QUEUES.webhookDelivery.name, staleBefore, STRANDED_DELIVERIES_PER_PASS);
       const now = new Date();
-      const moved = [];
+      const requeued = [];
+      let abandoned = 0;
       for (const delivery of stranded) {
+        if (delivery.givenUp) {
+          if (await abandonDelivery(trx, delivery.id, delivery.version, DELIVERY_GIVEN_UP_ERROR, now)) abandoned++;
+          continue;
+        }
         const queueMessageId = newMessageId();
-        if (await moveToMessage(trx, delivery.id, delivery.version, queueMessageId, now)) moved.push({ id: queueMessageId, message: { deliveryId: delivery.id }, groupId: delivery.endpointId });
+        if (await moveToMessage(trx, delivery.id, delivery.version, queueMessageId, now)) requeued.push({ id: queueMessageId, message: { deliveryId: delivery.id }, groupId: delivery.endpointId });
       }
-      await this.ctx.queue.insertIn(trx, 'webhookDelivery', moved);
-      return moved.length;
+      await this.ctx.queue.insertIn(trx, 'webhookDelivery', requeued);
+      return { deliveriesRequeued: requeued.length, deliveriesAbandoned: abandoned };
     });
-    return { deliveriesRequeued: requeued };
   }
 
   /** Queues a `ping` for this endpoint only; returns its delivery. */
