@@ -125,7 +125,6 @@ export interface AttemptTarget {
   eventReads?: readonly EventRead[] | undefined;
 }
 
-/** What one attempt needs and does: read the rows and what performing them needs, then perform one. */
 /**
  * The longest an attempt's call beyond its booked turns waits for a turn of its own store: behind a
  * backlog of the store's calls (other attempts' booked turns), a call that may not wait would fail
@@ -133,6 +132,7 @@ export interface AttemptTarget {
  */
 export const UNBOOKED_CALL_TURN_WAIT_MS = 60_000;
 
+/** What one attempt needs and does: read the rows and what performing them needs, then perform one. */
 export interface Attempt<W> {
   /** Reads these rows with whatever performing them needs (`W`); missing rows are left out. */
   load(rowIds: string[]): Promise<W[]>;

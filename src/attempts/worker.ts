@@ -160,13 +160,13 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
 
   /**
    * Longer than the attempt can last: each of its calls tried four times (one and three inline
-   * retries), each try timing out after waiting the longest inline wait, a call beyond the booked
-   * turns first waiting for its own, and a margin.
+   * retries), each try timing out after waiting the longest inline wait, and, for a kind whose calls
+   * may wait for turns of their own (`unbookedCalls`), each try first waiting for one; and a margin.
    */
   private longestAttemptMs(work: W): number {
-    const unbooked = this.attempt.unbookedCalls?.(work) ?? 0;
-    const calls = Math.max(1, this.attempt.targets(work).length) + unbooked;
-    return calls * 4 * (this.ctx.config.platformTimeoutMs + DEFAULT_MAX_INLINE_RETRY_AFTER_MS) + unbooked * UNBOOKED_CALL_TURN_WAIT_MS + 30_000;
+    const calls = Math.max(1, this.attempt.targets(work).length) + (this.attempt.unbookedCalls?.(work) ?? 0);
+    const turnWaitMs = this.attempt.unbookedCalls ? UNBOOKED_CALL_TURN_WAIT_MS : 0;
+    return calls * 4 * (this.ctx.config.platformTimeoutMs + DEFAULT_MAX_INLINE_RETRY_AFTER_MS + turnWaitMs) + 30_000;
   }
 
   private async handOver(calling: Taken<W>[], watchdogs: string[]): Promise<boolean[]> {
