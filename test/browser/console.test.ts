@@ -348,7 +348,7 @@ describe('the operator console', () => {
     await view(page, `Search results for “${first.externalOrderId}”`);
     const results = page.getByRole('table', { name: 'Sync jobs, newest first' });
     await expect.poll(() => results.locator('tbody tr').count()).toBe(1);
-    await expect(results.textContent()).resolves.toContain('Bolt Wholesale');
+    await expect.poll(() => results.textContent()).toContain('Bolt Wholesale');
 
     // A job id: straight to its page; Back returns to where the search started.
     await search.fill(second.id);
