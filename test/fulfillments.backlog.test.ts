@@ -7,22 +7,19 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { expect } from 'vitest';
 import { buildFulfillmentPayload, sendWebhook } from './sandbox/server.ts';
-import { createResellerStore, createSourceStore, registerUser } from './support/factories.ts';
+import { createShop, sendStorefrontWebhook } from './support/cancellations.ts';
 import { test } from './support/fixtures.ts';
 import { waitFor } from './support/wait.ts';
-import { FULFILLMENTS_PATH, ORDERS_PATH, uniqueSuffix } from './support/webhooks.ts';
+import { FULFILLMENTS_PATH } from './support/webhooks.ts';
 
 test.override('serviceEnv', { PLATFORM_PACING: 'platform_b=2:1', SYNC_RETRY_BASE_DELAY_MS: '300' });
 
 test('a six-parcel fulfillment reaches the customer while the storefront has a backlog of tracking to add, no attempt failing unsent', async ({ service, api, sandbox }) => {
-  const user = await registerUser(api);
-  const resellerSecret = `whsec_reseller_${uniqueSuffix()}`;
-  const reseller = await createResellerStore(api, user.token, { platform: 'platform_b', webhookSecret: resellerSecret });
-  const supplierSecret = `whsec_supplier_${uniqueSuffix()}`;
-  const supplier = await createSourceStore(api, user.token, reseller.id, { platform: 'custom', vendorTag: 'Acme', webhookSecret: supplierSecret });
+  const shop = await createShop(api, 'platform_b', 'custom');
+  const { user, reseller, acme: supplier } = shop;
   const payload = sandbox.buildOrderPayload('platform_b', { id: 950_000 + Math.floor(Math.random() * 10_000), lines: [{ sku: 'S-1', title: 'Thing', vendor: 'Acme', quantity: 6, price: '10.00' }] });
   sandbox.seedOrder(reseller.shopDomain, 'platform_b', payload);
-  const routed = await sendWebhook({ targetUrl: `${service.url}${ORDERS_PATH}`, shopDomain: reseller.shopDomain, secret: resellerSecret, topic: 'orders/create', payload });
+  const routed = await sendStorefrontWebhook(service.url, shop, 'orders/create', payload);
   const [jobId] = (routed.body as { syncJobIds: string[] }).syncJobIds;
   const jobOf = async () => (await api.get(`/v1/sync_jobs/${jobId}`, { token: user.token })).body;
   const job = await waitFor(async () => ((await jobOf()).status === 'completed' ? jobOf() : null), 15_000, 'the supplier order');
@@ -30,7 +27,7 @@ test('a six-parcel fulfillment reaches the customer while the storefront has a b
     sendWebhook({
       targetUrl: `${service.url}${FULFILLMENTS_PATH}`,
       shopDomain: supplier.shopDomain,
-      secret: supplierSecret,
+      secret: supplier.secret,
       topic: 'fulfillments/create',
       payload: buildFulfillmentPayload('custom', { orderId: job.sourceOrderId, trackingNumbers }),
     });

@@ -7,11 +7,11 @@
 import { describe, expect } from 'vitest';
 import { buildFulfillmentPayload, sendWebhook } from './sandbox/server.ts';
 import { queryRows } from './support/database.ts';
-import { createResellerStore, createSourceStore, registerUser } from './support/factories.ts';
+import { createShop, sendStorefrontWebhook } from './support/cancellations.ts';
 import { test } from './support/fixtures.ts';
 import { settled, waitForJob } from './support/sync-jobs.ts';
 import { waitFor } from './support/wait.ts';
-import { FULFILLMENTS_PATH, ORDERS_PATH, uniqueSuffix } from './support/webhooks.ts';
+import { FULFILLMENTS_PATH } from './support/webhooks.ts';
 
 test.override('serviceEnv', { SYNC_RETRY_BASE_DELAY_MS: '50', SWEEP_INTERVAL_MS: '300', RECONCILE_INTERVAL_MS: '0' });
 const it = test;
@@ -20,16 +20,13 @@ let nextOrderId = 7_730_000 + Math.floor(Math.random() * 10_000) * 10;
 
 describe('a manual retry a day after a lost answer', () => {
   it('finds the order the lost answer created by its reference: one supplier order, its tracking pushed', async ({ api, sandbox, service }) => {
-    const user = await registerUser(api);
-    const resellerSecret = `whsec_r_${uniqueSuffix()}`;
-    const reseller = await createResellerStore(api, user.token, { platform: 'platform_a', webhookSecret: resellerSecret });
-    const supplierSecret = `whsec_s_${uniqueSuffix()}`;
-    const supplier = await createSourceStore(api, user.token, reseller.id, { platform: 'custom', vendorTag: 'Acme', webhookSecret: supplierSecret });
+    const shop = await createShop(api, 'platform_a', 'custom');
+    const { user, reseller, acme: supplier } = shop;
     // Every attempt's order is accepted (the first creates it, the Idempotency-Key replays it) and its answer lost.
     sandbox.setFaults(supplier.shopDomain, { acceptThenDropNext: 4 });
     const payload = sandbox.buildOrderPayload('platform_a', { id: nextOrderId++, lines: [{ sku: 'A-1', title: 'Anvil', vendor: 'Acme', quantity: 1, price: '25.00' }] });
     sandbox.seedOrder(reseller.shopDomain, 'platform_a', payload);
-    const routed = await sendWebhook({ targetUrl: `${service.url}${ORDERS_PATH}`, shopDomain: reseller.shopDomain, secret: resellerSecret, topic: 'orders/create', payload });
+    const routed = await sendStorefrontWebhook(service.url, shop, 'orders/create', payload);
     const jobId = (routed.body as { syncJobIds: string[] }).syncJobIds[0]!;
     expect(await settled(api, user.token, jobId)).toMatchObject({ status: 'dead', attempts: 4, sourceOrderId: null });
     const [placed] = sandbox.ordersFor(supplier.shopDomain);
@@ -39,7 +36,7 @@ describe('a manual retry a day after a lost answer', () => {
     const shipped = await sendWebhook({
       targetUrl: `${service.url}${FULFILLMENTS_PATH}`,
       shopDomain: supplier.shopDomain,
-      secret: supplierSecret,
+      secret: supplier.secret,
       topic: 'fulfillments/create',
       payload: buildFulfillmentPayload('custom', { orderId: placed!.id, trackingNumbers: ['LATE-1'] }),
     });
