@@ -32,7 +32,7 @@ import { ResellerStoreRepository, storesDueIn } from './reseller-stores/reposito
 import { ResellerStoreService } from './reseller-stores/service.ts';
 import { SourceStoreService } from './source-stores/service.ts';
 import { SyncJobService } from './sync-jobs/service.ts';
-import { SyncJobRepository } from './sync-jobs/repository.ts';
+import { orderInDoubt, SyncJobRepository } from './sync-jobs/repository.ts';
 import { FulfillmentRepository } from './fulfillments/repository.ts';
 import { SourceStoreRepository } from './source-stores/repository.ts';
 import { WebhookEndpointService } from './webhook-endpoints/service.ts';
@@ -91,7 +91,7 @@ export function createServices(infrastructure: Infrastructure) {
   const divergenceRepository = new DivergenceRepository(orm);
   const resellerStores = new ResellerStoreService(resellerStoreRepository, { config, secrets }, divergenceRepository, cancellations, sourceStoreRepository);
   const sourceStores = new SourceStoreService(sourceStoreRepository, { config, secrets }, resellerStores);
-  const fulfillmentRepository = new FulfillmentRepository(orm);
+  const fulfillmentRepository = new FulfillmentRepository(orm, orderInDoubt);
   const syncJobs = new SyncJobService({ jobs: syncJobRepository, timelines, queue, outbox, metrics }, sourceStores, fulfillmentRepository, cancellations);
   // Every fulfillment recorded, whoever records it, also tells a cancellation it came too late (the supplier shipped anyway).
   const fulfillmentRecorded: FulfillmentRecorded[] = [...FULFILLMENT_RECORDED, (trx, fulfillment) => cancellations.fulfilledAfterCancellationIn(trx, fulfillment.syncJobId)];

@@ -37,7 +37,6 @@ const REMAINING: Record<string, Record<string, string>> = {
   },
   fulfillments: {
     sync_jobs: 'held fulfillments claimed and forgotten by the jobs of their order, one statement each',
-    cancellations: 'forgetUnowned: a job ended unplaced while in doubt could own the order until its cancellation has looked it up',
   },
   reconciliation: {
     reseller_stores: 'the lag gauge: every active store with its watermark, in one statement',
@@ -47,7 +46,7 @@ const REMAINING: Record<string, Record<string, string>> = {
     reconciliation_runs: 'stats: the store\'s last reconciliation, in the same statement',
   },
   'sync-jobs': {
-    cancellations: 'storesWithOrdersInDoubt: a job ended unplaced while in doubt could own an order until its cancellation has looked it up',
+    cancellations: 'orderInDoubt: a job ended unplaced while in doubt could own an order until its cancellation has looked it up (also in fulfillments\' forgetUnowned)',
     source_stores: 'loadWithSources: a worker batch reads its jobs with their stores in one statement (the hot path)',
     reseller_stores: 'loadWithSources: the same statement, for jobs whose order is read from the storefront',
   },

@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { AttemptTarget } from '../attempts/kind.ts';
 import { writeAttemptTransitions, type AttemptWrite } from '../attempts/repository.ts';
 import { holdLock } from '../db/locks.ts';
@@ -24,9 +24,19 @@ export interface HeldRow {
 /** The table a manual transition writes (one object, so its statement is built once: `writeAttemptTransitions`). */
 const FULFILLMENT_TARGET: AttemptTarget = { name: 'fulfillment', table: 'fulfillments', resultColumn: 'reseller_fulfillment_id' };
 
+/**
+ * The condition that the sync job a query names `jobAlias` could own a supplier order it never
+ * recorded (the sync jobs' `orderInDoubt`, a port the composition root hands in), as the forgetting of
+ * held fulfillments reads it, in the same terms as `storesWithOrdersInDoubt`.
+ */
+export type OrderInDoubt = (jobAlias: string) => RawBuilder<boolean>;
+
 /** Every statement on fulfillments. */
 export class FulfillmentRepository {
-  constructor(private readonly orm: Orm) {}
+  constructor(
+    private readonly orm: Orm,
+    private readonly orderInDoubt: OrderInDoubt,
+  ) {}
 
   private get db(): Db {
     return sqlOf(this.orm);
@@ -141,10 +151,10 @@ export class FulfillmentRepository {
 
   /**
    * Forgets held fulfillments that no job can own any more: no job of their store has recorded their
-   * order (one that did since the claims were read is kept: the next claims take it), and every job
-   * of their store that existed when one arrived and had sent its order without learning its id has
-   * since completed with another order (or was retried and did). What is left was the supplier's own
-   * sale. Returns how many.
+   * order (one that did since the claims were read is kept: the next claims take it), and no job of
+   * their store that existed when one arrived is in doubt any more (`orderInDoubt`: it completed with
+   * another order, or was ended unplaced and its order looked up). What is left was the supplier's
+   * own sale. Returns how many.
    */
   async forgetUnowned(): Promise<number> {
     const result = await this.db
@@ -158,16 +168,7 @@ export class FulfillmentRepository {
               .where((eb) =>
                 eb.or([
                   eb('j.source_order_id', '=', eb.ref('h.source_order_id')),
-                  eb.and([
-                    eb('j.source_order_id', 'is', null),
-                    eb('j.attempts', '>', 0),
-                    eb('j.created_at', '<', eb.ref('h.received_at')),
-                    // Ended unplaced (VOID): in doubt only until its cancellation has looked the order up.
-                    eb.or([
-                      eb('j.status', '!=', 'completed'),
-                      eb.exists(eb.selectFrom('cancellations as c').select(sql<number>`1`.as('one')).whereRef('c.sync_job_id', '=', 'j.id').where('c.scope', '=', 'order').where('c.status', '!=', 'completed')),
-                    ]),
-                  ]),
+                  eb.and([this.orderInDoubt('j'), eb('j.created_at', '<', eb.ref('h.received_at'))]),
                 ]),
               ),
           ),

@@ -78,6 +78,18 @@ export interface JobWithSource {
 const byJobKey = (a: JobCandidate, b: JobCandidate) =>
   a.external_order_id.localeCompare(b.external_order_id) || a.source_store_id.localeCompare(b.source_store_id);
 
+/**
+ * Whether the job `alias` names could own a supplier order it never recorded: it sent one (attempts
+ * > 0) without learning its id, and is not over, or was ended unplaced (VOID) while its whole-order
+ * cancellation has not finished looking the order up by its reference (found, it is recorded).
+ * Shared by the look-up that holds a fulfillment and, as the fulfillments' `OrderInDoubt` port, the sweep that forgets it.
+ */
+export const orderInDoubt = (alias: string) => {
+  const column = (name: string) => sql.ref(`${alias}.${name}`);
+  return sql<boolean>`(${column('source_order_id')} is null and ${column('attempts')} > 0 and (${column('status')} <> 'completed'
+    or exists (select 1 from cancellations c where c.sync_job_id = ${column('id')} and c.scope = 'order' and c.status <> 'completed')))`;
+};
+
 /** Every statement on sync_jobs. */
 export class SyncJobRepository {
   /** The batch load's column list and row mappers (`loadWithSources`), built on its first use. */
@@ -149,9 +161,8 @@ export class SyncJobRepository {
   }
 
   /**
-   * Which of these source stores have a job that could own an order the service never recorded: one
-   * that sent its supplier order (attempts > 0) without learning the order's id (not completed),
-   * created before `before`. A job that never sent anything, or was created later, cannot have
+   * Which of these source stores have a job that could own an order the service never recorded
+   * (`orderInDoubt`), created before `before`. A job that never sent anything, or was created later, cannot have
    * placed an order that a supplier has already fulfilled.
    */
   async storesWithOrdersInDoubt(sourceStoreIds: string[], before: Date): Promise<string[]> {
@@ -162,16 +173,7 @@ export class SyncJobRepository {
           .selectFrom('sync_jobs')
           .select('source_store_id')
           .where('source_store_id', '=', sourceStoreId)
-          .where('source_order_id', 'is', null)
-          .where('attempts', '>', 0)
-          .where(({ eb, or, exists, selectFrom }) =>
-            or([
-              eb('status', '!=', 'completed'),
-              // Ended unplaced (VOID) while in doubt: until its cancellation has looked the order up (and
-              // recorded it when found), the order may exist.
-              exists(selectFrom('cancellations as c').select(sql<number>`1`.as('one')).whereRef('c.sync_job_id', '=', 'sync_jobs.id').where('c.scope', '=', 'order').where('c.status', '!=', 'completed')),
-            ]),
-          )
+          .where(orderInDoubt('sync_jobs'))
           .where('created_at', '<', before)
           .limit(1)
           .executeTakeFirst(),

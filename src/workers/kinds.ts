@@ -17,7 +17,7 @@ import type { PlatformAdapters } from '../platforms/types.ts';
 import type { SecretBox } from '../shared/secrets.ts';
 import type { SyncJobAttemptDeps } from '../sync-jobs/attempt.ts';
 import { syncJobKind } from '../sync-jobs/kind.ts';
-import { SyncJobRepository } from '../sync-jobs/repository.ts';
+import { orderInDoubt, SyncJobRepository } from '../sync-jobs/repository.ts';
 import { ResellerStoreRepository } from '../reseller-stores/repository.ts';
 import { cancellationOutcomeSteps, settledSteps, trackingArrived } from '../divergence-watch/repository.ts';
 import type { FulfillmentRecorded } from '../fulfillments/ports.ts';
@@ -66,7 +66,7 @@ const kindDeps = ({ orm, platforms, secrets, pacer, logger, outbox, config }: Ki
     // The cancellations' port on the sync jobs (src/cancellations/ports.ts `CancelledJobs`).
     cancelledJobs: syncJobs,
     resellerStoreReads: new ResellerStoreRepository(orm),
-    fulfillments: new FulfillmentRepository(orm),
+    fulfillments: new FulfillmentRepository(orm, orderInDoubt),
     cancellationRepository: new CancellationRepository(orm),
     platforms,
     secrets,
