@@ -7,7 +7,7 @@ import { PREPARED } from '../db/prepared.ts';
 import { StatementShapes, type Slot } from '../db/statement-shapes.ts';
 import { newId } from '../shared/ids.ts';
 import type { Exchange } from '../platforms/exchange.ts';
-import { settledMessagesStep, settleMessages } from '../queue/repository.ts';
+import { messageOfRow, settledMessagesStep, settleMessages } from '../queue/repository.ts';
 import { insertReadyEventsStep, readyEvents, subscribedToAny, type ReadyEvent } from '../events/repository.ts';
 import type { NewEvent } from '../events/types.ts';
 import { AttemptEntry, WORKER_LOST } from './entity.ts';
@@ -362,8 +362,7 @@ export async function findStranded(db: Db | Trx, table: AttemptTable, queueName:
   const { rows } = await sql<{ id: string; version: number; message_state: string | null }>`
     select t.id, t.version, m.state::text as message_state
     from ${sql.table(table)} t
-    left join pgboss.job m on m.name = ${queueName}
-      and m.id = case when t.queue_message_id ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' then t.queue_message_id::uuid end
+    left join pgboss.job m on ${messageOfRow('m', queueName, 't.queue_message_id')}
     where t.status in ('pending', 'processing', 'failed') and t.updated_at < ${staleBefore}
       and (m.id is null or m.state::text <> all(${LIVE_MESSAGE_STATES}::text[]))
     order by t.updated_at

@@ -16,6 +16,17 @@ export function settledMessagesStep(queueName: string, ids: RawBuilder<unknown>)
     returning id)`;
 }
 
+/**
+ * The join condition of a row's queue message: pg-boss's job `message` of `queueName` whose id is the
+ * row's `messageId` column, by primary key. A column that holds no uuid (a legacy or hand-written id)
+ * names no message, rather than failing the whole statement's cast.
+ */
+export function messageOfRow(message: string, queueName: string, messageId: string): RawBuilder<boolean> {
+  const column = sql.ref(messageId);
+  return sql<boolean>`${sql.ref(`${message}.name`)} = ${queueName}
+    and ${sql.ref(`${message}.id`)} = case when ${column} ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' then ${column}::uuid end`;
+}
+
 /** Settles these messages of a queue, in the caller's transaction (or on their own). */
 export async function settleMessages(db: Db | Trx, queueName: string, ids: string[]): Promise<void> {
   await sql`with settled as ${settledMessagesStep(queueName, sql`${ids}::uuid[]`)} select count(*) from settled`.execute(db);

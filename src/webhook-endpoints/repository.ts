@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import type { DeliveryState, DeliveryStatus } from '../../machines/delivery.machine.ts';
 import { LockMode, type EntityManager } from '@mikro-orm/postgresql';
 import { holdLock } from '../db/locks.ts';
+import { messageOfRow } from '../queue/repository.ts';
 import type { Orm } from '../db/orm.ts';
 import { findPage } from '../db/paging.ts';
 import { transactionOf, type Db, type Trx } from '../db/sql.ts';
@@ -152,8 +153,6 @@ export async function takeSendingSlot(
   return held.numUpdatedRows === 1n;
 }
 
-const UUID = '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$';
-
 /**
  * Pending deliveries untouched since `staleBefore`, not being sent (no sending slot held), whose
  * queue message is gone (`given up`: false) or was given up by pg-boss (`given up`: true, its handler
@@ -169,8 +168,7 @@ export async function strandedDeliveries(
   const { rows } = await sql<{ id: string; endpoint_id: string; version: number; given_up: boolean }>`
     select d.id, d.endpoint_id, d.version, m.id is not null as given_up
     from webhook_deliveries d
-    left join pgboss.job m on m.name = ${queueName}
-      and m.id = case when d.queue_message_id ~* ${UUID} then d.queue_message_id::uuid end
+    left join pgboss.job m on ${messageOfRow('m', queueName, 'd.queue_message_id')}
     where d.status = 'pending' and d.updated_at < ${staleBefore}
       and (d.sending_until is null or d.sending_until < now())
       and (m.id is null or m.state = 'failed')
