@@ -1,15 +1,11 @@
 import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import { CANCELLATION_OUTCOMES, CANCELLATION_SCOPES, CANCELLATION_STATUSES } from '../../contract/enums.ts';
+import type { CancelledOrderLine } from '../orders/port.ts';
 
 /** A supplier line by the SKU the service placed it with, and a quantity of it. */
 export interface CancelledLine {
   sku: string;
   quantity: number;
-}
-
-/** A line a storefront's signal cancels: by SKU, and by vendor when the signal names the line (see `CancelledOrderLine`). */
-export interface SignalLine extends CancelledLine {
-  vendor?: string;
 }
 
 /**
@@ -72,7 +68,7 @@ export const OrderCancellation = defineEntity({
     resellerStoreId: p.string(),
     externalOrderId: p.string().length(32),
     scope: p.enum(CANCELLATION_SCOPES),
-    lines: p.json<SignalLine[]>(),
+    lines: p.json<CancelledOrderLine[]>(),
     dedupeKey: p.string().length(255),
     receivedAt: p.datetime(),
   },

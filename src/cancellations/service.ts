@@ -2,7 +2,7 @@ import type { AttemptTimelines, CancelledJobs, DivergenceRaising, SupplierVendor
 import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
 import { insertAudit, SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
 import type { Metrics } from '../metrics/index.ts';
-import type { CancellationVia, OrderCancellations, OrderCancelled, OrderRef, OrderStore, StorefrontCancellation } from '../orders/port.ts';
+import type { CancellationVia, CancelledOrderLine, OrderCancellations, OrderCancelled, OrderRef, OrderStore, StorefrontCancellation } from '../orders/port.ts';
 import type { Trx } from '../db/sql.ts';
 import type { Outbox } from '../events/outbox.ts';
 import type { NewEvent } from '../events/types.ts';
@@ -18,7 +18,7 @@ import type { SyncJob } from '../sync-jobs/entity.ts';
 import { placedJobLockKey } from '../sync-jobs/placed-lock.ts';
 import type { JobDetail } from '../sync-jobs/present.ts';
 import { cancellationAuditRecord, voidJobsIn } from './attempt.ts';
-import type { Cancellation, CancelledLine, OrderCancellation, SignalLine } from './entity.ts';
+import type { Cancellation, CancelledLine, OrderCancellation } from './entity.ts';
 import { cancellationsOfJob, jobEventIn, jobEventsIn } from './events.ts';
 import type { CancellationRepository } from './repository.ts';
 import { cancellationStats, type CancellationStats } from './stats.ts';
@@ -363,13 +363,16 @@ export class CancellationService implements OrderCancellations, SupplierCancella
     const lineAsks = asked.filter((c) => c.scope === 'lines' && !isCut(c));
     if (lineAsks.length === 0) return false;
     const terms = await this.deps.vendorTags.supplierTermsOf(job.sourceStoreId);
-    // The lines asked for are the storefront's; the supplier names them by the SKU its pricing made (as the attempt asked).
-    const names = (sku: string) => (terms ? [sku, supplierSku(sku, terms.pricingConfig)] : [sku]);
-    const askedOf = (sku: string, by: (asked: string) => string[]) =>
-      lineAsks.reduce((sum, c) => sum + c.lines.filter((line) => by(line.sku).includes(sku)).reduce((lines, line) => lines + line.quantity, 0), 0);
-    if (reported !== undefined && reported.length > 0) return reported.every(({ sku, quantity }) => askedOf(sku, names) >= quantity);
+    /** The quantity the line cancellations asked for of the (storefront) SKUs `matches` accepts. */
+    const askedOf = (matches: (askedSku: string) => boolean) =>
+      lineAsks.reduce((sum, c) => sum + c.lines.filter((line) => matches(line.sku)).reduce((lines, line) => lines + line.quantity, 0), 0);
+    if (reported !== undefined && reported.length > 0) {
+      // The supplier names a line by its storefront SKU or by the one its pricing made (as the attempt asked).
+      const named = (sku: string) => (asked: string) => asked === sku || (terms !== null && supplierSku(asked, terms.pricingConfig) === sku);
+      return reported.every(({ sku, quantity }) => askedOf(named(sku)) >= quantity);
+    }
     const ordered = supplierLinesOf(job, terms?.vendorTag ?? null);
-    return ordered !== null && ordered.length > 0 && ordered.every(({ sku, quantity }) => askedOf(sku, (asked) => [asked]) >= quantity);
+    return ordered !== null && ordered.length > 0 && ordered.every(({ sku, quantity }) => askedOf((asked) => asked === sku) >= quantity);
   }
 
   /**
@@ -489,7 +492,7 @@ function planFor(job: SyncJob, vendorTag: string | null, existing: Cancellation[
 
 /** What a lines signal cancels of a SKU on a job of this vendor: its lines of that SKU naming no vendor, or this one. */
 function signalQuantity(signal: OrderCancellation, sku: string, vendorTag: string | null): number {
-  const held = (line: SignalLine) => line.sku === sku && (line.vendor === undefined || (vendorTag !== null && vendorMatches(line.vendor, vendorTag)));
+  const held = (line: CancelledOrderLine) => line.sku === sku && (line.vendor === undefined || (vendorTag !== null && vendorMatches(line.vendor, vendorTag)));
   return signal.lines.filter(held).reduce((sum, line) => sum + line.quantity, 0);
 }
 
