@@ -107,12 +107,13 @@ export class SourceStoreRepository {
     await trx.updateTable('source_stores').set({ deleted_at: at }).where('reseller_store_id', '=', resellerStoreId).where('deleted_at', 'is', null).execute();
   }
 
-  /** The vendor tags of these source stores, by id, as this transaction sees them (the cancellations feature's port `SupplierVendorTags`). */
+  /** A source store's vendor tag and pricing (the cancellations feature's port `SupplierVendorTags`); null when there is none. */
   async supplierTermsOf(sourceStoreId: string): Promise<{ vendorTag: string; pricingConfig: PricingConfig } | null> {
     const row = await sqlOf(this.orm).selectFrom('source_stores').select(['vendor_tag', 'pricing_config']).where('id', '=', sourceStoreId).executeTakeFirst();
     return row ? { vendorTag: row.vendor_tag, pricingConfig: row.pricing_config as PricingConfig } : null;
   }
 
+  /** The vendor tags of these source stores, by id, as this transaction sees them (the cancellations feature's port `SupplierVendorTags`). */
   async vendorTagsIn(trx: Trx, sourceStoreIds: string[]): Promise<Map<string, string>> {
     if (sourceStoreIds.length === 0) return new Map();
     const rows = await trx.selectFrom('source_stores').select(['id', 'vendor_tag']).where('id', 'in', sourceStoreIds).execute();
