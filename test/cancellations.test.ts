@@ -423,4 +423,23 @@ describe('a fulfillment for a cancelled part', () => {
     const todo = await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token });
     expect(todo.body.data).toMatchObject([{ type: 'too_late', syncJobId: jobId, status: 'open' }]);
   });
+
+  it('arriving while the cancel call is in flight (the cancellation still processing) makes it too_late once the supplier answers', async ({ api, sandbox, shopWith, routed, storefront, supplierSends }) => {
+    const shop = await shopWith('platform_a', 'platform_a');
+    const { order, jobId, job: placed } = await routed(shop);
+    sandbox.setFaults(shop.supplier.shopDomain, { holdRequestsNext: 1 });
+    await cancelWhole(storefront, shop, order);
+    await waitFor(async () => sandbox.heldRequestCount(shop.supplier.shopDomain) === 1, 15_000, 'the cancel call to reach the supplier');
+    // Recorded while the cancellation is processing: the fulfillment's own check finds nothing to mark.
+    const fulfillment = buildFulfillmentPayload('platform_a', { orderId: placed.sourceOrderId, fulfillmentId: nextOrderId++, trackingNumbers: ['TRACK-RACE'] });
+    await supplierSends(shop, 'fulfillments/create', fulfillment);
+    expect((await getJob(api, shop.user.token, jobId)).cancellations[0]).toMatchObject({ status: 'processing' });
+    expect(sandbox.releaseRequests(shop.supplier.shopDomain)).toBe(1);
+    const job = await waitForJob(api, shop.user.token, jobId, finished);
+    expect(job.cancellations[0]).toMatchObject({ status: 'completed', outcome: 'too_late', reason: expect.stringContaining('shipped') });
+    const events = await api.get(`/v1/events?type=cancellation.too_late&reseller_store_id=${shop.reseller.id}`, { token: shop.user.token });
+    expect(events.body.data).toHaveLength(1);
+    const todo = await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token });
+    expect(todo.body.data).toMatchObject([{ type: 'too_late', syncJobId: jobId, subjectId: job.cancellations[0].id, status: 'open' }]);
+  });
 });

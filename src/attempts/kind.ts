@@ -152,7 +152,23 @@ export interface Attempt<W> {
    * to each target spends that turn.
    */
   perform(work: W): Promise<Created>;
+  /**
+   * The advisory locks (src/db/locks.ts keys) the transaction recording these completed and dead rows
+   * takes before it writes them: what another transaction decides under the same lock then sees the
+   * outcome committed, or is committed before the outcome is written. None by default.
+   */
+  outcomeLocks?(rows: RowOf<W>[]): string[];
+  /**
+   * Runs in the transaction recording completed and dead rows, after their write and their events:
+   * what the outcome means given what other transactions committed while the attempt ran (a
+   * cancellation completed while its supplier's tracking arrived). A kind with it writes its
+   * outcomes in a transaction.
+   */
+  outcomesWrittenIn?(trx: Trx, rows: RowOf<W>[]): Promise<void>;
 }
+
+/** The row of an attempt's work (`W`). */
+export type RowOf<W> = W extends { row: infer R } ? R : never;
 
 /**
  * One kind of retried work, defined in its feature's folder (`src/sync-jobs/kind.ts`) and listed

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { AttemptEvent } from '../../machines/attempt.machine.ts';
 import { isDatabaseUnavailable } from '../db/errors.ts';
 import { GroupCommit } from '../db/group-commit.ts';
+import { holdLocks } from '../db/locks.ts';
 import { sqlOf, type Db, type Trx } from '../db/sql.ts';
 import { DEFAULT_MAX_INLINE_RETRY_AFTER_MS } from '../platforms/index.ts';
 import { captureExchanges, type Exchange } from '../platforms/exchange.ts';
@@ -11,7 +12,7 @@ import { newMessageId } from '../queue/queue.ts';
 import type { AttemptTrigger } from '../../contract/enums.ts';
 import { triggerOf } from './entity.ts';
 import { JobFailure, failureMessage, requestedDelayMs } from './failure.ts';
-import { UNBOOKED_CALL_TURN_WAIT_MS, type Attempt, type AttemptKind, type AttemptRow, type AttemptRuntime } from './kind.ts';
+import { UNBOOKED_CALL_TURN_WAIT_MS, type Attempt, type AttemptKind, type AttemptRow, type AttemptRuntime, type RowOf } from './kind.ts';
 import { attemptTurns, MAX_TURN_WAIT_MS, postponeToTurns } from '../pacing/attempt-turns.ts';
 import { replaceQueueMessages, writeAttemptTransitions, type AttemptWrite, type TimelineStep } from './repository.ts';
 
@@ -403,7 +404,8 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
    * transaction (`writeOutcomesIn`).
    */
   private async writeOutcomes(writes: AttemptWrite<R>[], watchdog?: string): Promise<boolean[]> {
-    const written = watchdog === undefined && this.kind.outcomeEventsOf ? await this.writeOutcomesAlone(writes) : writes.map(() => false);
+    const alone = watchdog === undefined && this.kind.outcomeEventsOf && !this.attempt.outcomeLocks && !this.attempt.outcomesWrittenIn;
+    const written = alone ? await this.writeOutcomesAlone(writes) : writes.map(() => false);
     const rest = writes.filter((_, i) => !written[i]);
     if (rest.length === 0) return written;
     const restWritten = (await this.writeOutcomesIn(rest, watchdog)).values();
@@ -428,9 +430,12 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
     return sqlOf(this.ctx.orm)
       .transaction()
       .execute(async (trx) => {
+        const locks = this.attempt.outcomeLocks?.(writes.map(({ row }) => row as RowOf<W>)) ?? [];
+        if (locks.length > 0) await holdLocks(trx, locks);
         const written = await this.write(trx, writes);
         const rows = writes.filter((_, i) => written[i]).map(({ row }) => row);
         await this.ctx.outbox.append(trx, await this.kind.outcomeEvents(trx, rows));
+        if (rows.length > 0) await this.attempt.outcomesWrittenIn?.(trx, rows as RowOf<W>[]);
         if (watchdog && written[0]) await this.ctx.queue.discardIn(trx, this.kind.queue, [watchdog]);
         return written;
       });

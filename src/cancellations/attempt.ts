@@ -17,7 +17,10 @@ import { jobAuditRecord } from '../sync-jobs/attempt.ts';
 import type { Cancellation, CancelledLine } from './entity.ts';
 import type { CancellationRepository, CancellationWork } from './repository.ts';
 import { jobEventsIn } from './events.ts';
-import type { CancelledJobs } from './ports.ts';
+import type { CancelledJobs, DivergenceRaising, RecordedShipments } from './ports.ts';
+import { endsWholeOrder, shippedAnywayIn } from './too-late.ts';
+import { cancellationAuditRecord } from './audit.ts';
+import { placedJobLockKey } from '../sync-jobs/placed-lock.ts';
 import { CUT_BEFORE_PLACEMENT, cutOrder } from './cut.ts';
 import { supplierSku } from '../pricing/index.ts';
 
@@ -34,6 +37,9 @@ export interface JobVoiding {
 /** What a cancellation's attempt needs, built once per process (src/workers/kinds.ts hands them over). */
 export interface CancellationAttemptDeps extends JobVoiding {
   cancellationRepository: CancellationRepository;
+  /** Fulfillments recorded while a cancellation was in flight make its outcome `too_late`. */
+  shipments: RecordedShipments;
+  divergences: DivergenceRaising;
   platforms: PlatformAdapters;
   secrets: SecretBox;
   config: Pick<Config, 'platformTimeoutMs'>;
@@ -305,8 +311,25 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
       work.row.reason = decision.reason;
       return { id: decision.outcome, status: decision.platformStatus };
     },
+
+    /**
+     * A whole order cancelled (or found never placed) is written under its job's placed-job lock, which
+     * a fulfillment's recording holds too: tracking recorded while the cancel call was in flight (its
+     * own check then saw the cancellation still processing) is committed and found here.
+     */
+    outcomeLocks: (rows) => rows.filter(endsWholeOrder).map((row) => placedJobLockKey(row.syncJobId)),
+
+    async outcomesWrittenIn(trx, rows) {
+      const jobIds = [...new Set(rows.filter(endsWholeOrder).map((row) => row.syncJobId))];
+      if (jobIds.length === 0) return;
+      const shipped = await ctx.shipments.jobsShippedIn(trx, jobIds);
+      const writing = { repository, divergences: ctx.divergences, outbox: ctx.outbox };
+      for (const jobId of jobIds) if (shipped.has(jobId)) await shippedAnywayIn(trx, writing, jobId, SHIPPED_WHILE_CANCELLING);
+    },
   };
 }
+
+const SHIPPED_WHILE_CANCELLING = 'the supplier shipped anyway: a fulfillment arrived while the cancellation was being made';
 
 /**
  * The order as read, each line named by the id the job kept from the create answer for it (matched by
@@ -377,19 +400,6 @@ export async function voidJobsIn(ctx: JobVoiding, trx: Trx, jobs: SyncJob[], now
   await ctx.outbox.append(trx, await jobEventsIn(trx, voided));
   let index = 0;
   return writes.map((write) => (write === null ? false : written[index++]!));
-}
-
-/** A cancellation's audit entry: every one names its sync job. */
-export function cancellationAuditRecord(cancellation: Cancellation, action: string, actorId = SYSTEM_ACTOR, metadata: Record<string, unknown> = {}): AuditRecord {
-  return {
-    ownerId: cancellation.ownerId,
-    resellerStoreId: cancellation.resellerStoreId,
-    action,
-    resourceType: 'cancellation',
-    resourceId: cancellation.id,
-    actorId,
-    metadata: { syncJobId: cancellation.syncJobId, scope: cancellation.scope, lines: cancellation.lines, ...metadata },
-  };
 }
 
 /** `cancellation.completed` (with `metadata.outcome`) or `cancellation.dead`. */

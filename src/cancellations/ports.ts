@@ -64,3 +64,9 @@ export interface SupplierVendorTags {
   /** A supplier's vendor tag and pricing (its `field_rules` may change a line's SKU on its orders); null when it is gone. */
   supplierTermsOf(sourceStoreId: string): Promise<{ vendorTag: string; pricingConfig: PricingConfig } | null>;
 }
+
+/** The fulfillments recorded for jobs, as a cancellation's outcome checks them: the fulfillments' repository, handed in by the composition root. */
+export interface RecordedShipments {
+  /** Which of these jobs have a fulfillment recorded, as this transaction sees them. */
+  jobsShippedIn(trx: Trx, syncJobIds: string[]): Promise<Set<string>>;
+}

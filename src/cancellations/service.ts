@@ -17,12 +17,14 @@ import { newId } from '../shared/ids.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
 import { placedJobLockKey } from '../sync-jobs/placed-lock.ts';
 import type { JobDetail } from '../sync-jobs/present.ts';
-import { cancellationAuditRecord, voidJobsIn } from './attempt.ts';
+import { voidJobsIn } from './attempt.ts';
+import { cancellationAuditRecord } from './audit.ts';
 import type { Cancellation, CancelledLine, OrderCancellation } from './entity.ts';
 import { cancellationsOfJob, jobEventIn, jobEventsIn } from './events.ts';
 import type { CancellationRepository } from './repository.ts';
 import { cancellationStats, type CancellationStats } from './stats.ts';
 import { cancellationKind } from './kind.ts';
+import { shippedAnywayIn } from './too-late.ts';
 import type { CancellationView } from './present.ts';
 
 /**
@@ -89,6 +91,7 @@ interface JobPlan {
 }
 
 const RETRY_ROUNDS = 3;
+const SHIPPED_AFTER_CANCELLATION = 'the supplier shipped anyway: a fulfillment arrived after the cancellation';
 /** Cancelling or cancelled: these quantities are no longer open to a new cancellation. */
 const holdsQuantity = (c: Cancellation) => c.outcome !== 'too_late' && c.outcome !== 'unsupported';
 /** Its lines were cut from the job's stored order before any placement: the supplier never had them. */
@@ -379,20 +382,12 @@ export class CancellationService implements OrderCancellations, SupplierCancella
    * A fulfillment was recorded (in `trx`, its transaction: by the webhook, the divergence watch or a
    * held fulfillment's claim) for a job whose whole order a cancellation ended `cancelled` or
    * `not_placed`: the supplier shipped anyway. That cancellation becomes `too_late` (event
-   * `cancellation.too_late`, a `too_late` entry on the to-do list), once.
+   * `cancellation.too_late`, a `too_late` entry on the to-do list), once (`shippedAnywayIn`). The
+   * recording holds the job's placed-job lock, as such a cancellation's outcome does: a fulfillment
+   * recorded while the cancellation was in flight is found by its outcome (src/cancellations/attempt.ts).
    */
   async fulfilledAfterCancellationIn(trx: Trx, syncJobId: string): Promise<void> {
-    const cancellations = await this.repository.forJobsIn(trx, [syncJobId]);
-    if (cancellations.length === 0 || cancellations.some((c) => c.outcome === 'too_late')) return;
-    // A whole-order one: lines cancelled or cut leave the rest to ship, and its shipment is no news.
-    const latest = [...cancellations].reverse().find((c) => c.scope === 'order' && c.status === 'completed' && (c.outcome === 'cancelled' || c.outcome === 'not_placed'));
-    if (!latest) return;
-    const reason = 'the supplier shipped anyway: a fulfillment arrived after the cancellation';
-    if (!(await this.repository.markTooLate(trx, latest, reason))) return;
-    await insertAudit(trx, [cancellationAuditRecord({ ...latest, outcome: 'too_late', reason }, 'cancellation.too_late', SYSTEM_ACTOR, { previousOutcome: latest.outcome, reason })]);
-    await this.divergences.raise(trx, { ownerId: latest.ownerId, resellerStoreId: latest.resellerStoreId, syncJobId, type: 'too_late', subjectId: latest.id, detail: `Cancelled too late: ${reason}.` });
-    const event = await jobEventIn(trx, 'cancellation.too_late', syncJobId);
-    if (event) await this.deps.outbox.append(trx, [event]);
+    await shippedAnywayIn(trx, { repository: this.repository, divergences: this.divergences, outbox: this.deps.outbox }, syncJobId, SHIPPED_AFTER_CANCELLATION);
   }
 
   /** A job's cancellations with their timelines, oldest first (its GET's `cancellations`). */

@@ -67,6 +67,12 @@ export class FulfillmentRepository {
     return row ? this.orm.em.fork().map(Fulfillment, row as Record<string, unknown>) : null;
   }
 
+  /** Which of these jobs have a fulfillment recorded, as this transaction sees them (src/cancellations/ports.ts `RecordedShipments`). */
+  async jobsShippedIn(trx: Trx, syncJobIds: string[]): Promise<Set<string>> {
+    const rows = await trx.selectFrom('fulfillments').select('sync_job_id').distinct().where('sync_job_id', '=', sql<string>`any(${syncJobIds}::text[])`).execute();
+    return new Set(rows.map((row) => row.sync_job_id));
+  }
+
   async insert(trx: Trx, fulfillment: Fulfillment): Promise<void> {
     await trx
       .insertInto('fulfillments')

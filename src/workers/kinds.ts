@@ -19,7 +19,7 @@ import type { SyncJobAttemptDeps } from '../sync-jobs/attempt.ts';
 import { syncJobKind } from '../sync-jobs/kind.ts';
 import { orderInDoubt, SyncJobRepository } from '../sync-jobs/repository.ts';
 import { ResellerStoreRepository } from '../reseller-stores/repository.ts';
-import { cancellationOutcomeSteps, settledSteps, trackingArrived } from '../divergence-watch/repository.ts';
+import { cancellationOutcomeSteps, raiseDivergence, resolveDivergences, settledSteps, trackingArrived } from '../divergence-watch/repository.ts';
 import type { FulfillmentRecorded } from '../fulfillments/ports.ts';
 
 export const ATTEMPT_KINDS = [syncJobKind, fulfillmentKind, cancellationKind] as const;
@@ -61,12 +61,16 @@ type KindDeps = SyncJobAttemptDeps & FulfillmentAttemptDeps & CancellationAttemp
 /** `syncJobSteps`: what the sync job kind's transitions also write, so a job a cancellation's attempt voids resolves its to-do entry too. */
 const kindDeps = ({ orm, platforms, secrets, pacer, logger, outbox, config }: KindInfrastructure, syncJobSteps: readonly SettledStep[]): KindDeps => {
   const syncJobs = new SyncJobRepository(orm, syncJobSteps);
+  const fulfillments = new FulfillmentRepository(orm, orderInDoubt);
   return {
     syncJobReads: syncJobs,
     // The cancellations' port on the sync jobs (src/cancellations/ports.ts `CancelledJobs`).
     cancelledJobs: syncJobs,
     resellerStoreReads: new ResellerStoreRepository(orm),
-    fulfillments: new FulfillmentRepository(orm, orderInDoubt),
+    fulfillments,
+    // The cancellations' ports on the fulfillments recorded and on the to-do list.
+    shipments: fulfillments,
+    divergences: { raise: raiseDivergence, resolve: resolveDivergences },
     cancellationRepository: new CancellationRepository(orm),
     platforms,
     secrets,

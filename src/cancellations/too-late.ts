@@ -1,0 +1,39 @@
+import { insertAudit, SYSTEM_ACTOR } from '../audit-log/repository.ts';
+import type { Trx } from '../db/sql.ts';
+import type { Outbox } from '../events/outbox.ts';
+import { cancellationAuditRecord } from './audit.ts';
+import type { Cancellation } from './entity.ts';
+import { jobEventIn } from './events.ts';
+import type { DivergenceRaising } from './ports.ts';
+import type { CancellationRepository } from './repository.ts';
+
+/** What marking a cancellation too late writes with. */
+export interface TooLateWriting {
+  repository: CancellationRepository;
+  divergences: DivergenceRaising;
+  outbox: Outbox;
+}
+
+/** A whole-order cancellation that ended with no supplier order left to ship: one a fulfillment contradicts. */
+export const endsWholeOrder = (c: Cancellation): boolean =>
+  c.status === 'completed' && c.scope === 'order' && (c.outcome === 'cancelled' || c.outcome === 'not_placed');
+
+/**
+ * The supplier shipped a job whose whole order a cancellation ended `cancelled` or `not_placed`: the
+ * latest such cancellation becomes `too_late` (audit and event `cancellation.too_late`, a `too_late`
+ * entry on the to-do list), once per job. Runs in `trx`, under the job's placed-job lock
+ * (src/sync-jobs/placed-lock.ts), which both a fulfillment's recording and such a cancellation's
+ * outcome hold: whichever commits second sees the other. Returns whether it marked one.
+ */
+export async function shippedAnywayIn(trx: Trx, deps: TooLateWriting, syncJobId: string, reason: string): Promise<boolean> {
+  const cancellations = await deps.repository.forJobsIn(trx, [syncJobId]);
+  if (cancellations.some((c) => c.outcome === 'too_late')) return false;
+  // A whole-order one: lines cancelled or cut leave the rest to ship, and its shipment is no news.
+  const latest = cancellations.findLast(endsWholeOrder);
+  if (!latest || !(await deps.repository.markTooLate(trx, latest, reason))) return false;
+  await insertAudit(trx, [cancellationAuditRecord({ ...latest, outcome: 'too_late', reason }, 'cancellation.too_late', SYSTEM_ACTOR, { previousOutcome: latest.outcome, reason })]);
+  await deps.divergences.raise(trx, { ownerId: latest.ownerId, resellerStoreId: latest.resellerStoreId, syncJobId, type: 'too_late', subjectId: latest.id, detail: `Cancelled too late: ${reason}.` });
+  const event = await jobEventIn(trx, 'cancellation.too_late', syncJobId);
+  if (event) await deps.outbox.append(trx, [event]);
+  return true;
+}
