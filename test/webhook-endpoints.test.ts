@@ -8,7 +8,7 @@ import pg from 'pg';
 import { describe, expect } from 'vitest';
 import { connectOrm } from '../src/database.ts';
 import { sqlOf } from '../src/db/sql.ts';
-import { takeSendingSlot } from '../src/webhook-endpoints/repository.ts';
+import { strandedDeliveries, takeSendingSlot } from '../src/webhook-endpoints/repository.ts';
 import { queryRows } from './support/database.ts';
 import { registerUser, type TestUser } from './support/factories.ts';
 import { test } from './support/fixtures.ts';
@@ -199,6 +199,33 @@ describe('webhook endpoints', () => {
     const [again] = await waitFor(async () => receiver.at(endpoint.path).length === 2 && receiver.at(endpoint.path).slice(1), 10_000, 'the delivery sent again by the sweep');
     expect(again!.headers['webhook-id']).toBe(first!.headers['webhook-id']);
     await waitFor(async () => (await deliveriesOf(alice, endpoint.id))[0]?.status === 'succeeded', 10_000, 'the delivery succeeded');
+  });
+
+  it('leaves a pending delivery waiting for a later attempt to that attempt, and sends it again once it is due with its message gone', async ({ service, api, receiver, createEndpoint }) => {
+    const endpoint = await createEndpoint(alice);
+    await api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: alice.token });
+    await waitFor(async () => receiver.at(endpoint.path).length === 1, 10_000, 'the ping');
+    // Its last attempt an hour ago, its message gone, its next attempt due `nextAttempt` from now.
+    const setDue = (nextAttempt: string) =>
+      queryRows<{ id: string }>(
+        service.databaseUrl,
+        `update webhook_deliveries set status = 'pending', queue_message_id = gen_random_uuid()::text,
+           updated_at = now() - interval '1 hour', next_attempt_at = now() + interval '${nextAttempt}' where endpoint_id = $1 returning id`,
+        [endpoint.id],
+      );
+    const [delivery] = await setDue('1 hour');
+    const orm = await connectOrm(service.databaseUrl, 1);
+    try {
+      const stranded = await sqlOf(orm).transaction().execute((trx) => strandedDeliveries(trx, 'webhook.deliver', new Date(Date.now() - 60_000), 100));
+      expect(stranded.map((row) => row.id)).not.toContain(delivery!.id);
+    } finally {
+      await orm.close();
+    }
+    // Three passes of the sweep (every 500 ms here) leave it to its attempt.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(receiver.at(endpoint.path)).toHaveLength(1);
+    await setDue('-2 minutes');
+    await waitFor(async () => receiver.at(endpoint.path).length === 2, 10_000, 'the delivery sent again by the sweep once due');
   });
 
   it('ends failed (retry by hand) a delivery whose queue message pg-boss gave up on, instead of leaving it pending for good', async ({ service, api, receiver, createEndpoint, deliveriesOf }) => {

@@ -74,6 +74,14 @@ export const WebhookDelivery = defineEntity({
       properties: ['endpointId'],
       expression: 'create index "webhook_deliveries_sending_index" on "webhook_deliveries" ("endpoint_id") where "sending_until" is not null',
     },
+    // Pending deliveries by when they were last due or moved (`strandedDeliveries`): one waiting hours
+    // for its next attempt is not in the range the sweep reads until then.
+    {
+      name: 'webhook_deliveries_pending_due_index',
+      properties: ['updatedAt', 'nextAttemptAt'],
+      expression:
+        'create index "webhook_deliveries_pending_due_index" on "webhook_deliveries" ((greatest("updated_at", "next_attempt_at"))) where "status" = \'pending\'',
+    },
   ],
 });
 export type WebhookDelivery = InferEntity<typeof WebhookDelivery>;

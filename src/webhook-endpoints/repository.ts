@@ -154,7 +154,9 @@ export async function takeSendingSlot(
 }
 
 /**
- * Pending deliveries untouched since `staleBefore`, not being sent (no sending slot held), whose
+ * Pending deliveries untouched since `staleBefore` and due by then (one waiting for a later attempt
+ * has a live message until it is due; the partial index on pending deliveries by
+ * `greatest(updated_at, next_attempt_at)` reads only those), not being sent (no sending slot held), whose
  * queue message is gone (`given up`: false) or was given up by pg-boss (`given up`: true, its handler
  * could not record an outcome, e.g. through a long database outage), locked for the caller's
  * transaction. Skips rows another transaction holds.
@@ -169,10 +171,10 @@ export async function strandedDeliveries(
     select d.id, d.endpoint_id, d.version, m.id is not null as given_up
     from webhook_deliveries d
     left join pgboss.job m on ${messageOfRow('m', queueName, 'd.queue_message_id')}
-    where d.status = 'pending' and d.updated_at < ${staleBefore}
+    where d.status = 'pending' and greatest(d.updated_at, d.next_attempt_at) < ${staleBefore}
       and (d.sending_until is null or d.sending_until < now())
       and (m.id is null or m.state = 'failed')
-    order by d.updated_at
+    order by greatest(d.updated_at, d.next_attempt_at)
     limit ${limit}
     for update of d skip locked
   `.execute(trx);
