@@ -201,6 +201,10 @@ describe('a whole-order cancellation', () => {
     expect(job.cancellations[0]).toMatchObject({ outcome: 'cancelled' });
     expect(sandbox.ordersFor(shop.supplier.shopDomain)).toHaveLength(1);
     expect(sandbox.cancellationsFor(shop.supplier.shopDomain)).toMatchObject([{ orderId: found }]);
+    // The order found is in the job's history.
+    expect((await auditOf(api, shop.user.token, jobId)).filter((entry) => entry.action === 'sync_job.order_found')).toMatchObject([
+      { actorId: 'system', metadata: { sourceOrderId: found, externalOrderId: String(order.id) } },
+    ]);
     // The supplier ships it anyway: the fulfillment finds the job, reaches the customer, and the reseller is told.
     const shipped = await supplierSends(shop, 'fulfillments/create', buildFulfillmentPayload('custom', { orderId: found, trackingNumbers: ['SHIPPED-ANYWAY'] }));
     expect(shipped.body).toMatchObject({ syncJobIds: [jobId] });

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
-import { insertAuditFrom } from '../audit-log/repository.ts';
+import { insertAuditFrom, SYSTEM_ACTOR } from '../audit-log/repository.ts';
+import { newId } from '../shared/ids.ts';
 import type { AttemptTarget, SettledStep } from '../attempts/kind.ts';
 import { writeAttemptTransitions, type AttemptWrite } from '../attempts/repository.ts';
 import type { Orm } from '../db/orm.ts';
@@ -363,14 +364,42 @@ export class SyncJobRepository {
     return moved;
   }
 
-  /** See `CancelledJobs.recordFoundOrder`: a voided job's order, found by its reference. Versioned, as the job's state changes. */
+  /**
+   * See `CancelledJobs.recordFoundOrder`: a voided job's order, found by its reference. Versioned, as
+   * the job's state changes, with audit entry `sync_job.order_found` (the job's only change of
+   * `sourceOrderId` that no transition makes).
+   */
   async recordFoundOrder(syncJobId: string, sourceOrderId: string): Promise<void> {
+    const now = new Date();
     await this.db
-      .updateTable('sync_jobs')
-      .set((eb) => ({ source_order_id: sourceOrderId, version: eb('version', '+', 1), updated_at: new Date() }))
-      .where('id', '=', syncJobId)
-      .where('status', '=', 'completed')
-      .where('source_order_id', 'is', null)
+      .with('found', (db) =>
+        db
+          .updateTable('sync_jobs')
+          .set((eb) => ({ source_order_id: sourceOrderId, version: eb('version', '+', 1), updated_at: now }))
+          .where('id', '=', syncJobId)
+          .where('status', '=', 'completed')
+          .where('source_order_id', 'is', null)
+          .returning(['id', 'owner_id', 'reseller_store_id', 'external_order_id', 'source_store_id']),
+      )
+      .with('audited', (db) =>
+        insertAuditFrom(
+          db,
+          db.selectFrom('found as f').select((eb) => [
+            eb.val(newId('auditEntry')).as('id'),
+            'f.owner_id',
+            'f.reseller_store_id',
+            eb.val('sync_job.order_found').as('action'),
+            eb.val('sync_job').as('resource_type'),
+            'f.id as resource_id',
+            sql<unknown>`jsonb_build_object('sourceOrderId', ${sourceOrderId}::text, 'externalOrderId', f.external_order_id, 'sourceStoreId', f.source_store_id,
+              'foundBy', 'the job''s reference, looked up by its cancellation')`.as('metadata'),
+            eb.val(SYSTEM_ACTOR).as('actor_id'),
+            eb.val(now).as('created_at'),
+          ]),
+        ),
+      )
+      .selectFrom('found')
+      .select('id')
       .execute();
   }
 
