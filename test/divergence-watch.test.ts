@@ -378,6 +378,22 @@ describe('the to-do list', () => {
 });
 
 describe('passes', () => {
+  it('reads a busy supplier whose page of updated orders is over 1 MiB (as reconciliation reads its lists): a lost shipment is pushed', async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, 'custom', ['platform_a']);
+    const supplier = tenant.suppliers[0]!;
+    const placed = await placeOrder(sandbox, tenant, supplier);
+    // The supplier's own busy day: 240 orders of 30 lines (about 6 KB of JSON each), all changed since
+    // the last pass: one page of the platform's 250 is about 1.5 MB.
+    for (let n = 0; n < 240; n++) {
+      const lines = Array.from({ length: 30 }, (_, i) => ({ sku: `OWN-${n}-${i}`, title: `A perfectly ordinary product title number ${i}`, vendor: 'Own brand', quantity: 1, price: '9.00' }));
+      sandbox.seedOrder(supplier.shopDomain, 'platform_a', sandbox.buildOrderPayload('platform_a', { id: 5_000_000 + n, lines, email: 'someone@example.com' }));
+    }
+    sandbox.shipOrder(supplier.shopDomain, 'platform_a', placed.sourceOrderId, { trackingNumbers: ['BIG-PAGE-1'] });
+    const pass = await check(tenant);
+    expect(pass).toMatchObject({ status: 'succeeded', error: null });
+    expect(await fulfillmentsOf(tenant, placed.jobId)).toHaveLength(1);
+  });
+
   it('one pass per store at a time: a second request while one runs is 409', async ({ sandbox, target }) => {
     const tenant = await openTenant(sandbox, target, 'platform_a', ['custom']);
     sandbox.setFaults(tenant.suppliers[0]!.shopDomain, { latencyMs: 1_500 });

@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import type { SourceFulfillment } from '../orders/types.ts';
-import type { PlatformHttpClient, ResponseHeaders } from './http.ts';
+import { LIST_PAGE, type PlatformHttpClient, type ResponseHeaders } from './http.ts';
 import { nextLink, pageEntries, timestamp } from './listing.ts';
 import { anyId, distinct, numericId, optionalText, parsePayload, stringList } from './payload.ts';
 import { PayloadError, type StoreConnection, type UpdatedOrder, type UpdatedPage } from './types.ts';
@@ -79,9 +79,9 @@ export async function listUpdatedPlatformA(http: PlatformHttpClient, store: Stor
     const list = parsePayload(z.object({ orders: z.unknown() }), body, 'platform_a updated order list').orders;
     return { orders: pageEntries(list, 'platform_a updated order list').map(readPlatformA), next: nextLink(headers('link')) };
   };
-  if (cursor !== null) return http.getUrl(store, cursor, read);
+  if (cursor !== null) return http.getUrl(store, cursor, read, LIST_PAGE);
   const query = new URLSearchParams({ status: 'any', updated_at_min: since.toISOString(), limit: String(UPDATED_PAGE_SIZE.platform_a) });
-  return http.get(store, `${A_API}/orders.json?${query}`, read);
+  return http.get(store, `${A_API}/orders.json?${query}`, read, LIST_PAGE);
 }
 
 function readPlatformA(entry: unknown): UpdatedOrder {
@@ -134,7 +134,7 @@ export async function listUpdatedPlatformB(http: PlatformHttpClient, store: Stor
     const last = totalPages === null ? listed.length < size : position.page >= Number(totalPages);
     const { fresh, next } = followByTime(position, listed, (order) => ({ id: order.externalOrderId, time: order.updatedAt }), last);
     return { orders: fresh, next: next && writePlatformBPosition(next) };
-  });
+  }, LIST_PAGE);
 }
 
 function readPlatformB(entry: unknown): UpdatedOrder {
@@ -170,7 +170,7 @@ export async function listUpdatedCustom(http: PlatformHttpClient, store: StoreCo
   return http.get(store, `/orders?${query}`, (body) => {
     const page = parsePayload(z.object({ data: z.unknown(), nextCursor: z.string().min(1).nullish() }), body, 'custom updated order list');
     return { orders: pageEntries(page.data, 'custom updated order list').map(readCustom), next: page.nextCursor ?? null };
-  });
+  }, LIST_PAGE);
 }
 
 function readCustom(entry: unknown): UpdatedOrder {
