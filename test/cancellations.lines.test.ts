@@ -190,6 +190,33 @@ describe('some lines on other platforms', () => {
   });
 });
 
+describe('two dead cancellations of one job', () => {
+  it("keep the job's cancellation_dead entry open, naming the one still dead, when the other's retry completes", async ({ api, sandbox, shopWith, placed, storefront }) => {
+    const shop = await shopWith('custom', 'custom');
+    const { order, acmeJob } = await placed(shop);
+    const token = shop.user.token;
+    const allDead = (n: number) => (j: any) => j.cancellations.length === n && j.cancellations.every((c: any) => c.status === 'dead');
+    // Acme is down for cancellations: the customer cancels the anvils, then the bells; both die.
+    sandbox.setFaults(shop.acme.shopDomain, { cancelFailNext: 8, cancelStatus: 503 });
+    await storefront(shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString(), lines: [{ sku: ANVIL.sku, quantity: ANVIL.quantity }] });
+    await waitForJob(api, token, acmeJob.id, allDead(1), 20_000);
+    await storefront(shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString(), lines: [{ sku: BELL.sku, quantity: BELL.quantity }] });
+    const [first, second] = (await waitForJob(api, token, acmeJob.id, allDead(2), 20_000)).cancellations;
+    const todo = async () => ((await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token })).body.data as any[]).map((entry) => [entry.type, entry.subjectId]);
+    // One entry per job and type (order-changes.md).
+    expect(await todo()).toEqual([['cancellation_dead', first.id]]);
+    sandbox.clearFaults(shop.acme.shopDomain);
+    expect((await api.post(`/v1/sync_jobs/${acmeJob.id}/cancellations/${first.id}/retry`, { token })).status).toBe(200);
+    const after = await waitForJob(api, token, acmeJob.id, (j) => j.cancellations[0].status === 'completed', 20_000);
+    expect(after.cancellations[1]).toMatchObject({ id: second.id, status: 'dead' });
+    // The bells are still open at the supplier: the entry now names the cancellation still dead.
+    expect(await todo()).toEqual([['cancellation_dead', second.id]]);
+    expect((await api.post(`/v1/sync_jobs/${acmeJob.id}/cancellations/${second.id}/retry`, { token })).status).toBe(200);
+    await waitForJob(api, token, acmeJob.id, (j) => j.cancellations.every((c: any) => c.status === 'completed'), 20_000);
+    expect(await todo()).toEqual([]);
+  });
+});
+
 describe('lines cut from a job not placed', () => {
   it('a cut made by its attempt holds no quantity twice: a second signal for the same line cuts it too', async ({ api, sandbox, shopWith, storefront }) => {
     const shop = await shopWith('custom', 'custom');

@@ -6,7 +6,7 @@
  * and deaths and completions of retried work are written by their transition statement
  * (`settledSteps`).
  */
-import { sql, type UpdateQueryBuilder, type UpdateResult } from 'kysely';
+import { sql, type RawBuilder, type UpdateQueryBuilder, type UpdateResult } from 'kysely';
 import type { SettledStep } from '../attempts/kind.ts';
 import { insertAudit, type AuditRecord } from '../audit-log/repository.ts';
 import type { Orm } from '../db/orm.ts';
@@ -317,12 +317,44 @@ export function settledSteps(type: DivergenceType, jobOf?: string): SettledStep[
       where s.status = 'dead'
       on conflict ${ONE_PER_JOB_AND_TYPE} do nothing
       returning id)`,
-    sql`(
-      update divergences d set status = 'resolved', resolved_at = s.updated_at
-      from settled s
-      where s.status = 'completed' and d.subject_id = s.id and d.type = ${type} and d.status = 'open'
-      returning d.id)`,
+    jobOf === undefined ? resolveStep(type) : resolveOrPassOnStep(type, jobOf),
   ];
+}
+
+/** A row moved to `completed` resolves the open entry it is the subject of. */
+function resolveStep(type: DivergenceType): SettledStep {
+  return sql`(
+    update divergences d set status = 'resolved', resolved_at = s.updated_at
+    from settled s
+    where s.status = 'completed' and d.subject_id = s.id and d.type = ${type} and d.status = 'open'
+    returning d.id)`;
+}
+
+/**
+ * `resolveStep` for a table with several rows per job (a job's fulfillments, its cancellations): the
+ * job has one open entry of the type, so when its subject completes while another row of the job is
+ * still dead (or dies in this statement), the entry passes to that row instead of being resolved.
+ * (The statement's snapshot shows the rows it settles as they were, hence `settled` for those.)
+ */
+function resolveOrPassOnStep(type: DivergenceType, table: string): SettledStep {
+  const jobOfRow = (id: RawBuilder<unknown>) => sql`(select y.sync_job_id from ${sql.table(table)} y where y.id = ${id})`;
+  return sql`(
+    update divergences d set
+      status = case when other.id is null then 'resolved' else 'open' end,
+      resolved_at = case when other.id is null then s.updated_at end,
+      subject_id = coalesce(other.id, d.subject_id),
+      detail = case when other.id is null then d.detail else other.error_message end
+    from settled s
+    left join lateral (
+      select dead.id, dead.error_message from (
+        select x.id, x.error_message from ${sql.table(table)} x
+        where x.sync_job_id = ${jobOfRow(sql`s.id`)} and x.status = 'dead' and x.id not in (select z.id from settled z)
+        union all
+        select z.id, z.error_message from settled z where z.status = 'dead' and ${jobOfRow(sql`z.id`)} = ${jobOfRow(sql`s.id`)}
+      ) dead order by dead.id limit 1
+    ) other on true
+    where s.status = 'completed' and d.subject_id = s.id and d.type = ${type} and d.status = 'open'
+    returning d.id)`;
 }
 
 /**
