@@ -10,7 +10,9 @@ import { connectOrm } from '../src/database.ts';
 import { sqlOf } from '../src/db/sql.ts';
 import { strandedDeliveries, takeSendingSlot } from '../src/webhook-endpoints/repository.ts';
 import { queryRows } from './support/database.ts';
-import { registerUser, type TestUser } from './support/factories.ts';
+import { createResellerStore, createSourceStore, registerUser, type TestUser } from './support/factories.ts';
+import { sendWebhook } from './sandbox/server.ts';
+import { ORDERS_PATH, uniqueSuffix } from './support/webhooks.ts';
 import { test } from './support/fixtures.ts';
 import { waitFor } from './support/wait.ts';
 
@@ -284,6 +286,79 @@ describe('webhook endpoints', () => {
     await waitFor(async () => (await queryRows(service.databaseUrl, `select 1 from pgboss.job where name = 'webhook.deliver' and state in ('created', 'retry', 'active') and group_id = $1`, [endpoint.id])).length === 0, 10_000, 'the queued attempt to be taken');
     expect(receiver.at(endpoint.path).length).toBeLessThanOrEqual(attemptsAtDeletion + 1);
     expect(await queryRows(service.databaseUrl, 'select id from webhook_deliveries where endpoint_id = $1', [endpoint.id])).toEqual([]);
+  });
+
+  it('removes a delivery to an endpoint deleted while the routing that fanned out to it was still committing', async ({ service, api, sandbox, receiver }) => {
+    const user = await registerUser(api);
+    const resellerSecret = `whsec_reseller_${uniqueSuffix()}`;
+    const reseller = await createResellerStore(api, user.token, { platform: 'platform_a', webhookSecret: resellerSecret });
+    const supplier = await createSourceStore(api, user.token, reseller.id, { platform: 'custom', vendorTag: `Acme ${uniqueSuffix()}`, webhookSecret: `whsec_supplier_${uniqueSuffix()}` });
+    const created = await api.post('/v1/webhook_endpoints', { token: user.token, body: { url: receiver.url(freshPath()), enabledEvents: ['*'] } });
+    expect(created.status).toBe(201);
+    const endpointId = created.body.id as string;
+    const orderId = 970_000 + Math.floor(Math.random() * 10_000);
+    const payload = sandbox.buildOrderPayload('platform_a', { id: orderId, lines: [{ sku: 'A-1', title: 'Anvil', vendor: supplier.vendorTag, quantity: 1, price: '25.00' }] });
+    // The order's cancellation lock, which the routing takes right after appending its events to the
+    // outbox (src/orders/routing.ts): held, the routing is past its fan-out and not yet committed.
+    const client = new pg.Client({ connectionString: service.databaseUrl });
+    await client.connect();
+    try {
+      await client.query('begin');
+      await client.query('select pg_advisory_xact_lock(hashtext($1))', [`cancel:${reseller.id}:${orderId}`]);
+      const routed = sendWebhook({ targetUrl: `${service.url}${ORDERS_PATH}`, shopDomain: reseller.shopDomain, secret: resellerSecret, topic: 'orders/create', payload });
+      await waitFor(async () => {
+        const [row] = await queryRows<{ waiting: string }>(service.databaseUrl, "select count(*) as waiting from pg_stat_activity where wait_event_type = 'Lock' and wait_event = 'advisory'");
+        return Number(row!.waiting) > 0;
+      }, 10_000, 'the routing to reach the cancellation lock');
+      expect((await api.delete(`/v1/webhook_endpoints/${endpointId}`, { token: user.token })).status).toBe(204);
+      await client.query('commit');
+      expect((await routed).status).toBe(200);
+    } finally {
+      await client.end();
+    }
+    const left = () => queryRows(service.databaseUrl, 'select id from webhook_deliveries where endpoint_id = $1', [endpointId]);
+    await waitFor(async () => (await left()).length === 0, 10_000, 'the delivery to the deleted endpoint to be removed');
+  });
+
+  it('answers concurrent retries of one failed delivery with one 200 and 409 delivery_not_failed, never a 500', async ({ service, api, receiver, createEndpoint }) => {
+    const endpoint = await createEndpoint(alice);
+    receiver.behave(endpoint.path, { status: 500 });
+    const ping = await api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: alice.token });
+    expect(ping.status).toBe(202);
+    const deliveryId = ping.body.id as string;
+    const statusOf = async () => (await queryRows<{ status: string }>(service.databaseUrl, 'select status from webhook_deliveries where id = $1', [deliveryId]))[0]!.status;
+    const statuses: number[] = [];
+    for (let round = 0; round < 3; round++) {
+      await waitFor(async () => (await statusOf()) === 'failed', 15_000, 'the delivery to fail');
+      const answers = await Promise.all(Array.from({ length: 6 }, () => api.post(`/v1/webhook_endpoints/${endpoint.id}/deliveries/${deliveryId}/retry`, { token: alice.token })));
+      statuses.push(...answers.map((answer) => answer.status));
+      for (const answer of answers.filter((a) => a.status === 409)) expect(answer.body.error).toMatchObject({ code: 'conflict', details: { reason: 'delivery_not_failed' } });
+    }
+    expect(statuses.filter((status) => status === 200)).toHaveLength(3);
+    expect(statuses.filter((status) => status !== 200 && status !== 409)).toEqual([]);
+  });
+
+  it('answers 404 to a test ping whose endpoint is deleted while the ping is being queued', async ({ service, api, createEndpoint }) => {
+    const endpoint = await createEndpoint(alice);
+    // The endpoint's row held, as a DELETE in progress holds it (deleteWithDeliveries).
+    const client = new pg.Client({ connectionString: service.databaseUrl });
+    await client.connect();
+    try {
+      await client.query('begin');
+      await client.query('select id from webhook_endpoints where id = $1 for update', [endpoint.id]);
+      const tested = api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: alice.token });
+      await waitFor(async () => {
+        const [row] = await queryRows<{ waiting: string }>(service.databaseUrl, "select count(*) as waiting from pg_stat_activity where wait_event_type = 'Lock' and query ilike '%webhook_endpoints%for update%'");
+        return Number(row!.waiting) > 0;
+      }, 10_000, 'the ping to wait for the endpoint row');
+      await client.query('delete from webhook_deliveries where endpoint_id = $1', [endpoint.id]);
+      await client.query('delete from webhook_endpoints where id = $1', [endpoint.id]);
+      await client.query('commit');
+      const answer = await tested;
+      expect(answer.status, JSON.stringify(answer.body)).toBe(404);
+    } finally {
+      await client.end();
+    }
   });
 
   it('another user\'s endpoint, and its deliveries, are 404 on every route', async ({ api, createEndpoint, deliveriesOf }) => {

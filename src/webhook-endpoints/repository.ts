@@ -181,6 +181,20 @@ export async function strandedDeliveries(
   return rows.map((row) => ({ id: row.id, endpointId: row.endpoint_id, version: row.version, givenUp: row.given_up }));
 }
 
+/**
+ * Deletes a delivery whose endpoint is gone: one committed by a change whose fan-out read the
+ * endpoint just before it was deleted (the delete cannot see it, so it is left behind). A delivery
+ * worker finding its delivery unloadable calls it; nothing else would ever end that delivery.
+ */
+export async function deleteOrphanDelivery(db: Db | Trx, deliveryId: string): Promise<boolean> {
+  const deleted = await db
+    .deleteFrom('webhook_deliveries as d')
+    .where('d.id', '=', deliveryId)
+    .where((eb) => eb.not(eb.exists(eb.selectFrom('webhook_endpoints as w').select('w.id').whereRef('w.id', '=', 'd.endpoint_id'))))
+    .executeTakeFirst();
+  return deleted.numDeletedRows === 1n;
+}
+
 /** Ends a pending delivery as `failed` (ABANDON: no attempt follows; it can be retried by hand), at the version read. */
 export async function abandonDelivery(db: Db | Trx, deliveryId: string, version: number, error: string, now: Date): Promise<boolean> {
   const moved = await db
@@ -194,8 +208,9 @@ export async function abandonDelivery(db: Db | Trx, deliveryId: string, version:
 }
 
 /** How many `ping` deliveries the endpoint was given since `since` (the test route's rate limit). */
-export async function pingsSince(trx: Trx, endpointId: string, since: Date): Promise<number> {
-  await trx.selectFrom('webhook_endpoints').select('id').where('id', '=', endpointId).forUpdate().execute();
+export async function pingsSince(trx: Trx, endpointId: string, since: Date): Promise<number | null> {
+  const locked = await trx.selectFrom('webhook_endpoints').select('id').where('id', '=', endpointId).forUpdate().executeTakeFirst();
+  if (!locked) return null;
   const { count } = await trx
     .selectFrom('webhook_deliveries')
     .select((eb) => eb.fn.countAll<string>().as('count'))
@@ -336,7 +351,7 @@ export class WebhookEndpointRepository {
   changeDelivery<T>(ownerId: string, endpointId: string, deliveryId: string, change: (delivery: WebhookDelivery | null, trx: Trx) => Promise<T>): Promise<T> {
     return this.em.transactional(async (em) => {
       const trx = transactionOf(em);
-      const delivery = await em.findOne(WebhookDelivery, { id: deliveryId, endpointId, ownerId });
+      const delivery = await em.findOne(WebhookDelivery, { id: deliveryId, endpointId, ownerId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
       const eventKept = delivery !== null && (await trx.selectFrom('events').select('id').where('id', '=', delivery.eventId).forShare().executeTakeFirst()) !== undefined;
       return change(eventKept ? delivery : null, trx);
     });

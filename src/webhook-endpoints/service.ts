@@ -158,7 +158,9 @@ export class WebhookEndpointService {
     if (endpoint.status !== 'enabled') throw endpointDisabled();
     const deliveryId = await this.endpoints.transaction(async (trx) => {
       // Counted under the endpoint's row lock, so concurrent requests cannot overshoot the limit.
-      if ((await pingsSince(trx, endpoint.id, new Date(Date.now() - 60_000))) >= MAX_TEST_PINGS_PER_MINUTE) {
+      const pings = await pingsSince(trx, endpoint.id, new Date(Date.now() - 60_000));
+      if (pings === null) throw notFound();
+      if (pings >= MAX_TEST_PINGS_PER_MINUTE) {
         throw new AppError('rate_limited', {
           message: `At most ${MAX_TEST_PINGS_PER_MINUTE} test events per endpoint per minute; retry later.`,
           retryAfterSeconds: 60,

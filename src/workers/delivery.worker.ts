@@ -10,6 +10,7 @@ import { sqlOf } from '../db/sql.ts';
 import { newMessageId } from '../queue/queue.ts';
 import { guardedAgent } from '../shared/url-safety.ts';
 import {
+  deleteOrphanDelivery,
   loadDelivery,
   markEndpointFailing,
   markEndpointHealthy,
@@ -74,6 +75,10 @@ export class DeliveryWorker {
   async handle({ messageId, deliveryId }: DeliveryMessage): Promise<void> {
     const log = this.ctx.logger.child({ delivery_id: deliveryId, message_id: messageId });
     const work = await loadDelivery(sqlOf(this.ctx.orm), deliveryId);
+    if (!work && (await deleteOrphanDelivery(sqlOf(this.ctx.orm), deliveryId))) {
+      log.info('delivery to a deleted endpoint removed');
+      return;
+    }
     if (!work || work.queueMessageId !== messageId || work.status !== 'pending') {
       log.debug('stale delivery message ignored');
       return;
