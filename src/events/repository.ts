@@ -161,21 +161,27 @@ function eventsWithDeliveries(trx: Trx, toOneEndpoint: boolean, [rows, now, only
 }
 
 /**
- * Deletes up to `limit` events created before `before`, oldest first, with their deliveries, in one
- * statement; an event with a delivery still pending is kept until it ends. Returns how many went.
+ * Deletes up to `limit` events created before `before`, oldest first, with their deliveries; an event
+ * with a delivery still pending is kept until it ends. Returns how many went.
  */
 export async function pruneEventsBefore(trx: Trx, before: Date, limit: number): Promise<number> {
+  // Locked first, decided after: a delivery's manual retry holds its event (FOR SHARE, webhook-endpoints'
+  // changeDelivery) while it sets the delivery back to pending. An event held now is skipped; one whose
+  // retry committed since this statement began is seen pending by the next statement, which reads anew.
+  const { rows: locked } = await sql<{ id: string }>`
+    select e.id from events e
+    where e.id < ${firstIdAt('event', before)}
+      and not exists (select 1 from webhook_deliveries d where d.event_id = e.id and d.status = 'pending')
+    order by e.id limit ${limit}
+    for update of e skip locked`.execute(trx);
+  if (locked.length === 0) return 0;
   const { rows } = await sql<{ id: string }>`
     with doomed as (
       select e.id from events e
-      where e.id < ${firstIdAt('event', before)}
+      where e.id = any(${locked.map((row) => row.id)}::text[])
         and not exists (select 1 from webhook_deliveries d where d.event_id = e.id and d.status = 'pending')
-      order by e.id limit ${limit}
-      -- An event a delivery's retry holds is left for the next batch (webhook-endpoints' changeDelivery).
-      for update of e skip locked
     ),
-    -- Re-checked on a row a manual retry set back to pending meanwhile: that delivery stays.
-    deliveries as (delete from webhook_deliveries d using doomed where d.event_id = doomed.id and d.status <> 'pending')
+    deliveries as (delete from webhook_deliveries d using doomed where d.event_id = doomed.id)
     delete from events e using doomed where e.id = doomed.id
     returning e.id`.execute(trx);
   return rows.length;
