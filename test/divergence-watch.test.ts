@@ -331,6 +331,42 @@ describe('the to-do list', () => {
     expect(await divergencesOf(tenant)).toEqual([]);
   });
 
+  it('a stale job whose lines the storefront cancels one by one: the last cancelled at the supplier resolves the entry, and it is not raised again', async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, 'custom', ['custom']);
+    const supplier = tenant.suppliers[0]!;
+    const order = sandbox.buildOrderPayload('custom', {
+      id: `wo-lines-${Date.now()}`,
+      lines: [
+        { sku: 'WCH-A', title: 'Anvil', vendor: supplier.vendorTag, quantity: 2, price: '30.00' },
+        { sku: 'WCH-B', title: 'Bell', vendor: supplier.vendorTag, quantity: 1, price: '12.00' },
+      ],
+    });
+    expect(await sandbox.placeCustomerOrder(tenant.reseller.shopDomain, 'custom', order)).toMatchObject({ delivered: { status: 200 } });
+    const jobOf = async () => (await queryRows<{ id: string; status: string }>(target.databaseUrl, 'select id, status from sync_jobs where external_order_id = $1', [String(order.id)]))[0];
+    await waitFor(async () => (await jobOf())?.status === 'completed', 20_000, 'the order placed');
+    const jobId = (await jobOf())!.id;
+    await queryRows(target.databaseUrl, "update sync_jobs set completed_at = now() - interval '8 days' where id = $1", [jobId]);
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', repairs: 1 });
+    expect((await divergencesOf(tenant)).map((entry) => entry.type)).toEqual(['stale']);
+    const cancelled = (n: number) => waitFor(async () => {
+      const rows = await queryRows<{ outcome: string | null }>(target.databaseUrl, 'select outcome from cancellations where sync_job_id = $1', [jobId]);
+      return rows.length === n && rows.every((row) => row.outcome === 'cancelled');
+    }, 20_000, `${n} cancellation(s) cancelled at the supplier`);
+    const cancelLine = (sku: string, quantity: number) =>
+      sendWebhook({ targetUrl: `${target.url}${ORDERS_PATH}`, shopDomain: tenant.reseller.shopDomain, secret: tenant.reseller.secret, topic: 'orders/cancelled',
+        payload: { id: order.id, cancelledAt: new Date().toISOString(), lines: [{ sku, quantity }] } });
+    await cancelLine('WCH-A', 2);
+    await cancelled(1);
+    // The bells are still open: the entry stays.
+    expect((await divergencesOf(tenant)).map((entry) => entry.type)).toEqual(['stale']);
+    await cancelLine('WCH-B', 1);
+    await cancelled(2);
+    // Nothing of the supplier order is left to ship: the entry is resolved, and a later pass raises none.
+    expect(await divergencesOf(tenant)).toEqual([]);
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded' });
+    expect(await divergencesOf(tenant)).toEqual([]);
+  });
+
   it('no stale entry is raised beside a supplier cancellation being recorded at that moment: the pass waits for the job, then decides', async ({ sandbox, target }) => {
     const tenant = await openTenant(sandbox, target, 'platform_a', ['custom']);
     const placed = await placeOrder(sandbox, tenant, tenant.suppliers[0]!);

@@ -67,6 +67,8 @@ interface Decision {
   reason: string | null;
   /** The supplier lines this cancellation ends up covering, when they differ from those asked. */
   lines?: CancelledLine[];
+  /** Some lines cancelled, and nothing of the supplier order is left open or shipped (`Cancellation.closesOrder`). */
+  closesOrder?: boolean;
   /** The HTTP status of the call that decided it; null when no call was needed. */
   platformStatus: number | null;
 }
@@ -253,7 +255,7 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
       };
     }
     const state = await readOrder(job, platform, store, orderId);
-    if (state.cancelled) return { outcome: 'cancelled', reason: null, platformStatus: 200 };
+    if (state.cancelled) return { outcome: 'cancelled', reason: null, platformStatus: 200, closesOrder: true };
     // Never more than is still open on the supplier's side, line by line.
     const toCancel: LineToCancel[] = [];
     const shipped: CancelledLine[] = [];
@@ -285,7 +287,7 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
       return { outcome: 'too_late', reason: [`already shipped by the supplier: ${describeLines(shipped)}`, notFound].filter(Boolean).join('; '), platformStatus: status };
     }
     if (notFound) return { outcome: 'unsupported', reason: notFound, platformStatus: status };
-    return { outcome: 'cancelled', reason: null, platformStatus: status };
+    return { outcome: 'cancelled', reason: null, platformStatus: status, closesOrder: leavesNothingOpen(state, toCancel) };
   }
 
   return {
@@ -305,10 +307,15 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
 
     async perform(work) {
       const decision = await decide(work);
-      if (decision.reason !== work.row.reason || decision.lines) {
-        await repository.recordDetail(work.row.id, work.row.version, { reason: decision.reason, ...(decision.lines && { lines: decision.lines }) });
+      if (decision.reason !== work.row.reason || decision.lines || decision.closesOrder) {
+        await repository.recordDetail(work.row.id, work.row.version, {
+          reason: decision.reason,
+          ...(decision.lines && { lines: decision.lines }),
+          ...(decision.closesOrder && { closesOrder: true }),
+        });
       }
       work.row.reason = decision.reason;
+      if (decision.closesOrder) work.row.closesOrder = true;
       return { id: decision.outcome, status: decision.platformStatus };
     },
 
@@ -344,6 +351,14 @@ function withKeptLineIds(state: SupplierOrderState, kept: SupplierLine[]): Suppl
 /** A supplier's answer that the cancellation cannot be done (422, 409), as opposed to a failure to retry. */
 function isRefusal(error: unknown): error is PlatformError {
   return error instanceof PlatformError && !error.retryable && (error.status === 422 || error.status === 409);
+}
+
+/** Whether cancelling `toCancel` leaves nothing of the order open, with nothing of it shipped: the whole order is then cancelled. */
+function leavesNothingOpen(state: SupplierOrderState, toCancel: LineToCancel[]): boolean {
+  return state.lines.every((line) => {
+    const cancelledNow = toCancel.filter((c) => c.lineId === line.lineId && c.sku === line.sku).reduce((sum, c) => sum + c.quantity, 0);
+    return line.fulfilledQuantity === 0 && line.quantity - line.cancelledQuantity - cancelledNow <= 0;
+  });
 }
 
 /** The open quantities of a partly shipped order, line by line. */

@@ -32,6 +32,11 @@ export const Cancellation = defineEntity({
     retriesLeft: p.integer(),
     outcome: p.enum(CANCELLATION_OUTCOMES).nullable(),
     reason: p.text().nullable(),
+    /**
+     * A `lines` cancellation after which nothing of the supplier order is left open (every other line
+     * cancelled before it): the order is cancelled as a whole one would be. Not in the API.
+     */
+    closesOrder: p.boolean().default(false),
     errorMessage: p.text().nullable(),
     completedAt: p.datetime().nullable(),
     failedAt: p.datetime().nullable(),

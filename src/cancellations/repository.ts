@@ -201,10 +201,10 @@ export class CancellationRepository {
    * What an attempt learnt beside its outcome (the lines actually cancelled, the reason), written
    * before the outcome while the attempt still holds the row; the outcome's write follows.
    */
-  async recordDetail(id: string, version: number, detail: { reason: string | null; lines?: CancelledLine[] }): Promise<void> {
+  async recordDetail(id: string, version: number, detail: { reason: string | null; lines?: CancelledLine[]; closesOrder?: true }): Promise<void> {
     await this.db
       .updateTable('cancellations')
-      .set({ reason: detail.reason, ...(detail.lines && { lines: JSON.stringify(detail.lines) }) })
+      .set({ reason: detail.reason, ...(detail.lines && { lines: JSON.stringify(detail.lines) }), ...(detail.closesOrder && { closes_order: true }) })
       .where('id', '=', id)
       .where('version', '=', version)
       .execute();

@@ -14,9 +14,12 @@ export interface TooLateWriting {
   outbox: Outbox;
 }
 
-/** A whole-order cancellation that ended with no supplier order left to ship: one a fulfillment contradicts. */
+/**
+ * A cancellation that ended with nothing of the supplier order left to ship (the whole order, or its
+ * last open lines: `closesOrder`): one a fulfillment contradicts.
+ */
 export const endsWholeOrder = (c: Cancellation): boolean =>
-  c.status === 'completed' && c.scope === 'order' && (c.outcome === 'cancelled' || c.outcome === 'not_placed');
+  c.status === 'completed' && ((c.scope === 'order' && (c.outcome === 'cancelled' || c.outcome === 'not_placed')) || (c.closesOrder && c.outcome === 'cancelled'));
 
 /**
  * The supplier shipped a job whose whole order a cancellation ended `cancelled` or `not_placed`: the
@@ -28,7 +31,7 @@ export const endsWholeOrder = (c: Cancellation): boolean =>
 export async function shippedAnywayIn(trx: Trx, deps: TooLateWriting, syncJobId: string, reason: string): Promise<boolean> {
   const cancellations = await deps.repository.forJobsIn(trx, [syncJobId]);
   if (cancellations.some((c) => c.outcome === 'too_late')) return false;
-  // A whole-order one: lines cancelled or cut leave the rest to ship, and its shipment is no news.
+  // One that left nothing to ship: lines cancelled or cut leave the rest to ship, and its shipment is no news.
   const latest = cancellations.findLast(endsWholeOrder);
   if (!latest || !(await deps.repository.markTooLate(trx, latest, reason))) return false;
   await insertAudit(trx, [cancellationAuditRecord({ ...latest, outcome: 'too_late', reason }, 'cancellation.too_late', SYSTEM_ACTOR, { previousOutcome: latest.outcome, reason })]);

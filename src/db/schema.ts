@@ -46,6 +46,7 @@ export const TABLES = {
     retries_left: 'integer',
     outcome: 'text null',
     reason: 'text null',
+    closes_order: 'boolean default',
     error_message: 'text null',
     completed_at: 'timestamp with time zone null',
     failed_at: 'timestamp with time zone null',
@@ -275,18 +276,20 @@ export const TABLES = {
   },
 } as const;
 
-type SqlType = 'character varying' | 'text' | 'integer' | 'smallint' | 'jsonb' | 'timestamp with time zone';
+type SqlType = 'character varying' | 'text' | 'integer' | 'smallint' | 'boolean' | 'jsonb' | 'timestamp with time zone';
 
 /** jsonb is read back parsed; it is written as JSON text (node-pg would turn an array into a PostgreSQL array). */
 type Jsonb = ColumnType<unknown, string, string>;
 
 type ValueOf<T extends SqlType> = T extends 'integer' | 'smallint'
   ? number
-  : T extends 'timestamp with time zone'
-    ? ColumnType<Date, Date | string, Date | string>
-    : T extends 'jsonb'
-      ? Jsonb
-      : string;
+  : T extends 'boolean'
+    ? boolean
+    : T extends 'timestamp with time zone'
+      ? ColumnType<Date, Date | string, Date | string>
+      : T extends 'jsonb'
+        ? Jsonb
+        : string;
 
 type ColumnOf<S extends string> = S extends `${infer T extends SqlType} null`
   ? ValueOf<T> | null

@@ -235,7 +235,7 @@ function staleJobs(resellerStoreId: string, staleAfterMs: number) {
     and not exists (select 1 from fulfillments f where f.sync_job_id = j.id)
     -- A supplier order that is cancelled (by the supplier, or at the service's request) ships nothing.
     and j.supplier_cancelled_at is null
-    and not exists (select 1 from cancellations c where c.sync_job_id = j.id and c.scope = 'order' and c.outcome = 'cancelled')
+    and not exists (select 1 from cancellations c where c.sync_job_id = j.id and (c.scope = 'order' or c.closes_order) and c.outcome = 'cancelled')
     and not exists (select 1 from divergences d where d.sync_job_id = j.id and d.type in ('stale', 'supplier_cancelled') and d.status in ('open', 'dismissed'))`;
 }
 
@@ -380,7 +380,7 @@ export function cancellationOutcomeSteps(): SettledStep[] {
       update divergences d set status = 'resolved', resolved_at = s.updated_at
       from settled s
       join cancellations x on x.id = s.id
-      where s.status = 'completed' and s.result = 'cancelled' and x.scope = 'order'
+      where s.status = 'completed' and s.result = 'cancelled' and (x.scope = 'order' or x.closes_order)
         and d.sync_job_id = x.sync_job_id and d.type = 'stale' and d.status = 'open'
       returning d.id)`,
   ];
