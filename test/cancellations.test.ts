@@ -384,6 +384,14 @@ describe("a supplier's own cancellation", () => {
     });
   }
 
+  it('is recorded from a platform_b order the supplier refunded, as the divergence watch reads it', async ({ api, shopWith, routed, supplierSends }) => {
+    const shop = await shopWith('platform_a', 'platform_b');
+    const { jobId, job: placed } = await routed(shop);
+    const response = await supplierSends(shop, 'orders/updated', { id: Number(placed.sourceOrderId), status: 'refunded' });
+    expect(response.body).toMatchObject({ received: true, syncJobIds: [jobId] });
+    expect(await getJob(api, shop.user.token, jobId)).toMatchObject({ supplierCancelledAt: expect.any(String), supplierCancelReason: 'refunded' });
+  });
+
   it('is not the supplier\'s own when the service asked for it: nothing changes', async ({ api, shopWith, routed, storefront, supplierSends }) => {
     const shop = await shopWith('custom', 'custom');
     const { order, jobId, job: placed } = await routed(shop);

@@ -90,7 +90,9 @@ export function readSupplierCancellation(platform: Platform, topic: string, body
   }
   if (platform === 'platform_b' && topic === 'orders/updated') {
     const order = parsePayload(platformBOrder, body, 'platform_b order');
-    return order.status === 'cancelled' ? { sourceOrderId: order.id, reason: null } : null;
+    // Refunded ends the order as cancelled does (order-changes.md counts both on the storefront), and the watch reads it so.
+    if (order.status === 'cancelled' || order.status === 'refunded') return { sourceOrderId: order.id, reason: platformBCancelReason(order.status) };
+    return null;
   }
   if (platform === 'custom' && topic === 'orders/cancelled') {
     const cancellation = parsePayload(customCancellation, body, 'custom cancellation');
@@ -103,3 +105,6 @@ export function readSupplierCancellation(platform: Platform, topic: string, body
   }
   return null;
 }
+
+/** The reason a platform_b order's status gives for its end: a refund says so; a cancellation gives none. */
+export const platformBCancelReason = (status: 'cancelled' | 'refunded'): string | null => (status === 'refunded' ? 'refunded' : null);

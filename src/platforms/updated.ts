@@ -11,6 +11,7 @@ import { nextLink, pageEntries, timestamp } from './listing.ts';
 import { anyId, distinct, numericId, optionalText, parsePayload, stringList } from './payload.ts';
 import { PayloadError, type StoreConnection, type UpdatedOrder, type UpdatedPage } from './types.ts';
 import { firstPosition, followByTime, type TimePosition } from './time-paging.ts';
+import { platformBCancelReason } from './cancel-webhooks.ts';
 
 export type { UpdatedOrder, UpdatedPage } from './types.ts';
 
@@ -145,7 +146,7 @@ function readPlatformB(entry: unknown): UpdatedOrder {
     syncReference: textValue(order.meta_data.find((meta) => meta.key === 'sync_reference')?.value),
     updatedAt: order.date_modified_gmt,
     cancelled,
-    cancelReason: cancelled ? order.status : null,
+    cancelReason: order.status === 'cancelled' || order.status === 'refunded' ? platformBCancelReason(order.status) : null,
     status: order.status,
     // A completed order's tracking is in its shipment trackings, read apart; no other status has any.
     shipments: order.status === 'completed' ? null : [],
