@@ -45,6 +45,9 @@ const REMAINING: Record<string, Record<string, string>> = {
     sync_jobs: 'readStoreStats: the oldest pending job and the newest job, in the one statement of the store\'s stats',
     reconciliation_runs: 'stats: the store\'s last reconciliation, in the same statement',
   },
+  'source-stores': {
+    reseller_stores: 'insertUnderLimit: the parent store, read FOR SHARE in the creation\'s transaction, so a supplier is never created under a store being deleted',
+  },
   'sync-jobs': {
     cancellations: 'orderInDoubt: a job ended unplaced while in doubt could own an order until its cancellation has looked it up (also in fulfillments\' forgetUnowned)',
     source_stores: 'loadWithSources: a worker batch reads its jobs with their stores in one statement (the hot path)',

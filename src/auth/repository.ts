@@ -37,6 +37,11 @@ export class AuthRepository {
     return (await this.orm.em.nativeUpdate(RefreshToken, { id, rotatedAt: null, revokedAt: null }, { rotatedAt: at })) > 0;
   }
 
+  /** Whether any token of the family was revoked (a revoked family stays revoked, whatever joins it later). */
+  async familyRevoked(familyId: string): Promise<boolean> {
+    return (await this.orm.em.count(RefreshToken, { familyId, revokedAt: { $ne: null } })) > 0;
+  }
+
   async revokeFamily(familyId: string, at: Date): Promise<void> {
     await this.orm.em.nativeUpdate(RefreshToken, { familyId, revokedAt: null }, { revokedAt: at });
   }

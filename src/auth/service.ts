@@ -63,7 +63,7 @@ export class AuthService {
   async refresh(presented: string | undefined): Promise<Session> {
     if (!presented) throw new AppError('unauthorized', { message: 'No refresh token cookie.' });
     const token = await this.accounts.findRefreshToken(sha256Hex(presented));
-    if (!token || token.revokedAt || token.expiresAt <= new Date()) {
+    if (!token || token.revokedAt || token.expiresAt <= new Date() || (await this.accounts.familyRevoked(token.familyId))) {
       throw new AppError('unauthorized', { message: 'The refresh token is not valid.' });
     }
     if (!(await this.accounts.claimRefreshToken(token.id, new Date()))) {

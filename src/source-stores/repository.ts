@@ -4,7 +4,7 @@ import { flushUnique } from '../db/errors.ts';
 import { holdLock } from '../db/locks.ts';
 import type { Orm } from '../db/orm.ts';
 import { sqlOf, transactionOf, type Trx } from '../db/sql.ts';
-import type { AppError } from '../shared/errors.ts';
+import { notFound, type AppError } from '../shared/errors.ts';
 import { findPage } from '../db/paging.ts';
 import type { Page, PageQuery } from '../shared/paging.ts';
 import { SourceStore } from './entity.ts';
@@ -36,6 +36,8 @@ export class SourceStoreRepository {
   insertUnderLimit(store: RequiredEntityData<SourceStore>, limit: number, audit: (store: SourceStore) => AuditRecord, tooMany: () => AppError, duplicate: () => AppError): Promise<SourceStore> {
     return this.orm.em.transactional(async (em) => {
       await holdLock(transactionOf(em), `source_stores:${store.ownerId}`);
+      const parent = await transactionOf(em).selectFrom('reseller_stores').select('id').where('id', '=', store.resellerStoreId as string).where('deleted_at', 'is', null).forShare().executeTakeFirst();
+      if (!parent) throw notFound();
       if ((await em.count(SourceStore, { ownerId: store.ownerId, deletedAt: null })) >= limit) throw tooMany();
       const created = em.create(SourceStore, store);
       recordAudit(em, audit(created));
@@ -58,12 +60,18 @@ export class SourceStoreRepository {
     return this.orm.em.findOne(SourceStore, { id, ownerId, deletedAt: null });
   }
 
-  /** Applies these changes to a store read through this repository and writes them with their audit entry. */
-  async update(store: SourceStore, changes: Partial<SourceStore>, audit: AuditRecord): Promise<void> {
-    const em = this.orm.em;
-    em.assign(store, changes);
-    recordAudit(em, audit);
-    await em.flush();
+  /** Reads the user's active store FOR UPDATE and applies what `plan` makes of it, in one transaction; null when there is none. */
+  changeLocked(ownerId: string, resellerStoreId: string, id: string, plan: (store: SourceStore) => { changes: Partial<SourceStore>; audit: AuditRecord } | null): Promise<SourceStore | null> {
+    return this.orm.em.transactional(async (em) => {
+      const store = await em.findOne(SourceStore, { id, resellerStoreId, ownerId, deletedAt: null }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
+      if (!store) return null;
+      const planned = plan(store);
+      if (planned) {
+        em.assign(store, planned.changes);
+        recordAudit(em, planned.audit);
+      }
+      return store;
+    });
   }
 
   /** Soft-deletes the user's active store with its audit entry; false when there is none. Read FOR UPDATE: only the first of concurrent deletes finds it. */

@@ -94,25 +94,28 @@ export class SourceStoreService {
   }
 
   async update(principal: Principal, resellerStoreId: string, id: string, changes: SourceStoreChanges): Promise<SourceStore> {
-    const store = await this.getActive(principal, resellerStoreId, id);
     const { accessToken, webhookSecret, ...settings } = changes;
-    const pricingMode = settings.pricingMode ?? store.pricingMode;
-    const pricingConfig = settings.pricingConfig ?? store.pricingConfig;
-    assertPricingAgrees(pricingMode, pricingConfig);
-    const changed = Object.fromEntries(
-      Object.entries(settings).filter(([field, value]) => value !== undefined && JSON.stringify(value) !== JSON.stringify(store[field as keyof typeof settings])),
-    );
-    // Credentials are never compared with (or read back from) the sealed ones: given is changed.
-    const rotated = { ...(accessToken !== undefined && { accessToken }), ...(webhookSecret !== undefined && { webhookSecret }) };
-    if (Object.keys(changed).length === 0 && Object.keys(rotated).length === 0) return store;
-    const audit = auditOf(principal, store, 'source_store.updated', { changed: [...Object.keys(changed), ...Object.keys(rotated)] });
-    await this.stores.update(store, {
-      ...changed,
-      pricingMode,
-      pricingConfig,
-      ...(rotated.accessToken !== undefined && { accessTokenEncrypted: this.ctx.secrets.encrypt(rotated.accessToken, store.id) }),
-      ...(rotated.webhookSecret !== undefined && { webhookSecretEncrypted: this.ctx.secrets.encrypt(rotated.webhookSecret, store.id) }),
-    }, audit);
+    const store = await this.stores.changeLocked(principal.userId, resellerStoreId, id, (store) => {
+      const pricingMode = settings.pricingMode ?? store.pricingMode;
+      const pricingConfig = settings.pricingConfig ?? store.pricingConfig;
+      assertPricingAgrees(pricingMode, pricingConfig);
+      const changed = Object.fromEntries(
+        Object.entries(settings).filter(([field, value]) => value !== undefined && JSON.stringify(value) !== JSON.stringify(store[field as keyof typeof settings])),
+      );
+      const rotated = { ...(accessToken !== undefined && { accessToken }), ...(webhookSecret !== undefined && { webhookSecret }) };
+      if (Object.keys(changed).length === 0 && Object.keys(rotated).length === 0) return null;
+      return {
+        audit: auditOf(principal, store, 'source_store.updated', { changed: [...Object.keys(changed), ...Object.keys(rotated)] }),
+        changes: {
+          ...changed,
+          pricingMode,
+          pricingConfig,
+          ...(rotated.accessToken !== undefined && { accessTokenEncrypted: this.ctx.secrets.encrypt(rotated.accessToken, store.id) }),
+          ...(rotated.webhookSecret !== undefined && { webhookSecretEncrypted: this.ctx.secrets.encrypt(rotated.webhookSecret, store.id) }),
+        },
+      };
+    });
+    if (!store) throw notFound();
     return store;
   }
 
