@@ -15,13 +15,24 @@ const order: ResellerOrder = {
 
 describe('cutting lines from an order not placed yet', () => {
   it('removes exactly those quantities, drops a line cut to nothing, and scales an exact total', () => {
-    expect(cutOrder(order, [{ sku: 'A-1', quantity: 2 }, { sku: 'B-1', quantity: 1 }]).lines).toEqual([
+    expect(cutOrder(order, [{ sku: 'A-1', quantity: 2 }, { sku: 'B-1', quantity: 1 }], 'Acme').lines).toEqual([
       { sku: 'B-1', title: 'Bell', vendor: 'Acme', quantity: 2, unitPriceMinor: 500, totalMinor: 667 },
     ]);
   });
 
   it('never cuts more than the line holds, and leaves other lines as they are', () => {
-    expect(cutOrder(order, [{ sku: 'A-1', quantity: 5 }, { sku: 'Z-9', quantity: 1 }]).lines).toEqual([order.lines[1]]);
+    expect(cutOrder(order, [{ sku: 'A-1', quantity: 5 }, { sku: 'Z-9', quantity: 1 }], 'Acme').lines).toEqual([order.lines[1]]);
     expect(order.lines).toHaveLength(2);
+  });
+
+  it("cuts only the job's own supplier's lines: another vendor's line with the same SKU (the job stores the whole order) is left as it is", () => {
+    const shared: ResellerOrder = {
+      ...order,
+      lines: [
+        { sku: 'W-1', title: 'Widget', vendor: 'Bolt', quantity: 2, unitPriceMinor: 100 },
+        { sku: 'W-1', title: 'Widget', vendor: 'acme ', quantity: 3, unitPriceMinor: 100 },
+      ],
+    };
+    expect(cutOrder(shared, [{ sku: 'W-1', quantity: 1 }], 'Acme').lines).toEqual([shared.lines[0], { ...shared.lines[1], quantity: 2 }]);
   });
 });

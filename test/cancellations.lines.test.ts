@@ -218,6 +218,28 @@ describe('two dead cancellations of one job', () => {
 });
 
 describe('lines cut from a job not placed', () => {
+  it("cuts the cancelled quantity from the job's own supplier's line, not from another supplier's line with the same SKU", async ({ api, sandbox, shopWith, storefront }) => {
+    const shop = await shopWith('platform_a', 'custom', 'custom');
+    const order = sandbox.buildOrderPayload('platform_a', {
+      id: nextOrderId++,
+      lines: [
+        { sku: 'WIDGET', title: 'Bolt widget', vendor: 'Bolt', quantity: 2, price: '4.00' },
+        { sku: 'WIDGET', title: 'Acme widget', vendor: 'Acme', quantity: 3, price: '10.00' },
+      ],
+    }) as Record<string, any>;
+    // One Acme widget refunded (restock_type cancel, naming the Acme line) before orders/create arrives.
+    const acmeLine = order.line_items[1];
+    const refund = { id: nextRefundId++, order_id: order.id, created_at: new Date().toISOString(), note: null, transactions: [],
+      refund_line_items: [{ id: nextRefundId++, line_item_id: acmeLine.id, quantity: 1, restock_type: 'cancel', line_item: acmeLine }] };
+    expect((await storefront(shop, 'refunds/create', refund)).status).toBe(200);
+    const routed = await storefront(shop, 'orders/create', order);
+    const jobs = await Promise.all((routed.body as { syncJobIds: string[] }).syncJobIds.map((id) => waitForJob(api, shop.user.token, id, (job) => job.status === 'completed')));
+    const acmeJob = jobs.find((job) => job.sourceStoreId === shop.acme.id);
+    expect(acmeJob.cancellations).toMatchObject([{ status: 'completed', outcome: 'not_placed', scope: 'lines', lines: [{ sku: 'WIDGET', quantity: 1 }] }]);
+    expect(sandbox.ordersFor(shop.acme.shopDomain).map((placed) => (placed.body as any).lines)).toMatchObject([[{ sku: 'WIDGET', quantity: 2 }]]);
+    expect(sandbox.ordersFor(shop.bolt.shopDomain).map((placed) => (placed.body as any).lines)).toMatchObject([[{ sku: 'WIDGET', quantity: 2 }]]);
+  });
+
   it('a cut made by its attempt holds no quantity twice: a second signal for the same line cuts it too', async ({ api, sandbox, shopWith, storefront }) => {
     const shop = await shopWith('custom', 'custom');
     const id = `ord_${nextOrderId++}`;

@@ -122,8 +122,8 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
    * False when the job moved meanwhile (version-checked) or the cancellation is no longer held:
    * nothing is written then.
    */
-  async function cutJob(job: SyncJob, cancellation: Cancellation): Promise<boolean> {
-    const order = cutOrder(job.order!, cancellation.lines);
+  async function cutJob(job: SyncJob, cancellation: Cancellation, vendorTag: string | null): Promise<boolean> {
+    const order = cutOrder(job.order!, cancellation.lines, vendorTag);
     return repository
       .transaction(async (trx) => {
         if (!(await jobs.replaceOrderIn(trx, { ...job, order })) || !(await repository.markCut(trx, cancellation.id, CUT_BEFORE_PLACEMENT))) throw new CutLost();
@@ -140,10 +140,10 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
    * attempted (its stored order cut here), also when it was never attempted: the signal's own cut
    * (src/cancellations/service.ts) lost a race with a change of the job and left it to this attempt.
    */
-  async function notPlaced(cancellation: Cancellation, job: SyncJob, reason: string | null): Promise<Decision> {
+  async function notPlaced(cancellation: Cancellation, job: SyncJob, source: SourceStore | null, reason: string | null): Promise<Decision> {
     if (cancellation.reason === CUT_BEFORE_PLACEMENT) return { outcome: 'not_placed', reason: CUT_BEFORE_PLACEMENT, platformStatus: null };
     if (cancellation.scope === 'lines' && job.status !== 'completed' && job.order) {
-      if (!(await cutJob(job, cancellation))) throw new JobFailure('the sync job changed while it was being cut; trying again');
+      if (!(await cutJob(job, cancellation, source?.vendorTag ?? null))) throw new JobFailure('the sync job changed while it was being cut; trying again');
       return { outcome: 'not_placed', reason: CUT_BEFORE_PLACEMENT, platformStatus: null };
     }
     return { outcome: 'not_placed', reason, platformStatus: null };
@@ -162,12 +162,12 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
       if (!(await voidJob(job))) throw new JobFailure('the sync job changed while it was being cancelled; trying again');
       job = (await jobs.findCurrent(job.id))!;
     }
-    if (job.sourceOrderId == null && job.attempts === 0) return notPlaced(cancellation, job, null);
+    if (job.sourceOrderId == null && job.attempts === 0) return notPlaced(cancellation, job, source, null);
     if (!source) throw new JobFailure('the source store was deleted');
     const platform = ctx.platforms[source.platform];
     const store = { ...connectionOf(ctx, source, callsOf(cancellation, platform)), maxTurnWaitMs: EXTRA_CALL_TURN_WAIT_MS };
     const orderId = job.sourceOrderId ?? (await orderInDoubt(job, platform, store));
-    if (!orderId) return notPlaced(cancellation, job, 'no order carrying the job\'s reference was found on the source store');
+    if (!orderId) return notPlaced(cancellation, job, source, 'no order carrying the job\'s reference was found on the source store');
     if (job.sourceOrderId == null && job.status === 'completed') await jobs.recordFoundOrder(job.id, orderId);
     return cancellation.scope === 'order' ? cancelOrder(cancellation, job, platform, store, orderId) : cancelLines(cancellation, job, platform, store, orderId, source);
   }

@@ -1,10 +1,16 @@
 import type { ResellerOrder } from '../orders/types.ts';
+import { vendorMatches } from '../pricing/index.ts';
 import type { CancelledLine } from './entity.ts';
 
-/** The order without these quantities of these lines (by SKU); a line cut to nothing is left out. */
-export function cutOrder(order: ResellerOrder, cancelled: CancelledLine[]): ResellerOrder {
+/**
+ * The order without these quantities of these lines (by SKU) of the job's supplier (`vendorTag`);
+ * a line cut to nothing is left out. A job stores the whole storefront order, so another supplier's
+ * line with the same SKU is left as it is. (No tag: the supplier is gone; by SKU alone.)
+ */
+export function cutOrder(order: ResellerOrder, cancelled: CancelledLine[], vendorTag: string | null): ResellerOrder {
   const remaining = new Map(cancelled.map((line) => [line.sku, line.quantity]));
   const lines = order.lines.flatMap((line) => {
+    if (vendorTag !== null && !vendorMatches(line.vendor, vendorTag)) return [line];
     const cut = Math.min(line.quantity, remaining.get(line.sku) ?? 0);
     if (cut === 0) return [line];
     remaining.set(line.sku, (remaining.get(line.sku) ?? 0) - cut);

@@ -86,6 +86,8 @@ const reachedBy = (signal: OrderCancellation, cancellations: Cancellation[]) => 
 /** What a signal asks of one job: the supplier lines to cancel, and whether that is all of them. */
 interface JobPlan {
   job: SyncJob;
+  /** The job's supplier's vendor tag (null once the supplier is gone): its lines are the job's part of the order. */
+  vendorTag: string | null;
   scope: 'order' | 'lines';
   lines: CancelledLine[];
 }
@@ -301,7 +303,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
 
   /** Removes the cancelled quantities from a job not yet placed (version-checked); false when it moved meanwhile. */
   private cut(trx: Trx, plan: JobPlan): Promise<boolean> {
-    plan.job.order = cutOrder(plan.job.order!, plan.lines);
+    plan.job.order = cutOrder(plan.job.order!, plan.lines, plan.vendorTag);
     return this.deps.jobs.replaceOrderIn(trx, plan.job);
   }
 
@@ -462,7 +464,7 @@ function planFor(job: SyncJob, vendorTag: string | null, existing: Cancellation[
   if (ordered === null) {
     // A manual job (no stored order): only the whole order can be cancelled, once.
     if (signal.scope !== 'order' || holding.some((c) => c.scope === 'order')) return null;
-    return { job, scope: 'order', lines: [] };
+    return { job, vendorTag, scope: 'order', lines: [] };
   }
   if (holding.some((c) => c.scope === 'order')) return null;
   const open = ordered.map(({ sku, quantity }) => {
@@ -482,7 +484,7 @@ function planFor(job: SyncJob, vendorTag: string | null, existing: Cancellation[
   const cutBefore = holding.some((c) => c.scope === 'lines' && !isCut(c));
   // Whole only when nothing was cancelled line by line at the supplier before: then the supplier order still
   // has every line. Cuts never reached it (it is placed without them), so a job cut to nothing is voided.
-  return { job, scope: whole && (!cutBefore || signal.scope === 'order') ? 'order' : 'lines', lines };
+  return { job, vendorTag, scope: whole && (!cutBefore || signal.scope === 'order') ? 'order' : 'lines', lines };
 }
 
 /** What a lines signal cancels of a SKU on a job of this vendor: its lines of that SKU naming no vendor, or this one. */
