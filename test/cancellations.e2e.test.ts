@@ -17,7 +17,7 @@ import { queryRows } from './support/database.ts';
 import { finishedRun, jobsByOrder, openReseller, placeOrders, reconcile } from './support/reconciliation.ts';
 import { test } from './support/fixtures.ts';
 import { ANVIL, BELL, NUT, createShop, sendStorefrontWebhook, settled, type Shop } from './support/cancellations.ts';
-import { auditOf, getJob, waitForJob } from './support/sync-jobs.ts';
+import { auditOf, createJob, getJob, waitForJob } from './support/sync-jobs.ts';
 import { waitFor } from './support/wait.ts';
 import { FULFILLMENTS_PATH, ORDERS_PATH } from './support/webhooks.ts';
 
@@ -244,6 +244,22 @@ describe('a cancellation recorded before its order, which reconciliation routes'
     expect(job).toMatchObject({ status: 'completed', sourceOrderId: null, attempts: 0 });
     expect(job.cancellations).toMatchObject([{ status: 'completed', outcome: 'not_placed', scope: 'order' }]);
     expect(sandbox.ordersFor(reseller.supplier.shopDomain)).toEqual([]);
+  });
+});
+
+describe('a cancellation recorded before its order, whose job an operator creates by hand', () => {
+  it('ends the manual job not placed: a cancelled order reaches no supplier, whoever creates its job', async ({ api, sandbox, shopWith, storefront }) => {
+    const shop = await shopWith('platform_a', 'custom');
+    const id = 8_800_000 + Math.floor(Math.random() * 100_000);
+    const order = sandbox.buildOrderPayload('platform_a', { id, lines: [{ sku: 'A-1', title: 'Anvil', vendor: 'Acme', quantity: 2, price: '25.00' }], cancelled: true });
+    sandbox.seedOrder(shop.reseller.shopDomain, 'platform_a', order);
+    // Its orders/cancelled reached the service; its orders/create never did.
+    expect((await storefront(shop, 'orders/cancelled', order)).body).toMatchObject({ received: true, syncJobIds: [] });
+    const job = await createJob(api, shop.user.token, shop.acme.id, String(id));
+    const done = await waitForJob(api, shop.user.token, job.id, settled);
+    expect(done).toMatchObject({ status: 'completed', sourceOrderId: null, attempts: 0 });
+    expect(done.cancellations).toMatchObject([{ status: 'completed', outcome: 'not_placed', scope: 'order' }]);
+    expect(sandbox.ordersFor(shop.acme.shopDomain)).toEqual([]);
   });
 });
 

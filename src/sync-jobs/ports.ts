@@ -1,3 +1,4 @@
+import type { Trx } from '../db/sql.ts';
 import type { AttemptEntry } from '../attempts/entity.ts';
 import type { CancellationView } from '../cancellations/present.ts';
 import type { Fulfillment } from '../fulfillments/entity.ts';
@@ -7,9 +8,14 @@ export interface FulfillmentReads {
   listForJob(syncJobId: string): Promise<Fulfillment[]>;
 }
 
-/** A job's cancellations with their timelines, as its GET shows them: the cancellations feature, handed in by the composition root. */
+/**
+ * A job's cancellations with their timelines, as its GET shows them, and the storefront's recorded
+ * cancellations applied to an order's new jobs: the cancellations feature, handed in by the composition root.
+ */
 export interface CancellationReads {
   viewsOfJob(syncJobId: string): Promise<CancellationView[]>;
+  /** In the caller's transaction, as routing does: an order cancelled before its jobs existed ends them unplaced (or cuts them). */
+  applyAtRouting(trx: Trx, orders: { resellerStoreId: string; externalOrderId: string }[]): Promise<void>;
 }
 
 /** The timeline entries of rows (jobs, fulfillments), each row's oldest first: the retry framework's, handed in by the composition root. */

@@ -96,12 +96,15 @@ export class SyncJobService {
    * messages and audit entries, and returns every one of them, new or not, in the order asked. The
    * unique index on (order, source store) decides which jobs are new (`on conflict do nothing`):
    * concurrent requests for one order cannot create a duplicate, and a repeat gets the existing
-   * jobs back. A manual job is not a routing of the order (src/orders/routing.ts routes orders).
+   * jobs back. A manual job is not a routing of the order (src/orders/routing.ts routes orders), but
+   * a cancellation of the order the storefront sent before applies to it as it would at routing: a
+   * cancelled order is never placed, whoever creates its job.
    */
   async createJobs(order: OrderToRoute, sourceStoreIds: string[], creator: JobCreator): Promise<RoutedJob[]> {
     const [jobs] = await this.jobs.transaction(async (trx) => {
       const created = await this.createIn(trx, [{ order, sourceStoreIds, creator }], new Date());
       await this.deps.outbox.append(trx, created.events);
+      await this.cancellations.applyAtRouting(trx, [order]);
       return created.jobs;
     });
     this.deps.metrics.attemptTransitions.inc({ kind: 'sync_job', status: 'pending' }, jobs!.filter((job) => job.created).length);
