@@ -436,6 +436,22 @@ describe('a fulfillment for a cancelled part', () => {
     expect(todo.body.data).toMatchObject([{ type: 'too_late', syncJobId: jobId, status: 'open' }]);
   });
 
+  it("makes a cancelled order too_late; the supplier's late echo of that cancellation is still the service's own", async ({ api, shopWith, routed, storefront, supplierSends }) => {
+    const shop = await shopWith('custom', 'custom');
+    const { order, jobId, job: placed } = await routed(shop);
+    await cancelWhole(storefront, shop, order);
+    await waitForJob(api, shop.user.token, jobId, finished);
+    const fulfillment = buildFulfillmentPayload('custom', { orderId: placed.sourceOrderId, trackingNumbers: ['TRACK-ECHO'] });
+    await supplierSends(shop, 'fulfillments/create', fulfillment);
+    await waitForJob(api, shop.user.token, jobId, (j) => j.cancellations[0]?.outcome === 'too_late');
+    // The supplier's webhook for the cancellation it had accepted, arriving late.
+    const echo = await supplierSends(shop, 'orders/cancelled', { id: placed.sourceOrderId, cancelledAt: new Date().toISOString() });
+    expect(echo.body).toMatchObject({ received: true, syncJobIds: [jobId] });
+    expect((await getJob(api, shop.user.token, jobId)).supplierCancelledAt).toBeNull();
+    const todo = await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token });
+    expect(todo.body.data.map((entry: { type: string }) => entry.type)).toEqual(['too_late']);
+  });
+
   it('arriving while the cancel call is in flight (the cancellation still processing) makes it too_late once the supplier answers', async ({ api, sandbox, shopWith, routed, storefront, supplierSends }) => {
     const shop = await shopWith('platform_a', 'platform_a');
     const { order, jobId, job: placed } = await routed(shop);

@@ -18,7 +18,7 @@ import type { Cancellation, CancelledLine } from './entity.ts';
 import type { CancellationRepository, CancellationWork } from './repository.ts';
 import { jobEventsIn } from './events.ts';
 import type { CancelledJobs, DivergenceRaising, RecordedShipments } from './ports.ts';
-import { endsWholeOrder, shippedAnywayIn } from './too-late.ts';
+import { endsWholeOrder, shippedAnywayIn, shippedAnywayReason } from './too-late.ts';
 import { cancellationAuditRecord } from './audit.ts';
 import { placedJobLockKey } from '../sync-jobs/placed-lock.ts';
 import { CUT_BEFORE_PLACEMENT, cutOrder } from './cut.ts';
@@ -336,7 +336,7 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
   };
 }
 
-const SHIPPED_WHILE_CANCELLING = 'the supplier shipped anyway: a fulfillment arrived while the cancellation was being made';
+const SHIPPED_WHILE_CANCELLING = shippedAnywayReason('a fulfillment arrived while the cancellation was being made');
 
 /**
  * The order as read, each line named by the id the job kept from the create answer for it (matched by

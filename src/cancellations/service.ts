@@ -24,7 +24,7 @@ import { cancellationsOfJob, jobEventIn, jobEventsIn } from './events.ts';
 import type { CancellationRepository } from './repository.ts';
 import { cancellationStats, type CancellationStats } from './stats.ts';
 import { cancellationKind } from './kind.ts';
-import { shippedAnywayIn } from './too-late.ts';
+import { acceptedThenShipped, shippedAnywayIn, shippedAnywayReason } from './too-late.ts';
 import type { CancellationView } from './present.ts';
 
 /**
@@ -93,7 +93,7 @@ interface JobPlan {
 }
 
 const RETRY_ROUNDS = 3;
-const SHIPPED_AFTER_CANCELLATION = 'the supplier shipped anyway: a fulfillment arrived after the cancellation';
+const SHIPPED_AFTER_CANCELLATION = shippedAnywayReason('a fulfillment arrived after the cancellation');
 /** Cancelling or cancelled: these quantities are no longer open to a new cancellation. */
 const holdsQuantity = (c: Cancellation) => c.outcome !== 'too_late' && c.outcome !== 'unsupported';
 /** Its lines were cut from the job's stored order before any placement: the supplier never had them. */
@@ -357,12 +357,13 @@ export class CancellationService implements OrderCancellations, SupplierCancella
   /**
    * Whether the service asked for what the supplier reports cancelled. Asked for: a cancellation still
    * being made or retried (a request that timed out may have landed), one that died asking (its entry
-   * is on the to-do list; a retry will find the order cancelled), or one that cancelled. A whole-order
+   * is on the to-do list; a retry will find the order cancelled), or one that cancelled (also when a
+   * fulfillment then made it `too_late`: the supplier had accepted it, and may echo it late). A whole-order
    * one covers any report; lines cancelled cover a report of those lines, or of the whole order once
    * they cover every line of the job (the supplier closes an order with nothing left in it).
    */
   private async askedFor(job: SyncJob, reported: CancelledLine[] | undefined): Promise<boolean> {
-    const asked = (await this.repository.listForJob(job.id)).filter((c) => c.status !== 'completed' || c.outcome === 'cancelled');
+    const asked = (await this.repository.listForJob(job.id)).filter((c) => c.status !== 'completed' || c.outcome === 'cancelled' || acceptedThenShipped(c));
     if (asked.some((c) => c.scope === 'order')) return true;
     // Cuts never reached the supplier: the order was placed without those quantities.
     const lineAsks = asked.filter((c) => c.scope === 'lines' && !isCut(c));

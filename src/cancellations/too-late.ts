@@ -7,6 +7,15 @@ import { jobEventIn } from './events.ts';
 import type { DivergenceRaising } from './ports.ts';
 import type { CancellationRepository } from './repository.ts';
 
+/** How the reason of a cancellation made `too_late` by a later fulfillment begins (the supplier had accepted it). */
+const SHIPPED_ANYWAY = 'the supplier shipped anyway';
+
+/** The reason of a cancellation a fulfillment made `too_late`: `SHIPPED_ANYWAY`, then when the fulfillment came. */
+export const shippedAnywayReason = (when: string): string => `${SHIPPED_ANYWAY}: ${when}`;
+
+/** A cancellation the supplier had accepted (`cancelled`) before a fulfillment of the order made it `too_late`. */
+export const acceptedThenShipped = (c: Cancellation): boolean => c.outcome === 'too_late' && (c.reason?.startsWith(`${SHIPPED_ANYWAY}:`) ?? false);
+
 /** What marking a cancellation too late writes with. */
 export interface TooLateWriting {
   repository: CancellationRepository;
