@@ -190,6 +190,35 @@ describe('some lines on other platforms', () => {
   });
 });
 
+describe('a cancellation with a long reason', () => {
+  it("is acted on, on the storefront: refusing it would lose the customer's cancellation", async ({ api, sandbox, shopWith, storefront }) => {
+    const shop = await shopWith('custom', 'custom');
+    const order = sandbox.buildOrderPayload('custom', { id: `ord_${nextOrderId++}`, lines: [ANVIL, BELL] }) as Record<string, any>;
+    const ids = ((await storefront(shop, 'orders/create', order)).body as { syncJobIds: string[] }).syncJobIds;
+    const placed = await waitForJob(api, shop.user.token, ids[0]!, (j) => j.status === 'completed');
+    const reason = `Customer wrote: ${'the bell arrived broken last time, please do not send another one. '.repeat(10)}`;
+    const response = await storefront(shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString(), reason, lines: [{ sku: 'B-1', quantity: 1 }] });
+    expect({ status: response.status, body: response.body }).toMatchObject({ status: 200, body: { received: true, syncJobIds: [placed.id] } });
+    const job = await waitForJob(api, shop.user.token, placed.id, settled);
+    expect(job.cancellations).toMatchObject([{ outcome: 'cancelled', lines: [{ sku: 'B-1', quantity: 1 }] }]);
+  });
+
+  it("is recorded from a custom supplier, its reason cut to 500 characters, as the divergence watch records it", async ({ api, service, sandbox, shopWith, storefront }) => {
+    const shop = await shopWith('custom', 'custom');
+    const order = sandbox.buildOrderPayload('custom', { id: `ord_${nextOrderId++}`, lines: [ANVIL] }) as Record<string, any>;
+    const ids = ((await storefront(shop, 'orders/create', order)).body as { syncJobIds: string[] }).syncJobIds;
+    const placed = await waitForJob(api, shop.user.token, ids[0]!, (j) => j.status === 'completed');
+    const reason = `Out of stock: ${'our warehouse in Leeds flooded and every anvil in stock was damaged. '.repeat(10)}`;
+    const response = await sendWebhook({ targetUrl: `${service.url}${FULFILLMENTS_PATH}`, shopDomain: shop.acme.shopDomain, secret: shop.acme.secret, topic: 'orders/cancelled',
+      payload: { id: placed.sourceOrderId, cancelledAt: new Date().toISOString(), reason } });
+    expect(response.status).toBe(200);
+    const job = await getJob(api, shop.user.token, placed.id);
+    expect(job.supplierCancelledAt).toEqual(expect.any(String));
+    expect([...job.supplierCancelReason]).toHaveLength(500);
+    expect(job.supplierCancelReason.startsWith('Out of stock: our warehouse in Leeds flooded')).toBe(true);
+  });
+});
+
 describe('two dead cancellations of one job', () => {
   it("keep the job's cancellation_dead entry open, naming the one still dead, when the other's retry completes", async ({ api, sandbox, shopWith, placed, storefront }) => {
     const shop = await shopWith('custom', 'custom');

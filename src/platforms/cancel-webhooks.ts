@@ -5,7 +5,11 @@
  */
 import { z } from 'zod';
 import type { Platform } from '../orders/types.ts';
+import { storableText } from '../shared/text.ts';
 import { anyId, lineText, parsePayload } from './payload.ts';
+
+/** The longest cancellation reason kept (`supplierCancelReason`); a longer one is cut, never refused. */
+const MAX_REASON_LENGTH = 500;
 
 /** A cancellation on the storefront: the whole order, or these quantities of these lines (by SKU). */
 export interface StorefrontCancellation {
@@ -24,7 +28,8 @@ export interface SupplierCancellation {
 }
 
 const positive = z.number().int().positive();
-const reasonText = z.string().max(500).nullish().transform((value) => value ?? null);
+/** A platform's words for why: never a reason to refuse a cancellation, so any text is kept, cut to a storable length. */
+const reasonText = z.string().nullish().transform((value) => (value == null ? null : storableText(value, MAX_REASON_LENGTH)));
 
 const platformAOrder = z.object({ id: anyId, cancelled_at: z.string().nullish(), cancel_reason: reasonText });
 const platformARefund = z.object({
