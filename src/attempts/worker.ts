@@ -88,6 +88,12 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
   private readonly outcomes = new GroupCommit((writes: AttemptWrite<R>[]) => this.writeOutcomes(writes), { maxItems: 64, maxInFlight: 2 });
   /** Attempts let go of (still calling a slow platform), until they record their outcome. */
   readonly #letGo = new Set<Promise<boolean>>();
+  /**
+   * Outcomes the one-statement path wrote (it commits on its own): when the transaction for the rest
+   * of their group fails, GroupCommit writes the group again item by item, and these must not be
+   * written twice (their rows carry the version they were written at, so the check would pass).
+   */
+  readonly #appliedAlone = new WeakSet<AttemptWrite<R>>();
 
   /** `attempt`: what one attempt of this kind does, built by the composition root from `kind.attempt`. */
   constructor(
@@ -405,11 +411,14 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
    */
   private async writeOutcomes(writes: AttemptWrite<R>[], watchdog?: string): Promise<boolean[]> {
     const alone = watchdog === undefined && this.kind.outcomeEventsOf && !this.attempt.outcomeLocks && !this.attempt.outcomesWrittenIn;
-    const written = alone ? await this.writeOutcomesAlone(writes) : writes.map(() => false);
-    const rest = writes.filter((_, i) => !written[i]);
-    if (rest.length === 0) return written;
-    const restWritten = (await this.writeOutcomesIn(rest, watchdog)).values();
-    return written.map((done) => done || restWritten.next().value!);
+    const todo = writes.filter((write) => !this.#appliedAlone.has(write));
+    if (alone && todo.length > 0) {
+      const written = await this.writeOutcomesAlone(todo);
+      todo.forEach((write, i) => written[i] && this.#appliedAlone.add(write));
+    }
+    const rest = writes.filter((write) => !this.#appliedAlone.has(write));
+    const restWritten = new Map(rest.length === 0 ? [] : (await this.writeOutcomesIn(rest, watchdog)).map((done, i) => [rest[i]!, done]));
+    return writes.map((write) => this.#appliedAlone.has(write) || restWritten.get(write)!);
   }
 
   /** One statement: each row with the events built from it, written only when they are all it needs (see `AttemptWrite.events`); its message is settled with it. */
