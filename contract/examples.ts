@@ -273,6 +273,32 @@ export const EXAMPLES: Record<string, OperationExamples> = {
       }),
     },
   },
+  fulfillmentsRetry: {
+    responses: {
+      200: one({
+        ...syncJob,
+        fulfillments: [
+          {
+            ...fulfillment,
+            status: 'pending',
+            attempts: 4,
+            resellerFulfillmentId: null,
+            completedAt: null,
+            timeline: [
+              {
+                attempt: 4, trigger: 'automatic_retry', startedAt: at, finishedAt: at, durationMs: 190, outcome: 'failed',
+                errorMessage: 'platform_a reseller.example: POST /admin/api/orders/450789469/fulfillments.json answered 503: Service Unavailable', platformStatus: 503,
+                request: { method: 'POST', path: '/admin/api/orders/450789469/fulfillments.json', body: '{"fulfillment":{"tracking_numbers":["1Z999AA10123456784"],"tracking_company":"UPS","notify_customer":true}}' },
+                response: { status: 503, body: '{"errors":"Service Unavailable"}' },
+                resellerFulfillmentId: null,
+              },
+            ],
+          },
+        ],
+        cancellations: [],
+      }),
+    },
+  },
   auditLogList: { responses: { 200: list('/v1/audit_log', auditEntry) } },
   webhooksOrders: {
     request: {

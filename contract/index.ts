@@ -10,6 +10,7 @@ import { resellerStoresContract } from './reseller-stores.ts';
 import { sourceStoresContract } from './source-stores.ts';
 import { syncJobsContract } from './sync-jobs.ts';
 import { cancellationsContract } from './cancellations.ts';
+import { fulfillmentsContract } from './fulfillments.ts';
 import { webhookEndpointsContract } from './webhook-endpoints.ts';
 import { webhooksContract } from './webhooks.ts';
 
@@ -24,6 +25,7 @@ export const contract = c.router(
     sourceStores: sourceStoresContract,
     syncJobs: syncJobsContract,
     cancellations: cancellationsContract,
+    fulfillments: fulfillmentsContract,
     auditLog: auditLogContract,
     webhooks: webhooksContract,
     events: eventsContract,

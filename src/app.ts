@@ -31,6 +31,8 @@ import type { Infrastructure, Services } from './services.ts';
 import { sourceStoreRoutes } from './source-stores/routes.ts';
 import { syncJobRoutes } from './sync-jobs/routes.ts';
 import { cancellationRoutes } from './cancellations/routes.ts';
+import { fulfillmentRoutes } from './fulfillments/routes.ts';
+import { presentDetail } from './sync-jobs/present.ts';
 import { webhookEndpointRoutes } from './webhook-endpoints/routes.ts';
 import { verifyWebhook } from './webhooks/intake.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
@@ -129,6 +131,7 @@ export function createApp(ctx: Infrastructure, services: Services): Express {
     [contract.sourceStores, sourceStoreRoutes(services.sourceStores)],
     [contract.syncJobs, syncJobRoutes(services.syncJobs)],
     [contract.cancellations, cancellationRoutes(services.cancellations)],
+    [contract.fulfillments, fulfillmentRoutes(services.fulfillments, async (principal, id) => presentDetail(await services.syncJobs.get(principal, id)))],
     [contract.auditLog, auditLogRoutes(services.auditLog)],
     [contract.webhooks, webhookRoutes(services.webhooks)],
     [contract.events, eventRoutes(services.events)],

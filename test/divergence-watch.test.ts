@@ -213,7 +213,7 @@ describe('the to-do list', () => {
     expect(row!.resolved_at).not.toBeNull();
   });
 
-  it('a dead fulfillment is listed in the transaction of its death, and resolved when a later attempt completes', async ({ sandbox, target }) => {
+  it('a dead fulfillment is listed in the transaction of its death, retried by hand, and resolved when that retry completes', async ({ sandbox, target }) => {
     const tenant = await openTenant(sandbox, target, 'platform_a', ['custom']);
     const supplier = tenant.suppliers[0]!;
     const placed = await placeOrder(sandbox, tenant, supplier);
@@ -223,11 +223,18 @@ describe('the to-do list', () => {
     const entry = await waitFor(async () => (await divergencesOf(tenant)).find((candidate) => candidate.type === 'fulfillment_dead'), 30_000, 'fulfillment_dead');
     const [fulfillment] = await fulfillmentsOf(tenant, placed.jobId);
     expect(entry).toMatchObject({ syncJobId: placed.jobId, subjectId: fulfillment!.id, status: 'open' });
-    // There is no manual retry of a fulfillment: given one more try (failed, a retry left, no live
-    // message, untouched for long), the sweep sends it again; its completion resolves the entry.
     sandbox.clearFaults(tenant.reseller.shopDomain);
-    await queryRows(target.databaseUrl, "update fulfillments set status = 'failed', retries_left = 1, queue_message_id = null, updated_at = now() - interval '1 hour' where id = $1", [fulfillment!.id]);
+    const retryPath = `/v1/sync_jobs/${placed.jobId}/fulfillments/${fulfillment!.id}/retry`;
+    const stranger = await registerUser(target.api);
+    expect((await target.api.post(retryPath, { token: stranger.token })).status).toBe(404);
+    const retried = await target.api.post(retryPath, { token: tenant.user.token });
+    expect(retried.status, JSON.stringify(retried.body)).toBe(200);
+    expect(retried.body).toMatchObject({ id: placed.jobId, fulfillments: [{ id: fulfillment!.id, attempts: 4, errorMessage: null }] });
     await waitFor(async () => (await fulfillmentsOf(tenant, placed.jobId))[0]?.status === 'completed', 30_000, 'the fulfillment completed');
+    expect(JSON.stringify(sandbox.fulfillmentsFor(tenant.reseller.shopDomain).map((pushed) => pushed.body))).toContain('REVIVED-TRK');
+    const again = await target.api.post(retryPath, { token: tenant.user.token });
+    expect(again.status).toBe(400);
+    expect(again.body.error).toMatchObject({ code: 'sync_job_not_retryable' });
     await waitFor(async () => (await divergencesOf(tenant)).length === 0, 10_000, 'fulfillment_dead resolved');
     const [row] = await queryRows<{ status: string }>(target.databaseUrl, 'select status from divergences where id = $1', [entry.id]);
     expect(row!.status).toBe('resolved');

@@ -46,6 +46,11 @@ export class FulfillmentRepository {
     return this.orm.em.fork().find(Fulfillment, { id: { $in: ids } });
   }
 
+  /** The user's fulfillment of this job, or null (another user's is as missing). */
+  findOwned(ownerId: string, syncJobId: string, id: string): Promise<Fulfillment | null> {
+    return this.orm.em.fork().findOne(Fulfillment, { id, syncJobId, ownerId });
+  }
+
   /** A job's fulfillments, oldest first. */
   listForJob(syncJobId: string): Promise<Fulfillment[]> {
     return this.orm.em.find(Fulfillment, { syncJobId }, { orderBy: { id: 'asc' } });

@@ -27,6 +27,12 @@ export function DivergencesTable({ items, dir, action, showStore }) {
       return `Divergence dismissed: ${DIVERGENCE_TYPES[item.type] ?? item.type}.`;
     });
   const retry = (item) => action.run('retry the job', () => retryJobs([{ id: item.syncJobId, externalOrderId: item.externalOrderId }]));
+  // A dead fulfillment or cancellation is the entry's subject: retried as its job page retries it.
+  const retrySubject = (item, what, path) =>
+    action.run(`retry the ${what}`, async () => {
+      await api('POST', `/v1/sync_jobs/${item.syncJobId}/${path}/${item.subjectId}/retry`);
+      return `The ${what} was retried; it is pending again.`;
+    });
   return html`
     <section aria-labelledby="divergences-heading">
       <h2 id="divergences-heading">Divergences (${number.format(items.length)})</h2>
@@ -48,6 +54,8 @@ export function DivergencesTable({ items, dir, action, showStore }) {
                 ${item.syncJobId && html`<a href=${href(`/jobs/${item.syncJobId}`)} class="row-link"
                   aria-label=${`Open job: ${DIVERGENCE_TYPES[item.type] ?? item.type}`}>Open job</a>`}
                 ${item.type === 'job_dead' && item.syncJobId && html`<button type="button" onClick=${() => retry(item)} disabled=${action.busy !== null}>Retry job</button>`}
+                ${item.type === 'fulfillment_dead' && item.syncJobId && html`<button type="button" onClick=${() => retrySubject(item, 'tracking', 'fulfillments')} disabled=${action.busy !== null}>Retry tracking</button>`}
+                ${item.type === 'cancellation_dead' && item.syncJobId && html`<button type="button" onClick=${() => retrySubject(item, 'cancellation', 'cancellations')} disabled=${action.busy !== null}>Retry cancellation</button>`}
                 <button type="button" class="secondary" onClick=${() => dismiss(item)} disabled=${action.busy !== null}
                   aria-label=${`Dismiss the divergence ${DIVERGENCE_TYPES[item.type] ?? item.type}`}>Dismiss</button>
               </td>

@@ -41,6 +41,12 @@ export function JobView({ jobId, dir, announce, setViewStore }) {
       return `Cancellation of order ${job.externalOrderId} retried; it is pending again.`;
     });
 
+  const retryFulfillment = (fulfillment) =>
+    action.run('retry the tracking', async () => {
+      await api('POST', `/v1/sync_jobs/${job.id}/fulfillments/${fulfillment.id}/retry`);
+      return `Tracking of order ${job.externalOrderId} retried; it is pending again.`;
+    });
+
   return html`
     <section aria-labelledby="view-heading">
       <p class="breadcrumbs">${job ? html`<a href=${href(`/stores/${job.resellerStoreId}`)}>${dir.storeName(job.resellerStoreId)}</a> › job` : html`<a href="#/jobs">Jobs</a> › job`}</p>
@@ -71,7 +77,7 @@ export function JobView({ jobId, dir, announce, setViewStore }) {
         <${Timeline} attempts=${attempts} label="Attempts of the job, oldest first" result="sourceOrderId" resultLabel="Supplier order" />
         <h2>Fulfillments</h2>
         ${job.fulfillments.length === 0 && html`<p>No tracking received from the supplier yet.</p>`}
-        ${job.fulfillments.map((fulfillment) => html`<${Fulfillment} key=${fulfillment.id} fulfillment=${fulfillment} />`)}
+        ${job.fulfillments.map((fulfillment) => html`<${Fulfillment} key=${fulfillment.id} fulfillment=${fulfillment} busy=${action.busy} onRetry=${retryFulfillment} />`)}
         ${Array.isArray(job.cancellations) &&
         html`
           <h2>Cancellations</h2>
@@ -83,7 +89,7 @@ export function JobView({ jobId, dir, announce, setViewStore }) {
     </section>`;
 }
 
-function Fulfillment({ fulfillment }) {
+function Fulfillment({ fulfillment, busy, onRetry }) {
   const tracking = fulfillment.trackingNumbers.join(', ');
   return html`
     <section class="unit" aria-label=${`Fulfillment ${tracking || fulfillment.id}`}>
@@ -95,6 +101,8 @@ function Fulfillment({ fulfillment }) {
       ${fulfillment.trackingUrls?.length > 0 && html`<p>${fulfillment.trackingUrls.map((url) => html`<a href=${url} rel="noreferrer noopener" target="_blank">${url}</a> `)}</p>`}
       ${fulfillment.errorMessage && html`<p class="error-text">${fulfillment.errorMessage}</p>`}
       <${Timeline} attempts=${fulfillment.timeline ?? null} label="Attempts of the fulfillment, oldest first" result="resellerFulfillmentId" resultLabel="Reseller fulfillment" />
+      ${RETRYABLE.has(fulfillment.status) &&
+      html`<div class="actions"><button type="button" onClick=${() => onRetry(fulfillment)} disabled=${busy !== null}>Retry this tracking</button></div>`}
     </section>`;
 }
 
