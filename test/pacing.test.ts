@@ -66,6 +66,21 @@ describe('turns', () => {
     expect((await repository.pause(store, 10, 100, 3)).getTime()).toBe(until.getTime());
   });
 
+  it("gives back unused turns, but none into a pause another attempt's 429 set meanwhile", async () => {
+    const store = newStore();
+    // An attempt books four turns (bursts of 1: the last is 300 ms away), then fails and gives three back.
+    await repository.reserve(Array.from({ length: 4 }, () => request(store, null, 1)), 1_000);
+    await repository.release(store, 3, 100);
+    const [afterRelease] = await repository.reserve([request(store, null, 1)], 1_000);
+    expect(afterRelease!.waitMs).toBeLessThanOrEqual(100);
+    // Booked again, then another attempt's 429 pauses the store for 2 s before the turns are given back.
+    await repository.reserve(Array.from({ length: 4 }, () => request(store, null, 1)), 1_000);
+    const until = await repository.pause(store, 2_000, 100, 1);
+    await repository.release(store, 3, 100);
+    const [next] = await repository.reserve([request(store, null, 1)], 1_000);
+    expect(next!.at.getTime()).toBeGreaterThanOrEqual(until.getTime());
+  });
+
   it('honours a held turn at no cost, unless a pause now covers it or it is too late', async () => {
     // Bursts of 1, so every charged call moves the next fresh turn by one spacing.
     const store = newStore();

@@ -91,13 +91,15 @@ export class PacingRepository {
 
   /**
    * Gives back `calls` turns reserved but not used (the attempt that held them failed first): the
-   * bucket's `next_at` moves back by as many spacings, never before now.
+   * bucket's `next_at` moves back by as many spacings, never before now. Not while a pause is in
+   * force: the pause voided every turn reserved before it, so nothing is left to give back, and
+   * moving `next_at` back would let calls in before the pause ends.
    */
   async release(storeId: string, calls: number, spacingMs: number): Promise<void> {
     await sql`
       update store_pacing
          set next_at = greatest(clock_timestamp(), next_at - ${calls * spacingMs} * interval '1 millisecond')
-       where store_id = ${storeId}`.execute(this.db);
+       where store_id = ${storeId} and (paused_until is null or paused_until <= clock_timestamp())`.execute(this.db);
   }
 
   /**
