@@ -190,6 +190,45 @@ describe('some lines on other platforms', () => {
   });
 });
 
+describe('lines as the supplier order holds them', () => {
+  it('cancels the whole asked quantity when the supplier order has two lines of the SKU', async ({ api, sandbox, shopWith, storefront }) => {
+    const shop = await shopWith('custom', 'platform_a');
+    const lines = [
+      { sku: 'DUP', title: 'Mug (plain)', vendor: 'Acme', quantity: 1, price: '10.00' },
+      { sku: 'DUP', title: 'Mug (engraved)', vendor: 'Acme', quantity: 2, price: '12.00' },
+    ];
+    const order = sandbox.buildOrderPayload('custom', { id: `ord_${nextOrderId++}`, lines }) as Record<string, any>;
+    const ids = ((await storefront(shop, 'orders/create', order)).body as { syncJobIds: string[] }).syncJobIds;
+    const acmeJob = await waitForJob(api, shop.user.token, ids[0]!, (j) => j.status === 'completed');
+    // Two of the three mugs cancelled: one of each supplier line, or both of one; one mug left to ship.
+    await storefront(shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString(), lines: [{ sku: 'DUP', quantity: 2 }] });
+    const job = await waitForJob(api, shop.user.token, acmeJob.id, settled);
+    expect(job.cancellations).toMatchObject([{ status: 'completed', outcome: 'cancelled', scope: 'lines', lines: [{ sku: 'DUP', quantity: 2 }] }]);
+    const supplierOrder = sandbox.orderOf(shop.acme.shopDomain, 'platform_a', acmeJob.sourceOrderId) as any;
+    expect(supplierOrder.line_items.reduce((sum: number, line: any) => sum + (line.fulfillable_quantity ?? line.quantity), 0)).toBe(1);
+  });
+
+  it('platform_b: a line cancelled after its supplier shipped the order is too_late, not unsupported', async ({ api, sandbox, shopWith, placed, storefront }) => {
+    const shop = await shopWith('platform_a', 'platform_b');
+    const { order, acmeJob } = await placed(shop);
+    sandbox.fulfilLines(shop.acme.shopDomain, 'platform_b', acmeJob.sourceOrderId);
+    await storefront(shop, 'refunds/create', refundOf(order, [{ sku: 'B-1', quantity: 1 }]));
+    const job = await waitForJob(api, shop.user.token, acmeJob.id, settled);
+    expect(job.cancellations[0]).toMatchObject({ outcome: 'too_late', reason: expect.stringContaining('shipped') });
+  });
+
+  it('platform_b: a line of an order its supplier already cancelled is cancelled, with nothing on the to-do list', async ({ api, sandbox, shopWith, placed, storefront }) => {
+    const shop = await shopWith('platform_a', 'platform_b');
+    const { order, acmeJob } = await placed(shop);
+    sandbox.cancelOrder(shop.acme.shopDomain, 'platform_b', acmeJob.sourceOrderId);
+    await storefront(shop, 'refunds/create', refundOf(order, [{ sku: 'B-1', quantity: 1 }]));
+    const job = await waitForJob(api, shop.user.token, acmeJob.id, settled);
+    expect(job.cancellations[0]).toMatchObject({ outcome: 'cancelled' });
+    const todo = await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token });
+    expect(todo.body.data).toEqual([]);
+  });
+});
+
 describe('a cancellation with a long reason', () => {
   it("is acted on, on the storefront: refusing it would lose the customer's cancellation", async ({ api, sandbox, shopWith, storefront }) => {
     const shop = await shopWith('custom', 'custom');

@@ -246,35 +246,24 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
     };
   }
 
+  /**
+   * Some lines: the supplier order is read first, whatever the platform, so the outcome says where it
+   * stands (cancelled, shipped); only lines still open on a platform that cannot cancel some lines
+   * alone are `unsupported`.
+   */
   async function cancelLines(cancellation: Cancellation, job: SyncJob, platform: PlatformAdapter, store: StoreConnection, orderId: string, source: SourceStore): Promise<Decision> {
-    if (!platform.cancelSupplierLines) {
+    const state = await readOrder(job, platform, store, orderId);
+    if (state.cancelled) return { outcome: 'cancelled', reason: null, platformStatus: 200, closesOrder: true };
+    const { toCancel, shipped, missing } = linesToCancel(state, cancellation.lines, source);
+    if (!platform.cancelSupplierLines && toCancel.length > 0) {
       return {
         outcome: 'unsupported',
         reason: `${platform.platform} cannot cancel some lines of an order only; cancel these by hand: ${describeLines(cancellation.lines)}`,
-        platformStatus: null,
+        platformStatus: 200,
       };
     }
-    const state = await readOrder(job, platform, store, orderId);
-    if (state.cancelled) return { outcome: 'cancelled', reason: null, platformStatus: 200, closesOrder: true };
-    // Never more than is still open on the supplier's side, line by line.
-    const toCancel: LineToCancel[] = [];
-    const shipped: CancelledLine[] = [];
-    const missing: CancelledLine[] = [];
-    for (const asked of cancellation.lines) {
-      // The lines carry the storefront's SKUs; the supplier order has them as its pricing rules made them.
-      const sku = supplierSku(asked.sku, source.pricingConfig);
-      const line = state.lines.find((candidate) => candidate.sku === sku) ?? state.lines.find((candidate) => candidate.sku === asked.sku);
-      if (!line) {
-        missing.push(asked);
-        continue;
-      }
-      const open = Math.max(0, line.quantity - line.cancelledQuantity - line.fulfilledQuantity);
-      const quantity = Math.min(asked.quantity, open);
-      if (quantity > 0) toCancel.push({ lineId: line.lineId, sku: line.sku, quantity });
-      if (quantity < asked.quantity && line.fulfilledQuantity > 0) shipped.push({ sku: asked.sku, quantity: Math.min(asked.quantity - quantity, line.fulfilledQuantity) });
-    }
     let status: number | null = 200;
-    if (toCancel.length > 0) {
+    if (toCancel.length > 0 && platform.cancelSupplierLines) {
       try {
         status = (await platform.cancelSupplierLines(store, orderId, toCancel, cancellationKey(cancellation, 'lines'))).status;
       } catch (error) {
@@ -353,12 +342,51 @@ function isRefusal(error: unknown): error is PlatformError {
   return error instanceof PlatformError && !error.retryable && (error.status === 422 || error.status === 409);
 }
 
+/**
+ * Where the asked lines (storefront SKUs) stand on the supplier order: the quantities still open to
+ * cancel, spread over every supplier line of the SKU (one per storefront line: two of the same SKU
+ * are two lines), the supplier's SKU (as its pricing made it) first, else the storefront's; what of
+ * the rest was shipped; and what the order has no line for. Never more than is open, line by line.
+ */
+function linesToCancel(state: SupplierOrderState, asked: CancelledLine[], source: SourceStore): { toCancel: LineToCancel[]; shipped: CancelledLine[]; missing: CancelledLine[] } {
+  const taken = new Map<SupplierOrderState['lines'][number], number>();
+  const shipped: CancelledLine[] = [];
+  const missing: CancelledLine[] = [];
+  for (const ask of asked) {
+    const sku = supplierSku(ask.sku, source.pricingConfig);
+    const bySupplierSku = state.lines.filter((line) => line.sku === sku);
+    const lines = bySupplierSku.length > 0 ? bySupplierSku : state.lines.filter((line) => line.sku === ask.sku);
+    if (lines.length === 0) {
+      missing.push(ask);
+      continue;
+    }
+    let wanted = ask.quantity;
+    for (const line of lines) {
+      const open = Math.max(0, line.quantity - line.cancelledQuantity - line.fulfilledQuantity - (taken.get(line) ?? 0));
+      const quantity = Math.min(wanted, open);
+      if (quantity > 0) taken.set(line, (taken.get(line) ?? 0) + quantity);
+      wanted -= quantity;
+    }
+    const fulfilled = lines.reduce((sum, line) => sum + line.fulfilledQuantity, 0);
+    if (wanted > 0 && fulfilled > 0) shipped.push({ sku: ask.sku, quantity: Math.min(wanted, fulfilled) });
+  }
+  // A platform that names lines by SKU alone (no line ids) is asked once per SKU.
+  const toCancel: LineToCancel[] = [];
+  for (const [line, quantity] of taken) {
+    const same = line.lineId === null ? toCancel.find((c) => c.lineId === null && c.sku === line.sku) : undefined;
+    if (same) same.quantity += quantity;
+    else toCancel.push({ lineId: line.lineId, sku: line.sku, quantity });
+  }
+  return { toCancel, shipped, missing };
+}
+
 /** Whether cancelling `toCancel` leaves nothing of the order open, with nothing of it shipped: the whole order is then cancelled. */
 function leavesNothingOpen(state: SupplierOrderState, toCancel: LineToCancel[]): boolean {
-  return state.lines.every((line) => {
-    const cancelledNow = toCancel.filter((c) => c.lineId === line.lineId && c.sku === line.sku).reduce((sum, c) => sum + c.quantity, 0);
-    return line.fulfilledQuantity === 0 && line.quantity - line.cancelledQuantity - cancelledNow <= 0;
-  });
+  if (state.lines.some((line) => line.fulfilledQuantity > 0)) return false;
+  const open = new Map<string, number>();
+  for (const line of state.lines) open.set(line.sku, (open.get(line.sku) ?? 0) + line.quantity - line.cancelledQuantity);
+  for (const cancel of toCancel) open.set(cancel.sku, (open.get(cancel.sku) ?? 0) - cancel.quantity);
+  return [...open.values()].every((quantity) => quantity <= 0);
 }
 
 /** The open quantities of a partly shipped order, line by line. */
