@@ -305,6 +305,43 @@ describe('a slow supplier holds back only its own jobs', () => {
   }, 90_000);
 });
 
+describe('the watchdog of an attempt still running', () => {
+  let service: TestService;
+
+  beforeAll(async () => {
+    // Calls may last 30 s: the held call below is let go of, and runs until the test releases it.
+    service = await startTestService({ PLATFORM_BASE_URL: sandbox.baseUrlTemplate, PLATFORM_TIMEOUT_MS: '30000' });
+  });
+  afterAll(() => service?.stop());
+
+  it('is put off while its process runs the attempt, so a long attempt is never taken again as lost', async () => {
+    const tenant = await openTenant(service);
+    const supplier = await addSupplier(service, tenant, { platform: 'custom', vendorTag: 'HeldCo' });
+    sandbox.setFaults(supplier.shopDomain, { holdRequestsNext: 1 });
+    const [jobId] = await postOrders(service, tenant, supplier.vendorTag, 1);
+    const watchdogOf = async () =>
+      (await queryRows<{ id: string; wait_s: number }>(
+        service.databaseUrl,
+        `select m.id::text as id, extract(epoch from m.start_after - now())::float8 as wait_s from sync_jobs j
+          join pgboss.job m on m.id::text = j.queue_message_id where j.id = $1 and m.state = 'created'`,
+        [jobId],
+      ))[0];
+    // Let go of by its batch: its row names a watchdog that starts after any attempt must have ended.
+    const watchdog = await waitFor(async () => {
+      const message = await watchdogOf();
+      return message !== undefined && message.wait_s > 30 ? message : null;
+    }, 10_000, 'the attempt let go of');
+    expect(sandbox.heldRequestCount(supplier.shopDomain)).toBe(1);
+    // As if its calls had waited for turns longer than that delay: 20 s left. The process puts it off again.
+    await queryRows(service.databaseUrl, "update pgboss.job set start_after = now() + interval '20 seconds' where id = $1::uuid", [watchdog.id]);
+    await waitFor(async () => ((await watchdogOf())?.wait_s ?? 0) > 60, 25_000, 'the watchdog put off');
+    expect(sandbox.releaseRequests(supplier.shopDomain)).toBe(1);
+    await allCompleted(service.databaseUrl, [jobId!], 15_000);
+    expect((await jobRows(service.databaseUrl, [jobId!]))[0]).toMatchObject({ status: 'completed', attempts: 1 });
+    expect(orderPosts(sandbox, supplier.shopDomain)).toHaveLength(1);
+  }, 60_000);
+});
+
 describe('an attempt that makes several calls to one store', () => {
   let service: TestService;
 

@@ -46,6 +46,12 @@ interface Taken<W> {
 const LET_GO_AFTER_MS = 1_500;
 /** Attempts let go of and still running, per worker, at most; past it a batch waits for them again. */
 const MAX_LET_GO = 512;
+/**
+ * How often the watchdogs of attempts still running are put off (to a full delay from then): an
+ * attempt that waits long for its store's turns outlives any fixed delay, and must not be taken
+ * again as lost while its process still runs it. Well under the shortest watchdog delay (30 s and more).
+ */
+const WATCHDOG_DEFER_MS = 15_000;
 
 /** What an attempt came to, with the excerpt of its last platform call (null when it made none). */
 type Outcome = ({ ok: true; result: string; platformStatus: number | null; detail: unknown } | { ok: false; error: unknown }) & { exchange?: Exchange | null };
@@ -94,6 +100,9 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
    * written twice (their rows carry the version they were written at, so the check would pass).
    */
   readonly #appliedAlone = new WeakSet<AttemptWrite<R>>();
+  /** The watchdog messages of attempts let go of and still running, with their work (see `deferWatchdogs`). */
+  readonly #watchdogs = new Map<string, W>();
+  #deferring: NodeJS.Timeout | undefined;
 
   /** `attempt`: what one attempt of this kind does, built by the composition root from `kind.attempt`. */
   constructor(
@@ -125,16 +134,41 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
     for (const [i, item] of taken.entries()) {
       if (letGo.has(item)) {
         // Its outcome is recorded when its call ends; should that fail, its watchdog takes the row again.
-        const running: Promise<boolean> = runs[i]!.finally(() => this.#letGo.delete(running));
+        const watchdog = item.watchdog!;
+        this.#watchdogs.set(watchdog, item.work);
+        this.#deferring ??= setInterval(() => void this.deferWatchdogs(), WATCHDOG_DEFER_MS).unref();
+        const running: Promise<boolean> = runs[i]!.finally(() => {
+          this.#letGo.delete(running);
+          this.#watchdogs.delete(watchdog);
+        });
         this.#letGo.add(running);
       } else if (!(await runs[i]!)) unrecorded.add(item.messageId);
     }
     return unrecorded;
   }
 
+  /**
+   * Puts off the watchdogs of the attempts this process still runs, each to its full delay from now:
+   * a watchdog fires only once its attempt's process stopped putting it off (it died), however long
+   * the attempt's calls wait for their turns. One statement for all of them.
+   */
+  private async deferWatchdogs(): Promise<void> {
+    if (this.#watchdogs.size === 0) {
+      clearInterval(this.#deferring);
+      this.#deferring = undefined;
+      return;
+    }
+    const messages = [...this.#watchdogs].map(([id, work]) => ({ id, delayMs: this.longestAttemptMs(work) }));
+    await this.ctx.queue.defer(sqlOf(this.ctx.orm), this.kind.queue, messages).catch((error: unknown) => {
+      this.ctx.logger.warn({ err: error, watchdogs: messages.length }, 'could not put off the watchdogs of running attempts');
+    });
+  }
+
   /** Resolves once every attempt let go of has recorded its outcome (at shutdown, before the database closes). */
   async drain(): Promise<void> {
     while (this.#letGo.size > 0) await Promise.all([...this.#letGo]);
+    clearInterval(this.#deferring);
+    this.#deferring = undefined;
   }
 
   /**

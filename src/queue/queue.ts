@@ -4,7 +4,7 @@ import { fromKysely, PgBoss, type Job, type JobInsert, type KyselyTransactionLik
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Db, Trx } from '../db/sql.ts';
-import { analyzeJobTable, settleMessages } from './repository.ts';
+import { analyzeJobTable, deferMessages, settleMessages } from './repository.ts';
 import type { Pool } from 'pg';
 import { POOL_OPTIONS } from '../db/pool.ts';
 import { PREPARED_MARK, preparedName } from '../db/prepared.ts';
@@ -233,6 +233,11 @@ export class Queue {
   /** Deletes messages no longer needed (a watchdog whose attempt ended) in the caller's Kysely transaction. */
   async discardIn(trx: Trx, queue: QueueKey | QueueSpec, ids: string[]): Promise<void> {
     await this.boss.deleteJob(nameOf(queue), ids, { db: fromKysely(trx as unknown as KyselyTransactionLike) });
+  }
+
+  /** Puts off messages not delivered yet (src/queue/repository.ts `deferMessages`): each starts `delayMs` from now. */
+  async defer(db: Db, queue: QueueKey | QueueSpec, messages: { id: string; delayMs: number }[]): Promise<void> {
+    await deferMessages(db, nameOf(queue), messages);
   }
 
   /** Settles messages (src/queue/repository.ts `settledMessagesStep`) in the caller's Kysely transaction. */

@@ -27,6 +27,19 @@ export function messageOfRow(message: string, queueName: string, messageId: stri
     and ${sql.ref(`${message}.id`)} = case when ${column} ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' then ${column}::uuid end`;
 }
 
+/**
+ * Moves the start of messages not delivered yet (`created`) of a queue to `delayMs` from now, each
+ * its own: a watchdog whose attempt is still running is put off while the attempt's process lives.
+ * A message delivered or deleted meanwhile is left as it is.
+ */
+export async function deferMessages(db: Db | Trx, queueName: string, messages: { id: string; delayMs: number }[]): Promise<void> {
+  if (messages.length === 0) return;
+  await sql`
+    update pgboss.job j set start_after = now() + d.delay_ms * interval '1 millisecond'
+    from unnest(${messages.map((m) => m.id)}::uuid[], ${messages.map((m) => m.delayMs)}::int[]) as d(id, delay_ms)
+    where j.name = ${queueName} and j.id = d.id and j.state = 'created'`.execute(db);
+}
+
 /** Settles these messages of a queue, in the caller's transaction (or on their own). */
 export async function settleMessages(db: Db | Trx, queueName: string, ids: string[]): Promise<void> {
   await sql`with settled as ${settledMessagesStep(queueName, sql`${ids}::uuid[]`)} select count(*) from settled`.execute(db);
