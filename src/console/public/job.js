@@ -98,7 +98,7 @@ function Fulfillment({ fulfillment, busy, onRetry }) {
         ${fulfillment.trackingCompany ? ` (${fulfillment.trackingCompany})` : ''} · ${plural(fulfillment.attempts, 'attempt')} · received <${When} at=${fulfillment.createdAt} />
         ${fulfillment.nextRetryAt ? html` · next retry <${Due} at=${fulfillment.nextRetryAt} />` : ''}
       </p>
-      ${fulfillment.trackingUrls?.length > 0 && html`<p>${fulfillment.trackingUrls.map((url) => html`<a href=${url} rel="noreferrer noopener" target="_blank">${url}</a> `)}</p>`}
+      ${fulfillment.trackingUrls?.length > 0 && html`<p>${fulfillment.trackingUrls.map((url) => (isWebLink(url) ? html`<a href=${url} rel="noreferrer noopener" target="_blank">${url}</a> ` : html`<span>${url}</span> `))}</p>`}
       ${fulfillment.errorMessage && html`<p class="error-text">${fulfillment.errorMessage}</p>`}
       <${Timeline} attempts=${fulfillment.timeline ?? null} label="Attempts of the fulfillment, oldest first" result="resellerFulfillmentId" resultLabel="Reseller fulfillment" />
       ${RETRYABLE.has(fulfillment.status) &&
@@ -107,6 +107,9 @@ function Fulfillment({ fulfillment, busy, onRetry }) {
 }
 
 const SCOPES = { order: 'whole order', lines: 'some lines' };
+
+/** A supplier's tracking URL is linked only when it is a web address: anything else (`javascript:`, `data:`) is shown as text. */
+const isWebLink = (url) => /^https?:\/\//i.test(url);
 
 function Cancellation({ cancellation, busy, onRetry }) {
   const lines = cancellation.lines ?? [];
