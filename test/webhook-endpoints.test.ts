@@ -320,6 +320,33 @@ describe('webhook endpoints', () => {
     await waitFor(async () => (await left()).length === 0, 10_000, 'the delivery to the deleted endpoint to be removed');
   });
 
+  it('lets a manual retry wait for events pruning that holds its event, then answers 404: the two lock in one order', async ({ service, api, receiver, createEndpoint }) => {
+    const endpoint = await createEndpoint(alice);
+    receiver.behave(endpoint.path, { status: 500 });
+    const ping = await api.post(`/v1/webhook_endpoints/${endpoint.id}/test`, { token: alice.token });
+    const deliveryId = ping.body.id as string;
+    await waitFor(async () => (await queryRows<{ status: string }>(service.databaseUrl, 'select status from webhook_deliveries where id = $1', [deliveryId]))[0]?.status === 'failed', 15_000, 'the delivery to fail');
+    const eventId = (await queryRows<{ event_id: string }>(service.databaseUrl, 'select event_id from webhook_deliveries where id = $1', [deliveryId]))[0]!.event_id;
+    // As pruning does: the old event locked first, then its deliveries deleted, then the event.
+    const pruning = new pg.Client({ connectionString: service.databaseUrl });
+    await pruning.connect();
+    try {
+      await pruning.query('begin');
+      await pruning.query('select id from events where id = $1 for update', [eventId]);
+      const retried = api.post(`/v1/webhook_endpoints/${endpoint.id}/deliveries/${deliveryId}/retry`, { token: alice.token });
+      await waitFor(async () => {
+        const [row] = await queryRows<{ waiting: string }>(service.databaseUrl, "select count(*) as waiting from pg_stat_activity where wait_event_type = 'Lock' and query ilike '%from \"events\"%for share%'");
+        return Number(row!.waiting) > 0;
+      }, 10_000, 'the retry to wait for the event');
+      await pruning.query('delete from webhook_deliveries where event_id = $1', [eventId]);
+      await pruning.query('delete from events where id = $1', [eventId]);
+      await pruning.query('commit');
+      expect((await retried).status).toBe(404);
+    } finally {
+      await pruning.end();
+    }
+  });
+
   it('answers concurrent retries of one failed delivery with one 200 and 409 delivery_not_failed, never a 500', async ({ service, api, receiver, createEndpoint }) => {
     const endpoint = await createEndpoint(alice);
     receiver.behave(endpoint.path, { status: 500 });

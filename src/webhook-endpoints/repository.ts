@@ -351,9 +351,11 @@ export class WebhookEndpointRepository {
   changeDelivery<T>(ownerId: string, endpointId: string, deliveryId: string, change: (delivery: WebhookDelivery | null, trx: Trx) => Promise<T>): Promise<T> {
     return this.em.transactional(async (em) => {
       const trx = transactionOf(em);
-      const delivery = await em.findOne(WebhookDelivery, { id: deliveryId, endpointId, ownerId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true });
-      const eventKept = delivery !== null && (await trx.selectFrom('events').select('id').where('id', '=', delivery.eventId).forShare().executeTakeFirst()) !== undefined;
-      return change(eventKept ? delivery : null, trx);
+      const found = await em.findOne(WebhookDelivery, { id: deliveryId, endpointId, ownerId });
+      // Its event first, then the delivery: the order pruning locks them in (src/events/repository.ts), so the two never wait on each other.
+      const eventKept = found !== null && (await trx.selectFrom('events').select('id').where('id', '=', found.eventId).forShare().executeTakeFirst()) !== undefined;
+      const delivery = eventKept ? await em.findOne(WebhookDelivery, { id: deliveryId, endpointId, ownerId }, { lockMode: LockMode.PESSIMISTIC_WRITE, refresh: true }) : null;
+      return change(delivery, trx);
     });
   }
 }
