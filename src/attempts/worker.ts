@@ -469,7 +469,19 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
    * Completed and dead rows with their audit entries and timelines (one statement), and the events of
    * those written, in one transaction; with `watchdog` (one row let go of), its watchdog message deleted too.
    */
-  private writeOutcomesIn(writes: AttemptWrite<R>[], watchdog?: string): Promise<boolean[]> {
+  private async writeOutcomesIn(writes: AttemptWrite<R>[], watchdog?: string): Promise<boolean[]> {
+    const versions = writes.map(({ row }) => row.version);
+    try {
+      return await this.writeOutcomesInTransaction(writes, watchdog);
+    } catch (error) {
+      // Rolled back: each row is at the version it was read at again, which a rewrite of the group
+      // item by item (GroupCommit) must present, or it would find every row "moved meanwhile".
+      writes.forEach(({ row }, i) => (row.version = versions[i]!));
+      throw error;
+    }
+  }
+
+  private writeOutcomesInTransaction(writes: AttemptWrite<R>[], watchdog?: string): Promise<boolean[]> {
     return sqlOf(this.ctx.orm)
       .transaction()
       .execute(async (trx) => {
