@@ -86,7 +86,7 @@ export const cancellationKey = (cancellation: Cancellation, call: string) => `ca
  *   the service learning it, in which case it is looked up by the reference the service attached
  *   among the supplier's orders created since the job was created, never by creating it;
  * - the order exists: cancel it (or those lines); a refusal is read as `too_late` when the order
- *   shows it shipped; platform_b lines only: `unsupported`.
+ *   shows it shipped; lines still open on platform_b (which cannot cancel some lines alone): `unsupported`.
  */
 export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<CancellationWork> {
   const repository = ctx.cancellationRepository;
@@ -256,11 +256,10 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
     if (state.cancelled) return { outcome: 'cancelled', reason: null, platformStatus: 200, closesOrder: true };
     const { toCancel, shipped, missing } = linesToCancel(state, cancellation.lines, source);
     if (!platform.cancelSupplierLines && toCancel.length > 0) {
-      return {
-        outcome: 'unsupported',
-        reason: `${platform.platform} cannot cancel some lines of an order only; cancel these by hand: ${describeLines(cancellation.lines)}`,
-        platformStatus: 200,
-      };
+      // Only what is still open is for the reseller to cancel by hand; what shipped is said apart.
+      const open = describeLines(toCancel.map(({ sku, quantity }) => ({ sku, quantity })));
+      const reason = [`${platform.platform} cannot cancel some lines of an order only; cancel these by hand: ${open}`, shipped.length > 0 && `already shipped by the supplier: ${describeLines(shipped)}`];
+      return { outcome: 'unsupported', reason: reason.filter(Boolean).join('; '), platformStatus: 200 };
     }
     let status: number | null = 200;
     if (toCancel.length > 0 && platform.cancelSupplierLines) {
