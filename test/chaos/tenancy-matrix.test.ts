@@ -38,6 +38,8 @@ interface Tenant {
   job: string;
   /** A completed cancellation of the job (its order was cancelled on the storefront). */
   cancellation: string;
+  /** A dead fulfillment of the job (retryable by its owner: only ownership can refuse the call). */
+  fulfillment: string;
   endpoint: string;
   delivery: string;
   event: string;
@@ -64,6 +66,7 @@ const MISSING = {
   evt: 'evt_0000000000000000000000000000ffff',
   div: 'div_0000000000000000000000000000ffff',
   can: 'can_0000000000000000000000000000ffff',
+  ful: 'ful_0000000000000000000000000000ffff',
 };
 
 type Kind = keyof typeof MISSING;
@@ -74,6 +77,7 @@ function kindOf(route: ContractRoute, param: string): Kind {
   if (param === 'delivery_id') return 'dlv';
   if (param === 'divergence_id') return 'div';
   if (param === 'cancellation_id') return 'can';
+  if (param === 'fulfillment_id') return 'ful';
   if (param === 'id') {
     if (route.path.startsWith('/v1/webhook_endpoints/')) return 'we';
     if (route.path.startsWith('/v1/events/')) return 'evt';
@@ -95,6 +99,7 @@ const idsOf = (tenant: Tenant): Record<Kind, string> => ({
   evt: tenant.event,
   div: tenant.divergence,
   can: tenant.cancellation,
+  ful: tenant.fulfillment,
 });
 
 /** A body the route accepts, so that only ownership can refuse the call. */
@@ -157,7 +162,14 @@ async function newTenant(): Promise<Tenant> {
      select $1, owner_id, reseller_store_id, id, 'job_dead', 'open', id, 'tenancy fixture', now() from sync_jobs where id = $2`,
     [divergence, jobId],
   );
-  return { user, apiKey, reseller, supplier, job: jobId, cancellation, endpoint: endpoint.body.id, delivery: ping.body.id, event: ping.body.eventId, divergence };
+  const fulfillment = `ful_${unique(16)}`;
+  await queryRows(
+    service.databaseUrl,
+    `insert into fulfillments (id, owner_id, reseller_store_id, sync_job_id, dedupe_key, status, attempts, retries_left, tracking, error_message, dead_at, created_at, updated_at)
+     select $1, owner_id, reseller_store_id, id, $1, 'dead', 4, 0, '{"numbers":["TENANCY-1"],"urls":[],"company":null}', 'tenancy fixture', now(), now(), now() from sync_jobs where id = $2`,
+    [fulfillment, jobId],
+  );
+  return { user, apiKey, reseller, supplier, job: jobId, cancellation, fulfillment, endpoint: endpoint.body.id, delivery: ping.body.id, event: ping.body.eventId, divergence };
 }
 
 /** Alice's rows as stored: whatever a foreign call might have changed. */
