@@ -632,6 +632,17 @@ describe('parseFulfillmentWebhook', () => {
     });
   });
 
+  it.each(['platform_a', 'platform_b', 'custom'] as const)('%s: drops a tracking link of another scheme than http(s), keeps one without a scheme', (platform) => {
+    const payload = buildFulfillmentPayload(platform, {
+      orderId: platform === 'custom' ? 'ord_1' : 1001,
+      ...(platform === 'platform_a' && { fulfillmentId: 7 }),
+      trackingNumbers: ['1Z001'],
+      trackingUrls: platform === 'platform_b' ? ['javascript:alert(document.cookie)'] : ['JavaScript:alert(1)', 'data:text/html,x', 'https://track.example/1Z001', 'track.example/1Z001'],
+    });
+    const { urls } = adapters[platform].parseFulfillmentWebhook(payload).tracking;
+    expect(urls).toEqual(platform === 'platform_b' ? [] : ['https://track.example/1Z001', 'track.example/1Z001']);
+  });
+
   it.each([
     ['platform_a', { id: 1, tracking_numbers: ['1Z'] }, 'order_id'],
     ['platform_b', { order_id: 'twelve', tracking_number: '1Z' }, 'order_id'],

@@ -4,19 +4,7 @@ import type { ResellerOrder, SourceFulfillment, SupplierOrder, Tracking } from '
 import { type HttpClientSettings, LIST_PAGE, PlatformHttpClient } from './http.ts';
 import { listedOrder, pageEntries, timestamp } from './listing.ts';
 import { listShipmentsCustom, listUpdatedCustom } from './updated.ts';
-import {
-  anyId,
-  assertLineTotal,
-  distinct,
-  lineText,
-  optionalText,
-  orderCurrency,
-  parsePayload,
-  postalAddress,
-  priceMinor,
-  quantity,
-  stringList,
-} from './payload.ts';
+import { anyId, assertLineTotal, distinct, lineText, optionalText, orderCurrency, parsePayload, postalAddress, priceMinor, quantity, stringList, trackingLinks } from './payload.ts';
 import type { ListedOrder, PlatformAdapter, StoreConnection } from './types.ts';
 import { customCancelling } from './cancelling.ts';
 
@@ -143,7 +131,7 @@ function readFulfillment(body: unknown): SourceFulfillment {
     fulfillmentId: null,
     tracking: {
       numbers: distinct(fulfillment.trackingNumbers),
-      urls: distinct(fulfillment.trackingUrls),
+      urls: trackingLinks(fulfillment.trackingUrls),
       company: fulfillment.carrier,
     },
   };

@@ -134,3 +134,15 @@ export function distinct(values: ReadonlyArray<string | null | undefined>): stri
   const present = values.map((value) => value?.trim()).filter((value): value is string => !!value);
   return [...new Set(present)];
 }
+
+/** A scheme other than http(s) (`javascript:`, `data:`, `mailto:`): such a link is no tracking page. */
+const FOREIGN_SCHEME = /^(?!https?:)[a-z][a-z0-9+.-]*:/i;
+
+/**
+ * A supplier's tracking links, as `distinct` keeps them, without those of another scheme than http(s):
+ * they are pushed to the storefront (and the customer's notification) and shown in the console, so
+ * a `javascript:` link is dropped at intake. A link without a scheme (`track.example/1Z…`) is kept.
+ */
+export function trackingLinks(values: ReadonlyArray<string | null | undefined>): string[] {
+  return distinct(values).filter((url) => !FOREIGN_SCHEME.test(url));
+}

@@ -4,20 +4,7 @@ import type { PostalAddress, ResellerOrder, SourceFulfillment, SupplierOrder, Tr
 import { type HttpClientSettings, LIST_PAGE, PlatformHttpClient, type ResponseHeaders } from './http.ts';
 import { listedOrder, nextLink, pageEntries, timestamp } from './listing.ts';
 import { listShipmentsPlatformA, listUpdatedPlatformA } from './updated.ts';
-import {
-  anyId,
-  assertLineTotal,
-  distinct,
-  lineText,
-  numericId,
-  optionalText,
-  orderCurrency,
-  parsePayload,
-  postalAddress,
-  priceMinor,
-  quantity,
-  stringList,
-} from './payload.ts';
+import { anyId, assertLineTotal, distinct, lineText, numericId, optionalText, orderCurrency, parsePayload, postalAddress, priceMinor, quantity, stringList, trackingLinks } from './payload.ts';
 import type { ListedOrder, PlatformAdapter, StoreConnection } from './types.ts';
 import { createdLines, platformACancelling } from './cancelling.ts';
 
@@ -148,7 +135,7 @@ function readFulfillment(body: unknown): SourceFulfillment {
     fulfillmentId: fulfillment.id,
     tracking: {
       numbers: distinct([fulfillment.tracking_number, ...fulfillment.tracking_numbers]),
-      urls: distinct([fulfillment.tracking_url, ...fulfillment.tracking_urls]),
+      urls: trackingLinks([fulfillment.tracking_url, ...fulfillment.tracking_urls]),
       company: fulfillment.tracking_company,
     },
   };

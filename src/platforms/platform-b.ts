@@ -12,21 +12,7 @@ import { type HttpClientSettings, LIST_PAGE, PlatformHttpClient, type ResponseHe
 import { listedOrder, pageEntries, timestamp } from './listing.ts';
 import { listShipmentsPlatformB, listUpdatedPlatformB } from './updated.ts';
 import { firstPosition, followByTime, type TimePosition } from './time-paging.ts';
-import {
-  anyId,
-  assertLineTotal,
-  distinct,
-  lineText,
-  numericId,
-  optionalText,
-  orderCurrency,
-  parsePayload,
-  postalAddress,
-  priceMinor,
-  quantity,
-  roundedPriceMinor,
-  unitPriceOfTotal,
-} from './payload.ts';
+import { anyId, assertLineTotal, distinct, lineText, numericId, optionalText, orderCurrency, parsePayload, postalAddress, priceMinor, quantity, roundedPriceMinor, trackingLinks, unitPriceOfTotal } from './payload.ts';
 import { type Created, type ListedOrder, PayloadError, PlatformError, type PlatformAdapter, type StoreConnection } from './types.ts';
 import { createdLines, platformBCancelling } from './cancelling.ts';
 
@@ -224,7 +210,7 @@ function readFulfillment(body: unknown): SourceFulfillment {
     fulfillmentId: null,
     tracking: {
       numbers: distinct([fulfillment.tracking_number]),
-      urls: distinct([fulfillment.tracking_link]),
+      urls: trackingLinks([fulfillment.tracking_link]),
       company: fulfillment.tracking_provider,
     },
   };

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { SourceFulfillment } from '../orders/types.ts';
 import { LIST_PAGE, type PlatformHttpClient, type ResponseHeaders } from './http.ts';
 import { nextLink, pageEntries, timestamp } from './listing.ts';
-import { anyId, distinct, numericId, optionalText, parsePayload, stringList } from './payload.ts';
+import { anyId, distinct, numericId, optionalText, parsePayload, stringList, trackingLinks } from './payload.ts';
 import { PayloadError, type StoreConnection, type UpdatedOrder, type UpdatedPage } from './types.ts';
 import { firstPosition, followByTime, type TimePosition } from './time-paging.ts';
 import { platformBCancelReason } from './cancel-webhooks.ts';
@@ -99,7 +99,7 @@ function readPlatformA(entry: unknown): UpdatedOrder {
       fulfillmentId: fulfillment.id,
       tracking: {
         numbers: distinct([fulfillment.tracking_number, ...fulfillment.tracking_numbers]),
-        urls: distinct([fulfillment.tracking_url, ...fulfillment.tracking_urls]),
+        urls: trackingLinks([fulfillment.tracking_url, ...fulfillment.tracking_urls]),
         company: fulfillment.tracking_company,
       },
     })),
@@ -159,7 +159,7 @@ export function listShipmentsPlatformB(http: PlatformHttpClient, store: StoreCon
     pageEntries(body, 'platform_b shipment trackings').flatMap((entry) => {
       const tracking = parsePayload(platformBTracking, entry, 'platform_b shipment tracking');
       if (tracking.tracking_number === null) return [];
-      return [{ sourceOrderId: orderId, fulfillmentId: null, tracking: { numbers: [tracking.tracking_number], urls: distinct([tracking.tracking_link]), company: tracking.tracking_provider } }];
+      return [{ sourceOrderId: orderId, fulfillmentId: null, tracking: { numbers: [tracking.tracking_number], urls: trackingLinks([tracking.tracking_link]), company: tracking.tracking_provider } }];
     }),
   );
 }
@@ -187,7 +187,7 @@ function readCustom(entry: unknown): UpdatedOrder {
     shipments: order.fulfillments.map((fulfillment) => ({
       sourceOrderId: order.id,
       fulfillmentId: null,
-      tracking: { numbers: distinct(fulfillment.trackingNumbers), urls: distinct(fulfillment.trackingUrls), company: fulfillment.carrier },
+      tracking: { numbers: distinct(fulfillment.trackingNumbers), urls: trackingLinks(fulfillment.trackingUrls), company: fulfillment.carrier },
     })),
   };
 }
