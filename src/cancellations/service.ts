@@ -12,7 +12,7 @@ import { supplierSku, vendorMatches } from '../pricing/index.ts';
 import { newMessageId, type Queue } from '../queue/queue.ts';
 import { GroupCommit } from '../db/group-commit.ts';
 import { holdLock } from '../db/locks.ts';
-import { AppError, notFound } from '../shared/errors.ts';
+import { notFound } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
 import { placedJobLockKey } from '../sync-jobs/placed-lock.ts';
@@ -25,6 +25,7 @@ import type { CancellationRepository } from './repository.ts';
 import { cancellationStats, type CancellationStats } from './stats.ts';
 import { cancellationKind } from './kind.ts';
 import { acceptedThenShipped, shippedAnywayIn, shippedAnywayReason } from './too-late.ts';
+import { retryByHand } from '../attempts/manual-retry.ts';
 import type { CancellationView } from './present.ts';
 
 /**
@@ -92,7 +93,6 @@ interface JobPlan {
   lines: CancelledLine[];
 }
 
-const RETRY_ROUNDS = 3;
 const SHIPPED_AFTER_CANCELLATION = shippedAnywayReason('a fulfillment arrived after the cancellation');
 /** Cancelling or cancelled: these quantities are no longer open to a new cancellation. */
 const holdsQuantity = (c: Cancellation) => c.outcome !== 'too_late' && c.outcome !== 'unsupported';
@@ -410,36 +410,19 @@ export class CancellationService implements OrderCancellations, SupplierCancella
    * wrote: a read after the commit could already find a worker's take.
    */
   async retry(principal: Principal, syncJobId: string, cancellationId: string): Promise<JobDetail> {
-    for (let round = 1; ; round++) {
-      const cancellation = await this.repository.findOwned(principal.userId, syncJobId, cancellationId);
-      if (!cancellation) throw notFound();
-      const now = new Date();
-      if (!cancellationKind.transition(cancellation, { type: 'RETRY', at: now.toISOString() }, now)) {
-        throw new AppError('sync_job_not_retryable', {
-          message: `Only failed or dead cancellations can be retried; this one is ${cancellation.status}.`,
-          details: { status: cancellation.status },
-        });
-      }
-      cancellation.queueMessageId = newMessageId();
-      const audit = cancellationAuditRecord(cancellation, 'cancellation.retried', actorOf(principal), { attempts: cancellation.attempts, ...auditContext(principal) });
-      const moved = await this.repository.transaction(async (trx) => {
-        const [written] = await this.repository.writeTransitions(trx, [{ row: cancellation, result: cancellationKind.resultOf(cancellation), audit }]);
-        if (!written) return false;
-        await this.deps.queue.insertIn(trx, cancellationKind.queue, [{ id: cancellation.queueMessageId!, message: cancellationKind.message(cancellation.id) }]);
+    return retryByHand(this.deps, cancellationKind, {
+      find: () => this.repository.findOwned(principal.userId, syncJobId, cancellationId),
+      audit: (cancellation) => cancellationAuditRecord(cancellation, 'cancellation.retried', actorOf(principal), { attempts: cancellation.attempts, ...auditContext(principal) }),
+      repository: this.repository,
+      written: async (trx) => {
         // Jobs are never deleted, and this transaction just wrote one of its cancellations.
         const event = await jobEventIn(trx, 'cancellation.retried', syncJobId);
         if (!event) throw notFound();
         await this.deps.outbox.append(trx, [event]);
-        return { job: event.object as JobDetail };
-      });
-      if (moved) {
-        this.deps.metrics.attemptTransitions.inc({ kind: 'cancellation', status: 'pending' });
-        return moved.job;
-      }
-      if (round === RETRY_ROUNDS) {
-        throw new AppError('unavailable', { message: 'The cancellation kept changing while it was being retried; try again.', retryAfterSeconds: 1 });
-      }
-    }
+        return event.object as JobDetail;
+      },
+      names: { many: 'cancellations', one: 'cancellation' },
+    });
   }
 }
 

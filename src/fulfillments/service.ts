@@ -8,7 +8,7 @@ import type { PlatformAdapters } from '../platforms/types.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
 import { newId } from '../shared/ids.ts';
-import { AppError, notFound } from '../shared/errors.ts';
+import { retryByHand } from '../attempts/manual-retry.ts';
 import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
 import type { Trx } from '../db/sql.ts';
 import { fulfillmentAuditRecord } from './attempt.ts';
@@ -21,9 +21,6 @@ import type { FulfillmentRepository } from './repository.ts';
 const CLAIMS_PER_PASS = 200;
 
 /** What the fulfillments' service works with, built once by the composition root (src/services.ts). */
-/** How often a retry reads the fulfillment again when a worker moved it meanwhile. */
-const RETRY_ROUNDS = 3;
-
 export interface FulfillmentServiceDeps {
   fulfillments: FulfillmentRepository;
   queue: Queue;
@@ -156,30 +153,12 @@ export class FulfillmentService {
    * completion resolves the job's `fulfillment_dead` entry (the kind's settled steps).
    */
   async retry(principal: Principal, syncJobId: string, fulfillmentId: string): Promise<void> {
-    for (let round = 1; ; round++) {
-      const fulfillment = await this.fulfillments.findOwned(principal.userId, syncJobId, fulfillmentId);
-      if (!fulfillment) throw notFound();
-      const now = new Date();
-      if (!fulfillmentKind.transition(fulfillment, { type: 'RETRY', at: now.toISOString() }, now)) {
-        throw new AppError('sync_job_not_retryable', {
-          message: `Only failed or dead fulfillments can be retried; this one is ${fulfillment.status}.`,
-          details: { status: fulfillment.status },
-        });
-      }
-      fulfillment.queueMessageId = newMessageId();
-      const audit = { ...fulfillmentAuditRecord(fulfillment, 'fulfillment.retried', { attempts: fulfillment.attempts, ...auditContext(principal) }), actorId: actorOf(principal) };
-      const moved = await this.fulfillments.transaction(async (trx) => {
-        const [written] = await this.fulfillments.writeTransitions(trx, [{ row: fulfillment, result: fulfillmentKind.resultOf(fulfillment), audit }]);
-        if (written) await this.deps.queue.insertIn(trx, fulfillmentKind.queue, [{ id: fulfillment.queueMessageId!, message: fulfillmentKind.message(fulfillment.id) }]);
-        return written;
-      });
-      if (moved) {
-        this.deps.metrics.attemptTransitions.inc({ kind: 'fulfillment', status: 'pending' });
-        return;
-      }
-      if (round === RETRY_ROUNDS) {
-        throw new AppError('unavailable', { message: 'The fulfillment kept changing while it was being retried; try again.', retryAfterSeconds: 1 });
-      }
-    }
+    await retryByHand(this.deps, fulfillmentKind, {
+      find: () => this.fulfillments.findOwned(principal.userId, syncJobId, fulfillmentId),
+      audit: (fulfillment) => ({ ...fulfillmentAuditRecord(fulfillment, 'fulfillment.retried', { attempts: fulfillment.attempts, ...auditContext(principal) }), actorId: actorOf(principal) }),
+      repository: this.fulfillments,
+      written: async () => undefined,
+      names: { many: 'fulfillments', one: 'fulfillment' },
+    });
   }
 }

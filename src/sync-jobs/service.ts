@@ -14,10 +14,11 @@ import type { Fulfillment } from '../fulfillments/entity.ts';
 import type { ResellerOrder } from '../orders/types.ts';
 import { newMessageId, type Queue } from '../queue/queue.ts';
 import type { SourceStoreService } from '../source-stores/service.ts';
-import { AppError, notFound, validationFailed } from '../shared/errors.ts';
+import { notFound, validationFailed } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import type { Page } from '../shared/paging.ts';
 import { jobAuditRecord } from './attempt.ts';
+import { retryByHand } from '../attempts/manual-retry.ts';
 import type { SyncJob } from './entity.ts';
 import type { SyncJobRepository, CandidateJob, JobCandidate, JobFilters, RetryFilters } from './repository.ts';
 
@@ -53,9 +54,6 @@ export interface CreatedJobs {
   jobs: CandidateJob[][];
   events: NewEvent[];
 }
-
-/** Reads of a job a manual retry makes before giving up on a job that keeps changing under it. */
-const RETRY_ROUNDS = 3;
 
 /** What the sync jobs' service works with, built once by the composition root (src/services.ts). */
 export interface SyncJobServiceDeps {
@@ -204,37 +202,16 @@ export class SyncJobService {
    * pending: 400 sync_job_not_retryable, the refusal the contract declares (it used to be a 409).
    */
   async retry(principal: Principal, id: string): Promise<JobWithFulfillments> {
-    for (let round = 1; ; round++) {
-      const job = await this.jobs.findOwned(principal.userId, id);
-      if (!job) throw notFound();
-      if (await this.revive(principal, job)) {
-        this.deps.metrics.attemptTransitions.inc({ kind: 'sync_job', status: 'pending' });
-        return { job, ...(await this.fulfillmentsOf(job.id)) };
-      }
-      if (round === RETRY_ROUNDS) {
-        throw new AppError('unavailable', { message: 'The job kept changing while it was being retried; try again.', retryAfterSeconds: 1 });
-      }
-    }
-  }
-
-  /** Moves a failed or dead job to pending with a fresh queue message; false when it changed since it was read. */
-  private async revive(principal: Principal, job: SyncJob): Promise<boolean> {
-    const now = new Date();
-    if (!syncJobKind.transition(job, { type: 'RETRY', at: now.toISOString() }, now)) {
-      throw new AppError('sync_job_not_retryable', {
-        message: `Only failed or dead sync jobs can be retried; this one is ${job.status}.`,
-        details: { status: job.status },
-      });
-    }
-    job.queueMessageId = newMessageId();
-    const audit = jobAuditRecord(job, 'sync_job.retried', actorOf(principal), { attempts: job.attempts, ...auditContext(principal) });
-    const fulfillments = await this.fulfillmentsOf(job.id);
-    return this.jobs.transaction(async (trx) => {
-      const [moved] = await this.jobs.writeTransitions(trx, [{ row: job, result: syncJobKind.resultOf(job), audit }]);
-      if (!moved) return false;
-      await this.deps.queue.insertIn(trx, syncJobKind.queue, [{ id: job.queueMessageId!, message: syncJobKind.message(job.id) }]);
-      await this.deps.outbox.append(trx, await syncJobEventsIn(trx, [{ type: 'sync_job.retried', job, fulfillments }]));
-      return true;
+    return retryByHand(this.deps, syncJobKind, {
+      find: () => this.jobs.findOwned(principal.userId, id),
+      audit: (job) => jobAuditRecord(job, 'sync_job.retried', actorOf(principal), { attempts: job.attempts, ...auditContext(principal) }),
+      repository: this.jobs,
+      prepare: (job) => this.fulfillmentsOf(job.id),
+      written: async (trx, job, fulfillments) => {
+        await this.deps.outbox.append(trx, await syncJobEventsIn(trx, [{ type: 'sync_job.retried', job, fulfillments }]));
+        return { job, ...fulfillments };
+      },
+      names: { many: 'sync jobs', one: 'job' },
     });
   }
 
