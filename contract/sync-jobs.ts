@@ -141,7 +141,10 @@ export const syncJobsContract = c.router(
       path: '/v1/sync_jobs',
       body: z.object({
         source_store_id: z.string().min(1).max(64),
-        external_order_id: z.string().regex(/^\d{1,20}$/, 'must be a numeric order id'),
+        external_order_id: z
+          .string()
+          .regex(/^\d{1,20}$/, 'must be a numeric order id')
+          .describe('The order\'s id on the reseller platform. On platform_a and platform_b, whose order ids are numbers, leading zeros are dropped (`01001` is order 1001, and 0 is refused); a custom storefront\'s id is kept as given.'),
       }),
       responses: { 201: SyncJob, 200: SyncJob, 400: errorResponse(400), ...bodyErrors },
       summary: 'Create a sync job',

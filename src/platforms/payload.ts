@@ -1,7 +1,7 @@
 /** Building blocks for reading platform payloads into the service's own types. */
 import { z } from 'zod';
 import { currencyExponent, fromMinorUnits, MAX_AMOUNT_MINOR, toMinorUnits } from '../money.ts';
-import { MAX_QUANTITY, type PostalAddress } from '../orders/types.ts';
+import { MAX_QUANTITY, type Platform, type PostalAddress } from '../orders/types.ts';
 import { divideRoundingHalfAwayFromZero } from '../pricing/exact-decimal.ts';
 import { isStorableId } from '../shared/text.ts';
 import { PayloadError } from './types.ts';
@@ -40,6 +40,17 @@ export const numericId = z
   .union([z.number().int().positive().safe(), z.string().regex(/^\d+$/, 'expected a numeric id')])
   .transform(String)
   .pipe(z.string().max(PLATFORM_ID_MAX_LENGTH, `expected an id of at most ${PLATFORM_ID_MAX_LENGTH} characters`));
+
+/**
+ * The id of a storefront order as the service keys its jobs by: platform_a and platform_b number
+ * their orders, so `01001` is order 1001 and is carried as `1001` (0 is no order: null). A custom
+ * storefront's ids are strings, kept as given.
+ */
+export function canonicalOrderId(platform: Platform, id: string): string | null {
+  if (platform === 'custom' || !/^\d+$/.test(id)) return id;
+  const canonical = id.replace(/^0+/, '');
+  return canonical === '' ? null : canonical;
+}
 
 /** Any id a platform assigns, number or string, carried as a string. */
 export const anyId = z

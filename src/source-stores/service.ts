@@ -93,6 +93,11 @@ export class SourceStoreService {
     return this.stores.findActiveOwned(principal.userId, id);
   }
 
+  /** The platform of the storefront (reseller store) this source store supplies: the one whose order ids its jobs name. */
+  async storefrontPlatformOf(principal: Principal, source: SourceStore): Promise<Platform> {
+    return (await this.resellerStores.get(principal, source.resellerStoreId)).platform;
+  }
+
   async update(principal: Principal, resellerStoreId: string, id: string, changes: SourceStoreChanges): Promise<SourceStore> {
     const { accessToken, webhookSecret, ...settings } = changes;
     const store = await this.stores.changeLocked(principal.userId, resellerStoreId, id, (store) => {

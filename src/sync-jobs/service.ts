@@ -12,6 +12,7 @@ import type { JobWithFulfillments } from './present.ts';
 export type { JobWithFulfillments };
 import type { Fulfillment } from '../fulfillments/entity.ts';
 import type { ResellerOrder } from '../orders/types.ts';
+import { canonicalOrderId } from '../platforms/payload.ts';
 import { newMessageId, type Queue } from '../queue/queue.ts';
 import type { SourceStoreService } from '../source-stores/service.ts';
 import { notFound, validationFailed } from '../shared/errors.ts';
@@ -81,8 +82,12 @@ export class SyncJobService {
   async createManual(principal: Principal, sourceStoreId: string, externalOrderId: string): Promise<JobWithFulfillments & { created: boolean }> {
     const source = await this.sourceStores.findActiveById(principal, sourceStoreId);
     if (!source) throw validationFailed('source_store_id', 'No active source store with this id.');
+    // One order, one job: `01001` on a storefront that numbers its orders is order 1001, whose job
+    // (routed from its webhook, or created by hand before) must be found, not a second one made.
+    const orderId = canonicalOrderId(await this.sourceStores.storefrontPlatformOf(principal, source), externalOrderId);
+    if (orderId === null) throw validationFailed('external_order_id', 'external_order_id: 0 is not an order id.');
     const [result] = await this.createJobs(
-      { ownerId: source.ownerId, resellerStoreId: source.resellerStoreId, externalOrderId, order: null },
+      { ownerId: source.ownerId, resellerStoreId: source.resellerStoreId, externalOrderId: orderId, order: null },
       [source.id],
       { actorId: actorOf(principal), metadata: { origin: 'manual', ...auditContext(principal) } },
     );
