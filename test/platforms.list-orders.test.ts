@@ -140,7 +140,7 @@ describe.each(PLATFORMS)('%s listOrders', (platform) => {
     const [payload] = seedOrders(store, [1]);
     sandbox.seedOrder(store.shopDomain, platform, { ...payload, currency: 'not a currency' });
     const [listed] = (await listAll(adapters[platform], store, at(0))).flat();
-    expect(listed?.order).toEqual({ invalid: expect.stringContaining('currency') });
+    expect(listed?.order).toEqual({ invalid: expect.stringContaining('currency'), param: 'currency' });
   });
 
   it('a bad token is a non-retryable 401 whose message hides the token', async () => {

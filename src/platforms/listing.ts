@@ -48,7 +48,7 @@ export function listedOrder(
     order = readOrder(entry);
   } catch (error) {
     if (!(error instanceof PayloadError)) throw error;
-    order = { invalid: error.message };
+    order = { invalid: error.message, param: error.path ?? 'body' };
   }
   return { ...listing, order };
 }

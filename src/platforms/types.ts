@@ -49,9 +49,9 @@ export interface ListedOrder {
   cancelled: boolean;
   /**
    * The order normalised by the same reader as its orders/create webhook, or the reason it could not
-   * be read (the webhook would have been refused too).
+   * be read (the webhook would have been refused too) and the field at fault (its 400's `param`).
    */
-  order: ResellerOrder | { invalid: string };
+  order: ResellerOrder | { invalid: string; param: string };
 }
 
 /** One line of a supplier order, as far as cancelling it goes. */

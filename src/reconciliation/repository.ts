@@ -1,6 +1,6 @@
 import { takeTurn } from '../db/locks.ts';
 import { sql, type UpdateQueryBuilder, type UpdateResult } from 'kysely';
-import { insertAudit, type AuditRecord } from '../audit-log/repository.ts';
+import { insertAudit, insertAuditOnce, SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
 import type { Orm } from '../db/orm.ts';
 import type { StoresDue } from './ports.ts';
 import type { Database } from '../db/schema.ts';
@@ -32,6 +32,14 @@ export interface RunOutcome {
   error: string | null;
   /** Where the store's watermark moves on success (never backwards); null leaves it. */
   watermark: Watermark | null;
+}
+
+/** A listed order a run did not route because its webhook would have been refused (400 `validation_failed`). */
+export interface Refusal {
+  externalOrderId: string;
+  reason: string;
+  /** The field at fault, as the webhook's 400 names it. */
+  param: string;
 }
 
 const ABANDONED = 'Abandoned: the process running it stopped before it finished.';
@@ -156,6 +164,31 @@ export class ReconciliationRepository {
   /** Fails every running run whose lease expired (its process was lost); returns how many. */
   async abandonExpired(): Promise<number> {
     return this.db.transaction().execute((trx) => abandonExpired(trx, null));
+  }
+
+  /**
+   * The audit entry `order.refused` of each order its webhook would have refused, as that webhook
+   * records it, unless the order has one already (its refused webhook, or an earlier run: each run
+   * lists the watermark's overlap again). So an order whose webhook was lost and that can never be
+   * routed is not skipped silently: the reseller finds it in the audit log.
+   */
+  async recordRefusals(store: { id: string; ownerId: string }, run: TakenRun, refusals: Refusal[]): Promise<void> {
+    if (refusals.length === 0) return;
+    const sorted = [...refusals].sort((a, b) => a.externalOrderId.localeCompare(b.externalOrderId));
+    await this.db.transaction().execute(async (trx) => {
+      for (const refusal of sorted) {
+        const record: AuditRecord = {
+          ownerId: store.ownerId,
+          resellerStoreId: store.id,
+          action: 'order.refused',
+          resourceType: 'order',
+          resourceId: refusal.externalOrderId,
+          actorId: SYSTEM_ACTOR,
+          metadata: { reason: refusal.reason, param: refusal.param, reconciliationId: run.id },
+        };
+        await insertAuditOnce(trx, record, `order.refused:${store.id}:${refusal.externalOrderId}`);
+      }
+    });
   }
 
   /** Extends this hold of the run; false when the run is no longer this process's. */

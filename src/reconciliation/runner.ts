@@ -9,7 +9,7 @@ import { unstorablePathIn } from '../shared/text.ts';
 import { PlatformError, type ListedOrder, type PlatformAdapters } from '../platforms/types.ts';
 import type { ResellerStore } from '../reseller-stores/entity.ts';
 import type { ReconciledStores } from './ports.ts';
-import type { ReconciliationRepository, RunOutcome, TakenRun, Watermark } from './repository.ts';
+import type { ReconciliationRepository, Refusal, RunOutcome, TakenRun, Watermark } from './repository.ts';
 
 /** Orders can appear in a platform's list a little after their creation time: each run relists this much. */
 export const WATERMARK_OVERLAP_MS = 5 * 60_000;
@@ -110,7 +110,15 @@ export class ReconciliationRunner {
 
   private async routePage(store: ResellerStore, due: ListedOrder[], run: TakenRun, lease: Lease, tally: Tally): Promise<void> {
     tally.ordersSeen += due.length;
-    const routable = due.filter((listed) => !listed.cancelled && this.isRoutable(listed, run));
+    const refusals: Refusal[] = [];
+    const routable = due.filter((listed) => {
+      if (listed.cancelled) return false;
+      const refusal = this.refusalOf(listed, run);
+      if (refusal) refusals.push(refusal);
+      return refusal === null;
+    });
+    // An order its webhook would have refused is audited as that webhook would have been (once per order).
+    await this.repository.recordRefusals(store, run, refusals);
     const routed = await this.routing.routedAmong(store.id, routable.map((listed) => listed.externalOrderId));
     const unrouted = routable.filter((listed) => !routed.has(listed.externalOrderId));
     lease.check();
@@ -124,14 +132,20 @@ export class ReconciliationRunner {
     if (failed) throw failed.reason;
   }
 
-  private isRoutable(listed: ListedOrder, run: TakenRun): boolean {
-    const problem = 'invalid' in listed.order ? listed.order.invalid : EXTERNAL_ORDER_ID.test(listed.externalOrderId) ? unstorableProblem(listed.order) : 'the order id is not a valid order id';
-    if (problem === null) return true;
+  /** Why the order's webhook would have been refused (400, `order.refused`), or null: it can be routed. */
+  private refusalOf(listed: ListedOrder, run: TakenRun): Refusal | null {
+    const problem: Omit<Refusal, 'externalOrderId'> | null =
+      'invalid' in listed.order
+        ? { reason: listed.order.invalid, param: listed.order.param }
+        : !EXTERNAL_ORDER_ID.test(listed.externalOrderId)
+          ? { reason: 'The order id is not a valid order id.', param: 'id' }
+          : unstorableProblem(listed.order);
+    if (problem === null) return null;
     this.deps.logger.warn(
-      { reconciliation_id: run.id, reseller_store_id: run.resellerStoreId, external_order_id: listed.externalOrderId.slice(0, 64), problem },
+      { reconciliation_id: run.id, reseller_store_id: run.resellerStoreId, external_order_id: listed.externalOrderId.slice(0, 64), problem: problem.reason },
       'listed order skipped: its webhook would have been refused',
     );
-    return false;
+    return { externalOrderId: listed.externalOrderId, ...problem };
   }
 
   /** Renews the run's lease in the background while it runs; `check` stops the run once it was lost. */
@@ -174,7 +188,7 @@ function describe(error: unknown): string {
 }
 
 /** Why an order cannot be stored (the webhook path refuses the same text with 400), or null. */
-function unstorableProblem(order: unknown): string | null {
+function unstorableProblem(order: unknown): Omit<Refusal, 'externalOrderId'> | null {
   const path = unstorablePathIn(order);
-  return path === null ? null : `${path || 'the order'} has a NUL character or an unpaired surrogate, which cannot be stored`;
+  return path === null ? null : { reason: `${path || 'the order'} has a NUL character or an unpaired surrogate, which cannot be stored`, param: path || 'body' };
 }
