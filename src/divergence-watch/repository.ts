@@ -418,15 +418,23 @@ export class DivergenceRepository {
     return row ? toRow(row) : null;
   }
 
-  /** Dismisses an open entry (a dismissed or resolved one is answered as it is); null when the store has no such entry. */
-  async dismiss(resellerStoreId: string, id: string): Promise<DivergenceRow | null> {
-    await this.db
-      .updateTable('divergences')
-      .set({ status: 'dismissed', dismissed_at: sql<Date>`now()` })
-      .where('id', '=', id)
-      .where('reseller_store_id', '=', resellerStoreId)
-      .where('status', '=', 'open')
-      .execute();
+  /**
+   * Dismisses an open entry, with its audit entry (`audit`, of the entry as dismissed) in the same
+   * transaction; a dismissed or resolved one is answered as it is, and audited no more. Null when the
+   * store has no such entry.
+   */
+  async dismiss(resellerStoreId: string, id: string, audit: (entry: DivergenceRow) => AuditRecord): Promise<DivergenceRow | null> {
+    await this.db.transaction().execute(async (trx) => {
+      const row = await trx
+        .updateTable('divergences')
+        .set({ status: 'dismissed', dismissed_at: sql<Date>`now()` })
+        .where('id', '=', id)
+        .where('reseller_store_id', '=', resellerStoreId)
+        .where('status', '=', 'open')
+        .returningAll()
+        .executeTakeFirst();
+      if (row) await insertAudit(trx, [audit(toRow(row))]);
+    });
     return this.find(resellerStoreId, id);
   }
 

@@ -28,7 +28,15 @@ export class DivergenceService {
   /** POST …/divergences/{divergence_id}/dismiss: the entry leaves the list and is never raised again for its job and type. */
   async dismiss(principal: Principal, resellerStoreId: string, divergenceId: string): Promise<DivergenceRow> {
     const store = await this.stores.get(principal, resellerStoreId);
-    const dismissed = await this.divergences.dismiss(store.id, divergenceId);
+    const dismissed = await this.divergences.dismiss(store.id, divergenceId, (entry) => ({
+      ownerId: store.ownerId,
+      resellerStoreId: store.id,
+      action: 'divergence.dismissed',
+      resourceType: 'divergence',
+      resourceId: entry.id,
+      actorId: actorOf(principal),
+      metadata: { type: entry.type, syncJobId: entry.syncJobId, subjectId: entry.subjectId, ...auditContext(principal) },
+    }));
     if (!dismissed) throw notFound();
     return dismissed;
   }
