@@ -153,7 +153,11 @@ export function createServices(infrastructure: Infrastructure) {
     webhooks,
     reconciliations: new ReconciliationService(config, resellerStores, reconciliationRepository),
     /** Carries out queued reconciliation runs (workers). */
-    reconciliationRunner: new ReconciliationRunner({ config, logger, metrics, platforms, secrets }, reconciliationRepository, routing, resellerStoreRepository),
+    reconciliationRunner: new ReconciliationRunner({ config, logger, metrics, platforms, secrets }, reconciliationRepository, routing, resellerStoreRepository, async (store, externalOrderId, reconciliationId) => {
+      // An unrouted order a run lists cancelled: its storefront cancellation, under the watch's key (one per order).
+      const signal = { externalOrderId, scope: 'order' as const, lines: [], dedupeKey: watchSignalKey(externalOrderId) };
+      await routing.cancel(store, signal, { source: 'reconciliation', reconciliationId });
+    }),
     /** The reseller's to-do list (divergences) and the scheduling of divergence-watch passes. */
     divergences: new DivergenceService(config, resellerStores, divergenceRepository, watchRepository),
     /** Carries out queued divergence-watch passes (workers). */

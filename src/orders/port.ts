@@ -65,7 +65,8 @@ export interface StorefrontCancellation {
 /** What brought a cancellation: recorded in its audit entry (`metadata`). */
 export type CancellationVia =
   | { source: 'webhook'; topic: string; webhookId: string | null }
-  | { source: 'watch'; [detail: string]: unknown };
+  | { source: 'watch'; [detail: string]: unknown }
+  | { source: 'reconciliation'; reconciliationId: string };
 
 /** What a cancellation came to. */
 export interface OrderCancelled {

@@ -8,7 +8,7 @@ import { EXTERNAL_ORDER_ID, type ResellerOrder } from '../orders/types.ts';
 import { unstorablePathIn } from '../shared/text.ts';
 import { PlatformError, type ListedOrder, type PlatformAdapters } from '../platforms/types.ts';
 import type { ResellerStore } from '../reseller-stores/entity.ts';
-import type { ReconciledStores } from './ports.ts';
+import type { ListedCancellations, ReconciledStores } from './ports.ts';
 import type { ReconciliationRepository, Refusal, RunOutcome, TakenRun, Watermark } from './repository.ts';
 
 /** Orders can appear in a platform's list a little after their creation time: each run relists this much. */
@@ -35,6 +35,8 @@ export class ReconciliationRunner {
     /** Routing, through its port (src/orders/port.ts), as the order webhook routes. */
     private readonly routing: OrderRouting,
     private readonly stores: ReconciledStores,
+    /** The storefront cancellation of an unrouted order the list shows cancelled. */
+    private readonly cancelled: ListedCancellations,
   ) {}
 
   /** Runs the reconciliation a queue message names, unless it finished or another process holds it. */
@@ -111,17 +113,27 @@ export class ReconciliationRunner {
   private async routePage(store: ResellerStore, due: ListedOrder[], run: TakenRun, lease: Lease, tally: Tally): Promise<void> {
     tally.ordersSeen += due.length;
     const refusals: Refusal[] = [];
+    const cancelled: ListedOrder[] = [];
     const routable = due.filter((listed) => {
-      if (listed.cancelled) return false;
       const refusal = this.refusalOf(listed, run);
-      if (refusal) refusals.push(refusal);
-      return refusal === null;
+      if (refusal) {
+        if (!listed.cancelled) refusals.push(refusal);
+        return false;
+      }
+      if (listed.cancelled) cancelled.push(listed);
+      return !listed.cancelled;
     });
     // An order its webhook would have refused is audited as that webhook would have been (once per order).
     await this.repository.recordRefusals(store, run, refusals);
-    const routed = await this.routing.routedAmong(store.id, routable.map((listed) => listed.externalOrderId));
+    const routed = await this.routing.routedAmong(store.id, [...routable, ...cancelled].map((listed) => listed.externalOrderId));
     const unrouted = routable.filter((listed) => !routed.has(listed.externalOrderId));
     lease.check();
+    // A cancelled order is never routed here; one nobody routed yet is recorded as cancelled, as its
+    // (lost) orders/cancelled webhook would be, so an orders/create delivered late (a platform's retry)
+    // routes it as cancelled and nothing reaches a supplier. A routed one is the divergence watch's.
+    for (const listed of cancelled) {
+      if (!routed.has(listed.externalOrderId)) await this.cancelled(store, listed.externalOrderId, run.id);
+    }
     // Routed together, the orders share the webhook path's group commit. Every order is routed before
     // a failure fails the run (the watermark stays before the failed one, which the next run retries).
     const results = await Promise.allSettled(unrouted.map((listed) => this.routing.route(store, listed.order as ResellerOrder, { source: 'reconciliation', reconciliationId: run.id })));
