@@ -20,6 +20,11 @@ export interface WatchedSuppliers {
 export interface WatchedJobs {
   /** The jobs that placed these orders on this supplier store, by supplier order id. */
   bySourceOrders(sourceStoreId: string, sourceOrderIds: string[]): Promise<Map<string, SyncJob>>;
+  /**
+   * Of these jobs (by id: the reference a listed order carries), those of this supplier store whose
+   * supplier order is in doubt: sent, but its id never learnt (the answer was lost).
+   */
+  inDoubtAmong(sourceStoreId: string, syncJobIds: string[]): Promise<Set<string>>;
 }
 
 export interface WatchedFulfillments {

@@ -437,6 +437,23 @@ export class SyncJobRepository {
     return writeAttemptTransitions(trx, this.#target, writes);
   }
 
+  /**
+   * Of these jobs (named by the reference a supplier's listed order carries: the job's id), those of
+   * this supplier store whose order is in doubt (`orderInDoubt`: sent, its id never learnt). The
+   * divergence watch's port `WatchedJobs`: such an order's shipments are held for the job.
+   */
+  async inDoubtAmong(sourceStoreId: string, jobIds: string[]): Promise<Set<string>> {
+    if (jobIds.length === 0) return new Set();
+    const rows = await this.db
+      .selectFrom('sync_jobs')
+      .select('id')
+      .where('source_store_id', '=', sourceStoreId)
+      .where('id', '=', sql<string>`any(${jobIds}::text[])`)
+      .where(orderInDoubt('sync_jobs'))
+      .execute();
+    return new Set(rows.map((row) => row.id));
+  }
+
   /** The jobs that placed these orders on this supplier store, by supplier order id (the divergence watch's port `WatchedJobs`). */
   async bySourceOrders(sourceStoreId: string, sourceOrderIds: string[]): Promise<Map<string, SyncJob>> {
     if (sourceOrderIds.length === 0) return new Map();
