@@ -126,9 +126,8 @@ export function createServices(infrastructure: Infrastructure) {
    */
   const watchRepairs: WatchRepairs = {
     supplierCancelled: async (job, found) => {
-      if (!job.sourceOrderId) return false;
       const via = { source: 'watch', watchPassId: found.watchPassId };
-      const result = await cancellations.recordSupplierCancellation({ sourceStoreIds: [job.sourceStoreId], sourceOrderId: job.sourceOrderId, reason: found.reason, at: found.listedAt, via });
+      const result = await cancellations.recordSupplierCancellation({ sourceStoreIds: [job.sourceStoreId], sourceOrderId: found.sourceOrderId, syncJob: job, reason: found.reason, at: found.listedAt, via });
       return result?.recorded ?? false;
     },
     storefrontCancelled: async (store, externalOrderId, watchPassId) => {

@@ -45,8 +45,14 @@ interface CancellationSignal extends StorefrontCancellation {
 export interface SupplierCancellationReport {
   /** The source store records that may hold the order (several records can share a supplier's domain). */
   sourceStoreIds: string[];
-  /** The supplier's order id, as the job recorded it (`sourceOrderId`). */
+  /** The supplier's order id, as the job recorded it (`sourceOrderId`), or as the supplier lists it. */
   sourceOrderId: string;
+  /**
+   * The job, when the caller found it already: the divergence watch finds it by the order's id, or,
+   * for an order whose creation answer was lost, by the reference the order carries (the job has no
+   * `sourceOrderId` then, and could not be found by the order's id).
+   */
+  syncJob?: SyncJob;
   /** The supplier's reason, when it gives one (`supplierCancelReason`). */
   reason: string | null;
   /** When the supplier cancelled; now when unknown. */
@@ -320,7 +326,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
    * whether this call recorded the cancellation.
    */
   async recordSupplierCancellation(report: SupplierCancellationReport): Promise<SupplierCancellationRecorded | null> {
-    const job = await this.deps.jobs.findBySourceOrder(report.sourceStoreIds, report.sourceOrderId);
+    const job = report.syncJob ?? (await this.deps.jobs.findBySourceOrder(report.sourceStoreIds, report.sourceOrderId));
     if (!job) return null;
     if (await this.askedFor(job, report.lines)) return { syncJobId: job.id, recorded: false };
     const at = report.at ?? new Date();

@@ -24,7 +24,7 @@ export interface WatchedJobs {
    * Of these jobs (by id: the reference a listed order carries), those of this supplier store whose
    * supplier order is in doubt: sent, but its id never learnt (the answer was lost).
    */
-  inDoubtAmong(sourceStoreId: string, syncJobIds: string[]): Promise<Set<string>>;
+  inDoubtAmong(sourceStoreId: string, syncJobIds: string[]): Promise<Map<string, SyncJob>>;
 }
 
 export interface WatchedFulfillments {

@@ -9,6 +9,8 @@ import type { ResellerStore } from '../reseller-stores/entity.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
 
 export interface SupplierCancellationFound {
+  /** The supplier's order id as listed: the job's `sourceOrderId`, or the order in doubt its reference names. */
+  sourceOrderId: string;
   /** The platform's reason (platform_a `cancel_reason`, platform_b's status), if it gives one. */
   reason: string | null;
   /** When the supplier's list shows the order last changed. */
@@ -19,7 +21,8 @@ export interface SupplierCancellationFound {
 export interface WatchRepairs {
   /**
    * A supplier order the service placed is listed cancelled: record it as the supplier's own
-   * cancellation webhook would. Returns whether anything new was recorded (a repair).
+   * cancellation webhook would, on `job` (the job that recorded the order, or the one whose reference
+   * an order in doubt carries). Returns whether anything new was recorded (a repair).
    */
   supplierCancelled(job: SyncJob, found: SupplierCancellationFound): Promise<boolean>;
   /**

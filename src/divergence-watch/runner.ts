@@ -203,14 +203,14 @@ export class WatchRunner {
     const jobs = await this.reads.jobs.bySourceOrders(supplier.id, storable.map((order) => order.externalOrderId));
     const known = storable.filter((order) => jobs.has(order.externalOrderId));
     // An order no job recorded may still be one of the service's: its reference names a job whose
-    // answer was lost (platforms.md). Its shipments are held for that job, as their webhook's are: a
-    // later pass may never list the order again once the job is retried and learns it.
+    // answer was lost (platforms.md). What it shows is kept for that job: a later pass may never list
+    // the order again once the job is retried and learns it.
     const referenced = storable.filter((order) => !jobs.has(order.externalOrderId) && order.syncReference !== null && unstorablePathIn(order.syncReference) === null);
     const inDoubt = await this.reads.jobs.inDoubtAmong(supplier.id, [...new Set(referenced.map((order) => order.syncReference!))]);
-    await mapLimit(
+    const inDoubtCounts = await mapLimit(
       referenced.filter((order) => inDoubt.has(order.syncReference!)),
       ORDERS_AT_ONCE,
-      (order) => this.holdInDoubt(supplier, order, connection, pass, lease, tally),
+      (order) => this.compareInDoubt(supplier, inDoubt.get(order.syncReference!)!, order, connection, pass, lease, tally),
     );
     const recorded = await this.reads.fulfillments.keysOf([...jobs.values()].map((job) => job.id));
     // The orders of a page are compared a few at a time: each is its own job, its own transactions.
@@ -218,7 +218,7 @@ export class WatchRunner {
       let repairs = 0;
       const job = jobs.get(order.externalOrderId)!;
       const reason = order.cancelReason === null ? null : wellFormed(order.cancelReason);
-      if (order.cancelled && (await this.repairs.supplierCancelled(job, { reason, listedAt: order.updatedAt, watchPassId: pass.id }))) {
+      if (order.cancelled && (await this.repairs.supplierCancelled(job, { sourceOrderId: order.externalOrderId, reason, listedAt: order.updatedAt, watchPassId: pass.id }))) {
         repairs += this.repaired('supplier_cancelled');
       }
       const shipments = order.shipments ?? (await this.paced(() => this.deps.platforms[supplier.platform].listShipments(connection, order.externalOrderId), lease, tally));
@@ -235,22 +235,29 @@ export class WatchRunner {
       }
       return repairs;
     });
-    return counts.reduce((sum, count) => sum + count, 0);
+    return [...inDoubtCounts, ...counts].reduce((sum, count) => sum + count, 0);
   }
 
   /**
-   * The shipments of a supplier order whose job never learnt its id (the reference names it): held,
-   * as `holdUnlessUnowned` holds their webhook's, until the job completes with that order id (the
-   * sweep's claims then record and push them once) or can no longer own it.
+   * A supplier order whose job never learnt its id (its reference names the job): a cancellation is
+   * recorded on the job as the supplier's own; its shipments are held, as `holdUnlessUnowned` holds
+   * their webhook's, until the job completes with that order id (the sweep's claims then record and
+   * push them once) or can no longer own it. Returns the repairs.
    */
-  private async holdInDoubt(supplier: SourceStore, order: UpdatedOrder, connection: StoreConnection, pass: TakenPass, lease: Lease, tally: Tally): Promise<void> {
+  private async compareInDoubt(supplier: SourceStore, job: SyncJob, order: UpdatedOrder, connection: StoreConnection, pass: TakenPass, lease: Lease, tally: Tally): Promise<number> {
+    let repairs = 0;
+    const reason = order.cancelReason === null ? null : wellFormed(order.cancelReason);
+    if (order.cancelled && (await this.repairs.supplierCancelled(job, { sourceOrderId: order.externalOrderId, reason, listedAt: order.updatedAt, watchPassId: pass.id }))) {
+      repairs += this.repaired('supplier_cancelled');
+    }
     const shipments = order.shipments ?? (await this.paced(() => this.deps.platforms[supplier.platform].listShipments(connection, order.externalOrderId), lease, tally));
     for (const shipment of shipments) {
       if (unstorablePathIn(shipment.tracking) !== null) continue;
       if (await this.fulfillments.holdUnlessUnowned([supplier], shipment, fulfillmentKeys(shipment, undefined))) {
-        this.deps.logger.info({ watch_pass_id: pass.id, sync_job_id: order.syncReference, source_order_id: order.externalOrderId }, 'shipment of an order in doubt held for its job');
+        this.deps.logger.info({ watch_pass_id: pass.id, sync_job_id: job.id, source_order_id: order.externalOrderId }, 'shipment of an order in doubt held for its job');
       }
     }
+    return repairs;
   }
 
   private async recordReconciled(trx: Trx, job: SyncJob, fulfillment: Fulfillment, pass: TakenPass): Promise<void> {

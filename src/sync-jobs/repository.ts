@@ -440,18 +440,20 @@ export class SyncJobRepository {
   /**
    * Of these jobs (named by the reference a supplier's listed order carries: the job's id), those of
    * this supplier store whose order is in doubt (`orderInDoubt`: sent, its id never learnt). The
-   * divergence watch's port `WatchedJobs`: such an order's shipments are held for the job.
+   * divergence watch's port `WatchedJobs`: such an order's shipments are held for the job, and its
+   * cancellation by the supplier is recorded on the job.
    */
-  async inDoubtAmong(sourceStoreId: string, jobIds: string[]): Promise<Set<string>> {
-    if (jobIds.length === 0) return new Set();
+  async inDoubtAmong(sourceStoreId: string, jobIds: string[]): Promise<Map<string, SyncJob>> {
+    if (jobIds.length === 0) return new Map();
     const rows = await this.db
       .selectFrom('sync_jobs')
-      .select('id')
+      .selectAll()
       .where('source_store_id', '=', sourceStoreId)
       .where('id', '=', sql<string>`any(${jobIds}::text[])`)
       .where(orderInDoubt('sync_jobs'))
       .execute();
-    return new Set(rows.map((row) => row.id));
+    const em = this.orm.em.fork();
+    return new Map(rows.map((row) => [row.id, em.map(SyncJob, row as Record<string, unknown>)]));
   }
 
   /** The jobs that placed these orders on this supplier store, by supplier order id (the divergence watch's port `WatchedJobs`). */
