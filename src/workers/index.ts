@@ -6,6 +6,7 @@ import { startEventPruner, type EventPruning } from '../events/retention.ts';
 import { AttemptWorker } from '../attempts/worker.ts';
 import { DELIVERIES_PER_ENDPOINT, DeliveryWorker } from './delivery.worker.ts';
 import type { Infrastructure } from '../services.ts';
+import { sqlOf } from '../db/sql.ts';
 import { registerKinds, type RegisteredKind } from './kinds.ts';
 
 /**
@@ -102,7 +103,7 @@ export async function startWorkers(
   }
   const workers: AttemptWorker<AttemptRow, string, object, { row: AttemptRow }>[] = [];
   for (const registered of kinds) workers.push(startWorker(ctx, registered));
-  for (const key of Object.keys(runs) as RunQueue[]) await startRunWorker(ctx, key, runs[key] as (message: QueueMessage<RunQueue>) => Promise<void>);
+  for (const key of Object.keys(runs) as RunQueue[]) startRunWorker(ctx, key, runs[key] as (message: QueueMessage<RunQueue>) => Promise<void>);
   await startDeliveryWorker(ctx);
   const stopSweeper = startSweeper(ctx, kinds, sweepHooks);
   const stopPruner = startEventPruner({ events, retentionDays: ctx.config.eventRetentionDays, logger: ctx.logger });
@@ -134,10 +135,20 @@ async function startDeliveryWorker(ctx: Infrastructure): Promise<void> {
   });
 }
 
-/** Runs each message of a run queue (a reconciliation run), the messages of a batch side by side. */
-async function startRunWorker<Q extends RunQueue>(ctx: Infrastructure, key: Q, run: (message: QueueMessage<Q>) => Promise<void>): Promise<void> {
-  const { name, schema } = QUEUES[key];
-  await consume(ctx.queue.boss, name, ctx.config.workerConcurrency, async (jobs) => {
+/**
+ * Runs the messages of a run queue (a reconciliation run, a divergence-watch pass) one per loop,
+ * `workerConcurrency` loops. A run can take minutes (a busy or slow store: thousands of pages, a
+ * read per shipped order, 429 pauses); loops that took batches fetched nothing more until the slowest
+ * run of their batch had finished, so a few slow stores held back every other store's runs (passes
+ * queued longer than their lease were then failed as abandoned). While the queue is empty one loop
+ * polls and the others are parked (src/queue/idle-loops.ts). A message is settled once its run has
+ * recorded its outcome; a run that throws has its message failed, and pg-boss delivers it again.
+ */
+function startRunWorker<Q extends RunQueue>(ctx: Infrastructure, key: Q, run: (message: QueueMessage<Q>) => Promise<void>): void {
+  const spec = QUEUES[key];
+  const { name, schema } = spec;
+  const loops = Array.from({ length: ctx.config.workerConcurrency }, () => 1);
+  ctx.queue.consumeSettling(spec, { batchSizes: loops, idlePollMs: ctx.config.queueIdlePollMs, logger: ctx.logger }, async (jobs) => {
     const messages = jobs.flatMap((job) => {
       const parsed = schema.safeParse(job.data);
       if (parsed.success) return [parsed.data as QueueMessage<Q>];
@@ -150,6 +161,8 @@ async function startRunWorker<Q extends RunQueue>(ctx: Infrastructure, key: Q, r
       ctx.logger.error({ err: error, queue: name, message_ids: jobs.map((job) => job.id) }, 'queue handler failed; pg-boss will redeliver');
       throw error;
     }
+    await ctx.queue.settleIn(sqlOf(ctx.orm), spec, jobs.map((job) => job.id));
+    return new Set<string>();
   });
 }
 
