@@ -240,9 +240,9 @@ export class WatchRunner {
 
   /**
    * A supplier order whose job never learnt its id (its reference names the job): a cancellation is
-   * recorded on the job as the supplier's own; its shipments are held, as `holdUnlessUnowned` holds
-   * their webhook's, until the job completes with that order id (the sweep's claims then record and
-   * push them once) or can no longer own it. Returns the repairs.
+   * recorded on the job as the supplier's own; its shipments are held (`holdFor`), as their webhook's
+   * are, until the job completes with that order id (the sweep's claims then record and push them
+   * once) or can no longer own it. Returns the repairs.
    */
   private async compareInDoubt(supplier: SourceStore, job: SyncJob, order: UpdatedOrder, connection: StoreConnection, pass: TakenPass, lease: Lease, tally: Tally): Promise<number> {
     let repairs = 0;
@@ -253,9 +253,8 @@ export class WatchRunner {
     const shipments = order.shipments ?? (await this.paced(() => this.deps.platforms[supplier.platform].listShipments(connection, order.externalOrderId), lease, tally));
     for (const shipment of shipments) {
       if (unstorablePathIn(shipment.tracking) !== null) continue;
-      if (await this.fulfillments.holdUnlessUnowned([supplier], shipment, fulfillmentKeys(shipment, undefined))) {
-        this.deps.logger.info({ watch_pass_id: pass.id, sync_job_id: job.id, source_order_id: order.externalOrderId }, 'shipment of an order in doubt held for its job');
-      }
+      await this.fulfillments.holdFor(supplier, shipment, fulfillmentKeys(shipment, undefined));
+      this.deps.logger.info({ watch_pass_id: pass.id, sync_job_id: job.id, source_order_id: order.externalOrderId }, 'shipment of an order in doubt held for its job');
     }
     return repairs;
   }

@@ -106,6 +106,20 @@ export class FulfillmentService {
     const receivedAt = new Date();
     const owners = new Set(await this.jobs.storesWithOrdersInDoubt(senders.map((store) => store.id), receivedAt));
     const holders = senders.filter((store) => owners.has(store.id));
+    await this.hold(holders, fulfillment, keys, receivedAt);
+    return holders.length > 0;
+  }
+
+  /**
+   * A fulfillment of an order that a job of `store` placed but never learnt the id of (the order's
+   * reference names the job: the divergence watch), held for it as `holdUnlessUnowned` holds one,
+   * with no look-up: were the job to complete with that order meanwhile, the next claims take it.
+   */
+  async holdFor(store: SourceStore, fulfillment: SourceFulfillment, keys: FulfillmentKeys): Promise<void> {
+    await this.hold([store], fulfillment, keys, new Date());
+  }
+
+  private async hold(holders: SourceStore[], fulfillment: SourceFulfillment, keys: FulfillmentKeys, receivedAt: Date): Promise<void> {
     await this.fulfillments.hold(
       holders.map((store) => ({
         id: newId('heldFulfillment'),
@@ -118,7 +132,6 @@ export class FulfillmentService {
         receivedAt,
       })),
     );
-    return holders.length > 0;
   }
 
   /**
