@@ -136,6 +136,12 @@ async function startDeliveryWorker(ctx: Infrastructure): Promise<void> {
 }
 
 /**
+ * How often an idle run queue is polled: a run may start half a second late (it lasts seconds to
+ * minutes), and its queues cost the database no more polls than before they took one message per loop.
+ */
+const RUN_QUEUE_IDLE_POLL_MS = 500;
+
+/**
  * Runs the messages of a run queue (a reconciliation run, a divergence-watch pass) one per loop,
  * `workerConcurrency` loops. A run can take minutes (a busy or slow store: thousands of pages, a
  * read per shipped order, 429 pauses); loops that took batches fetched nothing more until the slowest
@@ -148,7 +154,8 @@ function startRunWorker<Q extends RunQueue>(ctx: Infrastructure, key: Q, run: (m
   const spec = QUEUES[key];
   const { name, schema } = spec;
   const loops = Array.from({ length: ctx.config.workerConcurrency }, () => 1);
-  ctx.queue.consumeSettling(spec, { batchSizes: loops, idlePollMs: ctx.config.queueIdlePollMs, logger: ctx.logger }, async (jobs) => {
+  const idlePollMs = Math.max(ctx.config.queueIdlePollMs, RUN_QUEUE_IDLE_POLL_MS);
+  ctx.queue.consumeSettling(spec, { batchSizes: loops, idlePollMs, logger: ctx.logger }, async (jobs) => {
     const messages = jobs.flatMap((job) => {
       const parsed = schema.safeParse(job.data);
       if (parsed.success) return [parsed.data as QueueMessage<Q>];
