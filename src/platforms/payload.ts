@@ -148,12 +148,21 @@ export function distinct(values: ReadonlyArray<string | null | undefined>): stri
 
 /** A scheme other than http(s) (`javascript:`, `data:`, `mailto:`): such a link is no tracking page. */
 const FOREIGN_SCHEME = /^(?!https?:)[a-z][a-z0-9+.-]*:/i;
+/**
+ * A C0 control character or DEL. A browser's URL parser strips leading controls and removes every
+ * tab, line feed and carriage return before it reads the scheme, so `java\tscript:` or
+ * `\u0001javascript:` is a `javascript:` link to it; no tracking page needs one.
+ */
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/;
 
 /**
  * A supplier's tracking links, as `distinct` keeps them, without those of another scheme than http(s):
  * they are pushed to the storefront (and the customer's notification) and shown in the console, so
- * a `javascript:` link is dropped at intake. A link without a scheme (`track.example/1Z…`) is kept.
+ * a `javascript:` link is dropped at intake, and so is any link with a control character (which a
+ * browser would read past to a scheme the check did not see). A link without a scheme
+ * (`track.example/1Z…`) is kept.
  */
 export function trackingLinks(values: ReadonlyArray<string | null | undefined>): string[] {
-  return distinct(values).filter((url) => !FOREIGN_SCHEME.test(url));
+  return distinct(values).filter((url) => !CONTROL.test(url) && !FOREIGN_SCHEME.test(url));
 }
