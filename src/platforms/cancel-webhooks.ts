@@ -42,9 +42,20 @@ const platformARefund = z.object({
 const platformBOrder = z.object({ id: anyId, status: z.string() });
 const customCancellation = z.object({
   id: anyId,
+  cancelledAt: z.string().nullish(),
   reason: reasonText,
   lines: z.array(z.object({ sku: lineText, quantity: positive })).nullish(),
 });
+
+/**
+ * Whether a cancellation webhook's body says it is one: platform_a's `orders/cancelled` is the Order
+ * with `cancelled_at` set, custom's Cancellation carries `cancelledAt` (platforms.md). Only the body
+ * is signed, not the `X-Platform-Topic` header: without this, the signed body of an order's
+ * `orders/create` (the same Order, not cancelled) sent again under `orders/cancelled` cancelled it.
+ */
+function saysCancelled(at: string | null | undefined): boolean {
+  return typeof at === 'string' && at.trim() !== '';
+}
 
 /** Sums the quantities of lines that share a SKU (and a vendor, when the lines name theirs). */
 function bySku(lines: { sku: string; quantity: number; vendor?: string }[]) {
@@ -62,6 +73,7 @@ function bySku(lines: { sku: string; quantity: number; vendor?: string }[]) {
 export function readStorefrontCancellation(platform: Platform, topic: string, body: unknown): StorefrontCancellation | null {
   if (platform === 'platform_a' && topic === 'orders/cancelled') {
     const order = parsePayload(platformAOrder, body, 'platform_a order');
+    if (!saysCancelled(order.cancelled_at)) return null;
     return { externalOrderId: order.id, scope: 'order', lines: [] };
   }
   if (platform === 'platform_a' && topic === 'refunds/create') {
@@ -81,6 +93,7 @@ export function readStorefrontCancellation(platform: Platform, topic: string, bo
   }
   if (platform === 'custom' && topic === 'orders/cancelled') {
     const cancellation = parsePayload(customCancellation, body, 'custom cancellation');
+    if (!saysCancelled(cancellation.cancelledAt)) return null;
     if (!cancellation.lines) return { externalOrderId: cancellation.id, scope: 'order', lines: [] };
     return cancellation.lines.length > 0 ? { externalOrderId: cancellation.id, scope: 'lines', lines: bySku(cancellation.lines) } : null;
   }
@@ -91,6 +104,7 @@ export function readStorefrontCancellation(platform: Platform, topic: string, bo
 export function readSupplierCancellation(platform: Platform, topic: string, body: unknown): SupplierCancellation | null {
   if (platform === 'platform_a' && topic === 'orders/cancelled') {
     const order = parsePayload(platformAOrder, body, 'platform_a order');
+    if (!saysCancelled(order.cancelled_at)) return null;
     return { sourceOrderId: order.id, reason: order.cancel_reason };
   }
   if (platform === 'platform_b' && topic === 'orders/updated') {
@@ -101,6 +115,7 @@ export function readSupplierCancellation(platform: Platform, topic: string, body
   }
   if (platform === 'custom' && topic === 'orders/cancelled') {
     const cancellation = parsePayload(customCancellation, body, 'custom cancellation');
+    if (!saysCancelled(cancellation.cancelledAt)) return null;
     const lines = cancellation.lines?.length ? `lines cancelled: ${cancellation.lines.map((l) => `${l.sku} × ${l.quantity}`).join(', ')}` : null;
     return {
       sourceOrderId: cancellation.id,
