@@ -73,3 +73,40 @@ describe('a signed order body sent again under a cancellation topic', () => {
     expect(after.body.supplierCancelledAt).toBeNull();
   });
 });
+
+describe('a signed platform_a refund sent again under another webhook id', () => {
+  it('is the same refund: its lines are cancelled once, never again', async ({ service, api, sandbox }) => {
+    const shop = await createShop(api, 'platform_a', 'custom');
+    const id = nextOrderId++;
+    const order = sandbox.buildOrderPayload('platform_a', { id, lines: [ANVIL] }) as Record<string, any>;
+    sandbox.seedOrder(shop.reseller.shopDomain, 'platform_a', order);
+    const created = await postRawWebhook(service.url, ORDERS_PATH, { body: JSON.stringify(order), secret: shop.reseller.secret, shopDomain: shop.reseller.shopDomain, topic: 'orders/create' });
+    const [jobId] = (created.body as { syncJobIds: string[] }).syncJobIds;
+    const job = await waitFor(async () => {
+      const response = await api.get(`/v1/sync_jobs/${jobId}`, { token: shop.user.token });
+      return response.body.status === 'completed' ? response.body : null;
+    }, 15_000, 'the order to be placed');
+
+    // The customer is refunded one of the two anvils, cancelled before shipping.
+    const line = order.line_items[0];
+    const refund = { id: nextOrderId++, order_id: order.id, created_at: new Date().toISOString(), note: null, transactions: [],
+      refund_line_items: [{ id: nextOrderId++, line_item_id: line.id, quantity: 1, restock_type: 'cancel', line_item: line }] };
+    const delivery = { body: JSON.stringify(refund), secret: shop.reseller.secret, shopDomain: shop.reseller.shopDomain, topic: 'refunds/create' };
+    const first = await postRawWebhook(service.url, ORDERS_PATH, { ...delivery, webhookId: `refund-${uniqueSuffix()}` });
+    expect(first.body).toMatchObject({ received: true, syncJobIds: [jobId] });
+    const cancelledOnce = async () => {
+      const response = await api.get(`/v1/sync_jobs/${jobId}`, { token: shop.user.token });
+      return response.body.cancellations.length >= 1 && response.body.cancellations.every((c: any) => c.status === 'completed') ? response.body : null;
+    };
+    await waitFor(cancelledOnce, 15_000, 'the refunded anvil cancelled at the supplier');
+
+    // The same signed bytes again, under a webhook id of their own.
+    const replayed = await postRawWebhook(service.url, ORDERS_PATH, { ...delivery, webhookId: `replay-${uniqueSuffix()}` });
+    expect(replayed.status).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const after = await waitFor(cancelledOnce, 15_000, 'the cancellations to settle');
+    expect(after.cancellations.map((c: any) => c.lines)).toEqual([[{ sku: 'A-1', quantity: 1 }]]);
+    const supplierOrder = sandbox.orderOf(shop.acme.shopDomain, 'custom', job.sourceOrderId) as { lines: { sku: string; cancelledQuantity: number }[] };
+    expect(supplierOrder.lines.map((l) => [l.sku, l.cancelledQuantity])).toEqual([['A-1', 1]]);
+  });
+});

@@ -1,7 +1,7 @@
 /**
  * The de-duplication keys of cancellation signals (order_cancellations.dedupe_key): a platform's
- * delivery (`webhook:` its webhook id, else `body:` a hash of its topic and bytes) or the divergence
- * watch's one per order (`watch:`).
+ * delivery (`refund:` a platform_a refund's own id, else `webhook:` its webhook id, else `body:` a
+ * hash of its topic and bytes) or the divergence watch's one per order (`watch:`).
  */
 import { createHash } from 'node:crypto';
 
@@ -11,8 +11,16 @@ export const watchSignalKey = (externalOrderId: string): string => `watch:${exte
 /** Whether a signal is the divergence watch's (its key from `watchSignalKey`; a delivery's starts `webhook:` or `body:`). */
 export const isWatchSignal = (dedupeKey: string): boolean => dedupeKey.startsWith('watch:');
 
-/** Identifies a delivery for de-duplication: its webhook id, else its topic and exact bytes. */
-export function dedupeKeyOf(topic: string, webhookId: string | undefined, rawBody: Buffer): string {
+/**
+ * Identifies a delivery for de-duplication: the platform's own id of the cancellation when it has
+ * one (a platform_a Refund), else its webhook id, else its topic and exact bytes. A platform signs
+ * the body only, not X-Platform-Webhook-Id: keyed by the webhook id alone, the signed bytes of one
+ * refund sent again under another webhook id were a second refund, and cancelled its lines again.
+ */
+export function dedupeKeyOf(topic: string, webhookId: string | undefined, rawBody: Buffer, refundId?: string): string {
+  if (refundId !== undefined) {
+    return refundId.length <= 200 ? `refund:${refundId}` : `refund-sha256:${createHash('sha256').update(refundId).digest('hex')}`;
+  }
   if (webhookId) return `webhook:${webhookId.slice(0, 200)}`;
   return `body:${createHash('sha256').update(topic).update('\n').update(rawBody).digest('hex')}`;
 }

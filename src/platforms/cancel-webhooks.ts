@@ -17,6 +17,8 @@ export interface StorefrontCancellation {
   scope: 'order' | 'lines';
   /** `vendor`: the line's own, when the webhook carries the line (a platform_a refund). */
   lines: { sku: string; quantity: number; vendor?: string }[];
+  /** The platform's own id of this cancellation, when it has one (a platform_a Refund's `id`): one refund is one signal, whatever webhook id carries it. */
+  refundId?: string;
 }
 
 /** A supplier's cancellation of one of its orders. */
@@ -33,6 +35,7 @@ const reasonText = z.string().nullish().transform((value) => (value == null ? nu
 
 const platformAOrder = z.object({ id: anyId, cancelled_at: z.string().nullish(), cancel_reason: reasonText });
 const platformARefund = z.object({
+  id: anyId.nullish(),
   order_id: anyId,
   refund_line_items: z
     .array(z.object({ quantity: positive, restock_type: z.string(), line_item: z.object({ sku: lineText, vendor: lineText }).passthrough() }).passthrough())
@@ -85,6 +88,7 @@ export function readStorefrontCancellation(platform: Platform, topic: string, bo
       externalOrderId: refund.order_id,
       scope: 'lines',
       lines: bySku(cancelled.map((line) => ({ sku: line.line_item.sku, quantity: line.quantity, ...(line.line_item.vendor !== '' && { vendor: line.line_item.vendor }) }))),
+      ...(refund.id != null && { refundId: refund.id }),
     };
   }
   if (platform === 'platform_b' && topic === 'orders/updated') {
