@@ -45,7 +45,8 @@ const platformARefund = z.object({
 const platformBOrder = z.object({ id: anyId, status: z.string() });
 const customCancellation = z.object({
   id: anyId,
-  cancelledAt: z.string().nullish(),
+  // Any value but null, missing or empty says cancelled: a platform's odd timestamp must not lose a cancellation.
+  cancelledAt: z.unknown(),
   reason: reasonText,
   lines: z.array(z.object({ sku: lineText, quantity: positive })).nullish(),
 });
@@ -56,8 +57,8 @@ const customCancellation = z.object({
  * is signed, not the `X-Platform-Topic` header: without this, the signed body of an order's
  * `orders/create` (the same Order, not cancelled) sent again under `orders/cancelled` cancelled it.
  */
-function saysCancelled(at: string | null | undefined): boolean {
-  return typeof at === 'string' && at.trim() !== '';
+function saysCancelled(at: unknown): boolean {
+  return at !== null && at !== undefined && at !== false && !(typeof at === 'string' && at.trim() === '');
 }
 
 /** Sums the quantities of lines that share a SKU (and a vendor, when the lines name theirs). */
