@@ -225,8 +225,9 @@ export function cancelledOrder(platform: Platform, order: JsonObject, at = new D
     case 'platform_a':
       return { ...order, cancelled_at: at };
     case 'platform_b':
-    case 'custom':
       return { ...order, status: 'cancelled' };
+    case 'custom':
+      return { ...order, status: 'cancelled', cancelledAt: at };
   }
 }
 
