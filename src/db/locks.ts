@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { Trx } from './sql.ts';
+import type { Db, Trx } from './sql.ts';
 
 /**
  * The one helper for locks. Every lock is a transaction-scoped PostgreSQL advisory lock on a named
@@ -35,7 +35,7 @@ export async function takeTurn(trx: Trx, name: string): Promise<boolean> {
 export class LeaseLost extends Error {}
 
 /**
- * A hold on a row of long-running work (a divergence-watch pass) by its lease column, as opposed to
+ * A hold on a row of long-running work (a reconciliation run, a divergence-watch pass) by its lease column, as opposed to
  * the transaction-scoped locks above: the row belongs to this process while `renew` keeps moving its
  * lease forward; a process that dies stops renewing, and the row is taken over once it expires.
  */
@@ -64,4 +64,52 @@ export function holdLease(renew: () => Promise<boolean>, leaseMs: number, onErro
   }, leaseMs / 3);
   timer.unref();
   return lease;
+}
+
+/**
+ * The statements of a table of leased runs (long work over one store, one process at a time:
+ * reconciliation runs, divergence-watch passes). Such a table has `id`, `reseller_store_id`, `status`
+ * (`running` until finished), `takes` (how many times a process took the run: a hold's identity),
+ * `lease_expires_at`, `finished_at` and `error`. Leases run on the database's clock, which every
+ * process shares. `table` is the feature's own table name, never input.
+ */
+export interface RunHold {
+  id: string;
+  /** The `takes` count this hold took the run at: only this hold may renew or finish it. */
+  take: number;
+}
+
+/** `now() + ms` by the database's clock: a lease's end. */
+export const leaseEnd = (ms: number) => sql<Date>`now() + ${ms} * interval '1 millisecond'`;
+
+/**
+ * Takes a run for this process: one nobody took yet, or one whose process was lost (its lease
+ * expired). Returns the row's `columns` and its `takes` (the hold's `take`), or null when the run
+ * finished or another process holds it (a duplicate queue message).
+ */
+export async function takeRun<R extends object>(db: Db, table: string, id: string, leaseMs: number, columns: (keyof R & string)[]): Promise<(R & { takes: number }) | null> {
+  const { rows } = await sql<R & { takes: number }>`
+    update ${sql.table(table)} set takes = takes + 1, lease_expires_at = ${leaseEnd(leaseMs)}
+    where id = ${id} and status = 'running' and (takes = 0 or lease_expires_at < now())
+    returning ${sql.join(columns.map((column) => sql.ref(column)))}, takes`.execute(db);
+  return rows[0] ?? null;
+}
+
+/** Extends a hold of a run; false when the run is no longer the hold's (finished, or taken over). */
+export async function renewRun(db: Db, table: string, hold: RunHold, leaseMs: number): Promise<boolean> {
+  const result = await sql`
+    update ${sql.table(table)} set lease_expires_at = ${leaseEnd(leaseMs)}
+    where id = ${hold.id} and status = 'running' and takes = ${hold.take}`.execute(db);
+  return result.numAffectedRows === 1n;
+}
+
+const ABANDONED = 'Abandoned: the process running it stopped before it finished.';
+
+/** Fails the running runs whose lease expired (their process was lost), of one store or all, so they block no new run; returns how many. */
+export async function abandonExpiredRuns(trx: Trx, table: string, resellerStoreId: string | null): Promise<number> {
+  const ofStore = resellerStoreId === null ? sql`` : sql` and reseller_store_id = ${resellerStoreId}`;
+  const result = await sql`
+    update ${sql.table(table)} set status = 'failed', finished_at = now(), error = ${ABANDONED}
+    where status = 'running' and lease_expires_at < now()${ofStore}`.execute(trx);
+  return Number(result.numAffectedRows ?? 0n);
 }

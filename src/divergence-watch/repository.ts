@@ -13,7 +13,7 @@ import type { Orm } from '../db/orm.ts';
 import type { StoresDue } from './ports.ts';
 import type { Database } from '../db/schema.ts';
 import { sqlOf, type Db, type Trx } from '../db/sql.ts';
-import { holdLocks, takeTurn } from '../db/locks.ts';
+import { abandonExpiredRuns, holdLocks, leaseEnd, renewRun, takeRun, takeTurn } from '../db/locks.ts';
 import { newMessageId, type Queue } from '../queue/queue.ts';
 import { SyncJob } from '../sync-jobs/entity.ts';
 import { placedJobLockKey } from '../sync-jobs/placed-lock.ts';
@@ -38,13 +38,10 @@ export interface PassOutcome {
   error: string | null;
 }
 
-const ABANDONED = 'Abandoned: the process running it stopped before it finished.';
 const SCHEDULER_LOCK = 'divergence-watch.scheduler';
 
 type PassUpdate = UpdateQueryBuilder<Database, 'watch_passes', 'watch_passes', UpdateResult>;
 
-/** `now() + ms`, by the database's clock, which every process shares. */
-const fromNow = (ms: number) => sql<Date>`now() + ${ms} * interval '1 millisecond'`;
 
 export class WatchRepository {
   constructor(
@@ -60,7 +57,7 @@ export class WatchRepository {
   /** Starts a pass over one store now (with its queue message), unless one is running: null. */
   start(store: { id: string; ownerId: string }, trigger: WatchPass['trigger'], queuedLeaseMs: number, audit?: (passId: string) => AuditRecord): Promise<string | null> {
     return this.db.transaction().execute(async (trx) => {
-      await abandonExpired(trx, store.id);
+      await abandonExpiredRuns(trx, 'watch_passes', store.id);
       const [id] = await this.insertPasses(trx, [store], trigger, queuedLeaseMs);
       if (id === undefined) return null;
       if (audit) await insertAudit(trx, [audit(id)]);
@@ -75,7 +72,7 @@ export class WatchRepository {
   startDue(intervalMs: number, queuedLeaseMs: number, limit: number): Promise<string[]> {
     return this.db.transaction().execute(async (trx) => {
       if (!(await takeTurn(trx, SCHEDULER_LOCK))) return [];
-      await abandonExpired(trx, null);
+      await abandonExpiredRuns(trx, 'watch_passes', null);
       const due = await this.storesDue(trx, 'watch_passes', intervalMs, limit);
       return this.insertPasses(trx, due, 'scheduled', queuedLeaseMs);
     });
@@ -97,7 +94,7 @@ export class WatchRepository {
           platform_reads: 0,
           error: null,
           takes: 0,
-          lease_expires_at: fromNow(queuedLeaseMs),
+          lease_expires_at: leaseEnd(queuedLeaseMs),
           started_at: sql<Date>`clock_timestamp()`,
           finished_at: null,
         })),
@@ -113,20 +110,12 @@ export class WatchRepository {
 
   /** Takes a pass nobody took yet, or one whose process was lost (its lease expired); null otherwise. */
   async take(id: string, leaseMs: number): Promise<TakenPass | null> {
-    const row = await this.db
-      .updateTable('watch_passes')
-      .set((eb) => ({ takes: eb('takes', '+', 1), lease_expires_at: fromNow(leaseMs) }))
-      .where('id', '=', id)
-      .where('status', '=', 'running')
-      .where((eb) => eb.or([eb('takes', '=', 0), eb('lease_expires_at', '<', sql<Date>`now()`)]))
-      .returning(['reseller_store_id', 'trigger', 'takes'])
-      .executeTakeFirst();
+    const row = await takeRun<{ reseller_store_id: string; trigger: string }>(this.db, 'watch_passes', id, leaseMs, ['reseller_store_id', 'trigger']);
     return row ? { id, resellerStoreId: row.reseller_store_id, trigger: row.trigger as TakenPass['trigger'], take: row.takes } : null;
   }
 
-  async renew(pass: TakenPass, leaseMs: number): Promise<boolean> {
-    const result = await this.heldBy(pass, this.db.updateTable('watch_passes').set({ lease_expires_at: fromNow(leaseMs) })).executeTakeFirst();
-    return result.numUpdatedRows === 1n;
+  renew(pass: TakenPass, leaseMs: number): Promise<boolean> {
+    return renewRun(this.db, 'watch_passes', pass, leaseMs);
   }
 
   async finish(pass: TakenPass, outcome: PassOutcome): Promise<boolean> {
@@ -215,17 +204,6 @@ export class WatchRepository {
   transaction<T>(work: (trx: Trx) => Promise<T>): Promise<T> {
     return this.db.transaction().execute(work);
   }
-}
-
-/** Fails running passes whose lease expired (of one store, or all), so they block no new one. */
-async function abandonExpired(trx: Trx, resellerStoreId: string | null): Promise<void> {
-  let update = trx
-    .updateTable('watch_passes')
-    .set({ status: 'failed', finished_at: sql<Date>`now()`, error: ABANDONED })
-    .where('status', '=', 'running')
-    .where('lease_expires_at', '<', sql<Date>`now()`);
-  if (resellerStoreId !== null) update = update.where('reseller_store_id', '=', resellerStoreId);
-  await update.execute();
 }
 
 /** The store's placed jobs (`j`) due a `stale` entry: no tracking `staleAfterMs` after their placement, their supplier order not cancelled, none raised or dismissed yet. */

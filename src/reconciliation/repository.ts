@@ -1,4 +1,4 @@
-import { takeTurn } from '../db/locks.ts';
+import { abandonExpiredRuns, leaseEnd, renewRun, takeRun, takeTurn } from '../db/locks.ts';
 import { sql, type UpdateQueryBuilder, type UpdateResult } from 'kysely';
 import { insertAudit, insertAuditOnce, SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
 import type { Orm } from '../db/orm.ts';
@@ -42,13 +42,10 @@ export interface Refusal {
   param: string;
 }
 
-const ABANDONED = 'Abandoned: the process running it stopped before it finished.';
 const SCHEDULER_LOCK = 'reconciliation.scheduler';
 
 type RunUpdate = UpdateQueryBuilder<Database, 'reconciliation_runs', 'reconciliation_runs', UpdateResult>;
 
-/** `now() + ms`, computed by the database so every process's leases share one clock. */
-const fromNow = (ms: number) => sql<Date>`now() + ${ms} * interval '1 millisecond'`;
 /** The ORM's connection may read timestamptz as text. */
 const dateOf = (value: Date | string) => new Date(value);
 
@@ -76,7 +73,7 @@ export class ReconciliationRepository {
     audit?: (reconciliationId: string) => AuditRecord,
   ): Promise<string | null> {
     return this.db.transaction().execute(async (trx) => {
-      await abandonExpired(trx, store.id);
+      await abandonExpiredRuns(trx, 'reconciliation_runs', store.id);
       const [id] = await this.insertRuns(trx, [{ ...store, requestedSince }], trigger, queuedLeaseMs);
       if (id === undefined) return null;
       if (audit) await insertAudit(trx, [audit(id)]);
@@ -92,7 +89,7 @@ export class ReconciliationRepository {
   startDue(intervalMs: number, queuedLeaseMs: number, limit: number): Promise<string[]> {
     return this.db.transaction().execute(async (trx) => {
       if (!(await takeTurn(trx, SCHEDULER_LOCK))) return [];
-      await abandonExpired(trx, null);
+      await abandonExpiredRuns(trx, 'reconciliation_runs', null);
       const due = await this.storesDue(trx, 'reconciliation_runs', intervalMs, limit);
       const stores = due.map((store) => ({ ...store, requestedSince: null }));
       return this.insertRuns(trx, stores, 'scheduled', queuedLeaseMs);
@@ -122,7 +119,7 @@ export class ReconciliationRepository {
           orders_routed: 0,
           error: null,
           takes: 0,
-          lease_expires_at: fromNow(queuedLeaseMs),
+          lease_expires_at: leaseEnd(queuedLeaseMs),
           // When the run is recorded, not when its transaction began: the scheduler's transaction can
           // begin before the store's previous run finished, and its runs start after that one.
           started_at: sql<Date>`clock_timestamp()`,
@@ -143,14 +140,11 @@ export class ReconciliationRepository {
    * expired). Null when it finished, or another process holds it (a duplicate queue message).
    */
   async take(id: string, leaseMs: number): Promise<TakenRun | null> {
-    const row = await this.db
-      .updateTable('reconciliation_runs')
-      .set((eb) => ({ takes: eb('takes', '+', 1), lease_expires_at: fromNow(leaseMs) }))
-      .where('id', '=', id)
-      .where('status', '=', 'running')
-      .where((eb) => eb.or([eb('takes', '=', 0), eb('lease_expires_at', '<', sql<Date>`now()`)]))
-      .returning(['reseller_store_id', 'trigger', 'requested_since', 'takes'])
-      .executeTakeFirst();
+    const row = await takeRun<{ reseller_store_id: string; trigger: string; requested_since: Date | string | null }>(this.db, 'reconciliation_runs', id, leaseMs, [
+      'reseller_store_id',
+      'trigger',
+      'requested_since',
+    ]);
     if (!row) return null;
     return {
       id,
@@ -163,7 +157,7 @@ export class ReconciliationRepository {
 
   /** Fails every running run whose lease expired (its process was lost); returns how many. */
   async abandonExpired(): Promise<number> {
-    return this.db.transaction().execute((trx) => abandonExpired(trx, null));
+    return this.db.transaction().execute((trx) => abandonExpiredRuns(trx, 'reconciliation_runs', null));
   }
 
   /**
@@ -192,9 +186,8 @@ export class ReconciliationRepository {
   }
 
   /** Extends this hold of the run; false when the run is no longer this process's. */
-  async renew(run: TakenRun, leaseMs: number): Promise<boolean> {
-    const result = await this.heldBy(run, this.db.updateTable('reconciliation_runs').set({ lease_expires_at: fromNow(leaseMs) })).executeTakeFirst();
-    return result.numUpdatedRows === 1n;
+  renew(run: TakenRun, leaseMs: number): Promise<boolean> {
+    return renewRun(this.db, 'reconciliation_runs', run, leaseMs);
   }
 
   /** Records where the listing starts and how far it got, for GET …/reconciliations while it runs. */
@@ -268,16 +261,4 @@ export class ReconciliationRepository {
       .execute();
     return rows.map((row) => ({ resellerStoreId: row.id, lagSeconds: Number(row.lag_seconds) }));
   }
-}
-
-/** Fails running runs whose lease expired (of one store, or all), so they block no new run. */
-async function abandonExpired(trx: Trx, resellerStoreId: string | null): Promise<number> {
-  let update = trx
-    .updateTable('reconciliation_runs')
-    .set({ status: 'failed', finished_at: sql<Date>`now()`, error: ABANDONED })
-    .where('status', '=', 'running')
-    .where('lease_expires_at', '<', sql<Date>`now()`);
-  if (resellerStoreId !== null) update = update.where('reseller_store_id', '=', resellerStoreId);
-  const [result] = await update.execute();
-  return Number(result?.numUpdatedRows ?? 0n);
 }

@@ -1,4 +1,5 @@
 import { connectionOf } from '../attempts/store-connection.ts';
+import { holdLease, LeaseLost, type Lease } from '../db/locks.ts';
 import type { Logger } from 'pino';
 import type { Config } from '../config/index.ts';
 import type { Metrics } from '../metrics/index.ts';
@@ -19,8 +20,6 @@ export const RUN_LEASE_MS = 60_000;
 const MAX_LISTING_TURN_WAIT_MS = 60_000;
 /** Pages one run lists at most; a store with more picks up from its new watermark in the next run. */
 const MAX_PAGES_PER_RUN = 400;
-
-class RunAbandoned extends Error {}
 
 /**
  * Carries out one reconciliation run: lists the store's orders since its watermark (less the
@@ -44,13 +43,13 @@ export class ReconciliationRunner {
     const run = await this.repository.take(reconciliationId, RUN_LEASE_MS);
     if (!run) return;
     const logger = this.deps.logger.child({ reconciliation_id: run.id, reseller_store_id: run.resellerStoreId });
-    const lease = this.holdLease(run);
+    const lease = holdLease(() => this.repository.renew(run, RUN_LEASE_MS), RUN_LEASE_MS, (error) => logger.warn({ err: error }, 'could not renew the reconciliation lease'));
     const tally: Tally = { ordersSeen: 0, ordersRouted: 0 };
     let outcome: RunOutcome;
     try {
       outcome = await this.reconcile(run, lease, tally);
     } catch (error) {
-      if (error instanceof RunAbandoned) {
+      if (error instanceof LeaseLost) {
         logger.warn('reconciliation lost its lease to another process; stopped');
         return;
       }
@@ -159,37 +158,12 @@ export class ReconciliationRunner {
     );
     return { externalOrderId: listed.externalOrderId, ...problem };
   }
-
-  /** Renews the run's lease in the background while it runs; `check` stops the run once it was lost. */
-  private holdLease(run: TakenRun): Lease {
-    const lease: Lease = {
-      lost: false,
-      check() {
-        if (lease.lost) throw new RunAbandoned();
-      },
-      release: () => clearInterval(timer),
-    };
-    const timer = setInterval(() => {
-      this.repository.renew(run, RUN_LEASE_MS).then(
-        (held) => (lease.lost ||= !held),
-        (error: unknown) => this.deps.logger.warn({ err: error, reconciliation_id: run.id }, 'could not renew the reconciliation lease'),
-      );
-    }, RUN_LEASE_MS / 3);
-    timer.unref();
-    return lease;
-  }
 }
 
 /** What a run has done so far, reported even when it fails. */
 interface Tally {
   ordersSeen: number;
   ordersRouted: number;
-}
-
-interface Lease {
-  lost: boolean;
-  check(): void;
-  release(): void;
 }
 
 const wholeSecond = (date: Date) => Math.floor(date.getTime() / 1000) * 1000;
