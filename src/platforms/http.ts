@@ -14,7 +14,7 @@ export interface HttpClientSettings {
   timeoutMs: number;
   /** A 429 whose Retry-After is at most this long is waited out inside the call; so is a turn this near. */
   maxInlineRetryAfterMs: number;
-  /** A 429's Retry-After is honoured up to this long (a platform asking for an hour gets this). */
+  /** A Retry-After (a 429's, a 503's) is honoured up to this long (a platform asking for an hour gets this). */
   maxRetryAfterMs: number;
   /** Each store's turns, shared by every caller of the store. */
   pacer: StorePacer;
@@ -295,10 +295,13 @@ export class PlatformHttpClient {
     const { status } = response;
     const detail = describeErrorBody(response.text, store.accessToken) || STATUS_CODES[status] || 'no details';
     const retryAfterMs = parseRetryAfter(response.retryAfter);
+    // Capped whatever the status: a 503 asking for a year would otherwise park the attempt's next try
+    // a year away (a `failed` row with a live message, which the sweep leaves alone).
+    const askedMs = status === 429 ? (retryAfterMs ?? DEFAULT_RETRY_AFTER_MS) : retryAfterMs;
     return this.#error(store, request, `answered ${status}: ${detail}`, {
       retryable: status === 429 || status >= 500,
       status,
-      retryAfterMs: status === 429 ? Math.min(retryAfterMs ?? DEFAULT_RETRY_AFTER_MS, this.options.maxRetryAfterMs) : retryAfterMs,
+      retryAfterMs: askedMs === null ? null : Math.min(askedMs, this.options.maxRetryAfterMs),
     });
   }
 

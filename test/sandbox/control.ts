@@ -28,6 +28,7 @@ const faultsSchema = z
     status: z.number().int().min(400).max(599).optional(),
     rateLimitNext: count.optional(),
     retryAfterSeconds: z.number().nonnegative().optional(),
+    failRetryAfterSeconds: z.number().nonnegative().optional(),
     dropNext: count.optional(),
     acceptThenDropNext: count.optional(),
     alwaysFail: z.boolean().optional(),

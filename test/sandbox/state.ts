@@ -14,6 +14,8 @@ export interface Faults {
   failNext?: number;
   /** Status for failNext and alwaysFail; default 500. */
   status?: number;
+  /** A Retry-After (seconds) on the failNext and alwaysFail answers of another status than 429 (a 503 "down for maintenance"). */
+  failRetryAfterSeconds?: number;
   /** The next N requests answer 429 with Retry-After: retryAfterSeconds. */
   rateLimitNext?: number;
   /** Default 1. */
@@ -224,7 +226,8 @@ export class StoreState {
     if (this.#consume('failNext') || this.faults.alwaysFail) {
       const status = this.faults.status ?? 500;
       if (status === 429) return { kind: 'reply', reply: this.#tooManyRequests() };
-      return { kind: 'reply', reply: { status, body: { errors: `Simulated failure (${status})` } } };
+      const headers = this.faults.failRetryAfterSeconds === undefined ? undefined : { 'Retry-After': String(this.faults.failRetryAfterSeconds) };
+      return { kind: 'reply', reply: { status, body: { errors: `Simulated failure (${status})` }, ...(headers && { headers }) } };
     }
     return null;
   }
