@@ -4,7 +4,7 @@
  * its platform's functions from here, so the cancellation feature stays in one file per concern.
  */
 import { z } from 'zod';
-import type { PlatformHttpClient, ResponseHeaders } from './http.ts';
+import { LIST_PAGE, type PlatformHttpClient, type ResponseHeaders } from './http.ts';
 import { nextLink, pageEntries } from './listing.ts';
 import { wellFormed } from '../shared/text.ts';
 import { anyId, parsePayload } from './payload.ts';
@@ -12,7 +12,7 @@ import type { CancellingAdapter, LineToCancel, StoreConnection, SupplierLine, Su
 
 /** Older orders are listed too: the platform's clock and ours may differ a little. */
 const CLOCK_MARGIN_MS = 60_000;
-/** At most this many pages are read looking for one order. */
+/** At most this many pages are read looking for one order (each a list page: LIST_PAGE's bound, not one order's). */
 const MAX_LOOKUP_PAGES = 20;
 
 const lenientQuantity = z.number().int().nonnegative().nullish().transform((value) => value ?? 0);
@@ -114,12 +114,12 @@ export function platformACancelling(http: PlatformHttpClient): CancellingAdapter
         orders: pageEntries(parsePayload(z.object({ orders: z.unknown() }), body, 'platform_a order list').orders, 'platform_a order list'),
         next: nextLink(headers('link')),
       });
-      let page = await http.get(store, `${API_A}/orders.json?${query}`, readPage);
+      let page = await http.get(store, `${API_A}/orders.json?${query}`, readPage, LIST_PAGE);
       for (let pages = 1; ; pages++) {
         const found = page.orders.find((order) => referenceOfA(order) === reference);
         if (found) return String((found as { id: unknown }).id);
         if (page.next === null || pages >= MAX_LOOKUP_PAGES) return null;
-        page = await http.getUrl(store, page.next, readPage);
+        page = await http.getUrl(store, page.next, readPage, LIST_PAGE);
       }
     },
   };
@@ -164,7 +164,7 @@ export function platformBCancelling(http: PlatformHttpClient): CancellingAdapter
         const { orders, totalPages } = await http.get(store, `${API_B}/orders?${query}`, (body, headers) => ({
           orders: pageEntries(body, 'platform_b order list'),
           totalPages: Number(headers('x-wp-totalpages') ?? '1'),
-        }));
+        }), LIST_PAGE);
         const found = orders.find((order) => referenceOfB(order) === reference);
         if (found) return String((found as { id: unknown }).id);
         if (!(page < totalPages)) return null;
@@ -217,7 +217,7 @@ export function customCancelling(http: PlatformHttpClient): CancellingAdapter {
         const page: { data: unknown[]; nextCursor: string | null } = await http.get(store, `/orders?${query}`, (body) => {
           const parsed = parsePayload(z.object({ data: z.unknown(), nextCursor: z.string().nullish() }), body, 'custom order list');
           return { data: pageEntries(parsed.data, 'custom order list'), nextCursor: parsed.nextCursor ?? null };
-        });
+        }, LIST_PAGE);
         const found = page.data.find((order) => (order as { reference?: unknown } | null)?.reference === reference);
         if (found) return String((found as { id: unknown }).id);
         if (!page.nextCursor) return null;

@@ -1,0 +1,66 @@
+/**
+ * findOrderByReference (an order whose creation answer was lost, found again by the reference the
+ * service attached: order-changes.md "In doubt", and a late manual retry) reads the supplier's order
+ * list, page by page. A list page is bounded like every list page (LIST_PAGE_MAX_BYTES, 8 MiB), not
+ * like one order's answer (1 MiB): a supplier's full page of 250 platform_a orders (100 on the others)
+ * of realistic size is over 1 MiB, and the lookup then failed every time, so a cancellation in doubt
+ * could never find the order to cancel (it died, and the supplier shipped) and a retried job could
+ * never be placed.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PLATFORMS, type Platform } from '../src/orders/types.ts';
+import { type PlatformAdapter, type StoreConnection, createPlatformAdapters } from '../src/platforms/index.ts';
+import { ANSWER_MAX_BYTES } from '../src/platforms/http.ts';
+import { type JsonObject, type Sandbox, buildOrderPayload, startSandbox } from './sandbox/server.ts';
+import { startTestPacing } from './support/pacer.ts';
+
+let sandbox: Sandbox;
+let pacing: Awaited<ReturnType<typeof startTestPacing>>;
+let adapters: Record<Platform, PlatformAdapter>;
+let storeCount = 0;
+
+beforeAll(async () => {
+  sandbox = await startSandbox();
+  pacing = await startTestPacing();
+  adapters = createPlatformAdapters({ baseUrlTemplate: sandbox.baseUrlTemplate, timeoutMs: 10_000, maxInlineRetryAfterMs: 1_500, pacer: pacing.pacer() });
+});
+afterAll(async () => {
+  await pacing.close();
+  await sandbox.close();
+});
+
+function newStore(platform: Platform): StoreConnection {
+  storeCount += 1;
+  const store = { storeId: `lookup_store_${storeCount}`, platform, shopDomain: `lookup-${storeCount}.example`, accessToken: `tok_lookup_${storeCount}` };
+  sandbox.registerStore(store.shopDomain, { accessToken: store.accessToken });
+  return store;
+}
+
+const PAGE = { platform_a: 250, platform_b: 100, custom: 100 } as const;
+const T0 = Date.parse('2026-11-20T08:00:00.000Z');
+
+/** An order of a busy supplier: 40 lines with long titles (about 15 KB, as real orders often are). */
+function bulkyOrder(platform: Platform, n: number, reference: string | null): JsonObject {
+  const id = platform === 'custom' ? `ord_${n}` : n;
+  const lines = Array.from({ length: 40 }, (_, index) => ({ sku: `SKU-${index}`, title: `Item ${index} ${'x'.repeat(200)}`, vendor: 'Acme', quantity: 1, price: '1.00' }));
+  const order = buildOrderPayload(platform, { id, lines, createdAt: new Date(T0 + n * 1000).toISOString() });
+  if (reference === null) return order;
+  if (platform === 'platform_a') return { ...order, note_attributes: [{ name: 'sync_reference', value: reference }] };
+  if (platform === 'platform_b') return { ...order, meta_data: [{ key: 'sync_reference', value: reference }] };
+  return { ...order, reference };
+}
+
+describe('findOrderByReference on a busy supplier', () => {
+  it.each(PLATFORMS)('%s: finds the order on the second page when a full page is over 1 MiB', async (platform) => {
+    const store = newStore(platform);
+    const others = PAGE[platform] + 5;
+    for (let n = 1; n <= others; n++) sandbox.seedOrder(store.shopDomain, platform, bulkyOrder(platform, n, null));
+    const mine = bulkyOrder(platform, others + 1, 'sj_lost_answer');
+    sandbox.seedOrder(store.shopDomain, platform, mine);
+
+    const found = await adapters[platform].findOrderByReference(store, 'sj_lost_answer', new Date(T0));
+    expect(found).toBe(String(mine.id));
+    // The pages read were each over the bound on one answer: the list page's bound applies.
+    expect(JSON.stringify(Array.from({ length: PAGE[platform] }, (_, n) => bulkyOrder(platform, n + 1, null))).length).toBeGreaterThan(ANSWER_MAX_BYTES);
+  }, 30_000);
+});
