@@ -64,3 +64,38 @@ describe('findOrderByReference on a busy supplier', () => {
     expect(JSON.stringify(Array.from({ length: PAGE[platform] }, (_, n) => bulkyOrder(platform, n + 1, null))).length).toBeGreaterThan(ANSWER_MAX_BYTES);
   }, 30_000);
 });
+
+/** A small order (the lookup's page count, not its size, is what this is about). */
+function smallOrder(platform: Platform, n: number, reference: string | null): JsonObject {
+  const id = platform === 'custom' ? `ord_${n}` : n;
+  const order = buildOrderPayload(platform, { id, lines: [{ sku: 'S', title: 'T', vendor: 'Acme', quantity: 1, price: '1.00' }], createdAt: new Date(T0 + n * 100).toISOString() });
+  if (reference === null) return order;
+  if (platform === 'platform_a') return { ...order, note_attributes: [{ name: 'sync_reference', value: reference }] };
+  if (platform === 'platform_b') return { ...order, meta_data: [{ key: 'sync_reference', value: reference }] };
+  return { ...order, reference };
+}
+
+describe('findOrderByReference past its page bound', () => {
+  /**
+   * A flash sale's backlog: the job was created long before its attempt placed the order (and lost
+   * the answer), and the supplier got thousands of orders in between, the service's own among them.
+   * The lookup reads at most 20 pages; stopping there is no proof the order does not exist, and the
+   * cancellation reads null as "never placed" (`not_placed`), so the supplier ships a cancelled order
+   * and nobody is told.
+   */
+  it.each(PLATFORMS)('%s: never answers "not found" when it stopped before the end of the list', async (platform) => {
+    const store = newStore(platform);
+    const before = 20 * PAGE[platform] + 1;
+    for (let n = 1; n <= before; n++) sandbox.seedOrder(store.shopDomain, platform, smallOrder(platform, n, null));
+    const mine = smallOrder(platform, before + 1, 'sj_backlogged');
+    sandbox.seedOrder(store.shopDomain, platform, mine);
+
+    const outcome = await adapters[platform].findOrderByReference(store, 'sj_backlogged', new Date(T0)).then(
+      (id) => id,
+      (error: unknown) => error,
+    );
+    // Found, or a failure the caller retries and reports; never null while the order is there.
+    if (typeof outcome === 'string') expect(outcome).toBe(String(mine.id));
+    else expect(outcome).toBeInstanceOf(Error);
+  }, 60_000);
+});

@@ -8,7 +8,7 @@ import { LIST_PAGE, type PlatformHttpClient, type ResponseHeaders } from './http
 import { nextLink, pageEntries } from './listing.ts';
 import { wellFormed } from '../shared/text.ts';
 import { anyId, parsePayload } from './payload.ts';
-import type { CancellingAdapter, LineToCancel, StoreConnection, SupplierLine, SupplierOrderLineState, SupplierOrderState } from './types.ts';
+import { type CancellingAdapter, type LineToCancel, PlatformError, type StoreConnection, type SupplierLine, type SupplierOrderLineState, type SupplierOrderState } from './types.ts';
 
 /** Older orders are listed too: the platform's clock and ours may differ a little. */
 const CLOCK_MARGIN_MS = 60_000;
@@ -40,6 +40,19 @@ export const createdLines = z
   .transform((lines) => lines ?? null);
 
 const sinceOf = (since: Date) => new Date(since.getTime() - CLOCK_MARGIN_MS).toISOString();
+
+/**
+ * The lookup read its last page while the list went on: the order may be further on (a backlog put
+ * thousands of orders between the job's creation and its placement), so "not found" would be a guess
+ * the caller acts on (a cancellation `not_placed` while the supplier ships it, a job placed twice).
+ * A failure instead: the work is retried and, failing, reported.
+ */
+function lookupCut(store: StoreConnection, reference: string): PlatformError {
+  return new PlatformError(
+    `${store.platform} ${store.shopDomain}: the order carrying reference ${reference} was not among the first ${MAX_LOOKUP_PAGES} pages of orders created since the job, and the list goes on; not looked further`,
+    false,
+  );
+}
 
 /** `full` when nothing is left to ship of what was not cancelled, `partial` when some was shipped. */
 function fulfillmentOf(lines: SupplierOrderLineState[], shippedWhole = false): SupplierOrderState['fulfillment'] {
@@ -118,7 +131,8 @@ export function platformACancelling(http: PlatformHttpClient): CancellingAdapter
       for (let pages = 1; ; pages++) {
         const found = page.orders.find((order) => referenceOfA(order) === reference);
         if (found) return String((found as { id: unknown }).id);
-        if (page.next === null || pages >= MAX_LOOKUP_PAGES) return null;
+        if (page.next === null) return null;
+        if (pages >= MAX_LOOKUP_PAGES) throw lookupCut(store, reference);
         page = await http.getUrl(store, page.next, readPage, LIST_PAGE);
       }
     },
@@ -169,7 +183,7 @@ export function platformBCancelling(http: PlatformHttpClient): CancellingAdapter
         if (found) return String((found as { id: unknown }).id);
         if (!(page < totalPages)) return null;
       }
-      return null;
+      throw lookupCut(store, reference);
     },
   };
 }
@@ -223,7 +237,7 @@ export function customCancelling(http: PlatformHttpClient): CancellingAdapter {
         if (!page.nextCursor) return null;
         cursor = page.nextCursor;
       }
-      return null;
+      throw lookupCut(store, reference);
     },
   };
 }

@@ -107,6 +107,8 @@ export interface CancellingAdapter {
   /**
    * The order carrying the service's `reference` among the store's orders created since `since`
    * (paged), or null: how an order whose creation answer was lost is found again, never by creating it.
+   * Null only when the whole list was read: a lookup that stops at its page bound while the list goes
+   * on throws a PlatformError instead (the order may be further on).
    */
   findOrderByReference(store: StoreConnection, reference: string, since: Date): Promise<string | null>;
 }
