@@ -99,3 +99,21 @@ describe('findOrderByReference past its page bound', () => {
     else expect(outcome).toBeInstanceOf(Error);
   }, 60_000);
 });
+
+describe('findOrderByReference on platform_b without its paging totals', () => {
+  /**
+   * listOrders already reads a list without X-WP-TotalPages (a proxy may drop it) as going on until
+   * a short page; the lookup took a missing header for "one page" and answered "not found" after it.
+   */
+  it('reads on past a full page when the answer has no X-WP-TotalPages', async () => {
+    const store = newStore('platform_b');
+    sandbox.setFaults(store.shopDomain, { omitListTotals: true });
+    const before = PAGE.platform_b + 20;
+    for (let n = 1; n <= before; n++) sandbox.seedOrder(store.shopDomain, 'platform_b', smallOrder('platform_b', n, null));
+    const mine = smallOrder('platform_b', before + 1, 'sj_second_page');
+    sandbox.seedOrder(store.shopDomain, 'platform_b', mine);
+
+    const found = await adapters.platform_b.findOrderByReference(store, 'sj_second_page', new Date(T0));
+    expect(found).toBe(String(mine.id));
+  });
+});

@@ -142,6 +142,8 @@ export function platformACancelling(http: PlatformHttpClient): CancellingAdapter
 // platform_b ------------------------------------------------------------------------------------
 
 const API_B = '/wp-json/wc/v3';
+/** The lookup's page size on platform_b (its largest). */
+const LOOKUP_PER_PAGE_B = 100;
 
 const orderB = z.object({
   id: anyId,
@@ -174,14 +176,15 @@ export function platformBCancelling(http: PlatformHttpClient): CancellingAdapter
     cancelSupplierLines: null,
     async findOrderByReference(store, reference, since) {
       for (let page = 1; page <= MAX_LOOKUP_PAGES; page++) {
-        const query = new URLSearchParams({ after: `${sinceOf(since).slice(0, 19)}Z`, per_page: '100', page: String(page), orderby: 'date', order: 'asc' });
-        const { orders, totalPages } = await http.get(store, `${API_B}/orders?${query}`, (body, headers) => ({
-          orders: pageEntries(body, 'platform_b order list'),
-          totalPages: Number(headers('x-wp-totalpages') ?? '1'),
-        }), LIST_PAGE);
+        const query = new URLSearchParams({ after: `${sinceOf(since).slice(0, 19)}Z`, per_page: String(LOOKUP_PER_PAGE_B), page: String(page), orderby: 'date', order: 'asc' });
+        const { orders, totalPages } = await http.get(store, `${API_B}/orders?${query}`, (body, headers) => {
+          const total = headers('x-wp-totalpages');
+          return { orders: pageEntries(body, 'platform_b order list'), totalPages: total === null ? null : Number(total) };
+        }, LIST_PAGE);
         const found = orders.find((order) => referenceOfB(order) === reference);
         if (found) return String((found as { id: unknown }).id);
-        if (!(page < totalPages)) return null;
+        // Without the header (a proxy may drop it), a short page is the last one, as listOrders reads it.
+        if (totalPages === null ? orders.length < LOOKUP_PER_PAGE_B : !(page < totalPages)) return null;
       }
       throw lookupCut(store, reference);
     },

@@ -47,6 +47,7 @@ const faultsSchema = z
     cancelStatus: z.number().int().min(400).max(599).optional(),
     cancelAcceptThenDropNext: count.optional(),
     lineIdsOnReadOffset: count.optional(),
+    omitListTotals: z.boolean().optional(),
   })
   .strict();
 

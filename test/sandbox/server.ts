@@ -12,7 +12,7 @@ import { Refusal, readText, send } from './http.ts';
 import { buildOrderPayload } from './payloads.ts';
 import { answerPlatformRequest, type PlatformRequest } from './platforms.ts';
 import { isCancelCall } from './cancellations.ts';
-import { SandboxState, type SandboxControls } from './state.ts';
+import { SandboxState, type Reply, type SandboxControls } from './state.ts';
 
 export {
   SAMPLE_ADDRESS,
@@ -114,13 +114,22 @@ async function servePlatform(
     await streamBody(response, fault.status, fault.bytes);
     return { status: fault.status, idempotentReplay: false };
   }
-  const { reply, idempotentReplay } = answerPlatformRequest(state, call);
+  const answered = answerPlatformRequest(state, call);
+  const { idempotentReplay } = answered;
+  const reply = store.faults.omitListTotals ? withoutListTotals(answered.reply) : answered.reply;
   if (fault?.kind === 'acceptThenDrop') {
     response.destroy();
     return { status: null, idempotentReplay };
   }
   send(response, reply);
   return { status: reply.status, idempotentReplay };
+}
+
+/** The reply without platform_b's paging totals (`omitListTotals`). */
+function withoutListTotals(reply: Reply): Reply {
+  if (!reply.headers) return reply;
+  const headers = Object.fromEntries(Object.entries(reply.headers).filter(([name]) => !/^x-wp-total(pages)?$/i.test(name)));
+  return { ...reply, headers };
 }
 
 const STREAM_CHUNK = Buffer.alloc(64 * 1024, 'x');

@@ -26,6 +26,8 @@ export interface Faults {
   acceptThenDropNext?: number;
   /** Every request answers `status` until the faults are cleared (with `status: 429`, the 429 mode: Retry-After too). */
   alwaysFail?: boolean;
+  /** platform_b's list answers come without X-WP-Total and X-WP-TotalPages, as a proxy that drops them sends them. */
+  omitListTotals?: boolean;
   /** The next N orders/create webhooks the store would send are lost for good (never sent). */
   dropWebhooksNext?: number;
   /** The next N orders/create webhooks are held back until `releaseWebhooks` (a late delivery). */
