@@ -230,7 +230,8 @@ export function customCancelling(http: PlatformHttpClient): CancellingAdapter {
     async findOrderByReference(store, reference, since) {
       let cursor: string | null = null;
       for (let pages = 0; pages < MAX_LOOKUP_PAGES; pages++) {
-        const query = new URLSearchParams(cursor ? { cursor, limit: '100' } : { createdAfter: sinceOf(since), limit: '100' });
+        // The filter goes with every page, the cursor's too (platforms.md; as listOrders sends it).
+        const query = new URLSearchParams({ createdAfter: sinceOf(since), limit: '100', ...(cursor && { cursor }) });
         const page: { data: unknown[]; nextCursor: string | null } = await http.get(store, `/orders?${query}`, (body) => {
           const parsed = parsePayload(z.object({ data: z.unknown(), nextCursor: z.string().nullish() }), body, 'custom order list');
           return { data: pageEntries(parsed.data, 'custom order list'), nextCursor: parsed.nextCursor ?? null };

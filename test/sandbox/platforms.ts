@@ -235,6 +235,8 @@ const custom: SimulatedPlatform = {
   orderReply: (order) => order,
   listOrders(store, call) {
     const query = listQuery(call.query, { limit: 100 });
+    // The list's filter is part of every call (platforms.md: `createdAfter`, or `updatedAfter`), a cursor's too.
+    if (!query.has('createdAfter')) return badRequest('createdAfter is required');
     const after = optionalTime(query, 'createdAfter');
     const cursor = query.get('cursor');
     const position: ListPosition = cursor === null ? { since: after ?? -Infinity, inclusive: false, offset: 0 } : readCursor(cursor);
