@@ -152,7 +152,8 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
   /** The supplier order the job may have created without learning it, looked up by its reference. */
   async function orderInDoubt(job: SyncJob, platform: PlatformAdapter, store: StoreConnection): Promise<string | null> {
     if (job.attempts === 0) return null;
-    return platform.findOrderByReference(store, job.id, job.createdAt);
+    // Not found ends the cancellation not_placed: a lookup cut short by its page bound must fail instead.
+    return platform.findOrderByReference(store, job.id, job.createdAt, 'fail');
   }
 
   async function decide(work: CancellationWork): Promise<Decision> {

@@ -8,7 +8,7 @@ import { LIST_PAGE, type PlatformHttpClient, type ResponseHeaders } from './http
 import { nextLink, pageEntries } from './listing.ts';
 import { wellFormed } from '../shared/text.ts';
 import { anyId, parsePayload } from './payload.ts';
-import { type CancellingAdapter, type LineToCancel, PlatformError, type StoreConnection, type SupplierLine, type SupplierOrderLineState, type SupplierOrderState } from './types.ts';
+import { type CancellingAdapter, type LineToCancel, type LookupCut, PlatformError, type StoreConnection, type SupplierLine, type SupplierOrderLineState, type SupplierOrderState } from './types.ts';
 
 /** Older orders are listed too: the platform's clock and ours may differ a little. */
 const CLOCK_MARGIN_MS = 60_000;
@@ -47,8 +47,9 @@ const sinceOf = (since: Date) => new Date(since.getTime() - CLOCK_MARGIN_MS).toI
  * the caller acts on (a cancellation `not_placed` while the supplier ships it, a job placed twice).
  * A failure instead: the work is retried and, failing, reported.
  */
-function lookupCut(store: StoreConnection, reference: string): PlatformError {
-  return new PlatformError(
+function cutShort(store: StoreConnection, reference: string, whenCut: LookupCut): null {
+  if (whenCut === 'not_found') return null;
+  throw new PlatformError(
     `${store.platform} ${store.shopDomain}: the order carrying reference ${reference} was not among the first ${MAX_LOOKUP_PAGES} pages of orders created since the job, and the list goes on; not looked further`,
     false,
   );
@@ -121,7 +122,7 @@ export function platformACancelling(http: PlatformHttpClient): CancellingAdapter
         idempotencyKey,
         statusOnly,
       ),
-    async findOrderByReference(store, reference, since) {
+    async findOrderByReference(store, reference, since, whenCut) {
       const query = new URLSearchParams({ status: 'any', created_at_min: sinceOf(since), limit: '250' });
       const readPage = (body: unknown, headers: ResponseHeaders) => ({
         orders: pageEntries(parsePayload(z.object({ orders: z.unknown() }), body, 'platform_a order list').orders, 'platform_a order list'),
@@ -132,7 +133,7 @@ export function platformACancelling(http: PlatformHttpClient): CancellingAdapter
         const found = page.orders.find((order) => referenceOfA(order) === reference);
         if (found) return String((found as { id: unknown }).id);
         if (page.next === null) return null;
-        if (pages >= MAX_LOOKUP_PAGES) throw lookupCut(store, reference);
+        if (pages >= MAX_LOOKUP_PAGES) return cutShort(store, reference, whenCut);
         page = await http.getUrl(store, page.next, readPage, LIST_PAGE);
       }
     },
@@ -174,7 +175,7 @@ export function platformBCancelling(http: PlatformHttpClient): CancellingAdapter
     cancelOverwritesStatus: true,
     // The platform cannot cancel some lines only.
     cancelSupplierLines: null,
-    async findOrderByReference(store, reference, since) {
+    async findOrderByReference(store, reference, since, whenCut) {
       for (let page = 1; page <= MAX_LOOKUP_PAGES; page++) {
         const query = new URLSearchParams({ after: `${sinceOf(since).slice(0, 19)}Z`, per_page: String(LOOKUP_PER_PAGE_B), page: String(page), orderby: 'date', order: 'asc' });
         const { orders, totalPages } = await http.get(store, `${API_B}/orders?${query}`, (body, headers) => {
@@ -186,7 +187,7 @@ export function platformBCancelling(http: PlatformHttpClient): CancellingAdapter
         // Without the header (a proxy may drop it), a short page is the last one, as listOrders reads it.
         if (totalPages === null ? orders.length < LOOKUP_PER_PAGE_B : !(page < totalPages)) return null;
       }
-      throw lookupCut(store, reference);
+      return cutShort(store, reference, whenCut);
     },
   };
 }
@@ -227,7 +228,7 @@ export function customCancelling(http: PlatformHttpClient): CancellingAdapter {
     cancelSupplierOrder: (store, orderId, idempotencyKey) => cancel(store, orderId, null, idempotencyKey),
     cancelOverwritesStatus: false,
     cancelSupplierLines: (store, orderId, lines, idempotencyKey) => cancel(store, orderId, lines, idempotencyKey),
-    async findOrderByReference(store, reference, since) {
+    async findOrderByReference(store, reference, since, whenCut) {
       let cursor: string | null = null;
       for (let pages = 0; pages < MAX_LOOKUP_PAGES; pages++) {
         // The filter goes with every page, the cursor's too (platforms.md; as listOrders sends it).
@@ -241,7 +242,7 @@ export function customCancelling(http: PlatformHttpClient): CancellingAdapter {
         if (!page.nextCursor) return null;
         cursor = page.nextCursor;
       }
-      throw lookupCut(store, reference);
+      return cutShort(store, reference, whenCut);
     },
   };
 }

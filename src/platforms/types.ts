@@ -73,6 +73,9 @@ export interface SupplierOrderState {
   lines: SupplierOrderLineState[];
 }
 
+/** What a lookup by reference answers when it stops at its page bound while the list goes on (`findOrderByReference`). */
+export type LookupCut = 'fail' | 'not_found';
+
 /** A quantity of one supplier line to cancel. */
 export interface LineToCancel {
   lineId: string | null;
@@ -107,10 +110,12 @@ export interface CancellingAdapter {
   /**
    * The order carrying the service's `reference` among the store's orders created since `since`
    * (paged), or null: how an order whose creation answer was lost is found again, never by creating it.
-   * Null only when the whole list was read: a lookup that stops at its page bound while the list goes
-   * on throws a PlatformError instead (the order may be further on).
+   * The lookup reads a bounded number of pages; when it stops there while the list goes on, `whenCut`
+   * says what that is: `fail` (a PlatformError: the order may be further on, so a caller that acts on
+   * "not found" as proof, a cancellation ending `not_placed`, must not get null) or `not_found` (null,
+   * for a caller that only guards against a rare duplicate and would otherwise never get its work done).
    */
-  findOrderByReference(store: StoreConnection, reference: string, since: Date): Promise<string | null>;
+  findOrderByReference(store: StoreConnection, reference: string, since: Date, whenCut: LookupCut): Promise<string | null>;
 }
 
 export interface PlatformAdapter extends CancellingAdapter {

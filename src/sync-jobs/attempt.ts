@@ -61,7 +61,10 @@ export function placeSupplierOrder(ctx: SyncJobAttemptDeps): Attempt<JobWithSour
       const platform = ctx.platforms[source.platform];
       if (looksUpFirst(job)) {
         const connection = { ...connectionOf(ctx, source, 2), maxTurnWaitMs: LOOKUP_TURN_WAIT_MS };
-        const found = await platform.findOrderByReference(connection, job.id, job.createdAt);
+        // A lookup cut short by its page bound (a very busy supplier since the job) places the order, as
+        // before: failing would leave such a job unplaceable by any retry, for a duplicate that needs a
+        // lost answer, an expired key and thousands of orders in between.
+        const found = await platform.findOrderByReference(connection, job.id, job.createdAt, 'not_found');
         // Its lines are read when a cancellation needs them, as for an order found after a lost answer.
         if (found !== null) return { id: found, status: 200 };
         return platform.createOrder(connection, supplierOrder, `sync-job:${job.id}`);
