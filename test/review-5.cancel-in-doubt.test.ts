@@ -1,0 +1,61 @@
+/**
+ * A cancellation of a job in doubt (its attempts' answers were lost, the supplier holds the order)
+ * looks the order up by its reference among the supplier's orders created since the job. On a busy
+ * supplier (a flash sale's backlog put thousands of orders before it) the lookup stops at its page
+ * bound: that is no proof the order was never placed, and ending `not_placed` let the supplier ship
+ * a cancelled order with nobody told. The cancellation must fail instead (dead, on the reseller's
+ * to-do list), never `not_placed` while the order is there.
+ */
+import { expect } from 'vitest';
+import { sendWebhook } from './sandbox/server.ts';
+import { createResellerStore, createSourceStore, registerUser } from './support/factories.ts';
+import { test as it } from './support/fixtures.ts';
+import { waitForJob } from './support/sync-jobs.ts';
+import { ORDERS_PATH, uniqueSuffix } from './support/webhooks.ts';
+
+it.override('serviceEnv', { SYNC_RETRY_BASE_DELAY_MS: '50', SWEEP_INTERVAL_MS: '500' });
+
+/** custom lists 100 orders a page and the lookup reads at most 20 pages. */
+const BEYOND_THE_BOUND = 20 * 100 + 1;
+
+it('a cancellation whose lookup stops at its page bound never ends not_placed while the supplier holds the order', async ({ api, sandbox, service }) => {
+  const user = await registerUser(api);
+  const resellerSecret = `whsec_reseller_${uniqueSuffix()}`;
+  const reseller = await createResellerStore(api, user.token, { platform: 'platform_a', webhookSecret: resellerSecret });
+  const supplier = await createSourceStore(api, user.token, reseller.id, { platform: 'custom', vendorTag: 'Acme', webhookSecret: `whsec_supplier_${uniqueSuffix()}` });
+  const storefront = (topic: string, payload: unknown) =>
+    sendWebhook({ targetUrl: `${service.url}${ORDERS_PATH}`, shopDomain: reseller.shopDomain, secret: resellerSecret, topic, payload });
+
+  // Every answer lost: the supplier holds the order, the job never learns it and dies.
+  sandbox.setFaults(supplier.shopDomain, { acceptThenDropNext: 4 });
+  const order = sandbox.buildOrderPayload('platform_a', { id: 2_900_001 + Math.floor(Math.random() * 10_000), lines: [{ sku: 'A-1', title: 'Anvil', vendor: 'Acme', quantity: 2, price: '25.00' }] });
+  sandbox.seedOrder(reseller.shopDomain, 'platform_a', order);
+  const routed = await storefront('orders/create', order);
+  const jobId = (routed.body as { syncJobIds: string[] }).syncJobIds[0]!;
+  await waitForJob(api, user.token, jobId, (job) => job.status === 'dead', 20_000);
+  sandbox.clearFaults(supplier.shopDomain);
+  const [held] = sandbox.ordersFor(supplier.shopDomain);
+  expect(held).toBeDefined();
+
+  // The backlog: thousands of the supplier's orders created since the job, before the one it holds.
+  const heldAt = Date.parse(held!.createdAt);
+  for (let n = 0; n < BEYOND_THE_BOUND; n++) {
+    sandbox.seedOrder(supplier.shopDomain, 'custom', sandbox.buildOrderPayload('custom', {
+      id: `backlog_${n}`,
+      lines: [{ sku: 'B-1', title: 'Other', vendor: 'Acme', quantity: 1, price: '1.00' }],
+      createdAt: new Date(heldAt - 20_000 + n).toISOString(),
+    }));
+  }
+
+  const answer = await storefront('orders/cancelled', { ...order, cancelled_at: new Date().toISOString(), cancel_reason: 'customer' });
+  expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+  const job = await waitForJob(api, user.token, jobId, (current) => current.cancellations.length > 0 && ['completed', 'dead'].includes(current.cancellations[0].status), 30_000);
+  // The order is open on the supplier: "never placed" would be false, and it would ship.
+  expect(sandbox.orderOf(supplier.shopDomain, 'custom', held!.id)?.status).toBe('open');
+  expect(job.cancellations[0].outcome).not.toBe('not_placed');
+  expect(job.cancellations[0]).toMatchObject({ status: 'dead' });
+  expect(job.cancellations[0].errorMessage).toContain('not looked further');
+  // The reseller is told.
+  const todo = (await api.get(`/v1/reseller_stores/${reseller.id}/divergences`, { token: user.token })).body.data;
+  expect(todo).toEqual(expect.arrayContaining([expect.objectContaining({ type: 'cancellation_dead', syncJobId: jobId })]));
+}, 60_000);
