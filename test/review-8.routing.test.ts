@@ -83,3 +83,25 @@ describe('vendor matching, Unicode case-insensitively', () => {
     expect(response.body.error.details).toMatchObject({ reason: 'vendor_tag_taken' });
   });
 });
+
+describe('a line priced by its total (platform_b) that pricing makes negative', () => {
+  it('is never sent, even when its unit price rounds to 0: the job fails with the reason', async ({ service, api, sandbox }) => {
+    const shop = await webhookShop(api, 'platform_b');
+    // One cent off every item: 5 items sold for 0.03 in all come to -0.02.
+    const supplier = await addSupplier(api, shop, {
+      platform: 'platform_b',
+      vendorTag: 'Tiny',
+      pricingMode: 'field_rules',
+      pricingConfig: { type: 'field_rules', rules: [{ field: 'price', op: 'add', value: -1 }] },
+    });
+    const payload = orderPayload(sandbox, shop, [{ sku: 'T-5', title: 'Five stickers', vendor: 'Tiny', quantity: 5, price: '0.01' }]);
+    Object.assign((payload.line_items as JsonObject[])[0]!, { total: '0.03', price: 0.006 });
+
+    const [jobId] = await deliver(service.url, shop, payload);
+    const job = await settled(api, shop.user.token, jobId!);
+    // Nothing asked of the supplier (the sandbox refuses a negative total with a 422; a platform may not).
+    expect(orderPosts(sandbox, supplier.shopDomain), `a supplier order with a negative line total: ${job.errorMessage}`).toEqual([]);
+    expect(job).toMatchObject({ status: 'dead', sourceOrderId: null });
+    expect(job.errorMessage).toMatch(/negative/);
+  });
+});

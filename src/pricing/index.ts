@@ -81,6 +81,11 @@ function assertSendablePrice(unitPriceMinor: bigint, totalMinor: bigint, sku: st
     const shown = Number.isSafeInteger(Number(unitPriceMinor)) ? `${fromMinorUnits(Number(unitPriceMinor), currency)} ${currency}` : 'beyond the limit';
     throw new PricingError(`pricing makes the unit price of ${sku} negative (${shown})`);
   }
+  // A line priced by its total can go below zero while its unit price still rounds to 0 (-0.02 for 5).
+  if (totalMinor < 0n) {
+    const shown = Number.isSafeInteger(Number(totalMinor)) ? `${fromMinorUnits(Number(totalMinor), currency)} ${currency}` : 'beyond the limit';
+    throw new PricingError(`pricing makes the line total of ${sku} negative (${shown})`);
+  }
   if (totalMinor > BigInt(MAX_AMOUNT_MINOR)) {
     throw new PricingError(
       `pricing makes the line total of ${sku} too large (above ${fromMinorUnits(MAX_AMOUNT_MINOR, currency)} ${currency})`,
