@@ -105,3 +105,19 @@ describe('a line priced by its total (platform_b) that pricing makes negative', 
     expect(job.errorMessage).toMatch(/negative/);
   });
 });
+
+describe('a manual job for an order the storefront shows cancelled', () => {
+  it.for(['platform_a', 'platform_b', 'custom'] as const)('%s: places nothing on the supplier', async (platform, { api, sandbox }) => {
+    const shop = await openShop(api, { platform });
+    const supplier = await addSupplier(api, shop, { vendorTag: 'Acme' });
+    // The order's webhooks never reached the service (lost, or before the store was connected).
+    const orderId = seedResellerOrder(sandbox, shop, [lineOf('Acme')]);
+    sandbox.cancelOrder(shop.reseller.shopDomain, platform, platform === 'custom' ? orderId : Number(orderId));
+
+    const created = await createJob(api, shop.user.token, supplier.id, orderId);
+    const job = await settled(api, shop.user.token, created.id);
+    expect(orderPosts(sandbox, supplier.shopDomain), 'a supplier order for a cancelled storefront order').toEqual([]);
+    expect(job.sourceOrderId).toBeNull();
+    expect(job.errorMessage).toMatch(/cancelled/);
+  });
+});

@@ -42,6 +42,11 @@ export interface ResellerOrder {
   email: string | null;
   shippingAddress: PostalAddress | null;
   lines: OrderLine[];
+  /**
+   * Set when the platform's order shows it cancelled (platform_a `cancelled_at`, platform_b status
+   * `cancelled` or `refunded`, custom status `cancelled`): such an order is never placed on a supplier.
+   */
+  cancelled?: true;
 }
 
 /** A line sent to a supplier, after pricing rules were applied. */

@@ -27,6 +27,7 @@ const addressSchema = z.object({
 
 const orderSchema = z.object({
   id: anyId,
+  status: z.string().nullish(),
   currency: orderCurrency,
   email: optionalText,
   shippingAddress: addressSchema.nullish(),
@@ -121,6 +122,7 @@ function readOrder(body: unknown): ResellerOrder {
       assertLineTotal(unitPriceMinor, line.quantity, order.currency, ORDER, `lines.${index}.quantity`);
       return { sku: line.sku, title: line.title, vendor: line.vendor, quantity: line.quantity, unitPriceMinor };
     }),
+    ...(order.status === 'cancelled' && { cancelled: true as const }),
   };
 }
 

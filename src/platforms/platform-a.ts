@@ -31,6 +31,7 @@ const orderSchema = z.object({
   currency: orderCurrency,
   email: optionalText,
   shipping_address: addressSchema.nullish(),
+  cancelled_at: z.string().nullish(),
   line_items: z.array(
     z.object({ sku: lineText, title: z.string(), vendor: lineText, quantity, price: z.string() }),
   ),
@@ -125,6 +126,7 @@ function readOrder(body: unknown): ResellerOrder {
       assertLineTotal(unitPriceMinor, line.quantity, order.currency, ORDER, `line_items.${index}.quantity`);
       return { sku: line.sku, title: line.title, vendor: line.vendor, quantity: line.quantity, unitPriceMinor };
     }),
+    ...(order.cancelled_at && { cancelled: true as const }),
   };
 }
 

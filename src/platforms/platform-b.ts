@@ -36,6 +36,7 @@ const lineSchema = z.object({
 
 const orderSchema = z.object({
   id: numericId,
+  status: z.string().nullish(),
   currency: orderCurrency,
   billing: z.object({ email: optionalText }).nullish(),
   shipping: z
@@ -175,6 +176,8 @@ function readOrder(body: unknown): ResellerOrder {
     email: order.billing?.email ?? null,
     shippingAddress: order.shipping ? fromPlatformShipping(order.shipping) : null,
     lines: order.line_items.map((line, index) => readLine(line, index, order.currency)),
+    // As its webhook and the lists read it: a refunded order is cancelled too.
+    ...((order.status === 'cancelled' || order.status === 'refunded') && { cancelled: true as const }),
   };
 }
 

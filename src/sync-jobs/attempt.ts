@@ -36,9 +36,16 @@ const looksUpFirst = (job: SyncJob): boolean => job.attempts > 1 && Date.now() -
 export function placeSupplierOrder(ctx: SyncJobAttemptDeps): Attempt<JobWithSource> {
   const jobs = ctx.syncJobReads;
 
+  /**
+   * A manual job's order, read from the storefront at each attempt. An order the storefront shows
+   * cancelled is not placed: its cancellation may never have reached the service (a lost webhook, an
+   * order from before the store was connected), and the supplier would ship what the customer cancelled.
+   */
   async function readResellerOrder(job: SyncJob, reseller: ResellerStore | null): Promise<ResellerOrder> {
     if (!reseller) throw new JobFailure('the reseller store was deleted');
-    return ctx.platforms[reseller.platform].getOrder(connectionOf(ctx, reseller, 1), job.externalOrderId);
+    const order = await ctx.platforms[reseller.platform].getOrder(connectionOf(ctx, reseller, 1), job.externalOrderId);
+    if (order.cancelled) throw new JobFailure(`the storefront order ${job.externalOrderId} is cancelled: nothing is placed on the supplier`);
+    return order;
   }
 
   return {
