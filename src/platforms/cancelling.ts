@@ -179,8 +179,9 @@ export function platformBCancelling(http: PlatformHttpClient): CancellingAdapter
       for (let page = 1; page <= MAX_LOOKUP_PAGES; page++) {
         const query = new URLSearchParams({ after: `${sinceOf(since).slice(0, 19)}Z`, per_page: String(LOOKUP_PER_PAGE_B), page: String(page), orderby: 'date', order: 'asc' });
         const { orders, totalPages } = await http.get(store, `${API_B}/orders?${query}`, (body, headers) => {
-          const total = headers('x-wp-totalpages');
-          return { orders: pageEntries(body, 'platform_b order list'), totalPages: total === null ? null : Number(total) };
+          // A header it cannot read (sent twice and merged, `2, 2`; empty) says nothing: read as a missing one.
+          const total = headers('x-wp-totalpages')?.trim() ?? null;
+          return { orders: pageEntries(body, 'platform_b order list'), totalPages: total !== null && /^\d+$/.test(total) ? Number(total) : null };
         }, LIST_PAGE);
         const found = orders.find((order) => referenceOfB(order) === reference);
         if (found) return String((found as { id: unknown }).id);

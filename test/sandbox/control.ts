@@ -48,6 +48,7 @@ const faultsSchema = z
     cancelAcceptThenDropNext: count.optional(),
     lineIdsOnReadOffset: count.optional(),
     omitListTotals: z.boolean().optional(),
+    repeatListTotals: z.boolean().optional(),
   })
   .strict();
 

@@ -116,13 +116,20 @@ async function servePlatform(
   }
   const answered = answerPlatformRequest(state, call);
   const { idempotentReplay } = answered;
-  const reply = store.faults.omitListTotals ? withoutListTotals(answered.reply) : answered.reply;
+  const reply = store.faults.omitListTotals ? withoutListTotals(answered.reply) : store.faults.repeatListTotals ? withRepeatedListTotals(answered.reply) : answered.reply;
   if (fault?.kind === 'acceptThenDrop') {
     response.destroy();
     return { status: null, idempotentReplay };
   }
   send(response, reply);
   return { status: reply.status, idempotentReplay };
+}
+
+/** The reply with platform_b's paging totals sent twice, merged into one value (`repeatListTotals`). */
+function withRepeatedListTotals(reply: Reply): Reply {
+  if (!reply.headers) return reply;
+  const headers = Object.fromEntries(Object.entries(reply.headers).map(([name, value]) => [name, /^x-wp-total(pages)?$/i.test(name) ? `${value}, ${value}` : value]));
+  return { ...reply, headers };
 }
 
 /** The reply without platform_b's paging totals (`omitListTotals`). */

@@ -28,6 +28,11 @@ export interface Faults {
   alwaysFail?: boolean;
   /** platform_b's list answers come without X-WP-Total and X-WP-TotalPages, as a proxy that drops them sends them. */
   omitListTotals?: boolean;
+  /**
+   * platform_b's list answers carry X-WP-Total and X-WP-TotalPages twice, merged into one value
+   * (`3, 3`), as a proxy that adds the upstream's headers again sends them.
+   */
+  repeatListTotals?: boolean;
   /** The next N orders/create webhooks the store would send are lost for good (never sent). */
   dropWebhooksNext?: number;
   /** The next N orders/create webhooks are held back until `releaseWebhooks` (a late delivery). */
