@@ -25,6 +25,11 @@ export interface WatchedJobs {
    * supplier order is in doubt: sent, but its id never learnt (the answer was lost).
    */
   inDoubtAmong(sourceStoreId: string, syncJobIds: string[]): Promise<Map<string, SyncJob>>;
+  /**
+   * Which of these orders of a reseller store have a sync job, however it was made: one a reseller
+   * routed by hand (POST /v1/sync_jobs) has jobs and a supplier order, and no `routed_orders` row.
+   */
+  ordersWithJobs(resellerStoreId: string, externalOrderIds: string[]): Promise<Set<string>>;
 }
 
 export interface WatchedFulfillments {

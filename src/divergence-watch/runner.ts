@@ -181,13 +181,18 @@ export class WatchRunner {
     }
   }
 
-  /** Storefront orders: a routed one listed cancelled is treated as its cancellation webhook. Unknown ones are reconciliation's. */
+  /**
+   * Storefront orders: a known one (routed, or with jobs a reseller made by hand, which record no
+   * routing) listed cancelled is treated as its cancellation webhook. Unknown ones are reconciliation's.
+   */
   private async compareStorefront(store: ResellerStore, orders: UpdatedOrder[], pass: TakenPass): Promise<number> {
     const cancelled = orders.filter((order) => order.cancelled && storableId(order));
-    const routed = await this.routing.routedAmong(store.id, cancelled.map((order) => order.externalOrderId));
+    const ids = cancelled.map((order) => order.externalOrderId);
+    const routed = await this.routing.routedAmong(store.id, ids);
+    const withJobs = await this.reads.jobs.ordersWithJobs(store.id, ids.filter((id) => !routed.has(id)));
     let repairs = 0;
     for (const order of cancelled) {
-      if (!routed.has(order.externalOrderId)) continue;
+      if (!routed.has(order.externalOrderId) && !withJobs.has(order.externalOrderId)) continue;
       if (await this.repairs.storefrontCancelled(store, order.externalOrderId, pass.id)) repairs += this.repaired('storefront_cancelled');
     }
     return repairs;

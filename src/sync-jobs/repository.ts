@@ -456,6 +456,19 @@ export class SyncJobRepository {
     return new Map(rows.map((row) => [row.id, em.map(SyncJob, row as Record<string, unknown>)]));
   }
 
+  /** Which of these orders of a reseller store have a job, routed or made by hand (the divergence watch's port `WatchedJobs`). */
+  async ordersWithJobs(resellerStoreId: string, externalOrderIds: string[]): Promise<Set<string>> {
+    if (externalOrderIds.length === 0) return new Set();
+    const rows = await this.db
+      .selectFrom('sync_jobs')
+      .select('external_order_id')
+      .distinct()
+      .where('external_order_id', '=', sql<string>`any(${externalOrderIds}::text[])`)
+      .where('reseller_store_id', '=', resellerStoreId)
+      .execute();
+    return new Set(rows.map((row) => row.external_order_id));
+  }
+
   /** The jobs that placed these orders on this supplier store, by supplier order id (the divergence watch's port `WatchedJobs`). */
   async bySourceOrders(sourceStoreId: string, sourceOrderIds: string[]): Promise<Map<string, SyncJob>> {
     if (sourceOrderIds.length === 0) return new Map();
