@@ -22,28 +22,28 @@ let nextOrderNumber = 4_100_000 + Math.floor(Math.random() * 9_000) * 10;
 
 describe.each(PLATFORMS)('%s storefront', (platform) => {
   it('an order routed by hand and listed cancelled is cancelled at its supplier, as its lost webhook would have', async ({ sandbox, target }) => {
-  const tenant = await openTenant(sandbox, target, platform, ['custom']);
-  const supplier = tenant.suppliers[0]!;
-  // An order whose webhook never came (nothing posted to the service): the reseller routes it by hand.
-  const n = nextOrderNumber++;
-  const order = sandbox.buildOrderPayload(platform, {
-    id: platform === 'custom' ? String(n) : n,
-    lines: [{ sku: 'MAN-1', title: 'Manual', vendor: supplier.vendorTag, quantity: 1, price: '30.00' }],
-    email: 'ada@example.com',
-  });
-  sandbox.seedOrder(tenant.reseller.shopDomain, platform, order);
-  const created = await target.api.post('/v1/sync_jobs', { token: tenant.user.token, body: { source_store_id: supplier.id, external_order_id: String(order.id) } });
-  expect(created.status, JSON.stringify(created.body)).toBe(201);
-  const placed = await waitForJob(target.api, tenant.user.token, created.body.id, (job) => job.status === 'completed', 20_000);
-  expect(placed.sourceOrderId).toBeTruthy();
+    const tenant = await openTenant(sandbox, target, platform, ['custom']);
+    const supplier = tenant.suppliers[0]!;
+    // An order whose webhook never came (nothing posted to the service): the reseller routes it by hand.
+    const n = nextOrderNumber++;
+    const order = sandbox.buildOrderPayload(platform, {
+      id: platform === 'custom' ? String(n) : n,
+      lines: [{ sku: 'MAN-1', title: 'Manual', vendor: supplier.vendorTag, quantity: 1, price: '30.00' }],
+      email: 'ada@example.com',
+    });
+    sandbox.seedOrder(tenant.reseller.shopDomain, platform, order);
+    const created = await target.api.post('/v1/sync_jobs', { token: tenant.user.token, body: { source_store_id: supplier.id, external_order_id: String(order.id) } });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const placed = await waitForJob(target.api, tenant.user.token, created.body.id, (job) => job.status === 'completed', 20_000);
+    expect(placed.sourceOrderId).toBeTruthy();
 
-  // The customer cancels; the orders/cancelled webhook is lost. A pass lists the order cancelled.
-  sandbox.cancelOrder(tenant.reseller.shopDomain, platform, String(order.id));
-  expect(await check(tenant)).toMatchObject({ status: 'succeeded', error: null });
+    // The customer cancels; the orders/cancelled webhook is lost. A pass lists the order cancelled.
+    sandbox.cancelOrder(tenant.reseller.shopDomain, platform, String(order.id));
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', error: null });
 
-  expect(await auditOf(tenant, 'order.cancelled')).toEqual([{ resource_id: String(order.id), metadata: expect.objectContaining({ source: 'watch' }) }]);
-  const job = await waitForJob(target.api, tenant.user.token, created.body.id, (current) => current.cancellations.length > 0 && current.cancellations[0].status === 'completed', 20_000);
-  expect(job.cancellations[0]).toMatchObject({ outcome: 'cancelled', scope: 'order' });
-  expect(sandbox.cancellationsFor(supplier.shopDomain)).toMatchObject([{ orderId: placed.sourceOrderId }]);
+    expect(await auditOf(tenant, 'order.cancelled')).toEqual([{ resource_id: String(order.id), metadata: expect.objectContaining({ source: 'watch' }) }]);
+    const job = await waitForJob(target.api, tenant.user.token, created.body.id, (current) => current.cancellations.length > 0 && current.cancellations[0].status === 'completed', 20_000);
+    expect(job.cancellations[0]).toMatchObject({ outcome: 'cancelled', scope: 'order' });
+    expect(sandbox.cancellationsFor(supplier.shopDomain)).toMatchObject([{ orderId: placed.sourceOrderId }]);
   }, 60_000);
 });
