@@ -33,7 +33,7 @@ export interface WatchedJobs {
 }
 
 export interface WatchedFulfillments {
-  /** The identities (`<job id>:<dedupe key>`) of the fulfillments these jobs already have. */
+  /** The identities (`<job id>:<dedupe key>`) of the fulfillments these jobs already have, and their tracking numbers (`<job id>#number:<number>`). */
   keysOf(syncJobIds: string[]): Promise<Set<string>>;
 }
 

@@ -234,7 +234,9 @@ export class WatchRunner {
           continue;
         }
         const keys = fulfillmentKeys(shipment, undefined);
-        if (recorded.has(`${job.id}:${keys.dedupeKey}`)) continue;
+        // Recorded already, unless a fulfillment the platform names by id shows numbers added to it since.
+        const numbersRecorded = !keys.platformFulfillment || shipment.tracking.numbers.every((number) => recorded.has(`${job.id}#number:${number}`));
+        if (recorded.has(`${job.id}:${keys.dedupeKey}`) && numbersRecorded) continue;
         const { created } = await this.fulfillments.receive(job, shipment.tracking, keys, undefined, (trx, fulfillment) => this.recordReconciled(trx, job, fulfillment, pass));
         if (created) repairs += this.repaired('tracking');
       }

@@ -8,6 +8,14 @@ export interface FulfillmentKeys {
   dedupeKey: string;
   /** The X-Platform-Webhook-Id it came under (redeliveries of one event repeat it), if any. */
   webhookId: string | null;
+  /**
+   * For a fulfillment the platform names by id (platform_a): the keys of every record of that
+   * fulfillment, so tracking numbers added to it later (the supplier fulfils first and adds the
+   * carrier's number after) are recognised as new while the numbers already recorded are not.
+   * `dedupeKey` is its first record's key; `addedPrefix` begins the keys of the records of numbers
+   * added later (`addedNumbersKey`).
+   */
+  platformFulfillment?: { addedPrefix: string } | undefined;
 }
 
 /** `fulfillments.dedupe_key` and `webhook_id` are varchar(200). */
@@ -35,5 +43,21 @@ export function fulfillmentKeys(fulfillment: SourceFulfillment, webhookId: strin
     ? keyOf('fulfillment', fulfillment.fulfillmentId)
     : `tracking:${sha256(JSON.stringify([fulfillment.sourceOrderId, sorted(numbers), numbers.length > 0 ? [] : sorted(urls), numbers.length > 0 ? null : company]))}`;
   const trimmed = webhookId?.trim();
-  return { dedupeKey: identity, webhookId: trimmed ? keyOf('webhook', trimmed) : null };
+  return {
+    dedupeKey: identity,
+    webhookId: trimmed ? keyOf('webhook', trimmed) : null,
+    ...(fulfillment.fulfillmentId && { platformFulfillment: { addedPrefix: addedPrefixOf(fulfillment.fulfillmentId) } }),
+  };
+}
+
+/** `fulfillment-added:<sha256 of the platform's fulfillment id>:`: fixed length, whatever the id. */
+const addedPrefixOf = (fulfillmentId: string) => `fulfillment-added:${sha256(fulfillmentId)}:`;
+
+/**
+ * The key of the record of tracking numbers added to a fulfillment the platform names by id, after
+ * its first record: its prefix, then the hash of all the numbers it shows now (their order does not
+ * matter). 145 characters, within `dedupe_key`'s 200.
+ */
+export function addedNumbersKey(platformFulfillment: { addedPrefix: string }, numbers: string[]): string {
+  return `${platformFulfillment.addedPrefix}${sha256(JSON.stringify([...numbers].sort()))}`;
 }

@@ -72,6 +72,21 @@ export class FulfillmentRepository {
     return row ? this.orm.em.fork().map(Fulfillment, row as Record<string, unknown>) : null;
   }
 
+  /**
+   * The tracking numbers the job's records of one platform fulfillment carry (its first record, key
+   * `dedupeKey`, and those of numbers added to it later, keys beginning `addedPrefix`), read under
+   * the lock `lockAndFind` took.
+   */
+  async numbersRecordedIn(trx: Trx, syncJobId: string, dedupeKey: string, addedPrefix: string): Promise<Set<string>> {
+    const rows = await trx
+      .selectFrom('fulfillments')
+      .select('tracking')
+      .where('sync_job_id', '=', syncJobId)
+      .where((eb) => eb.or([eb('dedupe_key', '=', dedupeKey), eb(sql<boolean>`starts_with(dedupe_key, ${addedPrefix})`, '=', true)]))
+      .execute();
+    return new Set(rows.flatMap((row) => (row.tracking as Tracking).numbers));
+  }
+
   /** Which of these jobs have a fulfillment recorded, as this transaction sees them (src/cancellations/ports.ts `RecordedShipments`). */
   async jobsShippedIn(trx: Trx, syncJobIds: string[]): Promise<Set<string>> {
     const rows = await trx.selectFrom('fulfillments').select('sync_job_id').distinct().where('sync_job_id', '=', sql<string>`any(${syncJobIds}::text[])`).execute();
@@ -110,7 +125,11 @@ export class FulfillmentRepository {
     return writeAttemptTransitions(db, FULFILLMENT_TARGET, writes);
   }
 
-  /** Keeps fulfillments of orders no job has recorded; one already held (same order and identity) is kept as it was. */
+  /**
+   * Keeps fulfillments of orders no job has recorded; one already held (same order and identity) is
+   * kept as it was, unless this one shows tracking numbers it lacks (a platform fulfillment whose
+   * carrier's number was added since): then it is kept with this tracking, which its claim pushes.
+   */
   async hold(rows: HeldRow[]): Promise<void> {
     if (rows.length === 0) return;
     await this.db
@@ -128,7 +147,12 @@ export class FulfillmentRepository {
           received_at: row.receivedAt,
         })),
       )
-      .onConflict((oc) => oc.columns(['source_store_id', 'source_order_id', 'dedupe_key']).doNothing())
+      .onConflict((oc) =>
+        oc
+          .columns(['source_store_id', 'source_order_id', 'dedupe_key'])
+          .doUpdateSet({ tracking: sql`excluded.tracking` })
+          .where(sql<boolean>`not ((held_fulfillments.tracking -> 'numbers') @> (excluded.tracking -> 'numbers'))`),
+      )
       .execute();
   }
 
@@ -189,15 +213,20 @@ export class FulfillmentRepository {
     return Number(result.numDeletedRows);
   }
 
-  /** The identities (`<job id>:<dedupe key>`) of the fulfillments these jobs already have (the divergence watch's port `WatchedFulfillments`). */
+  /**
+   * The identities (`<job id>:<dedupe key>`) of the fulfillments these jobs already have, and the
+   * tracking numbers they carry (`<job id>#number:<number>`): the divergence watch's port `WatchedFulfillments`.
+   */
   async keysOf(syncJobIds: string[]): Promise<Set<string>> {
     if (syncJobIds.length === 0) return new Set();
     const rows = await this.db
       .selectFrom('fulfillments')
-      .select(['sync_job_id', 'dedupe_key'])
+      .select(['sync_job_id', 'dedupe_key', 'tracking'])
       .where('sync_job_id', '=', sql<string>`any(${syncJobIds}::text[])`)
       .execute();
-    return new Set(rows.map((row) => `${row.sync_job_id}:${row.dedupe_key}`));
+    return new Set(
+      rows.flatMap((row) => [`${row.sync_job_id}:${row.dedupe_key}`, ...(row.tracking as Tracking).numbers.map((number) => `${row.sync_job_id}#number:${number}`)]),
+    );
   }
 
   transaction<T>(work: (trx: Trx) => Promise<T>): Promise<T> {

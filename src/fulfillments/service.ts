@@ -13,7 +13,7 @@ import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
 import type { Trx } from '../db/sql.ts';
 import { fulfillmentAuditRecord } from './attempt.ts';
 import type { Fulfillment } from './entity.ts';
-import type { FulfillmentKeys } from './identity.ts';
+import { addedNumbersKey, type FulfillmentKeys } from './identity.ts';
 import type { FulfillmentRecorded, ResellerStoreReads, SyncJobReads } from './ports.ts';
 import type { FulfillmentRepository } from './repository.ts';
 
@@ -61,7 +61,12 @@ export class FulfillmentService {
     const result = await this.fulfillments.transaction(async (trx) => {
       if (heldId) await this.fulfillments.deleteHeld(trx, [heldId]);
       const existing = await this.fulfillments.lockAndFind(trx, job.id, keys);
-      if (existing) return { fulfillment: existing, created: false };
+      let record = { tracking, dedupeKey: keys.dedupeKey, webhookId: keys.webhookId };
+      if (existing) {
+        const added = keys.platformFulfillment && (await this.addedNumbers(trx, job.id, keys, keys.platformFulfillment, tracking));
+        if (!added) return { fulfillment: existing, created: false };
+        record = added;
+      }
       const now = new Date();
       const fulfillment = {
         ...fulfillmentKind.initialColumns(now),
@@ -69,15 +74,15 @@ export class FulfillmentService {
         ownerId: job.ownerId,
         resellerStoreId: job.resellerStoreId,
         syncJobId: job.id,
-        dedupeKey: keys.dedupeKey,
-        webhookId: keys.webhookId,
-        tracking,
+        dedupeKey: record.dedupeKey,
+        webhookId: record.webhookId,
+        tracking: record.tracking,
         queueMessageId: skipReason ? null : newMessageId(),
         version: 1,
         createdAt: now,
         updatedAt: now,
       } as Fulfillment;
-      const audits = [fulfillmentAuditRecord(fulfillment, 'fulfillment.received', { trackingNumbers: tracking.numbers })];
+      const audits = [fulfillmentAuditRecord(fulfillment, 'fulfillment.received', { trackingNumbers: record.tracking.numbers })];
       if (skipReason) {
         fulfillmentKind.transition(fulfillment, { type: 'SKIP', reason: skipReason, at: now.toISOString() }, now);
         audits.push(fulfillmentAuditRecord(fulfillment, 'fulfillment.skipped', { reason: skipReason }));
@@ -93,6 +98,28 @@ export class FulfillmentService {
     });
     if (result.created) this.deps.metrics.attemptTransitions.inc({ kind: 'fulfillment', status: result.fulfillment.status });
     return result;
+  }
+
+  /**
+   * What a fulfillment the platform names by id, already recorded, shows that no record of it has
+   * carried: tracking numbers the supplier added to it after its first record (fulfilled first, the
+   * carrier's number added later). They are recorded and pushed as a fulfillment of their own, with
+   * only those numbers (the customer was sent the others already), under a key of all the numbers
+   * it shows now, so the same view again adds nothing. Null when it shows nothing new.
+   */
+  private async addedNumbers(trx: Trx, syncJobId: string, keys: FulfillmentKeys, platformFulfillment: { addedPrefix: string }, tracking: Tracking) {
+    if (tracking.numbers.length === 0) return null;
+    const recorded = await this.fulfillments.numbersRecordedIn(trx, syncJobId, keys.dedupeKey, platformFulfillment.addedPrefix);
+    const added = tracking.numbers.flatMap((number, index) => (recorded.has(number) ? [] : [{ number, index }]));
+    if (added.length === 0) return null;
+    // Links go with their numbers when there is one per number; otherwise all of them are kept.
+    const urls = tracking.urls.length === tracking.numbers.length ? added.map(({ index }) => tracking.urls[index]!) : tracking.urls;
+    return {
+      tracking: { ...tracking, numbers: added.map(({ number }) => number), urls },
+      dedupeKey: addedNumbersKey(platformFulfillment, tracking.numbers),
+      // Its first record keeps the delivery's webhook id; a redelivery finds that one and these numbers recorded.
+      webhookId: null,
+    };
   }
 
   /**
