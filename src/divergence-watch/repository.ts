@@ -210,7 +210,8 @@ export class WatchRepository {
 function staleJobs(resellerStoreId: string, staleAfterMs: number) {
   return sql`j.reseller_store_id = ${resellerStoreId} and j.status = 'completed' and j.source_order_id is not null
     and j.completed_at < now() - ${staleAfterMs} * interval '1 millisecond'
-    and not exists (select 1 from fulfillments f where f.sync_job_id = j.id)
+    -- A shipment recorded skipped (no tracking number for a storefront that needs one) never reached the customer: not tracking.
+    and not exists (select 1 from fulfillments f where f.sync_job_id = j.id and f.status <> 'skipped')
     -- A supplier order that is cancelled (by the supplier, or at the service's request) ships nothing.
     and j.supplier_cancelled_at is null
     and not exists (select 1 from cancellations c where c.sync_job_id = j.id and (c.scope = 'order' or c.closes_order) and c.outcome = 'cancelled')

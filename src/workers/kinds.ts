@@ -46,8 +46,16 @@ export const EVENT_READS: Readonly<Record<string, readonly EventRead[]>> = {
   sync_job: [jobHasCancellations()],
 };
 
-/** Written with every fulfillment recorded (`FulfillmentService`, in its transaction): tracking arrived, so the job is not stale. */
-export const FULFILLMENT_RECORDED: readonly FulfillmentRecorded[] = [(trx, fulfillment) => trackingArrived(trx, fulfillment.syncJobId)];
+/**
+ * Written with every fulfillment recorded (`FulfillmentService`, in its transaction): tracking arrived,
+ * so the job is not stale; unless it was recorded `skipped` (no number for a storefront that needs
+ * one): it is never sent, so the customer still has no tracking.
+ */
+export const FULFILLMENT_RECORDED: readonly FulfillmentRecorded[] = [
+  async (trx, fulfillment) => {
+    if (fulfillment.status !== 'skipped') await trackingArrived(trx, fulfillment.syncJobId);
+  },
+];
 
 /** The kinds' queues, for `Queue.start` to create (src/server.ts). */
 export const ATTEMPT_QUEUES = ATTEMPT_KINDS.map((kind) => kind.queue);
