@@ -30,25 +30,41 @@ export interface RunningService {
   stop: () => Promise<void>;
 }
 
+/** Thrown by `startService` when its `signal` aborted (a SIGTERM before it finished): what it had started is stopped. */
+export class StartAborted extends Error {
+  constructor() {
+    super('start-up stopped: a stop was asked for before the service finished starting');
+  }
+}
+
 /**
  * Starts everything this process's ROLE needs, in dependency order: the database (embedded when
  * no DATABASE_URL), migrations, the queue, then the HTTP API and/or the workers. `stop` undoes it
- * in reverse, letting requests and jobs in flight finish.
+ * in reverse, letting requests and jobs in flight finish. A `signal` aborted while it starts (a
+ * SIGTERM during a slow first start: initdb, migrations) stops what it started so far, the embedded
+ * PostgreSQL last, once the step in progress ends, and rejects with StartAborted.
  */
-export async function startService(config: Config, logger: Logger): Promise<RunningService> {
+export async function startService(config: Config, logger: Logger, options: { signal?: AbortSignal } = {}): Promise<RunningService> {
   const stack: (() => Promise<void>)[] = [];
   const stop = async () => {
     while (stack.length > 0) await stack.pop()!().catch((error) => logger.error({ err: error }, 'shutdown step failed'));
   };
+  const checkpoint = () => {
+    if (options.signal?.aborted) throw new StartAborted();
+  };
   try {
+    checkpoint();
     const databaseUrl = config.databaseUrl ?? (await startEmbedded(config, logger, stack));
+    checkpoint();
     const orm = await connectOrm(databaseUrl);
     stack.push(() => orm.close());
+    checkpoint();
     // After the queue stopped and before the database closes: attempts let go of by their batches finish.
     let drainWorkers = async () => {};
     stack.push(() => drainWorkers());
     const queue = await Queue.start({ connectionString: databaseUrl, logger, supervise: config.runsWorker, queues: ATTEMPT_QUEUES });
     stack.push(() => queue.stop());
+    checkpoint();
 
     const metrics = new Metrics(() => queue.depth());
     const pacer = new SharedPacer(sqlOf(orm), config.platformPacing);
@@ -100,6 +116,7 @@ export async function startService(config: Config, logger: Logger): Promise<Runn
     const url = config.runsApi
       ? await listen(createApp(ctx, services), config, logger, stack, 'HTTP API listening')
       : await listen(createOperationsApp(ctx), config, logger, stack, 'operations endpoints listening').then(() => null);
+    checkpoint();
     return { url, ctx, stop };
   } catch (error) {
     await stop();
