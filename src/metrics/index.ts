@@ -1,6 +1,27 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { PlatformCallObservation } from '../platforms/http.ts';
 
+/** How long a scrape waits for a figure read from the database (as /readyz waits for its checks). */
+const DATABASE_READ_TIMEOUT_MS = 2_000;
+
+/**
+ * A figure read from the database at scrape time, or null when the read failed or took longer than
+ * DATABASE_READ_TIMEOUT_MS (the database is away). Its gauge then leaves its series out of that
+ * scrape (a labelled gauge) or reports NaN (unknown), rather than failing the whole scrape: the
+ * process's own series (the 503s of the outage among them) are what an operator reads during it.
+ */
+async function readOrNull<T>(read: () => Promise<T>): Promise<T | null> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<null>((resolve) => (timer = setTimeout(resolve, DATABASE_READ_TIMEOUT_MS, null)));
+  try {
+    return await Promise.race([read(), timeout]);
+  } catch {
+    return null;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /**
  * The service's Prometheus metrics, on a registry of its own (several services can run in one
  * process in tests). Served at GET /metrics.
@@ -103,17 +124,18 @@ export class Metrics {
    * each scrape (every process that runs workers reports the same figures).
    */
   observeDivergences(read: () => Promise<{ byType: Record<string, number>; oldestSince: Date | null }>): void {
-    let latest: Promise<{ byType: Record<string, number>; oldestSince: Date | null }> | null = null;
+    let latest: Promise<{ byType: Record<string, number>; oldestSince: Date | null } | null> | null = null;
     // One read per scrape for both gauges.
-    const summary = () => (latest ??= read().finally(() => setTimeout(() => (latest = null), 1000).unref()));
+    const summary = () => (latest ??= readOrNull(read).finally(() => setTimeout(() => (latest = null), 1000).unref()));
     new Gauge({
       name: 'divergences_open',
       help: 'Open entries of the resellers\' divergence lists (to-do lists), by type.',
       labelNames: ['type'] as const,
       registers: [this.registry],
       async collect() {
-        const { byType } = await summary();
-        for (const [type, count] of Object.entries(byType)) this.set({ type }, count);
+        const read = await summary();
+        this.reset();
+        if (read) for (const [type, count] of Object.entries(read.byType)) this.set({ type }, count);
       },
     });
     new Gauge({
@@ -121,8 +143,9 @@ export class Metrics {
       help: 'Age of the oldest open divergence (0 when none is).',
       registers: [this.registry],
       async collect() {
-        const { oldestSince } = await summary();
-        this.set(oldestSince ? Math.max(0, (Date.now() - oldestSince.getTime()) / 1000) : 0);
+        const read = await summary();
+        if (!read) this.set(Number.NaN);
+        else this.set(read.oldestSince ? Math.max(0, (Date.now() - read.oldestSince.getTime()) / 1000) : 0);
       },
     });
   }
@@ -151,7 +174,9 @@ export class Metrics {
         labelNames: ['queue'] as const,
         registers: [this.registry],
         async collect() {
-          for (const [queue, depth] of Object.entries(await queueDepth())) this.set({ queue }, depth);
+          const depths = await readOrNull(queueDepth);
+          this.reset();
+          for (const [queue, depth] of Object.entries(depths ?? {})) this.set({ queue }, depth);
         },
       });
     }
@@ -168,9 +193,9 @@ export class Metrics {
       labelNames: ['reseller_store_id'] as const,
       registers: [this.registry],
       async collect() {
-        const lags = await read();
+        const lags = await readOrNull(read);
         this.reset();
-        for (const { resellerStoreId, lagSeconds } of lags) this.set({ reseller_store_id: resellerStoreId }, lagSeconds);
+        for (const { resellerStoreId, lagSeconds } of lags ?? []) this.set({ reseller_store_id: resellerStoreId }, lagSeconds);
       },
     });
   }
@@ -182,8 +207,9 @@ export class Metrics {
       help: 'Age of the oldest webhook delivery still pending (0 when none is).',
       registers: [this.registry],
       async collect() {
-        const oldest = await oldestPendingAt();
-        this.set(oldest ? Math.max(0, (Date.now() - oldest.getTime()) / 1000) : 0);
+        const oldest = await readOrNull(async () => ({ at: await oldestPendingAt() }));
+        if (!oldest) this.set(Number.NaN);
+        else this.set(oldest.at ? Math.max(0, (Date.now() - oldest.at.getTime()) / 1000) : 0);
       },
     });
   }
