@@ -11,12 +11,22 @@ export function unwritableDataDir(error: unknown): string | null {
   return `invalid configuration: DATA_DIR cannot hold the generated secrets (${(error as Error).message}): set DATA_DIR to a folder this user can write`;
 }
 
-/** Tries to bind `host:port` and lets it go at once; says why when it cannot be bound. Port 0 is always free. */
+/** Codes of a HOST that names no address of this machine (a typo, `host:port`, another machine's address). */
+const NOT_AN_ADDRESS_HERE = new Set(['EADDRNOTAVAIL', 'ENOTFOUND', 'EAI_AGAIN', 'EAI_FAIL', 'EAI_NONAME', 'EAI_NODATA']);
+
+/**
+ * Tries to bind `host:port` and lets it go at once; says why when it cannot be bound, naming what to
+ * change: HOST when it is not an address of this machine (also with PORT=0, which is always free),
+ * PORT when the port is taken or privileged.
+ */
 export function portInUse(host: string, port: number): Promise<string | null> {
-  if (port === 0) return Promise.resolve(null);
   return new Promise((resolve) => {
     const probe = createServer();
     probe.once('error', (error: NodeJS.ErrnoException) => {
+      if (error.code && NOT_AN_ADDRESS_HERE.has(error.code)) {
+        resolve(`invalid configuration: HOST ${host} is not an address of this machine (${error.code}): set HOST to one of its addresses (0.0.0.0 listens on all)`);
+        return;
+      }
       const why = error.code === 'EADDRINUSE' ? 'is in use' : error.code === 'EACCES' ? 'needs privileges this user lacks' : `cannot be bound (${error.code ?? error.message})`;
       resolve(`port ${port} on ${host} ${why}: stop what uses it, or set PORT to a free port (PORT=0 picks one)`);
     });
