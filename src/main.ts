@@ -28,6 +28,8 @@ const logger = createLogger(config.logLevel);
 // the migrations of a first start take seconds) would otherwise kill node at once and leave its
 // embedded PostgreSQL running with nobody to stop it. Start-up stops what it started instead.
 const starting = new AbortController();
+/** How long a stop asked for during start-up waits for the step in progress before the process exits anyway. */
+const START_STOP_TIMEOUT_MS = 15_000;
 let service: RunningService | null = null;
 let stopping = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
@@ -37,6 +39,13 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     logger.info({ signal }, 'shutting down');
     if (!service) {
       starting.abort();
+      // A step that does not end (a migration lock another process holds, a database that does not
+      // answer) must not make the process deaf to stopping: exit anyway, the embedded PostgreSQL
+      // signalled by its exit hook (src/db/embedded.ts).
+      setTimeout(() => {
+        logger.warn({ signal }, 'start-up did not stop in time; exiting');
+        process.exit(1);
+      }, START_STOP_TIMEOUT_MS).unref();
       return;
     }
     service.stop().then(
