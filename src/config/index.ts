@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { makeDirectories } from '../shared/directories.ts';
 import { z } from 'zod';
@@ -205,17 +205,44 @@ function parseSchedule(text: string): number[] | null {
   return delays.every((delay) => delay <= 86_400_000) ? delays : null;
 }
 
+/** What a generated secret must look like to be used: the rules of its environment variable. */
+const SECRET_SHAPES = {
+  JWT_SECRET: (text: string) => text.length >= 32,
+  ENCRYPTION_KEY: (text: string) => /^[A-Za-z0-9+/]{43}=$/.test(text),
+} as const;
+
 /**
  * In development a missing secret is generated once and kept under DATA_DIR, so restarts keep
  * sessions and can still decrypt stored store tokens. Production must be given the secret.
+ *
+ * The file appears whole or not at all (written aside, then linked into place), so processes
+ * starting together on one DATA_DIR (ROLE=api and ROLE=worker) all read the one that won, never a
+ * file another is still writing. A file that holds no usable secret (empty, cut short) stops the
+ * start naming it: it is never replaced, since the key may have sealed store credentials.
  */
-function localSecret(dataDir: string, production: boolean, variable: string, file: string, bytes: number): string {
+function localSecret(dataDir: string, production: boolean, variable: keyof typeof SECRET_SHAPES, file: string, bytes: number): string {
   if (production) throw new ConfigError(`invalid configuration: ${variable} is required when NODE_ENV=production`);
   const secretsDir = path.join(dataDir, 'secrets');
   const secretPath = path.join(secretsDir, file);
-  if (existsSync(secretPath)) return readFileSync(secretPath, 'utf8').trim();
-  makeDirectories(secretsDir, 0o700);
-  const secret = randomBytes(bytes).toString('base64');
-  writeFileSync(secretPath, secret, { mode: 0o600, flag: 'wx' });
+  if (!existsSync(secretPath)) {
+    makeDirectories(secretsDir, 0o700);
+    const aside = `${secretPath}.${process.pid}.${randomBytes(4).toString('hex')}`;
+    writeFileSync(aside, randomBytes(bytes).toString('base64'), { mode: 0o600, flag: 'wx' });
+    try {
+      linkSync(aside, secretPath);
+    } catch (error) {
+      // Another process generated it meanwhile: theirs is the one.
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    } finally {
+      rmSync(aside, { force: true });
+    }
+  }
+  const secret = readFileSync(secretPath, 'utf8').trim();
+  if (!SECRET_SHAPES[variable](secret)) {
+    const consequence = variable === 'ENCRYPTION_KEY' ? 'store credentials sealed with it can then no longer be read' : 'signed-in sessions end';
+    throw new ConfigError(
+      `invalid configuration: ${variable} generated in ${secretPath} is not a usable secret (empty or cut short): set ${variable}, or remove the file to generate a new one (${consequence})`,
+    );
+  }
   return secret;
 }
