@@ -152,10 +152,19 @@ async function listen(
   answerEverythingInTheEnvelope(server, logger);
   stack.push(() => closeServer(server));
   const { port } = server.address() as AddressInfo;
-  const host = config.host === '0.0.0.0' ? '127.0.0.1' : config.host;
-  const url = `http://${host}:${port}`;
+  const url = `http://${urlHost(config.host)}:${port}`;
   logger.info({ port, url }, message);
   return url;
+}
+
+/**
+ * How a client on this machine reaches HOST: every interface by loopback (0.0.0.0 by 127.0.0.1, :: by
+ * [::1]), an IPv6 address in brackets, as a URL writes it.
+ */
+function urlHost(host: string): string {
+  if (host === '0.0.0.0') return '127.0.0.1';
+  if (host === '::' || host === '[::]') return '[::1]';
+  return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
 }
 
 /** Stops accepting connections and waits for requests in flight; idle keep-alive sockets close now. */
