@@ -127,6 +127,8 @@ export async function startService(config: Config, logger: Logger, options: { si
 async function startEmbedded(config: Config, logger: Logger, stack: (() => Promise<void>)[]): Promise<string> {
   const db: EmbeddedDatabase = await startEmbeddedPostgres({
     dataDir: config.dataDir,
+    // Should it die under the running service (the OOM killer, a stray kill), it is started again.
+    restartWhenLost: true,
     onLog: (line) => logger.debug({ component: 'postgres' }, line),
     onNotice: (line) => logger.warn({ component: 'postgres' }, line),
   });

@@ -5,6 +5,7 @@ import { createServer } from 'node:net';
 import path from 'node:path';
 import { makeDirectories } from '../shared/directories.ts';
 import { createInterface } from 'node:readline';
+import { setTimeout as delay } from 'node:timers/promises';
 import {
   EmbeddedDatabaseError,
   SHARED_PLACES,
@@ -38,6 +39,8 @@ interface StartOptions {
   onNotice?: (line: string) => void;
   /** Where a root process keeps what the postgres user cannot reach under DATA_DIR (tests change it). */
   sharedPlaces?: string[];
+  /** Start the server again should it die while running (the service's own; tests that kill it leave this off). */
+  restartWhenLost?: boolean;
 }
 
 /** PostgreSQL logs this when it accepts connections; its messages are pinned to English (C). */
@@ -63,7 +66,7 @@ export async function startEmbeddedPostgres(options: StartOptions): Promise<Embe
   try {
     await prepareCluster(cluster, notice, () => initialise(binaries, cluster.dir, password, runAs, log));
     const port = options.port ?? (await freePort());
-    const stop = await startServer(binaries, cluster.dir, port, runAs, log);
+    const stop = await startServer(binaries, cluster.dir, port, runAs, log, notice, options.restartWhenLost ?? false);
     return {
       port,
       clusterDir: cluster.dir,
@@ -150,12 +153,71 @@ function run(command: string, args: string[], runAs: RunAs | null, log: (line: s
   });
 }
 
+/** How long after an unexpected exit the server is started again, and how many tries in a row before giving up. */
+const RESTART_DELAY_MS = 1_000;
+const RESTART_TRIES = 30;
+
 /**
  * Runs the server until the returned stop (a fast shutdown). The server is our child: should this
  * process exit without stopping it, the `exit` hook still signals it; a SIGKILL leaves it orphaned,
- * for the next start to stop (embedded-processes.ts).
+ * for the next start to stop (embedded-processes.ts). Should the server itself die while the service
+ * runs (the OOM killer, a stray kill), it is started again on the same cluster and port (PostgreSQL's
+ * crash recovery replays the WAL), and the service recovers as from any database outage (when
+ * `restart`: the service's own server; a notice says when it could not be started again).
  */
-async function startServer(binaries: Binaries, clusterDir: string, port: number, runAs: RunAs | null, log: (line: string) => void): Promise<() => Promise<void>> {
+async function startServer(
+  binaries: Binaries,
+  clusterDir: string,
+  port: number,
+  runAs: RunAs | null,
+  log: (line: string) => void,
+  notice: (line: string) => void,
+  restart: boolean,
+): Promise<() => Promise<void>> {
+  let stopping = false;
+  let current = await spawnServer(binaries, clusterDir, port, runAs, log);
+  const stopOnExit = () => current.server.kill('SIGINT');
+  process.once('exit', stopOnExit);
+  const restartWhenLost = (running: RunningServer): void => {
+    void running.exited.then(async () => {
+      if (stopping || !restart) return;
+      notice(`the embedded PostgreSQL (pid ${running.server.pid}) exited while the service ran; starting it again`);
+      for (let attempt = 1; !stopping; attempt++) {
+        await delay(RESTART_DELAY_MS);
+        if (stopping) return;
+        try {
+          removeStalePidFile(clusterDir);
+          current = await spawnServer(binaries, clusterDir, port, runAs, log);
+          if (stopping) current.server.kill('SIGINT');
+          else notice(`the embedded PostgreSQL started again (pid ${current.server.pid})`);
+          restartWhenLost(current);
+          return;
+        } catch (error) {
+          if (attempt >= RESTART_TRIES) {
+            notice(`the embedded PostgreSQL could not be started again (${firstLine(error)}); the service stays unavailable until restarted`);
+            return;
+          }
+        }
+      }
+    });
+  };
+  restartWhenLost(current);
+  return async () => {
+    stopping = true;
+    process.removeListener('exit', stopOnExit);
+    const { server, exited } = current;
+    if (server.exitCode === null && server.signalCode === null) server.kill('SIGINT');
+    await exited;
+  };
+}
+
+interface RunningServer {
+  server: ReturnType<typeof spawn>;
+  exited: Promise<void>;
+}
+
+/** Starts the server and resolves once it accepts connections. */
+async function spawnServer(binaries: Binaries, clusterDir: string, port: number, runAs: RunAs | null, log: (line: string) => void): Promise<RunningServer> {
   const server = spawn(
     binaries.postgres,
     // Loopback only, no unix socket: several clusters (tests, a second checkout) can coexist.
@@ -179,14 +241,7 @@ async function startServer(binaries: Binaries, clusterDir: string, port: number,
   }).catch((error: unknown) => {
     throw new EmbeddedDatabaseError(`the embedded PostgreSQL did not start on port ${port} with its cluster in ${clusterDir}: ${firstLine(error)}`);
   });
-
-  const stopOnExit = () => server.kill('SIGINT');
-  process.once('exit', stopOnExit);
-  return async () => {
-    process.removeListener('exit', stopOnExit);
-    if (server.exitCode === null && server.signalCode === null) server.kill('SIGINT');
-    await exited;
-  };
+  return { server, exited };
 }
 
 /** What PostgreSQL needs of our environment, and nothing else (no secrets of the service). */
