@@ -186,7 +186,9 @@ async function startServer(
         await delay(RESTART_DELAY_MS);
         if (stopping) return;
         try {
-          removeStalePidFile(clusterDir);
+          // The dead server's postmaster.pid stays: PostgreSQL itself finds it stale, and refuses to
+          // start while a backend it left is still attached to the old shared memory (the next try
+          // then comes a second later); removing the file would skip that check.
           current = await spawnServer(binaries, clusterDir, port, runAs, log);
           if (stopping) current.server.kill('SIGINT');
           else notice(`the embedded PostgreSQL started again (pid ${current.server.pid})`);
