@@ -5,6 +5,7 @@
  */
 import { afterAll, describe, expect } from 'vitest';
 import { PLATFORMS } from '../src/orders/types.ts';
+import { allowanceKeyOf } from '../src/attempts/store-connection.ts';
 import { sendWebhook } from './sandbox/server.ts';
 import { expectError } from './support/assertions.ts';
 import { queryRows } from './support/database.ts';
@@ -352,7 +353,7 @@ describe('a reseller store with a backlog of calls', () => {
     const lost = await placeOrders(sandbox, reseller, 2, 'drop');
     // Turns reserved for 8 s of the store's calls (platform_a: 2 calls/s, a burst of 40), as a
     // backlog of fulfillments to it would; a listing waiting only 5 s would fail unsent.
-    const store = { storeId: reseller.store.id, platform: 'platform_a' as const };
+    const store = { storeId: allowanceKeyOf(service.ctx.secrets, 'platform_a', reseller.store.shopDomain, reseller.accessToken), platform: 'platform_a' as const };
     await service.ctx.pacer.turns(Array.from({ length: 55 }, () => ({ store })));
 
     const startedAt = Date.now();

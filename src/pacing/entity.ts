@@ -3,8 +3,9 @@ import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 /**
  * One platform store's call allowance, shared by every process on the database (src/pacing/):
  * a token bucket kept as the time it would next be full (`nextAt`, GCRA's theoretical arrival time)
- * and the end of a pause a 429 asked for. Keyed by the store record's id (the credential), never
- * by its domain, so no tenant can spend another's allowance. The table is UNLOGGED (see the
+ * and the end of a pause a 429 asked for. Keyed by the store's credential (platform, domain and
+ * token, fingerprinted: src/attempts/store-connection.ts), never by its domain alone, so no tenant can
+ * spend another's allowance, while records sharing a credential share the store's one bucket. The table is UNLOGGED (see the
  * migration): its rows are soon-stale timing, and a crash that empties it only costs one burst.
  */
 export const StorePacing = defineEntity({

@@ -12,7 +12,10 @@ export const DEFAULT_PACING: Readonly<Record<Platform, PacingRate>> = {
   custom: { burst: 40, perSecond: 5 },
 };
 
-/** The store whose allowance a call spends: the store record (its credential), not its domain. */
+/**
+ * The allowance a call spends: `storeId` is its key, the store's credential fingerprinted
+ * (src/attempts/store-connection.ts `allowanceKeyOf`), never its domain alone.
+ */
 export interface PacedStore {
   storeId: string;
   platform: Platform;

@@ -24,7 +24,11 @@ export interface SupplierLine {
 
 /** What an adapter needs to call one store. The token is decrypted only for the call. */
 export interface StoreConnection {
-  /** The store record's id: its calls spend this record's allowance (src/pacing/), whatever the domain. */
+  /**
+   * The key of the allowance its calls spend (src/pacing/): the store's credential, fingerprinted
+   * (src/attempts/store-connection.ts `allowanceKeyOf`), so records sharing a credential share it and
+   * a record of the same domain with another token does not.
+   */
   storeId: string;
   platform: Platform;
   shopDomain: string;

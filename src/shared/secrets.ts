@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac, createSecretKey, hkdfSync, randomBytes, type KeyObject } from 'node:crypto';
 
 const VERSION = 'v1';
 
@@ -9,10 +9,22 @@ const VERSION = 'v1';
 export class SecretBox {
   /** A key object made once: a raw key would be imported again for every call. */
   private readonly key: KeyObject;
+  /** The key of `fingerprint`, derived from the encryption key (never the encryption key itself). */
+  private readonly fingerprintKey: KeyObject;
 
   constructor(key: Buffer) {
     if (key.length !== 32) throw new Error('encryption key must be 32 bytes');
     this.key = createSecretKey(key);
+    this.fingerprintKey = createSecretKey(Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), 'store-credential-fingerprint', 32)));
+  }
+
+  /**
+   * A keyed digest (HMAC-SHA256, hex: 64 characters) naming a secret without revealing it: equal
+   * secrets give equal fingerprints, and one stored in the database cannot be tried against guesses
+   * without the key (store tokens may be weak, unlike the service's own API keys).
+   */
+  fingerprint(value: string): string {
+    return createHmac('sha256', this.fingerprintKey).update(value).digest('hex');
   }
 
   encrypt(plaintext: string, boundTo: string): string {
