@@ -69,6 +69,8 @@ export async function postponeToTurns<Q extends object>(
     });
   postponed.forEach(({ turnAt, log }, i) => {
     if (!replaced[i]) return log.debug('moved by another worker first; not postponed');
+    // Fetched at its turn, not at the next idle poll: a turn fetched over a second late is void.
+    ctx.queue.wakeAt(kind.queue, turnAt);
     ctx.metrics.attemptsPostponed.inc({ kind: kind.name });
     log.debug({ turn_at: turnAt.toISOString() }, 'postponed to its store\'s turn');
   });

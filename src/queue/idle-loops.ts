@@ -11,10 +11,17 @@
  * full too: a backlog fans out over every loop. A parked loop still polls every `parkedPollMs`, a
  * safety net only.
  */
+/** Wake-ups (`wakeAt`) are coalesced to this grain. */
+const WAKE_GRAIN_MS = 50;
+/** A wake-up comes this long after the message's start, so the fetch finds it due (pg-boss: start_after < now()). */
+const WAKE_MARGIN_MS = 10;
+
 export class IdleLoops {
   #scout: IdleLoop | null = null;
   readonly #parked: { loop: IdleLoop; wake: (pauseFirst: boolean) => void }[] = [];
   readonly #sleeping = new Set<() => void>();
+  /** Wake-ups for messages known to become due (`wakeAt`), by due time rounded up to WAKE_GRAIN_MS. */
+  readonly #wakeUps = new Map<number, NodeJS.Timeout>();
   #stopped = false;
 
   constructor(private readonly timing: { scoutPollMs: number; parkedPollMs: number }) {}
@@ -47,9 +54,44 @@ export class IdleLoops {
     next.wake(!full);
   }
 
+  /**
+   * A message of this queue becomes due at `atMs` (epoch milliseconds; a message postponed to its
+   * store's turn, src/pacing/attempt-turns.ts): the scout fetches then, not up to `scoutPollMs` later.
+   * A turn fetched more than a second late is void and its job goes to the back of its store's
+   * backlog, so with QUEUE_IDLE_POLL_MS over a second a backlog lost a turn in four and drained
+   * that much slower. Wake-ups due within WAKE_GRAIN_MS of each other are one timer.
+   */
+  wakeAt(atMs: number): void {
+    if (this.#stopped) return;
+    const due = Math.ceil(atMs / WAKE_GRAIN_MS) * WAKE_GRAIN_MS + WAKE_MARGIN_MS;
+    if (this.#wakeUps.has(due)) return;
+    const timer = setTimeout(() => {
+      this.#wakeUps.delete(due);
+      this.#wake();
+    }, Math.max(0, due - Date.now()));
+    timer.unref();
+    this.#wakeUps.set(due, timer);
+  }
+
+  /** Cuts the scout's poll short (or, with no scout polling, makes a parked loop the scout and lets it fetch now). */
+  #wake(): void {
+    if (this.#stopped) return;
+    if (this.#sleeping.size > 0) {
+      for (const wake of [...this.#sleeping]) wake();
+      return;
+    }
+    if (this.#scout !== null) return;
+    const next = this.#parked.shift();
+    if (next === undefined) return;
+    this.#scout = next.loop;
+    next.wake(false);
+  }
+
   /** Wakes every waiting loop (the queue is stopping); waits return at once from here on. */
   stop(): void {
     this.#stopped = true;
+    for (const timer of this.#wakeUps.values()) clearTimeout(timer);
+    this.#wakeUps.clear();
     for (const { wake } of this.#parked.splice(0)) wake(false);
     for (const wake of [...this.#sleeping]) wake();
   }

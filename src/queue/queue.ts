@@ -151,6 +151,8 @@ export class Queue {
   readonly #loops: Promise<void>[] = [];
   /** The idle loops of each settling consumer, woken at `stop`. */
   readonly #idleLoops: IdleLoops[] = [];
+  /** The idle loops of each settling consumer, by queue name (`wakeAt`). */
+  readonly #idleByQueue = new Map<string, IdleLoops>();
   /** When each job table's statistics were last refreshed (`#freshenStatistics`), by queue name; null once refused. */
   readonly #analyzedAt = new Map<string, number | null>();
   /** Queues whose fetches are failing: since when, when that was last logged, and how many failed (`#fetchFailed`). */
@@ -240,6 +242,14 @@ export class Queue {
     await deferMessages(db, nameOf(queue), messages);
   }
 
+  /**
+   * Messages this process inserted start at `at` (postponed to a turn): its consumer of the queue, if
+   * it runs one, fetches then rather than at its next idle poll (src/queue/idle-loops.ts `wakeAt`).
+   */
+  wakeAt(queue: QueueKey | QueueSpec, at: Date): void {
+    this.#idleByQueue.get(nameOf(queue))?.wakeAt(at.getTime());
+  }
+
   /** Settles messages (src/queue/repository.ts `settledMessagesStep`) in the caller's Kysely transaction. */
   async settleIn(trx: Db | Trx, queue: QueueKey | QueueSpec, ids: string[]): Promise<void> {
     if (ids.length === 0) return;
@@ -258,6 +268,7 @@ export class Queue {
   consumeSettling(queue: QueueSpec, { batchSizes, idlePollMs, logger }: SettlingOptions, handle: SettlingHandler): void {
     const idle = new IdleLoops({ scoutPollMs: idlePollMs, parkedPollMs: PARKED_POLL_MS });
     this.#idleLoops.push(idle);
+    this.#idleByQueue.set(queue.name, idle);
     for (const batchSize of batchSizes) this.#loops.push(this.#settlingLoop(queue.name, batchSize, idle, logger, handle));
   }
 
