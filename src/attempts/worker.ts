@@ -264,7 +264,10 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
         log.debug('stale message ignored');
       }
     }
-    const turns = await attemptTurns(this.ctx.pacer, candidates.map(({ work, heldAt }) => ({ targets: this.attempt.targets(work), heldAt })));
+    // The calls of the attempt about to be made: its targets read from the row as the take leaves it
+    // (`attempts` counted), as `perform` will see it. A sync job's retry looks its order up first once
+    // the job is over 12 hours old and this is not its first attempt (src/sync-jobs/attempt.ts).
+    const turns = await attemptTurns(this.ctx.pacer, candidates.map(({ work, moved, heldAt }) => ({ targets: this.attempt.targets({ ...work, row: moved }), heldAt })));
     const reservedAt = performance.now();
     const later = candidates.flatMap(({ work, log, messageId }, i) =>
       turns[i]!.waitMs > MAX_TURN_WAIT_MS ? [{ row: work.row, turnAt: turns[i]!.at!, log, messageId }] : [],
