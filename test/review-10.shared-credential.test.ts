@@ -73,3 +73,31 @@ it('two source-store records of one supplier with the same token share its rate 
   expect(rows.filter((row) => row.status !== 'completed')).toEqual([]);
   expect(sandbox.ordersFor(shopDomain)).toHaveLength(60);
 }, 90_000);
+
+it("a supplier whose token cannot be decrypted fails its own job's attempt, not its batch-mates' take", async () => {
+  const user = await registerUser(service.api);
+  const webhookSecret = `whsec_${randomBytes(12).toString('hex')}`;
+  const reseller = await createResellerStore(service.api, user.token, { platform: 'platform_a', webhookSecret });
+  const broken = await createSourceStore(service.api, user.token, reseller.id, { platform: 'custom', vendorTag: 'BrokenCo' });
+  const fine = await createSourceStore(service.api, user.token, reseller.id, { platform: 'custom', vendorTag: 'FineCo' });
+  // A sealed token bound to another record (AES-GCM with the record id as associated data) does not open.
+  await queryRows(
+    service.databaseUrl,
+    'update source_stores set access_token_encrypted = (select access_token_encrypted from source_stores where id = $2) where id = $1',
+    [broken.id, fine.id],
+  );
+  const payload = sandbox.buildOrderPayload('platform_a', { id: Number(newOrderId()), lines: [lineOf('BrokenCo'), lineOf('FineCo')] });
+  const answer = await sendWebhook({ targetUrl: `${service.url}${ORDERS_PATH}`, shopDomain: reseller.shopDomain, secret: webhookSecret, topic: 'orders/create', payload });
+  expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+  const jobIds = (answer.body as { syncJobIds: string[] }).syncJobIds;
+  expect(jobIds).toHaveLength(2);
+  const statusOf = async () =>
+    new Map(
+      (await queryRows<{ source_store_id: string; status: string; attempts: number }>(service.databaseUrl, 'select source_store_id, status, attempts from sync_jobs where id = any($1::text[])', [jobIds])).map(
+        (row) => [row.source_store_id, row],
+      ),
+    );
+  await waitFor(async () => (await statusOf()).get(fine.id)?.status === 'completed', 10_000, "the other supplier's job completed");
+  await waitFor(async () => ((await statusOf()).get(broken.id)?.attempts ?? 0) >= 1, 10_000, "the broken supplier's job attempted");
+  expect(sandbox.ordersFor(fine.shopDomain)).toHaveLength(1);
+}, 30_000);

@@ -40,9 +40,17 @@ function cachedAllowanceKey(secrets: SecretBox, store: StoreRow, accessToken?: s
   return key;
 }
 
-/** The allowance a call to the store spends (a worker reserves an attempt's turns with it before taking the row). */
+/**
+ * The allowance a call to the store spends (a worker reserves an attempt's turns with it before taking
+ * the row). A token that cannot be decrypted spends the record's own allowance: the attempt fails in
+ * `perform`, as it always did, rather than the worker's whole batch at its take.
+ */
 export function pacedStoreOf(ctx: { secrets: SecretBox }, store: StoreRow): PacedStore {
-  return { storeId: cachedAllowanceKey(ctx.secrets, store), platform: store.platform };
+  try {
+    return { storeId: cachedAllowanceKey(ctx.secrets, store), platform: store.platform };
+  } catch {
+    return { storeId: store.id, platform: store.platform };
+  }
 }
 
 /**
