@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db/sql.ts';
+import { sha256Hex } from '../shared/secrets.ts';
 
 /** A key's count in its current window, and when the window ends (epoch milliseconds). */
 export interface WindowCount {
@@ -14,7 +15,22 @@ interface CountRow {
   resets_ms: number | string;
 }
 
-const toCount = (row: CountRow): WindowCount => ({ key: row.key, hits: row.hits, resetsAtMs: Number(row.resets_ms) });
+/** The longest key stored as it is (the column holds 300 characters). */
+const MAX_PLAIN_KEY_LENGTH = 200;
+
+/**
+ * The key as stored: a longer one (a 255-character shop domain with an IPv6 client's prefix, an
+ * address a proxy passed on) by its digest, so no key makes the statement fail (a 500, and a
+ * failure never counted, so its budget never ran out). Every caller's key starts with a word, never
+ * with '#'.
+ */
+const storedKey = (key: string): string => (key.length <= MAX_PLAIN_KEY_LENGTH ? key : `#${sha256Hex(key)}`);
+
+/** The counts as the caller named their keys. */
+function countsOf(rows: CountRow[], keys: string[]): WindowCount[] {
+  const named = new Map(keys.map((key) => [storedKey(key), key]));
+  return rows.map((row) => ({ key: named.get(row.key) ?? row.key, hits: row.hits, resetsAtMs: Number(row.resets_ms) }));
+}
 
 /**
  * Every statement on rate_limit_counters: fixed-window counters shared by every process. A key's
@@ -30,12 +46,12 @@ export class RateLimitRepository {
     const { rows } = await sql<CountRow>`
       with clock as materialized (select clock_timestamp() as t)
       insert into rate_limit_counters as c (key, hits, resets_at)
-      select k, 1, (select t from clock) + ${windowMs} * interval '1 millisecond' from unnest(${keys}::text[]) as k
+      select k, 1, (select t from clock) + ${windowMs} * interval '1 millisecond' from unnest(${keys.map(storedKey)}::text[]) as k
       on conflict (key) do update set
         hits = case when c.resets_at <= (select t from clock) then 1 else c.hits + 1 end,
         resets_at = case when c.resets_at <= (select t from clock) then excluded.resets_at else c.resets_at end
       returning c.key, c.hits, extract(epoch from c.resets_at) * 1000 as resets_ms`.execute(this.db);
-    return rows.map(toCount);
+    return countsOf(rows, keys);
   }
 
   /** The keys' counts in their current windows; a key without one is left out. */
@@ -43,17 +59,17 @@ export class RateLimitRepository {
     if (keys.length === 0) return [];
     const { rows } = await sql<CountRow>`
       select key, hits, extract(epoch from resets_at) * 1000 as resets_ms from rate_limit_counters
-      where key = any(${keys}::text[]) and resets_at > clock_timestamp()`.execute(this.db);
-    return rows.map(toCount);
+      where key = any(${keys.map(storedKey)}::text[]) and resets_at > clock_timestamp()`.execute(this.db);
+    return countsOf(rows, keys);
   }
 
   /** Takes back one hit (a request that turned out not to count). */
   async unhit(key: string): Promise<void> {
-    await sql`update rate_limit_counters set hits = greatest(hits - 1, 0) where key = ${key} and resets_at > clock_timestamp()`.execute(this.db);
+    await sql`update rate_limit_counters set hits = greatest(hits - 1, 0) where key = ${storedKey(key)} and resets_at > clock_timestamp()`.execute(this.db);
   }
 
   async reset(key: string): Promise<void> {
-    await sql`delete from rate_limit_counters where key = ${key}`.execute(this.db);
+    await sql`delete from rate_limit_counters where key = ${storedKey(key)}`.execute(this.db);
   }
 
   /** Deletes windows that ended, so the table holds only the current ones. */
