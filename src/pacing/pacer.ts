@@ -12,7 +12,7 @@ import { PacingRepository, type Turn, type TurnRequest } from './repository.ts';
 const LATE_TURN_TOLERANCE_MS = 1_000;
 
 /**
- * Every platform call's turn, from one token bucket per store record kept in PostgreSQL
+ * Every platform call's turn, from one token bucket per store credential kept in PostgreSQL
  * (store_pacing), so every worker and API process shares each store's rate limit and a 429's
  * pause. Reservations made while one is in flight go to the database together (group commit): a
  * worker's batches of attempts cost one statement between them.
