@@ -1,5 +1,5 @@
 /**
- * A shipment the storefront never received is not tracking (review 7). A fulfillment with no
+ * A shipment the storefront never received is not tracking. A fulfillment with no
  * tracking number, for a storefront platform that needs one (custom, platform_b), is recorded
  * `skipped` and never sent (operations.md): the customer has no tracking. order-changes.md: a job
  * placed more than STALE_AFTER_MS ago with "no tracking yet" is stale, on the reseller's to-do list,

@@ -1,5 +1,5 @@
 /**
- * A supplier's fulfillment whose tracking number comes after the fulfillment itself (review 7).
+ * A supplier's fulfillment whose tracking number comes after the fulfillment itself.
  * platform_a suppliers fulfil first and add the carrier's number later, on the same fulfillment (its
  * id unchanged). order-changes.md: the divergence watch pushes "fulfillments or tracking numbers
  * that no fulfillment webhook brought", exactly as their webhook would have been.
