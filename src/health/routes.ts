@@ -1,22 +1,12 @@
 import { initServer } from '@ts-rest/express';
 import { contract } from '../../contract/index.ts';
 import { withRequestId } from '../http/request-id.ts';
+import { settledWithin } from '../shared/time.ts';
 
 const CHECK_TIMEOUT_MS = 2_000;
 
 async function check(probe: () => Promise<unknown>): Promise<'ok' | 'failing'> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error('timed out')), CHECK_TIMEOUT_MS);
-  });
-  try {
-    await Promise.race([probe(), timeout]);
-    return 'ok';
-  } catch {
-    return 'failing';
-  } finally {
-    clearTimeout(timer);
-  }
+  return (await settledWithin(probe, CHECK_TIMEOUT_MS)) ? 'ok' : 'failing';
 }
 
 /** What readiness checks: each dependency's ping (src/db, src/queue), handed in by the composition root. */

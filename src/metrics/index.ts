@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { PlatformCallObservation } from '../platforms/http.ts';
+import { settledWithin } from '../shared/time.ts';
 
 /** How long a scrape waits for a figure read from the database (as /readyz waits for its checks). */
 const DATABASE_READ_TIMEOUT_MS = 2_000;
@@ -11,15 +12,7 @@ const DATABASE_READ_TIMEOUT_MS = 2_000;
  * process's own series (the 503s of the outage among them) are what an operator reads during it.
  */
 async function readOrNull<T>(read: () => Promise<T>): Promise<T | null> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<null>((resolve) => (timer = setTimeout(resolve, DATABASE_READ_TIMEOUT_MS, null)));
-  try {
-    return await Promise.race([read(), timeout]);
-  } catch {
-    return null;
-  } finally {
-    clearTimeout(timer);
-  }
+  return (await settledWithin(read, DATABASE_READ_TIMEOUT_MS))?.value ?? null;
 }
 
 /**
@@ -207,9 +200,9 @@ export class Metrics {
       help: 'Age of the oldest webhook delivery still pending (0 when none is).',
       registers: [this.registry],
       async collect() {
-        const oldest = await readOrNull(async () => ({ at: await oldestPendingAt() }));
+        const oldest = await settledWithin(oldestPendingAt, DATABASE_READ_TIMEOUT_MS);
         if (!oldest) this.set(Number.NaN);
-        else this.set(oldest.at ? Math.max(0, (Date.now() - oldest.at.getTime()) / 1000) : 0);
+        else this.set(oldest.value ? Math.max(0, (Date.now() - oldest.value.getTime()) / 1000) : 0);
       },
     });
   }

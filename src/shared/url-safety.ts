@@ -2,6 +2,7 @@ import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'nod
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { Agent, buildConnector } from 'undici';
+import { settledWithin } from './time.ts';
 
 /**
  * Server-side request forgery guard for every URL the service calls on a tenant's behalf: webhook
@@ -110,16 +111,9 @@ export function shopDomainRefusal(shopDomain: string, settings: { platformBaseUr
 }
 
 async function resolveForCheck(host: string): Promise<string[]> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<string[]>((resolve) => (timer = setTimeout(() => resolve([]), CREATION_LOOKUP_TIMEOUT_MS)));
-  const lookup = new Promise<string[]>((resolve) =>
-    dnsLookup(host, { all: true }, (error, addresses) => resolve(error ? [] : addresses.map((entry) => entry.address))),
-  );
-  try {
-    return await Promise.race([lookup, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
+  const lookup = () =>
+    new Promise<string[]>((resolve) => dnsLookup(host, { all: true }, (error, addresses) => resolve(error ? [] : addresses.map((entry) => entry.address))));
+  return (await settledWithin(lookup, CREATION_LOOKUP_TIMEOUT_MS))?.value ?? [];
 }
 
 type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
