@@ -46,12 +46,17 @@ export class IdleLoops {
   fetched(loop: IdleLoop, full: boolean): void {
     if (this.#scout === loop) this.#scout = null;
     if (!full && this.#scout !== null) return;
+    // After a full batch (more is waiting) the woken loop fetches at once; otherwise it pauses first,
+    // as a scout whose poll found nothing.
+    this.#wakeParked(!full);
+  }
+
+  /** Wakes the longest-parked loop, which takes the watch if it is vacant. */
+  #wakeParked(pauseFirst: boolean): void {
     const next = this.#parked.shift();
     if (next === undefined) return;
-    // A vacant watch goes to the woken loop. After a full batch (more is waiting) it fetches at once;
-    // otherwise it pauses first, as a scout whose poll found nothing.
     if (this.#scout === null) this.#scout = next.loop;
-    next.wake(!full);
+    next.wake(pauseFirst);
   }
 
   /**
@@ -80,11 +85,7 @@ export class IdleLoops {
       for (const wake of [...this.#sleeping]) wake();
       return;
     }
-    if (this.#scout !== null) return;
-    const next = this.#parked.shift();
-    if (next === undefined) return;
-    this.#scout = next.loop;
-    next.wake(false);
+    if (this.#scout === null) this.#wakeParked(false);
   }
 
   /** Wakes every waiting loop (the queue is stopping); waits return at once from here on. */

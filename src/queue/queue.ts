@@ -149,9 +149,7 @@ export class Queue {
   stopping = false;
   /** The loops of the settling consumers (`consumeSettling`), each resolving once it stopped. */
   readonly #loops: Promise<void>[] = [];
-  /** The idle loops of each settling consumer, woken at `stop`. */
-  readonly #idleLoops: IdleLoops[] = [];
-  /** The idle loops of each settling consumer, by queue name (`wakeAt`). */
+  /** The idle loops of each settling consumer (one per queue and process), by queue name: woken by `wakeAt`, and at `stop`. */
   readonly #idleByQueue = new Map<string, IdleLoops>();
   /** When each job table's statistics were last refreshed (`#freshenStatistics`), by queue name; null once refused. */
   readonly #analyzedAt = new Map<string, number | null>();
@@ -267,7 +265,7 @@ export class Queue {
    */
   consumeSettling(queue: QueueSpec, { batchSizes, idlePollMs, logger }: SettlingOptions, handle: SettlingHandler): void {
     const idle = new IdleLoops({ scoutPollMs: idlePollMs, parkedPollMs: PARKED_POLL_MS });
-    this.#idleLoops.push(idle);
+    if (this.#idleByQueue.has(queue.name)) throw new Error(`queue ${queue.name} already has a settling consumer in this process`);
     this.#idleByQueue.set(queue.name, idle);
     for (const batchSize of batchSizes) this.#loops.push(this.#settlingLoop(queue.name, batchSize, idle, logger, handle));
   }
@@ -379,7 +377,7 @@ export class Queue {
   /** Stops fetching, waits for the batches in flight (up to `timeoutMs`), then stops pg-boss. */
   async stop(timeoutMs = 30_000): Promise<void> {
     this.stopping = true;
-    for (const idle of this.#idleLoops) idle.stop();
+    for (const idle of this.#idleByQueue.values()) idle.stop();
     const timeout = new AbortController();
     await Promise.race([Promise.all(this.#loops), delay(timeoutMs, undefined, { signal: timeout.signal }).catch(() => {})]);
     timeout.abort();
