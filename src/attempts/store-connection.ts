@@ -53,6 +53,12 @@ export function pacedStoreOf(ctx: { secrets: SecretBox }, store: StoreRow): Pace
   }
 }
 
+/** The turns of `calls` calls to the store (an attempt's `targets`): its allowance, worked out once. */
+export function callsTo(ctx: { secrets: SecretBox }, store: StoreRow, calls: number): PacedStore[] {
+  if (calls === 0) return [];
+  return new Array<PacedStore>(calls).fill(pacedStoreOf(ctx, store));
+}
+
 /**
  * Decrypts a store's token only for the call that needs it; it is never kept or logged. `heldTurns`:
  * how many of the store's turns the caller already waited for (src/pacing/attempt-turns.ts), one per call.

@@ -4,7 +4,7 @@ import type { CancellationOutcome } from '../../contract/enums.ts';
 import { SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
 import { JobFailure } from '../attempts/failure.ts';
 import type { Attempt, DeathReason } from '../attempts/kind.ts';
-import { connectionOf, pacedStoreOf } from '../attempts/store-connection.ts';
+import { connectionOf, callsTo } from '../attempts/store-connection.ts';
 import type { Config } from '../config/index.ts';
 import type { Trx } from '../db/sql.ts';
 import type { Outbox } from '../events/outbox.ts';
@@ -292,7 +292,7 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
      * the row is taken, so a store with a backlog postpones the cancellation without spending an
      * attempt; a rarer call (a read after a refusal, a lookup, a refund of the rest) reserves its own.
      */
-    targets: ({ row, source }) => (source ? Array.from({ length: callsOf(row, ctx.platforms[source.platform]) }, () => pacedStoreOf(ctx, source)) : []),
+    targets: ({ row, source }) => (source ? callsTo(ctx, source, callsOf(row, ctx.platforms[source.platform])) : []),
 
     async perform(work) {
       const decision = await decide(work);

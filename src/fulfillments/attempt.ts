@@ -5,7 +5,7 @@ import type { NewEvent } from '../events/types.ts';
 import { SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
 import { UNBOOKED_CALL_TURN_WAIT_MS, type Attempt, type DeathReason } from '../attempts/kind.ts';
 import { JobFailure } from '../attempts/failure.ts';
-import { connectionOf, pacedStoreOf } from '../attempts/store-connection.ts';
+import { connectionOf, callsTo } from '../attempts/store-connection.ts';
 import type { Logger } from 'pino';
 import type { SharedPacer } from '../pacing/pacer.ts';
 import type { PlatformAdapters } from '../platforms/types.ts';
@@ -52,7 +52,7 @@ export function propagateTracking(ctx: FulfillmentAttemptDeps): Attempt<Fulfillm
      * so a large fulfillment takes its turns among other suppliers' instead of ahead of them all.
      */
     targets: ({ row, reseller }) =>
-      reseller ? Array.from({ length: turnsBookedAhead(ctx, reseller, row) }, () => pacedStoreOf(ctx, reseller)) : [],
+      reseller ? callsTo(ctx, reseller, turnsBookedAhead(ctx, reseller, row)) : [],
 
     unbookedCalls: ({ row, reseller }) => (reseller ? ctx.platforms[reseller.platform].fulfillmentCalls(row.tracking) - turnsBookedAhead(ctx, reseller, row) : 0),
 

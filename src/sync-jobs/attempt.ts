@@ -3,7 +3,7 @@ import type { NewEvent } from '../events/types.ts';
 import { SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
 import type { Attempt, DeathReason } from '../attempts/kind.ts';
 import { JobFailure } from '../attempts/failure.ts';
-import { connectionOf, pacedStoreOf } from '../attempts/store-connection.ts';
+import { connectionOf, callsTo } from '../attempts/store-connection.ts';
 import type { PlatformAdapters } from '../platforms/types.ts';
 import type { SecretBox } from '../shared/secrets.ts';
 import type { ResellerOrder } from '../orders/types.ts';
@@ -53,8 +53,8 @@ export function placeSupplierOrder(ctx: SyncJobAttemptDeps): Attempt<JobWithSour
 
     /** The supplier's store, and the reseller's when the order must be read from it first (a manual job). */
     targets: ({ row: job, source, reseller }) => [
-      ...(!job.order && reseller ? [pacedStoreOf(ctx, reseller)] : []),
-      ...(source ? Array.from({ length: looksUpFirst(job) ? 2 : 1 }, () => pacedStoreOf(ctx, source)) : []),
+      ...(!job.order && reseller ? callsTo(ctx, reseller, 1) : []),
+      ...(source ? callsTo(ctx, source, looksUpFirst(job) ? 2 : 1) : []),
     ],
 
     /**
