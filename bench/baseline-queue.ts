@@ -1,10 +1,11 @@
 /**
- * The processing baseline: bare pg-boss (the service's queue definition, consumed the way the
- * service consumes it, with no-op handlers) draining `count` queued messages at the service's
+ * The processing baseline: bare pg-boss (the service's queue definition, `boss.work` in the batches
+ * the service's workers take, with no-op handlers) draining `count` queued messages at the service's
  * worker concurrency. Writes when the first and the last handler finished to `outFile`.
  */
 import { writeFileSync } from 'node:fs';
-import { consume } from '../src/workers/index.ts';
+import type { Job, JobResult, PgBoss } from 'pg-boss';
+import { batchSizes, POLLING_INTERVAL_SECONDS } from '../src/workers/index.ts';
 import { Queue } from '../src/queue/queue.ts';
 import { syncJobKind } from '../src/sync-jobs/kind.ts';
 import { ATTEMPT_QUEUES } from '../src/workers/kinds.ts';
@@ -24,6 +25,25 @@ export interface QueueBaselineResult {
   jobsPerSecond: number;
   /** CPU seconds this process used while draining. */
   cpuSeconds: number;
+}
+
+/**
+ * Consumes a queue with `concurrency` messages in flight, in the service's batch sizes. pg-boss waits
+ * its polling interval after every batch, so a backlog would drain at one batch per worker every
+ * 0.5 s. Each worker is registered on its own, so its handler knows its id and wakes it: after a batch
+ * is handled the worker fetches the next at once, and only an empty fetch makes it wait.
+ */
+async function consume(boss: PgBoss, name: string, concurrency: number, handle: (jobs: Job<unknown>[]) => Promise<void>): Promise<void> {
+  for (const batchSize of batchSizes(concurrency)) {
+    let workerId: string | undefined;
+    const options = { batchSize, localConcurrency: 1, pollingIntervalSeconds: POLLING_INTERVAL_SECONDS, perJobResults: true } as const;
+    workerId = await boss.work(name, options, async (jobs: Job<unknown>[]): Promise<JobResult[]> => {
+      if (jobs.length === 0) return [];
+      await handle(jobs);
+      if (workerId) boss.notifyWorker(workerId);
+      return jobs.map((job) => ({ id: job.id, status: 'completed' }));
+    });
+  }
 }
 
 const input = JSON.parse(process.argv[2] ?? '{}') as QueueBaselineInput;

@@ -1,4 +1,4 @@
-import type { Job, JobResult, PgBoss } from 'pg-boss';
+import type { Job, PgBoss } from 'pg-boss';
 import { QUEUES, type QueueKey, type QueueMessage } from '../queue/queue.ts';
 import type { AttemptRow } from '../attempts/kind.ts';
 import { startSweeper, type SweepHook } from '../attempts/sweep.ts';
@@ -17,40 +17,13 @@ import { registerKinds, type RegisteredKind } from './kinds.ts';
 const BATCH_SIZE = 8;
 
 /** `concurrency` shared out exactly over as few batches of up to BATCH_SIZE as it takes: 12 is batches of 6 and 6, not 8 and 8. */
-function batchSizes(concurrency: number): number[] {
+export function batchSizes(concurrency: number): number[] {
   const batches = Math.ceil(concurrency / BATCH_SIZE);
   return Array.from({ length: batches }, (_, i) => Math.floor(concurrency / batches) + (i < concurrency % batches ? 1 : 0));
 }
 
 /** When its queue is empty a worker polls every 0.5 s (pg-boss's floor). */
-const POLLING_INTERVAL_SECONDS = 0.5;
-
-/**
- * Consumes a queue with `concurrency` messages in flight, in batches of up to BATCH_SIZE (exported
- * so the benchmark's bare pg-boss baseline consumes the same way). pg-boss waits its polling
- * interval after every batch, so a backlog would drain at one batch per worker every 0.5 s. Each
- * worker is registered on its own, so its handler knows its id and wakes it: after a batch is
- * handled the worker fetches the next at once, and only an empty fetch, or a failure, makes it wait.
- * `handle` returns the ids of the messages it could not settle: pg-boss fails (and retries) those
- * alone and completes the rest of the batch. A handler that throws fails the whole batch.
- */
-export async function consume(
-  boss: PgBoss,
-  name: string,
-  concurrency: number,
-  handle: (jobs: Job<unknown>[]) => Promise<ReadonlySet<string> | void>,
-): Promise<void> {
-  for (const batchSize of batchSizes(concurrency)) {
-    let workerId: string | undefined;
-    const options = { batchSize, localConcurrency: 1, pollingIntervalSeconds: POLLING_INTERVAL_SECONDS, perJobResults: true } as const;
-    workerId = await boss.work(name, options, async (jobs: Job<unknown>[]): Promise<JobResult[]> => {
-      if (jobs.length === 0) return [];
-      const unsettled = (await handle(jobs)) ?? new Set<string>();
-      if (workerId) boss.notifyWorker(workerId);
-      return jobs.map((job) => ({ id: job.id, status: unsettled.has(job.id) ? 'failed' : 'completed' }));
-    });
-  }
-}
+export const POLLING_INTERVAL_SECONDS = 0.5;
 
 /**
  * Consumes a queue one message per handler call, `slots` at once, at most `perGroup` of one group
@@ -176,7 +149,7 @@ function startRunWorker<Q extends RunQueue>(ctx: Infrastructure, key: Q, run: (m
 /**
  * The attempts of a kind run in batches whose messages the worker settles in the statements that
  * record what each did (src/attempts/worker.ts), so a batch costs no completion statement and commit
- * of its own. `workerConcurrency` is shared out over loops of up to BATCH_SIZE messages, as `consume` does.
+ * of its own. `workerConcurrency` is shared out over loops of up to BATCH_SIZE messages (`batchSizes`).
  */
 function startWorker(ctx: Infrastructure, { kind, attempt }: RegisteredKind): AttemptWorker<AttemptRow, string, object, { row: AttemptRow }> {
   const worker = new AttemptWorker(ctx, kind, attempt);
