@@ -28,7 +28,7 @@ export const EventTypeSchema = z.enum(EVENT_TYPES).describe(
     '`fulfillment.dead`: tracking could not be added after every automatic attempt.',
     '`fulfillment.reconciled`: the divergence watch found tracking at the supplier that no webhook brought, and queued it for the reseller order.',
     '`sync_job.stale`: the job\'s supplier order was placed more than STALE_AFTER_MS ago and has no tracking yet (once per job).',
-    '`order.unmatched`: an order had lines no active source store matched (once per order).',
+    '`order.unmatched`: an order had lines no active source store matched, or more than one did (once per order).',
     '`order.reconciled`: an order was routed by reconciliation because its webhook never came.',
     '`order.cancelled`: a storefront cancellation (whole order or some lines) was received.',
     '`cancellation.completed`: a cancellation reached its outcome (`cancelled`, `not_placed`, `too_late` or `unsupported`).',
@@ -96,7 +96,11 @@ const UnmatchedOrder = openApi(
   z.object({
     resellerStoreId: z.string(),
     externalOrderId: z.string(),
-    lines: z.array(z.object({ sku: z.string(), title: z.string(), vendor: z.string(), quantity: z.number().int() })).describe('The lines no active source store matched.'),
+    lines: z
+      .array(z.object({ sku: z.string(), title: z.string(), vendor: z.string(), quantity: z.number().int() }))
+      .describe(
+        'The lines no active source store matched, or more than one did (two suppliers added before vendor tags were compared in their current folded form): those go to none, and the `order.lines_unmatched` audit entry names the suppliers under `ambiguous`.',
+      ),
   }),
   { title: 'UnmatchedOrder' },
 );

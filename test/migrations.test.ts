@@ -147,4 +147,48 @@ describe('migrations', () => {
       await admin((client) => client.query(`drop database if exists ${earlier.name} with (force)`));
     }
   }, MIGRATE_TWICE_TIMEOUT_MS);
+
+  it('recompute the stored vendor keys with the current fold; of active stores folding alike, one takes the key', async () => {
+    const earlier = await createEmptyDatabase();
+    const partial = await MikroORM.init(ormConfig(earlier.url, { pool: { min: 0, max: 2 } }));
+    try {
+      await partial.migrator.up({ to: 'Migration20261126225759' });
+      await queryRows(
+        earlier.url,
+        `insert into reseller_stores (id, owner_id, name, platform, shop_domain, access_token_encrypted, webhook_secret_encrypted, created_at)
+         values ('rst_1', 'usr_1', 'Shop', 'platform_a', 'shop.example.com', 'x', 'x', now()), ('rst_2', 'usr_1', 'Other', 'platform_a', 'other.example.com', 'x', 'x', now())`,
+      );
+      const store = (id: string, reseller: string, tag: string, key: string, createdAt: string, deleted = false) =>
+        queryRows(
+          earlier.url,
+          `insert into source_stores (id, owner_id, reseller_store_id, name, platform, shop_domain, vendor_tag, vendor_key, pricing_mode, pricing_config,
+             access_token_encrypted, webhook_secret_encrypted, created_at, deleted_at)
+           values ($1, 'usr_1', $2, 'S', 'custom', $7, $3, $4, 'percentage', '{"type":"percentage","value":0}', 'x', 'x', $5, $6)`,
+          [id, reseller, tag, key, createdAt, deleted ? createdAt : null, `${id.replace('_', '-')}.example.com`],
+        );
+      // As the old folds keyed them: trimmed and lower-cased (no NFKC), upper-then-lower once ('ẞ' → 'ß').
+      await store('sst_a', 'rst_1', 'STRAẞE', 'straße', '2026-01-01');
+      await store('sst_b', 'rst_1', 'Straße', 'strasse', '2026-01-02');
+      await store('sst_c', 'rst_1', 'GROẞ', 'groß', '2026-01-03');
+      await store('sst_d', 'rst_1', 'Cafe\u0301', 'cafe\u0301', '2026-01-04');
+      await store('sst_e', 'rst_1', 'ＣＡＦÉ', 'ｃａｆé', '2026-01-05');
+      await store('sst_f', 'rst_2', 'STRAẞE', 'straße', '2026-01-06');
+      await store('sst_g', 'rst_1', 'MAẞ', 'maß', '2026-01-07', true);
+      await partial.migrator.up();
+      expect(await queryRows(earlier.url, 'select id, vendor_key from source_stores order by id')).toEqual([
+        // 'strasse' was sst_b's already: it keeps it, and sst_a keeps its own (both stay active).
+        { id: 'sst_a', vendor_key: 'straße' },
+        { id: 'sst_b', vendor_key: 'strasse' },
+        { id: 'sst_c', vendor_key: 'gross' },
+        // Neither held 'café' (NFKC): the older takes it, the younger keeps its fullwidth key.
+        { id: 'sst_d', vendor_key: 'café' },
+        { id: 'sst_e', vendor_key: 'ｃａｆé' },
+        { id: 'sst_f', vendor_key: 'strasse' },
+        { id: 'sst_g', vendor_key: 'mass' },
+      ]);
+    } finally {
+      await partial.close();
+      await admin((client) => client.query(`drop database if exists ${earlier.name} with (force)`));
+    }
+  }, MIGRATE_TWICE_TIMEOUT_MS);
 });

@@ -8,7 +8,7 @@ export interface UnmatchedOrder {
   lines: Pick<OrderLine, 'sku' | 'title' | 'vendor' | 'quantity'>[];
 }
 
-/** `order.unmatched`: the lines of an order that no supplier's vendor tag matched. */
+/** `order.unmatched`: the lines of an order that no supplier's vendor tag matched, or more than one did (src/orders/routing.ts). */
 export function orderUnmatchedEvent({ ownerId, resellerStoreId, externalOrderId, lines }: UnmatchedOrder): NewEvent {
   return {
     ownerId,

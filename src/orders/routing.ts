@@ -21,8 +21,11 @@ export interface RoutableSource {
 /** One order to route, matched: its jobs' source stores, and what its routing records. */
 interface RoutingRequest extends JobsRequest {
   source: RoutingSource;
-  /** The lines no supplier matched: audited and announced once per order, however often it is routed. */
-  unmatched: UnmatchedOrder | null;
+  /**
+   * The lines no supplier matched, or more than one did: audited and announced once per order,
+   * however often it is routed.
+   */
+  unmatched: (UnmatchedOrder & { ambiguous: AmbiguousVendor[] }) | null;
   /** Recorded only by the routing that routes the order first (`order.reconciled`). */
   reconciliationId: string | null;
 }
@@ -31,6 +34,46 @@ type OrderKey = Pick<JobsRequest['order'], 'resellerStoreId' | 'externalOrderId'
 const orderKey = (order: OrderKey) => `order:${order.resellerStoreId}:${order.externalOrderId}`;
 
 const unmatchedLines = (lines: OrderLine[]) => lines.map(({ sku, title, vendor, quantity }) => ({ sku, title, vendor, quantity }));
+
+/** A line vendor that more than one active supplier's tag matches: routed to none of them. */
+interface AmbiguousVendor {
+  /** The vendor as the first such line of the order gives it. */
+  vendor: string;
+  sourceStoreIds: string[];
+}
+
+/**
+ * An order's lines matched to the reseller store's active suppliers, by their tags as normalised
+ * today (a store's stored vendor_key may predate the current fold). Tags are unique among a
+ * reseller store's active suppliers once folded (decisions.md), but two stored before a fix of the
+ * fold (NFKC, 'ẞ') can fold alike: a line both match goes to neither, so it is never placed twice,
+ * and is reported with the unmatched ones, naming the suppliers that share it.
+ */
+function matchLines(lines: OrderLine[], sources: RoutableSource[]): { matched: RoutableSource[]; unmatched: OrderLine[]; ambiguous: AmbiguousVendor[] } {
+  const byKey = new Map<string, RoutableSource[]>();
+  for (const source of sources) {
+    const key = normaliseVendor(source.vendorTag);
+    // A blank tag matches no line (vendorMatches).
+    if (key !== '') byKey.set(key, [...(byKey.get(key) ?? []), source]);
+  }
+  const matched = new Set<RoutableSource>();
+  const unmatched: OrderLine[] = [];
+  const ambiguous = new Map<string, AmbiguousVendor>();
+  for (const line of lines) {
+    const key = normaliseVendor(line.vendor);
+    const candidates = byKey.get(key) ?? [];
+    if (candidates.length === 1) {
+      matched.add(candidates[0]!);
+      continue;
+    }
+    unmatched.push(line);
+    if (candidates.length > 1 && !ambiguous.has(key)) {
+      ambiguous.set(key, { vendor: line.vendor, sourceStoreIds: candidates.map((source) => source.id).sort() });
+    }
+  }
+  // In the order of the sources, as before: the jobs are created in that order.
+  return { matched: sources.filter((source) => matched.has(source)), unmatched, ambiguous: [...ambiguous.values()] };
+}
 
 /**
  * Routing a reseller order has this one home: matching its lines to suppliers by vendor, the routing
@@ -67,13 +110,7 @@ export class OrderRouter implements OrderRouting, OrderCancelling {
    * `firstRouting` says whether this call did it.
    */
   async route(store: OrderStore, order: ResellerOrder, via: RoutingVia): Promise<RoutedOrder> {
-    const sources = await this.activeSources(store.id);
-    const lineKeys = new Set(order.lines.map((line) => normaliseVendor(line.vendor)));
-    // Keys from the tags as they are normalised today: a store's stored vendor_key may predate NFKC.
-    const keyOf = (source: RoutableSource) => normaliseVendor(source.vendorTag);
-    const sourceKeys = new Set(sources.map(keyOf));
-    const matched = sources.filter((source) => lineKeys.has(keyOf(source)));
-    const unmatched = order.lines.filter((line) => !sourceKeys.has(normaliseVendor(line.vendor)));
+    const { matched, unmatched, ambiguous } = matchLines(order.lines, await this.activeSources(store.id));
     const creator: JobCreator = {
       actorId: SYSTEM_ACTOR,
       metadata: via.source === 'webhook' ? { origin: 'webhook', webhookId: via.webhookId } : { origin: 'reconciliation', reconciliationId: via.reconciliationId },
@@ -84,7 +121,8 @@ export class OrderRouter implements OrderRouting, OrderCancelling {
       sourceStoreIds: matched.map((source) => source.id),
       creator,
       source: via.source,
-      unmatched: unmatched.length > 0 ? { ownerId: store.ownerId, resellerStoreId: store.id, externalOrderId: order.externalOrderId, lines: unmatchedLines(unmatched) } : null,
+      unmatched:
+        unmatched.length > 0 ? { ownerId: store.ownerId, resellerStoreId: store.id, externalOrderId: order.externalOrderId, lines: unmatchedLines(unmatched), ambiguous } : null,
       reconciliationId: via.source === 'reconciliation' ? via.reconciliationId : null,
     });
     this.deps.metrics.attemptTransitions.inc({ kind: 'sync_job', status: 'pending' }, routed.jobs.filter((job) => job.created).length);
@@ -144,7 +182,8 @@ export class OrderRouter implements OrderRouting, OrderCancelling {
     const once = requests.filter((request) => request.unmatched).sort((a, b) => orderKey(a.order).localeCompare(orderKey(b.order)));
     for (const request of once) {
       const unmatched = request.unmatched!;
-      if (await insertAuditOnce(trx, orderAudit(request, 'order.lines_unmatched', { lines: unmatched.lines }), orderKey(request.order))) {
+      const metadata = { lines: unmatched.lines, ...(unmatched.ambiguous.length > 0 && { ambiguous: unmatched.ambiguous }) };
+      if (await insertAuditOnce(trx, orderAudit(request, 'order.lines_unmatched', metadata), orderKey(request.order))) {
         events.push(orderUnmatchedEvent(unmatched));
       }
     }

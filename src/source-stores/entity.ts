@@ -15,7 +15,11 @@ export const SourceStore = defineEntity({
     platform: p.enum(PLATFORMS),
     shopDomain: p.string().length(255).index(),
     vendorTag: p.string().length(200),
-    /** vendorTag trimmed and lower-cased: what line-item vendors are matched against. */
+    /**
+     * vendorTag normalised (normaliseVendor, src/pricing/vendor.ts): one active store per key and reseller
+     * store. Routing and creation fold the tags themselves; a store that shared its folded tag with another
+     * when keys were recomputed keeps its earlier key (Migration20261127041900).
+     */
     vendorKey: p.string().length(200),
     pricingMode: p.enum(PRICING_MODES),
     pricingConfig: p.json<PricingConfig>(),

@@ -33,12 +33,27 @@ export class SourceStoreRepository {
    * thrown) or its reseller store has an active one with its vendor tag (`duplicate()`). One creation
    * per user at a time (a lock on the user), so concurrent ones cannot all pass the count.
    */
-  insertUnderLimit(store: RequiredEntityData<SourceStore>, limit: number, audit: (store: SourceStore) => AuditRecord, tooMany: () => AppError, duplicate: () => AppError): Promise<SourceStore> {
+  /**
+   * `sameVendor` tells whether an active store's tag is the new one's: checked against the tags, under
+   * the owner's lock, as well as by the unique index on the stored key, since a store may keep a key
+   * of an earlier fold (Migration20261127041900).
+   */
+  insertUnderLimit(
+    store: RequiredEntityData<SourceStore>,
+    limit: number,
+    audit: (store: SourceStore) => AuditRecord,
+    tooMany: () => AppError,
+    duplicate: () => AppError,
+    sameVendor: (vendorTag: string) => boolean,
+  ): Promise<SourceStore> {
     return this.orm.em.transactional(async (em) => {
-      await holdLock(transactionOf(em), `source_stores:${store.ownerId}`);
-      const parent = await transactionOf(em).selectFrom('reseller_stores').select('id').where('id', '=', store.resellerStoreId as string).where('deleted_at', 'is', null).forShare().executeTakeFirst();
+      const trx = transactionOf(em);
+      await holdLock(trx, `source_stores:${store.ownerId}`);
+      const parent = await trx.selectFrom('reseller_stores').select('id').where('id', '=', store.resellerStoreId as string).where('deleted_at', 'is', null).forShare().executeTakeFirst();
       if (!parent) throw notFound();
       if ((await em.count(SourceStore, { ownerId: store.ownerId, deletedAt: null })) >= limit) throw tooMany();
+      const tags = await trx.selectFrom('source_stores').select('vendor_tag').where('reseller_store_id', '=', store.resellerStoreId as string).where('deleted_at', 'is', null).execute();
+      if (tags.some((row) => sameVendor(row.vendor_tag))) throw duplicate();
       const created = em.create(SourceStore, store);
       recordAudit(em, audit(created));
       await flushUnique(em, duplicate);

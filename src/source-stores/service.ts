@@ -74,6 +74,7 @@ export class SourceStoreService {
       (store) => auditOf(principal, store, 'source_store.created', { vendorTag: store.vendorTag, platform: store.platform }),
       () => conflict('source_store_limit_reached', `A user can have at most ${limit} active source stores; delete one first.`),
       () => conflict('vendor_tag_taken', 'Another active source store of this reseller store has this vendor tag.', 'vendorTag'),
+      (vendorTag) => normaliseVendor(vendorTag) === vendorKey,
     );
   }
 
