@@ -102,6 +102,25 @@ describe('a platform_a refund with restock_type cancel', () => {
     expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toHaveLength(3);
   });
 
+  it("a line whose supplier fulfillment was cancelled is still open: cancelled, not too_late", async ({ api, sandbox, shopWith, placed, storefront }) => {
+    const shop = await shopWith('platform_a', 'platform_a');
+    const { order, acmeJob } = await placed(shop);
+    // The supplier fulfilled the anvils, then cancelled that fulfillment: the platform shows it `cancelled`
+    // (platforms.md, the Fulfillment's `status`) and the anvils unfulfilled again.
+    sandbox.fulfilLines(shop.acme.shopDomain, 'platform_a', acmeJob.sourceOrderId, [{ sku: 'A-1', quantity: 2 }]);
+    const shipped = sandbox.orderOf(shop.acme.shopDomain, 'platform_a', acmeJob.sourceOrderId) as any;
+    sandbox.seedOrder(shop.acme.shopDomain, 'platform_a', {
+      ...shipped,
+      fulfillment_status: null,
+      line_items: shipped.line_items.map((line: any) => ({ ...line, fulfillable_quantity: line.quantity })),
+      fulfillments: shipped.fulfillments.map((fulfillment: any) => ({ ...fulfillment, status: 'cancelled' })),
+    });
+    await storefront(shop, 'refunds/create', refundOf(order, [{ sku: 'A-1', quantity: 1 }]));
+    const job = await waitForJob(api, shop.user.token, acmeJob.id, settled);
+    expect(job.cancellations).toMatchObject([{ status: 'completed', outcome: 'cancelled', scope: 'lines', lines: [{ sku: 'A-1', quantity: 1 }] }]);
+    expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toMatchObject([{ orderId: acmeJob.sourceOrderId, lines: [{ sku: 'A-1', quantity: 1 }] }]);
+  });
+
   it('ignores refunds with other restock types', async ({ api, shopWith, placed, storefront }) => {
     const shop = await shopWith('platform_a', 'platform_a');
     const { order, acmeJob } = await placed(shop);

@@ -322,7 +322,7 @@ describe('createFulfillment', () => {
     const { store, orderId } = await orderOn(platform);
     await adapters[platform].createFulfillment(store, orderId, tracking, 'ful');
     const [received] = sandbox.fulfillmentsFor(store.shopDomain);
-    const parsed = adapters[platform].parseFulfillmentWebhook(received?.payload);
+    const parsed = adapters[platform].parseFulfillmentWebhook(received?.payload)!;
     expect(parsed.sourceOrderId).toBe(orderId);
     expect(parsed.tracking.numbers[0]).toBe('1Z001');
     expect(parsed.tracking.company).toBe('UPS');
@@ -639,7 +639,7 @@ describe('parseFulfillmentWebhook', () => {
       trackingNumbers: ['1Z001'],
       trackingUrls: platform === 'platform_b' ? ['javascript:alert(document.cookie)'] : ['JavaScript:alert(1)', 'data:text/html,x', 'https://track.example/1Z001', 'track.example/1Z001'],
     });
-    const { urls } = adapters[platform].parseFulfillmentWebhook(payload).tracking;
+    const { urls } = adapters[platform].parseFulfillmentWebhook(payload)!.tracking;
     expect(urls).toEqual(platform === 'platform_b' ? [] : ['https://track.example/1Z001', 'track.example/1Z001']);
   });
 

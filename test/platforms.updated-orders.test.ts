@@ -99,7 +99,7 @@ describe.each(PLATFORMS)('%s listUpdatedOrders', (platform) => {
     if (platform === 'platform_b') expect(shipped.shipments).toBeNull();
     expect(shipments).toHaveLength(1);
     // The same identity as the webhook for that shipment: the watch and a late webhook are one fulfillment.
-    const fromWebhook = adapters[platform].parseFulfillmentWebhook(webhookBody);
+    const fromWebhook = adapters[platform].parseFulfillmentWebhook(webhookBody)!;
     expect(fulfillmentKeys(shipments[0]!, undefined).dedupeKey).toBe(fulfillmentKeys(fromWebhook, undefined).dedupeKey);
     expect(shipments[0]!.tracking.numbers).toEqual(['TRK-U-1']);
   });

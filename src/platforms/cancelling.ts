@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { LIST_PAGE, type PlatformHttpClient, type ResponseHeaders } from './http.ts';
 import { nextLink, pageEntries } from './listing.ts';
 import { wellFormed } from '../shared/text.ts';
-import { anyId, parsePayload } from './payload.ts';
+import { anyId, parsePayload, platformAFulfillmentShipped } from './payload.ts';
 import { type CancellingAdapter, type LineToCancel, type LookupCut, PlatformError, type StoreConnection, type SupplierLine, type SupplierOrderLineState, type SupplierOrderState } from './types.ts';
 
 /** Older orders are listed too: the platform's clock and ours may differ a little. */
@@ -77,7 +77,7 @@ const orderA = z.object({
     z.object({ id: anyId, sku: text, quantity: lenientQuantity, fulfillable_quantity: z.number().int().nonnegative().nullish() }),
   ),
   fulfillments: z
-    .array(z.object({ line_items: z.array(z.object({ id: anyId.nullish(), sku: text, quantity: lenientQuantity })).nullish() }))
+    .array(z.object({ status: z.string().nullish(), line_items: z.array(z.object({ id: anyId.nullish(), sku: text, quantity: lenientQuantity })).nullish() }))
     .nullish(),
 });
 
@@ -85,6 +85,8 @@ function readOrderA(body: unknown): SupplierOrderState {
   const { order } = parsePayload(z.object({ order: orderA }), body, 'platform_a order');
   const shipped = new Map<string, number>();
   for (const fulfillment of order.fulfillments ?? []) {
+    // A cancelled (or failed) fulfillment shipped nothing: its lines are still open to cancel.
+    if (!platformAFulfillmentShipped(fulfillment.status)) continue;
     for (const line of fulfillment.line_items ?? []) {
       const key = line.id ?? `sku:${line.sku}`;
       shipped.set(key, (shipped.get(key) ?? 0) + line.quantity);

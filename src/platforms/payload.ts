@@ -166,3 +166,16 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
 export function trackingLinks(values: ReadonlyArray<string | null | undefined>): string[] {
   return distinct(values).filter((url) => !CONTROL.test(url) && !FOREIGN_SCHEME.test(url));
 }
+
+/**
+ * platform_a Fulfillment `status` values that ship nothing (platforms.md gives the field; the platform's
+ * values are `pending`, `open`, `success`, `cancelled`, `error`, `failure`): a fulfillment cancelled
+ * after it was made, or one that ended in error or failure, is no parcel on its way. Its tracking is
+ * not the customer's, and the order is not shipped by it.
+ */
+const PLATFORM_A_VOID_FULFILLMENT = new Set(['cancelled', 'error', 'failure']);
+
+/** Whether a platform_a fulfillment with this `status` stands for goods shipped (a fulfillment without one does, as before the field was read). */
+export function platformAFulfillmentShipped(status: string | null | undefined): boolean {
+  return typeof status !== 'string' || !PLATFORM_A_VOID_FULFILLMENT.has(status.trim().toLowerCase());
+}

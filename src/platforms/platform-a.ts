@@ -4,7 +4,7 @@ import type { PostalAddress, ResellerOrder, SourceFulfillment, SupplierOrder, Tr
 import { type HttpClientSettings, LIST_PAGE, PlatformHttpClient, type ResponseHeaders } from './http.ts';
 import { listedOrder, nextLink, pageEntries, timestamp } from './listing.ts';
 import { listShipmentsPlatformA, listUpdatedPlatformA } from './updated.ts';
-import { anyId, assertLineTotal, distinct, lineText, numericId, optionalText, orderCurrency, parsePayload, postalAddress, priceMinor, quantity, stringList, trackingLinks } from './payload.ts';
+import { anyId, assertLineTotal, distinct, lineText, numericId, optionalText, orderCurrency, parsePayload, platformAFulfillmentShipped, postalAddress, priceMinor, quantity, stringList, trackingLinks } from './payload.ts';
 import type { ListedOrder, PlatformAdapter, StoreConnection } from './types.ts';
 import { createdLines, platformACancelling } from './cancelling.ts';
 
@@ -40,6 +40,7 @@ const orderSchema = z.object({
 const fulfillmentSchema = z.object({
   id: numericId,
   order_id: numericId,
+  status: z.string().nullish(),
   tracking_company: optionalText,
   tracking_number: optionalText,
   tracking_numbers: stringList,
@@ -130,8 +131,10 @@ function readOrder(body: unknown): ResellerOrder {
   };
 }
 
-function readFulfillment(body: unknown): SourceFulfillment {
+/** The fulfillment's shipment, or null when its `status` says it shipped nothing (cancelled, error, failure). */
+function readFulfillment(body: unknown): SourceFulfillment | null {
   const fulfillment = parsePayload(fulfillmentSchema, body, FULFILLMENT);
+  if (!platformAFulfillmentShipped(fulfillment.status)) return null;
   return {
     sourceOrderId: fulfillment.order_id,
     fulfillmentId: fulfillment.id,

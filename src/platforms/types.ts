@@ -154,8 +154,11 @@ export interface PlatformAdapter extends CancellingAdapter {
   listShipments(store: StoreConnection, orderId: string): Promise<SourceFulfillment[]>;
   /** Reads an orders/create webhook body; throws PayloadError when it is not a valid order. */
   parseOrderWebhook(body: unknown): ResellerOrder;
-  /** Reads a fulfillments/create webhook body; throws PayloadError when it is not valid. */
-  parseFulfillmentWebhook(body: unknown): SourceFulfillment;
+  /**
+   * Reads a fulfillments/create webhook body; throws PayloadError when it is not valid. Null when the
+   * body is a valid fulfillment that ships nothing (platform_a `status` `cancelled`, `error` or `failure`).
+   */
+  parseFulfillmentWebhook(body: unknown): SourceFulfillment | null;
 }
 
 /** A platform call that did not succeed. `retryable` separates 429/5xx/network from 4xx. */

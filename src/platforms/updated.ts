@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { SourceFulfillment } from '../orders/types.ts';
 import { LIST_PAGE, type PlatformHttpClient, type ResponseHeaders } from './http.ts';
 import { nextLink, pageEntries, timestamp } from './listing.ts';
-import { anyId, distinct, numericId, optionalText, parsePayload, stringList, trackingLinks } from './payload.ts';
+import { anyId, distinct, numericId, optionalText, parsePayload, platformAFulfillmentShipped, stringList, trackingLinks } from './payload.ts';
 import { PayloadError, type StoreConnection, type UpdatedOrder, type UpdatedPage } from './types.ts';
 import { firstPosition, followByTime, type TimePosition } from './time-paging.ts';
 import { platformBCancelReason } from './cancel-webhooks.ts';
@@ -28,6 +28,7 @@ const metaEntries = z
 
 const platformAFulfillment = z.object({
   id: numericId,
+  status: z.string().nullish(),
   tracking_company: optionalText,
   tracking_number: optionalText,
   tracking_numbers: stringList,
@@ -94,7 +95,8 @@ function readPlatformA(entry: unknown): UpdatedOrder {
     cancelled: !!order.cancelled_at,
     cancelReason: order.cancel_reason,
     status: order.cancelled_at ? 'cancelled' : (order.fulfillment_status ?? 'open'),
-    shipments: order.fulfillments.map((fulfillment) => ({
+    // A cancelled (or failed) fulfillment shipped nothing: neither pushed nor recorded.
+    shipments: order.fulfillments.filter((fulfillment) => platformAFulfillmentShipped(fulfillment.status)).map((fulfillment) => ({
       sourceOrderId: order.id,
       fulfillmentId: fulfillment.id,
       tracking: {

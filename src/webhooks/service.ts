@@ -206,7 +206,10 @@ export class WebhookService {
     const topic = delivery.topic ?? 'fulfillments/create';
     if (SUPPLIER_CANCELLATION_TOPICS.has(topic)) return receiveSupplierCancellation(this.cancellations, senders, { ...delivery, topic }, body);
     if (topic !== 'fulfillments/create') return IGNORED;
-    return { syncJobIds: await this.receiveTracking(senders, body, delivery) };
+    const fulfillment = parse(() => this.deps.platforms[senders[0]!.platform].parseFulfillmentWebhook(body));
+    // A fulfillment that ships nothing (platform_a: cancelled, error, failure) brings no tracking to push.
+    if (fulfillment === null) return IGNORED;
+    return { syncJobIds: await this.receiveTracking(senders, fulfillment, delivery) };
   }
 
   private async receiveFor(job: SyncJob, fulfillment: SourceFulfillment, keys: FulfillmentKeys): Promise<string[]> {
@@ -214,8 +217,7 @@ export class WebhookService {
     return [job.id];
   }
 
-  private async receiveTracking(senders: SourceStore[], body: unknown, delivery: Delivery): Promise<string[]> {
-    const fulfillment = parse(() => this.deps.platforms[senders[0]!.platform].parseFulfillmentWebhook(body));
+  private async receiveTracking(senders: SourceStore[], fulfillment: SourceFulfillment, delivery: Delivery): Promise<string[]> {
     checkTrackingBound(fulfillment.tracking.numbers.length);
     const keys = fulfillmentKeys(fulfillment, delivery.webhookId);
     const owner = () => this.syncJobs.findBySourceOrder(senders.map((store) => store.id), fulfillment.sourceOrderId);
