@@ -150,7 +150,7 @@ export interface PlatformAdapter extends CancellingAdapter {
    * in the order of their update; `cursor` is the previous page's `next` (null: the first page).
    */
   listUpdatedOrders(store: StoreConnection, since: Date, cursor: string | null): Promise<UpdatedPage>;
-  /** The shipments of an order whose updated-list entry left them to be read apart (platform_b's completed orders). */
+  /** The shipments of an order whose updated-list entry left them to be read apart (platform_b's, but those that cannot have shipped). */
   listShipments(store: StoreConnection, orderId: string): Promise<SourceFulfillment[]>;
   /** Reads an orders/create webhook body; throws PayloadError when it is not a valid order. */
   parseOrderWebhook(body: unknown): ResellerOrder;
@@ -199,7 +199,7 @@ export interface UpdatedOrder {
   cancelReason: string | null;
   /** The platform's own status word (platform_a: `cancelled`, its fulfillment_status, or `open`). */
   status: string;
-  /** The shipments the order shows; null when they are read apart (`listShipments`: platform_b's completed orders). */
+  /** The shipments the order shows; null when they are read apart (`listShipments`: platform_b's, in any status but pending, failed, cancelled, refunded). */
   shipments: SourceFulfillment[] | null;
 }
 

@@ -59,6 +59,13 @@ const platformBOrder = z.object({
   meta_data: metaEntries,
 });
 
+/**
+ * platform_b statuses whose orders have no shipment to read: not paid (`pending`, `failed`), or cancelled
+ * (`cancelled`, `refunded`: the supplier's cancellation, recorded as such). Any other status (`processing`,
+ * `on-hold`, `completed`, a status a store adds) may carry shipment trackings.
+ */
+const PLATFORM_B_UNSHIPPED: ReadonlySet<string> = new Set(['pending', 'failed', 'cancelled', 'refunded']);
+
 const platformBTracking = z.object({ tracking_provider: optionalText, tracking_number: optionalText, tracking_link: optionalText });
 
 const customOrder = z.object({
@@ -150,8 +157,9 @@ function readPlatformB(entry: unknown): UpdatedOrder {
     cancelled,
     cancelReason: order.status === 'cancelled' || order.status === 'refunded' ? platformBCancelReason(order.status) : null,
     status: order.status,
-    // A completed order's tracking is in its shipment trackings, read apart; no other status has any.
-    shipments: order.status === 'completed' ? null : [],
+    // Tracking is in the order's shipment trackings, read apart: a supplier can add it without completing
+    // the order (`processing`, `on-hold`, or a status of its own), so only an order that cannot have shipped is not read.
+    shipments: PLATFORM_B_UNSHIPPED.has(order.status) ? [] : null,
   };
 }
 

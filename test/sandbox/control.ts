@@ -60,6 +60,7 @@ const shipSchema = z.object({
   trackingNumbers: z.array(z.string().min(1)).min(1),
   trackingUrls: z.array(z.string()).optional(),
   company: z.string().optional(),
+  keepOpen: z.boolean().optional(),
 });
 
 const storeSchema = z.object({ accessToken: z.string().min(1) });

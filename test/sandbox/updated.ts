@@ -64,12 +64,18 @@ export interface Shipment {
   trackingNumbers: string[];
   trackingUrls?: string[];
   company?: string;
+  /**
+   * The supplier adds the tracking without completing the order: platform_b's order stays as it was
+   * (`processing`), platform_a's becomes `partial`, custom's stays `open`.
+   */
+  keepOpen?: boolean;
 }
 
 /**
  * The supplier ships an order itself and no webhook is sent: the order shows the shipment (platform_a
  * a fulfillment and `fulfillment_status`, platform_b status `completed` and shipment trackings,
- * custom status `fulfilled` and a fulfillment) and its update time moves. Returns the bodies its
+ * custom status `fulfilled` and a fulfillment; with `keepOpen`, the tracking without the status) and
+ * its update time moves. Returns the bodies its
  * fulfillments/create webhooks would carry (platform_b: one per tracking number), for a late delivery.
  */
 export function shipStoredOrder(store: StoreState, platform: Platform, id: string, shipment: Shipment, nextId: () => number): JsonObject[] {
@@ -81,7 +87,7 @@ export function shipStoredOrder(store: StoreState, platform: Platform, id: strin
     case 'platform_a': {
       const fulfillment = buildFulfillmentPayload('platform_a', { orderId: id, fulfillmentId: nextId(), trackingNumbers: shipment.trackingNumbers, trackingUrls: urls, company });
       const fulfillments = [...((order.fulfillments as JsonObject[] | undefined) ?? []), fulfillment];
-      store.saveOrder(platform, { ...order, fulfillments, fulfillment_status: 'fulfilled' });
+      store.saveOrder(platform, { ...order, fulfillments, fulfillment_status: shipment.keepOpen ? 'partial' : 'fulfilled' });
       return [fulfillment];
     }
     case 'platform_b': {
@@ -96,13 +102,13 @@ export function shipStoredOrder(store: StoreState, platform: Platform, id: strin
         });
         return buildFulfillmentPayload('platform_b', { orderId: id, trackingNumbers: [number], trackingUrls: urls[index] ? [urls[index]] : [], company });
       });
-      store.saveOrder(platform, { ...order, status: 'completed' });
+      store.saveOrder(platform, shipment.keepOpen ? order : { ...order, status: 'completed' });
       return payloads;
     }
     case 'custom': {
       const fulfillment = { id: `ful_${nextId()}`, trackingNumbers: shipment.trackingNumbers, trackingUrls: urls, carrier: company, createdAt: new Date().toISOString() };
       const fulfillments = [...((order.fulfillments as JsonObject[] | undefined) ?? []), fulfillment];
-      store.saveOrder(platform, { ...order, status: 'fulfilled', fulfillments });
+      store.saveOrder(platform, { ...order, ...(!shipment.keepOpen && { status: 'fulfilled' }), fulfillments });
       return [buildFulfillmentPayload('custom', { orderId: id, trackingNumbers: shipment.trackingNumbers, trackingUrls: urls, company })];
     }
   }
