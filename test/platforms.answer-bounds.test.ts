@@ -76,9 +76,10 @@ it('an oversized error body is cut to its start: the failure keeps its status an
   expect(orderPosts(sandbox, supplier.shopDomain).map((post) => post.status)).toEqual([503, 201]);
 });
 
-it('a reconciliation page of 300 MB: the run fails with the bound named, memory and /healthz stay bounded', async ({ sandbox, service }) => {
+it('a reconciliation page of 300 MB at every size: the run fails with the bound named, memory and /healthz stay bounded', async ({ sandbox, service }) => {
   const reseller = await openReseller(sandbox, { api: service.api, url: service.url, databaseUrl: service.databaseUrl }, 'platform_a');
-  sandbox.setFaults(reseller.store.shopDomain, { oversizedBodyNext: 1, oversizedBodyBytes: HOSTILE_BYTES });
+  // The page is read again with fewer orders (250, 125, … 1: src/platforms/listing.ts readShrinking); each answer is 300 MB.
+  sandbox.setFaults(reseller.store.shopDomain, { oversizedBodyNext: 8, oversizedBodyBytes: HOSTILE_BYTES });
 
   const id = await reconcile(reseller);
   const watched = await watchWhile(service.url, finishedRun(reseller, id, 30_000));
@@ -86,5 +87,6 @@ it('a reconciliation page of 300 MB: the run fails with the bound named, memory 
   expect(watched.rssGrowthMb).toBeLessThan(100);
   expect(watched.slowestHealthzMs).toBeLessThan(1000);
   expect(watched.result.status).toBe('failed');
-  expect(JSON.stringify(watched.result)).toContain(`answered 200 with a body over ${8 * MB} bytes`);
+  expect(JSON.stringify(watched.result)).toContain(`limit=1 answered 200 with a body over ${8 * MB} bytes`);
+  expect(sandbox.requestsFor(reseller.store.shopDomain)).toHaveLength(8);
 });

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { fromMinorUnits } from '../money.ts';
 import type { ResellerOrder, SourceFulfillment, SupplierOrder, Tracking } from '../orders/types.ts';
 import { type HttpClientSettings, LIST_PAGE, PlatformHttpClient } from './http.ts';
-import { listedOrder, pageEntries, timestamp } from './listing.ts';
+import { listedOrder, pageEntries, readShrinking, timestamp } from './listing.ts';
 import { listShipmentsCustom, listUpdatedCustom } from './updated.ts';
 import { anyId, assertLineTotal, distinct, lineText, optionalText, orderCurrency, parsePayload, postalAddress, priceMinor, quantity, stringList, trackingLinks } from './payload.ts';
 import type { ListedOrder, PlatformAdapter, StoreConnection } from './types.ts';
@@ -90,15 +90,24 @@ export function createCustomAdapter(settings: HttpClientSettings): PlatformAdapt
   };
 }
 
-/** Cursor paging: each answer's `nextCursor` is sent back as `cursor` until it is null. */
+/**
+ * Cursor paging: each answer's `nextCursor` is sent back as `cursor` until it is null. A page whose
+ * answer is over the list page's bound is read again with a smaller `limit` (readShrinking), and the
+ * list goes on with it.
+ */
 async function* listOrders(http: PlatformHttpClient, store: StoreConnection, since: Date): AsyncGenerator<ListedOrder[]> {
   let cursor: string | null = null;
+  let size = LIST_LIMIT;
   do {
-    const query = new URLSearchParams({ createdAfter: since.toISOString(), limit: String(LIST_LIMIT) });
-    if (cursor !== null) query.set('cursor', cursor);
-    const page: { orders: ListedOrder[]; nextCursor: string | null } = await http.get(store, `/orders?${query}`, readOrderPage, LIST_PAGE);
-    yield page.orders;
-    cursor = page.nextCursor;
+    const at: string | null = cursor;
+    const read: { page: { orders: ListedOrder[]; nextCursor: string | null }; size: number } = await readShrinking(size, (asked) => {
+      const query = new URLSearchParams({ createdAfter: since.toISOString(), limit: String(asked) });
+      if (at !== null) query.set('cursor', at);
+      return http.get(store, `/orders?${query}`, readOrderPage, LIST_PAGE);
+    });
+    size = read.size;
+    yield read.page.orders;
+    cursor = read.page.nextCursor;
   } while (cursor !== null);
 }
 

@@ -5,7 +5,7 @@ import type { Platform } from '../orders/types.ts';
 import { redactSecret, storableText } from '../shared/text.ts';
 import type { StorePacer } from '../pacing/rates.ts';
 import { noteExchange } from './exchange.ts';
-import { PayloadError, PlatformError, type StoreConnection } from './types.ts';
+import { AnswerTooLarge, PayloadError, PlatformError, type StoreConnection } from './types.ts';
 
 /** Settings shared by every platform's client. */
 export interface HttpClientSettings {
@@ -274,8 +274,11 @@ export class PlatformHttpClient {
         status: response.status,
       });
     if (response.oversized) {
-      // The same answer would come again: a permanent failure, kept by the job like any other 2xx it cannot read.
-      throw unexpected(`a body over ${request.maxBodyBytes ?? ANSWER_MAX_BYTES} bytes (not read further)`);
+      // The same answer would come again: a permanent failure, kept by the job like any other 2xx it
+      // cannot read (a list page is read again with fewer entries: listing.ts readShrinking).
+      const maxBytes = request.maxBodyBytes ?? ANSWER_MAX_BYTES;
+      const { message } = unexpected(`a body over ${maxBytes} bytes (not read further)`);
+      throw new AnswerTooLarge(message, response.status, maxBytes);
     }
     let body: unknown;
     try {

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import type { ResellerOrder } from '../orders/types.ts';
 import { parsePayload } from './payload.ts';
-import { PayloadError, type ListedOrder } from './types.ts';
+import { AnswerTooLarge, PayloadError, type ListedOrder } from './types.ts';
 
 const ZONE = /(?:[zZ]|[+-]\d{2}:?\d{2})$/;
 
@@ -67,4 +67,48 @@ export function nextLink(header: string | null): string | null {
     if (relations.includes('next') && target) return target;
   }
   return null;
+}
+
+/**
+ * The fewest entries a list page is asked for when its answers are too large: one order, the most a
+ * page can be cut to. Only an order whose own entry is over the list page's bound stops a list.
+ */
+export const MIN_LIST_PAGE_SIZE = 1;
+
+/**
+ * Reads one list page with `size` entries (`read(size)`); when the answer is over the list page's
+ * bound (AnswerTooLarge: a supplier whose orders have many long lines fills 8 MiB with 250 of them),
+ * reads the same page again with half as many, down to MIN_LIST_PAGE_SIZE. The same answer would
+ * come every time, so without this the run or pass failed at that page for ever. Returns the page
+ * and the size it was read with: the list goes on with that size, since its neighbours are alike.
+ */
+export async function readShrinking<T>(size: number, read: (size: number) => Promise<T>): Promise<{ page: T; size: number }> {
+  for (let current = size; ; ) {
+    try {
+      return { page: await read(current), size: current };
+    } catch (error) {
+      if (!(error instanceof AnswerTooLarge) || current <= MIN_LIST_PAGE_SIZE) throw error;
+      current = Math.max(MIN_LIST_PAGE_SIZE, Math.floor(current / 2));
+    }
+  }
+}
+
+/**
+ * A list's next-page URL (as the platform gave it) asking for at most `size` entries: unchanged when
+ * it asks for no more already (platform_a accepts `limit` beside `page_info`, nothing else).
+ */
+export function withLimit(url: string, size: number): string {
+  if (!URL.canParse(url)) return url;
+  const target = new URL(url);
+  const limit = Number(target.searchParams.get('limit'));
+  if (target.searchParams.has('limit') && Number.isInteger(limit) && limit > 0 && limit <= size) return url;
+  target.searchParams.set('limit', String(size));
+  return target.toString();
+}
+
+/** The `limit` a next-page URL asks for, or `fallback` when it names none (or none readable). */
+export function limitOf(url: string, fallback: number): number {
+  if (!URL.canParse(url)) return fallback;
+  const limit = Number(new URL(url).searchParams.get('limit'));
+  return Number.isInteger(limit) && limit > 0 ? Math.min(limit, fallback) : fallback;
 }

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { fromMinorUnits } from '../money.ts';
 import type { PostalAddress, ResellerOrder, SourceFulfillment, SupplierOrder, Tracking } from '../orders/types.ts';
 import { type HttpClientSettings, LIST_PAGE, PlatformHttpClient, type ResponseHeaders } from './http.ts';
-import { listedOrder, nextLink, pageEntries, timestamp } from './listing.ts';
+import { listedOrder, nextLink, pageEntries, readShrinking, timestamp, withLimit } from './listing.ts';
 import { listShipmentsPlatformA, listUpdatedPlatformA } from './updated.ts';
 import { anyId, assertLineTotal, distinct, lineText, numericId, optionalText, orderCurrency, parsePayload, platformAFulfillmentShipped, postalAddress, priceMinor, quantity, stringList, trackingLinks } from './payload.ts';
 import type { ListedOrder, PlatformAdapter, StoreConnection } from './types.ts';
@@ -95,14 +95,20 @@ export function createPlatformAAdapter(settings: HttpClientSettings): PlatformAd
 
 /**
  * Cursor paging: the first request carries the filters; each further page is the `Link` header's
- * `rel="next"` URL exactly as given (with `page_info`, the platform refuses any other filter).
+ * `rel="next"` URL exactly as given (with `page_info`, the platform refuses any other filter but
+ * `limit`). A page whose answer is over the list page's bound is read again with a smaller `limit`
+ * (readShrinking), and the list goes on with it.
  */
 async function* listOrders(http: PlatformHttpClient, store: StoreConnection, since: Date): AsyncGenerator<ListedOrder[]> {
-  const query = new URLSearchParams({ status: 'any', created_at_min: since.toISOString(), limit: String(LIST_LIMIT) });
-  let page = await http.get(store, `${API}/orders.json?${query}`, readOrderPage, LIST_PAGE);
+  const first = (size: number) => {
+    const query = new URLSearchParams({ status: 'any', created_at_min: since.toISOString(), limit: String(size) });
+    return http.get(store, `${API}/orders.json?${query}`, readOrderPage, LIST_PAGE);
+  };
+  let { page, size } = await readShrinking(LIST_LIMIT, first);
   yield page.orders;
   while (page.next !== null) {
-    page = await http.getUrl(store, page.next, readOrderPage, LIST_PAGE);
+    const next = page.next;
+    ({ page, size } = await readShrinking(size, (asked) => http.getUrl(store, asked < LIST_LIMIT ? withLimit(next, asked) : next, readOrderPage, LIST_PAGE)));
     yield page.orders;
   }
 }

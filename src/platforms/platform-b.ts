@@ -9,9 +9,9 @@ import type {
   Tracking,
 } from '../orders/types.ts';
 import { type HttpClientSettings, LIST_PAGE, PlatformHttpClient, type ResponseHeaders } from './http.ts';
-import { listedOrder, pageEntries, timestamp } from './listing.ts';
+import { listedOrder, pageEntries, readShrinking, timestamp } from './listing.ts';
 import { listShipmentsPlatformB, listUpdatedPlatformB } from './updated.ts';
-import { firstPosition, followByTime, type TimePosition } from './time-paging.ts';
+import { atPageSize, firstPosition, followByTime, type TimePosition } from './time-paging.ts';
 import { anyId, assertLineTotal, distinct, lineText, numericId, optionalText, orderCurrency, parsePayload, postalAddress, priceMinor, quantity, roundedPriceMinor, trackingLinks, unitPriceOfTotal } from './payload.ts';
 import { type Created, type ListedOrder, PayloadError, PlatformError, type PlatformAdapter, type StoreConnection } from './types.ts';
 import { createdLines, platformBCancelling } from './cancelling.ts';
@@ -137,21 +137,30 @@ export function createPlatformBAdapter(settings: HttpClientSettings): PlatformAd
 /**
  * `after&orderby=date&order=asc`, followed by the creation time of the last order listed
  * (src/platforms/time-paging.ts), up to the `X-WP-TotalPages` of the latest answer: an order trashed
- * while the list is read shifts the later ones back, and paging by number would skip one.
+ * while the list is read shifts the later ones back, and paging by number would skip one. A page
+ * whose answer is over the list page's bound is read again with a smaller `per_page`
+ * (readShrinking), and the list goes on with it.
  */
 async function* listOrders(http: PlatformHttpClient, store: StoreConnection, since: Date): AsyncGenerator<ListedOrder[]> {
+  let size = LIST_PER_PAGE;
   for (let position: TimePosition | null = firstPosition(since); position !== null; ) {
-    const query = new URLSearchParams({
-      after: new Date(position.after).toISOString(),
-      per_page: String(LIST_PER_PAGE),
-      page: String(position.page),
-      orderby: 'date',
-      order: 'asc',
+    const from: TimePosition = position;
+    const read = await readShrinking(size, (asked) => {
+      const query = new URLSearchParams({
+        after: new Date(from.after).toISOString(),
+        per_page: String(asked),
+        page: String(atPageSize(from, size, asked).page),
+        orderby: 'date',
+        order: 'asc',
+      });
+      return http.get(store, `${API}/orders?${query}`, readOrderPage, LIST_PAGE);
     });
-    const { orders, totalPages } = await http.get(store, `${API}/orders?${query}`, readOrderPage, LIST_PAGE);
+    const at = atPageSize(from, size, read.size);
+    size = read.size;
+    const { orders, totalPages } = read.page;
     // Without the header (a proxy may drop it), a short page is the last one.
-    const last = totalPages === null ? orders.length < LIST_PER_PAGE : position.page >= totalPages;
-    const page: { fresh: ListedOrder[]; next: TimePosition | null } = followByTime(position, orders, (order) => ({ id: order.externalOrderId, time: order.createdAt }), last);
+    const last = totalPages === null ? orders.length < size : at.page >= totalPages;
+    const page: { fresh: ListedOrder[]; next: TimePosition | null } = followByTime(at, orders, (order) => ({ id: order.externalOrderId, time: order.createdAt }), last);
     yield page.fresh;
     position = page.next;
   }

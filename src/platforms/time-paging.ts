@@ -44,3 +44,14 @@ export function followByTime<T>(position: TimePosition, listed: T[], orderOf: (e
         { after: position.after, page: position.page + 1, seen: [...new Set([...position.seen, ...atLastSecond])] };
   return { fresh, next };
 }
+
+/**
+ * The same place in the list read with pages of `to` entries rather than `from` (a page too large
+ * read again smaller, src/platforms/listing.ts readShrinking): only a position past the first page
+ * (a full page within one second) changes, to the page holding the first entry the old page would
+ * have. It may start a little earlier; the entries listed again are among `seen`, and left out.
+ */
+export function atPageSize(position: TimePosition, from: number, to: number): TimePosition {
+  if (position.page === 1 || from === to) return position;
+  return { ...position, page: Math.floor(((position.page - 1) * from) / to) + 1 };
+}

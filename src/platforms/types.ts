@@ -176,6 +176,22 @@ export class PlatformError extends Error {
   }
 }
 
+/**
+ * A 2xx answer longer than the request's bound (src/platforms/http.ts), not read further. The same
+ * request would get the same answer, so it is not retryable as such; a list page is read again with
+ * fewer entries instead (src/platforms/listing.ts `readShrinking`).
+ */
+export class AnswerTooLarge extends PlatformError {
+  constructor(
+    message: string,
+    status: number,
+    /** The bound the answer went over, in bytes. */
+    readonly maxBytes: number,
+  ) {
+    super(message, false, status);
+  }
+}
+
 /** A webhook body that verified but is not a valid payload for the platform. */
 export class PayloadError extends Error {
   constructor(

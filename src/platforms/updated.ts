@@ -7,10 +7,10 @@
 import { z } from 'zod';
 import type { SourceFulfillment } from '../orders/types.ts';
 import { LIST_PAGE, type PlatformHttpClient, type ResponseHeaders } from './http.ts';
-import { nextLink, pageEntries, timestamp } from './listing.ts';
+import { limitOf, nextLink, pageEntries, readShrinking, timestamp, withLimit } from './listing.ts';
 import { anyId, distinct, numericId, optionalText, parsePayload, platformAFulfillmentShipped, stringList, trackingLinks } from './payload.ts';
 import { PayloadError, type StoreConnection, type UpdatedOrder, type UpdatedPage } from './types.ts';
-import { firstPosition, followByTime, type TimePosition } from './time-paging.ts';
+import { atPageSize, firstPosition, followByTime, type TimePosition } from './time-paging.ts';
 import { platformBCancelReason } from './cancel-webhooks.ts';
 
 export type { UpdatedOrder, UpdatedPage } from './types.ts';
@@ -82,15 +82,27 @@ const customOrder = z.object({
 
 const textValue = (value: unknown) => (typeof value === 'string' && value.trim() !== '' ? value.trim() : null);
 
-/** platform_a: `updated_at_min`, then the `Link` header's `rel="next"` URL as given. */
+/**
+ * platform_a: `updated_at_min`, then the `Link` header's `rel="next"` URL as given. A page whose answer
+ * is over the list page's bound is read again with a smaller `limit` (readShrinking); the next URL the
+ * platform gives keeps that limit.
+ */
 export async function listUpdatedPlatformA(http: PlatformHttpClient, store: StoreConnection, since: Date, cursor: string | null): Promise<UpdatedPage> {
   const read = (body: unknown, headers: ResponseHeaders): UpdatedPage => {
     const list = parsePayload(z.object({ orders: z.unknown() }), body, 'platform_a updated order list').orders;
     return { orders: pageEntries(list, 'platform_a updated order list').map(readPlatformA), next: nextLink(headers('link')) };
   };
-  if (cursor !== null) return http.getUrl(store, cursor, read, LIST_PAGE);
-  const query = new URLSearchParams({ status: 'any', updated_at_min: since.toISOString(), limit: String(UPDATED_PAGE_SIZE.platform_a) });
-  return http.get(store, `${A_API}/orders.json?${query}`, read, LIST_PAGE);
+  const largest = UPDATED_PAGE_SIZE.platform_a;
+  if (cursor !== null) {
+    const size = limitOf(cursor, largest);
+    return (await readShrinking(size, (asked) => http.getUrl(store, asked < size ? withLimit(cursor, asked) : cursor, read, LIST_PAGE))).page;
+  }
+  return (
+    await readShrinking(largest, (asked) => {
+      const query = new URLSearchParams({ status: 'any', updated_at_min: since.toISOString(), limit: String(asked) });
+      return http.get(store, `${A_API}/orders.json?${query}`, read, LIST_PAGE);
+    })
+  ).page;
 }
 
 function readPlatformA(entry: unknown): UpdatedOrder {
@@ -115,9 +127,10 @@ function readPlatformA(entry: unknown): UpdatedOrder {
   };
 }
 
-const platformBPosition = z.object({ after: z.number().int(), page: z.number().int().min(1), seen: z.array(z.string()) });
+/** Where platform_b's updated list goes on, and its page size (smaller than the largest after a page too large). */
+const platformBPosition = z.object({ after: z.number().int(), page: z.number().int().min(1), seen: z.array(z.string()), size: z.number().int().min(1).max(UPDATED_PAGE_SIZE.platform_b).optional() });
 
-function readPlatformBPosition(cursor: string): TimePosition {
+function readPlatformBPosition(cursor: string): TimePosition & { size?: number | undefined } {
   let parsed;
   try {
     parsed = platformBPosition.safeParse(JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')));
@@ -128,23 +141,32 @@ function readPlatformBPosition(cursor: string): TimePosition {
   return parsed.data;
 }
 
-const writePlatformBPosition = (position: TimePosition) => Buffer.from(JSON.stringify(position)).toString('base64url');
+const writePlatformBPosition = (position: TimePosition, size: number) =>
+  Buffer.from(JSON.stringify(size === UPDATED_PAGE_SIZE.platform_b ? position : { ...position, size })).toString('base64url');
 
-/** platform_b: `modified_after&orderby=modified`, followed by the time of the last change listed (src/platforms/time-paging.ts). */
+/**
+ * platform_b: `modified_after&orderby=modified`, followed by the time of the last change listed
+ * (src/platforms/time-paging.ts). A page whose answer is over the list page's bound is read again
+ * with a smaller `per_page` (readShrinking); the position handed on keeps that size.
+ */
 export async function listUpdatedPlatformB(http: PlatformHttpClient, store: StoreConnection, since: Date, cursor: string | null): Promise<UpdatedPage> {
-  const position = cursor === null ? firstPosition(since) : readPlatformBPosition(cursor);
-  const size = UPDATED_PAGE_SIZE.platform_b;
-  const query = new URLSearchParams({ modified_after: new Date(position.after).toISOString(), per_page: String(size), page: String(position.page), orderby: 'modified', order: 'asc' });
-  return http.get(store, `${B_API}/orders?${query}`, (body, headers) => {
-    const totalPages = headers('x-wp-totalpages');
-    if (totalPages !== null && !/^\d+$/.test(totalPages.trim())) {
-      throw new PayloadError(`invalid platform_b updated order list: X-WP-TotalPages: expected a number, got ${totalPages.slice(0, 20)}`);
-    }
-    const listed = pageEntries(body, 'platform_b updated order list').map(readPlatformB);
-    const last = totalPages === null ? listed.length < size : position.page >= Number(totalPages);
-    const { fresh, next } = followByTime(position, listed, (order) => ({ id: order.externalOrderId, time: order.updatedAt }), last);
-    return { orders: fresh, next: next && writePlatformBPosition(next) };
-  }, LIST_PAGE);
+  const { size: given, ...position } = cursor === null ? { ...firstPosition(since), size: undefined } : readPlatformBPosition(cursor);
+  const size = given ?? UPDATED_PAGE_SIZE.platform_b;
+  const read = (asked: number) => {
+    const at = atPageSize(position, size, asked);
+    const query = new URLSearchParams({ modified_after: new Date(at.after).toISOString(), per_page: String(asked), page: String(at.page), orderby: 'modified', order: 'asc' });
+    return http.get(store, `${B_API}/orders?${query}`, (body, headers) => {
+      const totalPages = headers('x-wp-totalpages');
+      if (totalPages !== null && !/^\d+$/.test(totalPages.trim())) {
+        throw new PayloadError(`invalid platform_b updated order list: X-WP-TotalPages: expected a number, got ${totalPages.slice(0, 20)}`);
+      }
+      const listed = pageEntries(body, 'platform_b updated order list').map(readPlatformB);
+      const last = totalPages === null ? listed.length < asked : at.page >= Number(totalPages);
+      const { fresh, next } = followByTime(at, listed, (order) => ({ id: order.externalOrderId, time: order.updatedAt }), last);
+      return { orders: fresh, next: next && writePlatformBPosition(next, asked) };
+    }, LIST_PAGE);
+  };
+  return (await readShrinking(size, read)).page;
 }
 
 function readPlatformB(entry: unknown): UpdatedOrder {
@@ -174,14 +196,39 @@ export function listShipmentsPlatformB(http: PlatformHttpClient, store: StoreCon
   );
 }
 
-/** custom: `updatedAfter`, then each answer's `nextCursor` as `cursor`. */
+/** Where custom's updated list goes on: the platform's cursor, and the page size when smaller than the largest. */
+const customPosition = z.object({ cursor: z.string().min(1), size: z.number().int().min(1).max(UPDATED_PAGE_SIZE.custom).optional() });
+
+function readCustomPosition(cursor: string): z.infer<typeof customPosition> {
+  let parsed;
+  try {
+    parsed = customPosition.safeParse(JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')));
+  } catch {
+    parsed = null;
+  }
+  if (!parsed?.success) throw new RangeError('invalid custom list position');
+  return parsed.data;
+}
+
+const writeCustomPosition = (cursor: string, size: number) =>
+  Buffer.from(JSON.stringify(size === UPDATED_PAGE_SIZE.custom ? { cursor } : { cursor, size })).toString('base64url');
+
+/**
+ * custom: `updatedAfter`, then each answer's `nextCursor` as `cursor`. A page whose answer is over the
+ * list page's bound is read again with a smaller `limit` (readShrinking); the position handed on (the
+ * platform's cursor) keeps that size.
+ */
 export async function listUpdatedCustom(http: PlatformHttpClient, store: StoreConnection, since: Date, cursor: string | null): Promise<UpdatedPage> {
-  const query = new URLSearchParams({ updatedAfter: since.toISOString(), limit: String(UPDATED_PAGE_SIZE.custom) });
-  if (cursor !== null) query.set('cursor', cursor);
-  return http.get(store, `/orders?${query}`, (body) => {
-    const page = parsePayload(z.object({ data: z.unknown(), nextCursor: z.string().min(1).nullish() }), body, 'custom updated order list');
-    return { orders: pageEntries(page.data, 'custom updated order list').map(readCustom), next: page.nextCursor ?? null };
-  }, LIST_PAGE);
+  const position = cursor === null ? null : readCustomPosition(cursor);
+  const read = (asked: number) => {
+    const query = new URLSearchParams({ updatedAfter: since.toISOString(), limit: String(asked) });
+    if (position !== null) query.set('cursor', position.cursor);
+    return http.get(store, `/orders?${query}`, (body) => {
+      const page = parsePayload(z.object({ data: z.unknown(), nextCursor: z.string().min(1).nullish() }), body, 'custom updated order list');
+      return { orders: pageEntries(page.data, 'custom updated order list').map(readCustom), next: page.nextCursor ? writeCustomPosition(page.nextCursor, asked) : null };
+    }, LIST_PAGE);
+  };
+  return (await readShrinking(position?.size ?? UPDATED_PAGE_SIZE.custom, read)).page;
 }
 
 function readCustom(entry: unknown): UpdatedOrder {
