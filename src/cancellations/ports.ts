@@ -53,7 +53,7 @@ export interface CancelledJobs {
    * reference (an answer lost, then the job died): its fulfillments and the supplier's cancellation
    * then find the job, and the job no longer counts as having sent an order it never learned.
    */
-  recordFoundOrder(syncJobId: string, sourceOrderId: string): Promise<void>;
+  recordFoundOrder(syncJobId: string, sourceOrderId: string): Promise<unknown>;
   /** Version-checked writes of jobs ended unplaced (VOID), with their audit entries. */
   writeVoidsIn(trx: Trx, writes: AttemptWrite<SyncJob>[]): Promise<boolean[]>;
 }

@@ -26,6 +26,13 @@ export interface WatchedJobs {
    */
   inDoubtAmong(sourceStoreId: string, syncJobIds: string[]): Promise<Map<string, SyncJob>>;
   /**
+   * Records on a job ended unplaced (VOID: its whole-order cancellation, not over, looks the order up
+   * by its reference) the supplier order a pass listed with its reference, with audit entry
+   * `sync_job.order_found` naming the pass. The one write of this port: the cancellation's retry then
+   * cancels that order, where its own lookup may stop at its page bound. Whether it was recorded now.
+   */
+  recordFoundOrder(syncJobId: string, sourceOrderId: string, watchPassId: string): Promise<boolean>;
+  /**
    * Which of these orders of a reseller store have a sync job, however it was made: one a reseller
    * routed by hand (POST /v1/sync_jobs) has jobs and a supplier order, and no `routed_orders` row.
    */

@@ -365,13 +365,18 @@ export class SyncJobRepository {
   }
 
   /**
-   * See `CancelledJobs.recordFoundOrder`: a voided job's order, found by its reference. Versioned, as
-   * the job's state changes, with audit entry `sync_job.order_found` (the job's only change of
-   * `sourceOrderId` that no transition makes).
+   * See `CancelledJobs.recordFoundOrder`: a voided job's order, found by its reference (by its
+   * cancellation's lookup, or listed by the divergence watch: `watchPassId`, the watch's port
+   * `WatchedJobs`). Versioned, as the job's state changes, with audit entry `sync_job.order_found`
+   * (the job's only change of `sourceOrderId` that no transition makes). Returns whether it was
+   * recorded now (false: the job has an order already, or is not a voided one).
    */
-  async recordFoundOrder(syncJobId: string, sourceOrderId: string): Promise<void> {
+  async recordFoundOrder(syncJobId: string, sourceOrderId: string, watchPassId?: string): Promise<boolean> {
     const now = new Date();
-    await this.db
+    const foundBy = watchPassId === undefined
+      ? sql<unknown>`jsonb_build_object('foundBy', 'the job''s reference, looked up by its cancellation')`
+      : sql<unknown>`jsonb_build_object('foundBy', 'the job''s reference, listed by the divergence watch', 'watchPassId', ${watchPassId}::text)`;
+    const recorded = await this.db
       .with('found', (db) =>
         db
           .updateTable('sync_jobs')
@@ -391,8 +396,7 @@ export class SyncJobRepository {
             eb.val('sync_job.order_found').as('action'),
             eb.val('sync_job').as('resource_type'),
             'f.id as resource_id',
-            sql<unknown>`jsonb_build_object('sourceOrderId', ${sourceOrderId}::text, 'externalOrderId', f.external_order_id, 'sourceStoreId', f.source_store_id,
-              'foundBy', 'the job''s reference, looked up by its cancellation')`.as('metadata'),
+            sql<unknown>`jsonb_build_object('sourceOrderId', ${sourceOrderId}::text, 'externalOrderId', f.external_order_id, 'sourceStoreId', f.source_store_id) || ${foundBy}`.as('metadata'),
             eb.val(SYSTEM_ACTOR).as('actor_id'),
             eb.val(now).as('created_at'),
           ]),
@@ -401,6 +405,7 @@ export class SyncJobRepository {
       .selectFrom('found')
       .select('id')
       .execute();
+    return recorded.length > 0;
   }
 
   /**
