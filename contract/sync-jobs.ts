@@ -158,7 +158,11 @@ export const syncJobsContract = c.router(
         status: SyncJobStatusSchema.optional(),
         reseller_store_id: z.string().max(64).optional(),
         source_store_id: z.string().max(64).optional(),
-        external_order_id: z.string().max(32).optional(),
+        external_order_id: z
+          .string()
+          .max(32)
+          .optional()
+          .describe('The order\'s id as `POST /v1/sync_jobs` reads it: on platform_a and platform_b storefronts leading zeros are dropped (`01001` finds order 1001), on a custom storefront the id is matched as given.'),
       }),
       responses: { 200: listOf(SyncJobFields, 'SyncJobList'), 400: errorResponse(400) },
       summary: 'List sync jobs',

@@ -92,7 +92,7 @@ export function createServices(infrastructure: Infrastructure) {
   const resellerStores = new ResellerStoreService(resellerStoreRepository, { config, secrets }, divergenceRepository, cancellations, sourceStoreRepository);
   const sourceStores = new SourceStoreService(sourceStoreRepository, { config, secrets }, resellerStores);
   const fulfillmentRepository = new FulfillmentRepository(orm, orderInDoubt);
-  const syncJobs = new SyncJobService({ jobs: syncJobRepository, timelines, queue, outbox, metrics }, sourceStores, fulfillmentRepository, cancellations);
+  const syncJobs = new SyncJobService({ jobs: syncJobRepository, timelines, queue, outbox, metrics }, sourceStores, fulfillmentRepository, cancellations, resellerStoreRepository);
   // Every fulfillment recorded, whoever records it, also tells a cancellation it came too late (the supplier shipped anyway).
   const fulfillmentRecorded: FulfillmentRecorded[] = [...FULFILLMENT_RECORDED, (trx, fulfillment) => cancellations.fulfilledAfterCancellationIn(trx, fulfillment.syncJobId)];
   const fulfillments = new FulfillmentService({ fulfillments: fulfillmentRepository, queue, metrics, logger, platforms }, syncJobRepository, resellerStoreRepository, fulfillmentRecorded);

@@ -55,3 +55,36 @@ describe('a manual job for an order id written with leading zeros', () => {
     expect((await settled(api, custom.user.token, created.id)).status).toBe('completed');
   });
 });
+
+describe('the list filter external_order_id', () => {
+  const jobsFor = async (api: Parameters<typeof createJob>[0], token: string, query: string): Promise<string[]> => {
+    const listed = await api.get(`/v1/sync_jobs?${query}`, { token });
+    expect(listed.status, JSON.stringify(listed.body)).toBe(200);
+    return listed.body.data.map((job: { id: string }) => job.id);
+  };
+
+  it('finds a platform_a job by the order id written with leading zeros, as POST reads it, and a custom storefront’s by its id as given', async ({ api, sandbox }) => {
+    const shop = await openShop(api);
+    const acme = await addSupplier(api, shop, { vendorTag: 'Acme' });
+    const token = shop.user.token;
+    const orderId = seedResellerOrder(sandbox, shop, [lineOf('Acme')]);
+    const numeric = await createJob(api, token, acme.id, `0${orderId}`);
+    // No custom storefront yet: the padded id is the number alone.
+    expect(await jobsFor(api, token, `external_order_id=000${orderId}`)).toEqual([numeric.id]);
+    expect(await jobsFor(api, token, `external_order_id=000`)).toEqual([]);
+
+    const custom = await openShop(api, { platform: 'custom' }, shop.user);
+    const customAcme = await addSupplier(api, custom, { vendorTag: 'Acme' });
+    // On the custom storefront `0<id>` and `<id>` are two orders; only `0<id>` has a job.
+    const customOrderId = seedResellerOrder(sandbox, custom, [lineOf('Acme')], `0${orderId}`);
+    const customJob = await createJob(api, token, customAcme.id, customOrderId);
+
+    expect(await jobsFor(api, token, `external_order_id=${orderId}`)).toEqual([numeric.id]);
+    expect((await jobsFor(api, token, `external_order_id=0${orderId}`)).sort()).toEqual([numeric.id, customJob.id].sort());
+    expect(await jobsFor(api, token, `external_order_id=00${orderId}`)).toEqual([numeric.id]);
+    expect(await jobsFor(api, token, `external_order_id=00${orderId}&reseller_store_id=${shop.reseller.id}`)).toEqual([numeric.id]);
+    expect(await jobsFor(api, token, `external_order_id=0${orderId}&reseller_store_id=${custom.reseller.id}`)).toEqual([customJob.id]);
+    expect(await jobsFor(api, token, `external_order_id=${orderId}&reseller_store_id=${custom.reseller.id}`)).toEqual([]);
+    expect(await jobsFor(api, token, `external_order_id=000`)).toEqual([]);
+  });
+});

@@ -122,6 +122,12 @@ export class ResellerStoreRepository {
     return findPage(this.orm.em, ResellerStore, { ownerId, deletedAt: null }, page);
   }
 
+  /** The ids of the user's stores on `platform`, deleted ones included (their sync jobs are still listed). */
+  async idsOnPlatform(ownerId: string, platform: ResellerStore['platform']): Promise<string[]> {
+    const stores = await this.orm.em.fork().find(ResellerStore, { ownerId, platform }, { fields: ['id'] });
+    return stores.map((store) => store.id);
+  }
+
   /** The user's store, deleted ones included. */
   findOwned(ownerId: string, id: string): Promise<ResellerStore | null> {
     return this.orm.em.findOne(ResellerStore, { id, ownerId });

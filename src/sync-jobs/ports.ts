@@ -2,6 +2,7 @@ import type { Trx } from '../db/sql.ts';
 import type { AttemptEntry } from '../attempts/entity.ts';
 import type { CancellationView } from '../cancellations/present.ts';
 import type { Fulfillment } from '../fulfillments/entity.ts';
+import type { Platform } from '../orders/types.ts';
 
 /** A job's fulfillments, as its GET shows them: the fulfillments' repository, handed in by the composition root (src/services.ts). */
 export interface FulfillmentReads {
@@ -21,4 +22,13 @@ export interface CancellationReads {
 /** The timeline entries of rows (jobs, fulfillments), each row's oldest first: the retry framework's, handed in by the composition root. */
 export interface AttemptTimelines {
   find(rowIds: string[]): Promise<AttemptEntry[]>;
+}
+
+/**
+ * The ids of an owner's storefronts on a platform, deleted ones included: the list filter
+ * `external_order_id` reads an id as a number on platform_a and platform_b and as given on custom
+ * ones. The reseller stores' repository, handed in by the composition root.
+ */
+export interface Storefronts {
+  idsOnPlatform(ownerId: string, platform: Platform): Promise<string[]>;
 }

@@ -1,3 +1,4 @@
+import type { FilterQuery } from '@mikro-orm/postgresql';
 import { sql } from 'kysely';
 import { insertAuditFrom, SYSTEM_ACTOR } from '../audit-log/repository.ts';
 import { newId } from '../shared/ids.ts';
@@ -21,6 +22,24 @@ export interface JobFilters extends PageQuery {
   reseller_store_id?: string | undefined;
   source_store_id?: string | undefined;
   external_order_id?: string | undefined;
+}
+
+/**
+ * The jobs of one storefront order id (the list filter `external_order_id`): `asGiven` on the
+ * custom storefronts among `customStorefronts`, `numeric` (the id read as a number, null for 0)
+ * on every other storefront. When the two are the same, the id alone decides.
+ */
+export interface OrderIdMatch {
+  asGiven: string;
+  numeric: string | null;
+  customStorefronts: string[];
+}
+
+function orderIdWhere({ asGiven, numeric, customStorefronts }: OrderIdMatch): FilterQuery<SyncJob> {
+  if (numeric === asGiven) return { externalOrderId: asGiven };
+  const onCustom: FilterQuery<SyncJob> = { externalOrderId: asGiven, resellerStoreId: { $in: customStorefronts } };
+  if (numeric === null) return onCustom;
+  return { $or: [onCustom, { externalOrderId: numeric, resellerStoreId: { $nin: customStorefronts } }] };
 }
 
 /** Which failed or dead jobs a bulk retry takes (POST /v1/sync_jobs/bulk_retry). */
@@ -121,19 +140,14 @@ export class SyncJobRepository {
     return this.orm.em.fork().findOne(SyncJob, { id });
   }
 
-  list(ownerId: string, filters: JobFilters): Promise<Page<SyncJob>> {
-    return findPage(
-      this.orm.em,
-      SyncJob,
-      {
-        ownerId,
-        ...(filters.status !== undefined && { status: filters.status }),
-        ...(filters.reseller_store_id !== undefined && { resellerStoreId: filters.reseller_store_id }),
-        ...(filters.source_store_id !== undefined && { sourceStoreId: filters.source_store_id }),
-        ...(filters.external_order_id !== undefined && { externalOrderId: filters.external_order_id }),
-      },
-      filters,
-    );
+  list(ownerId: string, filters: Omit<JobFilters, 'external_order_id'>, orderId?: OrderIdMatch): Promise<Page<SyncJob>> {
+    const where: FilterQuery<SyncJob> = {
+      ownerId,
+      ...(filters.status !== undefined && { status: filters.status }),
+      ...(filters.reseller_store_id !== undefined && { resellerStoreId: filters.reseller_store_id }),
+      ...(filters.source_store_id !== undefined && { sourceStoreId: filters.source_store_id }),
+    };
+    return findPage(this.orm.em, SyncJob, orderId === undefined ? where : { $and: [where, orderIdWhere(orderId)] }, filters);
   }
 
   /**

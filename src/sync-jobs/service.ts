@@ -6,7 +6,7 @@ import type { Outbox } from '../events/outbox.ts';
 import type { NewEvent } from '../events/types.ts';
 import type { Metrics } from '../metrics/index.ts';
 import { syncJobEvent, syncJobEventsIn } from './events.ts';
-import type { AttemptTimelines, CancellationReads, FulfillmentReads } from './ports.ts';
+import type { AttemptTimelines, CancellationReads, FulfillmentReads, Storefronts } from './ports.ts';
 import type { JobWithFulfillments } from './present.ts';
 
 export type { JobWithFulfillments };
@@ -21,7 +21,7 @@ import type { Page } from '../shared/paging.ts';
 import { jobAuditRecord } from './attempt.ts';
 import { retryByHand } from '../attempts/manual-retry.ts';
 import type { SyncJob } from './entity.ts';
-import type { SyncJobRepository, CandidateJob, JobCandidate, JobFilters, RetryFilters } from './repository.ts';
+import type { SyncJobRepository, CandidateJob, JobCandidate, JobFilters, OrderIdMatch, RetryFilters } from './repository.ts';
 
 /** A reseller order to route: what every job created for it shares. */
 export interface OrderToRoute {
@@ -74,6 +74,7 @@ export class SyncJobService {
     private readonly sourceStores: SourceStoreService,
     private readonly fulfillments: FulfillmentReads,
     private readonly cancellations: CancellationReads,
+    private readonly storefronts: Storefronts,
   ) {
     this.jobs = deps.jobs;
   }
@@ -195,8 +196,21 @@ export class SyncJobService {
     return { fulfillments, fulfillmentAttempts, cancellations: await this.cancellations.viewsOfJob(syncJobId) };
   }
 
-  list(principal: Principal, filters: JobFilters): Promise<Page<SyncJob>> {
-    return this.jobs.list(principal.userId, filters);
+  /**
+   * GET /v1/sync_jobs. `external_order_id` names an order as POST reads it: on platform_a and
+   * platform_b `01001` is order 1001 (its jobs are keyed `1001`), on a custom storefront `01001`
+   * is its own order. Only an id written with leading zeros reads differently on the two, so only
+   * then are the owner's custom storefronts looked up.
+   */
+  async list(principal: Principal, filters: JobFilters): Promise<Page<SyncJob>> {
+    const { external_order_id: given, ...rest } = filters;
+    if (given === undefined) return this.jobs.list(principal.userId, rest);
+    const numeric = canonicalOrderId('platform_a', given);
+    const orderId: OrderIdMatch =
+      numeric === given
+        ? { asGiven: given, numeric, customStorefronts: [] }
+        : { asGiven: given, numeric, customStorefronts: await this.storefronts.idsOnPlatform(principal.userId, 'custom') };
+    return this.jobs.list(principal.userId, rest, orderId);
   }
 
   /**
