@@ -20,3 +20,13 @@ export const MAX_QUANTITY = 1_000_000;
  * (platform_b) spends one of the reseller store's turns on each.
  */
 export const MAX_TRACKING_NUMBERS_PER_FULFILLMENT = 100;
+
+/**
+ * The storefront order ids the service keeps (a sync job's `externalOrderId`): 1 to 32 ASCII
+ * letters, digits, `_` and `-`. An order webhook, a reconciled order or a cancellation with another
+ * id is refused, and so is `POST /v1/sync_jobs`. platform_a and platform_b ids are numbers (digits only).
+ */
+export const EXTERNAL_ORDER_ID = /^[A-Za-z0-9_-]{1,32}$/;
+
+/** The most digits of a platform_a or platform_b order id given to `POST /v1/sync_jobs` (leading zeros included). */
+export const MAX_NUMERIC_ORDER_ID_DIGITS = 20;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ATTEMPT_OUTCOMES, ATTEMPT_TRIGGERS, CANCELLATION_OUTCOMES, CANCELLATION_SCOPES, CANCELLATION_STATUSES, FULFILLMENT_STATUSES, SYNC_JOB_STATUSES } from './enums.ts';
+import { EXTERNAL_ORDER_ID, MAX_NUMERIC_ORDER_ID_DIGITS } from './limits.ts';
 import { auth, authErrors, bodyErrors, c, errorResponse, FilterTimestamp, IdParam, listOf, openApi, NullableTimestamp, PageQuery, RequestId, Timestamp } from './common.ts';
 
 const SyncJobStatusSchema = z
@@ -101,7 +102,7 @@ const SyncJobFields = openApi(z.object({
   sourceStoreId: z.string(),
   status: SyncJobStatusSchema,
   attempts: z.number().int().describe('Processing attempts so far; 0 on a new job.'),
-  externalOrderId: z.string().describe('Numeric order id on the reseller platform.'),
+  externalOrderId: z.string().describe('Order id on the reseller platform: a number on platform_a and platform_b (without leading zeros), a custom storefront\'s string id as it gave it.'),
   sourceOrderId: z.string().nullable().describe('Order id on the source store, once placed.'),
   errorMessage: z.string().nullable().describe('Why the last attempt failed; cleared on retry.'),
   completedAt: NullableTimestamp,
@@ -143,8 +144,10 @@ export const syncJobsContract = c.router(
         source_store_id: z.string().min(1).max(64),
         external_order_id: z
           .string()
-          .regex(/^\d{1,20}$/, 'must be a numeric order id')
-          .describe('The order\'s id on the reseller platform. On platform_a and platform_b, whose order ids are numbers, leading zeros are dropped (`01001` is order 1001, and 0 is refused); a custom storefront\'s id is kept as given.'),
+          .regex(EXTERNAL_ORDER_ID, 'must be an order id: 1 to 32 letters, digits, "_" or "-"')
+          .describe(
+            `The order's id on the reseller platform: 1 to 32 ASCII letters, digits, \`_\` and \`-\`. On platform_a and platform_b, whose order ids are numbers, it must be 1 to ${MAX_NUMERIC_ORDER_ID_DIGITS} digits (anything else is 400 \`validation_failed\`) and leading zeros are dropped (\`01001\` is order 1001, and 0 is refused); a custom storefront's id is a string (e.g. \`SO-1001\`), kept as given.`,
+          ),
       }),
       responses: { 201: SyncJob, 200: SyncJob, 400: errorResponse(400), ...bodyErrors },
       summary: 'Create a sync job',

@@ -88,3 +88,48 @@ describe('the list filter external_order_id', () => {
     expect(await jobsFor(api, token, `external_order_id=000`)).toEqual([]);
   });
 });
+
+describe('a manual job for a custom storefront’s order', () => {
+  let custom: Shop;
+  let supplier: Supplier;
+  it.beforeAll(async ({ api }) => {
+    custom = await openShop(api, { platform: 'custom' });
+    supplier = await addSupplier(api, custom, { vendorTag: 'Acme' });
+  });
+
+  it('takes the storefront’s string id (letters, digits, _ and -) and places the order', async ({ api, sandbox }) => {
+    const orderId = seedResellerOrder(sandbox, custom, [lineOf('Acme')], `SO-${Date.now() % 1_000_000}_a`);
+    const created = await createJob(api, custom.user.token, supplier.id, orderId);
+    expect(created.externalOrderId).toBe(orderId);
+    expect((await settled(api, custom.user.token, created.id)).status).toBe('completed');
+    expect(sandbox.ordersFor(supplier.shopDomain)).toHaveLength(1);
+
+    const again = await api.post('/v1/sync_jobs', { token: custom.user.token, body: { source_store_id: supplier.id, external_order_id: orderId } });
+    expect(again.status, JSON.stringify(again.body)).toBe(200);
+    expect(again.body.id).toBe(created.id);
+    const listed = await api.get(`/v1/sync_jobs?external_order_id=${orderId}`, { token: custom.user.token });
+    expect(listed.body.data.map((job: { id: string }) => job.id)).toEqual([created.id]);
+  });
+
+  it('refuses an id no order the service keeps can have, with a 400 naming external_order_id', async ({ api }) => {
+    const jobsOf = async () => (await api.get(`/v1/sync_jobs?source_store_id=${supplier.id}`, { token: custom.user.token })).body.data.length;
+    const before = await jobsOf();
+    for (const external_order_id of ['', 'SO 1001', 'SO/1001', 'ordre-é', 'x'.repeat(33), 'a\u0000b']) {
+      const response = await api.post('/v1/sync_jobs', { token: custom.user.token, body: { source_store_id: supplier.id, external_order_id } });
+      expectError(response, 400, 'validation_failed', 'external_order_id');
+    }
+    expect(await jobsOf()).toBe(before);
+  });
+
+  it('keeps digits only for platform_a and platform_b storefronts, whose order ids are numbers', async ({ api }) => {
+    for (const platform of ['platform_a', 'platform_b']) {
+      const shop = await openShop(api, { platform });
+      const acme = await addSupplier(api, shop, { vendorTag: 'Acme' });
+      for (const external_order_id of ['SO-1001', '1001a', '1'.repeat(21)]) {
+        const response = await api.post('/v1/sync_jobs', { token: shop.user.token, body: { source_store_id: acme.id, external_order_id } });
+        expectError(response, 400, 'validation_failed', 'external_order_id');
+        expect(response.body.error.message).toMatch(/numer|digit/i);
+      }
+    }
+  });
+});

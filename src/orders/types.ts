@@ -3,7 +3,7 @@
 export { PLATFORMS, type Platform } from '../../contract/enums.ts';
 
 /** Order ids the service keeps (sync_jobs.external_order_id); an order with another id is refused. */
-export const EXTERNAL_ORDER_ID = /^[A-Za-z0-9_-]{1,32}$/;
+export { EXTERNAL_ORDER_ID } from '../../contract/limits.ts';
 
 export interface PostalAddress {
   name: string | null;

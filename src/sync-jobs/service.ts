@@ -13,6 +13,7 @@ export type { JobWithFulfillments };
 import type { Fulfillment } from '../fulfillments/entity.ts';
 import type { ResellerOrder } from '../orders/types.ts';
 import { canonicalOrderId } from '../platforms/payload.ts';
+import { MAX_NUMERIC_ORDER_ID_DIGITS } from '../../contract/limits.ts';
 import { newMessageId, type Queue } from '../queue/queue.ts';
 import type { SourceStoreService } from '../source-stores/service.ts';
 import { notFound, validationFailed } from '../shared/errors.ts';
@@ -22,6 +23,8 @@ import { jobAuditRecord } from './attempt.ts';
 import { retryByHand } from '../attempts/manual-retry.ts';
 import type { SyncJob } from './entity.ts';
 import type { SyncJobRepository, CandidateJob, JobCandidate, JobFilters, OrderIdMatch, RetryFilters } from './repository.ts';
+
+const NUMERIC_ORDER_ID = new RegExp(`^\\d{1,${MAX_NUMERIC_ORDER_ID_DIGITS}}$`);
 
 /** A reseller order to route: what every job created for it shares. */
 export interface OrderToRoute {
@@ -83,9 +86,15 @@ export class SyncJobService {
   async createManual(principal: Principal, sourceStoreId: string, externalOrderId: string): Promise<JobWithFulfillments & { created: boolean }> {
     const source = await this.sourceStores.findActiveById(principal, sourceStoreId);
     if (!source) throw validationFailed('source_store_id', 'No active source store with this id.');
+    const platform = await this.sourceStores.storefrontPlatformOf(principal, source);
+    // The contract took any id the service keeps (a custom storefront's are strings); platform_a
+    // and platform_b number their orders.
+    if (platform !== 'custom' && !NUMERIC_ORDER_ID.test(externalOrderId)) {
+      throw validationFailed('external_order_id', `external_order_id: a ${platform} order id is a number (1 to ${MAX_NUMERIC_ORDER_ID_DIGITS} digits).`);
+    }
     // One order, one job: `01001` on a storefront that numbers its orders is order 1001, whose job
     // (routed from its webhook, or created by hand before) must be found, not a second one made.
-    const orderId = canonicalOrderId(await this.sourceStores.storefrontPlatformOf(principal, source), externalOrderId);
+    const orderId = canonicalOrderId(platform, externalOrderId);
     if (orderId === null) throw validationFailed('external_order_id', 'external_order_id: 0 is not an order id.');
     const [result] = await this.createJobs(
       { ownerId: source.ownerId, resellerStoreId: source.resellerStoreId, externalOrderId: orderId, order: null },
