@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { API_KEY_ENVIRONMENTS } from './enums.ts';
-import { auth, authErrors, bodyErrors, c, errorResponse, IdParam, listOf, openApi, NameSchema, NullableTimestamp, PageQuery, RequestId, Timestamp } from './common.ts';
+import { auth, authErrors, bodyErrors, c, errorResponse, IdParam, listOf, openApi, NameSchema, NullableTimestamp, pageQuery, RequestId, Timestamp } from './common.ts';
 
 const ApiKeyFields = openApi(z.object({
   id: z.string(),
@@ -37,7 +37,7 @@ export const apiKeysContract = c.router(
     list: {
       method: 'GET',
       path: '/v1/api_keys',
-      query: PageQuery,
+      query: pageQuery('apiKey'),
       responses: { 200: listOf(ApiKeyFields, 'ApiKeyList'), 400: errorResponse(400) },
       summary: 'List API keys',
       description: 'Keys of the current user, newest first, revoked ones included. Never the raw key.',

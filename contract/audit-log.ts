@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { auth, authErrors, c, errorResponse, listOf, openApi, PageQuery, Timestamp } from './common.ts';
+import { auth, authErrors, c, errorResponse, listOf, openApi, pageQuery, Timestamp } from './common.ts';
 
 const AuditEntry = openApi(z.object({
   id: z.string(),
@@ -21,7 +21,7 @@ export const auditLogContract = c.router(
     list: {
       method: 'GET',
       path: '/v1/audit_log',
-      query: PageQuery.extend({
+      query: pageQuery('auditEntry').extend({
         reseller_store_id: z.string().max(64).optional(),
         action: z.string().max(64).optional(),
         resource_id: z.string().max(64).optional(),

@@ -2,6 +2,7 @@ import { initContract } from '@ts-rest/core';
 import { z } from 'zod';
 import { PLATFORMS } from './enums.ts';
 import { ERROR_CODES, ERROR_STATUS, type ErrorCode } from './errors.ts';
+import { ID_PREFIXES, idPattern, type IdKind } from './ids.ts';
 
 export const c = initContract();
 
@@ -151,12 +152,23 @@ export const ShopDomainSchema = z
 
 export const PlatformSchema = z.enum(PLATFORMS);
 
-/** Cursor paging shared by every list endpoint: newest first. */
-export const PageQuery = z.object({
-  limit: z.coerce.number().int().min(1).max(100).default(20).describe('Page size, 1 to 100.'),
-  starting_after: z.string().max(64).optional().describe('Return the page after this id (older items).'),
-  ending_before: z.string().max(64).optional().describe('Return the page before this id (newer items).'),
-});
+/**
+ * Cursor paging shared by every list endpoint: newest first, the cursors the ids of the list's
+ * items (of `kind`). A cursor of another shape was never issued by the list: 400, not a page (an
+ * empty one reads as the end, one from the start as new items). A well-formed id of an item since
+ * gone still pages from where it was.
+ */
+export const pageQuery = (kind: IdKind) => {
+  const example = `${ID_PREFIXES[kind]}_0192f3a1c5e27b4d9a6f0c3e8b1d2a47`;
+  const cursor = z
+    .string()
+    .regex(idPattern(kind), `must be the id of an item of this list (${ID_PREFIXES[kind]}_ and 32 hex digits)`);
+  return z.object({
+    limit: z.coerce.number().int().min(1).max(100).default(20).describe('Page size, 1 to 100.'),
+    starting_after: cursor.optional().describe(`Return the page after this item (older items): the \`id\` of an item of this list, e.g. \`${example}\`. Any other value is 400 \`validation_failed\`.`),
+    ending_before: cursor.optional().describe(`Return the page before this item (newer items): the \`id\` of an item of this list. Any other value is 400 \`validation_failed\`.`),
+  });
+};
 
 export function listOf<T extends z.ZodTypeAny>(item: T, title: string) {
   return openApi(z.object({

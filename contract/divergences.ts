@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { auth, authErrors, c, errorResponse, IdParam, listOf, NullableTimestamp, openApi, PageQuery, RequestId, Timestamp } from './common.ts';
+import { auth, authErrors, c, errorResponse, IdParam, listOf, NullableTimestamp, openApi, pageQuery, RequestId, Timestamp } from './common.ts';
 
 /** The closed set of to-do list entry types (order-changes.md, "The divergence watch"). */
 export const DIVERGENCE_TYPES = ['too_late', 'unsupported', 'supplier_cancelled', 'stale', 'cancellation_dead', 'job_dead', 'fulfillment_dead'] as const;
@@ -41,7 +41,7 @@ export const divergencesContract = c.router(
       method: 'GET',
       path: '/v1/reseller_stores/:id/divergences',
       pathParams: IdParam,
-      query: PageQuery,
+      query: pageQuery('divergence'),
       responses: { 200: listOf(DivergenceFields, 'DivergenceList'), 400: errorResponse(400), 404: errorResponse(404) },
       summary: 'List the store\'s divergences (the reseller\'s to-do list)',
       description:

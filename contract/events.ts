@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { auth, authErrors, c, errorResponse, FilterTimestamp, IdParam, listOf, openApi, PageQuery, RequestId, Timestamp } from './common.ts';
+import { auth, authErrors, c, errorResponse, FilterTimestamp, IdParam, listOf, openApi, pageQuery, RequestId, Timestamp } from './common.ts';
 import { FulfillmentSchema, SyncJobDetail } from './sync-jobs.ts';
 
 /** The closed set of event types (events.md). `ping` is only ever sent by an endpoint's test. */
@@ -175,7 +175,7 @@ export const eventsContract = c.router(
     list: {
       method: 'GET',
       path: '/v1/events',
-      query: PageQuery.extend({
+      query: pageQuery('event').extend({
         type: EventTypeSchema.optional(),
         reseller_store_id: z.string().max(64).optional(),
         created_after: FilterTimestamp().optional().describe('Only events created after this time (ISO-8601 UTC).'),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { auth, authErrors, bodyErrors, c, errorResponse, IdParam, listOf, NullableTimestamp, openApi, PageQuery, RequestId, Timestamp } from './common.ts';
+import { auth, authErrors, bodyErrors, c, errorResponse, IdParam, listOf, NullableTimestamp, openApi, pageQuery, RequestId, Timestamp } from './common.ts';
 
 const ReconciliationFields = openApi(
   z.object({
@@ -40,7 +40,7 @@ export const reconciliationsContract = c.router(
       method: 'GET',
       path: '/v1/reseller_stores/:id/reconciliations',
       pathParams: IdParam,
-      query: PageQuery,
+      query: pageQuery('reconciliation'),
       responses: { 200: listOf(ReconciliationFields, 'ReconciliationList'), 400: errorResponse(400), 404: errorResponse(404) },
       summary: 'List reconciliation runs',
       description: 'Reconciliation runs of a reseller store (also a deleted one), scheduled and manual, newest first.',

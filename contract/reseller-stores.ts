@@ -12,7 +12,7 @@ import {
   NameSchema,
   NullableTimestamp,
   openApi,
-  PageQuery,
+  pageQuery,
   PlatformSchema,
   RequestId,
   ShopDomainSchema,
@@ -82,7 +82,7 @@ export const resellerStoresContract = c.router(
     list: {
       method: 'GET',
       path: '/v1/reseller_stores',
-      query: PageQuery,
+      query: pageQuery('resellerStore'),
       responses: { 200: listOf(ResellerStoreFields, 'ResellerStoreList'), 400: errorResponse(400) },
       summary: 'List reseller stores',
       description: 'Active reseller stores of the current user, newest first.',

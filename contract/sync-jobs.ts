@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ATTEMPT_OUTCOMES, ATTEMPT_TRIGGERS, CANCELLATION_OUTCOMES, CANCELLATION_SCOPES, CANCELLATION_STATUSES, FULFILLMENT_STATUSES, SYNC_JOB_STATUSES } from './enums.ts';
 import { EXTERNAL_ORDER_ID, MAX_NUMERIC_ORDER_ID_DIGITS } from './limits.ts';
-import { auth, authErrors, bodyErrors, c, errorResponse, FilterTimestamp, IdParam, listOf, openApi, NullableTimestamp, PageQuery, RequestId, Timestamp } from './common.ts';
+import { auth, authErrors, bodyErrors, c, errorResponse, FilterTimestamp, IdParam, listOf, openApi, NullableTimestamp, pageQuery, RequestId, Timestamp } from './common.ts';
 
 const SyncJobStatusSchema = z
   .enum(SYNC_JOB_STATUSES)
@@ -157,7 +157,7 @@ export const syncJobsContract = c.router(
     list: {
       method: 'GET',
       path: '/v1/sync_jobs',
-      query: PageQuery.extend({
+      query: pageQuery('syncJob').extend({
         status: SyncJobStatusSchema.optional(),
         reseller_store_id: z.string().max(64).optional(),
         source_store_id: z.string().max(64).optional(),

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { auth, authErrors, bodyErrors, c, errorResponse, IdParam, listOf, NullableTimestamp, openApi, PageQuery, RequestId, Timestamp } from './common.ts';
+import { auth, authErrors, bodyErrors, c, errorResponse, IdParam, listOf, NullableTimestamp, openApi, pageQuery, RequestId, Timestamp } from './common.ts';
 import { EVENT_TYPES } from './events.ts';
 
 /** At most this many endpoints per user (events.md). */
@@ -83,7 +83,7 @@ export const webhookEndpointsContract = c.router(
     list: {
       method: 'GET',
       path: '/v1/webhook_endpoints',
-      query: PageQuery,
+      query: pageQuery('webhookEndpoint'),
       responses: { 200: listOf(WebhookEndpointFields, 'WebhookEndpointList'), 400: errorResponse(400) },
       summary: 'List webhook endpoints',
       description: 'Endpoints of the current user, newest first. Never the secret.',
@@ -144,7 +144,7 @@ export const webhookEndpointsContract = c.router(
       method: 'GET',
       path: '/v1/webhook_endpoints/:id/deliveries',
       pathParams: IdParam,
-      query: PageQuery.extend({
+      query: pageQuery('webhookDelivery').extend({
         status: z.enum(['pending', 'succeeded', 'failed']).optional(),
         event_id: z.string().max(64).optional(),
       }),

@@ -1,27 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { v7 as uuidv7 } from 'uuid';
 
-const ID_PREFIXES = {
-  user: 'usr',
-  resellerStore: 'rst',
-  sourceStore: 'sst',
-  syncJob: 'job',
-  apiKey: 'key',
-  auditEntry: 'aud',
-  fulfillment: 'ful',
-  heldFulfillment: 'hfl',
-  refreshToken: 'rtk',
-  reconciliation: 'rec',
-  event: 'evt',
-  webhookEndpoint: 'we',
-  webhookDelivery: 'dlv',
-  divergence: 'div',
-  watchPass: 'wps',
-  cancellation: 'can',
-  orderCancellation: 'ocn',
-} as const;
+import { ID_PREFIXES, type IdKind } from '../../contract/ids.ts';
 
-export type IdKind = keyof typeof ID_PREFIXES;
+export type { IdKind };
 
 /**
  * `rst_0192f3...`: a type prefix and a UUIDv7 body. UUIDv7 starts with the millisecond time and is
