@@ -27,7 +27,7 @@ export const apiKeysContract = c.router(
       body: z.object({
         name: NameSchema,
         environment: z.enum(API_KEY_ENVIRONMENTS).describe('`live` keys start with sk_live_, `test` keys with sk_test_.'),
-      }),
+      }).strict(),
       responses: { 201: CreatedApiKey, 400: errorResponse(400), ...bodyErrors },
       summary: 'Create an API key',
       description:

@@ -21,7 +21,7 @@ export const authContract = c.router({
   register: {
     method: 'POST',
     path: '/v1/auth/register',
-    body: Credentials,
+    body: Credentials.strict(),
     responses: { 201: Session, 409: errorResponse(409), ...publicErrors, ...bodyErrors },
     summary: 'Register a user',
     description: 'Creates a user and a session. The refresh token is set as the `refresh_token` cookie.',
@@ -30,7 +30,7 @@ export const authContract = c.router({
   login: {
     method: 'POST',
     path: '/v1/auth/login',
-    body: Credentials.extend({ password: z.string().min(1).max(256) }),
+    body: Credentials.extend({ password: z.string().min(1).max(256) }).strict(),
     responses: { 200: Session, 401: errorResponse(401), ...publicErrors, ...bodyErrors },
     summary: 'Log in',
     description: 'Starts a session. A wrong email and a wrong password give the same `invalid_credentials`.',

@@ -73,7 +73,8 @@ export const resellerStoresContract = c.router(
       path: '/v1/reseller_stores',
       body: z
         .object({ name: NameSchema, platform: PlatformSchema, shopDomain: ShopDomainSchema })
-        .merge(StoreCredentials),
+        .merge(StoreCredentials)
+        .strict(),
       responses: { 201: ResellerStore, 400: errorResponse(400), 409: errorResponse(409), ...bodyErrors },
       summary: 'Connect a reseller store',
       description:

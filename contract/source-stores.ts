@@ -51,7 +51,8 @@ export const sourceStoresContract = c.router(
           pricingMode: PricingModeSchema,
           pricingConfig: PricingConfigSchema,
         })
-        .merge(StoreCredentials),
+        .merge(StoreCredentials)
+        .strict(),
       responses: { 201: SourceStore, 400: errorResponse(400), 404: errorResponse(404), 409: errorResponse(409), ...bodyErrors },
       summary: 'Add a source store (supplier)',
       description:

@@ -148,7 +148,7 @@ export const syncJobsContract = c.router(
           .describe(
             `The order's id on the reseller platform: 1 to 32 ASCII letters, digits, \`_\` and \`-\`. On platform_a and platform_b, whose order ids are numbers, it must be 1 to ${MAX_NUMERIC_ORDER_ID_DIGITS} digits (anything else is 400 \`validation_failed\`) and leading zeros are dropped (\`01001\` is order 1001, and 0 is refused); a custom storefront's id is a string (e.g. \`SO-1001\`), kept as given.`,
           ),
-      }),
+      }).strict(),
       responses: { 201: SyncJob, 200: SyncJob, 400: errorResponse(400), ...bodyErrors },
       summary: 'Create a sync job',
       description:
