@@ -114,6 +114,11 @@ export class WatchRepository {
     return row ? { id, resellerStoreId: row.reseller_store_id, trigger: row.trigger as TakenPass['trigger'], take: row.takes } : null;
   }
 
+  /** Fails every running pass whose lease expired (its process was lost); returns how many. */
+  async abandonExpired(): Promise<number> {
+    return this.db.transaction().execute((trx) => abandonExpiredRuns(trx, 'watch_passes', null));
+  }
+
   renew(pass: TakenPass, leaseMs: number): Promise<boolean> {
     return renewRun(this.db, 'watch_passes', pass, leaseMs);
   }

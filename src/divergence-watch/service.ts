@@ -67,6 +67,11 @@ export class DivergenceService {
     return (await this.passes.startDue(this.config.divergenceIntervalMs, QUEUED_LEASE_MS, SCHEDULE_BATCH)).length;
   }
 
+  /** Fails the running passes whose process was lost (lease expired); returns how many. */
+  abandonExpired(): Promise<number> {
+    return this.passes.abandonExpired();
+  }
+
   /** Open entries of a store by type (the stats' `attention`). */
   attention(resellerStoreId: string) {
     return this.divergences.attention(resellerStoreId);
