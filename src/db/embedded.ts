@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { accessSync, chownSync, constants, existsSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { accessSync, chownSync, constants, existsSync, linkSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import path from 'node:path';
 import { makeDirectories } from '../shared/directories.ts';
@@ -106,13 +106,29 @@ function createDataDir(dataDir: string): void {
   }
 }
 
-function clusterPassword(dataDir: string): string {
+/**
+ * The cluster's superuser password, generated on the DATA_DIR's first start and kept in
+ * DATA_DIR/secrets/postgres-password. Processes starting together on a fresh DATA_DIR (ROLE=api and
+ * ROLE=worker) must all use the same one: the file appears whole or not at all (written aside, then
+ * linked into place, which fails when another process's is there already), and every process uses
+ * what the file holds afterwards, never the one it generated and lost with. Exported for its test.
+ */
+export function clusterPassword(dataDir: string): string {
   const file = path.join(dataDir, 'secrets', 'postgres-password');
-  if (existsSync(file)) return readFileSync(file, 'utf8').trim();
-  makeDirectories(path.dirname(file), 0o700);
-  const password = randomBytes(24).toString('base64url');
-  writeFileSync(file, password, { mode: 0o600 });
-  return password;
+  if (!existsSync(file)) {
+    makeDirectories(path.dirname(file), 0o700);
+    const aside = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
+    writeFileSync(aside, randomBytes(24).toString('base64url'), { mode: 0o600, flag: 'wx' });
+    try {
+      linkSync(aside, file);
+    } catch (error) {
+      // Another process generated it meanwhile: theirs is the one.
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    } finally {
+      rmSync(aside, { force: true });
+    }
+  }
+  return readFileSync(file, 'utf8').trim();
 }
 
 function isInitialised(clusterDir: string): boolean {
