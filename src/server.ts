@@ -91,12 +91,13 @@ export async function startService(config: Config, logger: Logger, options: { si
     metrics.observeOldestPendingDelivery(() => oldestPendingDeliveryAt(sqlOf(orm)));
     const services = createServices(ctx);
     // Workers stop with the queue (graceful: jobs in flight finish), which the stack stops after HTTP,
-    // the reconciliation scheduler and the sweep.
+    // the reconciliation scheduler and the sweep; long runs (reconciliation, divergence watch) in
+    // progress are handed back first (`workers.stop`), for another process to go on with at once.
     if (config.runsWorker) {
       const workers = await startWorkers(ctx, {
         runs: {
-          reconciliation: ({ reconciliationId }) => services.reconciliationRunner.execute(reconciliationId),
-          divergenceWatch: ({ watchPassId }) => services.watchRunner.execute(watchPassId),
+          reconciliation: ({ reconciliationId }, stopping) => services.reconciliationRunner.execute(reconciliationId, stopping),
+          divergenceWatch: ({ watchPassId }, stopping) => services.watchRunner.execute(watchPassId, stopping),
         },
         // What features do after each sweep pass: the fulfillments feature claims held fulfillments;
         // outbound webhooks rescue deliveries whose message is gone or was given up.

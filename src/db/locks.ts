@@ -35,26 +35,43 @@ export async function takeTurn(trx: Trx, name: string): Promise<boolean> {
 export class LeaseLost extends Error {}
 
 /**
+ * Thrown by `Lease.check` once this process is stopping (SIGTERM): the work stops where it is and is
+ * handed back (`handBackRun`) with what it did so far, for another process to go on with at once.
+ */
+export class RunStopped extends Error {}
+
+/**
  * A hold on a row of long-running work (a reconciliation run, a divergence-watch pass) by its lease column, as opposed to
  * the transaction-scoped locks above: the row belongs to this process while `renew` keeps moving its
- * lease forward; a process that dies stops renewing, and the row is taken over once it expires.
+ * lease forward; a process that dies stops renewing, and the row is taken over once it expires. A
+ * process that stops gracefully hands it back instead (`stopping`).
  */
 export interface Lease {
   lost: boolean;
-  /** Throws LeaseLost once the lease was lost: the work must stop. */
+  /** Aborted once this process is stopping: waits (a 429's pause) end early. */
+  readonly stopping: AbortSignal;
+  /** Throws LeaseLost once the lease was lost, RunStopped once the process is stopping: the work must stop. */
   check(): void;
+  /** Throws LeaseLost once the lease was lost (work that is done is finished even while the process stops). */
+  checkHeld(): void;
   release(): void;
 }
 
 /**
  * Renews a lease in the background, every third of `leaseMs`, until released; a renewal that finds
  * the work no longer this process's marks the lease lost. `renew` is the row's own statement
- * (its repository's), which says whether this process still held it.
+ * (its repository's), which says whether this process still held it. `stopping` is the process's
+ * shutdown (src/workers/index.ts), which makes `check` throw RunStopped.
  */
-export function holdLease(renew: () => Promise<boolean>, leaseMs: number, onError: (error: unknown) => void): Lease {
+export function holdLease(renew: () => Promise<boolean>, leaseMs: number, onError: (error: unknown) => void, stopping: AbortSignal = new AbortController().signal): Lease {
   const lease: Lease = {
     lost: false,
+    stopping,
     check() {
+      lease.checkHeld();
+      if (stopping.aborted) throw new RunStopped();
+    },
+    checkHeld() {
       if (lease.lost) throw new LeaseLost();
     },
     release: () => clearInterval(timer),
@@ -70,7 +87,7 @@ export function holdLease(renew: () => Promise<boolean>, leaseMs: number, onErro
  * The statements of a table of leased runs (long work over one store, one process at a time:
  * reconciliation runs, divergence-watch passes). Such a table has `id`, `reseller_store_id`, `status`
  * (`running` until finished), `takes` (how many times a process took the run: a hold's identity),
- * `lease_expires_at`, `finished_at` and `error`. Leases run on the database's clock, which every
+ * `lease_expires_at`, `handed_back` (given back by a stopping process), `finished_at` and `error`. Leases run on the database's clock, which every
  * process shares. `table` is the feature's own table name, never input.
  */
 export interface RunHold {
@@ -83,16 +100,31 @@ export interface RunHold {
 export const leaseEnd = (ms: number) => sql<Date>`now() + ${ms} * interval '1 millisecond'`;
 
 /**
- * Takes a run for this process: one nobody took yet, or one whose process was lost (its lease
- * expired). Returns the row's `columns` and its `takes` (the hold's `take`), or null when the run
- * finished or another process holds it (a duplicate queue message).
+ * Takes a run for this process: one nobody took yet, one a stopping process handed back
+ * (`handBackRun`), or one whose process was lost (its lease expired). Returns the row's `columns`
+ * and its `takes` (the hold's `take`), or null when the run finished or another process holds it (a
+ * duplicate queue message).
  */
 export async function takeRun<R extends object>(db: Db, table: string, id: string, leaseMs: number, columns: (keyof R & string)[]): Promise<(R & { takes: number }) | null> {
   const { rows } = await sql<R & { takes: number }>`
-    update ${sql.table(table)} set takes = takes + 1, lease_expires_at = ${leaseEnd(leaseMs)}
-    where id = ${id} and status = 'running' and (takes = 0 or lease_expires_at < now())
+    update ${sql.table(table)} set takes = takes + 1, handed_back = false, lease_expires_at = ${leaseEnd(leaseMs)}
+    where id = ${id} and status = 'running' and (takes = 0 or handed_back or lease_expires_at < now())
     returning ${sql.join(columns.map((column) => sql.ref(column)))}, takes`.execute(db);
   return rows[0] ?? null;
+}
+
+/**
+ * Gives a run this hold has back, still `running`, for the next process to take at once (`takeRun`):
+ * what a process that stops gracefully does with its runs. The hold ends (`takes` moves on, so it can
+ * no longer renew or finish the run), and the run waits for a worker as a requested one does: a
+ * lease of `queuedLeaseMs`, after which nobody took it and it is failed as abandoned. The caller
+ * inserts the run's queue message in the same transaction. False when the run was no longer the hold's.
+ */
+export async function handBackRun(trx: Trx, table: string, hold: RunHold, queuedLeaseMs: number): Promise<boolean> {
+  const result = await sql`
+    update ${sql.table(table)} set takes = takes + 1, handed_back = true, lease_expires_at = ${leaseEnd(queuedLeaseMs)}
+    where id = ${hold.id} and status = 'running' and takes = ${hold.take}`.execute(trx);
+  return result.numAffectedRows === 1n;
 }
 
 /** Extends a hold of a run; false when the run is no longer the hold's (finished, or taken over). */

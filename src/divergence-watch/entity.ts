@@ -62,6 +62,8 @@ export const WatchPass = defineEntity({
     error: p.text().nullable(),
     takes: p.integer(),
     leaseExpiresAt: p.datetime(),
+    /** Given back by a process that stopped mid-pass (SIGTERM): the next worker takes it over at once. */
+    handedBack: p.boolean().default(false),
     startedAt: p.datetime(),
     finishedAt: p.datetime().nullable(),
   },

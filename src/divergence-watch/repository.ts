@@ -13,7 +13,7 @@ import type { Orm } from '../db/orm.ts';
 import type { StoresDue } from './ports.ts';
 import type { Database } from '../db/schema.ts';
 import { sqlOf, type Db, type Trx } from '../db/sql.ts';
-import { abandonExpiredRuns, holdLocks, leaseEnd, renewRun, takeRun, takeTurn } from '../db/locks.ts';
+import { abandonExpiredRuns, handBackRun, holdLocks, leaseEnd, renewRun, takeRun, takeTurn } from '../db/locks.ts';
 import { newMessageId, type Queue } from '../queue/queue.ts';
 import { SyncJob } from '../sync-jobs/entity.ts';
 import { placedJobLockKey } from '../sync-jobs/placed-lock.ts';
@@ -28,6 +28,10 @@ export interface TakenPass {
   resellerStoreId: string;
   trigger: WatchPass['trigger'];
   take: number;
+  /** What the pass's earlier holds did (a handed-back pass goes on counting). */
+  ordersSeen: number;
+  repairs: number;
+  platformReads: number;
 }
 
 export interface PassOutcome {
@@ -110,8 +114,41 @@ export class WatchRepository {
 
   /** Takes a pass nobody took yet, or one whose process was lost (its lease expired); null otherwise. */
   async take(id: string, leaseMs: number): Promise<TakenPass | null> {
-    const row = await takeRun<{ reseller_store_id: string; trigger: string }>(this.db, 'watch_passes', id, leaseMs, ['reseller_store_id', 'trigger']);
-    return row ? { id, resellerStoreId: row.reseller_store_id, trigger: row.trigger as TakenPass['trigger'], take: row.takes } : null;
+    const row = await takeRun<{ reseller_store_id: string; trigger: string; orders_seen: number; repairs: number; platform_reads: number }>(this.db, 'watch_passes', id, leaseMs, [
+      'reseller_store_id',
+      'trigger',
+      'orders_seen',
+      'repairs',
+      'platform_reads',
+    ]);
+    if (!row) return null;
+    return {
+      id,
+      resellerStoreId: row.reseller_store_id,
+      trigger: row.trigger as TakenPass['trigger'],
+      take: row.takes,
+      ordersSeen: row.orders_seen,
+      repairs: row.repairs,
+      platformReads: row.platform_reads,
+    };
+  }
+
+  /**
+   * Gives this hold of the pass back, still `running`, with its counts, and a new queue message that
+   * brings it to the next worker at once (this process is stopping); the stores' watermarks already
+   * moved over what it compared. Unless a worker takes it within `queuedLeaseMs` it is failed as
+   * abandoned, as a requested pass is. False when the pass was no longer this process's.
+   */
+  handBack(pass: TakenPass, counts: { ordersSeen: number; repairs: number; platformReads: number }, queuedLeaseMs: number): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      const kept = await this.heldBy(
+        pass,
+        trx.updateTable('watch_passes').set({ orders_seen: counts.ordersSeen, repairs: counts.repairs, platform_reads: counts.platformReads }),
+      ).executeTakeFirst();
+      if (kept.numUpdatedRows !== 1n || !(await handBackRun(trx, 'watch_passes', pass, queuedLeaseMs))) return false;
+      await this.queue.insertIn(trx, 'divergenceWatch', [{ id: newMessageId(), message: { watchPassId: pass.id } }]);
+      return true;
+    });
   }
 
   /** Fails every running pass whose lease expired (its process was lost); returns how many. */

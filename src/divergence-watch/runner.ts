@@ -16,7 +16,8 @@ import { PlatformError, type PlatformAdapters, type StoreConnection } from '../p
 import type { UpdatedOrder } from '../platforms/updated.ts';
 import type { ResellerStore } from '../reseller-stores/entity.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
-import { holdLease, LeaseLost, type Lease } from '../db/locks.ts';
+import { holdLease, LeaseLost, RunStopped, type Lease } from '../db/locks.ts';
+import { QUEUED_LEASE_MS } from './service.ts';
 import { fulfillmentEvent } from '../fulfillments/events.ts';
 import { syncJobEventsIn } from '../sync-jobs/events.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
@@ -46,6 +47,9 @@ const MAX_PAUSE_MS = 60_000;
 const ORDERS_AT_ONCE = 8;
 /** Jobs raised stale per pass at most. */
 const STALE_BATCH = 500;
+
+/** What `watchStore` returns for a store whose listing stopped because this process is stopping. */
+const STOPPED = Symbol('stopped');
 
 export type RepairType = 'tracking' | 'supplier_cancelled' | 'storefront_cancelled' | 'stale';
 
@@ -82,13 +86,19 @@ export class WatchRunner {
     private readonly reads: WatchReads,
   ) {}
 
-  async execute(watchPassId: string): Promise<void> {
+  /**
+   * Runs the pass a queue message names, unless it finished or another process holds it. Once
+   * `stopping` aborts (this process shuts down) each store's listing stops after the page in progress,
+   * its watermark moved over the pages compared, and the pass is handed back for the next worker.
+   */
+  async execute(watchPassId: string, stopping?: AbortSignal): Promise<void> {
     const pass = await this.repository.take(watchPassId, PASS_LEASE_MS);
     if (!pass) return;
     const logger = this.deps.logger.child({ watch_pass_id: pass.id, reseller_store_id: pass.resellerStoreId });
-    const lease = holdLease(() => this.repository.renew(pass, PASS_LEASE_MS), PASS_LEASE_MS, (error) => logger.warn({ err: error }, 'could not renew the divergence-watch lease'));
-    const tally: Tally = { ordersSeen: 0, repairs: 0, platformReads: 0 };
-    let outcome: PassOutcome;
+    const lease = holdLease(() => this.repository.renew(pass, PASS_LEASE_MS), PASS_LEASE_MS, (error) => logger.warn({ err: error }, 'could not renew the divergence-watch lease'), stopping);
+    // A pass handed back by a stopping process goes on counting from what that process did.
+    const tally: Tally = { ordersSeen: pass.ordersSeen, repairs: pass.repairs, platformReads: pass.platformReads };
+    let outcome: PassOutcome | 'stopped';
     try {
       outcome = await this.watch(pass, lease, tally);
     } catch (error) {
@@ -101,12 +111,18 @@ export class WatchRunner {
     } finally {
       lease.release();
     }
+    if (outcome === 'stopped') {
+      if (await this.repository.handBack(pass, tally, QUEUED_LEASE_MS)) {
+        logger.info({ orders_seen: tally.ordersSeen, repairs: tally.repairs }, 'divergence-watch pass handed back: this process is stopping');
+      }
+      return;
+    }
     if (!(await this.repository.finish(pass, outcome))) return;
     this.deps.metrics.watchPasses.inc({ outcome: outcome.status });
     logger.info({ status: outcome.status, orders_seen: outcome.ordersSeen, repairs: outcome.repairs, platform_reads: outcome.platformReads, error: outcome.error ?? undefined }, 'divergence-watch pass finished');
   }
 
-  private async watch(pass: TakenPass, lease: Lease, tally: Tally): Promise<PassOutcome> {
+  private async watch(pass: TakenPass, lease: Lease, tally: Tally): Promise<PassOutcome | 'stopped'> {
     const reseller = await this.reads.resellerStores.findActive(pass.resellerStoreId);
     if (!reseller) return { status: 'failed', ...tally, error: 'The reseller store was deleted.' };
     const suppliers = await this.reads.suppliers.activeInOrderOf(reseller.id);
@@ -116,23 +132,26 @@ export class WatchRunner {
         this.watchStore(supplier, lease, tally, (orders, connection) => this.compareSupplier(supplier, orders, connection, pass, lease, tally)),
       ),
     ]);
-    lease.check();
+    lease.checkHeld();
+    if (errors.includes(STOPPED)) return 'stopped';
     const stale = await this.raiseStale(reseller);
     tally.repairs += stale;
-    const failed = errors.filter((error): error is string => error !== null);
+    const failed = errors.filter((error): error is string => error !== null && error !== STOPPED);
     return failed.length === 0 ? { status: 'succeeded', ...tally, error: null } : { status: 'failed', ...tally, error: failed.join(' | ').slice(0, 2000) };
   }
 
   /**
    * Lists one store's updated orders page by page and hands each page to `compare`; on success moves
-   * the store's watermark to the newest update it saw. Returns the failure, or null.
+   * the store's watermark to the newest update it saw. Returns the failure, or null; STOPPED when
+   * this process is stopping (the watermark then moved over the pages compared whole, as when the
+   * page budget ends a listing).
    */
   private async watchStore(
     store: ResellerStore | SourceStore,
     lease: Lease,
     tally: Tally,
     compare: (orders: UpdatedOrder[], connection: StoreConnection) => Promise<number>,
-  ): Promise<string | null> {
+  ): Promise<string | null | typeof STOPPED> {
     const stored = await this.repository.watermarkOf(store.id);
     const current = stored ?? store.createdAt;
     // A new store's history is not read (less a second: platform_b's times have whole seconds).
@@ -143,6 +162,7 @@ export class WatchRunner {
     // has an earlier (whole-second) time, and the store would get no watermark.
     let newest: Date | null = null;
     let cursor: string | null = null;
+    let stopped = false;
     try {
       for (let pages = 0, newPages = 0; newPages < MAX_PAGES_PER_STORE && pages < MAX_LISTED_PAGES_PER_STORE; pages++) {
         const page = await this.paced(() => adapter.listUpdatedOrders(connection, since, cursor), lease, tally);
@@ -157,12 +177,15 @@ export class WatchRunner {
       }
     } catch (error) {
       if (error instanceof LeaseLost) throw error;
-      if (!(error instanceof PlatformError)) this.deps.logger.error({ err: error, store_id: store.id }, 'divergence watch of a store failed');
-      return `${store.id}: ${error instanceof PlatformError ? error.message : 'internal error; see the service logs'}`;
+      if (error instanceof RunStopped) stopped = true;
+      else {
+        if (!(error instanceof PlatformError)) this.deps.logger.error({ err: error, store_id: store.id }, 'divergence watch of a store failed');
+        return `${store.id}: ${error instanceof PlatformError ? error.message : 'internal error; see the service logs'}`;
+      }
     }
-    lease.check();
+    lease.checkHeld();
     if (newest !== null && (stored === null || newest > stored)) await this.repository.advanceWatermark(store.id, newest);
-    return null;
+    return stopped ? STOPPED : null;
   }
 
   /** A call through the store's pacing; a 429 (or a turn too far away) pauses it for the store's Retry-After, then it is made again. */
@@ -176,7 +199,8 @@ export class WatchRunner {
         const pausable = error instanceof PlatformError && error.retryable && (error.status === 429 || !error.sent);
         if (!pausable || pauses >= MAX_PAUSES_PER_CALL) throw error;
         if (error.sent) this.deps.metrics.watchPauses.inc();
-        await delay(Math.min(Math.max(error.retryAfterMs ?? 1000, 100), MAX_PAUSE_MS));
+        // A stop ends the pause early (the next turn's check hands the pass back).
+        await delay(Math.min(Math.max(error.retryAfterMs ?? 1000, 100), MAX_PAUSE_MS), undefined, { signal: lease.stopping }).catch(() => {});
       }
     }
   }

@@ -29,6 +29,10 @@ export const ReconciliationRun = defineEntity({
     takes: p.integer(),
     /** The run belongs to its worker until then; a run whose lease expired was abandoned. */
     leaseExpiresAt: p.datetime(),
+    /** Given back by a process that stopped mid-run (SIGTERM): the next worker takes it over at once, from `resumeSince`. */
+    handedBack: p.boolean().default(false),
+    /** Where a handed-back run's listing goes on: what the stopped process listed is not listed again. */
+    resumeSince: p.datetime().nullable(),
     startedAt: p.datetime(),
     finishedAt: p.datetime().nullable(),
   },

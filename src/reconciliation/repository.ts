@@ -1,4 +1,4 @@
-import { abandonExpiredRuns, leaseEnd, renewRun, takeRun, takeTurn } from '../db/locks.ts';
+import { abandonExpiredRuns, handBackRun, leaseEnd, renewRun, takeRun, takeTurn } from '../db/locks.ts';
 import { sql, type UpdateQueryBuilder, type UpdateResult } from 'kysely';
 import { insertAudit, insertAuditOnce, SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
 import type { Orm } from '../db/orm.ts';
@@ -18,6 +18,12 @@ export interface TakenRun {
   trigger: ReconciliationRun['trigger'];
   requestedSince: Date | null;
   take: number;
+  /** Where the listing started (null until a worker started it), and where a handed-back run goes on from (else null). */
+  since: Date | null;
+  resumeSince: Date | null;
+  /** What the run's earlier holds did (a handed-back run goes on counting). */
+  ordersSeen: number;
+  ordersRouted: number;
 }
 
 export interface Watermark {
@@ -31,6 +37,16 @@ export interface RunOutcome {
   ordersRouted: number;
   error: string | null;
   /** Where the store's watermark moves on success (never backwards); null leaves it. */
+  watermark: Watermark | null;
+}
+
+/** What a run a stopping process gives back has done so far (`handBack`). */
+export interface HandBack {
+  ordersSeen: number;
+  ordersRouted: number;
+  /** Where the next hold's listing goes on. */
+  resumeSince: Date;
+  /** Where the store's watermark moves over what was listed (never backwards); null leaves it. */
   watermark: Watermark | null;
 }
 
@@ -140,18 +156,36 @@ export class ReconciliationRepository {
    * expired). Null when it finished, or another process holds it (a duplicate queue message).
    */
   async take(id: string, leaseMs: number): Promise<TakenRun | null> {
-    const row = await takeRun<{ reseller_store_id: string; trigger: string; requested_since: Date | string | null }>(this.db, 'reconciliation_runs', id, leaseMs, [
+    type Row = {
+      reseller_store_id: string;
+      trigger: string;
+      requested_since: Date | string | null;
+      since: Date | string | null;
+      resume_since: Date | string | null;
+      orders_seen: number;
+      orders_routed: number;
+    };
+    const row = await takeRun<Row>(this.db, 'reconciliation_runs', id, leaseMs, [
       'reseller_store_id',
       'trigger',
       'requested_since',
+      'since',
+      'resume_since',
+      'orders_seen',
+      'orders_routed',
     ]);
     if (!row) return null;
+    const orNull = (value: Date | string | null) => (value === null ? null : dateOf(value));
     return {
       id,
       resellerStoreId: row.reseller_store_id,
       trigger: row.trigger as TakenRun['trigger'],
-      requestedSince: row.requested_since === null ? null : dateOf(row.requested_since),
+      requestedSince: orNull(row.requested_since),
       take: row.takes,
+      since: orNull(row.since),
+      resumeSince: orNull(row.resume_since),
+      ordersSeen: row.orders_seen,
+      ordersRouted: row.orders_routed,
     };
   }
 
@@ -215,22 +249,44 @@ export class ReconciliationRepository {
         }),
       ).executeTakeFirst();
       if (finished.numUpdatedRows !== 1n) return false;
-      if (outcome.status === 'succeeded' && outcome.watermark) {
-        const { watermark, reconciledUntil } = outcome.watermark;
-        await trx
-          .insertInto('reconciliation_watermarks')
-          .values({ reseller_store_id: run.resellerStoreId, watermark, reconciled_until: reconciledUntil, updated_at: sql<Date>`now()` })
-          .onConflict((oc) =>
-            oc.column('reseller_store_id').doUpdateSet({
-              watermark: sql<Date>`greatest(reconciliation_watermarks.watermark, excluded.watermark)`,
-              reconciled_until: sql<Date>`greatest(reconciliation_watermarks.reconciled_until, excluded.reconciled_until)`,
-              updated_at: sql<Date>`now()`,
-            }),
-          )
-          .execute();
-      }
+      if (outcome.status === 'succeeded' && outcome.watermark) await this.advanceWatermark(trx, run.resellerStoreId, outcome.watermark);
       return true;
     });
+  }
+
+  /**
+   * Gives this hold of the run back, still `running`, for another process to go on with at once (this
+   * one is stopping): its counts and where its listing goes on are kept, the store's watermark moves
+   * over what it listed, and a new queue message brings it to the next worker, all in one transaction.
+   * Unless a worker takes it within `queuedLeaseMs` it is failed as abandoned, as a requested run is.
+   * False when the run was no longer this process's.
+   */
+  handBack(run: TakenRun, handBack: HandBack, queuedLeaseMs: number): Promise<boolean> {
+    return this.db.transaction().execute(async (trx) => {
+      const kept = await this.heldBy(
+        run,
+        trx.updateTable('reconciliation_runs').set({ orders_seen: handBack.ordersSeen, orders_routed: handBack.ordersRouted, resume_since: handBack.resumeSince }),
+      ).executeTakeFirst();
+      if (kept.numUpdatedRows !== 1n || !(await handBackRun(trx, 'reconciliation_runs', run, queuedLeaseMs))) return false;
+      if (handBack.watermark) await this.advanceWatermark(trx, run.resellerStoreId, handBack.watermark);
+      await this.queue.insertIn(trx, 'reconciliation', [{ id: newMessageId(), message: { reconciliationId: run.id } }]);
+      return true;
+    });
+  }
+
+  /** Moves the store's watermark forward (never back). */
+  private async advanceWatermark(trx: Trx, resellerStoreId: string, { watermark, reconciledUntil }: Watermark): Promise<void> {
+    await trx
+      .insertInto('reconciliation_watermarks')
+      .values({ reseller_store_id: resellerStoreId, watermark, reconciled_until: reconciledUntil, updated_at: sql<Date>`now()` })
+      .onConflict((oc) =>
+        oc.column('reseller_store_id').doUpdateSet({
+          watermark: sql<Date>`greatest(reconciliation_watermarks.watermark, excluded.watermark)`,
+          reconciled_until: sql<Date>`greatest(reconciliation_watermarks.reconciled_until, excluded.reconciled_until)`,
+          updated_at: sql<Date>`now()`,
+        }),
+      )
+      .execute();
   }
 
   /** An update of the run, only while this hold of it is current. */

@@ -1,5 +1,5 @@
 import { connectionOf } from '../attempts/store-connection.ts';
-import { holdLease, LeaseLost, type Lease } from '../db/locks.ts';
+import { holdLease, LeaseLost, RunStopped, type Lease } from '../db/locks.ts';
 import type { Logger } from 'pino';
 import type { Config } from '../config/index.ts';
 import type { Metrics } from '../metrics/index.ts';
@@ -10,7 +10,8 @@ import { unstorablePathIn } from '../shared/text.ts';
 import { PlatformError, type ListedOrder, type PlatformAdapters } from '../platforms/types.ts';
 import type { ResellerStore } from '../reseller-stores/entity.ts';
 import type { ListedCancellations, ReconciledStores } from './ports.ts';
-import type { ReconciliationRepository, Refusal, RunOutcome, TakenRun, Watermark } from './repository.ts';
+import type { HandBack, ReconciliationRepository, Refusal, RunOutcome, TakenRun, Watermark } from './repository.ts';
+import { QUEUED_LEASE_MS } from './service.ts';
 
 /** Orders can appear in a platform's list a little after their creation time: each run relists this much. */
 export const WATERMARK_OVERLAP_MS = 5 * 60_000;
@@ -38,14 +39,19 @@ export class ReconciliationRunner {
     private readonly cancelled: ListedCancellations,
   ) {}
 
-  /** Runs the reconciliation a queue message names, unless it finished or another process holds it. */
-  async execute(reconciliationId: string): Promise<void> {
+  /**
+   * Runs the reconciliation a queue message names, unless it finished or another process holds it.
+   * Once `stopping` aborts (this process shuts down) the run stops after the page in progress and is
+   * handed back with what it did, for the next worker to go on with at once.
+   */
+  async execute(reconciliationId: string, stopping?: AbortSignal): Promise<void> {
     const run = await this.repository.take(reconciliationId, RUN_LEASE_MS);
     if (!run) return;
     const logger = this.deps.logger.child({ reconciliation_id: run.id, reseller_store_id: run.resellerStoreId });
-    const lease = holdLease(() => this.repository.renew(run, RUN_LEASE_MS), RUN_LEASE_MS, (error) => logger.warn({ err: error }, 'could not renew the reconciliation lease'));
-    const tally: Tally = { ordersSeen: 0, ordersRouted: 0 };
-    let outcome: RunOutcome;
+    const lease = holdLease(() => this.repository.renew(run, RUN_LEASE_MS), RUN_LEASE_MS, (error) => logger.warn({ err: error }, 'could not renew the reconciliation lease'), stopping);
+    // A run handed back by a stopping process goes on counting from what that process did.
+    const tally: Tally = { ordersSeen: run.ordersSeen, ordersRouted: run.ordersRouted };
+    let outcome: RunOutcome | HandBack;
     try {
       outcome = await this.reconcile(run, lease, tally);
     } catch (error) {
@@ -58,21 +64,28 @@ export class ReconciliationRunner {
     } finally {
       lease.release();
     }
+    if (!('status' in outcome)) {
+      if (await this.repository.handBack(run, outcome, QUEUED_LEASE_MS)) {
+        logger.info({ orders_seen: outcome.ordersSeen, orders_routed: outcome.ordersRouted, resume_since: outcome.resumeSince }, 'reconciliation handed back: this process is stopping');
+      }
+      return;
+    }
     if (!(await this.repository.finish(run, outcome))) return;
     this.deps.metrics.reconciliationRuns.inc({ outcome: outcome.status });
     logger.info({ status: outcome.status, orders_seen: outcome.ordersSeen, orders_routed: outcome.ordersRouted, error: outcome.error ?? undefined }, 'reconciliation finished');
   }
 
-  private async reconcile(run: TakenRun, lease: Lease, tally: Tally): Promise<RunOutcome> {
+  private async reconcile(run: TakenRun, lease: Lease, tally: Tally): Promise<RunOutcome | HandBack> {
     const deleted: RunOutcome = { status: 'failed', ...tally, error: 'The reseller store was deleted.', watermark: null };
     const store = await this.stores.findActive(run.resellerStoreId);
     if (!store) return deleted;
     const current = (await this.repository.watermarkOf(store.id)) ?? { watermark: store.createdAt, reconciledUntil: store.createdAt };
     // A new store does not import its history: the automatic window never reaches before its creation
     // (less a second: platform_b's creation times have whole seconds and its filter is exclusive).
-    const since = run.requestedSince ?? new Date(Math.max(wholeSecond(store.createdAt) - 1000, current.watermark.getTime() - WATERMARK_OVERLAP_MS));
+    // A handed-back run goes on where the stopped process's listing got to (`since` stays where it began).
+    const since = run.resumeSince ?? run.requestedSince ?? new Date(Math.max(wholeSecond(store.createdAt) - 1000, current.watermark.getTime() - WATERMARK_OVERLAP_MS));
     const cutoff = new Date(Date.now() - this.deps.config.reconcileGraceMs);
-    await this.repository.progress(run, since, 0, 0);
+    await this.repository.progress(run, run.resumeSince ? (run.since ?? since) : since, tally.ordersSeen, tally.ordersRouted);
 
     // Paced like every call to the store (its shared turns), so a run never starves order placement;
     // it waits its turn behind a backlog (its lease is renewed meanwhile) rather than fail.
@@ -80,21 +93,36 @@ export class ReconciliationRunner {
     let newest = current.watermark;
     let truncated = false;
     let pages = 0;
-    for await (const page of this.deps.platforms[store.platform].listOrders(connection, since)) {
-      lease.check();
-      if (!(await this.stores.findActive(store.id))) return { ...deleted, ...tally };
-      // Lists are oldest first: the first order inside the grace period ends the listing.
-      const due = page.filter((listed) => listed.createdAt <= cutoff);
-      await this.routePage(store, due, run, lease, tally);
-      for (const listed of due) if (listed.createdAt > newest) newest = listed.createdAt;
-      await this.repository.progress(run, since, tally.ordersSeen, tally.ordersRouted);
-      if (due.length < page.length) break;
-      if (++pages >= MAX_PAGES_PER_RUN) {
-        truncated = true;
-        break;
+    // Where this listing got to: the newest order of the pages routed whole (lists are oldest first).
+    let listedUntil: Date | null = null;
+    try {
+      for await (const page of this.deps.platforms[store.platform].listOrders(connection, since)) {
+        lease.check();
+        if (!(await this.stores.findActive(store.id))) return { ...deleted, ...tally };
+        // Lists are oldest first: the first order inside the grace period ends the listing.
+        const due = page.filter((listed) => listed.createdAt <= cutoff);
+        await this.routePage(store, due, run, lease, tally);
+        for (const listed of due) {
+          if (listed.createdAt > newest) newest = listed.createdAt;
+          if (listedUntil === null || listed.createdAt > listedUntil) listedUntil = listed.createdAt;
+        }
+        await this.repository.progress(run, run.resumeSince ? (run.since ?? since) : since, tally.ordersSeen, tally.ordersRouted);
+        if (due.length < page.length) break;
+        if (++pages >= MAX_PAGES_PER_RUN) {
+          truncated = true;
+          break;
+        }
       }
+    } catch (error) {
+      if (!(error instanceof RunStopped)) throw error;
+      // Stopped between pages (or before routing one): what was routed is kept, and the store is
+      // reconciled up to the newest order this listing saw, as a truncated run's is. The next hold
+      // lists from the second before it (platform_b's whole seconds, its exclusive filter).
+      const resumeSince = listedUntil === null ? since : new Date(Math.max(since.getTime(), wholeSecond(listedUntil) - 1000));
+      return { ...tally, resumeSince, watermark: listedUntil === null ? null : this.nextWatermark(current, since, newest, newest) };
     }
-    lease.check();
+    // Listed to its end: finished even if this process is stopping meanwhile.
+    lease.checkHeld();
     // A truncated listing reconciled the store only up to the newest order it saw.
     const watermark = this.nextWatermark(current, since, newest, truncated ? newest : cutoff);
     return { status: 'succeeded', ...tally, error: null, watermark };
@@ -110,7 +138,6 @@ export class ReconciliationRunner {
   }
 
   private async routePage(store: ResellerStore, due: ListedOrder[], run: TakenRun, lease: Lease, tally: Tally): Promise<void> {
-    tally.ordersSeen += due.length;
     const refusals: Refusal[] = [];
     const cancelled: ListedOrder[] = [];
     const routable = due.filter((listed) => {
@@ -126,7 +153,9 @@ export class ReconciliationRunner {
     await this.repository.recordRefusals(store, run, refusals);
     const routed = await this.routing.routedAmong(store.id, [...routable, ...cancelled].map((listed) => listed.externalOrderId));
     const unrouted = routable.filter((listed) => !routed.has(listed.externalOrderId));
+    // A run stopped here is handed back without this page, which the next hold lists again.
     lease.check();
+    tally.ordersSeen += due.length;
     // A cancelled order is never routed here; one nobody routed yet is recorded as cancelled, as its
     // (lost) orders/cancelled webhook would be, so an orders/create delivered late (a platform's retry)
     // routes it as cancelled and nothing reaches a supplier. A routed one is the divergence watch's.

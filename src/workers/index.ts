@@ -51,13 +51,19 @@ export async function consumeEach(boss: PgBoss, name: string, slots: number, per
 
 /** Queues whose messages are not attempts of a retried kind: each message is one unit of work that records its own outcome. */
 type RunQueue = Exclude<QueueKey, 'webhookDelivery'>;
-export type RunHandlers = { [K in RunQueue]: (message: QueueMessage<K>) => Promise<void> };
+/**
+ * What runs a run queue's message. `stopping` is aborted once the workers stop (a graceful shutdown):
+ * a run in progress then stops at its next step and hands itself back (src/db/locks.ts `handBackRun`)
+ * rather than keep the queue's stop waiting, or be left `running` under a lease nobody renews.
+ */
+export type RunHandlers = { [K in RunQueue]: (message: QueueMessage<K>, stopping: AbortSignal) => Promise<void> };
 
 /**
  * Subscribes one worker to the queue of every kind of retried work (src/workers/kinds.ts), one to
  * each run queue (`runs`), and the webhook delivery worker to its queue (a queue without a worker
  * fails the start-up), and starts the sweep for stranded work (src/attempts/sweep.ts) and the pruning
- * of old events (src/events/retention.ts); returns what stops those two (`stop`) and `drain`, which
+ * of old events (src/events/retention.ts); returns what stops those two and the runs in progress
+ (`stop`: they hand themselves back, see RunHandlers; call it before the queue stops) and `drain`, which
  * resolves once the attempts let go of by their batches (still calling a slow platform,
  * src/attempts/worker.ts) have recorded their outcomes: call it after
  * the queue stopped. A message whose outcome could not be recorded, or a batch whose handler throws
@@ -76,11 +82,18 @@ export async function startWorkers(
   }
   const workers: AttemptWorker<AttemptRow, string, object, { row: AttemptRow }>[] = [];
   for (const registered of kinds) workers.push(startWorker(ctx, registered));
-  for (const key of Object.keys(runs) as RunQueue[]) startRunWorker(ctx, key, runs[key] as (message: QueueMessage<RunQueue>) => Promise<void>);
+  const runsStopping = new AbortController();
+  for (const key of Object.keys(runs) as RunQueue[]) {
+    const run = runs[key] as (message: QueueMessage<RunQueue>, stopping: AbortSignal) => Promise<void>;
+    startRunWorker(ctx, key, (message) => run(message, runsStopping.signal));
+  }
   await startDeliveryWorker(ctx);
   const stopSweeper = startSweeper(ctx, kinds, sweepHooks);
   const stopPruner = startEventPruner({ events, retentionDays: ctx.config.eventRetentionDays, logger: ctx.logger });
-  const stop = async () => void (await Promise.all([stopSweeper(), stopPruner()]));
+  const stop = async () => {
+    runsStopping.abort();
+    await Promise.all([stopSweeper(), stopPruner()]);
+  };
   return { stop, drain: async () => void (await Promise.all(workers.map((worker) => worker.drain()))) };
 }
 
