@@ -11,7 +11,7 @@ import { PLATFORMS, type Platform } from '../src/orders/types.ts';
 import { queryRows } from './support/database.ts';
 import { test } from './support/fixtures.ts';
 import { waitFor } from './support/wait.ts';
-import { auditOf, check, divergencesOf, fulfillmentsOf, openTenant, placeOrder, pushedTracking, type Supplier, type Target, type Tenant } from './support/watch.ts';
+import { auditOf, check, divergencesOf, eventsOf, fulfillmentsOf, openTenant, placeOrder, pushedTracking, type Supplier, type Target, type Tenant } from './support/watch.ts';
 import type { Sandbox } from './sandbox/server.ts';
 
 // Passes run only when asked; failed jobs die fast; the sweep (which claims held tracking) runs often.
@@ -110,5 +110,24 @@ describe.each(PLATFORMS)('%s supplier', (platform) => {
     expect(job!.supplier_cancelled_at).not.toBeNull();
     expect((await divergencesOf(tenant)).filter((entry) => entry.type === 'supplier_cancelled')).toEqual([expect.objectContaining({ syncJobId: jobId })]);
     expect(await auditOf(tenant, 'sync_job.supplier_cancelled')).toEqual([{ resource_id: jobId, metadata: expect.objectContaining({ source: 'watch', sourceOrderId }) }]);
+  });
+});
+
+describe('a shipment a pass held for a job in doubt, claimed once the job learns its order', () => {
+  it('is audited and announced fulfillment.reconciled (the watch found it), not as a webhook delivery', async ({ sandbox, target }) => {
+    const { tenant, supplier, jobId, sourceOrderId } = await orderInDoubt(sandbox, target, 'custom');
+    sandbox.shipOrder(supplier.shopDomain, 'custom', sourceOrderId, { trackingNumbers: ['HELD-RECON-1'] });
+    await twentyMinutesAgo(sandbox, tenant, supplier, sourceOrderId);
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', error: null });
+    await retried(target, tenant, jobId, sourceOrderId);
+    const [fulfillment] = await waitFor(async () => {
+      const rows = await fulfillmentsOf(tenant, jobId);
+      return rows.length === 1 ? rows : null;
+    }, 10_000, 'the held tracking claimed by the retried job');
+    await pushedTracking(sandbox, tenant, 1);
+    expect(await auditOf(tenant, 'fulfillment.reconciled')).toEqual([
+      { resource_id: fulfillment!.id, metadata: expect.objectContaining({ syncJobId: jobId, trackingNumbers: ['HELD-RECON-1'], watchPassId: expect.any(String) }) },
+    ]);
+    expect((await eventsOf(tenant, 'fulfillment.reconciled')).map((event) => event.object.id)).toEqual([fulfillment!.id]);
   });
 });

@@ -99,6 +99,7 @@ export const TABLES = {
     webhook_id: 'character varying null',
     tracking: 'jsonb',
     received_at: 'timestamp with time zone',
+    watch_pass_id: 'character varying null',
   },
   audit_entries: {
     id: 'character varying',

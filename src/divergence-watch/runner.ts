@@ -7,8 +7,6 @@ import type { Outbox } from '../events/outbox.ts';
 import type { Metrics } from '../metrics/index.ts';
 import type { SecretBox } from '../shared/secrets.ts';
 import { unstorablePathIn, wellFormed } from '../shared/text.ts';
-import type { Trx } from '../db/sql.ts';
-import type { Fulfillment } from '../fulfillments/entity.ts';
 import { fulfillmentKeys } from '../fulfillments/identity.ts';
 import type { FulfillmentService } from '../fulfillments/service.ts';
 import type { OrderRouting } from '../orders/port.ts';
@@ -18,7 +16,6 @@ import type { ResellerStore } from '../reseller-stores/entity.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
 import { holdLease, LeaseLost, RunStopped, type Lease } from '../db/locks.ts';
 import { QUEUED_LEASE_MS } from './service.ts';
-import { fulfillmentEvent } from '../fulfillments/events.ts';
 import { syncJobEventsIn } from '../sync-jobs/events.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
 import type { WatchReads } from './ports.ts';
@@ -261,7 +258,7 @@ export class WatchRunner {
         // Recorded already, unless a fulfillment the platform names by id shows numbers added to it since.
         const numbersRecorded = !keys.platformFulfillment || shipment.tracking.numbers.every((number) => recorded.has(`${job.id}#number:${number}`));
         if (recorded.has(`${job.id}:${keys.dedupeKey}`) && numbersRecorded) continue;
-        const { created } = await this.fulfillments.receive(job, shipment.tracking, keys, undefined, (trx, fulfillment) => this.recordReconciled(trx, job, fulfillment, pass));
+        const { created } = await this.fulfillments.receiveReconciled(job, shipment.tracking, keys, pass.id);
         if (created) repairs += this.repaired('tracking');
       }
       return repairs;
@@ -292,25 +289,10 @@ export class WatchRunner {
     const shipments = order.shipments ?? (await this.paced(() => this.deps.platforms[supplier.platform].listShipments(connection, order.externalOrderId), lease, tally));
     for (const shipment of shipments) {
       if (unstorablePathIn(shipment.tracking) !== null) continue;
-      await this.fulfillments.holdFor(supplier, shipment, fulfillmentKeys(shipment, undefined));
+      await this.fulfillments.holdFor(supplier, shipment, fulfillmentKeys(shipment, undefined), pass.id);
       this.deps.logger.info({ watch_pass_id: pass.id, sync_job_id: job.id, source_order_id: order.externalOrderId }, 'shipment of an order in doubt held for its job');
     }
     return repairs;
-  }
-
-  private async recordReconciled(trx: Trx, job: SyncJob, fulfillment: Fulfillment, pass: TakenPass): Promise<void> {
-    await insertAudit(trx, [
-      {
-        ownerId: job.ownerId,
-        resellerStoreId: job.resellerStoreId,
-        action: 'fulfillment.reconciled',
-        resourceType: 'fulfillment',
-        resourceId: fulfillment.id,
-        actorId: SYSTEM_ACTOR,
-        metadata: { syncJobId: job.id, watchPassId: pass.id, trackingNumbers: fulfillment.tracking.numbers },
-      },
-    ]);
-    await this.deps.outbox.append(trx, [fulfillmentEvent('fulfillment.reconciled', fulfillment, [])]);
   }
 
   /** Placed jobs with no tracking for STALE_AFTER_MS: `sync_job.stale` once each, and the to-do list. A database query, no platform call. */

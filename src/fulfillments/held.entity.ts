@@ -23,6 +23,11 @@ export const HeldFulfillment = defineEntity({
     webhookId: p.string().length(200).nullable(),
     tracking: p.json<Tracking>(),
     receivedAt: p.datetime(),
+    /**
+     * The divergence-watch pass that found it (the supplier's list showed the shipment, no webhook
+     * brought it); null for a webhook's. Its claim is then audited and announced `fulfillment.reconciled`.
+     */
+    watchPassId: p.string().nullable(),
   },
   uniques: [{ name: 'held_fulfillments_order_dedupe_unique', properties: ['sourceStoreId', 'sourceOrderId', 'dedupeKey'] }],
 });

@@ -19,6 +19,8 @@ export interface HeldRow {
   keys: FulfillmentKeys;
   tracking: Tracking;
   receivedAt: Date;
+  /** The divergence-watch pass that found it; null when a webhook brought it. */
+  watchPassId: string | null;
 }
 
 /** The table a manual transition writes (one object, so its statement is built once: `writeAttemptTransitions`). */
@@ -145,6 +147,7 @@ export class FulfillmentRepository {
           webhook_id: row.keys.webhookId,
           tracking: JSON.stringify(row.tracking),
           received_at: row.receivedAt,
+          watch_pass_id: row.watchPassId,
         })),
       )
       .onConflict((oc) =>
@@ -175,6 +178,7 @@ export class FulfillmentRepository {
       keys: { dedupeKey: row.dedupe_key, webhookId: row.webhook_id },
       tracking: row.tracking as Tracking,
       receivedAt: row.received_at,
+      watchPassId: row.watch_pass_id,
       syncJobId: row.sync_job_id,
     }));
   }

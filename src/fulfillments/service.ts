@@ -1,4 +1,5 @@
-import { insertAudit } from '../audit-log/repository.ts';
+import { insertAudit, SYSTEM_ACTOR } from '../audit-log/repository.ts';
+import type { Outbox } from '../events/outbox.ts';
 import { fulfillmentKind } from './kind.ts';
 import type { Logger } from 'pino';
 import type { Metrics } from '../metrics/index.ts';
@@ -13,6 +14,7 @@ import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
 import type { Trx } from '../db/sql.ts';
 import { fulfillmentAuditRecord } from './attempt.ts';
 import type { Fulfillment } from './entity.ts';
+import { fulfillmentEvent } from './events.ts';
 import { addedNumbersKey, type FulfillmentKeys } from './identity.ts';
 import type { FulfillmentRecorded, ResellerStoreReads, SyncJobReads } from './ports.ts';
 import type { FulfillmentRepository } from './repository.ts';
@@ -27,6 +29,7 @@ export interface FulfillmentServiceDeps {
   metrics: Metrics;
   logger: Logger;
   platforms: PlatformAdapters;
+  outbox: Outbox;
 }
 
 export class FulfillmentService {
@@ -142,11 +145,30 @@ export class FulfillmentService {
    * reference names the job: the divergence watch), held for it as `holdUnlessUnowned` holds one,
    * with no look-up: were the job to complete with that order meanwhile, the next claims take it.
    */
-  async holdFor(store: SourceStore, fulfillment: SourceFulfillment, keys: FulfillmentKeys): Promise<void> {
-    await this.hold([store], fulfillment, keys, new Date());
+  async holdFor(store: SourceStore, fulfillment: SourceFulfillment, keys: FulfillmentKeys, watchPassId: string): Promise<void> {
+    await this.hold([store], fulfillment, keys, new Date(), watchPassId);
   }
 
-  private async hold(holders: SourceStore[], fulfillment: SourceFulfillment, keys: FulfillmentKeys, receivedAt: Date): Promise<void> {
+  /**
+   * Records tracking the divergence watch found on a supplier order (no webhook brought it), as
+   * `receive` does, with the audit entry and event `fulfillment.reconciled` in its transaction.
+   * `heldId`: the held fulfillment a pass kept for a job in doubt, now claimed by that job.
+   */
+  receiveReconciled(job: SyncJob, tracking: Tracking, keys: FulfillmentKeys, watchPassId: string, heldId?: string): Promise<{ fulfillment: Fulfillment; created: boolean }> {
+    return this.receive(job, tracking, keys, heldId, (trx, fulfillment) => this.recordReconciled(trx, fulfillment, watchPassId));
+  }
+
+  private async recordReconciled(trx: Trx, fulfillment: Fulfillment, watchPassId: string): Promise<void> {
+    await insertAudit(trx, [
+      {
+        ...fulfillmentAuditRecord(fulfillment, 'fulfillment.reconciled', { watchPassId, trackingNumbers: fulfillment.tracking.numbers }),
+        actorId: SYSTEM_ACTOR,
+      },
+    ]);
+    await this.deps.outbox.append(trx, [fulfillmentEvent('fulfillment.reconciled', fulfillment, [])]);
+  }
+
+  private async hold(holders: SourceStore[], fulfillment: SourceFulfillment, keys: FulfillmentKeys, receivedAt: Date, watchPassId: string | null = null): Promise<void> {
     await this.fulfillments.hold(
       holders.map((store) => ({
         id: newId('heldFulfillment'),
@@ -157,6 +179,7 @@ export class FulfillmentService {
         keys,
         tracking: fulfillment.tracking,
         receivedAt,
+        watchPassId,
       })),
     );
   }
@@ -171,7 +194,10 @@ export class FulfillmentService {
     for (const held of claimable) {
       const job = await this.jobs.findById(held.syncJobId);
       if (!job) continue;
-      const { created } = await this.receive(job, held.tracking, held.keys, held.id);
+      // One a pass found (no webhook brought it) is the watch's repair, audited and announced as such.
+      const { created } = held.watchPassId
+        ? await this.receiveReconciled(job, held.tracking, held.keys, held.watchPassId, held.id)
+        : await this.receive(job, held.tracking, held.keys, held.id);
       if (created) claimed++;
       this.deps.logger.info({ job_id: job.id, source_order_id: held.sourceOrderId, created }, 'held fulfillment claimed by its job');
     }
