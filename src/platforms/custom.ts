@@ -1,3 +1,4 @@
+import { orderFulfillmentsCustom } from './order-fulfillments.ts';
 import { z } from 'zod';
 import { fromMinorUnits } from '../money.ts';
 import type { ResellerOrder, SourceFulfillment, SupplierOrder, Tracking } from '../orders/types.ts';
@@ -83,6 +84,7 @@ export function createCustomAdapter(settings: HttpClientSettings): PlatformAdapt
       ),
     listOrders: (store, since) => listOrders(http, store, since),
     listUpdatedOrders: (store, since, cursor) => listUpdatedCustom(http, store, since, cursor),
+    listOrderFulfillments: (store, orderId) => orderFulfillmentsCustom(http, store, orderId),
     listShipments: (store, orderId) => listShipmentsCustom(http, store, orderId),
     parseOrderWebhook: readOrder,
     parseFulfillmentWebhook: readFulfillment,

@@ -1,3 +1,4 @@
+import { orderFulfillmentsPlatformA } from './order-fulfillments.ts';
 import { z } from 'zod';
 import { fromMinorUnits } from '../money.ts';
 import type { PostalAddress, ResellerOrder, SourceFulfillment, SupplierOrder, Tracking } from '../orders/types.ts';
@@ -86,6 +87,7 @@ export function createPlatformAAdapter(settings: HttpClientSettings): PlatformAd
       ),
     listOrders: (store, since) => listOrders(http, store, since),
     listUpdatedOrders: (store, since, cursor) => listUpdatedPlatformA(http, store, since, cursor),
+    listOrderFulfillments: (store, orderId) => orderFulfillmentsPlatformA(http, store, orderId),
     listShipments: (store, orderId) => listShipmentsPlatformA(http, store, orderId),
     parseOrderWebhook: readOrder,
     parseFulfillmentWebhook: readFulfillment,

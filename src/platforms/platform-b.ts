@@ -1,3 +1,4 @@
+import { orderFulfillmentsPlatformB } from './order-fulfillments.ts';
 import { z } from 'zod';
 import { fromMinorUnits } from '../money.ts';
 import type {
@@ -127,6 +128,7 @@ export function createPlatformBAdapter(settings: HttpClientSettings): PlatformAd
     createFulfillment,
     listOrders: (store, since) => listOrders(http, store, since),
     listUpdatedOrders: (store, since, cursor) => listUpdatedPlatformB(http, store, since, cursor),
+    listOrderFulfillments: (store, orderId) => orderFulfillmentsPlatformB(http, store, orderId),
     listShipments: (store, orderId) => listShipmentsPlatformB(http, store, orderId),
     parseOrderWebhook: readOrder,
     parseFulfillmentWebhook: readFulfillment,

@@ -77,6 +77,13 @@ export interface SupplierOrderState {
   lines: SupplierOrderLineState[];
 }
 
+/** A fulfillment an order shows: the platform's id for it (platform_b: the tracking's), its tracking numbers and links. */
+export interface OrderFulfillment {
+  id: string | null;
+  trackingNumbers: string[];
+  trackingUrls: string[];
+}
+
 /** What a lookup by reference answers when it stops at its page bound while the list goes on (`findOrderByReference`). */
 export type LookupCut = 'fail' | 'not_found';
 
@@ -150,6 +157,11 @@ export interface PlatformAdapter extends CancellingAdapter {
    * in the order of their update; `cursor` is the previous page's `next` (null: the first page).
    */
   listUpdatedOrders(store: StoreConnection, since: Date, cursor: string | null): Promise<UpdatedPage>;
+  /**
+   * The fulfillments an order already shows (src/platforms/order-fulfillments.ts), as the platform
+   * identifies them: one call. What a push of tracking after a lost answer checks first.
+   */
+  listOrderFulfillments(store: StoreConnection, orderId: string): Promise<OrderFulfillment[]>;
   /** The shipments of an order whose updated-list entry left them to be read apart (platform_b's, but those that cannot have shipped). */
   listShipments(store: StoreConnection, orderId: string): Promise<SourceFulfillment[]>;
   /** Reads an orders/create webhook body; throws PayloadError when it is not a valid order. */

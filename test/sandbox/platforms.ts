@@ -7,7 +7,7 @@ import type { Platform } from '../../src/orders/types.ts';
 import { NOT_FOUND, Refusal, accept, header, jsonBody } from './http.ts';
 import { buildFulfillmentPayload, buildOrderPayload, type JsonObject } from './payloads.ts';
 import type { Reply, SandboxState, StoreState } from './state.ts';
-import { isUpdatedList, shipmentTrackingsReply, updatedListReply } from './updated.ts';
+import { isUpdatedList, shipmentTrackingsReply, showAddedFulfillment, updatedListReply } from './updated.ts';
 import { answerCancelCall } from './cancellations.ts';
 
 export interface PlatformRequest {
@@ -366,12 +366,27 @@ function route(
         payload,
         createdAt: created.createdAt,
       });
+      showAddedFulfillment(store, simulated.platform, orderId, addedTracking(simulated.platform, id, payload));
       return { status: 201, body: reply };
     }
     return NOT_FOUND;
   } catch (error) {
     if (error instanceof Refusal) return error.reply;
     throw error;
+  }
+}
+
+/** The tracking of a fulfillment added through the API, from its payload (the form its fulfillments/create webhook has). */
+function addedTracking(platform: Platform, id: string | number, payload: JsonObject) {
+  const texts = (value: unknown) => (Array.isArray(value) ? value.filter((entry): entry is string => typeof entry === 'string' && entry !== '') : []);
+  const text = (value: unknown) => (typeof value === 'string' && value !== '' ? value : null);
+  switch (platform) {
+    case 'platform_a':
+      return { id, trackingNumbers: texts(payload.tracking_numbers), trackingUrls: texts(payload.tracking_urls), company: text(payload.tracking_company) };
+    case 'platform_b':
+      return { id, trackingNumbers: texts([payload.tracking_number]), trackingUrls: texts([payload.tracking_link]), company: text(payload.tracking_provider) };
+    case 'custom':
+      return { id, trackingNumbers: texts(payload.trackingNumbers), trackingUrls: texts(payload.trackingUrls), company: text(payload.carrier) };
   }
 }
 

@@ -114,6 +114,42 @@ export function shipStoredOrder(store: StoreState, platform: Platform, id: strin
   }
 }
 
+/**
+ * A fulfillment added to one of the store's orders through the API (`POST …/fulfillments`) shows on
+ * that order as a platform shows it: platform_a in the order's `fulfillments` (its id the one the
+ * answer gave), platform_b as a shipment tracking per number (`tracking_id` the answer's for the
+ * first), custom in the order's `fulfillments`. No status changes: the store's owner decides that.
+ */
+export function showAddedFulfillment(store: StoreState, platform: Platform, orderId: string, added: { id: string | number; trackingNumbers: string[]; trackingUrls: string[]; company: string | null }): void {
+  const order = store.order(platform, orderId);
+  if (order === undefined) return;
+  switch (platform) {
+    case 'platform_a': {
+      const fulfillment = buildFulfillmentPayload('platform_a', { orderId, fulfillmentId: added.id as number, trackingNumbers: added.trackingNumbers, trackingUrls: added.trackingUrls, company: added.company });
+      store.saveOrder(platform, { ...order, fulfillments: [...((order.fulfillments as JsonObject[] | undefined) ?? []), fulfillment] });
+      return;
+    }
+    case 'platform_b': {
+      trackingsOf(store, orderId).push(
+        ...added.trackingNumbers.map((number, index) => ({
+          tracking_id: String(added.id),
+          tracking_provider: added.company ?? '',
+          tracking_number: number,
+          tracking_link: added.trackingUrls[index] ?? '',
+          date_shipped: new Date().toISOString().slice(0, 10),
+        })),
+      );
+      store.saveOrder(platform, { ...order });
+      return;
+    }
+    case 'custom': {
+      const fulfillment = { id: String(added.id), trackingNumbers: added.trackingNumbers, trackingUrls: added.trackingUrls, carrier: added.company, createdAt: new Date().toISOString() };
+      store.saveOrder(platform, { ...order, fulfillments: [...((order.fulfillments as JsonObject[] | undefined) ?? []), fulfillment] });
+      return;
+    }
+  }
+}
+
 /** Which list a GET of the orders path asks for: the updated-since list when it carries that filter. */
 export function isUpdatedList(platform: Platform, query: URLSearchParams): boolean {
   switch (platform) {
