@@ -169,7 +169,7 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
     const store = { ...connectionOf(ctx, source, callsOf(cancellation, platform)), maxTurnWaitMs: EXTRA_CALL_TURN_WAIT_MS };
     const orderId = job.sourceOrderId ?? (await orderInDoubt(job, platform, store));
     if (!orderId) return notPlaced(cancellation, job, source, 'no order carrying the job\'s reference was found on the source store');
-    if (job.sourceOrderId == null && job.status === 'completed') await jobs.recordFoundOrder(job.id, orderId);
+    if (job.sourceOrderId == null && job.status === 'completed') await jobs.recordFoundOrder(job.id, orderId, { by: 'cancellation' });
     return cancellation.scope === 'order' ? cancelOrder(cancellation, job, platform, store, orderId) : cancelLines(cancellation, job, platform, store, orderId, source);
   }
 

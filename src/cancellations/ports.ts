@@ -4,7 +4,7 @@ import type { AttemptWrite } from '../attempts/repository.ts';
 import type { Trx } from '../db/sql.ts';
 import type { SupplierLine } from '../platforms/types.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
-import type { SyncJob } from '../sync-jobs/entity.ts';
+import type { OrderFoundBy, SyncJob } from '../sync-jobs/entity.ts';
 
 /**
  * The reseller's to-do list (order-changes.md, "The divergence watch"), as this feature writes to it:
@@ -53,7 +53,7 @@ export interface CancelledJobs {
    * reference (an answer lost, then the job died): its fulfillments and the supplier's cancellation
    * then find the job, and the job no longer counts as having sent an order it never learned.
    */
-  recordFoundOrder(syncJobId: string, sourceOrderId: string): Promise<unknown>;
+  recordFoundOrder(syncJobId: string, sourceOrderId: string, foundBy: Extract<OrderFoundBy, { by: 'cancellation' }>): Promise<unknown>;
   /** Version-checked writes of jobs ended unplaced (VOID), with their audit entries. */
   writeVoidsIn(trx: Trx, writes: AttemptWrite<SyncJob>[]): Promise<boolean[]>;
 }

@@ -1,7 +1,7 @@
 import type { Trx } from '../db/sql.ts';
 import type { ResellerStore } from '../reseller-stores/entity.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
-import type { SyncJob } from '../sync-jobs/entity.ts';
+import type { OrderFoundBy, SyncJob } from '../sync-jobs/entity.ts';
 
 /**
  * What a divergence-watch pass reads of other features, through their repositories (the stores',
@@ -26,12 +26,20 @@ export interface WatchedJobs {
    */
   inDoubtAmong(sourceStoreId: string, syncJobIds: string[]): Promise<Map<string, SyncJob>>;
   /**
-   * Records on a job ended unplaced (VOID: its whole-order cancellation, not over, looks the order up
-   * by its reference) the supplier order a pass listed with its reference, with audit entry
-   * `sync_job.order_found` naming the pass. The one write of this port: the cancellation's retry then
-   * cancels that order, where its own lookup may stop at its page bound. Whether it was recorded now.
+   * Of these jobs (by id, as `inDoubtAmong`), those of this supplier store ended unplaced after
+   * sending their order: a whole-order cancellation's lookup by reference found nothing
+   * (`not_placed`), yet an order whose reference names the job is listed.
    */
-  recordFoundOrder(syncJobId: string, sourceOrderId: string, watchPassId: string): Promise<boolean>;
+  unplacedAmong(sourceStoreId: string, syncJobIds: string[]): Promise<Map<string, SyncJob>>;
+  /**
+   * Records on a job ended unplaced (`completed`, no order) the supplier order a pass listed with its
+   * reference, with audit entry `sync_job.order_found` naming the pass: a job whose whole-order
+   * cancellation, not over, looks the order up by its reference (its retry then cancels that order,
+   * where its own lookup may stop at its page bound), or one whose cancellation ended `not_placed`
+   * and whose order is listed shipped (its shipments are then its own). The one write of this port.
+   * Whether it was recorded now.
+   */
+  recordFoundOrder(syncJobId: string, sourceOrderId: string, foundBy: Extract<OrderFoundBy, { by: 'divergence_watch' }>): Promise<boolean>;
   /**
    * Which of these orders of a reseller store have a sync job, however it was made: one a reseller
    * routed by hand (POST /v1/sync_jobs) has jobs and a supplier order, and no `routed_orders` row.

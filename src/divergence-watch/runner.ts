@@ -238,6 +238,13 @@ export class WatchRunner {
       ORDERS_AT_ONCE,
       (order) => this.compareInDoubt(supplier, inDoubt.get(order.syncReference!)!, order, connection, pass, lease, tally),
     );
+    // A job ended unplaced whose order is listed after all (its cancellation's lookup missed it): its shipments are its own.
+    const unplaced = await this.reads.jobs.unplacedAmong(supplier.id, [...new Set(referenced.filter((order) => !inDoubt.has(order.syncReference!)).map((order) => order.syncReference!))]);
+    const unplacedCounts = await mapLimit(
+      referenced.filter((order) => unplaced.has(order.syncReference!)),
+      ORDERS_AT_ONCE,
+      (order) => this.compareUnplaced(supplier, unplaced.get(order.syncReference!)!, order, connection, pass, lease, tally),
+    );
     const recorded = await this.reads.fulfillments.keysOf([...jobs.values()].map((job) => job.id));
     // The orders of a page are compared a few at a time: each is its own job, its own transactions.
     const counts = await mapLimit(known, ORDERS_AT_ONCE, async (order) => {
@@ -263,7 +270,7 @@ export class WatchRunner {
       }
       return repairs;
     });
-    return [...inDoubtCounts, ...counts].reduce((sum, count) => sum + count, 0);
+    return [...inDoubtCounts, ...unplacedCounts, ...counts].reduce((sum, count) => sum + count, 0);
   }
 
   /**
@@ -279,7 +286,7 @@ export class WatchRunner {
    */
   private async compareInDoubt(supplier: SourceStore, job: SyncJob, order: UpdatedOrder, connection: StoreConnection, pass: TakenPass, lease: Lease, tally: Tally): Promise<number> {
     let repairs = 0;
-    if (job.status === 'completed' && job.sourceOrderId == null && (await this.reads.jobs.recordFoundOrder(job.id, order.externalOrderId, pass.id))) {
+    if (job.status === 'completed' && job.sourceOrderId == null && (await this.reads.jobs.recordFoundOrder(job.id, order.externalOrderId, { by: 'divergence_watch', watchPassId: pass.id }))) {
       this.deps.logger.info({ watch_pass_id: pass.id, sync_job_id: job.id, source_order_id: order.externalOrderId }, 'order in doubt of a job ended unplaced found by its reference; recorded on the job');
     }
     const reason = order.cancelReason === null ? null : wellFormed(order.cancelReason);
@@ -291,6 +298,32 @@ export class WatchRunner {
       if (unstorablePathIn(shipment.tracking) !== null) continue;
       await this.fulfillments.holdFor(supplier, shipment, fulfillmentKeys(shipment, undefined), pass.id);
       this.deps.logger.info({ watch_pass_id: pass.id, sync_job_id: job.id, source_order_id: order.externalOrderId }, 'shipment of an order in doubt held for its job');
+    }
+    return repairs;
+  }
+
+  /**
+   * A supplier order whose reference names a job ended unplaced (its whole storefront order was
+   * cancelled while the placement was in doubt, and the cancellation's lookup by reference missed
+   * this order): shipped, the order is recorded on the job (audit `sync_job.order_found`) and its
+   * shipments are recorded and pushed as any other the watch finds (`fulfillment.reconciled`); the
+   * recording turns the job's `not_placed` cancellation `too_late`, on the reseller's to-do list
+   * (src/cancellations/too-late.ts). Not shipped (open, or cancelled at the supplier): nothing is
+   * recorded here. Returns the repairs.
+   */
+  private async compareUnplaced(supplier: SourceStore, job: SyncJob, order: UpdatedOrder, connection: StoreConnection, pass: TakenPass, lease: Lease, tally: Tally): Promise<number> {
+    const listed = order.shipments ?? (await this.paced(() => this.deps.platforms[supplier.platform].listShipments(connection, order.externalOrderId), lease, tally));
+    const shipments = listed.filter((shipment) => unstorablePathIn(shipment.tracking) === null);
+    if (shipments.length === 0) return 0;
+    // Recorded by this pass, or a moment ago by the order's fulfillment webhook: either way the job owns the order now.
+    await this.reads.jobs.recordFoundOrder(job.id, order.externalOrderId, { by: 'divergence_watch', watchPassId: pass.id });
+    const owner = (await this.reads.jobs.bySourceOrders(supplier.id, [order.externalOrderId])).get(order.externalOrderId);
+    if (!owner || owner.id !== job.id) return 0;
+    this.deps.logger.info({ watch_pass_id: pass.id, sync_job_id: job.id, source_order_id: order.externalOrderId }, 'supplier order of a job ended unplaced found shipped: recorded on the job');
+    let repairs = 0;
+    for (const shipment of shipments) {
+      const { created } = await this.fulfillments.receiveReconciled(owner, shipment.tracking, fulfillmentKeys(shipment, undefined), pass.id);
+      if (created) repairs += this.repaired('tracking');
     }
     return repairs;
   }

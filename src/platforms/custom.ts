@@ -4,7 +4,7 @@ import { fromMinorUnits } from '../money.ts';
 import type { ResellerOrder, SourceFulfillment, SupplierOrder, Tracking } from '../orders/types.ts';
 import { type HttpClientSettings, LIST_PAGE, PlatformHttpClient } from './http.ts';
 import { listedOrder, pageEntries, readShrinking, timestamp } from './listing.ts';
-import { listShipmentsCustom, listUpdatedCustom } from './updated.ts';
+import { listShipmentsCustom, listUpdatedCustom, readListedCustom } from './updated.ts';
 import { anyId, assertLineTotal, distinct, lineText, optionalText, orderCurrency, parsePayload, postalAddress, priceMinor, quantity, stringList, trackingLinks } from './payload.ts';
 import type { ListedOrder, PlatformAdapter, StoreConnection } from './types.ts';
 import { customCancelling } from './cancelling.ts';
@@ -85,6 +85,7 @@ export function createCustomAdapter(settings: HttpClientSettings): PlatformAdapt
     listOrders: (store, since) => listOrders(http, store, since),
     listUpdatedOrders: (store, since, cursor) => listUpdatedCustom(http, store, since, cursor),
     listOrderFulfillments: (store, orderId) => orderFulfillmentsCustom(http, store, orderId),
+    readListedOrder: (store, orderId) => readListedCustom(http, store, orderId),
     listShipments: (store, orderId) => listShipmentsCustom(http, store, orderId),
     parseOrderWebhook: readOrder,
     parseFulfillmentWebhook: readFulfillment,

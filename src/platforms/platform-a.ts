@@ -4,7 +4,7 @@ import { fromMinorUnits } from '../money.ts';
 import type { PostalAddress, ResellerOrder, SourceFulfillment, SupplierOrder, Tracking } from '../orders/types.ts';
 import { type HttpClientSettings, LIST_PAGE, PlatformHttpClient, type ResponseHeaders } from './http.ts';
 import { listedOrder, nextLink, pageEntries, readShrinking, timestamp, withLimit } from './listing.ts';
-import { listShipmentsPlatformA, listUpdatedPlatformA } from './updated.ts';
+import { listShipmentsPlatformA, listUpdatedPlatformA, readListedPlatformA } from './updated.ts';
 import { anyId, assertLineTotal, distinct, lineText, numericId, optionalText, orderCurrency, parsePayload, platformAFulfillmentShipped, postalAddress, priceMinor, quantity, stringList, trackingLinks } from './payload.ts';
 import type { ListedOrder, PlatformAdapter, StoreConnection } from './types.ts';
 import { createdLines, platformACancelling } from './cancelling.ts';
@@ -88,6 +88,7 @@ export function createPlatformAAdapter(settings: HttpClientSettings): PlatformAd
     listOrders: (store, since) => listOrders(http, store, since),
     listUpdatedOrders: (store, since, cursor) => listUpdatedPlatformA(http, store, since, cursor),
     listOrderFulfillments: (store, orderId) => orderFulfillmentsPlatformA(http, store, orderId),
+    readListedOrder: (store, orderId) => readListedPlatformA(http, store, orderId),
     listShipments: (store, orderId) => listShipmentsPlatformA(http, store, orderId),
     parseOrderWebhook: readOrder,
     parseFulfillmentWebhook: readFulfillment,

@@ -11,7 +11,7 @@ import type {
 } from '../orders/types.ts';
 import { type HttpClientSettings, LIST_PAGE, PlatformHttpClient, type ResponseHeaders } from './http.ts';
 import { listedOrder, pageEntries, readShrinking, timestamp } from './listing.ts';
-import { listShipmentsPlatformB, listUpdatedPlatformB } from './updated.ts';
+import { listShipmentsPlatformB, listUpdatedPlatformB, readListedPlatformB } from './updated.ts';
 import { atPageSize, firstPosition, followByTime, type TimePosition } from './time-paging.ts';
 import { anyId, assertLineTotal, distinct, lineText, numericId, optionalText, orderCurrency, parsePayload, postalAddress, priceMinor, quantity, roundedPriceMinor, trackingLinks, unitPriceOfTotal } from './payload.ts';
 import { type Created, type ListedOrder, PayloadError, PlatformError, type PlatformAdapter, type StoreConnection } from './types.ts';
@@ -129,6 +129,7 @@ export function createPlatformBAdapter(settings: HttpClientSettings): PlatformAd
     listOrders: (store, since) => listOrders(http, store, since),
     listUpdatedOrders: (store, since, cursor) => listUpdatedPlatformB(http, store, since, cursor),
     listOrderFulfillments: (store, orderId) => orderFulfillmentsPlatformB(http, store, orderId),
+    readListedOrder: (store, orderId) => readListedPlatformB(http, store, orderId),
     listShipments: (store, orderId) => listShipmentsPlatformB(http, store, orderId),
     parseOrderWebhook: readOrder,
     parseFulfillmentWebhook: readFulfillment,

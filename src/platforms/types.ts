@@ -157,6 +157,8 @@ export interface PlatformAdapter extends CancellingAdapter {
    * in the order of their update; `cursor` is the previous page's `next` (null: the first page).
    */
   listUpdatedOrders(store: StoreConnection, since: Date, cursor: string | null): Promise<UpdatedPage>;
+  /** One order read by id as its updated-list entry reads it (its reference among the rest: src/platforms/updated.ts). */
+  readListedOrder(store: StoreConnection, orderId: string): Promise<UpdatedOrder>;
   /**
    * The fulfillments an order already shows (src/platforms/order-fulfillments.ts), as the platform
    * identifies them: one call. What a push of tracking after a lost answer checks first.

@@ -250,13 +250,29 @@ function readCustom(entry: unknown): UpdatedOrder {
 }
 
 /** platform_a: an order's shipments, from the order itself (its list entry carries them already). */
-export function listShipmentsPlatformA(http: PlatformHttpClient, store: StoreConnection, orderId: string): Promise<SourceFulfillment[]> {
-  return http.get(store, `${A_API}/orders/${encodeURIComponent(orderId)}.json`, (body) =>
-    readPlatformA(parsePayload(z.object({ order: z.unknown() }), body, 'platform_a order response').order).shipments ?? [],
-  );
+export async function listShipmentsPlatformA(http: PlatformHttpClient, store: StoreConnection, orderId: string): Promise<SourceFulfillment[]> {
+  return (await readListedPlatformA(http, store, orderId)).shipments ?? [];
 }
 
 /** custom: an order's shipments, from the order itself (its list entry carries them already). */
-export function listShipmentsCustom(http: PlatformHttpClient, store: StoreConnection, orderId: string): Promise<SourceFulfillment[]> {
-  return http.get(store, `/orders/${encodeURIComponent(orderId)}`, (body) => readCustom(body).shipments ?? []);
+export async function listShipmentsCustom(http: PlatformHttpClient, store: StoreConnection, orderId: string): Promise<SourceFulfillment[]> {
+  return (await readListedCustom(http, store, orderId)).shipments ?? [];
+}
+
+/**
+ * One order as its updated-list entry reads it (its reference, status and shipments), read by id:
+ * the shipments of an order the watch lists (platform_a, custom), and whose order a fulfillment
+ * webhook names when only its reference can tell (src/webhooks/service.ts).
+ */
+export function readListedPlatformA(http: PlatformHttpClient, store: StoreConnection, orderId: string): Promise<UpdatedOrder> {
+  return http.get(store, `${A_API}/orders/${encodeURIComponent(orderId)}.json`, (body) => readPlatformA(parsePayload(z.object({ order: z.unknown() }), body, 'platform_a order response').order));
+}
+
+/** platform_b: its tracking is not in the order (`shipments` null unless it cannot have shipped): listShipmentsPlatformB reads it. */
+export function readListedPlatformB(http: PlatformHttpClient, store: StoreConnection, orderId: string): Promise<UpdatedOrder> {
+  return http.get(store, `${B_API}/orders/${encodeURIComponent(orderId)}`, readPlatformB);
+}
+
+export function readListedCustom(http: PlatformHttpClient, store: StoreConnection, orderId: string): Promise<UpdatedOrder> {
+  return http.get(store, `/orders/${encodeURIComponent(orderId)}`, readCustom);
 }

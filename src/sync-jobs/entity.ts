@@ -62,3 +62,12 @@ export const SyncJob = defineEntity({
   triggers: statusCountTriggers('sync_jobs', 'sync_job'),
 });
 export type SyncJob = InferEntity<typeof SyncJob>;
+
+/**
+ * How a job ended unplaced (VOID, no supplier order) came to know the supplier order its reference
+ * names after all: the `foundBy` (and `watchPassId`) of its audit entry `sync_job.order_found`
+ * (`SyncJobRepository.recordFoundOrder`). By its whole-order cancellation's lookup; by a
+ * divergence-watch pass that listed it (a job whose cancellation is not over, or one ended
+ * `not_placed` whose order then shipped); by a fulfillment webhook naming it (a job ended `not_placed`).
+ */
+export type OrderFoundBy = { by: 'cancellation' } | { by: 'divergence_watch'; watchPassId: string } | { by: 'fulfillment_webhook' };

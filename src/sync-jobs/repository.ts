@@ -15,7 +15,7 @@ import { columnsOf, rowMapper } from '../db/row-mapper.ts';
 import { StatementShapes, type Slot, type SlotsOf } from '../db/statement-shapes.ts';
 import { PREPARED } from '../db/prepared.ts';
 import type { Page, PageQuery } from '../shared/paging.ts';
-import { SyncJob } from './entity.ts';
+import { type OrderFoundBy, SyncJob } from './entity.ts';
 
 export interface JobFilters extends PageQuery {
   status?: SyncJob['status'] | undefined;
@@ -109,6 +109,38 @@ export const orderInDoubt = (alias: string) => {
   return sql<boolean>`(${column('source_order_id')} is null and ${column('attempts')} > 0 and (${column('status')} <> 'completed'
     or exists (select 1 from cancellations c where c.sync_job_id = ${column('id')} and c.scope = 'order' and c.status <> 'completed')))`;
 };
+
+/**
+ * Whether the job `alias` names was ended unplaced after it had sent its order: its whole storefront
+ * order was cancelled while its placement was in doubt, and the cancellation's lookup by reference
+ * found nothing (`not_placed`). A supplier list that did not show the order yet (or at all) makes
+ * that lookup miss an order that exists: a shipment of an order whose reference names such a job
+ * is that job's after all.
+ */
+export const endedUnplacedAfterSending = (alias: string) => {
+  const column = (name: string) => sql.ref(`${alias}.${name}`);
+  return sql<boolean>`(${column('source_order_id')} is null and ${column('attempts')} > 0 and ${column('status')} = 'completed'
+    and exists (select 1 from cancellations c where c.sync_job_id = ${column('id')} and c.scope = 'order' and c.status = 'completed' and c.outcome = 'not_placed'))`;
+};
+
+/**
+ * How long after its creation a job ended unplaced is still looked for as the owner of a shipment of
+ * an order no job recorded (which costs a read of that order on the supplier): a supplier ships
+ * within weeks, not months.
+ */
+const UNPLACED_OWNER_WINDOW_MS = 60 * 24 * 60 * 60_000;
+
+/** The `foundBy` (and the pass's `watchPassId`) of a `sync_job.order_found` audit entry's metadata. */
+function foundByMetadata(foundBy: OrderFoundBy) {
+  switch (foundBy.by) {
+    case 'cancellation':
+      return sql<unknown>`jsonb_build_object('foundBy', ${"the job's reference, looked up by its cancellation"}::text)`;
+    case 'divergence_watch':
+      return sql<unknown>`jsonb_build_object('foundBy', ${"the job's reference, listed by the divergence watch"}::text, 'watchPassId', ${foundBy.watchPassId}::text)`;
+    case 'fulfillment_webhook':
+      return sql<unknown>`jsonb_build_object('foundBy', ${"the job's reference, on the supplier order a fulfillment webhook named"}::text)`;
+  }
+}
 
 /** Every statement on sync_jobs. */
 export class SyncJobRepository {
@@ -365,6 +397,46 @@ export class SyncJobRepository {
     return this.orm.em.fork().findOne(SyncJob, { id }, { disableIdentityMap: true });
   }
 
+  /**
+   * Which of these source stores have a job ended unplaced after sending its order
+   * (`endedUnplacedAfterSending`), created before `before` and within UNPLACED_OWNER_WINDOW_MS of it:
+   * a fulfillment of an order no job recorded may be such a job's (the webhooks' port `JobsBySourceOrder`).
+   */
+  async storesWithUnplacedOrders(sourceStoreIds: string[], before: Date): Promise<string[]> {
+    const found = await Promise.all(
+      sourceStoreIds.map((sourceStoreId) =>
+        this.db
+          .selectFrom('sync_jobs')
+          .select('source_store_id')
+          .where('source_store_id', '=', sourceStoreId)
+          .where(endedUnplacedAfterSending('sync_jobs'))
+          .where('created_at', '<', before)
+          .where('created_at', '>', new Date(before.getTime() - UNPLACED_OWNER_WINDOW_MS))
+          .limit(1)
+          .executeTakeFirst(),
+      ),
+    );
+    return found.flatMap((row) => (row ? [row.source_store_id] : []));
+  }
+
+  /**
+   * Of these jobs (by id: the reference a supplier order carries), those of this supplier store ended
+   * unplaced after sending their order (`endedUnplacedAfterSending`), by id: the divergence watch's and
+   * the webhooks' ports.
+   */
+  async unplacedAmong(sourceStoreId: string, jobIds: string[]): Promise<Map<string, SyncJob>> {
+    if (jobIds.length === 0) return new Map();
+    const rows = await this.db
+      .selectFrom('sync_jobs')
+      .selectAll()
+      .where('source_store_id', '=', sourceStoreId)
+      .where('id', '=', sql<string>`any(${jobIds}::text[])`)
+      .where(endedUnplacedAfterSending('sync_jobs'))
+      .execute();
+    const em = this.orm.em.fork();
+    return new Map(rows.map((row) => [row.id, em.map(SyncJob, row as Record<string, unknown>)]));
+  }
+
   /** Replaces a job's stored order (a job cut by some lines before it was placed); version-checked. */
   async replaceOrderIn(trx: Trx, job: SyncJob): Promise<boolean> {
     const result = await trx
@@ -379,17 +451,16 @@ export class SyncJobRepository {
   }
 
   /**
-   * See `CancelledJobs.recordFoundOrder`: a voided job's order, found by its reference (by its
-   * cancellation's lookup, or listed by the divergence watch: `watchPassId`, the watch's port
-   * `WatchedJobs`). Versioned, as the job's state changes, with audit entry `sync_job.order_found`
+   * A voided job's order, found by its reference: by its cancellation's lookup (`CancelledJobs`), by
+   * a divergence-watch pass (`WatchedJobs`: the pass's `watchPassId` is audited too), or on the
+   * supplier order a fulfillment webhook names (`JobsBySourceOrder`); `foundBy` says which. Conditional
+   * on the job being `completed` with no order; versioned, as the job's state changes, with audit entry `sync_job.order_found`
    * (the job's only change of `sourceOrderId` that no transition makes). Returns whether it was
    * recorded now (false: the job has an order already, or is not a voided one).
    */
-  async recordFoundOrder(syncJobId: string, sourceOrderId: string, watchPassId?: string): Promise<boolean> {
+  async recordFoundOrder(syncJobId: string, sourceOrderId: string, foundBy: OrderFoundBy): Promise<boolean> {
     const now = new Date();
-    const foundBy = watchPassId === undefined
-      ? sql<unknown>`jsonb_build_object('foundBy', 'the job''s reference, looked up by its cancellation')`
-      : sql<unknown>`jsonb_build_object('foundBy', 'the job''s reference, listed by the divergence watch', 'watchPassId', ${watchPassId}::text)`;
+    const foundByJson = foundByMetadata(foundBy);
     const recorded = await this.db
       .with('found', (db) =>
         db
@@ -410,7 +481,7 @@ export class SyncJobRepository {
             eb.val('sync_job.order_found').as('action'),
             eb.val('sync_job').as('resource_type'),
             'f.id as resource_id',
-            sql<unknown>`jsonb_build_object('sourceOrderId', ${sourceOrderId}::text, 'externalOrderId', f.external_order_id, 'sourceStoreId', f.source_store_id) || ${foundBy}`.as('metadata'),
+            sql<unknown>`jsonb_build_object('sourceOrderId', ${sourceOrderId}::text, 'externalOrderId', f.external_order_id, 'sourceStoreId', f.source_store_id) || ${foundByJson}`.as('metadata'),
             eb.val(SYSTEM_ACTOR).as('actor_id'),
             eb.val(now).as('created_at'),
           ]),

@@ -7,7 +7,9 @@ import type { Metrics } from '../metrics/index.ts';
 import type { SecretBox } from '../shared/secrets.ts';
 import { fulfillmentKeys, type FulfillmentKeys } from '../fulfillments/identity.ts';
 import type { FulfillmentService } from '../fulfillments/service.ts';
-import { PayloadError, type PlatformAdapters } from '../platforms/types.ts';
+import { PayloadError, PlatformError, type PlatformAdapters } from '../platforms/types.ts';
+import { connectionOf } from '../attempts/store-connection.ts';
+import { unstorablePathIn } from '../shared/text.ts';
 import { MAX_TRACKING_NUMBERS_PER_FULFILLMENT } from '../../contract/limits.ts';
 import { normaliseVendor } from '../pricing/index.ts';
 import type { ResellerStore } from '../reseller-stores/entity.ts';
@@ -217,12 +219,48 @@ export class WebhookService {
     return [job.id];
   }
 
+  /**
+   * The job that placed this order after all, though it was ended unplaced: its whole storefront order
+   * was cancelled while its placement was in doubt, and the cancellation's lookup by reference missed
+   * the order (a supplier list that did not show it). Only a sender with such a recent job
+   * (`storesWithUnplacedOrders`) has the order read (one call), for the reference it carries; the job
+   * it names records it (audit `sync_job.order_found`), so the shipment is taken: recorded, pushed to
+   * the customer, and the job's `not_placed` cancellation made `too_late` on the reseller's to-do list.
+   * A read the supplier refuses for now (429, 5xx, no answer) is 503, so the platform delivers again.
+   */
+  private async unplacedOwner(senders: SourceStore[], sourceOrderId: string): Promise<SyncJob | null> {
+    const candidates = new Set(await this.syncJobs.storesWithUnplacedOrders(senders.map((store) => store.id), new Date()));
+    for (const store of senders.filter((sender) => candidates.has(sender.id))) {
+      let reference: string | null;
+      try {
+        reference = (await this.deps.platforms[store.platform].readListedOrder(connectionOf(this.deps, store), sourceOrderId)).syncReference;
+      } catch (error) {
+        if (!(error instanceof PlatformError)) throw error;
+        if (error.retryable) {
+          throw new AppError('unavailable', { message: 'The supplier order could not be read to find its sync job; deliver the webhook again.', retryAfterSeconds: Math.ceil((error.retryAfterMs ?? 5_000) / 1000) });
+        }
+        this.deps.logger.warn({ shop_domain: store.shopDomain, source_order_id: sourceOrderId, err: error.message }, 'supplier order of a fulfillment could not be read');
+        continue;
+      }
+      if (reference === null || unstorablePathIn(reference) !== null) continue;
+      const job = (await this.syncJobs.unplacedAmong(store.id, [reference])).get(reference);
+      if (!job) continue;
+      await this.syncJobs.recordFoundOrder(job.id, sourceOrderId, { by: 'fulfillment_webhook' });
+      this.deps.logger.info({ sync_job_id: job.id, source_order_id: sourceOrderId }, 'supplier order of a job ended unplaced found shipped: recorded on the job');
+      return this.syncJobs.findBySourceOrder([store.id], sourceOrderId);
+    }
+    return null;
+  }
+
   private async receiveTracking(senders: SourceStore[], fulfillment: SourceFulfillment, delivery: Delivery): Promise<string[]> {
     checkTrackingBound(fulfillment.tracking.numbers.length);
     const keys = fulfillmentKeys(fulfillment, delivery.webhookId);
     const owner = () => this.syncJobs.findBySourceOrder(senders.map((store) => store.id), fulfillment.sourceOrderId);
     const job = await owner();
     if (job) return this.receiveFor(job, fulfillment, keys);
+    // Before holding it for a job in doubt: a job ended unplaced whose order this is after all takes it now.
+    const unplaced = await this.unplacedOwner(senders, fulfillment.sourceOrderId);
+    if (unplaced) return this.receiveFor(unplaced, fulfillment, keys);
     const held = await this.fulfillments.holdUnlessUnowned(senders, fulfillment, keys);
     if (!held) {
       // A job may have recorded this order between the two reads (no longer in doubt, not found before): look again.
