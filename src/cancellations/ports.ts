@@ -54,6 +54,11 @@ export interface CancelledJobs {
    * then find the job, and the job no longer counts as having sent an order it never learned.
    */
   recordFoundOrder(syncJobId: string, sourceOrderId: string, foundBy: Extract<OrderFoundBy, { by: 'cancellation' }>): Promise<unknown>;
+  /**
+   * The same record, in the caller's transaction, of the order a divergence-watch pass listed still
+   * open for a job whose whole-order cancellation ended `not_placed` (`cancelFoundOrder`). Whether it was recorded now.
+   */
+  recordFoundOrderIn(trx: Trx, syncJobId: string, sourceOrderId: string, foundBy: Extract<OrderFoundBy, { by: 'divergence_watch' }>): Promise<boolean>;
   /** Version-checked writes of jobs ended unplaced (VOID), with their audit entries. */
   writeVoidsIn(trx: Trx, writes: AttemptWrite<SyncJob>[]): Promise<boolean[]>;
 }

@@ -7,7 +7,7 @@ import type { Trx } from '../db/sql.ts';
 import type { Outbox } from '../events/outbox.ts';
 import type { NewEvent } from '../events/types.ts';
 import { CUT_BEFORE_PLACEMENT, cutOrder } from './cut.ts';
-import { isWatchSignal } from './signal-keys.ts';
+import { foundOrderSignalKey, isFoundOrderSignal, isWatchSignal } from './signal-keys.ts';
 import { supplierSku, vendorMatches } from '../pricing/index.ts';
 import { newMessageId, type Queue } from '../queue/queue.ts';
 import { GroupCommit } from '../db/group-commit.ts';
@@ -218,7 +218,8 @@ export class CancellationService implements OrderCancellations, SupplierCancella
    */
   private async sameCancellationApplied(trx: Trx, signal: CancellationSignal, kept: OrderCancellation[], writes: Writes): Promise<OrderCancellation | undefined> {
     const watch = isWatchSignal(signal.dedupeKey);
-    const others = kept.filter((stored) => stored.scope === 'order' && stored.dedupeKey !== signal.dedupeKey);
+    // A job's cancellation asked again once its order was found (`cancelFoundOrder`) is no delivery of the storefront's.
+    const others = kept.filter((stored) => stored.scope === 'order' && stored.dedupeKey !== signal.dedupeKey && !isFoundOrderSignal(stored.dedupeKey));
     if (!watch && others.some((stored) => !isWatchSignal(stored.dedupeKey))) return undefined;
     for (const stored of others.filter((other) => isWatchSignal(other.dedupeKey) !== watch)) {
       const inThisGroup = writes.audit.some((entry) => entry.action === 'order.cancelled' && entry.metadata?.signalId === stored.id);
@@ -239,7 +240,8 @@ export class CancellationService implements OrderCancellations, SupplierCancella
     if (orders.length === 0) return;
     await this.repository.lockOrders(trx, orders);
     const signals = await this.repository.signalsOfOrders(trx, orders);
-    for (const signal of signals) {
+    // A signal of `cancelFoundOrder` is for its one job; the storefront's own signal reaches the new ones.
+    for (const signal of signals.filter((s) => !isFoundOrderSignal(s.dedupeKey))) {
       const jobs = await this.deps.jobs.ofOrderIn(trx, signal.resellerStoreId, signal.externalOrderId);
       if (jobs.length > 0) await this.record(trx, await this.apply(trx, signal, jobs));
     }
@@ -305,6 +307,58 @@ export class CancellationService implements OrderCancellations, SupplierCancella
       ],
       events: await jobEventsIn(trx, settled.map((row) => ({ type: 'cancellation.completed' as const, syncJobId: row.syncJobId }))),
     };
+  }
+
+  /**
+   * A divergence-watch pass listed, still open (not shipped, not cancelled), the supplier order whose
+   * reference names a job ended unplaced by its whole-order cancellation, whose lookup by reference
+   * missed it (`not_placed`: a supplier list that did not show it, or a lookup stopped at its page
+   * bound). Nothing else would cancel that order, and the supplier would ship what the customer
+   * cancelled. In one transaction, under the order's cancellation lock: the order is recorded on the
+   * job (audit `sync_job.order_found`, `foundBy` the watch and its pass), and the job, open again, gets
+   * a new whole-order cancellation of the lines the storefront's asked for, queued as any other (retries,
+   * outcome `cancelled` or `too_late`, events, audit `cancellation.requested` naming the pass and the
+   * cancellation it follows). Its signal (`foundOrderSignalKey`, one per job) stands for the storefront's.
+   * Nothing is written unless the job's last whole-order cancellation ended `not_placed`, none is
+   * still being made, and the order is recorded now; returns whether the cancellation was asked for.
+   */
+  async cancelFoundOrder(job: SyncJob, found: { sourceOrderId: string; watchPassId: string }): Promise<boolean> {
+    const created = await this.repository.transaction(async (trx) => {
+      await this.repository.lockOrders(trx, [{ resellerStoreId: job.resellerStoreId, externalOrderId: job.externalOrderId }]);
+      const existing = await this.repository.forJobsIn(trx, [job.id]);
+      const wholeOrder = existing.filter((c) => c.scope === 'order');
+      const missed = wholeOrder.at(-1);
+      if (!missed || missed.status !== 'completed' || missed.outcome !== 'not_placed' || existing.some((c) => c.status !== 'completed')) return null;
+      if (!(await this.deps.jobs.recordFoundOrderIn(trx, job.id, found.sourceOrderId, { by: 'divergence_watch', watchPassId: found.watchPassId }))) return null;
+      const now = new Date();
+      const signal: OrderCancellation = {
+        id: newId('orderCancellation'),
+        ownerId: job.ownerId,
+        resellerStoreId: job.resellerStoreId,
+        externalOrderId: job.externalOrderId,
+        scope: 'order',
+        lines: [],
+        dedupeKey: foundOrderSignalKey(job.id),
+        receivedAt: now,
+      };
+      if (!(await this.repository.insertSignal(trx, signal))) return null;
+      const row = newCancellation(signal, { job, vendorTag: null, scope: 'order', lines: missed.lines }, now);
+      await this.repository.insert(trx, [row]);
+      await this.deps.queue.insertIn(trx, cancellationKind.queue, [{ id: row.queueMessageId!, message: cancellationKind.message(row.id) }]);
+      await insertAudit(trx, [
+        cancellationAuditRecord(row, 'cancellation.requested', SYSTEM_ACTOR, {
+          signalId: signal.id,
+          follows: missed.id,
+          sourceOrderId: found.sourceOrderId,
+          reason: 'the supplier order the cancellation did not find was listed open by the divergence watch',
+          watchPassId: found.watchPassId,
+        }),
+      ]);
+      return row;
+    });
+    if (!created) return false;
+    this.deps.metrics.attemptTransitions.inc({ kind: 'cancellation', status: 'pending' });
+    return true;
   }
 
   /** Removes the cancelled quantities from a job not yet placed (version-checked); false when it moved meanwhile. */

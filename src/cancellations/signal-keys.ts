@@ -1,7 +1,8 @@
 /**
  * The de-duplication keys of cancellation signals (order_cancellations.dedupe_key): a platform's
  * delivery (`refund:` a platform_a refund's own id, else `webhook:` its webhook id, else `body:` a
- * hash of its topic and bytes) or the divergence watch's one per order (`watch:`).
+ * hash of its topic and bytes), the divergence watch's one per order (`watch:`), or the one asking
+ * again for the cancellation of a job whose order was found after all (`found:`).
  */
 import { createHash } from 'node:crypto';
 
@@ -10,6 +11,17 @@ export const watchSignalKey = (externalOrderId: string): string => `watch:${exte
 
 /** Whether a signal is the divergence watch's (its key from `watchSignalKey`; a delivery's starts `webhook:` or `body:`). */
 export const isWatchSignal = (dedupeKey: string): boolean => dedupeKey.startsWith('watch:');
+
+/**
+ * The key of the signal that asks again for the whole-order cancellation of one job, once its supplier
+ * order is found after that cancellation ended `not_placed` (src/cancellations/service.ts
+ * `cancelFoundOrder`): one per job. It stands for the storefront's own cancellation, for that job
+ * only: it is neither applied to the order's other jobs nor taken for a delivery of the storefront's.
+ */
+export const foundOrderSignalKey = (syncJobId: string): string => `found:${syncJobId}`;
+
+/** Whether a signal is one of `foundOrderSignalKey`. */
+export const isFoundOrderSignal = (dedupeKey: string): boolean => dedupeKey.startsWith('found:');
 
 /**
  * Identifies a delivery for de-duplication: the platform's own id of the cancellation when it has

@@ -30,4 +30,12 @@ export interface WatchRepairs {
    * Returns whether anything new was recorded (a repair).
    */
   storefrontCancelled(store: ResellerStore, externalOrderId: string, watchPassId: string): Promise<boolean>;
+  /**
+   * A supplier order listed still open (not shipped, not cancelled) whose reference names `job`, a job
+   * ended unplaced whose whole-order cancellation ended `not_placed` (its lookup missed this order):
+   * record the order on the job and have it cancelled at the supplier, as the storefront's
+   * cancellation asked (the cancellation feature's `cancelFoundOrder`). Returns whether a cancellation
+   * was asked for (a repair).
+   */
+  unplacedOrderOpen(job: SyncJob, found: { sourceOrderId: string; watchPassId: string }): Promise<boolean>;
 }

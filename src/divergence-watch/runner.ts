@@ -308,11 +308,19 @@ export class WatchRunner {
    * this order): shipped, the order is recorded on the job (audit `sync_job.order_found`) and its
    * shipments are recorded and pushed as any other the watch finds (`fulfillment.reconciled`); the
    * recording turns the job's `not_placed` cancellation `too_late`, on the reseller's to-do list
-   * (src/cancellations/too-late.ts). Not shipped (open, or cancelled at the supplier): nothing is
-   * recorded here. Returns the repairs.
+   * (src/cancellations/too-late.ts). Still open (nothing shipped, not cancelled at the supplier):
+   * nothing cancelled it, and the supplier would ship what the customer cancelled; the order is
+   * recorded on the job and a new whole-order cancellation of the job asked for (`unplacedOrderOpen`,
+   * src/cancellations/service.ts `cancelFoundOrder`), retried work as any other, which cancels it.
+   * Cancelled at the supplier: nothing to do. Returns the repairs.
    */
   private async compareUnplaced(supplier: SourceStore, job: SyncJob, order: UpdatedOrder, connection: StoreConnection, pass: TakenPass, lease: Lease, tally: Tally): Promise<number> {
     const listed = order.shipments ?? (await this.paced(() => this.deps.platforms[supplier.platform].listShipments(connection, order.externalOrderId), lease, tally));
+    if (listed.length === 0 && !order.cancelled) {
+      if (!(await this.repairs.unplacedOrderOpen(job, { sourceOrderId: order.externalOrderId, watchPassId: pass.id }))) return 0;
+      this.deps.logger.info({ watch_pass_id: pass.id, sync_job_id: job.id, source_order_id: order.externalOrderId }, 'supplier order of a job ended not_placed found open: recorded on the job, its cancellation asked for again');
+      return this.repaired('storefront_cancelled');
+    }
     const shipments = listed.filter((shipment) => unstorablePathIn(shipment.tracking) === null);
     if (shipments.length === 0) return 0;
     // Recorded by this pass, or a moment ago by the order's fulfillment webhook: either way the job owns the order now.

@@ -458,10 +458,19 @@ export class SyncJobRepository {
    * (the job's only change of `sourceOrderId` that no transition makes). Returns whether it was
    * recorded now (false: the job has an order already, or is not a voided one).
    */
-  async recordFoundOrder(syncJobId: string, sourceOrderId: string, foundBy: OrderFoundBy): Promise<boolean> {
+  recordFoundOrder(syncJobId: string, sourceOrderId: string, foundBy: OrderFoundBy): Promise<boolean> {
+    return this.recordFoundOrderIn(this.db, syncJobId, sourceOrderId, foundBy);
+  }
+
+  /**
+   * `recordFoundOrder` in the caller's transaction: the divergence watch records the still-open order
+   * of a job whose cancellation ended `not_placed` in the transaction that asks for its new
+   * cancellation (src/cancellations/service.ts `cancelFoundOrder`), so neither is ever left without the other.
+   */
+  async recordFoundOrderIn(db: Trx | Db, syncJobId: string, sourceOrderId: string, foundBy: OrderFoundBy): Promise<boolean> {
     const now = new Date();
     const foundByJson = foundByMetadata(foundBy);
-    const recorded = await this.db
+    const recorded = await db
       .with('found', (db) =>
         db
           .updateTable('sync_jobs')

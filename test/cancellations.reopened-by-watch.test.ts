@@ -1,0 +1,78 @@
+/**
+ * A job whose placement answer was lost, whose whole storefront order is then cancelled, is ended
+ * unplaced when its cancellation's lookup by reference finds nothing (`not_placed`). A supplier list
+ * that does not show the order (here: the order's creation time is before the job's, so a list of
+ * the orders created since the job leaves it out) makes the lookup miss an order that exists. While
+ * that order is still open at the supplier, nothing cancelled it: the supplier would ship an order
+ * the customer cancelled. A divergence-watch pass that lists it (its reference names the job)
+ * records it on the job and asks for a new whole-order cancellation, which cancels it at the
+ * supplier through the normal retried work.
+ */
+import { expect } from 'vitest';
+import { queryRows } from './support/database.ts';
+import { createShop, sendStorefrontWebhook, settled } from './support/cancellations.ts';
+import { test } from './support/fixtures.ts';
+import { auditOf, waitForJob } from './support/sync-jobs.ts';
+import { check, type Tenant } from './support/watch.ts';
+
+test.override('serviceEnv', { SYNC_RETRY_BASE_DELAY_MS: '50', SWEEP_INTERVAL_MS: '300', RECONCILE_INTERVAL_MS: '0', DIVERGENCE_INTERVAL_MS: '0' });
+const it = test;
+
+let nextOrderId = 5_370_000 + Math.floor(Math.random() * 10_000) * 10;
+
+it('a pass that lists the still-open supplier order of a job whose cancellation ended not_placed records it on the job and cancels it at the supplier', async ({ api, sandbox, service }) => {
+  const shop = await createShop(api, 'custom', 'custom');
+  // Every answer lost: the supplier holds the order, the job never learns it and dies.
+  sandbox.setFaults(shop.acme.shopDomain, { acceptThenDropNext: 4 });
+  const order = sandbox.buildOrderPayload('custom', { id: `ro-${nextOrderId++}`, lines: [{ sku: 'A-1', title: 'Anvil', vendor: 'Acme', quantity: 1, price: '25.00' }] });
+  sandbox.seedOrder(shop.reseller.shopDomain, 'custom', order);
+  const routed = await sendStorefrontWebhook(service.url, shop, 'orders/create', order);
+  const jobId = (routed.body as { syncJobIds: string[] }).syncJobIds[0]!;
+  await waitForJob(api, shop.user.token, jobId, (job) => job.status === 'dead', 20_000);
+  sandbox.clearFaults(shop.acme.shopDomain);
+  const [placed, ...more] = sandbox.ordersFor(shop.acme.shopDomain);
+  expect(more).toEqual([]);
+  const sourceOrderId = String(placed!.id);
+  // The supplier's list shows the order as created a day before: the cancellation's lookup of the orders created since the job misses it.
+  const stored = sandbox.orderOf(shop.acme.shopDomain, 'custom', sourceOrderId)!;
+  sandbox.seedOrder(shop.acme.shopDomain, 'custom', { ...stored, createdAt: new Date(Date.now() - 24 * 60 * 60_000).toISOString() });
+  await sendStorefrontWebhook(service.url, shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString() });
+  const ended = await waitForJob(api, shop.user.token, jobId, settled);
+  expect(ended).toMatchObject({ status: 'completed', sourceOrderId: null, cancellations: [{ status: 'completed', outcome: 'not_placed', scope: 'order' }] });
+  // The order is still open at the supplier: it would be shipped.
+  expect(sandbox.orderOf(shop.acme.shopDomain, 'custom', sourceOrderId)?.status).not.toBe('cancelled');
+
+  const tenant = { target: { api, url: service.url, databaseUrl: service.databaseUrl }, user: shop.user, reseller: { ...shop.reseller, secret: shop.reseller.secret }, suppliers: [] } as unknown as Tenant;
+  const pass = await check(tenant);
+  expect(pass).toMatchObject({ status: 'succeeded', error: null });
+  expect(pass.repairs).toBeGreaterThanOrEqual(1);
+
+  const done = await waitForJob(api, shop.user.token, jobId, (job) => job.cancellations.length === 2 && job.cancellations[1].status === 'completed', 20_000, 'second cancellation of');
+  expect(done).toMatchObject({ status: 'completed', sourceOrderId });
+  expect(done.cancellations).toMatchObject([
+    { status: 'completed', outcome: 'not_placed', scope: 'order' },
+    { status: 'completed', outcome: 'cancelled', scope: 'order', lines: [{ sku: 'A-1', quantity: 1 }] },
+  ]);
+  expect(sandbox.orderOf(shop.acme.shopDomain, 'custom', sourceOrderId)?.status).toBe('cancelled');
+
+  const audit = await auditOf(api, shop.user.token, jobId);
+  expect(audit.filter((entry) => entry.action === 'sync_job.order_found')).toMatchObject([
+    { metadata: { sourceOrderId, foundBy: expect.stringContaining('divergence watch'), watchPassId: pass.id } },
+  ]);
+  // The new cancellation says why it was asked for: the pass that found the order, and the cancellation that missed it.
+  expect((await auditOf(api, shop.user.token, done.cancellations[1].id)).filter((entry) => entry.action === 'cancellation.requested')).toMatchObject([
+    { metadata: { syncJobId: jobId, follows: ended.cancellations[0].id, sourceOrderId, watchPassId: pass.id } },
+  ]);
+  const events = await queryRows<{ type: string }>(service.databaseUrl, "select type from events where reseller_store_id = $1 and type like 'cancellation.%' order by created_at", [shop.reseller.id]);
+  expect(events.map((event) => event.type)).toEqual(['cancellation.completed', 'cancellation.completed']);
+
+  // A second pass lists the order cancelled at the supplier: the service asked for it, so it is not the supplier's own cancellation, and nothing more is asked.
+  const again = await check(tenant);
+  expect(again).toMatchObject({ status: 'succeeded', repairs: 0 });
+  const after = await waitForJob(api, shop.user.token, jobId, () => true);
+  expect(after.cancellations).toHaveLength(2);
+  expect(after.supplierCancelledAt ?? null).toBeNull();
+  // Nothing for the reseller to do: the order the customer cancelled is cancelled at the supplier.
+  const todo = (await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token })).body.data;
+  expect(todo.filter((entry: { syncJobId: string }) => entry.syncJobId === jobId)).toEqual([]);
+}, 90_000);
