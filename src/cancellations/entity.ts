@@ -76,6 +76,12 @@ export const OrderCancellation = defineEntity({
     lines: p.json<CancelledOrderLine[]>(),
     dedupeKey: p.string().length(255),
     receivedAt: p.datetime(),
+    /**
+     * When the storefront made it, as the platform said (a lines signal's webhook); for the signal
+     * routing records from the storefront order (`listed:`), the time of the order as read: the signals
+     * made until then are among its lines (src/cancellations/listed.ts).
+     */
+    occurredAt: p.datetime().nullable(),
   },
   uniques: [{ name: 'order_cancellations_store_dedupe_unique', properties: ['resellerStoreId', 'dedupeKey'] }],
   indexes: [{ properties: ['resellerStoreId', 'externalOrderId'] }],

@@ -44,7 +44,7 @@ export async function receiveStorefrontCancellation(
   if (!EXTERNAL_ORDER_ID.test(signal.externalOrderId)) throw validationFailed(delivery.topic === 'refunds/create' ? 'order_id' : 'id', 'The order id is not a valid order id.');
   const { syncJobIds } = await orders.cancel(
     store,
-    { externalOrderId: signal.externalOrderId, scope: signal.scope, lines: signal.lines, dedupeKey: dedupeKeyOf(delivery.topic, delivery.webhookId, delivery.rawBody, signal.refundId) },
+    { externalOrderId: signal.externalOrderId, scope: signal.scope, lines: signal.lines, dedupeKey: dedupeKeyOf(delivery.topic, delivery.webhookId, delivery.rawBody, signal.refundId), occurredAt: signal.occurredAt ?? null },
     { source: 'webhook', topic: delivery.topic, webhookId: delivery.webhookId ?? null },
   );
   return { syncJobIds };

@@ -111,6 +111,7 @@ export class CancellationRepository {
         lines: JSON.stringify(signal.lines),
         dedupe_key: signal.dedupeKey,
         received_at: signal.receivedAt,
+        occurred_at: signal.occurredAt ?? null,
       })
       .onConflict((oc) => oc.columns(['reseller_store_id', 'dedupe_key']).doNothing())
       .returning('id')

@@ -2,12 +2,13 @@ import type { AttemptTimelines, CancelledJobs, DivergenceRaising, SupplierVendor
 import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
 import { insertAudit, SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
 import type { Metrics } from '../metrics/index.ts';
-import type { CancellationVia, CancelledOrderLine, OrderCancellations, OrderCancelled, OrderRef, OrderStore, StorefrontCancellation } from '../orders/port.ts';
+import type { CancellationVia, CancelledOrderLine, OrderAtRouting, OrderCancellations, OrderCancelled, OrderStore, StorefrontCancellation } from '../orders/port.ts';
 import type { Trx } from '../db/sql.ts';
 import type { Outbox } from '../events/outbox.ts';
 import type { NewEvent } from '../events/types.ts';
 import { CUT_BEFORE_PLACEMENT, cutOrder } from './cut.ts';
-import { foundOrderSignalKey, isFoundOrderSignal, isWatchSignal } from './signal-keys.ts';
+import { foundOrderSignalKey, isFoundOrderSignal, isWatchSignal, listedSignalKey } from './signal-keys.ts';
+import { heldByListed } from './listed.ts';
 import { supplierSku, vendorMatches } from '../pricing/index.ts';
 import { newMessageId, type Queue } from '../queue/queue.ts';
 import { GroupCommit } from '../db/group-commit.ts';
@@ -173,6 +174,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
       lines: signal.lines,
       dedupeKey: signal.dedupeKey,
       receivedAt: new Date(),
+      occurredAt: signal.occurredAt ?? null,
     };
     // A whole-order signal reads the order's signals first (under its lock, so they stay as read); one of some lines only on a redelivery.
     const kept = signal.scope === 'order' ? await this.repository.signalsOf(trx, signal.resellerStoreId, signal.externalOrderId) : null;
@@ -197,15 +199,12 @@ export class CancellationService implements OrderCancellations, SupplierCancella
       return { recorded: false, routed, syncJobIds: await this.jobsReachedBy(trx, stored, jobs) };
     }
     // A new signal, or one recorded by a version that committed signals apart and stopped before applying it.
-    const applied = routed ? await this.apply(trx, stored, jobs) : NOTHING_APPLIED;
+    // Lines the storefront order showed cancelled when it was routed already hold a partial cancellation made before (src/cancellations/listed.ts).
+    const heldBy = stored.scope === 'lines' ? heldByListed(await this.repository.signalsOf(trx, signal.resellerStoreId, signal.externalOrderId)).get(stored.id) : undefined;
+    const applied = routed && !heldBy ? await this.apply(trx, stored, jobs) : NOTHING_APPLIED;
     const syncJobIds = applied.jobs.map((job) => job.id);
-    writes.audit.push(...applied.audit, orderAudit(signal, { routed, syncJobIds, signalId: stored.id }));
-    writes.events.push(...applied.events, {
-      ownerId: signal.ownerId,
-      resellerStoreId: signal.resellerStoreId,
-      type: 'order.cancelled',
-      object: { resellerStoreId: signal.resellerStoreId, externalOrderId: signal.externalOrderId, scope: signal.scope, lines: signal.lines.map(({ sku, quantity }) => ({ sku, quantity })), syncJobIds },
-    });
+    writes.audit.push(...applied.audit, orderAudit(signal, { routed, syncJobIds, signalId: stored.id, ...(heldBy && { heldBySignalId: heldBy.id }) }));
+    writes.events.push(...applied.events, orderCancelledEvent(signal, signal.ownerId, syncJobIds));
     return { recorded: inserted !== null, routed, syncJobIds };
   }
 
@@ -236,15 +235,53 @@ export class CancellationService implements OrderCancellations, SupplierCancella
    * ends at once (`not_placed`, never placed) or is placed without its cancelled lines. One lock
    * statement and one read when no order of the group was cancelled.
    */
-  async applyAtRouting(trx: Trx, orders: OrderRef[]): Promise<void> {
+  async applyAtRouting(trx: Trx, orders: OrderAtRouting[]): Promise<void> {
     if (orders.length === 0) return;
     await this.repository.lockOrders(trx, orders);
+    const listed = await this.recordListed(trx, orders);
     const signals = await this.repository.signalsOfOrders(trx, orders);
+    // A partial cancellation made before the order routing read is among the lines it listed cancelled: applied once, by the listed signal.
+    const held = heldByListed(signals);
     // A signal of `cancelFoundOrder` is for its one job; the storefront's own signal reaches the new ones.
     for (const signal of signals.filter((s) => !isFoundOrderSignal(s.dedupeKey))) {
+      if (held.has(signal.id)) continue;
       const jobs = await this.deps.jobs.ofOrderIn(trx, signal.resellerStoreId, signal.externalOrderId);
-      if (jobs.length > 0) await this.record(trx, await this.apply(trx, signal, jobs));
+      if (jobs.length === 0) continue;
+      const applied = await this.apply(trx, signal, jobs);
+      const order = listed.get(signal.id);
+      if (order) {
+        // Its own order.cancelled, as a signal received gets: the storefront's, found on the order routed.
+        const syncJobIds = applied.jobs.map((job) => job.id);
+        const via = { source: 'storefront_order', asOf: signal.occurredAt };
+        applied.audit.push(orderAudit({ ...signal, ownerId: order.ownerId, via }, { routed: true, syncJobIds, signalId: signal.id }));
+        applied.events.push(orderCancelledEvent(signal, order.ownerId, syncJobIds));
+      }
+      await this.record(trx, applied);
     }
+  }
+
+  /**
+   * The lines each of these orders showed cancelled when routing read it (`cancelledBefore`), recorded
+   * as the order's `listed:` signal (once: an order is routed once). Returns the signals recorded, by id.
+   */
+  private async recordListed(trx: Trx, orders: OrderAtRouting[]): Promise<Map<string, OrderAtRouting>> {
+    const recorded = new Map<string, OrderAtRouting>();
+    for (const order of orders) {
+      if (!order.cancelledBefore || order.cancelledBefore.lines.length === 0) continue;
+      const signal: OrderCancellation = {
+        id: newId('orderCancellation'),
+        ownerId: order.ownerId,
+        resellerStoreId: order.resellerStoreId,
+        externalOrderId: order.externalOrderId,
+        scope: 'lines',
+        lines: order.cancelledBefore.lines.map(({ sku, vendor, quantity }) => ({ sku, quantity, ...(vendor !== '' && { vendor }) })),
+        dedupeKey: listedSignalKey(order.externalOrderId),
+        receivedAt: new Date(),
+        occurredAt: order.cancelledBefore.asOf,
+      };
+      if (await this.repository.insertSignal(trx, signal)) recorded.set(signal.id, order);
+    }
+    return recorded;
   }
 
   /** The ids of these jobs that have a cancellation from this signal, in the jobs' order. */
@@ -340,6 +377,8 @@ export class CancellationService implements OrderCancellations, SupplierCancella
         lines: [],
         dedupeKey: foundOrderSignalKey(job.id),
         receivedAt: now,
+        // No platform time: it asks again for the storefront's own cancellation, for this job.
+        occurredAt: null,
       };
       if (!(await this.repository.insertSignal(trx, signal))) return null;
       const row = newCancellation(signal, { job, vendorTag: null, scope: 'order', lines: missed.lines }, now);
@@ -556,7 +595,17 @@ function newCancellation(signal: OrderCancellation, plan: JobPlan, now: Date): C
   } as Cancellation;
 }
 
-function orderAudit(signal: CancellationSignal, metadata: Record<string, unknown>): AuditRecord {
+/** The `order.cancelled` event of a storefront signal. */
+function orderCancelledEvent(signal: Pick<OrderCancellation, 'resellerStoreId' | 'externalOrderId' | 'scope' | 'lines'>, ownerId: string, syncJobIds: string[]): NewEvent {
+  return {
+    ownerId,
+    resellerStoreId: signal.resellerStoreId,
+    type: 'order.cancelled',
+    object: { resellerStoreId: signal.resellerStoreId, externalOrderId: signal.externalOrderId, scope: signal.scope, lines: signal.lines.map(({ sku, quantity }) => ({ sku, quantity })), syncJobIds },
+  };
+}
+
+function orderAudit(signal: Pick<CancellationSignal, 'ownerId' | 'resellerStoreId' | 'externalOrderId' | 'scope' | 'lines'> & { via: Record<string, unknown> }, metadata: Record<string, unknown>): AuditRecord {
   return {
     ownerId: signal.ownerId,
     resellerStoreId: signal.resellerStoreId,

@@ -1,7 +1,8 @@
 /**
  * The de-duplication keys of cancellation signals (order_cancellations.dedupe_key): a platform's
  * delivery (`refund:` a platform_a refund's own id, else `webhook:` its webhook id, else `body:` a
- * hash of its topic and bytes), the divergence watch's one per order (`watch:`), or the one asking
+ * hash of its topic and bytes), the divergence watch's one per order (`watch:`), the lines the
+ * storefront order showed cancelled when it was routed (`listed:`, one per order), or the one asking
  * again for the cancellation of a job whose order was found after all (`found:`).
  */
 import { createHash } from 'node:crypto';
@@ -11,6 +12,12 @@ export const watchSignalKey = (externalOrderId: string): string => `watch:${exte
 
 /** Whether a signal is the divergence watch's (its key from `watchSignalKey`; a delivery's starts `webhook:` or `body:`). */
 export const isWatchSignal = (dedupeKey: string): boolean => dedupeKey.startsWith('watch:');
+
+/** The key of the signal routing records for the lines a storefront order shows cancelled (one per order: it is routed once). */
+export const listedSignalKey = (externalOrderId: string): string => `listed:${externalOrderId}`;
+
+/** Whether a signal is the one routing recorded from the storefront order (`listedSignalKey`). */
+export const isListedSignal = (dedupeKey: string): boolean => dedupeKey.startsWith('listed:');
 
 /**
  * The key of the signal that asks again for the whole-order cancellation of one job, once its supplier

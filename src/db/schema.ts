@@ -66,6 +66,7 @@ export const TABLES = {
     lines: 'jsonb',
     dedupe_key: 'character varying',
     received_at: 'timestamp with time zone',
+    occurred_at: 'timestamp with time zone null',
   },
   fulfillments: {
     id: 'character varying',

@@ -1,5 +1,5 @@
 import type { Trx } from '../db/sql.ts';
-import type { ResellerOrder } from './types.ts';
+import type { CancelledBefore, ResellerOrder } from './types.ts';
 
 /** What routes an order: its webhook delivery, or a reconciliation run that listed it. */
 export type RoutingVia = { source: 'webhook'; webhookId: string | null } | { source: 'reconciliation'; reconciliationId: string };
@@ -37,6 +37,16 @@ export interface OrderRef {
   externalOrderId: string;
 }
 
+/**
+ * An order whose jobs a routing (or a manual job) just inserted; `cancelledBefore`: what the storefront
+ * order it routed shows cancelled of its lines (a listed or read order), recorded as the order's
+ * cancellation of those lines and applied with the others.
+ */
+export interface OrderAtRouting extends OrderRef {
+  ownerId: string;
+  cancelledBefore?: CancelledBefore | null | undefined;
+}
+
 /** One line of a storefront cancellation: a reseller line by SKU and the quantity cancelled. */
 export interface CancelledOrderLine {
   sku: string;
@@ -60,6 +70,12 @@ export interface StorefrontCancellation {
    * no-op once applied) but recorded and audited once. A webhook's id; the watch's own key.
    */
   dedupeKey: string;
+  /**
+   * When the storefront made it, when the signal says (a lines signal's webhook): one made no later
+   * than the storefront order routing read (`CancelledBefore.asOf`) is among the quantities that
+   * routing left out already, and is not applied again (src/cancellations/listed.ts).
+   */
+  occurredAt?: Date | null;
 }
 
 /** What brought a cancellation: recorded in its audit entry (`metadata`). */
@@ -104,5 +120,5 @@ export interface OrderCancellations {
    * first time): takes each order's cancellation lock and applies the cancellations recorded for it,
    * so a job of an order cancelled first is never placed (ended `not_placed`, or cut by its lines).
    */
-  applyAtRouting(trx: Trx, orders: OrderRef[]): Promise<void>;
+  applyAtRouting(trx: Trx, orders: OrderAtRouting[]): Promise<void>;
 }

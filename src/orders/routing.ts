@@ -10,7 +10,7 @@ import type { RoutingSource } from './entity.ts';
 import { orderReconciledEvent, orderUnmatchedEvent, type UnmatchedOrder } from './events.ts';
 import type { CancellationVia, OrderCancelled, OrderCancelling, OrderCancellations, OrderRouting, OrderStore, RoutedOrder, RoutingVia, StorefrontCancellation } from './port.ts';
 import type { RoutedOrderRepository } from './repository.ts';
-import type { OrderLine, ResellerOrder } from './types.ts';
+import type { CancelledBefore, OrderLine, ResellerOrder } from './types.ts';
 
 /** A supplier an order can be routed to, by its vendor tag. */
 export interface RoutableSource {
@@ -28,6 +28,8 @@ interface RoutingRequest extends JobsRequest {
   unmatched: (UnmatchedOrder & { ambiguous: AmbiguousVendor[] }) | null;
   /** Recorded only by the routing that routes the order first (`order.reconciled`). */
   reconciliationId: string | null;
+  /** What the storefront order shows cancelled of its lines already: recorded and applied by the first routing only. */
+  cancelledBefore: CancelledBefore | null;
 }
 
 type OrderKey = Pick<JobsRequest['order'], 'resellerStoreId' | 'externalOrderId'>;
@@ -115,7 +117,10 @@ export class OrderRouter implements OrderRouting, OrderCancelling {
       actorId: SYSTEM_ACTOR,
       metadata: via.source === 'webhook' ? { origin: 'webhook', webhookId: via.webhookId } : { origin: 'reconciliation', reconciliationId: via.reconciliationId },
     };
-    const orderToRoute = { ownerId: store.ownerId, resellerStoreId: store.id, externalOrderId: order.externalOrderId, order };
+    // The job keeps the order as sold; what the storefront shows cancelled is cut from it by the
+    // cancellation routing records for it (src/cancellations/listed.ts), as a late webhook's would be.
+    const { cancelledBefore, ...sold } = order;
+    const orderToRoute = { ownerId: store.ownerId, resellerStoreId: store.id, externalOrderId: order.externalOrderId, order: sold };
     const routed = await this.routing.submit({
       order: orderToRoute,
       sourceStoreIds: matched.map((source) => source.id),
@@ -124,6 +129,7 @@ export class OrderRouter implements OrderRouting, OrderCancelling {
       unmatched:
         unmatched.length > 0 ? { ownerId: store.ownerId, resellerStoreId: store.id, externalOrderId: order.externalOrderId, lines: unmatchedLines(unmatched), ambiguous } : null,
       reconciliationId: via.source === 'reconciliation' ? via.reconciliationId : null,
+      cancelledBefore: cancelledBefore ?? null,
     });
     this.deps.metrics.attemptTransitions.inc({ kind: 'sync_job', status: 'pending' }, routed.jobs.filter((job) => job.created).length);
     return routed;
@@ -165,7 +171,7 @@ export class OrderRouter implements OrderRouting, OrderCancelling {
       await this.deps.outbox.append(trx, events);
       // An order cancelled before it was routed: its new jobs end (not_placed) or are cut here, in this
       // transaction, before any worker can take them (src/cancellations/service.ts `applyAtRouting`).
-      await this.cancellations.applyAtRouting(trx, routing.map(({ order }) => order));
+      await this.cancellations.applyAtRouting(trx, routing.map(({ order, cancelledBefore }) => ({ ...order, cancelledBefore })));
       return requests.map((request, index) => ({
         jobs: jobsOf.get(request)?.map(({ id, created }) => ({ id, created })) ?? repeated.get(orderKey(request.order)) ?? [],
         firstRouting: first[index] ?? false,

@@ -47,6 +47,25 @@ export interface ResellerOrder {
    * `cancelled` or `refunded`, custom status `cancelled`): such an order is never placed on a supplier.
    */
   cancelled?: true;
+  /**
+   * Quantities the storefront order already shows cancelled while the order itself is not (a custom
+   * order's lines' `cancelledQuantity`): a partial cancellation whose own webhook may be lost, or come
+   * after the order is routed. `lines` keep the quantities ordered; routing places the open ones
+   * (src/orders/routing.ts records these as the order's cancellation `listed:`, src/cancellations/),
+   * and a manual job's attempt places `openOrder(order)`. Never stored with a job's order.
+   */
+  cancelledBefore?: CancelledBefore;
+}
+
+/** What a storefront order read from its platform shows cancelled of its lines, and as of when. */
+export interface CancelledBefore {
+  /**
+   * The time of the platform's copy of the order (custom `updatedAt`; the time it was read when the
+   * order has none): every cancellation of its lines made until then is in `lines`.
+   */
+  asOf: Date;
+  /** Per reseller line (SKU and vendor), the quantity cancelled; only lines with some cancelled. */
+  lines: { sku: string; vendor: string; quantity: number }[];
 }
 
 /** A line sent to a supplier, after pricing rules were applied. */

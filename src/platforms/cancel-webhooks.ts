@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import type { Platform } from '../orders/types.ts';
 import { storableText } from '../shared/text.ts';
+import { platformTime } from './listing.ts';
 import { anyId, lineText, parsePayload } from './payload.ts';
 
 /** The longest cancellation reason kept (`supplierCancelReason`); a longer one is cut, never refused. */
@@ -19,6 +20,11 @@ export interface StorefrontCancellation {
   lines: { sku: string; quantity: number; vendor?: string }[];
   /** The platform's own id of this cancellation, when it has one (a platform_a Refund's `id`): one refund is one signal, whatever webhook id carries it. */
   refundId?: string;
+  /**
+   * When the storefront made it, as the platform says (custom `cancelledAt`, a platform_a Refund's
+   * `created_at`), when readable: a storefront order read later shows it among its cancelled quantities.
+   */
+  occurredAt?: Date;
 }
 
 /** A supplier's cancellation of one of its orders. */
@@ -37,6 +43,7 @@ const platformAOrder = z.object({ id: anyId, cancelled_at: z.string().nullish(),
 const platformARefund = z.object({
   id: anyId.nullish(),
   order_id: anyId,
+  created_at: z.unknown(),
   refund_line_items: z
     .array(z.object({ quantity: positive, restock_type: z.string(), line_item: z.object({ sku: lineText, vendor: lineText }).passthrough() }).passthrough())
     .nullish()
@@ -59,6 +66,12 @@ const customCancellation = z.object({
  */
 function saysCancelled(at: unknown): boolean {
   return at !== null && at !== undefined && at !== false && !(typeof at === 'string' && at.trim() === '');
+}
+
+/** A platform's time of a cancellation, when it gives one readable. */
+function occurredAt(value: unknown): Pick<StorefrontCancellation, 'occurredAt'> {
+  const at = platformTime(value);
+  return at ? { occurredAt: at } : {};
 }
 
 /** Sums the quantities of lines that share a SKU (and a vendor, when the lines name theirs). */
@@ -90,6 +103,7 @@ export function readStorefrontCancellation(platform: Platform, topic: string, bo
       scope: 'lines',
       lines: bySku(cancelled.map((line) => ({ sku: line.line_item.sku, quantity: line.quantity, ...(line.line_item.vendor !== '' && { vendor: line.line_item.vendor }) }))),
       ...(refund.id != null && { refundId: refund.id }),
+      ...occurredAt(refund.created_at),
     };
   }
   if (platform === 'platform_b' && topic === 'orders/updated') {
@@ -100,7 +114,7 @@ export function readStorefrontCancellation(platform: Platform, topic: string, bo
     const cancellation = parsePayload(customCancellation, body, 'custom cancellation');
     if (!saysCancelled(cancellation.cancelledAt)) return null;
     if (!cancellation.lines) return { externalOrderId: cancellation.id, scope: 'order', lines: [] };
-    return cancellation.lines.length > 0 ? { externalOrderId: cancellation.id, scope: 'lines', lines: bySku(cancellation.lines) } : null;
+    return cancellation.lines.length > 0 ? { externalOrderId: cancellation.id, scope: 'lines', lines: bySku(cancellation.lines), ...occurredAt(cancellation.cancelledAt) } : null;
   }
   return null;
 }

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { fromMinorUnits } from '../money.ts';
 import type { ResellerOrder, SourceFulfillment, SupplierOrder, Tracking } from '../orders/types.ts';
 import { type HttpClientSettings, LIST_PAGE, PlatformHttpClient } from './http.ts';
-import { listedOrder, pageEntries, readShrinking, timestamp } from './listing.ts';
+import { cancelledBefore, listedOrder, pageEntries, readShrinking, timestamp } from './listing.ts';
 import { listShipmentsCustom, listUpdatedCustom, readListedCustom } from './updated.ts';
 import { anyId, assertLineTotal, distinct, lineText, optionalText, orderCurrency, parsePayload, postalAddress, priceMinor, quantity, stringList, trackingLinks } from './payload.ts';
 import type { ListedOrder, PlatformAdapter, StoreConnection } from './types.ts';
@@ -38,9 +38,12 @@ const orderSchema = z.object({
       title: z.string(),
       vendor: lineText,
       quantity,
+      // Of `quantity`, what the storefront cancelled (platforms.md); absent on an older endpoint: none.
+      cancelledQuantity: z.number().int().nonnegative().nullish(),
       unitPrice: z.union([z.string(), z.number()]),
     }),
   ),
+  updatedAt: z.unknown(),
 });
 
 const fulfillmentSchema = z.object({
@@ -135,6 +138,8 @@ function readOrder(body: unknown): ResellerOrder {
       return { sku: line.sku, title: line.title, vendor: line.vendor, quantity: line.quantity, unitPriceMinor };
     }),
     ...(order.status === 'cancelled' && { cancelled: true as const }),
+    // Lines partly or wholly cancelled while the order is not (their webhook may be lost or late).
+    ...(order.status !== 'cancelled' && cancelledBefore(order.lines.map((line) => ({ ...line, cancelled: line.cancelledQuantity ?? 0 })), order.updatedAt)),
   };
 }
 

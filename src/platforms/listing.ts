@@ -1,6 +1,6 @@
 /** Building blocks for reading the platforms' order lists (reconciliation). */
 import { z } from 'zod';
-import type { ResellerOrder } from '../orders/types.ts';
+import type { CancelledBefore, ResellerOrder } from '../orders/types.ts';
 import { parsePayload } from './payload.ts';
 import { AnswerTooLarge, PayloadError, type ListedOrder } from './types.ts';
 
@@ -23,6 +23,32 @@ export const timestamp = (assumeUtc: boolean) =>
       }
       return new Date(time);
     });
+
+/** A platform's ISO-8601 time when the value is one (no zone designator: UTC, as `timestamp(true)` reads it); else null. */
+export function platformTime(value: unknown): Date | null {
+  if (typeof value !== 'string' || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/.test(value)) return null;
+  const time = Date.parse(ZONE.test(value) ? value : `${value}Z`);
+  return Number.isNaN(time) ? null : new Date(time);
+}
+
+/**
+ * What a storefront order shows cancelled of its lines (`cancelled` of each line's quantity, by SKU
+ * and vendor), as of the order's own time (`updatedAt`: its last change; when unreadable, now, since
+ * whatever the order shows was cancelled before it was read). Nothing when no line has any.
+ */
+export function cancelledBefore(lines: { sku: string; vendor: string; quantity: number; cancelled: number }[], updatedAt: unknown): Pick<ResellerOrder, 'cancelledBefore'> {
+  const sums = new Map<string, CancelledBefore['lines'][number]>();
+  for (const line of lines) {
+    const quantity = Math.max(0, Math.min(line.cancelled, line.quantity));
+    if (quantity === 0) continue;
+    const key = JSON.stringify([line.sku, line.vendor]);
+    const sum = sums.get(key);
+    if (sum) sum.quantity += quantity;
+    else sums.set(key, { sku: line.sku, vendor: line.vendor, quantity });
+  }
+  if (sums.size === 0) return {};
+  return { cancelledBefore: { asOf: platformTime(updatedAt) ?? new Date(), lines: [...sums.values()] } };
+}
 
 /** What a list entry must carry for reconciliation to place it; the rest is the webhook reader's job. */
 export interface ListingFields {

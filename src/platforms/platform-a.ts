@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { fromMinorUnits } from '../money.ts';
 import type { PostalAddress, ResellerOrder, SourceFulfillment, SupplierOrder, Tracking } from '../orders/types.ts';
 import { type HttpClientSettings, LIST_PAGE, PlatformHttpClient, type ResponseHeaders } from './http.ts';
-import { listedOrder, nextLink, pageEntries, readShrinking, timestamp, withLimit } from './listing.ts';
+import { cancelledBefore, listedOrder, nextLink, pageEntries, readShrinking, timestamp, withLimit } from './listing.ts';
 import { listShipmentsPlatformA, listUpdatedPlatformA, readListedPlatformA } from './updated.ts';
 import { anyId, assertLineTotal, distinct, lineText, numericId, optionalText, orderCurrency, parsePayload, platformAFulfillmentShipped, postalAddress, priceMinor, quantity, stringList, trackingLinks } from './payload.ts';
 import type { ListedOrder, PlatformAdapter, StoreConnection } from './types.ts';
@@ -33,8 +33,10 @@ const orderSchema = z.object({
   email: optionalText,
   shipping_address: addressSchema.nullish(),
   cancelled_at: z.string().nullish(),
+  updated_at: z.unknown(),
   line_items: z.array(
-    z.object({ sku: lineText, title: z.string(), vendor: lineText, quantity, price: z.string() }),
+    // `fulfillable_quantity`: of `quantity`, what is neither shipped nor cancelled (a refund with restock_type cancel).
+    z.object({ sku: lineText, title: z.string(), vendor: lineText, quantity, price: z.string(), fulfillable_quantity: z.number().int().nonnegative().nullish() }),
   ),
 });
 
@@ -137,6 +139,11 @@ function readOrder(body: unknown): ResellerOrder {
       return { sku: line.sku, title: line.title, vendor: line.vendor, quantity: line.quantity, unitPriceMinor };
     }),
     ...(order.cancelled_at && { cancelled: true as const }),
+    // Lines no longer open while the order is not cancelled: a refund's cancelled quantities (its
+    // refunds/create may be lost or late). The Order does not carry its refunds (platforms.md), so a
+    // quantity the merchant shipped by hand counts here too: it is not for the supplier to ship either.
+    ...(!order.cancelled_at &&
+      cancelledBefore(order.line_items.map((line) => ({ ...line, cancelled: line.fulfillable_quantity == null ? 0 : line.quantity - line.fulfillable_quantity })), order.updated_at)),
   };
 }
 

@@ -6,6 +6,7 @@ import { JobFailure } from '../attempts/failure.ts';
 import { connectionOf, callsTo } from '../attempts/store-connection.ts';
 import type { PlatformAdapters } from '../platforms/types.ts';
 import type { SecretBox } from '../shared/secrets.ts';
+import { openOrder } from '../orders/open.ts';
 import type { ResellerOrder } from '../orders/types.ts';
 import { buildSupplierOrder, PricingError } from '../pricing/index.ts';
 import type { ResellerStore } from '../reseller-stores/entity.ts';
@@ -45,7 +46,11 @@ export function placeSupplierOrder(ctx: SyncJobAttemptDeps): Attempt<JobWithSour
     if (!reseller) throw new JobFailure('the reseller store was deleted');
     const order = await ctx.platforms[reseller.platform].getOrder(connectionOf(ctx, reseller, 1), job.externalOrderId);
     if (order.cancelled) throw new JobFailure(`the storefront order ${job.externalOrderId} is cancelled: nothing is placed on the supplier`);
-    return order;
+    // Lines the storefront shows cancelled (their webhook lost, or not here yet) are not placed: a
+    // manual job's lines are never cut afterwards (order-changes.md), so the supplier would ship them.
+    const open = openOrder(order);
+    if (open.lines.length === 0) throw new JobFailure(`every line of the storefront order ${job.externalOrderId} is cancelled: nothing is placed on the supplier`);
+    return open;
   }
 
   return {
