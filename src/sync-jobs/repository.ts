@@ -1,5 +1,5 @@
 import type { FilterQuery } from '@mikro-orm/postgresql';
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import { insertAuditFrom, SYSTEM_ACTOR } from '../audit-log/repository.ts';
 import { newId } from '../shared/ids.ts';
 import type { AttemptTarget, SettledStep } from '../attempts/kind.ts';
@@ -424,17 +424,8 @@ export class SyncJobRepository {
    * unplaced after sending their order (`endedUnplacedAfterSending`), by id: the divergence watch's and
    * the webhooks' ports.
    */
-  async unplacedAmong(sourceStoreId: string, jobIds: string[]): Promise<Map<string, SyncJob>> {
-    if (jobIds.length === 0) return new Map();
-    const rows = await this.db
-      .selectFrom('sync_jobs')
-      .selectAll()
-      .where('source_store_id', '=', sourceStoreId)
-      .where('id', '=', sql<string>`any(${jobIds}::text[])`)
-      .where(endedUnplacedAfterSending('sync_jobs'))
-      .execute();
-    const em = this.orm.em.fork();
-    return new Map(rows.map((row) => [row.id, em.map(SyncJob, row as Record<string, unknown>)]));
+  unplacedAmong(sourceStoreId: string, jobIds: string[]): Promise<Map<string, SyncJob>> {
+    return this.#storeJobsAmong(sourceStoreId, jobIds, endedUnplacedAfterSending('sync_jobs'));
   }
 
   /** Replaces a job's stored order (a job cut by some lines before it was placed); version-checked. */
@@ -542,14 +533,19 @@ export class SyncJobRepository {
    * divergence watch's port `WatchedJobs`: such an order's shipments are held for the job, and its
    * cancellation by the supplier is recorded on the job.
    */
-  async inDoubtAmong(sourceStoreId: string, jobIds: string[]): Promise<Map<string, SyncJob>> {
+  inDoubtAmong(sourceStoreId: string, jobIds: string[]): Promise<Map<string, SyncJob>> {
+    return this.#storeJobsAmong(sourceStoreId, jobIds, orderInDoubt('sync_jobs'));
+  }
+
+  /** Of these jobs (by id), those of this supplier store for which `condition` holds, by id. */
+  async #storeJobsAmong(sourceStoreId: string, jobIds: string[], condition: RawBuilder<boolean>): Promise<Map<string, SyncJob>> {
     if (jobIds.length === 0) return new Map();
     const rows = await this.db
       .selectFrom('sync_jobs')
       .selectAll()
       .where('source_store_id', '=', sourceStoreId)
       .where('id', '=', sql<string>`any(${jobIds}::text[])`)
-      .where(orderInDoubt('sync_jobs'))
+      .where(condition)
       .execute();
     const em = this.orm.em.fork();
     return new Map(rows.map((row) => [row.id, em.map(SyncJob, row as Record<string, unknown>)]));
