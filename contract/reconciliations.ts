@@ -10,7 +10,9 @@ const ReconciliationFields = openApi(
     since: NullableTimestamp.describe('Orders created since this were listed; null until a worker starts the listing.'),
     startedAt: Timestamp,
     finishedAt: NullableTimestamp,
-    ordersSeen: z.number().int().describe('Orders the platform listed that were old enough to reconcile (past the grace period).'),
+    ordersSeen: z.number().int().describe(
+      'Orders the platform listed that were old enough to reconcile (past the grace period), counted per page routed. A run handed back by a stopping worker (SIGTERM) and taken over by another goes on listing from the second before the newest order it had routed (platform_b\'s whole-second times), so the orders created in that second are counted again: after a take-over this may exceed the distinct orders listed by those few. `ordersRouted` is exact (an order is routed once).',
+    ),
     ordersRouted: z.number().int().describe('Orders this run routed because nothing had routed them (each has audit entry `order.reconciled`).'),
     error: z.string().nullable().describe('Why the run failed (the platform\'s answer, a deleted store, an abandoned run); null otherwise.'),
   }),

@@ -71,6 +71,7 @@ function adaptersRecordingWaits(rates: Partial<Record<Platform, PacingRate>>) {
       return waitMs;
     },
     pause: (store: { storeId: string; platform: Platform }, ms: number) => pacer.pause(store, ms),
+    release: (store: { storeId: string; platform: Platform }, calls: number) => pacer.release(store, calls),
   };
   const paced = createPlatformAdapters({ baseUrlTemplate: sandbox.baseUrlTemplate, timeoutMs: 2_000, maxInlineRetryAfterMs: 1_500, pacer: recording });
   return { paced, waitsOf: (store: StoreConnection) => waits.get(store.storeId) ?? [] };

@@ -153,7 +153,8 @@ export class WatchRunner {
     const current = stored ?? store.createdAt;
     // A new store's history is not read (less a second: platform_b's times have whole seconds).
     const since = new Date(Math.max(Math.floor(store.createdAt.getTime() / 1000) * 1000 - 1000, current.getTime() - WATCH_OVERLAP_MS));
-    const connection = { ...connectionOf(this.deps, store), maxTurnWaitMs: MAX_TURN_WAIT_MS };
+    // A stop (SIGTERM) ends a wait for the store's turn at once (the call unsent): the pass is handed back.
+    const connection = { ...connectionOf(this.deps, store), maxTurnWaitMs: MAX_TURN_WAIT_MS, stopping: lease.stopping };
     const adapter = this.deps.platforms[store.platform];
     // Not the store's creation time: a platform_b order changed in the second the store was added
     // has an earlier (whole-second) time, and the store would get no watermark.
@@ -193,6 +194,8 @@ export class WatchRunner {
         tally.platformReads += 1;
         return await call();
       } catch (error) {
+        // Cut short by the stop (unsent) or not: a stopping process hands the pass back, it does not fail the store.
+        if (lease.stopping.aborted && !(error instanceof LeaseLost)) lease.check();
         const pausable = error instanceof PlatformError && error.retryable && (error.status === 429 || !error.sent);
         if (!pausable || pauses >= MAX_PAUSES_PER_CALL) throw error;
         if (error.sent) this.deps.metrics.watchPauses.inc();

@@ -30,6 +30,8 @@ export interface StorePacer {
   reserve(store: PacedStore): Promise<number>;
   /** Holds back every call to the store for `ms`, as the platform asked with a 429's Retry-After. */
   pause(store: PacedStore, ms: number): Promise<void>;
+  /** Gives back `calls` turns reserved for calls that will never be made (their caller stopped waiting). */
+  release(store: PacedStore, calls: number): Promise<void>;
 }
 
 export function assertValidRate(rate: PacingRate): void {

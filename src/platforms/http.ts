@@ -220,7 +220,15 @@ export class PlatformHttpClient {
         sent: false,
       });
     }
-    if (waitMs > 0) await delay(waitMs);
+    if (waitMs <= 0) return;
+    try {
+      await delay(waitMs, undefined, store.stopping && { signal: store.stopping });
+    } catch (aborted) {
+      if (!store.stopping?.aborted) throw aborted;
+      // The caller stops: the turn it will never use goes back to the store's other callers.
+      await this.options.pacer.release(this.#paced(store), 1);
+      throw this.#error(store, request, 'not sent: the caller stopped while waiting for the store\'s turn', { retryable: true, retryAfterMs: null, sent: false });
+    }
   }
 
   #paced(store: StoreConnection) {

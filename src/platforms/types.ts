@@ -44,6 +44,12 @@ export interface StoreConnection {
    * reconciliation run) may wait longer rather than fail while the store has a backlog.
    */
   maxTurnWaitMs?: number;
+  /**
+   * The caller's stop (a reconciliation run's or a watch pass's, aborted when its process stops:
+   * SIGTERM): a call waiting for its turn stops waiting at once, unsent (PlatformError, `sent` false),
+   * and gives the turn back, so the work is handed back promptly instead of sitting out a backlog.
+   */
+  stopping?: AbortSignal;
 }
 
 /** One order of a store's order list: what reconciliation needs to decide, and the order itself. */

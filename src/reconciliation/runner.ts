@@ -89,7 +89,8 @@ export class ReconciliationRunner {
 
     // Paced like every call to the store (its shared turns), so a run never starves order placement;
     // it waits its turn behind a backlog (its lease is renewed meanwhile) rather than fail.
-    const connection = { ...connectionOf(this.deps, store), maxTurnWaitMs: MAX_LISTING_TURN_WAIT_MS };
+    // A stop (SIGTERM) ends a wait for the store's turn at once: the run is handed back, not held up to a minute.
+    const connection = { ...connectionOf(this.deps, store), maxTurnWaitMs: MAX_LISTING_TURN_WAIT_MS, stopping: lease.stopping };
     let newest = current.watermark;
     let truncated = false;
     let pages = 0;
@@ -114,7 +115,9 @@ export class ReconciliationRunner {
         }
       }
     } catch (error) {
-      if (!(error instanceof RunStopped)) throw error;
+      // A listing call the stop cut short while it waited for its turn was never sent: a stop like any other.
+      const stopped = error instanceof RunStopped || (error instanceof PlatformError && !error.sent && lease.stopping.aborted);
+      if (!stopped) throw error;
       // Stopped between pages (or before routing one): what was routed is kept, and the store is
       // reconciled up to the newest order this listing saw, as a truncated run's is. The next hold
       // lists from the second before it (platform_b's whole seconds, its exclusive filter).
