@@ -18,7 +18,7 @@ import { ORDERS_PATH, uniqueSuffix } from './support/webhooks.ts';
 // Passes run only when asked; failures are retried fast.
 it.override('serviceEnv', { SYNC_RETRY_BASE_DELAY_MS: '50', SWEEP_INTERVAL_MS: '500', DIVERGENCE_INTERVAL_MS: '0', RECONCILE_INTERVAL_MS: '0' });
 
-/** custom lists 100 orders a page and the lookup reads at most 20 pages. */
+/** custom lists 100 orders a page and the lookup looks through at most 20 full pages of orders. */
 const BEYOND_THE_BOUND = 20 * 100 + 1;
 
 it('the order a pass finds by the reference of a job whose cancellation died at the lookup bound is recorded on the job, and the retried cancellation cancels it', async ({ api, sandbox, service }) => {

@@ -15,7 +15,7 @@ import { ORDERS_PATH, uniqueSuffix } from './support/webhooks.ts';
 
 it.override('serviceEnv', { SYNC_RETRY_BASE_DELAY_MS: '50', SWEEP_INTERVAL_MS: '500' });
 
-/** custom lists 100 orders a page and the lookup reads at most 20 pages. */
+/** custom lists 100 orders a page and the lookup looks through at most 20 full pages of orders. */
 const BEYOND_THE_BOUND = 20 * 100 + 1;
 
 it('a cancellation whose lookup stops at its page bound never ends not_placed while the supplier holds the order', async ({ api, sandbox, service }) => {

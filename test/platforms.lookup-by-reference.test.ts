@@ -10,8 +10,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PLATFORMS, type Platform } from '../src/orders/types.ts';
 import { type PlatformAdapter, type StoreConnection, createPlatformAdapters } from '../src/platforms/index.ts';
-import { ANSWER_MAX_BYTES } from '../src/platforms/http.ts';
+import { ANSWER_MAX_BYTES, LIST_PAGE_MAX_BYTES } from '../src/platforms/http.ts';
 import { type JsonObject, type Sandbox, buildOrderPayload, startSandbox } from './sandbox/server.ts';
+import { bigOrder, FULL_PAGE } from './support/big-orders.ts';
 import { startTestPacing } from './support/pacer.ts';
 
 let sandbox: Sandbox;
@@ -79,7 +80,7 @@ describe('findOrderByReference past its page bound', () => {
   /**
    * A flash sale's backlog: the job was created long before its attempt placed the order (and lost
    * the answer), and the supplier got thousands of orders in between, the service's own among them.
-   * The lookup reads at most 20 pages; stopping there is no proof the order does not exist, and the
+   * The lookup reads at most 20 full pages of orders; stopping there is no proof the order does not exist, and the
    * cancellation reads null as "never placed" (`not_placed`), so the supplier ships a cancelled order
    * and nobody is told.
    */
@@ -117,5 +118,83 @@ describe('findOrderByReference on platform_b without its paging totals', () => {
 
     const found = await adapters.platform_b.findOrderByReference(store, 'sj_second_page', new Date(T0), 'fail');
     expect(found).toBe(String(mine.id));
+  });
+});
+
+/** `order` carrying the service's reference, where each platform keeps it. */
+function withReference(platform: Platform, order: JsonObject, reference: string): JsonObject {
+  if (platform === 'platform_a') return { ...order, note_attributes: [{ name: 'sync_reference', value: reference }] };
+  if (platform === 'platform_b') return { ...order, meta_data: [{ key: 'sync_reference', value: reference }] };
+  return { ...order, reference };
+}
+
+/** The page sizes the store's lists were asked for, in order (`limit`, platform_b's `per_page`). */
+const sizesAsked = (store: StoreConnection) =>
+  sandbox.requestsFor(store.shopDomain).map((request) => {
+    const query = new URLSearchParams(request.path.split('?')[1] ?? '');
+    return Number(query.get('limit') ?? query.get('per_page'));
+  });
+
+describe('findOrderByReference on a supplier whose full page is over the list-answer bound', () => {
+  /**
+   * Since 1d1d0b8 the lists read a page over LIST_PAGE_MAX_BYTES (8 MiB) again with half as many
+   * orders; the lookup did not, so on a supplier whose orders are large (long notes, many lines) every
+   * lookup failed at its first page: a cancellation in doubt died without finding the order to cancel
+   * (the supplier shipped it), a retried job could never check whether it was placed already.
+   */
+  it.each(PLATFORMS)('%s: finds the order past a first page too large to read whole', async (platform) => {
+    const store = newStore(platform);
+    const others = Array.from({ length: FULL_PAGE[platform] + 10 }, (_, index) => bigOrder(platform, index + 1, new Date(T0 + (index + 1) * 1000)));
+    for (const order of others) sandbox.seedOrder(store.shopDomain, platform, order);
+    const mine = withReference(platform, bigOrder(platform, others.length + 1, new Date(T0 + (others.length + 1) * 1000)), 'sj_large_pages');
+    sandbox.seedOrder(store.shopDomain, platform, mine);
+    // The premise: a page of the lookup's normal size is over the bound.
+    expect(JSON.stringify(others.slice(0, FULL_PAGE[platform])).length).toBeGreaterThan(LIST_PAGE_MAX_BYTES);
+
+    await expect(adapters[platform].findOrderByReference(store, 'sj_large_pages', new Date(T0), 'fail')).resolves.toBe(String(mine.id));
+    // The first answer was cut at the bound and the page asked again smaller; the lookup went on with the smaller size.
+    const sizes = sizesAsked(store);
+    expect(sizes[0]).toBe(FULL_PAGE[platform]);
+    expect(sizes.slice(1).every((size) => size < FULL_PAGE[platform])).toBe(true);
+  }, 60_000);
+
+  /**
+   * Its bound counts the orders looked through (20 full pages' worth), not the pages: read a page of
+   * one order at a time, the lookup does not stop after 20 orders.
+   */
+  it.each(PLATFORMS)('%s: read one order a page, it looks through as many orders as 20 full pages hold', async (platform) => {
+    const store = newStore(platform);
+    const before = 30;
+    for (let n = 1; n <= before; n++) sandbox.seedOrder(store.shopDomain, platform, smallOrder(platform, n, null));
+    const mine = smallOrder(platform, before + 1, 'sj_one_a_page');
+    sandbox.seedOrder(store.shopDomain, platform, mine);
+    // Every size but one order is answered over the bound (250 or 100, then halved down to 3).
+    const oversized = Math.floor(Math.log2(FULL_PAGE[platform]));
+    sandbox.setFaults(store.shopDomain, { oversizedBodyNext: oversized, oversizedBodyBytes: LIST_PAGE_MAX_BYTES + 1 });
+
+    await expect(adapters[platform].findOrderByReference(store, 'sj_one_a_page', new Date(T0), 'fail')).resolves.toBe(String(mine.id));
+    const sizes = sizesAsked(store);
+    expect(sizes.slice(oversized).every((size) => size === 1)).toBe(true);
+    expect(sizes.length).toBe(oversized + before + 1);
+  }, 60_000);
+
+  it('read one order a page, it stops after 100 reads and says so, rather than read for an hour', async () => {
+    const store = newStore('custom');
+    for (let n = 1; n <= 150; n++) sandbox.seedOrder(store.shopDomain, 'custom', smallOrder('custom', n, null));
+    sandbox.seedOrder(store.shopDomain, 'custom', smallOrder('custom', 151, 'sj_far_on'));
+    sandbox.setFaults(store.shopDomain, { oversizedBodyNext: 6, oversizedBodyBytes: LIST_PAGE_MAX_BYTES + 1 });
+
+    await expect(adapters.custom.findOrderByReference(store, 'sj_far_on', new Date(T0), 'fail')).rejects.toThrow('was not among the first 94 orders created since the job (100 reads), and the list goes on; not looked further');
+    expect(sandbox.requestsFor(store.shopDomain)).toHaveLength(100);
+    sandbox.clearFaults(store.shopDomain);
+    sandbox.setFaults(store.shopDomain, { oversizedBodyNext: 6, oversizedBodyBytes: LIST_PAGE_MAX_BYTES + 1 });
+    await expect(adapters.custom.findOrderByReference(store, 'sj_far_on', new Date(T0), 'not_found')).resolves.toBeNull();
+  }, 60_000);
+
+  it('an order whose own entry is over the bound still fails the lookup, once a page of one cannot be read', async () => {
+    const store = newStore('custom');
+    sandbox.setFaults(store.shopDomain, { oversizedBodyNext: 100, oversizedBodyBytes: LIST_PAGE_MAX_BYTES + 1 });
+    await expect(adapters.custom.findOrderByReference(store, 'sj_never', new Date(T0), 'not_found')).rejects.toThrow(`a body over ${LIST_PAGE_MAX_BYTES} bytes`);
+    expect(sizesAsked(store)).toEqual([100, 50, 25, 12, 6, 3, 1]);
   });
 });

@@ -5,15 +5,28 @@
  */
 import { z } from 'zod';
 import { LIST_PAGE, type PlatformHttpClient, type ResponseHeaders } from './http.ts';
-import { nextLink, pageEntries } from './listing.ts';
+import { nextLink, pageEntries, readShrinking, withLimit } from './listing.ts';
 import { wellFormed } from '../shared/text.ts';
 import { anyId, parsePayload, platformAFulfillmentShipped } from './payload.ts';
 import { type CancellingAdapter, type LineToCancel, type LookupCut, PlatformError, type StoreConnection, type SupplierLine, type SupplierOrderLineState, type SupplierOrderState } from './types.ts';
 
 /** Older orders are listed too: the platform's clock and ours may differ a little. */
 const CLOCK_MARGIN_MS = 60_000;
-/** At most this many pages are read looking for one order (each a list page: LIST_PAGE's bound, not one order's). */
+/**
+ * A lookup looks through at most as many orders as this many of the platform's full pages hold (a
+ * page too large to read whole is read again smaller, so its bound counts orders, not pages).
+ */
 const MAX_LOOKUP_PAGES = 20;
+/**
+ * And makes at most this many reads (a page read again smaller counts each time): a supplier whose
+ * every order is near the list page's bound is read one order a read, and 5,000 reads would hold a
+ * worker and the store's turns for an hour.
+ */
+const MAX_LOOKUP_READS = 100;
+/** The lookup's page size on platform_a (its largest). */
+const LOOKUP_PAGE_A = 250;
+/** The lookup's page size on custom (its largest). */
+const LOOKUP_LIMIT_C = 100;
 
 const lenientQuantity = z.number().int().nonnegative().nullish().transform((value) => value ?? 0);
 const text = z.string().nullish().transform((value) => value ?? '');
@@ -42,17 +55,58 @@ export const createdLines = z
 const sinceOf = (since: Date) => new Date(since.getTime() - CLOCK_MARGIN_MS).toISOString();
 
 /**
- * The lookup read its last page while the list went on: the order may be further on (a backlog put
- * thousands of orders between the job's creation and its placement), so "not found" would be a guess
- * the caller acts on (a cancellation `not_placed` while the supplier ships it, a job placed twice).
- * A failure instead: the work is retried and, failing, reported.
+ * The lookup read as far as its bound while the list went on: the order may be further on (a backlog
+ * put thousands of orders between the job's creation and its placement), so "not found" would be a
+ * guess the caller acts on (a cancellation `not_placed` while the supplier ships it, a job placed
+ * twice). A failure instead: the work is retried and, failing, reported.
  */
-function cutShort(store: StoreConnection, reference: string, whenCut: LookupCut): null {
+function cutShort(store: StoreConnection, reference: string, whenCut: LookupCut, looked: number, reads: number): null {
   if (whenCut === 'not_found') return null;
   throw new PlatformError(
-    `${store.platform} ${store.shopDomain}: the order carrying reference ${reference} was not among the first ${MAX_LOOKUP_PAGES} pages of orders created since the job, and the list goes on; not looked further`,
+    `${store.platform} ${store.shopDomain}: the order carrying reference ${reference} was not among the first ${looked} orders created since the job (${reads} reads), and the list goes on; not looked further`,
     false,
   );
+}
+
+/** One page of a lookup: its entries, and where the list goes on (null: this page was the last). */
+interface LookupPage<P> {
+  orders: unknown[];
+  next: P | null;
+}
+
+/**
+ * The id of the first order of the list whose reference (`referenceOf`) is `reference`, or null
+ * when the list ends without it; read from `first`, `read(at, size)` asking for `size` orders. A
+ * page over the list page's bound is read again with fewer orders (readShrinking, as the lists do)
+ * and the lookup goes on with that size. It stops (cutShort) once it has looked through as many
+ * orders as MAX_LOOKUP_PAGES full pages hold, or made MAX_LOOKUP_READS reads, while the list goes on.
+ */
+async function lookUp<P>(
+  store: StoreConnection,
+  reference: string,
+  whenCut: LookupCut,
+  fullPage: number,
+  first: P,
+  referenceOf: (order: unknown) => unknown,
+  read: (at: P, size: number) => Promise<LookupPage<P>>,
+): Promise<string | null> {
+  let size = fullPage;
+  let looked = 0;
+  let reads = 0;
+  for (let at: P | null = first; at !== null; ) {
+    if (looked >= fullPage * MAX_LOOKUP_PAGES || reads >= MAX_LOOKUP_READS) return cutShort(store, reference, whenCut, looked, reads);
+    const from: P = at;
+    const answer = await readShrinking(size, (asked) => {
+      reads += 1;
+      return read(from, asked);
+    });
+    size = answer.size;
+    looked += answer.page.orders.length;
+    const found = answer.page.orders.find((order) => referenceOf(order) === reference);
+    if (found) return String((found as { id: unknown }).id);
+    at = answer.page.next;
+  }
+  return null;
 }
 
 /** `full` when nothing is left to ship of what was not cancelled, `partial` when some was shipped. */
@@ -124,21 +178,17 @@ export function platformACancelling(http: PlatformHttpClient): CancellingAdapter
         idempotencyKey,
         statusOnly,
       ),
-    async findOrderByReference(store, reference, since, whenCut) {
-      const query = new URLSearchParams({ status: 'any', created_at_min: sinceOf(since), limit: '250' });
-      const readPage = (body: unknown, headers: ResponseHeaders) => ({
-        orders: pageEntries(parsePayload(z.object({ orders: z.unknown() }), body, 'platform_a order list').orders, 'platform_a order list'),
-        next: nextLink(headers('link')),
-      });
-      let page = await http.get(store, `${API_A}/orders.json?${query}`, readPage, LIST_PAGE);
-      for (let pages = 1; ; pages++) {
-        const found = page.orders.find((order) => referenceOfA(order) === reference);
-        if (found) return String((found as { id: unknown }).id);
-        if (page.next === null) return null;
-        if (pages >= MAX_LOOKUP_PAGES) return cutShort(store, reference, whenCut);
-        page = await http.getUrl(store, page.next, readPage, LIST_PAGE);
-      }
-    },
+    findOrderByReference: (store, reference, since, whenCut) =>
+      // From the first page (''), then each `rel="next"` URL as given, with a smaller `limit` once shrunk (as listOrders).
+      lookUp<string>(store, reference, whenCut, LOOKUP_PAGE_A, '', referenceOfA, (next, size) => {
+        const readPage = (body: unknown, headers: ResponseHeaders) => ({
+          orders: pageEntries(parsePayload(z.object({ orders: z.unknown() }), body, 'platform_a order list').orders, 'platform_a order list'),
+          next: nextLink(headers('link')),
+        });
+        if (next !== '') return http.getUrl(store, size < LOOKUP_PAGE_A ? withLimit(next, size) : next, readPage, LIST_PAGE);
+        const query = new URLSearchParams({ status: 'any', created_at_min: sinceOf(since), limit: String(size) });
+        return http.get(store, `${API_A}/orders.json?${query}`, readPage, LIST_PAGE);
+      }),
   };
 }
 
@@ -177,21 +227,21 @@ export function platformBCancelling(http: PlatformHttpClient): CancellingAdapter
     cancelOverwritesStatus: true,
     // The platform cannot cancel some lines only.
     cancelSupplierLines: null,
-    async findOrderByReference(store, reference, since, whenCut) {
-      for (let page = 1; page <= MAX_LOOKUP_PAGES; page++) {
-        const query = new URLSearchParams({ after: `${sinceOf(since).slice(0, 19)}Z`, per_page: String(LOOKUP_PER_PAGE_B), page: String(page), orderby: 'date', order: 'asc' });
+    // Paged by number: a page read again smaller goes on from the page holding the first order not
+    // yet looked through (a few may be looked through twice).
+    findOrderByReference: (store, reference, since, whenCut) =>
+      lookUp<number>(store, reference, whenCut, LOOKUP_PER_PAGE_B, 0, referenceOfB, async (offset, size) => {
+        const page = Math.floor(offset / size) + 1;
+        const query = new URLSearchParams({ after: `${sinceOf(since).slice(0, 19)}Z`, per_page: String(size), page: String(page), orderby: 'date', order: 'asc' });
         const { orders, totalPages } = await http.get(store, `${API_B}/orders?${query}`, (body, headers) => {
           // A header it cannot read (sent twice and merged, `2, 2`; empty) says nothing: read as a missing one.
           const total = headers('x-wp-totalpages')?.trim() ?? null;
           return { orders: pageEntries(body, 'platform_b order list'), totalPages: total !== null && /^\d+$/.test(total) ? Number(total) : null };
         }, LIST_PAGE);
-        const found = orders.find((order) => referenceOfB(order) === reference);
-        if (found) return String((found as { id: unknown }).id);
         // Without the header (a proxy may drop it), a short page is the last one, as listOrders reads it.
-        if (totalPages === null ? orders.length < LOOKUP_PER_PAGE_B : !(page < totalPages)) return null;
-      }
-      return cutShort(store, reference, whenCut);
-    },
+        const last = totalPages === null ? orders.length < size : !(page < totalPages);
+        return { orders, next: last ? null : (page - 1) * size + orders.length };
+      }),
   };
 }
 
@@ -231,21 +281,15 @@ export function customCancelling(http: PlatformHttpClient): CancellingAdapter {
     cancelSupplierOrder: (store, orderId, idempotencyKey) => cancel(store, orderId, null, idempotencyKey),
     cancelOverwritesStatus: false,
     cancelSupplierLines: (store, orderId, lines, idempotencyKey) => cancel(store, orderId, lines, idempotencyKey),
-    async findOrderByReference(store, reference, since, whenCut) {
-      let cursor: string | null = null;
-      for (let pages = 0; pages < MAX_LOOKUP_PAGES; pages++) {
+    // From no cursor (''), then each answer's `nextCursor`.
+    findOrderByReference: (store, reference, since, whenCut) =>
+      lookUp<string>(store, reference, whenCut, LOOKUP_LIMIT_C, '', (order) => (order as { reference?: unknown } | null)?.reference, (cursor, size) => {
         // The filter goes with every page, the cursor's too (platforms.md; as listOrders sends it).
-        const query = new URLSearchParams({ createdAfter: sinceOf(since), limit: '100', ...(cursor && { cursor }) });
-        const page: { data: unknown[]; nextCursor: string | null } = await http.get(store, `/orders?${query}`, (body) => {
+        const query = new URLSearchParams({ createdAfter: sinceOf(since), limit: String(size), ...(cursor && { cursor }) });
+        return http.get(store, `/orders?${query}`, (body) => {
           const parsed = parsePayload(z.object({ data: z.unknown(), nextCursor: z.string().nullish() }), body, 'custom order list');
-          return { data: pageEntries(parsed.data, 'custom order list'), nextCursor: parsed.nextCursor ?? null };
+          return { orders: pageEntries(parsed.data, 'custom order list'), next: parsed.nextCursor || null };
         }, LIST_PAGE);
-        const found = page.data.find((order) => (order as { reference?: unknown } | null)?.reference === reference);
-        if (found) return String((found as { id: unknown }).id);
-        if (!page.nextCursor) return null;
-        cursor = page.nextCursor;
-      }
-      return cutShort(store, reference, whenCut);
-    },
+      }),
   };
 }
