@@ -15,7 +15,8 @@ export interface DivergenceRaising {
   raise(
     trx: Trx,
     entry: { ownerId: string; resellerStoreId: string; syncJobId: string; type: 'too_late' | 'supplier_cancelled'; subjectId?: string; detail: string | null },
-  ): Promise<unknown>;
+    /** The entry's id; null when the job has one of that type already, open or dismissed. */
+  ): Promise<string | null>;
   /** Resolves the job's open entry of that type, in the caller's transaction. */
   resolve(trx: Trx, syncJobId: string, type: 'stale'): Promise<unknown>;
 }

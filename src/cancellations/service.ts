@@ -113,6 +113,15 @@ const isCut = (c: Cancellation) => c.reason === CUT_BEFORE_PLACEMENT;
  * routed later is routed as cancelled) and applied under a per-order lock, so concurrent signals
  * and the routing of the order never cancel a quantity twice.
  */
+/** A shipment of an order no job recorded, which the service could not attribute (`shipmentUnattributed`). */
+export interface UnattributedShipment {
+  sourceStoreId: string;
+  sourceOrderId: string;
+  trackingNumbers: string[];
+  /** Why it could not be attributed, for the audit entry and the to-do entry's detail. */
+  why: string;
+}
+
 export class CancellationService implements OrderCancellations, SupplierCancellations {
   constructor(
     private readonly deps: { jobs: CancelledJobs; vendorTags: SupplierVendorTags; queue: Queue; outbox: Outbox; metrics: Metrics; timelines: AttemptTimelines },
@@ -451,6 +460,53 @@ export class CancellationService implements OrderCancellations, SupplierCancella
       return true;
     });
     return { syncJobId: job.id, recorded };
+  }
+
+  /**
+   * A supplier shipped an order no job recorded that may be the order of these jobs, each ended
+   * unplaced after sending its order (its whole-order cancellation's lookup found nothing:
+   * `not_placed`), and the service could not tell whose it is (`why`: the supplier's order could not
+   * be read, or the jobs are past the time their supplier's unknown shipments are read for them).
+   * The shipment is not pushed (it may be the supplier's own sale), so it must not go unnoticed
+   * (order-changes.md): in one transaction, each job's `not_placed` cancellation gets an audit entry
+   * `cancellation.shipment_unattributed` naming the shipment, and the job a `too_late` entry on the
+   * to-do list (once per job, as every entry: its detail names the first such shipment; a dismissed
+   * one is not raised again). The cancellation's outcome is left as it is: nothing proves the order
+   * was the job's. Returns how many entries were raised.
+   */
+  async shipmentUnattributed(jobs: SyncJob[], shipment: UnattributedShipment): Promise<number> {
+    if (jobs.length === 0) return 0;
+    return this.repository.transaction(async (trx) => {
+      const cancellations = await this.repository.forJobsIn(trx, jobs.map((job) => job.id));
+      const numbers = shipment.trackingNumbers.length > 0 ? ` (tracking ${shipment.trackingNumbers.join(', ')})` : '';
+      let raised = 0;
+      for (const job of jobs) {
+        const unplaced = cancellations.findLast((c) => c.syncJobId === job.id && c.scope === 'order' && c.status === 'completed' && c.outcome === 'not_placed');
+        if (!unplaced) continue;
+        await insertAudit(trx, [
+          cancellationAuditRecord(unplaced, 'cancellation.shipment_unattributed', SYSTEM_ACTOR, {
+            outcome: unplaced.outcome,
+            sourceStoreId: shipment.sourceStoreId,
+            sourceOrderId: shipment.sourceOrderId,
+            trackingNumbers: shipment.trackingNumbers,
+            why: shipment.why,
+          }),
+        ]);
+        const id = await this.divergences.raise(trx, {
+          ownerId: job.ownerId,
+          resellerStoreId: job.resellerStoreId,
+          syncJobId: job.id,
+          type: 'too_late',
+          subjectId: unplaced.id,
+          detail:
+            `The supplier shipped its order ${shipment.sourceOrderId}${numbers}, which the service could not attribute (${shipment.why}). ` +
+            `This job's order was cancelled before its placement was confirmed and no order was found (not_placed): ` +
+            `if ${shipment.sourceOrderId} carries this job's reference (${job.id}), the goods are on their way and need a return, and the customer has no tracking.`,
+        });
+        if (id !== null) raised += 1;
+      }
+      return raised;
+    });
   }
 
   /**

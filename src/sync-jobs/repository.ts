@@ -420,6 +420,25 @@ export class SyncJobRepository {
   }
 
   /**
+   * This supplier store's jobs ended unplaced after sending their order (`endedUnplacedAfterSending`),
+   * created before `before`, at any age, newest first, at most `limit`: the jobs a shipment the
+   * service could not attribute may belong to (the webhooks' port `JobsBySourceOrder`).
+   */
+  async unplacedOf(sourceStoreId: string, before: Date, limit: number): Promise<SyncJob[]> {
+    const rows = await this.db
+      .selectFrom('sync_jobs')
+      .selectAll()
+      .where('source_store_id', '=', sourceStoreId)
+      .where(endedUnplacedAfterSending('sync_jobs'))
+      .where('created_at', '<', before)
+      .orderBy('created_at', 'desc')
+      .limit(limit)
+      .execute();
+    const em = this.orm.em.fork();
+    return rows.map((row) => em.map(SyncJob, row as Record<string, unknown>));
+  }
+
+  /**
    * Of these jobs (by id: the reference a supplier order carries), those of this supplier store ended
    * unplaced after sending their order (`endedUnplacedAfterSending`), by id: the divergence watch's and
    * the webhooks' ports.

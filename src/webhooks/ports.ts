@@ -7,6 +7,8 @@ export interface JobsBySourceOrder {
   findBySourceOrder(sourceStoreIds: string[], sourceOrderId: string): Promise<SyncJob | null>;
   /** Which of these source stores have a recent job ended unplaced after sending its order (a cancellation's lookup by reference found nothing), created before `before`. */
   storesWithUnplacedOrders(sourceStoreIds: string[], before: Date): Promise<string[]>;
+  /** This source store's jobs ended unplaced after sending their order, created before `before` at any age, newest first, at most `limit`. */
+  unplacedOf(sourceStoreId: string, before: Date, limit: number): Promise<SyncJob[]>;
   /** Of these jobs (by id), those of this source store ended unplaced after sending their order, by id. */
   unplacedAmong(sourceStoreId: string, syncJobIds: string[]): Promise<Map<string, SyncJob>>;
   /** Records on a job ended unplaced the supplier order a fulfillment webhook named, found to be its own after all (audit `sync_job.order_found`); whether it was recorded now. */

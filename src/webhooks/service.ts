@@ -49,7 +49,7 @@ export interface WebhookCollaborators {
   /** Routing an order (orders/create) and cancelling it (the storefront's cancellation topics): the order module. */
   routing: OrderRouting & OrderCancelling;
   /** The supplier's own cancellation, and a fulfillment that comes after a cancellation (too late). */
-  cancellations: Pick<CancellationService, 'recordSupplierCancellation'>;
+  cancellations: Pick<CancellationService, 'recordSupplierCancellation' | 'shipmentUnattributed'>;
   fulfillments: FulfillmentService;
   syncJobs: JobsBySourceOrder;
   resellerStores: ResellerStoreReads;
@@ -227,8 +227,12 @@ export class WebhookService {
    * it names records it (audit `sync_job.order_found`), so the shipment is taken: recorded, pushed to
    * the customer, and the job's `not_placed` cancellation made `too_late` on the reseller's to-do list.
    * A read the supplier refuses for now (429, 5xx, no answer) is 503, so the platform delivers again.
+   * `read`: the senders whose order was read (its reference, or none, tells whose it is); a sender
+   * not among them (not read, or the read refused for good) could not tell (`reportUnattributed`).
    */
-  private async unplacedOwner(senders: SourceStore[], sourceOrderId: string): Promise<SyncJob | null> {
+  private async unplacedOwner(senders: SourceStore[], sourceOrderId: string): Promise<{ job: SyncJob | null; read: Set<string>; unreadable: Map<string, string> }> {
+    const read = new Set<string>();
+    const unreadable = new Map<string, string>();
     const candidates = new Set(await this.syncJobs.storesWithUnplacedOrders(senders.map((store) => store.id), new Date()));
     for (const store of senders.filter((sender) => candidates.has(sender.id))) {
       let reference: string | null;
@@ -240,16 +244,41 @@ export class WebhookService {
           throw new AppError('unavailable', { message: 'The supplier order could not be read to find its sync job; deliver the webhook again.', retryAfterSeconds: Math.ceil((error.retryAfterMs ?? 5_000) / 1000) });
         }
         this.deps.logger.warn({ shop_domain: store.shopDomain, source_order_id: sourceOrderId, err: error.message }, 'supplier order of a fulfillment could not be read');
+        unreadable.set(store.id, `reading the order answered ${error.status ?? 'an error'}: ${error.message.slice(0, 200)}`);
         continue;
       }
+      read.add(store.id);
       if (reference === null || unstorablePathIn(reference) !== null) continue;
       const job = (await this.syncJobs.unplacedAmong(store.id, [reference])).get(reference);
       if (!job) continue;
       await this.syncJobs.recordFoundOrder(job.id, sourceOrderId, { by: 'fulfillment_webhook' });
       this.deps.logger.info({ sync_job_id: job.id, source_order_id: sourceOrderId }, 'supplier order of a job ended unplaced found shipped: recorded on the job');
-      return this.syncJobs.findBySourceOrder([store.id], sourceOrderId);
+      return { job: await this.syncJobs.findBySourceOrder([store.id], sourceOrderId), read, unreadable };
     }
-    return null;
+    return { job: null, read, unreadable };
+  }
+
+  /**
+   * A shipment the service drops (no job recorded its order, none in doubt holds it) from a sender
+   * with jobs ended unplaced after sending, whose order could not be looked at: read, it answered an
+   * error that will not change (404, 403), or it was not read at all, those jobs being older than the
+   * time their supplier's unknown shipments are read for them. It may be one of those jobs' orders, so
+   * it is not dropped unnoticed (order-changes.md): each such job (the newest UNATTRIBUTED_JOBS) gets
+   * an audit entry and a `too_late` entry on the reseller's to-do list naming the shipment
+   * (CancellationService.shipmentUnattributed). A sender whose order was read knows it is not theirs.
+   */
+  private async reportUnattributed(senders: SourceStore[], fulfillment: SourceFulfillment, read: Set<string>, unreadable: Map<string, string>): Promise<void> {
+    const receivedAt = new Date();
+    for (const store of senders.filter((sender) => !read.has(sender.id))) {
+      const jobs = await this.syncJobs.unplacedOf(store.id, receivedAt, UNATTRIBUTED_JOBS);
+      if (jobs.length === 0) continue;
+      const why = unreadable.get(store.id) ?? 'its jobs ended unplaced are too old for the supplier order of an unknown shipment to be read for them';
+      const raised = await this.cancellations.shipmentUnattributed(jobs, { sourceStoreId: store.id, sourceOrderId: fulfillment.sourceOrderId, trackingNumbers: fulfillment.tracking.numbers, why });
+      this.deps.logger.warn(
+        { shop_domain: store.shopDomain, source_order_id: fulfillment.sourceOrderId, sync_job_ids: jobs.map((job) => job.id), raised },
+        'shipment of an order no job recorded, possibly of a job ended unplaced, could not be attributed: on the to-do list',
+      );
+    }
   }
 
   private async receiveTracking(senders: SourceStore[], fulfillment: SourceFulfillment, delivery: Delivery): Promise<string[]> {
@@ -260,12 +289,13 @@ export class WebhookService {
     if (job) return this.receiveFor(job, fulfillment, keys);
     // Before holding it for a job in doubt: a job ended unplaced whose order this is after all takes it now.
     const unplaced = await this.unplacedOwner(senders, fulfillment.sourceOrderId);
-    if (unplaced) return this.receiveFor(unplaced, fulfillment, keys);
+    if (unplaced.job) return this.receiveFor(unplaced.job, fulfillment, keys);
     const held = await this.fulfillments.holdUnlessUnowned(senders, fulfillment, keys);
     if (!held) {
       // A job may have recorded this order between the two reads (no longer in doubt, not found before): look again.
       const late = await owner();
       if (late) return this.receiveFor(late, fulfillment, keys);
+      await this.reportUnattributed(senders, fulfillment, unplaced.read, unplaced.unreadable);
     }
     this.deps.logger.info(
       { shop_domain: senders[0]!.shopDomain, source_order_id: fulfillment.sourceOrderId, held },
@@ -275,6 +305,9 @@ export class WebhookService {
   }
 
 }
+
+/** At most this many jobs ended unplaced of one sender are told of a shipment the service could not attribute (the newest). */
+const UNATTRIBUTED_JOBS = 20;
 
 const SIGNATURE_FAILURE_WINDOW_MS = 60_000;
 
