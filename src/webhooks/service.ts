@@ -227,11 +227,10 @@ export class WebhookService {
    * it names records it (audit `sync_job.order_found`), so the shipment is taken: recorded, pushed to
    * the customer, and the job's `not_placed` cancellation made `too_late` on the reseller's to-do list.
    * A read the supplier refuses for now (429, 5xx, no answer) is 503, so the platform delivers again.
-   * `read`: the senders whose order was read (its reference, or none, tells whose it is); a sender
-   * not among them (not read, or the read refused for good) could not tell (`reportUnattributed`).
+   * `unreadable`: the senders whose read was refused for good (404, 403), and why: they could not
+   * tell whose the order is (`reportUnattributed`).
    */
-  private async unplacedOwner(senders: SourceStore[], sourceOrderId: string): Promise<{ job: SyncJob | null; read: Set<string>; unreadable: Map<string, string> }> {
-    const read = new Set<string>();
+  private async unplacedOwner(senders: SourceStore[], sourceOrderId: string): Promise<{ job: SyncJob | null; unreadable: Map<string, string> }> {
     const unreadable = new Map<string, string>();
     const candidates = new Set(await this.syncJobs.storesWithUnplacedOrders(senders.map((store) => store.id), new Date()));
     for (const store of senders.filter((sender) => candidates.has(sender.id))) {
@@ -247,32 +246,33 @@ export class WebhookService {
         unreadable.set(store.id, `reading the order answered ${error.status ?? 'an error'}: ${error.message.slice(0, 200)}`);
         continue;
       }
-      read.add(store.id);
       if (reference === null || unstorablePathIn(reference) !== null) continue;
       const job = (await this.syncJobs.unplacedAmong(store.id, [reference])).get(reference);
       if (!job) continue;
       await this.syncJobs.recordFoundOrder(job.id, sourceOrderId, { by: 'fulfillment_webhook' });
       this.deps.logger.info({ sync_job_id: job.id, source_order_id: sourceOrderId }, 'supplier order of a job ended unplaced found shipped: recorded on the job');
-      return { job: await this.syncJobs.findBySourceOrder([store.id], sourceOrderId), read, unreadable };
+      return { job: await this.syncJobs.findBySourceOrder([store.id], sourceOrderId), unreadable };
     }
-    return { job: null, read, unreadable };
+    return { job: null, unreadable };
   }
 
   /**
    * A shipment the service drops (no job recorded its order, none in doubt holds it) from a sender
-   * with jobs ended unplaced after sending, whose order could not be looked at: read, it answered an
-   * error that will not change (404, 403), or it was not read at all, those jobs being older than the
-   * time their supplier's unknown shipments are read for them. It may be one of those jobs' orders, so
-   * it is not dropped unnoticed (order-changes.md): each such job (the newest UNATTRIBUTED_JOBS) gets
-   * an audit entry and a `too_late` entry on the reseller's to-do list naming the shipment
-   * (CancellationService.shipmentUnattributed). A sender whose order was read knows it is not theirs.
+   * with jobs ended unplaced after sending, whose order it read and got an error that will not change
+   * (404, 403). It may be one of those jobs' orders, so it is not dropped unnoticed (order-changes.md):
+   * each such job (the newest UNATTRIBUTED_JOBS) gets an audit entry and a `too_late` entry on the
+   * reseller's to-do list naming the shipment (CancellationService.shipmentUnattributed). A sender
+   * whose order was read knows it is not theirs; one whose jobs are all past the 60 days unknown
+   * shipments are read for reports nothing either: every own sale of its supplier would write an
+   * audit entry per job, for ever.
    */
-  private async reportUnattributed(senders: SourceStore[], fulfillment: SourceFulfillment, read: Set<string>, unreadable: Map<string, string>): Promise<void> {
+  private async reportUnattributed(senders: SourceStore[], fulfillment: SourceFulfillment, unreadable: Map<string, string>): Promise<void> {
     const receivedAt = new Date();
-    for (const store of senders.filter((sender) => !read.has(sender.id))) {
+    for (const store of senders) {
+      const why = unreadable.get(store.id);
+      if (why === undefined) continue;
       const jobs = await this.syncJobs.unplacedOf(store.id, receivedAt, UNATTRIBUTED_JOBS);
       if (jobs.length === 0) continue;
-      const why = unreadable.get(store.id) ?? 'its jobs ended unplaced are too old for the supplier order of an unknown shipment to be read for them';
       const raised = await this.cancellations.shipmentUnattributed(jobs, { sourceStoreId: store.id, sourceOrderId: fulfillment.sourceOrderId, trackingNumbers: fulfillment.tracking.numbers, why });
       this.deps.logger.warn(
         { shop_domain: store.shopDomain, source_order_id: fulfillment.sourceOrderId, sync_job_ids: jobs.map((job) => job.id), raised },
@@ -295,7 +295,7 @@ export class WebhookService {
       // A job may have recorded this order between the two reads (no longer in doubt, not found before): look again.
       const late = await owner();
       if (late) return this.receiveFor(late, fulfillment, keys);
-      await this.reportUnattributed(senders, fulfillment, unplaced.read, unplaced.unreadable);
+      await this.reportUnattributed(senders, fulfillment, unplaced.unreadable);
     }
     this.deps.logger.info(
       { shop_domain: senders[0]!.shopDomain, source_order_id: fulfillment.sourceOrderId, held },
