@@ -2,8 +2,8 @@ import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 
 /**
  * A fixed-window request counter shared by every API process (src/rate-limits/repository.ts):
- * the auth endpoints per client, failed webhook signatures per client on a domain and per client
- * overall. UNLOGGED (see the migration): a crash that empties it only resets the current windows.
+ * the auth endpoints per client, failed webhook signatures per client on a domain and failing domains
+ * per client. UNLOGGED (see the migration): a crash that empties it only resets the current windows.
  */
 export const RateLimitCounter = defineEntity({
   name: 'RateLimitCounter',

@@ -1,4 +1,3 @@
-import { ipKeyGenerator } from 'express-rate-limit';
 import { SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
 import type { StoreLookupCache } from '../db/lookup-cache.ts';
 import type { Logger } from 'pino';
@@ -22,6 +21,7 @@ import type { RoutableSource } from '../orders/routing.ts';
 import type { JobsBySourceOrder, ResellerStoreReads, SourceStoreReads } from './ports.ts';
 import { verifySignature } from './signature.ts';
 import type { SourceSecrets } from './source-secrets.ts';
+import { SignatureBudget } from './signature-budget.ts';
 import type { SharedCounters } from '../rate-limits/repository.ts';
 import {
   IGNORED,
@@ -109,28 +109,26 @@ export class WebhookService {
    * records (of different resellers) may share a supplier's domain: the ones whose secret
    * verifies are the senders. Checking a delivery against every secret of a domain that strangers
    * gave many records is the costly part (src/webhooks/source-secrets.ts), so failed signatures are
-   * counted per client on each domain and per client overall, across processes, and past either
-   * limit only the domain's proven senders are tried: a delivery none of them signed gets 429,
-   * which a platform retries. The counts are the client's own, so one client's forgeries never
-   * hold back a delivery from another.
+   * charged to what the delivery claims, its domain from its client, and a client's failing domains
+   * are counted too, across processes (src/webhooks/signature-budget.ts): past either limit a
+   * delivery none of the domain's proven senders signed gets 429, which a platform retries, without
+   * the rest being tried. One domain's failures never refuse another domain's delivery from the
+   * same (platform's) address, so one tenant's misconfigured or forged deliveries cannot hold back
+   * another tenant's tracking.
    */
   async verifySourceStores(delivery: Delivery): Promise<SourceStore[]> {
     const shopDomain = normaliseDomain(delivery.shopDomain);
     if (!shopDomain || !delivery.signature) throw this.refused('fulfillments');
-    const budget = signatureFailureKeys(shopDomain, delivery.client);
-    let retryAfterSeconds = 1;
-    const check = await this.sourceSecrets.check(shopDomain, delivery.rawBody, delivery.signature, async () => {
-      const spent = (await this.counters.current(budget)).filter((count) => count.hits >= this.deps.config.webhookSignatureFailuresPerMinute);
-      retryAfterSeconds = Math.max(1, ...spent.map((count) => Math.ceil((count.resetsAtMs - Date.now()) / 1000)));
-      return spent.length === 0;
-    });
+    const budget = new SignatureBudget(this.counters, this.deps.config.webhookSignatureFailuresPerMinute, shopDomain, delivery.client);
+    const check = await this.sourceSecrets.check(shopDomain, delivery.rawBody, delivery.signature, (secrets) => budget.mayScan(secrets));
     if (check.verdict === 'signed') return check.senders;
-    if (check.verdict === 'limited') {
+    // A domain no record ever had: nothing can verify it, so it is refused at no cost, and counted as a claim of the client.
+    const limited = check.verdict === 'limited' || (!check.domainKnown && !(await budget.mayScan(Number.POSITIVE_INFINITY)));
+    if (limited) {
       this.deps.metrics.webhookVerificationFailures.inc({ endpoint: 'fulfillments' });
-      throw new AppError('rate_limited', { message: 'Too many deliveries with an invalid signature; retry later.', retryAfterSeconds });
+      throw new AppError('rate_limited', { message: 'Too many deliveries with an invalid signature; retry later.', retryAfterSeconds: budget.retryAfterSeconds });
     }
-    // Only a domain with source stores costs anything to check; a made-up one is counted per client alone.
-    await this.counters.hit(check.domainKnown ? budget : budget.slice(1), SIGNATURE_FAILURE_WINDOW_MS);
+    await budget.charge();
     throw this.refused('fulfillments');
   }
 
@@ -309,17 +307,8 @@ export class WebhookService {
 /** At most this many jobs ended unplaced of one sender are told of a shipment the service could not attribute (the newest). */
 const UNATTRIBUTED_JOBS = 20;
 
-const SIGNATURE_FAILURE_WINDOW_MS = 60_000;
-
 /** What a store id can look like (src/shared/ids.ts); anything else is not looked up. */
 const STORE_ID = /^[A-Za-z0-9_]{1,64}$/;
-
-/** A client's failures on one domain, then its failures on any: the first is left out for a domain without records. */
-function signatureFailureKeys(shopDomain: string, client: string | undefined): string[] {
-  // An IPv6 client by its /64 (one subscriber's network, any address of which a single host can use).
-  const sender = client ? ipKeyGenerator(client, 64) : 'unknown';
-  return [`signature:domain:${shopDomain}:client:${sender}`, `signature:client:${sender}`];
-}
 
 /** One fulfillment's tracking numbers are bounded: each can cost the reseller store a turn (contract/limits.ts). */
 function checkTrackingBound(count: number): void {

@@ -48,8 +48,11 @@ export class SourceSecrets {
     this.#stores = stores;
   }
 
-  /** Finds the records whose secret signed the delivery; `mayScan` is asked before trying more than the proven senders. */
-  async check(shopDomain: string, rawBody: Buffer, signature: string, mayScan: () => Promise<boolean>): Promise<SenderCheck> {
+  /**
+   * Finds the records whose secret signed the delivery; `mayScan` is asked, with the number of
+   * secrets it would cost, before trying more than the first proven senders.
+   */
+  async check(shopDomain: string, rawBody: Buffer, signature: string, mayScan: (secrets: number) => Promise<boolean>): Promise<SenderCheck> {
     const secrets = await this.#current(shopDomain);
     if (!secrets) return { verdict: 'unsigned', domainKnown: false };
     const proven = [...secrets.proven];
@@ -63,7 +66,7 @@ export class SourceSecrets {
     // first few every check is budgeted.
     const others = [...proven.slice(FREE_SENDERS), ...[...secrets.bySecret.keys()].filter((secret) => !secrets.proven.has(secret))];
     if (others.length === 0) return { verdict: 'unsigned', domainKnown: true };
-    if (!(await mayScan())) return { verdict: 'limited' };
+    if (!(await mayScan(others.length))) return { verdict: 'limited' };
     const found = others.find(verifies);
     if (!found) return { verdict: 'unsigned', domainKnown: true };
     const senders = secrets.bySecret.get(found)!;
