@@ -384,6 +384,35 @@ describe("a supplier's own cancellation", () => {
     });
   }
 
+  it("is read by each sender's own platform when records sharing the supplier's domain and secret disagree on it", async ({ api, service, routed, supplierSends }) => {
+    const shopDomain = `supplier-${uniqueSuffix()}.example.com`;
+    const secret = `whsec_shared_${uniqueSuffix()}`;
+    // Another tenant added the same supplier with the platform mistaken, and its record verified a delivery first.
+    const other = await registerUser(api);
+    const otherReseller = await createResellerStore(api, other.token);
+    await createSourceStore(api, other.token, otherReseller.id, { platform: 'platform_a', shopDomain, webhookSecret: secret });
+    const proof = await sendWebhook({
+      targetUrl: `${service.url}${FULFILLMENTS_PATH}`,
+      shopDomain,
+      secret,
+      topic: 'fulfillments/create',
+      payload: buildFulfillmentPayload('platform_a', { orderId: 987_000_002, fulfillmentId: 9_900_002, trackingNumbers: ['PROOF'] }),
+    });
+    expect(proof.status, JSON.stringify(proof.body)).toBe(200);
+
+    const user = await registerUser(api);
+    const resellerSecret = `whsec_reseller_${uniqueSuffix()}`;
+    const reseller = await createResellerStore(api, user.token, { platform: 'platform_a', webhookSecret: resellerSecret });
+    const supplier = await createSourceStore(api, user.token, reseller.id, { platform: 'custom', shopDomain, vendorTag: 'Acme', webhookSecret: secret });
+    const shop: Shop = { user, reseller: { ...reseller, secret: resellerSecret }, supplier: { ...supplier, secret } };
+    const { jobId, job: placed } = await routed(shop);
+    const { topic, payload } = ownCancellation('custom', placed.sourceOrderId);
+    const response = await supplierSends(shop, topic, payload);
+    expect(response.status, JSON.stringify(response.body)).toBe(200);
+    expect(response.body).toMatchObject({ received: true, syncJobIds: [jobId] });
+    expect(await getJob(api, user.token, jobId)).toMatchObject({ supplierCancelledAt: expect.any(String), supplierCancelReason: 'out of stock' });
+  });
+
   it('is recorded from a platform_b order the supplier refunded, as the divergence watch reads it', async ({ api, shopWith, routed, supplierSends }) => {
     const shop = await shopWith('platform_a', 'platform_b');
     const { jobId, job: placed } = await routed(shop);

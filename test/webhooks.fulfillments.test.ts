@@ -321,6 +321,23 @@ describe('sender identification', () => {
     expect(sandbox.fulfillmentsFor(first.reseller.shopDomain).map((sent) => sent.body)).toMatchObject([{ trackingNumbers: ['S-1'] }]);
     expect(sandbox.fulfillmentsFor(second.reseller.shopDomain).map((sent) => sent.body)).toMatchObject([{ trackingNumbers: ['S-2'] }]);
   });
+  it("reads a delivery with each sender's own platform when records sharing a domain and its secret disagree on the platform", async ({ service, api, sandbox, routedOrder, deliverFulfillment, completedFulfillments }) => {
+    const sharedDomain = `shared-supplier-${uniqueSuffix()}.example.com`;
+    const secret = `whsec_shared_${uniqueSuffix()}`;
+    // Another tenant added the supplier with the platform mistaken, and its record verified a delivery first.
+    const other = await registerUser(api);
+    const otherReseller = await createResellerStore(api, other.token);
+    await createSourceStore(api, other.token, otherReseller.id, { platform: 'platform_a', shopDomain: sharedDomain, webhookSecret: secret });
+    const proofBody = JSON.stringify(buildFulfillmentPayload('platform_a', { orderId: 987_000_001, fulfillmentId: nextFulfillmentId++, trackingNumbers: ['PROOF'] }));
+    const proof = await postRawWebhook(service.url, FULFILLMENTS_PATH, { body: proofBody, secret, shopDomain: sharedDomain, topic: 'fulfillments/create' });
+    expect(proof.status, JSON.stringify(proof.body)).toBe(200);
+
+    const routed = await routedOrder({ resellerPlatform: 'custom', supplierPlatform: 'custom', supplierDomain: sharedDomain, supplierSecret: secret });
+    const response = await deliverFulfillment(routed, fulfillmentOf(routed, { trackingNumbers: ['MIXED-1'] }));
+    expectReceived(response, [routed.job.id]);
+    await completedFulfillments(routed, 1);
+    expect(sandbox.fulfillmentsFor(routed.reseller.shopDomain).map((sent) => sent.body)).toMatchObject([{ trackingNumbers: ['MIXED-1'] }]);
+  });
 });
 
 describe('rejected and ignored deliveries', () => {

@@ -28,6 +28,37 @@ function read<T>(reader: () => T): T {
   }
 }
 
+/** A supplier delivery as the platform of some of its senders reads it. */
+export interface SenderReading<S, T> {
+  senders: S[];
+  value: T;
+}
+
+/**
+ * A supplier's delivery read by each of its senders' platforms. The records whose secret signed it
+ * (one supplier store, shared by several resellers) each say which platform the supplier is on, and
+ * a reseller can say it wrongly: the delivery is read once per platform named, and the records of a
+ * platform that cannot read it (one the supplier's deliveries are not from) are left out, so one
+ * reseller's mistaken record never makes the others' tracking or cancellation unreadable. 400
+ * validation_failed (the first platform's reason) only when no sender's platform reads it.
+ */
+export function readBySenderPlatform<S extends { platform: Platform }, T>(senders: S[], reader: (platform: Platform) => T): SenderReading<S, T>[] {
+  const byPlatform = new Map<Platform, S[]>();
+  for (const sender of senders) byPlatform.set(sender.platform, [...(byPlatform.get(sender.platform) ?? []), sender]);
+  const readings: SenderReading<S, T>[] = [];
+  let unreadable: PayloadError | undefined;
+  for (const [platform, group] of byPlatform) {
+    try {
+      readings.push({ senders: group, value: reader(platform) });
+    } catch (error) {
+      if (!(error instanceof PayloadError)) throw error;
+      unreadable ??= error;
+    }
+  }
+  if (readings.length === 0 && unreadable) throw validationFailed(unreadable.path ?? 'body', unreadable.message);
+  return readings;
+}
+
 /**
  * A storefront's cancellation webhook, verified: read by the platform's reader, then handed to the
  * order module (`OrderCancelling.cancel`, src/orders/port.ts), or ignored when it asks for nothing.
@@ -50,21 +81,29 @@ export async function receiveStorefrontCancellation(
   return { syncJobIds };
 }
 
-/** A supplier's own cancellation webhook, verified: recorded on the job that placed the order, if any. */
+/**
+ * A supplier's own cancellation webhook, verified: recorded on the job that placed the order, if
+ * any, as each sender's platform reads it (`readBySenderPlatform`).
+ */
 export async function receiveSupplierCancellation(
   cancellations: SupplierCancellations,
   senders: { id: string; platform: Platform }[],
   delivery: { topic: string; webhookId: string | undefined },
   body: unknown,
 ): Promise<WebhookAnswer> {
-  const report = read(() => readSupplierCancellation(senders[0]!.platform, delivery.topic, body));
-  if (!report) return IGNORED;
-  const found = await cancellations.recordSupplierCancellation({
-    sourceStoreIds: senders.map((sender) => sender.id),
-    sourceOrderId: report.sourceOrderId,
-    reason: report.reason,
-    lines: report.lines,
-    via: { source: 'webhook', topic: delivery.topic, webhookId: delivery.webhookId ?? null },
-  });
-  return { syncJobIds: found ? [found.syncJobId] : [] };
+  const readings = readBySenderPlatform(senders, (platform) => readSupplierCancellation(platform, delivery.topic, body));
+  if (readings.every(({ value }) => !value)) return IGNORED;
+  const syncJobIds: string[] = [];
+  for (const { senders: group, value: report } of readings) {
+    if (!report) continue;
+    const found = await cancellations.recordSupplierCancellation({
+      sourceStoreIds: group.map((sender) => sender.id),
+      sourceOrderId: report.sourceOrderId,
+      reason: report.reason,
+      lines: report.lines,
+      via: { source: 'webhook', topic: delivery.topic, webhookId: delivery.webhookId ?? null },
+    });
+    if (found) syncJobIds.push(found.syncJobId);
+  }
+  return { syncJobIds };
 }

@@ -25,6 +25,7 @@ import { SignatureBudget } from './signature-budget.ts';
 import type { SharedCounters } from '../rate-limits/repository.ts';
 import {
   IGNORED,
+  readBySenderPlatform,
   receiveStorefrontCancellation,
   receiveSupplierCancellation,
   STOREFRONT_CANCELLATION_TOPICS,
@@ -206,10 +207,22 @@ export class WebhookService {
     const topic = delivery.topic ?? 'fulfillments/create';
     if (SUPPLIER_CANCELLATION_TOPICS.has(topic)) return receiveSupplierCancellation(this.cancellations, senders, { ...delivery, topic }, body);
     if (topic !== 'fulfillments/create') return IGNORED;
-    const fulfillment = parse(() => this.deps.platforms[senders[0]!.platform].parseFulfillmentWebhook(body));
+    // Read by each sender's platform: a record whose platform was given wrongly is left out, not the delivery.
+    const readings = readBySenderPlatform(senders, (platform) => this.deps.platforms[platform].parseFulfillmentWebhook(body));
+    const unread = senders.filter((sender) => !readings.some((reading) => reading.senders.includes(sender)));
+    if (unread.length > 0) {
+      this.deps.logger.warn(
+        { shop_domain: senders[0]!.shopDomain, source_store_ids: unread.map((store) => store.id), platforms: [...new Set(unread.map((store) => store.platform))] },
+        "fulfillment webhook not readable by these source stores' platform: left out (is their platform right?)",
+      );
+    }
     // A fulfillment that ships nothing (platform_a: cancelled, error, failure) brings no tracking to push.
-    if (fulfillment === null) return IGNORED;
-    return { syncJobIds: await this.receiveTracking(senders, fulfillment, delivery) };
+    if (readings.every(({ value }) => value === null)) return IGNORED;
+    const syncJobIds: string[] = [];
+    for (const { senders: group, value: fulfillment } of readings) {
+      if (fulfillment !== null) syncJobIds.push(...(await this.receiveTracking(group, fulfillment, delivery)));
+    }
+    return { syncJobIds };
   }
 
   private async receiveFor(job: SyncJob, fulfillment: SourceFulfillment, keys: FulfillmentKeys): Promise<string[]> {
