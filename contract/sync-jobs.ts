@@ -149,10 +149,11 @@ export const syncJobsContract = c.router(
             `The order's id on the reseller platform: 1 to 32 ASCII letters, digits, \`_\` and \`-\`. On platform_a and platform_b, whose order ids are numbers, it must be 1 to ${MAX_NUMERIC_ORDER_ID_DIGITS} digits (anything else is 400 \`validation_failed\`) and leading zeros are dropped (\`01001\` is order 1001, and 0 is refused); a custom storefront's id is a string (e.g. \`SO-1001\`), kept as given.`,
           ),
       }).strict(),
-      responses: { 201: SyncJob, 200: SyncJob, 400: errorResponse(400), ...bodyErrors },
+      responses: { 201: SyncJob, 200: SyncJob, 400: errorResponse(400), 409: errorResponse(409), ...bodyErrors },
       summary: 'Create a sync job',
       description:
-        'Places the source store\'s part of a reseller order. Idempotent: when a job already exists for the order and source store, it is returned with 200.',
+        'Places the source store\'s part of a reseller order. Idempotent: when a job already exists for the order and source store, it is returned with 200. ' +
+        'A source store whose vendor tag matches the same lines as another active source store\'s of its reseller store (two suppliers added before vendor tags were compared in their folded form, e.g. `Straße` and `STRAẞE`) gets no new job: 409 `conflict`, `details.reason` `vendor_tag_ambiguous`, `details.sourceStoreIds` naming the suppliers that share the tag, since a job for each would place the same lines twice. Routing places such lines on neither and reports them (`order.unmatched`). Delete one of the two, then create the job. A job that existed before is still returned, and places nothing while both are active (it fails with the reason, then is `dead`, until a retry after the deletion).',
     },
     list: {
       method: 'GET',

@@ -46,5 +46,6 @@ export class AppError extends Error {
 
 export const notFound = () => new AppError('not_found');
 export const validationFailed = (param: string, message: string) => new AppError('validation_failed', { param, message });
-export const conflict = (reason: string, message: string, param?: string) =>
-  new AppError('conflict', { message, param, details: { reason } });
+/** 409 `conflict`: `details.reason` says which, and `details` may carry more facts (e.g. the resources in the way). */
+export const conflict = (reason: string, message: string, param?: string, details: Record<string, unknown> = {}) =>
+  new AppError('conflict', { message, param, details: { reason, ...details } });

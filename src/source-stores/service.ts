@@ -11,6 +11,7 @@ import type { Page, PageQuery } from '../shared/paging.ts';
 import type { SecretBox } from '../shared/secrets.ts';
 import type { SourceStore } from './entity.ts';
 import type { SourceStoreRepository } from './repository.ts';
+import { supplierTwins, type TaggedSupplier } from './twins.ts';
 
 /** Length of the `vendor_key` column (src/source-stores/entity.ts). */
 const VENDOR_KEY_MAX_LENGTH = 200;
@@ -92,6 +93,14 @@ export class SourceStoreService {
   /** An active source store of the caller, found by id alone (for POST /v1/sync_jobs). */
   async findActiveById(principal: Principal, id: string): Promise<SourceStore | null> {
     return this.stores.findActiveOwned(principal.userId, id);
+  }
+
+  /**
+   * The other active suppliers of the source store's reseller store whose vendor tag folds like its
+   * own (src/source-stores/twins.ts), sorted; empty for nearly every store.
+   */
+  activeTwinsOf(source: TaggedSupplier): Promise<string[]> {
+    return supplierTwins(this.stores).activeTwinsOf(source);
   }
 
   /** The platform of the storefront (reseller store) this source store supplies: the one whose order ids its jobs name. */

@@ -13,12 +13,14 @@ import type { ResellerStore } from '../reseller-stores/entity.ts';
 import type { SyncJob } from './entity.ts';
 import { syncJobEvent, syncJobEventsIn } from './events.ts';
 import type { SyncJobRepository, JobWithSource } from './repository.ts';
+import type { SupplierTwins } from './ports.ts';
 
 /** What a sync job's attempt needs, built once per process (src/workers/kinds.ts hands them over). */
 export interface SyncJobAttemptDeps {
   syncJobReads: SyncJobRepository;
   platforms: PlatformAdapters;
   secrets: SecretBox;
+  supplierTwins: SupplierTwins;
 }
 
 /**
@@ -53,6 +55,22 @@ export function placeSupplierOrder(ctx: SyncJobAttemptDeps): Attempt<JobWithSour
     return open;
   }
 
+  /**
+   * A manual job's supplier with an active twin (another supplier of the storefront whose vendor tag
+   * folds alike, kept by Migration20261127041900) places nothing: the twin matches every line it
+   * does, so a job for each would place them twice. POST /v1/sync_jobs refuses such a job (409
+   * `vendor_tag_ambiguous`); this stops one made before (an older service) or retried since. It fails
+   * with the reason, and dies onto the reseller's to-do list; deleting a twin lets a retry place it.
+   * (A routed job has its lines from the routing, which sends a line two suppliers match to neither.)
+   */
+  async function refuseTwin(source: { id: string; resellerStoreId: string; vendorTag: string }): Promise<void> {
+    const twins = await ctx.supplierTwins.activeTwinsOf(source);
+    if (twins.length === 0) return;
+    throw new JobFailure(
+      `the vendor tag "${source.vendorTag}" matches the same lines as that of another active source store of this reseller store (${twins.join(', ')}): nothing is placed, or both would place them; delete one of them, then retry`,
+    );
+  }
+
   return {
     load: (jobIds) => jobs.loadWithSources(jobIds),
 
@@ -68,6 +86,7 @@ export function placeSupplierOrder(ctx: SyncJobAttemptDeps): Attempt<JobWithSour
      */
     async perform({ row: job, source, reseller }) {
       if (!source) throw new JobFailure('the source store was deleted');
+      if (!job.order) await refuseTwin(source);
       const order = job.order ?? (await readResellerOrder(job, reseller));
       const supplierOrder = priced(() => buildSupplierOrder(order, source, job.id));
       const platform = ctx.platforms[source.platform];

@@ -32,3 +32,13 @@ export interface AttemptTimelines {
 export interface Storefronts {
   idsOnPlatform(ownerId: string, platform: Platform): Promise<string[]>;
 }
+
+/**
+ * The other active suppliers of a supplier's reseller store whose vendor tag folds like its own
+ * (twins an older fold let in, Migration20261127041900), sorted: a manual job's attempt places
+ * nothing for a supplier that has one. The source stores' feature, handed in by the composition root
+ * (src/workers/kinds.ts).
+ */
+export interface SupplierTwins {
+  activeTwinsOf(source: { id: string; resellerStoreId: string; vendorTag: string }): Promise<string[]>;
+}

@@ -168,6 +168,11 @@ export class SyncJobRepository {
     return this.orm.em.fork().findOne(SyncJob, { id, ownerId });
   }
 
+  /** The owner's job of this order and source store (one at most: they are unique together). */
+  findOwnedOfOrder(ownerId: string, externalOrderId: string, sourceStoreId: string): Promise<SyncJob | null> {
+    return this.orm.em.fork().findOne(SyncJob, { ownerId, externalOrderId, sourceStoreId });
+  }
+
   findById(id: string): Promise<SyncJob | null> {
     return this.orm.em.fork().findOne(SyncJob, { id });
   }

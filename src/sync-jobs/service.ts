@@ -16,7 +16,7 @@ import { canonicalOrderId } from '../platforms/payload.ts';
 import { MAX_NUMERIC_ORDER_ID_DIGITS } from '../../contract/limits.ts';
 import { newMessageId, type Queue } from '../queue/queue.ts';
 import type { SourceStoreService } from '../source-stores/service.ts';
-import { notFound, validationFailed } from '../shared/errors.ts';
+import { conflict, notFound, validationFailed } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import type { Page } from '../shared/paging.ts';
 import { jobAuditRecord } from './attempt.ts';
@@ -96,12 +96,34 @@ export class SyncJobService {
     // (routed from its webhook, or created by hand before) must be found, not a second one made.
     const orderId = canonicalOrderId(platform, externalOrderId);
     if (orderId === null) throw validationFailed('external_order_id', 'external_order_id: 0 is not an order id.');
+    await this.refuseTwin(principal, source, orderId);
     const [result] = await this.createJobs(
       { ownerId: source.ownerId, resellerStoreId: source.resellerStoreId, externalOrderId: orderId, order: null },
       [source.id],
       { actorId: actorOf(principal), metadata: { origin: 'manual', ...auditContext(principal) } },
     );
     return { ...(await this.get(principal, result!.id)), created: result!.created };
+  }
+
+  /**
+   * A supplier with an active twin (another supplier of the reseller store whose vendor tag folds
+   * alike, src/source-stores/twins.ts) gets no new manual job: every line it matches, the twin
+   * matches too, so one POST per twin would place the same lines twice. Routing places such lines on
+   * neither and reports them (`order.unmatched`, src/orders/routing.ts); here the refusal is the
+   * report: 409 `conflict`, reason `vendor_tag_ambiguous`, naming the suppliers that share the tag.
+   * A job that exists already is still returned (the POST is idempotent); its attempt places nothing
+   * while the twin is active (src/sync-jobs/attempt.ts).
+   */
+  private async refuseTwin(principal: Principal, source: { id: string; resellerStoreId: string; vendorTag: string }, orderId: string): Promise<void> {
+    const twins = await this.sourceStores.activeTwinsOf(source);
+    if (twins.length === 0) return;
+    if (await this.jobs.findOwnedOfOrder(principal.userId, orderId, source.id)) return;
+    throw conflict(
+      'vendor_tag_ambiguous',
+      `Another active source store of this reseller store (${twins.join(', ')}) has a vendor tag that matches the same lines as this one's: a job for either would place lines the other also matches. Delete one of them first.`,
+      'source_store_id',
+      { sourceStoreIds: [source.id, ...twins].sort() },
+    );
   }
 
   /**

@@ -19,6 +19,8 @@ import type { SyncJobAttemptDeps } from '../sync-jobs/attempt.ts';
 import { syncJobKind } from '../sync-jobs/kind.ts';
 import { orderInDoubt, SyncJobRepository } from '../sync-jobs/repository.ts';
 import { ResellerStoreRepository } from '../reseller-stores/repository.ts';
+import { SourceStoreRepository } from '../source-stores/repository.ts';
+import { supplierTwins } from '../source-stores/twins.ts';
 import { cancellationOutcomeSteps, raiseDivergence, resolveDivergences, settledSteps, trackingArrived } from '../divergence-watch/repository.ts';
 import type { FulfillmentRecorded } from '../fulfillments/ports.ts';
 
@@ -72,6 +74,8 @@ const kindDeps = ({ orm, platforms, secrets, pacer, logger, outbox, config }: Ki
   const fulfillments = new FulfillmentRepository(orm, orderInDoubt);
   return {
     syncJobReads: syncJobs,
+    // The sync jobs' port on the suppliers sharing a folded vendor tag (src/sync-jobs/ports.ts `SupplierTwins`).
+    supplierTwins: supplierTwins(new SourceStoreRepository(orm)),
     // The cancellations' port on the sync jobs (src/cancellations/ports.ts `CancelledJobs`).
     cancelledJobs: syncJobs,
     resellerStoreReads: new ResellerStoreRepository(orm),
