@@ -7,7 +7,7 @@ const AuditEntry = openApi(z.object({
   action: z
     .string()
     .describe(
-      'What happened, e.g. `sync_job.created`, `sync_job.retried`, `sync_job.dead`, `sync_job.completed`, `reseller_store.created`, `source_store.deleted`, `order.lines_unmatched`, `order.refused` (an order webhook refused as invalid, with the reason).',
+      'What happened, e.g. `sync_job.created`, `sync_job.retried`, `sync_job.dead`, `sync_job.completed`, `reseller_store.created`, `source_store.deleted`, `order.lines_unmatched`, `order.refused` (an order webhook refused as invalid, with the reason), `source_store.vendor_tag_shared` (written once, on upgrade, on each active supplier whose vendor tag matches the same lines as another active one\'s of its reseller store; `metadata.sharedWith` names the others).',
     ),
   resourceType: z.string(),
   resourceId: z.string(),

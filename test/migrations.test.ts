@@ -191,4 +191,47 @@ describe('migrations', () => {
       await admin((client) => client.query(`drop database if exists ${earlier.name} with (force)`));
     }
   }, MIGRATE_TWICE_TIMEOUT_MS);
+
+  it('tell the reseller once of the active suppliers whose tags fold alike: an audit entry on each, naming the others', async () => {
+    const earlier = await createEmptyDatabase();
+    const partial = await MikroORM.init(ormConfig(earlier.url, { pool: { min: 0, max: 2 } }));
+    try {
+      await partial.migrator.up({ to: 'Migration20261127060000' });
+      await queryRows(
+        earlier.url,
+        `insert into reseller_stores (id, owner_id, name, platform, shop_domain, access_token_encrypted, webhook_secret_encrypted, created_at)
+         values ('rst_1', 'usr_1', 'Shop', 'platform_a', 'shop.example.com', 'x', 'x', now()), ('rst_2', 'usr_2', 'Other', 'platform_a', 'other.example.com', 'x', 'x', now())`,
+      );
+      const store = (id: string, owner: string, reseller: string, tag: string, key: string, deleted = false) =>
+        queryRows(
+          earlier.url,
+          `insert into source_stores (id, owner_id, reseller_store_id, name, platform, shop_domain, vendor_tag, vendor_key, pricing_mode, pricing_config,
+             access_token_encrypted, webhook_secret_encrypted, created_at, deleted_at)
+           values ($1, $2, $3, 'S', 'custom', $6, $4, $5, 'percentage', '{"type":"percentage","value":0}', 'x', 'x', now(), $7)`,
+          [id, owner, reseller, tag, key, `${id.replace('_', '-')}.example.com`, deleted ? new Date() : null],
+        );
+      // As Migration20261127041900 leaves twins: one holds the key, the other keeps its own.
+      await store('sst_a', 'usr_1', 'rst_1', 'STRAẞE', 'straße');
+      await store('sst_b', 'usr_1', 'rst_1', 'Straße', 'strasse');
+      await store('sst_c', 'usr_1', 'rst_1', 'Kiosk', 'kiosk');
+      // A deleted twin, and the same tag under another reseller store: neither shares anything.
+      await store('sst_d', 'usr_1', 'rst_1', 'STRASSE', 'sst_d', true);
+      await store('sst_e', 'usr_2', 'rst_2', 'STRAẞE', 'strasse');
+      await partial.migrator.up();
+      const entries = await queryRows<Record<string, unknown>>(
+        earlier.url,
+        `select owner_id, reseller_store_id, action, resource_type, resource_id, actor_id, metadata->>'vendorTag' as vendor_tag, metadata->'sharedWith' as shared_with
+           from audit_entries order by resource_id`,
+      );
+      expect(entries).toEqual([
+        { owner_id: 'usr_1', reseller_store_id: 'rst_1', action: 'source_store.vendor_tag_shared', resource_type: 'source_store', resource_id: 'sst_a', actor_id: 'system', vendor_tag: 'STRAẞE', shared_with: ['sst_b'] },
+        { owner_id: 'usr_1', reseller_store_id: 'rst_1', action: 'source_store.vendor_tag_shared', resource_type: 'source_store', resource_id: 'sst_b', actor_id: 'system', vendor_tag: 'Straße', shared_with: ['sst_a'] },
+      ]);
+      const ids = await queryRows<{ id: string }>(earlier.url, `select id from audit_entries`);
+      for (const { id } of ids) expect(id).toMatch(/^aud_[0-9a-f]{32}$/);
+    } finally {
+      await partial.close();
+      await admin((client) => client.query(`drop database if exists ${earlier.name} with (force)`));
+    }
+  }, MIGRATE_TWICE_TIMEOUT_MS);
 });
