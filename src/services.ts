@@ -122,7 +122,8 @@ export function createServices(infrastructure: Infrastructure) {
    * What the divergence watch does about the cancellations it finds (src/divergence-watch/repairs.ts):
    * exactly what their webhooks do. A supplier order listed cancelled is the supplier's own
    * cancellation; a routed storefront order listed cancelled is its orders/cancelled, through the
-   * order module, under one key per order so later passes that list it again change nothing. An
+   * order module, under one key per order so later passes that list it again change nothing; lines a
+   * routed order shows cancelled beyond what its signals account for are recorded and applied once. An
    * order still open at the supplier whose job's cancellation ended `not_placed` gets cancelled.
    */
   const watchRepairs: WatchRepairs = {
@@ -137,6 +138,8 @@ export function createServices(infrastructure: Infrastructure) {
       // A repair only when it cancelled something: after the order's own webhook it is de-duplicated (not recorded).
       return recorded && syncJobIds.length > 0;
     },
+    // Lines a routed order shows cancelled beyond the signals recorded for it: their lost webhook, recorded and applied once.
+    storefrontLinesCancelled: (store, shown, watchPassId) => cancellations.cancelShownLines(store, shown, watchPassId),
     // The still-open order of a job whose cancellation missed it: recorded on the job and cancelled, as the storefront asked.
     unplacedOrderOpen: (job, found) => cancellations.cancelFoundOrder(job, found),
   };

@@ -44,21 +44,21 @@ async function partlyCancelledOrder(sandbox: Sandbox, reseller: Reseller, cancel
 }
 
 /**
- * The storefront's cancellation of one anvil made at `cancelledAt`, as its webhook carries it: a custom
+ * The storefront's cancellation of `quantity` anvils made at `cancelledAt` (null: a time the service cannot read), as its webhook carries it: a custom
  * orders/cancelled with lines, a platform_a refunds/create with restock_type cancel.
  */
-function cancelLines(reseller: Reseller, order: Record<string, any>, cancelledAt: string) {
+function cancelLines(reseller: Reseller, order: Record<string, any>, cancelledAt: string | null, quantity = 1) {
   const delivery = { targetUrl: `${reseller.target.url}${ORDERS_PATH}`, shopDomain: reseller.store.shopDomain, secret: reseller.secret };
   if (reseller.store.platform === 'custom') {
-    return sendWebhook({ ...delivery, topic: 'orders/cancelled', payload: { id: order.id, cancelledAt, lines: [{ sku: 'ANV-1', quantity: 1 }] } });
+    return sendWebhook({ ...delivery, topic: 'orders/cancelled', payload: { id: order.id, cancelledAt: cancelledAt ?? 'a while ago', lines: [{ sku: 'ANV-1', quantity }] } });
   }
   const lineItem = order.line_items[0];
   const refund = {
     id: nextRefundId++,
     order_id: order.id,
-    created_at: cancelledAt,
+    ...(cancelledAt !== null && { created_at: cancelledAt }),
     note: null,
-    refund_line_items: [{ id: nextRefundId++, line_item_id: lineItem.id, quantity: 1, restock_type: 'cancel', line_item: lineItem }],
+    refund_line_items: [{ id: nextRefundId++, line_item_id: lineItem.id, quantity, restock_type: 'cancel', line_item: lineItem }],
     transactions: [],
   };
   return sendWebhook({ ...delivery, topic: 'refunds/create', payload: refund });
@@ -93,6 +93,32 @@ describe.each(['custom', 'platform_a'] as const)('a %s storefront order routed w
     expect(later.body).toMatchObject({ received: true, syncJobIds: [jobId] });
     const cancelled = await waitForJob(target.api, reseller.user.token, jobId, (j) => j.cancellations.length === 2 && j.cancellations[1].status === 'completed');
     expect(cancelled.cancellations[1]).toMatchObject({ outcome: 'cancelled' });
+    expect(sandbox.cancellationsFor(reseller.supplier.shopDomain)).toHaveLength(1);
+  });
+
+  it('the late partial cancellation webhook without a readable time is compared by its quantities: the anvil the order showed cancelled is not cut again; one for both anvils cancels the other', async ({ sandbox, target }) => {
+    const reseller = await openReseller(sandbox, target, platform);
+    const order = await partlyCancelledOrder(sandbox, reseller, seconds(-2));
+    expect(await finishedRun(reseller, await reconcile(reseller))).toMatchObject({ status: 'succeeded', ordersRouted: 1 });
+    const [placed] = await supplierOrders(sandbox, reseller, 1);
+    expect(quantitiesOf(placed!)).toEqual([['ANV-1', 1]]);
+    const jobs = await target.api.get(`/v1/sync_jobs?reseller_store_id=${reseller.store.id}`, { token: reseller.user.token });
+    const jobId = jobs.body.data[0].id as string;
+    await waitForJob(target.api, reseller.user.token, jobId, (j) => j.status === 'completed');
+
+    // Its webhook, late, with no time the service can read: the one anvil the routed order showed cancelled.
+    const late = await cancelLines(reseller, order as Record<string, any>, null);
+    expect(late.status, JSON.stringify(late.body)).toBe(200);
+    expect(late.body).toMatchObject({ received: true, syncJobIds: [] });
+    await delay(500);
+    expect(sandbox.cancellationsFor(reseller.supplier.shopDomain)).toEqual([]);
+    expect((await waitForJob(target.api, reseller.user.token, jobId, () => true)).cancellations).toHaveLength(1);
+
+    // A timeless one for more than that (both anvils): not among those quantities, so applied; the open anvil is cancelled.
+    const both = await cancelLines(reseller, order as Record<string, any>, null, 2);
+    expect(both.body).toMatchObject({ received: true, syncJobIds: [jobId] });
+    const cancelled = await waitForJob(target.api, reseller.user.token, jobId, (j) => j.cancellations.length === 2 && j.cancellations[1].status === 'completed');
+    expect(cancelled.cancellations[1]).toMatchObject({ outcome: 'cancelled', lines: [{ sku: 'ANV-1', quantity: 1 }] });
     expect(sandbox.cancellationsFor(reseller.supplier.shopDomain)).toHaveLength(1);
   });
 

@@ -78,8 +78,9 @@ export const OrderCancellation = defineEntity({
     receivedAt: p.datetime(),
     /**
      * When the storefront made it, as the platform said (a lines signal's webhook); for the signal
-     * routing records from the storefront order (`listed:`), the time of the order as read: the signals
-     * made until then are among its lines (src/cancellations/listed.ts).
+     * routing records from the storefront order (`listed:`), or the watch from a routed order it lists
+     * (`shown:`), the time of the order as read: the signals made until then are among its lines
+     * (src/cancellations/listed.ts). Null: compared by quantities alone.
      */
     occurredAt: p.datetime().nullable(),
   },

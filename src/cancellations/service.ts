@@ -2,13 +2,14 @@ import type { AttemptTimelines, CancelledJobs, DivergenceRaising, SupplierVendor
 import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
 import { insertAudit, SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
 import type { Metrics } from '../metrics/index.ts';
+import type { CancelledBefore } from '../orders/types.ts';
 import type { CancellationVia, CancelledOrderLine, OrderAtRouting, OrderCancellations, OrderCancelled, OrderStore, StorefrontCancellation } from '../orders/port.ts';
 import type { Trx } from '../db/sql.ts';
 import type { Outbox } from '../events/outbox.ts';
 import type { NewEvent } from '../events/types.ts';
 import { CUT_BEFORE_PLACEMENT, cutOrder } from './cut.ts';
-import { foundOrderSignalKey, isFoundOrderSignal, isWatchSignal, listedSignalKey } from './signal-keys.ts';
-import { heldByListed } from './listed.ts';
+import { foundOrderSignalKey, isFoundOrderSignal, isWatchSignal, listedSignalKey, shownSignalKey } from './signal-keys.ts';
+import { heldByListed, unaccountedLines } from './listed.ts';
 import { supplierSku, vendorMatches } from '../pricing/index.ts';
 import { newMessageId, type Queue } from '../queue/queue.ts';
 import { GroupCommit } from '../db/group-commit.ts';
@@ -407,6 +408,42 @@ export class CancellationService implements OrderCancellations, SupplierCancella
     if (!created) return false;
     this.deps.metrics.attemptTransitions.inc({ kind: 'cancellation', status: 'pending' });
     return true;
+  }
+
+  /**
+   * A divergence-watch pass listed a routed storefront order, not cancelled whole, that shows some of
+   * its lines cancelled (`shown`: custom `cancelledQuantity`, platform_a refund-cancelled quantities,
+   * as of the order's time). In one transaction under the order's cancellation lock, what it shows
+   * beyond what the order's signals account for (src/cancellations/listed.ts `unaccountedLines`: a
+   * partial cancellation whose webhook was lost) is recorded as one more signal of the order
+   * (`shownSignalKey`: one per quantities shown, occurred at the order's time) and applied as its
+   * webhook would be: a lines cancellation per affected job, queued retried work (or a cut before
+   * placement), audit and event `order.cancelled` with `source: "watch"` and the pass. A later pass
+   * that lists the order again finds nothing missing; the lost webhook, arriving late after all, is
+   * held by this signal (made no later than the order listed, or of quantities that fit) and cancels
+   * nothing more. Returns whether a cancellation was asked for (a repair).
+   */
+  async cancelShownLines(store: OrderStore, shown: { externalOrderId: string; cancelled: CancelledBefore }, watchPassId: string): Promise<boolean> {
+    const answer = await this.repository.transaction(async (trx) => {
+      await this.repository.lockOrders(trx, [{ resellerStoreId: store.id, externalOrderId: shown.externalOrderId }]);
+      const missing = unaccountedLines(await this.repository.signalsOf(trx, store.id, shown.externalOrderId), shown.cancelled.lines);
+      if (missing.length === 0) return null;
+      const writes: Writes = { audit: [], events: [] };
+      const signal: CancellationSignal = {
+        externalOrderId: shown.externalOrderId,
+        scope: 'lines',
+        lines: missing.map(({ sku, vendor, quantity }) => ({ sku, quantity, ...(vendor !== '' && { vendor }) })),
+        dedupeKey: shownSignalKey(shown.externalOrderId, shown.cancelled.lines),
+        occurredAt: shown.cancelled.asOf,
+        ownerId: store.ownerId,
+        resellerStoreId: store.id,
+        via: { source: 'watch', watchPassId, asOf: shown.cancelled.asOf, shown: shown.cancelled.lines },
+      };
+      const applied = await this.applySignalIn(trx, signal, writes);
+      await this.record(trx, writes);
+      return applied;
+    });
+    return answer !== null && answer.recorded && answer.syncJobIds.length > 0;
   }
 
   /** Removes the cancelled quantities from a job not yet placed (version-checked); false when it moved meanwhile. */

@@ -2,8 +2,10 @@
  * The de-duplication keys of cancellation signals (order_cancellations.dedupe_key): a platform's
  * delivery (`refund:` a platform_a refund's own id, else `webhook:` its webhook id, else `body:` a
  * hash of its topic and bytes), the divergence watch's one per order (`watch:`), the lines the
- * storefront order showed cancelled when it was routed (`listed:`, one per order), or the one asking
- * again for the cancellation of a job whose order was found after all (`found:`).
+ * storefront order showed cancelled when it was routed (`listed:`, one per order), the lines a routed
+ * order was later listed showing cancelled beyond what its signals account for (`shown:`, the
+ * divergence watch's), or the one asking again for the cancellation of a job whose order was found
+ * after all (`found:`).
  */
 import { createHash } from 'node:crypto';
 
@@ -18,6 +20,20 @@ export const listedSignalKey = (externalOrderId: string): string => `listed:${ex
 
 /** Whether a signal is the one routing recorded from the storefront order (`listedSignalKey`). */
 export const isListedSignal = (dedupeKey: string): boolean => dedupeKey.startsWith('listed:');
+
+/**
+ * The key of the signal the divergence watch records when a routed storefront order it lists shows
+ * more of its lines cancelled than the order's signals account for (`cancelShownLines`): one per
+ * quantities the order shows (their hash), so a pass that lists the same order again, or two at once,
+ * record it once.
+ */
+export function shownSignalKey(externalOrderId: string, shown: { sku: string; vendor: string; quantity: number }[]): string {
+  const lines = shown.map(({ sku, vendor, quantity }) => [sku, vendor, quantity]).sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b)));
+  return `shown:${externalOrderId}:${createHash('sha256').update(JSON.stringify(lines)).digest('hex')}`;
+}
+
+/** Whether a signal is one of `shownSignalKey`. */
+export const isShownSignal = (dedupeKey: string): boolean => dedupeKey.startsWith('shown:');
 
 /**
  * The key of the signal that asks again for the whole-order cancellation of one job, once its supplier

@@ -5,6 +5,7 @@
  * outside any transaction of its own, once per order and pass (a later pass may call it again for
  * the same order: each method must be idempotent and say whether it recorded anything new).
  */
+import type { CancelledBefore } from '../orders/types.ts';
 import type { ResellerStore } from '../reseller-stores/entity.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
 
@@ -30,6 +31,14 @@ export interface WatchRepairs {
    * Returns whether anything new was recorded (a repair).
    */
   storefrontCancelled(store: ResellerStore, externalOrderId: string, watchPassId: string): Promise<boolean>;
+  /**
+   * A routed storefront order, not cancelled whole, is listed showing some of its lines cancelled
+   * (`cancelled`, as of the order's time): what it shows beyond what the service recorded for the
+   * order (a partial cancellation whose webhook was lost) is recorded and cancelled at the suppliers
+   * as that webhook would have (the cancellation feature's `cancelShownLines`). Returns whether a
+   * cancellation was asked for (a repair).
+   */
+  storefrontLinesCancelled(store: ResellerStore, shown: { externalOrderId: string; cancelled: CancelledBefore }, watchPassId: string): Promise<boolean>;
   /**
    * A supplier order listed still open (not shipped, not cancelled) whose reference names `job`, a job
    * ended unplaced whose whole-order cancellation ended `not_placed` (its lookup missed this order):

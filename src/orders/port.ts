@@ -73,7 +73,8 @@ export interface StorefrontCancellation {
   /**
    * When the storefront made it, when the signal says (a lines signal's webhook): one made no later
    * than the storefront order routing read (`CancelledBefore.asOf`) is among the quantities that
-   * routing left out already, and is not applied again (src/cancellations/listed.ts).
+   * routing left out already, and is not applied again (src/cancellations/listed.ts); one without a
+   * time is held when its quantities fit in what such a read has left.
    */
   occurredAt?: Date | null;
 }

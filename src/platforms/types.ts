@@ -1,4 +1,4 @@
-import type { Platform, ResellerOrder, SourceFulfillment, SupplierOrder, Tracking } from '../orders/types.ts';
+import type { CancelledBefore, Platform, ResellerOrder, SourceFulfillment, SupplierOrder, Tracking } from '../orders/types.ts';
 
 /** What a platform answered when it created something: its id, and the HTTP status it answered with (for the attempt's timeline). */
 export interface Created {
@@ -237,6 +237,15 @@ export interface UpdatedOrder {
   status: string;
   /** The shipments the order shows; null when they are read apart (`listShipments`: platform_b's, in any status but pending, failed, cancelled, refunded). */
   shipments: SourceFulfillment[] | null;
+  /**
+   * What the order shows cancelled of its lines while it is not cancelled whole, as of `updatedAt`
+   * (custom `cancelledQuantity`; platform_a `quantity` less `fulfillable_quantity` and less what its
+   * shipped fulfillments name of the line): what the divergence watch compares with the storefront
+   * cancellations the service recorded for a routed order. Absent or null when the entry shows none
+   * or cannot tell (platform_b has no partial cancellation; a platform_a fulfillment that names no
+   * lines; lines the list entry does not give readably).
+   */
+  cancelledLines?: CancelledBefore | null;
 }
 
 /** One page, and where the next one starts (null: the last page). */

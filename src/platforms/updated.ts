@@ -5,10 +5,10 @@
  * watch recognises a shipment a webhook already brought (src/fulfillments/identity.ts).
  */
 import { z } from 'zod';
-import type { SourceFulfillment } from '../orders/types.ts';
+import type { CancelledBefore, SourceFulfillment } from '../orders/types.ts';
 import { LIST_PAGE, type PlatformHttpClient, type ResponseHeaders } from './http.ts';
-import { limitOf, nextLink, pageEntries, readShrinking, timestamp, withLimit } from './listing.ts';
-import { anyId, distinct, numericId, optionalText, parsePayload, platformAFulfillmentShipped, stringList, trackingLinks } from './payload.ts';
+import { cancelledBefore, limitOf, nextLink, pageEntries, readShrinking, timestamp, withLimit } from './listing.ts';
+import { anyId, distinct, lineText, numericId, optionalText, parsePayload, platformAFulfillmentShipped, stringList, trackingLinks } from './payload.ts';
 import { PayloadError, type StoreConnection, type UpdatedOrder, type UpdatedPage } from './types.ts';
 import { atPageSize, firstPosition, followByTime, type TimePosition } from './time-paging.ts';
 import { platformBCancelReason } from './cancel-webhooks.ts';
@@ -34,6 +34,8 @@ const platformAFulfillment = z.object({
   tracking_numbers: stringList,
   tracking_url: optionalText,
   tracking_urls: stringList,
+  // Read apart and leniently (shownCancelledA): the lines a fulfillment shipped.
+  line_items: z.unknown(),
 });
 
 const platformAOrder = z.object({
@@ -50,6 +52,8 @@ const platformAOrder = z.object({
     .array(platformAFulfillment)
     .nullish()
     .transform((entries) => entries ?? []),
+  // Read apart and leniently (shownCancelledA): a line the watch cannot read must not fail the page.
+  line_items: z.unknown(),
 });
 
 const platformBOrder = z.object({
@@ -74,11 +78,53 @@ const customOrder = z.object({
   status: z.string(),
   updatedAt: timestamp(true),
   cancelledAt: z.string().nullish(),
+  // Read apart and leniently (shownCancelledCustom).
+  lines: z.unknown(),
   fulfillments: z
     .array(z.object({ trackingNumbers: stringList, trackingUrls: stringList, carrier: optionalText }))
     .nullish()
     .transform((entries) => entries ?? []),
 });
+
+const lineId = z.union([z.number(), z.string()]).nullish();
+const count = z.number().int().nonnegative();
+const shownLinesA = z.array(z.object({ id: lineId, sku: lineText, vendor: lineText, quantity: count, fulfillable_quantity: count.nullish() }));
+const shippedLinesA = z.array(z.object({ id: lineId, sku: lineText, quantity: count }));
+const shownLinesCustom = z.array(z.object({ sku: lineText, vendor: lineText, quantity: count, cancelledQuantity: count.nullish() }));
+
+/**
+ * What a platform_a order shows cancelled of its lines (not cancelled whole): per line, `quantity`
+ * less `fulfillable_quantity` (neither shipped nor cancelled) less what its shipped fulfillments name
+ * of the line (by line id, else SKU), so the quantities the service's own tracking pushes fulfilled
+ * are not taken for cancelled ones. A shipped fulfillment that names no lines leaves what was shipped
+ * unknown: null (nothing is inferred); so are lines the entry does not give readably.
+ */
+function shownCancelledA(lineItems: unknown, fulfillments: { status?: string | null | undefined; line_items?: unknown }[], updatedAt: Date): CancelledBefore | null {
+  const lines = shownLinesA.safeParse(lineItems);
+  if (!lines.success) return null;
+  const shipped = new Map<string, number>();
+  for (const fulfillment of fulfillments) {
+    if (!platformAFulfillmentShipped(fulfillment.status)) continue;
+    const named = shippedLinesA.safeParse(fulfillment.line_items);
+    if (!named.success || named.data.length === 0) return null;
+    for (const line of named.data) {
+      const key = line.id != null ? `id:${line.id}` : `sku:${line.sku}`;
+      shipped.set(key, (shipped.get(key) ?? 0) + line.quantity);
+    }
+  }
+  const cancelled = lines.data.map((line) => {
+    const fulfilled = (line.id != null ? shipped.get(`id:${line.id}`) : undefined) ?? shipped.get(`sku:${line.sku}`) ?? 0;
+    return { sku: line.sku, vendor: line.vendor, quantity: line.quantity, cancelled: line.fulfillable_quantity == null ? 0 : line.quantity - line.fulfillable_quantity - fulfilled };
+  });
+  return cancelledBefore(cancelled, updatedAt.toISOString()).cancelledBefore ?? null;
+}
+
+/** What a custom order shows cancelled of its lines (its lines' `cancelledQuantity`); null when the lines are not readable. */
+function shownCancelledCustom(lines: unknown, updatedAt: Date): CancelledBefore | null {
+  const read = shownLinesCustom.safeParse(lines);
+  if (!read.success) return null;
+  return cancelledBefore(read.data.map((line) => ({ ...line, cancelled: line.cancelledQuantity ?? 0 })), updatedAt.toISOString()).cancelledBefore ?? null;
+}
 
 const textValue = (value: unknown) => (typeof value === 'string' && value.trim() !== '' ? value.trim() : null);
 
@@ -124,6 +170,7 @@ function readPlatformA(entry: unknown): UpdatedOrder {
         company: fulfillment.tracking_company,
       },
     })),
+    cancelledLines: order.cancelled_at ? null : shownCancelledA(order.line_items, order.fulfillments, order.updated_at),
   };
 }
 
@@ -246,6 +293,7 @@ function readCustom(entry: unknown): UpdatedOrder {
       fulfillmentId: null,
       tracking: { numbers: distinct(fulfillment.trackingNumbers), urls: trackingLinks(fulfillment.trackingUrls), company: fulfillment.carrier },
     })),
+    cancelledLines: order.status === 'cancelled' || order.cancelledAt ? null : shownCancelledCustom(order.lines, order.updatedAt),
   };
 }
 
