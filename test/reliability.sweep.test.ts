@@ -132,6 +132,34 @@ describe('the sweep', () => {
     expect(await queueMessageCount(service.databaseUrl, 'fulfillment.propagate', [fulfillment!.id])).toBe(1);
   });
 
+  it('leaves a failed job waiting for its retry to that retry, and queues a failed one whose retry is due at once', async ({ service, api, sandbox, pendingJob, strand, sql, startSweepingWorker }) => {
+    // Both failed an hour ago and both messages are gone; one's retry is due in an hour, the other's was due a minute ago.
+    const waiting = await pendingJob();
+    const due = await pendingJob();
+    for (const [{ job, messageId }, retry] of [
+      [waiting, "now() + interval '1 hour'"],
+      [due, "now() - interval '1 minute'"],
+    ] as const) {
+      await strand(job.id, messageId, { status: 'failed', attempts: 1, retriesLeft: 3 }, null);
+      await sql(`update sync_jobs set failed_at = updated_at, error_message = 'supplier unavailable', next_retry_at = ${retry} where id = $1`, [job.id]);
+    }
+    const [before] = await sql<{ next_retry_at: Date }>('select next_retry_at from sync_jobs where id = $1', [waiting.job.id]);
+    const process = await startSweepingWorker();
+    // The stranded one: queued again and retried.
+    expect(await settled(api, due.shop.user.token, due.job.id)).toMatchObject({ status: 'completed', attempts: 2 });
+    expect(sandbox.ordersFor(due.supplier.shopDomain)).toHaveLength(1);
+    // The waiting one was read by the same passes before the change (same age): it is still waiting, for the same time.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const [after] = await sql<{ status: string; next_retry_at: Date; queue_message_id: string }>(
+      'select status, next_retry_at, queue_message_id from sync_jobs where id = $1',
+      [waiting.job.id],
+    );
+    expect(after).toMatchObject({ status: 'failed', next_retry_at: before!.next_retry_at, queue_message_id: waiting.messageId });
+    expect(await queueMessageCount(service.databaseUrl, 'sync-job.process', [waiting.job.id])).toBe(0);
+    expect(orderPosts(sandbox, waiting.supplier.shopDomain)).toHaveLength(0);
+    expect(logLines(process.logs, 'stranded: queued again')).toEqual([expect.objectContaining({ job_id: due.job.id, action: 'requeued' })]);
+  });
+
   it('runs in one process at a time', async ({ service, api, pendingJob, strand, startSweepingWorker }) => {
     const { shop, job, messageId } = await pendingJob();
     await strand(job.id, messageId, { status: 'pending', attempts: 0, retriesLeft: 3 }, null);

@@ -354,18 +354,20 @@ export interface StrandedRow {
 const LIVE_MESSAGE_STATES = ['created', 'retry', 'active'];
 
 /**
- * Unfinished rows (pending, processing, failed) of a table, untouched since `staleBefore`, whose
- * queue message is not live: it completed or failed without moving the row, or it is gone. Oldest
- * first. Reads the partial index on unfinished rows, and pg-boss's job table by primary key.
+ * Unfinished rows (pending, processing, failed) of a table, untouched since `staleBefore` and, when
+ * failed, whose retry was due by then, whose queue message is not live: it completed or failed
+ * without moving the row, or it is gone. Oldest first. A failed row waiting for a later retry is not
+ * read (its message, if lost, is replaced once the retry is due, not before). Reads the partial index
+ * on unfinished rows by `greatest(updated_at, next_retry_at)`, and pg-boss's job table by primary key.
  */
 export async function findStranded(db: Db | Trx, table: AttemptTable, queueName: string, staleBefore: Date, limit: number): Promise<StrandedRow[]> {
   const { rows } = await sql<{ id: string; version: number; message_state: string | null }>`
     select t.id, t.version, m.state::text as message_state
     from ${sql.table(table)} t
     left join pgboss.job m on ${messageOfRow('m', queueName, 't.queue_message_id')}
-    where t.status in ('pending', 'processing', 'failed') and t.updated_at < ${staleBefore}
+    where t.status in ('pending', 'processing', 'failed') and greatest(t.updated_at, t.next_retry_at) < ${staleBefore}
       and (m.id is null or m.state::text <> all(${LIVE_MESSAGE_STATES}::text[]))
-    order by t.updated_at
+    order by greatest(t.updated_at, t.next_retry_at)
     limit ${limit}
   `.execute(db);
   return rows.map((row) => ({ id: row.id, version: row.version, messageState: row.message_state }));

@@ -46,7 +46,8 @@ export type SweepReport = SweepCounts & Record<string, number>;
  * Keeps the invariant of operations.md ("No job stranded"): every pending, processing or failed
  * sync job and fulfillment has a live queue message that will move it. Each pass, in one process at
  * a time (a transaction-scoped advisory lock), it looks at unfinished rows untouched for longer
- * than the platform timeout plus one sweep interval whose message is no longer live, and:
+ * than the platform timeout plus one sweep interval (a failed row: whose retry was due that long ago;
+ * one waiting for a later retry is not read) whose message is no longer live, and:
  * - message failed (pg-boss delivered it as often as the policy allows, never with an outcome
  *   recorded): ABANDON, dead, audit `…dead` with `metadata.reason: delivery_exhausted`;
  * - processing (its worker is gone, so is its message): the attempt was lost, LOSE: failed and

@@ -52,8 +52,13 @@ export const Cancellation = defineEntity({
   indexes: [
     { properties: ['syncJobId'] },
     { properties: ['resellerStoreId'] },
-    // The sweep's scan (src/attempts/sweep.ts): only unfinished rows have an entry.
-    { name: 'cancellations_unfinished_index', properties: ['updatedAt'], where: "status in ('pending', 'processing', 'failed')" },
+    // The sweep's scan (src/attempts/sweep.ts): only unfinished rows have an entry, by when they were
+    // last moved or, failed, when their retry is due: one waiting for a later retry is not read until then.
+    {
+      name: 'cancellations_unfinished_due_index',
+      properties: ['updatedAt', 'nextRetryAt'],
+      expression: `create index "cancellations_unfinished_due_index" on "cancellations" ((greatest("updated_at", "next_retry_at"))) where "status" in ('pending', 'processing', 'failed')`,
+    },
   ],
 });
 export type Cancellation = InferEntity<typeof Cancellation>;

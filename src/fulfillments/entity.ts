@@ -39,8 +39,15 @@ export const Fulfillment = defineEntity({
     { name: 'fulfillments_job_dedupe_unique', properties: ['syncJobId', 'dedupeKey'] },
     { name: 'fulfillments_job_webhook_unique', properties: ['syncJobId', 'webhookId'] },
   ],
-  // The sweep's scan (src/attempts/sweep.ts): only unfinished rows have an entry, so it stays small.
-  indexes: [{ name: 'fulfillments_unfinished_index', properties: ['updatedAt'], where: "status in ('pending', 'processing', 'failed')" }],
+  indexes: [
+    // The sweep's scan (src/attempts/sweep.ts): only unfinished rows have an entry, by when they were
+    // last moved or, failed, when their retry is due: one waiting for a later retry is not read until then.
+    {
+      name: 'fulfillments_unfinished_due_index',
+      properties: ['updatedAt', 'nextRetryAt'],
+      expression: `create index "fulfillments_unfinished_due_index" on "fulfillments" ((greatest("updated_at", "next_retry_at"))) where "status" in ('pending', 'processing', 'failed')`,
+    },
+  ],
   triggers: statusCountTriggers('fulfillments', 'fulfillment'),
 });
 export type Fulfillment = InferEntity<typeof Fulfillment>;

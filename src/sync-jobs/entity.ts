@@ -55,8 +55,13 @@ export const SyncJob = defineEntity({
     { name: 'sync_jobs_reseller_store_id_id_index', properties: ['resellerStoreId', 'id'] },
     // The oldest pending job of a store (stats): only pending rows have an entry, so it stays small.
     { name: 'sync_jobs_pending_since_index', properties: ['resellerStoreId', 'updatedAt'], where: "status = 'pending'" },
-    // The sweep's scan (src/attempts/sweep.ts): only unfinished jobs have an entry, so it stays small.
-    { name: 'sync_jobs_unfinished_index', properties: ['updatedAt'], where: "status in ('pending', 'processing', 'failed')" },
+    // The sweep's scan (src/attempts/sweep.ts): only unfinished rows have an entry, by when they were
+    // last moved or, failed, when their retry is due: one waiting for a later retry is not read until then.
+    {
+      name: 'sync_jobs_unfinished_due_index',
+      properties: ['updatedAt', 'nextRetryAt'],
+      expression: `create index "sync_jobs_unfinished_due_index" on "sync_jobs" ((greatest("updated_at", "next_retry_at"))) where "status" in ('pending', 'processing', 'failed')`,
+    },
   ],
   uniques: [{ name: 'sync_jobs_order_source_store_unique', properties: ['externalOrderId', 'sourceStoreId'] }],
   triggers: statusCountTriggers('sync_jobs', 'sync_job'),
