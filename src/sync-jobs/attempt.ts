@@ -32,8 +32,13 @@ const IDEMPOTENCY_TRUSTED_MS = 12 * 60 * 60_000;
 /** How long the lookup's calls wait for the store's turn beyond the one the attempt reserved for them. */
 const LOOKUP_TURN_WAIT_MS = 60_000;
 
-/** Whether this attempt looks for the order by its reference before creating it. */
-const looksUpFirst = (job: SyncJob): boolean => job.attempts > 1 && Date.now() - job.createdAt.getTime() > IDEMPOTENCY_TRUSTED_MS;
+/**
+ * Whether this attempt looks for the order by its reference before creating it: a retry of a job
+ * that was over IDEMPOTENCY_TRUSTED_MS old when the attempt was taken (the take sets `updatedAt`).
+ * A function of the row as the take leaves it, not of the clock: the turns `targets` reserves and
+ * the calls `perform` makes, read at different moments, are decided once and agree.
+ */
+const looksUpFirst = (job: SyncJob): boolean => job.attempts > 1 && job.updatedAt.getTime() - job.createdAt.getTime() > IDEMPOTENCY_TRUSTED_MS;
 
 /** One attempt of a sync job: place the supplier's part of the order on its source store. */
 export function placeSupplierOrder(ctx: SyncJobAttemptDeps): Attempt<JobWithSource> {
