@@ -54,6 +54,25 @@ describe('platform_b lookup with paging totals it cannot read', () => {
     if (outcome === null || typeof outcome === 'string') expect(outcome).toBe('121');
     else expect(outcome).toBeInstanceOf(Error);
   });
+
+  it('the order list and the updated list refuse such totals: where the list ends is unknown, so the read fails rather than stopping early', async () => {
+    const store: StoreConnection = { storeId: 'r6_totals_lists', platform: 'platform_b', shopDomain: 'r6-totals-lists.example', accessToken: 'tok_r6_totals_lists' };
+    sandbox.registerStore(store.shopDomain, { accessToken: store.accessToken });
+    sandbox.setFaults(store.shopDomain, { repeatListTotals: true });
+    for (let n = 1; n <= 3; n++) sandbox.seedOrder(store.shopDomain, 'platform_b', platformBOrder(n, null));
+
+    const listed = async () => {
+      for await (const _page of adapters.platform_b.listOrders(store, new Date(T0 - 60_000)));
+    };
+    await expect(listed()).rejects.toThrow('invalid platform_b order list: X-WP-TotalPages: expected a number, got 1, 1');
+    await expect(adapters.platform_b.listUpdatedOrders(store, new Date(T0 - 60_000), null)).rejects.toThrow(
+      'invalid platform_b updated order list: X-WP-TotalPages: expected a number, got 1, 1',
+    );
+    // Without the fault, the same lists read through.
+    sandbox.clearFaults(store.shopDomain);
+    await listed();
+    expect((await adapters.platform_b.listUpdatedOrders(store, new Date(T0 - 60_000), null)).orders).toHaveLength(3);
+  });
 });
 
 const it6 = test;

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { LIST_PAGE, type PlatformHttpClient, type ResponseHeaders } from './http.ts';
-import { nextLink, pageEntries, readShrinking, withLimit } from './listing.ts';
+import { nextLink, pageEntries, readShrinking, totalPagesOf, withLimit } from './listing.ts';
 import { wellFormed } from '../shared/text.ts';
 import { anyId, parsePayload, platformAFulfillmentShipped } from './payload.ts';
 import { type CancellingAdapter, type LineToCancel, type LookupCut, PlatformError, type StoreConnection, type SupplierLine, type SupplierOrderLineState, type SupplierOrderState } from './types.ts';
@@ -235,8 +235,7 @@ export function platformBCancelling(http: PlatformHttpClient): CancellingAdapter
         const query = new URLSearchParams({ after: `${sinceOf(since).slice(0, 19)}Z`, per_page: String(size), page: String(page), orderby: 'date', order: 'asc' });
         const { orders, totalPages } = await http.get(store, `${API_B}/orders?${query}`, (body, headers) => {
           // A header it cannot read (sent twice and merged, `2, 2`; empty) says nothing: read as a missing one.
-          const total = headers('x-wp-totalpages')?.trim() ?? null;
-          return { orders: pageEntries(body, 'platform_b order list'), totalPages: total !== null && /^\d+$/.test(total) ? Number(total) : null };
+          return { orders: pageEntries(body, 'platform_b order list'), totalPages: totalPagesOf(headers, null) };
         }, LIST_PAGE);
         // Without the header (a proxy may drop it), a short page is the last one, as listOrders reads it.
         const last = totalPages === null ? orders.length < size : !(page < totalPages);

@@ -1,6 +1,7 @@
 /** Building blocks for reading the platforms' order lists (reconciliation). */
 import { z } from 'zod';
 import type { CancelledBefore, ResellerOrder } from '../orders/types.ts';
+import type { ResponseHeaders } from './http.ts';
 import { parsePayload } from './payload.ts';
 import { AnswerTooLarge, PayloadError, type ListedOrder } from './types.ts';
 
@@ -82,6 +83,21 @@ export function listedOrder(
 /** The entries of a list page that must be a JSON array. */
 export function pageEntries(body: unknown, what: string): unknown[] {
   return parsePayload(z.array(z.unknown()), body, what);
+}
+
+/**
+ * platform_b's `X-WP-TotalPages` on a list page: how many pages the list has, or null when the answer
+ * has none (a proxy may drop it; a short page is then the last). One that is not a number (sent twice
+ * and merged, `2, 2`; empty) is a PayloadError naming the list `what`, since where the list ends is
+ * unknown; with `what` null (a lookup by reference, which ends at a short page anyway) it says nothing
+ * and is read as a missing one.
+ */
+export function totalPagesOf(headers: ResponseHeaders, what: string | null): number | null {
+  const header = headers('x-wp-totalpages');
+  if (header === null) return null;
+  if (/^\d+$/.test(header.trim())) return Number(header);
+  if (what === null) return null;
+  throw new PayloadError(`invalid ${what}: X-WP-TotalPages: expected a number, got ${header.slice(0, 20)}`);
 }
 
 /** The target of the `rel="next"` link of a Link header (RFC 8288), or null: the last page. */

@@ -10,7 +10,7 @@ import type {
   Tracking,
 } from '../orders/types.ts';
 import { type HttpClientSettings, LIST_PAGE, PlatformHttpClient, type ResponseHeaders } from './http.ts';
-import { listedOrder, pageEntries, readShrinking, timestamp } from './listing.ts';
+import { listedOrder, pageEntries, readShrinking, timestamp, totalPagesOf } from './listing.ts';
 import { listShipmentsPlatformB, listUpdatedPlatformB, readListedPlatformB } from './updated.ts';
 import { atPageSize, firstPosition, followByTime, type TimePosition } from './time-paging.ts';
 import { anyId, assertLineTotal, distinct, lineText, numericId, optionalText, orderCurrency, parsePayload, postalAddress, priceMinor, quantity, roundedPriceMinor, trackingLinks, unitPriceOfTotal } from './payload.ts';
@@ -170,14 +170,8 @@ async function* listOrders(http: PlatformHttpClient, store: StoreConnection, sin
 }
 
 function readOrderPage(body: unknown, headers: ResponseHeaders): { orders: ListedOrder[]; totalPages: number | null } {
-  const totalPages = headers('x-wp-totalpages');
-  if (totalPages !== null && !/^\d+$/.test(totalPages.trim())) {
-    throw new PayloadError(`invalid ${ORDER} list: X-WP-TotalPages: expected a number, got ${totalPages.slice(0, 20)}`);
-  }
-  return {
-    orders: pageEntries(body, `${ORDER} list`).map((entry) => listedOrder(entry, listingFields, readOrder, ORDER)),
-    totalPages: totalPages === null ? null : Number(totalPages),
-  };
+  const totalPages = totalPagesOf(headers, `${ORDER} list`);
+  return { orders: pageEntries(body, `${ORDER} list`).map((entry) => listedOrder(entry, listingFields, readOrder, ORDER)), totalPages };
 }
 
 function readOrder(body: unknown): ResellerOrder {

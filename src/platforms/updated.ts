@@ -7,9 +7,9 @@
 import { z } from 'zod';
 import type { CancelledBefore, SourceFulfillment } from '../orders/types.ts';
 import { LIST_PAGE, type PlatformHttpClient, type ResponseHeaders } from './http.ts';
-import { cancelledBefore, limitOf, nextLink, pageEntries, readShrinking, timestamp, withLimit } from './listing.ts';
+import { cancelledBefore, limitOf, nextLink, pageEntries, readShrinking, timestamp, totalPagesOf, withLimit } from './listing.ts';
 import { anyId, distinct, lineText, numericId, optionalText, parsePayload, platformAFulfillmentShipped, stringList, trackingLinks } from './payload.ts';
-import { PayloadError, type StoreConnection, type UpdatedOrder, type UpdatedPage } from './types.ts';
+import { type StoreConnection, type UpdatedOrder, type UpdatedPage } from './types.ts';
 import { atPageSize, firstPosition, followByTime, type TimePosition } from './time-paging.ts';
 import { platformBCancelReason } from './cancel-webhooks.ts';
 
@@ -203,12 +203,9 @@ export async function listUpdatedPlatformB(http: PlatformHttpClient, store: Stor
     const at = atPageSize(position, size, asked);
     const query = new URLSearchParams({ modified_after: new Date(at.after).toISOString(), per_page: String(asked), page: String(at.page), orderby: 'modified', order: 'asc' });
     return http.get(store, `${B_API}/orders?${query}`, (body, headers) => {
-      const totalPages = headers('x-wp-totalpages');
-      if (totalPages !== null && !/^\d+$/.test(totalPages.trim())) {
-        throw new PayloadError(`invalid platform_b updated order list: X-WP-TotalPages: expected a number, got ${totalPages.slice(0, 20)}`);
-      }
+      const totalPages = totalPagesOf(headers, 'platform_b updated order list');
       const listed = pageEntries(body, 'platform_b updated order list').map(readPlatformB);
-      const last = totalPages === null ? listed.length < asked : at.page >= Number(totalPages);
+      const last = totalPages === null ? listed.length < asked : at.page >= totalPages;
       const { fresh, next } = followByTime(at, listed, (order) => ({ id: order.externalOrderId, time: order.updatedAt }), last);
       return { orders: fresh, next: next && writePlatformBPosition(next, asked) };
     }, LIST_PAGE);
