@@ -368,6 +368,22 @@ describe('the operator console', () => {
     await expect.poll(() => jobs.locator('tbody tr').count()).toBe(2);
     expect(await accessibilityViolations(page), 'jobs view').toEqual([]);
 
+    // The filter form shows the link's filters and narrows them; Back shows the URL's filters again.
+    const filters = page.getByRole('form', { name: 'Filter the jobs' });
+    await expect.poll(() => filters.getByLabel('Supplier').inputValue()).toBe(scene.outage.id);
+    await filters.getByLabel('Store').selectOption({ label: 'Harbour Goods' });
+    // Another store chosen: the supplier goes back to all of them.
+    expect(await filters.getByLabel('Supplier').inputValue()).toBe('');
+    await filters.getByLabel('Supplier').selectOption({ label: 'Bolt Wholesale' });
+    await filters.getByLabel('Order number').fill(first.externalOrderId);
+    await filters.getByRole('button', { name: 'Apply filters' }).click();
+    await expect.poll(() => jobs.locator('tbody tr').count()).toBe(1);
+    expect(hash(page)).toContain(`order=${first.externalOrderId}`);
+    await page.goBack();
+    await expect.poll(() => jobs.locator('tbody tr').count()).toBe(2);
+    await expect.poll(() => filters.getByLabel('Order number').inputValue()).toBe('');
+    expect(await filters.getByLabel('Supplier').inputValue()).toBe(scene.outage.id);
+
     // Retry selected: one of the two, by its checkbox.
     sandbox.clearFaults(scene.outage.shopDomain);
     // By keyboard: Space ticks the row's checkbox.

@@ -1,4 +1,5 @@
-// Retrying jobs, one by one or in bulk: shared by the attention view, the job lists and a job's page.
+// Retrying jobs, one by one or in bulk, and a job's tracking or cancellation: shared by the attention
+// view, the job lists, a job's page and the divergence list.
 import { api, ApiError, number, plainWords, plural } from './lib.js';
 
 /** Retries each job as `POST /v1/sync_jobs/{id}/retry` does; says what happened. */
@@ -34,4 +35,23 @@ export async function bulkRetry(filters) {
   }
   const what = statuses.join(' and ');
   return retried === 0 ? `There were no ${what} jobs to retry.` : `Retried ${number.format(retried)} ${what} ${retried === 1 ? 'job; it is' : 'jobs; they are'} pending again.`;
+}
+
+/** What a job's part retried by hand is called: the action's name (`retry the …`) and its announcement. */
+const JOB_PARTS = {
+  fulfillments: { what: 'tracking', announced: 'Tracking' },
+  cancellations: { what: 'cancellation', announced: 'Cancellation' },
+};
+
+/**
+ * Retries a job's fulfillment or cancellation (`collection`: `fulfillments`, `cancellations`) as
+ * `POST /v1/sync_jobs/{id}/{collection}/{partId}/retry` does, as the view's action (`useAction`):
+ * named `retry the tracking` or `retry the cancellation`, it says what happened.
+ */
+export function retryJobPart(action, job, collection, partId) {
+  const { what, announced } = JOB_PARTS[collection];
+  return action.run(`retry the ${what}`, async () => {
+    await api('POST', `/v1/sync_jobs/${job.id}/${collection}/${partId}/retry`);
+    return `${announced} of order ${job.externalOrderId} retried; it is pending again.`;
+  });
 }

@@ -1,7 +1,7 @@
 // The audit log (#/audit): read-only entries of the user's stores, newest first, paged, filtered
 // by store and action.
 import { html, useCallback, useEffect, useState } from '/console/assets/preact-htm.js';
-import { Alert, api, cursorOf, excerpt, href, Loading, navigate, PageSizePicker, Pager, plainWords, query, useViewHeading, When } from './lib.js';
+import { Alert, api, cursorOf, excerpt, FilterForm, href, Loading, navigate, PageSizePicker, Pager, plainWords, query, StoreSelect, useDraft, useViewHeading, When } from './lib.js';
 
 /** Where an entry's resource has a page in the console. */
 const RESOURCE_PAGES = {
@@ -65,24 +65,12 @@ export function AuditView({ route, dir, reloads }) {
 }
 
 function AuditFilters({ dir, store, action, params }) {
-  const [storeChoice, setStoreChoice] = useState(store);
-  const [actionText, setActionText] = useState(action);
-  useEffect(() => {
-    setStoreChoice(store);
-    setActionText(action);
-  }, [store, action]);
-  const apply = (event) => {
-    event.preventDefault();
-    navigate(href('/audit', { store: storeChoice, action: actionText.trim(), limit: params.get('limit') }));
-  };
+  const [draft, change] = useDraft({ store, action });
+  const apply = () => navigate(href('/audit', { store: draft.store, action: draft.action.trim(), limit: params.get('limit') }));
   return html`
-    <form class="filters" onSubmit=${apply} aria-label="Filter the audit log">
-      <div class="inline-field"><label for="audit-store">Store</label><select id="audit-store" value=${storeChoice} onChange=${(e) => setStoreChoice(e.currentTarget.value)}>
-          <option value="">All stores</option>
-          ${(dir.stores ?? []).map((s) => html`<option value=${s.id}>${s.name}</option>`)}
-        </select></div>
-      <div class="inline-field"><label for="audit-action">Action</label><input id="audit-action" placeholder="e.g. sync_job.retried" value=${actionText} onInput=${(e) => setActionText(e.currentTarget.value)} />
+    <${FilterForm} label="Filter the audit log" onApply=${apply}>
+      <${StoreSelect} id="audit-store" dir=${dir} value=${draft.store} onChange=${(value) => change({ store: value })} />
+      <div class="inline-field"><label for="audit-action">Action</label><input id="audit-action" placeholder="e.g. sync_job.retried" value=${draft.action} onInput=${(e) => change({ action: e.currentTarget.value })} />
       </div>
-      <button type="submit" class="secondary">Apply filters</button>
-    </form>`;
+    </${FilterForm}>`;
 }

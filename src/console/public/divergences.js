@@ -1,7 +1,7 @@
 // The divergence list (order-changes.md): shown first across stores, and on a store's page.
 import { html } from '/console/assets/preact-htm.js';
 import { api, href, number, Status, When } from './lib.js';
-import { retryJobs } from './actions.js';
+import { retryJobPart, retryJobs } from './actions.js';
 
 const DIVERGENCE_TYPES = {
   too_late: 'Cancelled too late: the supplier shipped',
@@ -26,13 +26,10 @@ export function DivergencesTable({ items, dir, action, showStore }) {
       await api('POST', `/v1/reseller_stores/${item.resellerStoreId}/divergences/${item.id}/dismiss`);
       return `Divergence dismissed: ${DIVERGENCE_TYPES[item.type] ?? item.type}.`;
     });
-  const retry = (item) => action.run('retry the job', () => retryJobs([{ id: item.syncJobId, externalOrderId: item.externalOrderId }]));
+  const jobOf = (item) => ({ id: item.syncJobId, externalOrderId: item.externalOrderId });
+  const retry = (item) => action.run('retry the job', () => retryJobs([jobOf(item)]));
   // A dead fulfillment or cancellation is the entry's subject: retried as its job page retries it.
-  const retrySubject = (item, what, path) =>
-    action.run(`retry the ${what}`, async () => {
-      await api('POST', `/v1/sync_jobs/${item.syncJobId}/${path}/${item.subjectId}/retry`);
-      return `The ${what} was retried; it is pending again.`;
-    });
+  const retrySubject = (item, collection) => retryJobPart(action, jobOf(item), collection, item.subjectId);
   return html`
     <section aria-labelledby="divergences-heading">
       <h2 id="divergences-heading">Divergences (${number.format(items.length)})</h2>
@@ -54,8 +51,8 @@ export function DivergencesTable({ items, dir, action, showStore }) {
                 ${item.syncJobId && html`<a href=${href(`/jobs/${item.syncJobId}`)} class="row-link"
                   aria-label=${`Open job: ${DIVERGENCE_TYPES[item.type] ?? item.type}`}>Open job</a>`}
                 ${item.type === 'job_dead' && item.syncJobId && html`<button type="button" onClick=${() => retry(item)} disabled=${action.busy !== null}>Retry job</button>`}
-                ${item.type === 'fulfillment_dead' && item.syncJobId && html`<button type="button" onClick=${() => retrySubject(item, 'tracking', 'fulfillments')} disabled=${action.busy !== null}>Retry tracking</button>`}
-                ${item.type === 'cancellation_dead' && item.syncJobId && html`<button type="button" onClick=${() => retrySubject(item, 'cancellation', 'cancellations')} disabled=${action.busy !== null}>Retry cancellation</button>`}
+                ${item.type === 'fulfillment_dead' && item.syncJobId && html`<button type="button" onClick=${() => retrySubject(item, 'fulfillments')} disabled=${action.busy !== null}>Retry tracking</button>`}
+                ${item.type === 'cancellation_dead' && item.syncJobId && html`<button type="button" onClick=${() => retrySubject(item, 'cancellations')} disabled=${action.busy !== null}>Retry cancellation</button>`}
                 <button type="button" class="secondary" onClick=${() => dismiss(item)} disabled=${action.busy !== null}
                   aria-label=${`Dismiss the divergence ${DIVERGENCE_TYPES[item.type] ?? item.type}`}>Dismiss</button>
               </td>

@@ -5,7 +5,7 @@ import {
   Alert, api, ApiError, Due, Exchange, href, JOB_POLL_MS, Loading, number, plainWords, plural, RETRYABLE, Status, TRIGGERS, useAction, usePolling,
   useViewHeading, When,
 } from './lib.js';
-import { retryJobs } from './actions.js';
+import { retryJobPart, retryJobs } from './actions.js';
 
 export function JobView({ jobId, dir, announce, setViewStore }) {
   const [job, setJob] = useState(null);
@@ -35,17 +35,8 @@ export function JobView({ jobId, dir, announce, setViewStore }) {
     if (job) setViewStore(job.resellerStoreId);
   }, [job?.resellerStoreId]);
 
-  const retryCancellation = (cancellation) =>
-    action.run('retry the cancellation', async () => {
-      await api('POST', `/v1/sync_jobs/${job.id}/cancellations/${cancellation.id}/retry`);
-      return `Cancellation of order ${job.externalOrderId} retried; it is pending again.`;
-    });
-
-  const retryFulfillment = (fulfillment) =>
-    action.run('retry the tracking', async () => {
-      await api('POST', `/v1/sync_jobs/${job.id}/fulfillments/${fulfillment.id}/retry`);
-      return `Tracking of order ${job.externalOrderId} retried; it is pending again.`;
-    });
+  const retryCancellation = (cancellation) => retryJobPart(action, job, 'cancellations', cancellation.id);
+  const retryFulfillment = (fulfillment) => retryJobPart(action, job, 'fulfillments', fulfillment.id);
 
   return html`
     <section aria-labelledby="view-heading">

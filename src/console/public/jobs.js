@@ -2,8 +2,8 @@
 // bulk retry and the search.
 import { html, useCallback, useEffect, useMemo, useState } from '/console/assets/preact-htm.js';
 import {
-  Alert, Ago, api, ApiError, cursorOf, duration, href, isMissingRoute, JOB_STATUSES, loadDivergences, Loading, navigate, number, PageSizePicker, Pager,
-  plainWords, plural, POLL_MS, query, RETRYABLE, Status, useAction, usePolling, useViewHeading, When,
+  Alert, Ago, api, ApiError, cursorOf, duration, FilterForm, href, isMissingRoute, JOB_STATUSES, loadDivergences, Loading, navigate, number, PageSizePicker,
+  Pager, plainWords, plural, POLL_MS, query, RETRYABLE, Status, StoreSelect, SupplierSelect, useAction, useDraft, usePolling, useViewHeading, When,
 } from './lib.js';
 import { bulkRetry, retryJobs } from './actions.js';
 import { DivergencesTable } from './divergences.js';
@@ -154,33 +154,17 @@ function countsFor(dir, storeId, narrowed) {
 }
 
 function JobFilters({ dir, path, base, fixedStore }) {
-  const [store, setStore] = useState(base.store ?? '');
-  const [supplier, setSupplier] = useState(base.supplier ?? '');
-  const [order, setOrder] = useState(base.order ?? '');
-  useEffect(() => {
-    setStore(base.store ?? '');
-    setSupplier(base.supplier ?? '');
-    setOrder(base.order ?? '');
-  }, [base.store, base.supplier, base.order]);
-  const suppliers = dir.suppliersOf(fixedStore ?? store);
-  const apply = (event) => {
-    event.preventDefault();
-    navigate(href(path, { ...base, store: fixedStore ? undefined : store, supplier, order: order.trim() }));
-  };
+  const [draft, change] = useDraft({ store: base.store ?? '', supplier: base.supplier ?? '', order: base.order ?? '' });
+  const { store, supplier, order } = draft;
+  const apply = () => navigate(href(path, { ...base, store: fixedStore ? undefined : store, supplier, order: order.trim() }));
   return html`
-    <form class="filters" onSubmit=${apply} aria-label="Filter the jobs">
-      ${!fixedStore && html`<div class="inline-field"><label for="filter-store">Store</label><select id="filter-store" value=${store} onChange=${(e) => { setStore(e.currentTarget.value); setSupplier(''); }}>
-          <option value="">All stores</option>
-          ${(dir.stores ?? []).map((s) => html`<option value=${s.id}>${s.name}</option>`)}
-        </select></div>`}
-      <div class="inline-field"><label for="filter-supplier">Supplier</label><select id="filter-supplier" value=${supplier} onChange=${(e) => setSupplier(e.currentTarget.value)}>
-          <option value="">All suppliers</option>
-          ${suppliers.map((s) => html`<option value=${s.id}>${s.name}${fixedStore || store ? '' : ` (${dir.storeName(s.resellerStoreId)})`}</option>`)}
-        </select></div>
-      <div class="inline-field"><label for="filter-order">Order number</label><input id="filter-order" inputmode="numeric" pattern="[0-9]{1,20}" value=${order} onInput=${(e) => setOrder(e.currentTarget.value)} />
+    <${FilterForm} label="Filter the jobs" onApply=${apply}>
+      ${!fixedStore && html`<${StoreSelect} id="filter-store" dir=${dir} value=${store} onChange=${(value) => change({ store: value, supplier: '' })} />`}
+      <${SupplierSelect} id="filter-supplier" dir=${dir} suppliers=${dir.suppliersOf(fixedStore ?? store)} oneStore=${Boolean(fixedStore || store)}
+        value=${supplier} onChange=${(value) => change({ supplier: value })} />
+      <div class="inline-field"><label for="filter-order">Order number</label><input id="filter-order" inputmode="numeric" pattern="[0-9]{1,20}" value=${order} onInput=${(e) => change({ order: e.currentTarget.value })} />
       </div>
-      <button type="submit" class="secondary">Apply filters</button>
-    </form>`;
+    </${FilterForm}>`;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -204,10 +188,7 @@ function BulkRetryForm({ dir, storeId, action }) {
         <div class="inline-field"><label for="bulk-status">Status</label><select id="bulk-status" value=${status} onChange=${(e) => setStatus(e.currentTarget.value)}>
             <option value="dead">dead</option><option value="failed">failed</option><option value="both">dead and failed</option>
           </select></div>
-        <div class="inline-field"><label for="bulk-supplier">Supplier</label><select id="bulk-supplier" value=${supplier} onChange=${(e) => setSupplier(e.currentTarget.value)}>
-            <option value="">All suppliers</option>
-            ${suppliers.map((s) => html`<option value=${s.id}>${s.name}${storeId ? '' : ` (${dir.storeName(s.resellerStoreId)})`}</option>`)}
-          </select></div>
+        <${SupplierSelect} id="bulk-supplier" dir=${dir} suppliers=${suppliers} oneStore=${Boolean(storeId)} value=${supplier} onChange=${setSupplier} />
         <button type="submit" disabled=${action.busy !== null} aria-busy=${action.busy === 'retry the matching jobs' ? 'true' : 'false'}>Retry matching jobs</button>
       </div>
     </form>`;

@@ -386,3 +386,46 @@ export async function loadDivergences(storeIds) {
     .filter((item) => !item.dismissedAt && !item.resolvedAt)
     .sort((a, b) => Date.parse(b.since) - Date.parse(a.since));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Filter forms of the lists whose filters are the URL's (jobs, audit log) and the bulk retry
+
+/**
+ * A form's values as edited, `values` (the URL's) to start with and again whenever those change
+ * (back, a link): the draft and a setter that merges a change into it.
+ */
+export function useDraft(values) {
+  const [draft, setDraft] = useState(values);
+  const key = JSON.stringify(values);
+  useEffect(() => setDraft(values), [key]);
+  return [draft, useCallback((change) => setDraft((before) => ({ ...before, ...change })), [])];
+}
+
+/** A list's filter form: its fields, then "Apply filters", which calls `onApply` (it navigates). */
+export function FilterForm({ label, onApply, children }) {
+  const submit = (event) => {
+    event.preventDefault();
+    onApply();
+  };
+  return html`
+    <form class="filters" onSubmit=${submit} aria-label=${label}>
+      ${children}
+      <button type="submit" class="secondary">Apply filters</button>
+    </form>`;
+}
+
+/** A choice of the user's reseller stores, "All stores" first (value ''). */
+export function StoreSelect({ id, dir, value, onChange }) {
+  return html`<div class="inline-field"><label for=${id}>Store</label><select id=${id} value=${value} onChange=${(e) => onChange(e.currentTarget.value)}>
+      <option value="">All stores</option>
+      ${(dir.stores ?? []).map((s) => html`<option value=${s.id}>${s.name}</option>`)}
+    </select></div>`;
+}
+
+/** A choice of suppliers, "All suppliers" first (value ''); each named with its store unless `oneStore`. */
+export function SupplierSelect({ id, dir, suppliers, oneStore, value, onChange }) {
+  return html`<div class="inline-field"><label for=${id}>Supplier</label><select id=${id} value=${value} onChange=${(e) => onChange(e.currentTarget.value)}>
+      <option value="">All suppliers</option>
+      ${suppliers.map((s) => html`<option value=${s.id}>${s.name}${oneStore ? '' : ` (${dir.storeName(s.resellerStoreId)})`}</option>`)}
+    </select></div>`;
+}
