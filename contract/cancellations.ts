@@ -1,19 +1,14 @@
 import { z } from 'zod';
-import { auth, authErrors, c, errorResponse } from './common.ts';
-import { SyncJob } from './sync-jobs.ts';
+import { auth, authErrors, c } from './common.ts';
+import { jobPartRetry } from './sync-jobs.ts';
 
 export const cancellationsContract = c.router(
   {
-    retry: {
-      method: 'POST',
-      path: '/v1/sync_jobs/:id/cancellations/:cancellation_id/retry',
-      pathParams: z.object({ id: z.string().min(1).max(64), cancellation_id: z.string().min(1).max(64) }),
-      body: c.noBody(),
-      responses: { 200: SyncJob, 400: errorResponse(400), 404: errorResponse(404) },
+    retry: jobPartRetry('cancellations', 'cancellation_id', {
       summary: 'Retry a failed or dead cancellation',
       description:
         'Resets the cancellation to pending and grants three automatic retries again; `attempts` keeps counting (audit and event `cancellation.retried`). Answers the sync job with its `cancellations`. Any other status answers 400 `sync_job_not_retryable`, so of concurrent retries exactly one succeeds. Another user\'s job or cancellation is 404.',
-    },
+    }),
   },
   { commonResponses: authErrors, metadata: auth('bearer') },
 );

@@ -135,6 +135,22 @@ const BulkRetryResult = openApi(z.object({
   request_id: RequestId,
 }), { title: 'BulkRetryResult' });
 
+/**
+ * `POST /v1/sync_jobs/{id}/{part}/{partId}/retry`: the manual retry of one of a job's failed or dead
+ * fulfillments or cancellations, answered with the job (the contracts of contract/fulfillments.ts
+ * and contract/cancellations.ts). Each kind's route says what its retry does in `doc`.
+ */
+export function jobPartRetry<const Part extends string, const Param extends string>(part: Part, param: Param, doc: { summary: string; description: string }) {
+  return {
+    method: 'POST',
+    path: `/v1/sync_jobs/:id/${part}/:${param}/retry`,
+    pathParams: IdParam.extend({ [param]: z.string().min(1).max(64) } as Record<Param, z.ZodString>),
+    body: c.noBody(),
+    responses: { 200: SyncJob, 400: errorResponse(400), 404: errorResponse(404) },
+    ...doc,
+  } as const;
+}
+
 export const syncJobsContract = c.router(
   {
     create: {
