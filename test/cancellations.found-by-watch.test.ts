@@ -8,12 +8,10 @@
  * `sync_job.order_found`), and the retry cancels that order.
  */
 import { expect } from 'vitest';
-import { sendWebhook } from './sandbox/server.ts';
-import { createResellerStore, createSourceStore, registerUser } from './support/factories.ts';
+import { ANVIL, createAcmeShop, placeWithAnswerLost, seedBacklog, sendStorefrontWebhook } from './support/cancellations.ts';
 import { test as it } from './support/fixtures.ts';
 import { auditOf, waitForJob } from './support/sync-jobs.ts';
 import { finishedPass } from './support/watch.ts';
-import { ORDERS_PATH, uniqueSuffix } from './support/webhooks.ts';
 
 // Passes run only when asked; failures are retried fast.
 it.override('serviceEnv', { SYNC_RETRY_BASE_DELAY_MS: '50', SWEEP_INTERVAL_MS: '500', DIVERGENCE_INTERVAL_MS: '0', RECONCILE_INTERVAL_MS: '0' });
@@ -22,33 +20,16 @@ it.override('serviceEnv', { SYNC_RETRY_BASE_DELAY_MS: '50', SWEEP_INTERVAL_MS: '
 const BEYOND_THE_BOUND = 20 * 100 + 1;
 
 it('the order a pass finds by the reference of a job whose cancellation died at the lookup bound is recorded on the job, and the retried cancellation cancels it', async ({ api, sandbox, service }) => {
-  const user = await registerUser(api);
-  const resellerSecret = `whsec_reseller_${uniqueSuffix()}`;
-  const reseller = await createResellerStore(api, user.token, { platform: 'platform_a', webhookSecret: resellerSecret });
-  const supplier = await createSourceStore(api, user.token, reseller.id, { platform: 'custom', vendorTag: 'Acme', webhookSecret: `whsec_supplier_${uniqueSuffix()}` });
-  const storefront = (topic: string, payload: unknown) =>
-    sendWebhook({ targetUrl: `${service.url}${ORDERS_PATH}`, shopDomain: reseller.shopDomain, secret: resellerSecret, topic, payload });
+  const shop = await createAcmeShop(api, 'platform_a', 'custom');
+  const { user, reseller, acme: supplier } = shop;
+  const storefront = (topic: string, payload: unknown) => sendStorefrontWebhook(service.url, shop, topic, payload);
 
   // Every answer lost: the supplier holds the order, the job never learns it and dies.
-  sandbox.setFaults(supplier.shopDomain, { acceptThenDropNext: 4 });
-  const order = sandbox.buildOrderPayload('platform_a', { id: 3_900_001 + Math.floor(Math.random() * 10_000), lines: [{ sku: 'A-1', title: 'Anvil', vendor: 'Acme', quantity: 2, price: '25.00' }] });
-  sandbox.seedOrder(reseller.shopDomain, 'platform_a', order);
-  const routed = await storefront('orders/create', order);
-  const jobId = (routed.body as { syncJobIds: string[] }).syncJobIds[0]!;
-  await waitForJob(api, user.token, jobId, (job) => job.status === 'dead', 20_000);
-  sandbox.clearFaults(supplier.shopDomain);
-  const [held] = sandbox.ordersFor(supplier.shopDomain);
-  expect(held).toBeDefined();
+  const order = sandbox.buildOrderPayload('platform_a', { id: 3_900_001 + Math.floor(Math.random() * 10_000), lines: [ANVIL] });
+  const { jobId, held } = await placeWithAnswerLost(api, sandbox, service.url, shop, order);
 
   // The backlog: thousands of the supplier's orders created since the job, before the one it holds.
-  const heldAt = Date.parse(held!.createdAt);
-  for (let n = 0; n < BEYOND_THE_BOUND; n++) {
-    sandbox.seedOrder(supplier.shopDomain, 'custom', sandbox.buildOrderPayload('custom', {
-      id: `backlog_${n}`,
-      lines: [{ sku: 'B-1', title: 'Other', vendor: 'Acme', quantity: 1, price: '1.00' }],
-      createdAt: new Date(heldAt - 20_000 + n).toISOString(),
-    }));
-  }
+  seedBacklog(sandbox, supplier, held, BEYOND_THE_BOUND, { beforeMs: 20_000, stepMs: 1 });
 
   // The customer cancels; the cancellation's lookup stops at its bound at every try, and it dies.
   expect((await storefront('orders/cancelled', { ...order, cancelled_at: new Date().toISOString(), cancel_reason: 'customer' })).status).toBe(200);
@@ -61,9 +42,9 @@ it('the order a pass finds by the reference of a job whose cancellation died at 
   expect(asked.status, JSON.stringify(asked.body)).toBe(202);
   const pass = await finishedPass({ target: { api, url: service.url, databaseUrl: service.databaseUrl } } as never, asked.body.divergenceCheckId);
   expect(pass).toMatchObject({ status: 'succeeded', error: null });
-  expect((await waitForJob(api, user.token, jobId, () => true)).sourceOrderId).toBe(String(held!.id));
+  expect((await waitForJob(api, user.token, jobId, () => true)).sourceOrderId).toBe(String(held.id));
   expect((await auditOf(api, user.token, jobId)).filter((entry) => entry.action === 'sync_job.order_found')).toMatchObject([
-    { metadata: { sourceOrderId: String(held!.id), foundBy: expect.stringContaining('divergence watch'), watchPassId: pass.id } },
+    { metadata: { sourceOrderId: String(held.id), foundBy: expect.stringContaining('divergence watch'), watchPassId: pass.id } },
   ]);
 
   // The reseller retries the cancellation: the order is cancelled on the supplier.
@@ -71,7 +52,7 @@ it('the order a pass finds by the reference of a job whose cancellation died at 
   expect(retried.status, JSON.stringify(retried.body)).toBe(200);
   const done = await waitForJob(api, user.token, jobId, (current) => ['completed', 'dead'].includes(current.cancellations[0].status), 30_000);
   expect(done.cancellations[0]).toMatchObject({ status: 'completed', outcome: 'cancelled' });
-  expect(sandbox.orderOf(supplier.shopDomain, 'custom', held!.id)?.status).toBe('cancelled');
+  expect(sandbox.orderOf(supplier.shopDomain, 'custom', held.id)?.status).toBe('cancelled');
   // Nothing is left on the reseller's to-do list for it.
   const todo = (await api.get(`/v1/reseller_stores/${reseller.id}/divergences`, { token: user.token })).body.data;
   expect(todo.filter((entry: { type: string; syncJobId: string }) => entry.type === 'cancellation_dead' && entry.syncJobId === jobId)).toEqual([]);

@@ -7,11 +7,9 @@
  * to-do list), never `not_placed` while the order is there.
  */
 import { expect } from 'vitest';
-import { sendWebhook } from './sandbox/server.ts';
-import { createResellerStore, createSourceStore, registerUser } from './support/factories.ts';
+import { ANVIL, createAcmeShop, placeWithAnswerLost, seedBacklog, sendStorefrontWebhook } from './support/cancellations.ts';
 import { test as it } from './support/fixtures.ts';
 import { waitForJob } from './support/sync-jobs.ts';
-import { ORDERS_PATH, uniqueSuffix } from './support/webhooks.ts';
 
 it.override('serviceEnv', { SYNC_RETRY_BASE_DELAY_MS: '50', SWEEP_INTERVAL_MS: '500' });
 
@@ -19,39 +17,22 @@ it.override('serviceEnv', { SYNC_RETRY_BASE_DELAY_MS: '50', SWEEP_INTERVAL_MS: '
 const BEYOND_THE_BOUND = 20 * 100 + 1;
 
 it('a cancellation whose lookup stops at its page bound never ends not_placed while the supplier holds the order', async ({ api, sandbox, service }) => {
-  const user = await registerUser(api);
-  const resellerSecret = `whsec_reseller_${uniqueSuffix()}`;
-  const reseller = await createResellerStore(api, user.token, { platform: 'platform_a', webhookSecret: resellerSecret });
-  const supplier = await createSourceStore(api, user.token, reseller.id, { platform: 'custom', vendorTag: 'Acme', webhookSecret: `whsec_supplier_${uniqueSuffix()}` });
-  const storefront = (topic: string, payload: unknown) =>
-    sendWebhook({ targetUrl: `${service.url}${ORDERS_PATH}`, shopDomain: reseller.shopDomain, secret: resellerSecret, topic, payload });
+  const shop = await createAcmeShop(api, 'platform_a', 'custom');
+  const { user, reseller, acme: supplier } = shop;
+  const storefront = (topic: string, payload: unknown) => sendStorefrontWebhook(service.url, shop, topic, payload);
 
   // Every answer lost: the supplier holds the order, the job never learns it and dies.
-  sandbox.setFaults(supplier.shopDomain, { acceptThenDropNext: 4 });
-  const order = sandbox.buildOrderPayload('platform_a', { id: 2_900_001 + Math.floor(Math.random() * 10_000), lines: [{ sku: 'A-1', title: 'Anvil', vendor: 'Acme', quantity: 2, price: '25.00' }] });
-  sandbox.seedOrder(reseller.shopDomain, 'platform_a', order);
-  const routed = await storefront('orders/create', order);
-  const jobId = (routed.body as { syncJobIds: string[] }).syncJobIds[0]!;
-  await waitForJob(api, user.token, jobId, (job) => job.status === 'dead', 20_000);
-  sandbox.clearFaults(supplier.shopDomain);
-  const [held] = sandbox.ordersFor(supplier.shopDomain);
-  expect(held).toBeDefined();
+  const order = sandbox.buildOrderPayload('platform_a', { id: 2_900_001 + Math.floor(Math.random() * 10_000), lines: [ANVIL] });
+  const { jobId, held } = await placeWithAnswerLost(api, sandbox, service.url, shop, order);
 
   // The backlog: thousands of the supplier's orders created since the job, before the one it holds.
-  const heldAt = Date.parse(held!.createdAt);
-  for (let n = 0; n < BEYOND_THE_BOUND; n++) {
-    sandbox.seedOrder(supplier.shopDomain, 'custom', sandbox.buildOrderPayload('custom', {
-      id: `backlog_${n}`,
-      lines: [{ sku: 'B-1', title: 'Other', vendor: 'Acme', quantity: 1, price: '1.00' }],
-      createdAt: new Date(heldAt - 20_000 + n).toISOString(),
-    }));
-  }
+  seedBacklog(sandbox, supplier, held, BEYOND_THE_BOUND, { beforeMs: 20_000, stepMs: 1 });
 
   const answer = await storefront('orders/cancelled', { ...order, cancelled_at: new Date().toISOString(), cancel_reason: 'customer' });
   expect(answer.status, JSON.stringify(answer.body)).toBe(200);
   const job = await waitForJob(api, user.token, jobId, (current) => current.cancellations.length > 0 && ['completed', 'dead'].includes(current.cancellations[0].status), 30_000);
   // The order is open on the supplier: "never placed" would be false, and it would ship.
-  expect(sandbox.orderOf(supplier.shopDomain, 'custom', held!.id)?.status).toBe('open');
+  expect(sandbox.orderOf(supplier.shopDomain, 'custom', held.id)?.status).toBe('open');
   expect(job.cancellations[0].outcome).not.toBe('not_placed');
   expect(job.cancellations[0]).toMatchObject({ status: 'dead' });
   expect(job.cancellations[0].errorMessage).toContain('not looked further');

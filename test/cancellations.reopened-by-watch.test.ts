@@ -10,7 +10,7 @@
  */
 import { expect } from 'vitest';
 import { queryRows } from './support/database.ts';
-import { createShop, sendStorefrontWebhook, settled } from './support/cancellations.ts';
+import { ANVIL, createShop, placeWithAnswerLost, sendStorefrontWebhook, settled } from './support/cancellations.ts';
 import { test } from './support/fixtures.ts';
 import { auditOf, waitForJob } from './support/sync-jobs.ts';
 import { check, type Tenant } from './support/watch.ts';
@@ -23,16 +23,9 @@ let nextOrderId = 5_370_000 + Math.floor(Math.random() * 10_000) * 10;
 it('a pass that lists the still-open supplier order of a job whose cancellation ended not_placed records it on the job and cancels it at the supplier', async ({ api, sandbox, service }) => {
   const shop = await createShop(api, 'custom', 'custom');
   // Every answer lost: the supplier holds the order, the job never learns it and dies.
-  sandbox.setFaults(shop.acme.shopDomain, { acceptThenDropNext: 4 });
-  const order = sandbox.buildOrderPayload('custom', { id: `ro-${nextOrderId++}`, lines: [{ sku: 'A-1', title: 'Anvil', vendor: 'Acme', quantity: 1, price: '25.00' }] });
-  sandbox.seedOrder(shop.reseller.shopDomain, 'custom', order);
-  const routed = await sendStorefrontWebhook(service.url, shop, 'orders/create', order);
-  const jobId = (routed.body as { syncJobIds: string[] }).syncJobIds[0]!;
-  await waitForJob(api, shop.user.token, jobId, (job) => job.status === 'dead', 20_000);
-  sandbox.clearFaults(shop.acme.shopDomain);
-  const [placed, ...more] = sandbox.ordersFor(shop.acme.shopDomain);
-  expect(more).toEqual([]);
-  const sourceOrderId = String(placed!.id);
+  const order = sandbox.buildOrderPayload('custom', { id: `ro-${nextOrderId++}`, lines: [{ ...ANVIL, quantity: 1 }] });
+  const { jobId, held: placed } = await placeWithAnswerLost(api, sandbox, service.url, shop, order);
+  const sourceOrderId = String(placed.id);
   // The supplier's list shows the order as created a day before: the cancellation's lookup of the orders created since the job misses it.
   const stored = sandbox.orderOf(shop.acme.shopDomain, 'custom', sourceOrderId)!;
   sandbox.seedOrder(shop.acme.shopDomain, 'custom', { ...stored, createdAt: new Date(Date.now() - 24 * 60 * 60_000).toISOString() });

@@ -10,7 +10,7 @@
 import { describe, expect } from 'vitest';
 import { sendWebhook } from './sandbox/server.ts';
 import { queryRows } from './support/database.ts';
-import { createShop, sendStorefrontWebhook, settled, type Shop } from './support/cancellations.ts';
+import { ANVIL, createShop, placeWithAnswerLost, sendStorefrontWebhook, settled, type Shop } from './support/cancellations.ts';
 import { test } from './support/fixtures.ts';
 import { waitForJob } from './support/sync-jobs.ts';
 import { waitFor } from './support/wait.ts';
@@ -27,16 +27,9 @@ let nextOrderId = 5_170_000 + Math.floor(Math.random() * 10_000) * 10;
 /** A custom storefront and a custom supplier (Acme); Acme's job of an order dies with every answer lost, then the customer cancels the order and the lookup misses it. */
 async function endedUnplaced(api: ApiClient, sandbox: Sandbox, serviceUrl: string) {
   const shop = await createShop(api, 'custom', 'custom');
-  sandbox.setFaults(shop.acme.shopDomain, { acceptThenDropNext: 4 });
-  const order = sandbox.buildOrderPayload('custom', { id: `up-${nextOrderId++}`, lines: [{ sku: 'A-1', title: 'Anvil', vendor: 'Acme', quantity: 1, price: '25.00' }] });
-  sandbox.seedOrder(shop.reseller.shopDomain, 'custom', order);
-  const routed = await sendStorefrontWebhook(serviceUrl, shop, 'orders/create', order);
-  const jobId = (routed.body as { syncJobIds: string[] }).syncJobIds[0]!;
-  await waitForJob(api, shop.user.token, jobId, (job) => job.status === 'dead', 20_000);
-  sandbox.clearFaults(shop.acme.shopDomain);
-  const [placed, ...more] = sandbox.ordersFor(shop.acme.shopDomain);
-  expect(more).toEqual([]);
-  const sourceOrderId = String(placed!.id);
+  const order = sandbox.buildOrderPayload('custom', { id: `up-${nextOrderId++}`, lines: [{ ...ANVIL, quantity: 1 }] });
+  const { jobId, held: placed } = await placeWithAnswerLost(api, sandbox, serviceUrl, shop, order);
+  const sourceOrderId = String(placed.id);
   // The supplier's list shows the order as created a day before: a lookup of the orders created since the job misses it.
   const stored = sandbox.orderOf(shop.acme.shopDomain, 'custom', sourceOrderId)!;
   sandbox.seedOrder(shop.acme.shopDomain, 'custom', { ...stored, createdAt: new Date(Date.now() - 24 * 60 * 60_000).toISOString() });

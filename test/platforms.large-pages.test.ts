@@ -6,43 +6,24 @@
  * watermark never moved, no order after it was ever routed or watched). The page is now read again
  * with half as many entries, down to one, and the list goes on with the smaller size.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PLATFORMS, type Platform } from '../src/orders/types.ts';
-import { type PlatformAdapter, type StoreConnection, createPlatformAdapters } from '../src/platforms/index.ts';
+import { describe, expect, it } from 'vitest';
+import { PLATFORMS } from '../src/orders/types.ts';
+import type { PlatformAdapter, StoreConnection } from '../src/platforms/index.ts';
 import { LIST_PAGE_MAX_BYTES } from '../src/platforms/http.ts';
 import type { ListedOrder, UpdatedOrder } from '../src/platforms/types.ts';
-import { type JsonObject, type Sandbox, startSandbox } from './sandbox/server.ts';
+import type { JsonObject } from './sandbox/server.ts';
+import { adapterBench } from './support/adapters.ts';
 import { bigOrder, FULL_PAGE } from './support/big-orders.ts';
-import { startTestPacing } from './support/pacer.ts';
 
-let sandbox: Sandbox;
-let pacing: Awaited<ReturnType<typeof startTestPacing>>;
-let adapters: Record<Platform, PlatformAdapter>;
-let storeCount = 0;
-
-beforeAll(async () => {
-  sandbox = await startSandbox();
-  pacing = await startTestPacing();
-  adapters = createPlatformAdapters({ baseUrlTemplate: sandbox.baseUrlTemplate, timeoutMs: 10_000, maxInlineRetryAfterMs: 1_500, pacer: pacing.pacer() });
-});
-afterAll(async () => {
-  await pacing.close();
-  await sandbox.close();
-});
-
-function newStore(platform: Platform): StoreConnection {
-  storeCount += 1;
-  const store = { storeId: `large_pages_${storeCount}`, platform, shopDomain: `large-pages-${storeCount}.example`, accessToken: `tok_large_pages_${storeCount}` };
-  sandbox.registerStore(store.shopDomain, { accessToken: store.accessToken });
-  return store;
-}
+const bench = adapterBench({ name: 'large-pages', timeoutMs: 10_000 });
+const { newStore } = bench;
 
 const T0 = Date.parse('2026-11-20T08:00:00.000Z');
 
 /** A full page of the store's large orders and ten more, created a second apart from T0. */
 function seedLargeOrders(store: StoreConnection): JsonObject[] {
   const orders = Array.from({ length: FULL_PAGE[store.platform] + 10 }, (_, index) => bigOrder(store.platform, index + 1, new Date(T0 + (index + 1) * 1000)));
-  for (const order of orders) sandbox.seedOrder(store.shopDomain, store.platform, order);
+  for (const order of orders) bench.sandbox.seedOrder(store.shopDomain, store.platform, order);
   // The premise: a page of the list's normal size is over the bound.
   expect(JSON.stringify(orders.slice(0, FULL_PAGE[store.platform])).length).toBeGreaterThan(LIST_PAGE_MAX_BYTES);
   return orders;
@@ -50,7 +31,7 @@ function seedLargeOrders(store: StoreConnection): JsonObject[] {
 
 /** The page sizes the store's lists were asked for, in order (`limit`, platform_b's `per_page`). */
 const sizesAsked = (store: StoreConnection) =>
-  sandbox.requestsFor(store.shopDomain).map((request) => {
+  bench.sandbox.requestsFor(store.shopDomain).map((request) => {
     const query = new URLSearchParams(request.path.split('?')[1] ?? '');
     return Number(query.get('limit') ?? query.get('per_page'));
   });
@@ -61,7 +42,7 @@ describe('a list page over the list-answer bound is read again with fewer orders
     const orders = seedLargeOrders(store);
 
     const listed: ListedOrder[] = [];
-    for await (const page of adapters[platform].listOrders(store, new Date(T0))) listed.push(...page);
+    for await (const page of bench.adapters[platform].listOrders(store, new Date(T0))) listed.push(...page);
 
     expect(listed.map((order) => order.externalOrderId)).toEqual(orders.map((order) => String(order.id)));
     expect(listed.every((order) => !('invalid' in order.order))).toBe(true);
@@ -78,7 +59,7 @@ describe('a list page over the list-answer bound is read again with fewer orders
     const listed: UpdatedOrder[] = [];
     let cursor: string | null = null;
     do {
-      const page: Awaited<ReturnType<PlatformAdapter['listUpdatedOrders']>> = await adapters[platform].listUpdatedOrders(store, new Date(T0), cursor);
+      const page: Awaited<ReturnType<PlatformAdapter['listUpdatedOrders']>> = await bench.adapters[platform].listUpdatedOrders(store, new Date(T0), cursor);
       listed.push(...page.orders);
       cursor = page.next;
     } while (cursor !== null);
@@ -94,16 +75,16 @@ describe('a list page over the list-answer bound is read again with fewer orders
     // 100 small orders, then 150 large ones, all created in the same second: paged by number within it.
     const second = new Date(T0 + 5_000);
     const orders = [
-      ...Array.from({ length: 100 }, (_, index) => sandbox.buildOrderPayload('platform_b', { id: index + 1, createdAt: second.toISOString(), lines: [{ sku: 'S', title: 'T', vendor: 'Acme', quantity: 1, price: '1.00' }] })),
+      ...Array.from({ length: 100 }, (_, index) => bench.sandbox.buildOrderPayload('platform_b', { id: index + 1, createdAt: second.toISOString(), lines: [{ sku: 'S', title: 'T', vendor: 'Acme', quantity: 1, price: '1.00' }] })),
       ...Array.from({ length: 150 }, (_, index) => bigOrder('platform_b', 101 + index, second)),
     ];
-    for (const order of orders) sandbox.seedOrder(store.shopDomain, 'platform_b', order);
+    for (const order of orders) bench.sandbox.seedOrder(store.shopDomain, 'platform_b', order);
 
     const listed: ListedOrder[] = [];
-    for await (const page of adapters.platform_b.listOrders(store, new Date(T0))) listed.push(...page);
+    for await (const page of bench.adapters.platform_b.listOrders(store, new Date(T0))) listed.push(...page);
 
     expect(listed.map((order) => order.externalOrderId)).toEqual(orders.map((order) => String(order.id)));
-    const asked = sandbox.requestsFor(store.shopDomain).map((request) => new URLSearchParams(request.path.split('?')[1]));
+    const asked = bench.sandbox.requestsFor(store.shopDomain).map((request) => new URLSearchParams(request.path.split('?')[1]));
     // From the second before that one (its first page, then by number): page 2 of 100 (orders 101-200)
     // was too large, and page 3 of 50 is its start (order 101).
     expect(asked.slice(1, 4).map((query) => [query.get('page'), query.get('per_page')])).toEqual([['1', '100'], ['2', '100'], ['3', '50']]);
@@ -111,12 +92,12 @@ describe('a list page over the list-answer bound is read again with fewer orders
 
   it('an order whose own entry is over the bound still fails the listing, once a page of one cannot be read', async () => {
     const store = newStore('custom');
-    sandbox.setFaults(store.shopDomain, { oversizedBodyNext: 100, oversizedBodyBytes: LIST_PAGE_MAX_BYTES + 1 });
+    bench.sandbox.setFaults(store.shopDomain, { oversizedBodyNext: 100, oversizedBodyBytes: LIST_PAGE_MAX_BYTES + 1 });
     const listing = (async () => {
-      for await (const _page of adapters.custom.listOrders(store, new Date(T0))) void _page;
+      for await (const _page of bench.adapters.custom.listOrders(store, new Date(T0))) void _page;
     })();
     await expect(listing).rejects.toThrow(`a body over ${LIST_PAGE_MAX_BYTES} bytes`);
     // 100, 50, 25, 12, 6, 3, 1: each asked once.
-    expect(sandbox.requestsFor(store.shopDomain).map((request) => new URLSearchParams(request.path.split('?')[1]).get('limit'))).toEqual(['100', '50', '25', '12', '6', '3', '1']);
+    expect(bench.sandbox.requestsFor(store.shopDomain).map((request) => new URLSearchParams(request.path.split('?')[1]).get('limit'))).toEqual(['100', '50', '25', '12', '6', '3', '1']);
   });
 });

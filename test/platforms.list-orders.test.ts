@@ -7,55 +7,17 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PLATFORMS, type Platform } from '../src/orders/types.ts';
-import {
-  type PlatformAdapter,
-  type PlatformAdapterOptions,
-  PlatformError,
-  type StoreConnection,
-  createPlatformAdapters,
-} from '../src/platforms/index.ts';
+import { type PlatformAdapter, PlatformError, type StoreConnection, createPlatformAdapters } from '../src/platforms/index.ts';
 import { nextLink } from '../src/platforms/listing.ts';
 import type { ListedOrder } from '../src/platforms/types.ts';
-import type { PacingRate } from '../src/pacing/rates.ts';
-import { type Sandbox, buildOrderPayload, startSandbox } from './sandbox/server.ts';
-import { startTestPacing } from './support/pacer.ts';
+import { buildOrderPayload } from './sandbox/server.ts';
+import { adapterBench } from './support/adapters.ts';
 
 const T0 = Date.parse('2026-11-20T08:00:00.000Z');
 const at = (minutes: number) => new Date(T0 + minutes * 60_000);
 
-let sandbox: Sandbox;
-let pacing: Awaited<ReturnType<typeof startTestPacing>>;
-let adapters: Record<Platform, PlatformAdapter>;
-let storeCount = 0;
-
-beforeAll(async () => {
-  sandbox = await startSandbox();
-  pacing = await startTestPacing();
-  adapters = adaptersWith();
-});
-afterAll(async () => {
-  await pacing.close();
-  await sandbox.close();
-});
-
-type AdapterSettings = Omit<PlatformAdapterOptions, 'pacer'> & { pacing?: Partial<Record<Platform, PacingRate>> };
-
-function adaptersWith({ pacing: rates, ...options }: AdapterSettings = {}): Record<Platform, PlatformAdapter> {
-  return createPlatformAdapters({
-    baseUrlTemplate: sandbox.baseUrlTemplate,
-    timeoutMs: 2_000,
-    maxInlineRetryAfterMs: 1_500,
-    pacer: pacing.pacer(rates),
-    ...options,
-  });
-}
-
-function newStore(platform: Platform): StoreConnection {
-  storeCount += 1;
-  const store = { storeId: `list_store_${storeCount}`, platform, shopDomain: `list-${storeCount}.example`, accessToken: `tok_list_secret_${storeCount}` };
-  sandbox.registerStore(store.shopDomain, { accessToken: store.accessToken });
-  return store;
-}
+const bench = adapterBench({ name: 'list' });
+const { newStore } = bench;
 
 const orderId = (platform: Platform, n: number) => (platform === 'custom' ? `ord_${n}` : n);
 
@@ -69,7 +31,7 @@ function seedOrders(store: StoreConnection, minutes: number[], extra: { cancelle
       cancelled: extra.cancelled?.includes(n) ?? false,
       lines: [{ sku: `SKU-${n}`, title: `Item ${n}`, vendor: 'Acme', quantity: 1, price: '10.00' }],
     });
-    return sandbox.seedOrder(store.shopDomain, store.platform, payload);
+    return bench.sandbox.seedOrder(store.shopDomain, store.platform, payload);
   });
 }
 
@@ -90,37 +52,37 @@ async function failureOf(run: Promise<unknown>, store: StoreConnection): Promise
 }
 
 const listPaths = (store: StoreConnection) =>
-  sandbox.requestsFor(store.shopDomain).map((request) => decodeURIComponent(request.path));
+  bench.sandbox.requestsFor(store.shopDomain).map((request) => decodeURIComponent(request.path));
 
 describe.each(PLATFORMS)('%s listOrders', (platform) => {
   it('follows the paging across pages, oldest first, and stops after the last', async () => {
     const store = newStore(platform);
     seedOrders(store, [5, 1, 3, 4, 2]);
-    sandbox.setListPageSize(store.shopDomain, 2);
-    const pages = await listAll(adapters[platform], store, at(0));
+    bench.sandbox.setListPageSize(store.shopDomain, 2);
+    const pages = await listAll(bench.adapters[platform], store, at(0));
     // platform_b asks again from the second before each page's last order, which the next page shows again (and is left out).
     expect(pages.map((page) => page.length)).toEqual(platform === 'platform_b' ? [2, 1, 1, 1] : [2, 2, 1]);
     expect(pages.flat().map((order) => order.externalOrderId)).toEqual(['2', '5', '3', '4', '1'].map((n) => String(orderId(platform, Number(n)))));
     expect(pages.flat().map((order) => order.createdAt.getTime())).toEqual([1, 2, 3, 4, 5].map((minute) => at(minute).getTime()));
-    expect(sandbox.requestsFor(store.shopDomain)).toHaveLength(platform === 'platform_b' ? 4 : 3);
+    expect(bench.sandbox.requestsFor(store.shopDomain)).toHaveLength(platform === 'platform_b' ? 4 : 3);
   });
 
   it('asks only for orders created since the time given', async () => {
     const store = newStore(platform);
     seedOrders(store, [1, 10, 20]);
-    const orders = (await listAll(adapters[platform], store, at(5))).flat();
+    const orders = (await listAll(bench.adapters[platform], store, at(5))).flat();
     expect(orders.map((order) => order.externalOrderId)).toEqual([2, 3].map((n) => String(orderId(platform, n))));
   });
 
   it('reads each order exactly as its webhook, and tells cancelled ones apart', async () => {
     const store = newStore(platform);
     const [webhookBody] = seedOrders(store, [1, 2], { cancelled: [2] });
-    const [open, cancelled] = (await listAll(adapters[platform], store, at(0))).flat();
+    const [open, cancelled] = (await listAll(bench.adapters[platform], store, at(0))).flat();
     expect(open).toEqual({
       externalOrderId: String(orderId(platform, 1)),
       createdAt: at(1),
       cancelled: false,
-      order: adapters[platform].parseOrderWebhook(webhookBody),
+      order: bench.adapters[platform].parseOrderWebhook(webhookBody),
     });
     expect(cancelled).toMatchObject({ externalOrderId: String(orderId(platform, 2)), cancelled: true });
   });
@@ -129,8 +91,8 @@ describe.each(PLATFORMS)('%s listOrders', (platform) => {
     it('calls a refunded order cancelled, as its webhook reader does', async () => {
       const store = newStore(platform);
       const [payload] = seedOrders(store, [1]);
-      sandbox.seedOrder(store.shopDomain, platform, { ...payload, status: 'refunded' });
-      const [listed] = (await listAll(adapters[platform], store, at(0))).flat();
+      bench.sandbox.seedOrder(store.shopDomain, platform, { ...payload, status: 'refunded' });
+      const [listed] = (await listAll(bench.adapters[platform], store, at(0))).flat();
       expect(listed).toMatchObject({ externalOrderId: String(orderId(platform, 1)), cancelled: true });
     });
   }
@@ -138,27 +100,27 @@ describe.each(PLATFORMS)('%s listOrders', (platform) => {
   it('keeps an order its webhook reader refuses, marked invalid, without failing the page', async () => {
     const store = newStore(platform);
     const [payload] = seedOrders(store, [1]);
-    sandbox.seedOrder(store.shopDomain, platform, { ...payload, currency: 'not a currency' });
-    const [listed] = (await listAll(adapters[platform], store, at(0))).flat();
+    bench.sandbox.seedOrder(store.shopDomain, platform, { ...payload, currency: 'not a currency' });
+    const [listed] = (await listAll(bench.adapters[platform], store, at(0))).flat();
     expect(listed?.order).toEqual({ invalid: expect.stringContaining('currency'), param: 'currency' });
   });
 
   it('a bad token is a non-retryable 401 whose message hides the token', async () => {
     const store = newStore(platform);
     const wrong = { ...store, accessToken: 'tok_wrong_secret' };
-    const error = await failureOf(listAll(adapters[platform], wrong, at(0)), wrong);
+    const error = await failureOf(listAll(bench.adapters[platform], wrong, at(0)), wrong);
     expect(error).toMatchObject({ retryable: false, status: 401 });
   });
 
   it('a 5xx on a later page fails the listing after the pages before it, retryable', async () => {
     const store = newStore(platform);
     seedOrders(store, [1, 2, 3]);
-    sandbox.setListPageSize(store.shopDomain, 2);
+    bench.sandbox.setListPageSize(store.shopDomain, 2);
     const seen: ListedOrder[][] = [];
     const listing = (async () => {
-      for await (const page of adapters[platform].listOrders(store, at(0))) {
+      for await (const page of bench.adapters[platform].listOrders(store, at(0))) {
         seen.push(page);
-        sandbox.setFaults(store.shopDomain, { failNext: 1, status: 503 });
+        bench.sandbox.setFaults(store.shopDomain, { failNext: 1, status: 503 });
       }
     })();
     const error = await failureOf(listing, store);
@@ -169,17 +131,17 @@ describe.each(PLATFORMS)('%s listOrders', (platform) => {
   it('a 429 with a short Retry-After is waited out within the listing', async () => {
     const store = newStore(platform);
     seedOrders(store, [1]);
-    sandbox.setFaults(store.shopDomain, { rateLimitNext: 1, retryAfterSeconds: 1 });
-    const orders = (await listAll(adapters[platform], store, at(0))).flat();
+    bench.sandbox.setFaults(store.shopDomain, { rateLimitNext: 1, retryAfterSeconds: 1 });
+    const orders = (await listAll(bench.adapters[platform], store, at(0))).flat();
     expect(orders).toHaveLength(1);
-    expect(sandbox.requestsFor(store.shopDomain).map((request) => request.status)).toEqual([429, 200]);
+    expect(bench.sandbox.requestsFor(store.shopDomain).map((request) => request.status)).toEqual([429, 200]);
   });
 
   it('goes through the store pacing like every other call', async () => {
-    const paced = adaptersWith({ pacing: { [platform]: { burst: 1, perSecond: 5 } } });
+    const paced = bench.adaptersWith({ pacing: { [platform]: { burst: 1, perSecond: 5 } } });
     const store = newStore(platform);
     seedOrders(store, [1, 2, 3, 4]);
-    sandbox.setListPageSize(store.shopDomain, 1);
+    bench.sandbox.setListPageSize(store.shopDomain, 1);
     const started = performance.now();
     expect((await listAll(paced[platform], store, at(0))).flat()).toHaveLength(4);
     // One call at once, then one every 200 ms.
@@ -187,9 +149,9 @@ describe.each(PLATFORMS)('%s listOrders', (platform) => {
   });
 
   it('a timeout is retryable', async () => {
-    const impatient = adaptersWith({ timeoutMs: 100 });
+    const impatient = bench.adaptersWith({ timeoutMs: 100 });
     const store = newStore(platform);
-    sandbox.setFaults(store.shopDomain, { latencyMs: 400 });
+    bench.sandbox.setFaults(store.shopDomain, { latencyMs: 400 });
     const error = await failureOf(listAll(impatient[platform], store, at(0)), store);
     expect(error).toMatchObject({ retryable: true, status: null });
   });
@@ -199,8 +161,8 @@ describe('the platforms paging on the wire', () => {
   it('platform_a: filters on the first request, then only the Link URL as given (page_info and limit)', async () => {
     const store = newStore('platform_a');
     seedOrders(store, [1, 2, 3]);
-    sandbox.setListPageSize(store.shopDomain, 2);
-    await listAll(adapters.platform_a, store, at(0));
+    bench.sandbox.setListPageSize(store.shopDomain, 2);
+    await listAll(bench.adapters.platform_a, store, at(0));
     const [first, second] = listPaths(store);
     expect(first).toBe(`/admin/api/2025-01/orders.json?status=any&created_at_min=${at(0).toISOString()}&limit=250`);
     expect(second).toMatch(/^\/admin\/api\/2025-01\/orders\.json\?page_info=[^&]+&limit=250$/);
@@ -209,8 +171,8 @@ describe('the platforms paging on the wire', () => {
   it('platform_b: sorted by date ascending, each next page asked after the second before the last order listed', async () => {
     const store = newStore('platform_b');
     seedOrders(store, [1, 2, 3]);
-    sandbox.setListPageSize(store.shopDomain, 2);
-    await listAll(adapters.platform_b, store, at(0));
+    bench.sandbox.setListPageSize(store.shopDomain, 2);
+    await listAll(bench.adapters.platform_b, store, at(0));
     const path = (after: Date) => `/wp-json/wc/v3/orders?after=${after.toISOString()}&per_page=100&page=1&orderby=date&order=asc`;
     expect(listPaths(store)).toEqual([path(at(0)), path(new Date(at(2).getTime() - 1000))]);
   });
@@ -218,8 +180,8 @@ describe('the platforms paging on the wire', () => {
   it('custom: nextCursor sent back as cursor until it is null', async () => {
     const store = newStore('custom');
     seedOrders(store, [1, 2, 3]);
-    sandbox.setListPageSize(store.shopDomain, 2);
-    await listAll(adapters.custom, store, at(0));
+    bench.sandbox.setListPageSize(store.shopDomain, 2);
+    await listAll(bench.adapters.custom, store, at(0));
     const [first, second] = listPaths(store);
     expect(first).toBe(`/orders?createdAfter=${at(0).toISOString()}&limit=100`);
     expect(second).toMatch(/^\/orders\?createdAfter=[^&]+&limit=100&cursor=[^&]+$/);
@@ -227,7 +189,7 @@ describe('the platforms paging on the wire', () => {
 
   it('platform_b: an empty store is one request', async () => {
     const store = newStore('platform_b');
-    expect(await listAll(adapters.platform_b, store, at(0))).toEqual([[]]);
+    expect(await listAll(bench.adapters.platform_b, store, at(0))).toEqual([[]]);
     expect(listPaths(store)).toHaveLength(1);
   });
 });
@@ -262,7 +224,7 @@ describe('a next link that points outside the store', () => {
   it('is refused without sending the token there', async () => {
     const local = createPlatformAdapters({
       baseUrlTemplate: `http://127.0.0.1:${(platform.address() as AddressInfo).port}/{shopDomain}`,
-      pacer: pacing.pacer(),
+      pacer: bench.pacing.pacer(),
     });
     const store: StoreConnection = { storeId: 'list_store_elsewhere', platform: 'platform_a', shopDomain: 'shop.example', accessToken: 'tok_never_leaves' };
     const error = await failureOf(listAll(local.platform_a, store, at(0)), store);
@@ -308,25 +270,25 @@ describe('sandbox: customer orders and their webhooks', () => {
   it('delivers, drops or holds the orders/create webhook, and lists the order either way', async () => {
     received.length = 0;
     const store = newStore('platform_a');
-    sandbox.subscribeWebhooks(store.shopDomain, { targetUrl: receiverUrl, secret: 'whsec_sandbox' });
-    expect(await sandbox.placeCustomerOrder(store.shopDomain, 'platform_a', order(1))).toMatchObject({ delivered: { status: 200 } });
-    sandbox.setFaults(store.shopDomain, { dropWebhooksNext: 1, holdWebhooksNext: 1 });
-    expect(await sandbox.placeCustomerOrder(store.shopDomain, 'platform_a', order(2))).toEqual({ dropped: true });
-    expect(await sandbox.placeCustomerOrder(store.shopDomain, 'platform_a', order(3))).toEqual({ held: true });
+    bench.sandbox.subscribeWebhooks(store.shopDomain, { targetUrl: receiverUrl, secret: 'whsec_sandbox' });
+    expect(await bench.sandbox.placeCustomerOrder(store.shopDomain, 'platform_a', order(1))).toMatchObject({ delivered: { status: 200 } });
+    bench.sandbox.setFaults(store.shopDomain, { dropWebhooksNext: 1, holdWebhooksNext: 1 });
+    expect(await bench.sandbox.placeCustomerOrder(store.shopDomain, 'platform_a', order(2))).toEqual({ dropped: true });
+    expect(await bench.sandbox.placeCustomerOrder(store.shopDomain, 'platform_a', order(3))).toEqual({ held: true });
     expect(received.map((body) => (body as { id: number }).id)).toEqual([1]);
-    expect((await sandbox.releaseWebhooks(store.shopDomain)).map((result) => result.status)).toEqual([200]);
+    expect((await bench.sandbox.releaseWebhooks(store.shopDomain)).map((result) => result.status)).toEqual([200]);
     expect(received.map((body) => (body as { id: number }).id)).toEqual([1, 3]);
-    const listed = (await listAll(adapters.platform_a, store, new Date(0))).flat();
+    const listed = (await listAll(bench.adapters.platform_a, store, new Date(0))).flat();
     expect(listed.map((entry) => entry.externalOrderId)).toEqual(['1', '2', '3']);
   });
 
   it('cancels an order over the control API; the list shows it cancelled', async () => {
     const store = newStore('custom');
     const [payload] = seedOrders(store, [1]);
-    const control = `${sandbox.url}/_sandbox/stores/${store.shopDomain}`;
+    const control = `${bench.sandbox.url}/_sandbox/stores/${store.shopDomain}`;
     const response = await fetch(`${control}/orders/${String(payload!.id)}/cancel`, { method: 'POST', body: JSON.stringify({ platform: 'custom' }) });
     expect(response.status).toBe(200);
-    const [listed] = (await listAll(adapters.custom, store, at(0))).flat();
+    const [listed] = (await listAll(bench.adapters.custom, store, at(0))).flat();
     expect(listed?.cancelled).toBe(true);
   });
 });

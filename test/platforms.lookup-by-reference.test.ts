@@ -7,35 +7,16 @@
  * could never find the order to cancel (it died, and the supplier shipped) and a retried job could
  * never be placed.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { PLATFORMS, type Platform } from '../src/orders/types.ts';
-import { type PlatformAdapter, type StoreConnection, createPlatformAdapters } from '../src/platforms/index.ts';
+import type { StoreConnection } from '../src/platforms/index.ts';
 import { ANSWER_MAX_BYTES, LIST_PAGE_MAX_BYTES } from '../src/platforms/http.ts';
-import { type JsonObject, type Sandbox, buildOrderPayload, startSandbox } from './sandbox/server.ts';
+import { type JsonObject, buildOrderPayload } from './sandbox/server.ts';
+import { adapterBench } from './support/adapters.ts';
 import { bigOrder, FULL_PAGE } from './support/big-orders.ts';
-import { startTestPacing } from './support/pacer.ts';
 
-let sandbox: Sandbox;
-let pacing: Awaited<ReturnType<typeof startTestPacing>>;
-let adapters: Record<Platform, PlatformAdapter>;
-let storeCount = 0;
-
-beforeAll(async () => {
-  sandbox = await startSandbox();
-  pacing = await startTestPacing();
-  adapters = createPlatformAdapters({ baseUrlTemplate: sandbox.baseUrlTemplate, timeoutMs: 10_000, maxInlineRetryAfterMs: 1_500, pacer: pacing.pacer() });
-});
-afterAll(async () => {
-  await pacing.close();
-  await sandbox.close();
-});
-
-function newStore(platform: Platform): StoreConnection {
-  storeCount += 1;
-  const store = { storeId: `lookup_store_${storeCount}`, platform, shopDomain: `lookup-${storeCount}.example`, accessToken: `tok_lookup_${storeCount}` };
-  sandbox.registerStore(store.shopDomain, { accessToken: store.accessToken });
-  return store;
-}
+const bench = adapterBench({ name: 'lookup', timeoutMs: 10_000 });
+const { newStore } = bench;
 
 const PAGE = { platform_a: 250, platform_b: 100, custom: 100 } as const;
 const T0 = Date.parse('2026-11-20T08:00:00.000Z');
@@ -55,11 +36,11 @@ describe('findOrderByReference on a busy supplier', () => {
   it.each(PLATFORMS)('%s: finds the order on the second page when a full page is over 1 MiB', async (platform) => {
     const store = newStore(platform);
     const others = PAGE[platform] + 5;
-    for (let n = 1; n <= others; n++) sandbox.seedOrder(store.shopDomain, platform, bulkyOrder(platform, n, null));
+    for (let n = 1; n <= others; n++) bench.sandbox.seedOrder(store.shopDomain, platform, bulkyOrder(platform, n, null));
     const mine = bulkyOrder(platform, others + 1, 'sj_lost_answer');
-    sandbox.seedOrder(store.shopDomain, platform, mine);
+    bench.sandbox.seedOrder(store.shopDomain, platform, mine);
 
-    const found = await adapters[platform].findOrderByReference(store, 'sj_lost_answer', new Date(T0), 'fail');
+    const found = await bench.adapters[platform].findOrderByReference(store, 'sj_lost_answer', new Date(T0), 'fail');
     expect(found).toBe(String(mine.id));
     // The pages read were each over the bound on one answer: the list page's bound applies.
     expect(JSON.stringify(Array.from({ length: PAGE[platform] }, (_, n) => bulkyOrder(platform, n + 1, null))).length).toBeGreaterThan(ANSWER_MAX_BYTES);
@@ -87,11 +68,11 @@ describe('findOrderByReference past its page bound', () => {
   it.each(PLATFORMS)('%s: never answers "not found" when it stopped before the end of the list', async (platform) => {
     const store = newStore(platform);
     const before = 20 * PAGE[platform] + 1;
-    for (let n = 1; n <= before; n++) sandbox.seedOrder(store.shopDomain, platform, smallOrder(platform, n, null));
+    for (let n = 1; n <= before; n++) bench.sandbox.seedOrder(store.shopDomain, platform, smallOrder(platform, n, null));
     const mine = smallOrder(platform, before + 1, 'sj_backlogged');
-    sandbox.seedOrder(store.shopDomain, platform, mine);
+    bench.sandbox.seedOrder(store.shopDomain, platform, mine);
 
-    const outcome = await adapters[platform].findOrderByReference(store, 'sj_backlogged', new Date(T0), 'fail').then(
+    const outcome = await bench.adapters[platform].findOrderByReference(store, 'sj_backlogged', new Date(T0), 'fail').then(
       (id) => id,
       (error: unknown) => error,
     );
@@ -99,7 +80,7 @@ describe('findOrderByReference past its page bound', () => {
     if (typeof outcome === 'string') expect(outcome).toBe(String(mine.id));
     else expect(outcome).toBeInstanceOf(Error);
     // A caller that asks for it (a late job retry, src/sync-jobs/attempt.ts) still gets null there.
-    await expect(adapters[platform].findOrderByReference(store, 'sj_backlogged', new Date(T0), 'not_found')).resolves.toBeNull();
+    await expect(bench.adapters[platform].findOrderByReference(store, 'sj_backlogged', new Date(T0), 'not_found')).resolves.toBeNull();
   }, 60_000);
 });
 
@@ -110,13 +91,13 @@ describe('findOrderByReference on platform_b without its paging totals', () => {
    */
   it('reads on past a full page when the answer has no X-WP-TotalPages', async () => {
     const store = newStore('platform_b');
-    sandbox.setFaults(store.shopDomain, { omitListTotals: true });
+    bench.sandbox.setFaults(store.shopDomain, { omitListTotals: true });
     const before = PAGE.platform_b + 20;
-    for (let n = 1; n <= before; n++) sandbox.seedOrder(store.shopDomain, 'platform_b', smallOrder('platform_b', n, null));
+    for (let n = 1; n <= before; n++) bench.sandbox.seedOrder(store.shopDomain, 'platform_b', smallOrder('platform_b', n, null));
     const mine = smallOrder('platform_b', before + 1, 'sj_second_page');
-    sandbox.seedOrder(store.shopDomain, 'platform_b', mine);
+    bench.sandbox.seedOrder(store.shopDomain, 'platform_b', mine);
 
-    const found = await adapters.platform_b.findOrderByReference(store, 'sj_second_page', new Date(T0), 'fail');
+    const found = await bench.adapters.platform_b.findOrderByReference(store, 'sj_second_page', new Date(T0), 'fail');
     expect(found).toBe(String(mine.id));
   });
 });
@@ -130,7 +111,7 @@ function withReference(platform: Platform, order: JsonObject, reference: string)
 
 /** The page sizes the store's lists were asked for, in order (`limit`, platform_b's `per_page`). */
 const sizesAsked = (store: StoreConnection) =>
-  sandbox.requestsFor(store.shopDomain).map((request) => {
+  bench.sandbox.requestsFor(store.shopDomain).map((request) => {
     const query = new URLSearchParams(request.path.split('?')[1] ?? '');
     return Number(query.get('limit') ?? query.get('per_page'));
   });
@@ -145,13 +126,13 @@ describe('findOrderByReference on a supplier whose full page is over the list-an
   it.each(PLATFORMS)('%s: finds the order past a first page too large to read whole', async (platform) => {
     const store = newStore(platform);
     const others = Array.from({ length: FULL_PAGE[platform] + 10 }, (_, index) => bigOrder(platform, index + 1, new Date(T0 + (index + 1) * 1000)));
-    for (const order of others) sandbox.seedOrder(store.shopDomain, platform, order);
+    for (const order of others) bench.sandbox.seedOrder(store.shopDomain, platform, order);
     const mine = withReference(platform, bigOrder(platform, others.length + 1, new Date(T0 + (others.length + 1) * 1000)), 'sj_large_pages');
-    sandbox.seedOrder(store.shopDomain, platform, mine);
+    bench.sandbox.seedOrder(store.shopDomain, platform, mine);
     // The premise: a page of the lookup's normal size is over the bound.
     expect(JSON.stringify(others.slice(0, FULL_PAGE[platform])).length).toBeGreaterThan(LIST_PAGE_MAX_BYTES);
 
-    await expect(adapters[platform].findOrderByReference(store, 'sj_large_pages', new Date(T0), 'fail')).resolves.toBe(String(mine.id));
+    await expect(bench.adapters[platform].findOrderByReference(store, 'sj_large_pages', new Date(T0), 'fail')).resolves.toBe(String(mine.id));
     // The first answer was cut at the bound and the page asked again smaller; the lookup went on with the smaller size.
     const sizes = sizesAsked(store);
     expect(sizes[0]).toBe(FULL_PAGE[platform]);
@@ -165,14 +146,14 @@ describe('findOrderByReference on a supplier whose full page is over the list-an
   it.each(PLATFORMS)('%s: read one order a page, it looks through as many orders as 20 full pages hold', async (platform) => {
     const store = newStore(platform);
     const before = 30;
-    for (let n = 1; n <= before; n++) sandbox.seedOrder(store.shopDomain, platform, smallOrder(platform, n, null));
+    for (let n = 1; n <= before; n++) bench.sandbox.seedOrder(store.shopDomain, platform, smallOrder(platform, n, null));
     const mine = smallOrder(platform, before + 1, 'sj_one_a_page');
-    sandbox.seedOrder(store.shopDomain, platform, mine);
+    bench.sandbox.seedOrder(store.shopDomain, platform, mine);
     // Every size but one order is answered over the bound (250 or 100, then halved down to 3).
     const oversized = Math.floor(Math.log2(FULL_PAGE[platform]));
-    sandbox.setFaults(store.shopDomain, { oversizedBodyNext: oversized, oversizedBodyBytes: LIST_PAGE_MAX_BYTES + 1 });
+    bench.sandbox.setFaults(store.shopDomain, { oversizedBodyNext: oversized, oversizedBodyBytes: LIST_PAGE_MAX_BYTES + 1 });
 
-    await expect(adapters[platform].findOrderByReference(store, 'sj_one_a_page', new Date(T0), 'fail')).resolves.toBe(String(mine.id));
+    await expect(bench.adapters[platform].findOrderByReference(store, 'sj_one_a_page', new Date(T0), 'fail')).resolves.toBe(String(mine.id));
     const sizes = sizesAsked(store);
     expect(sizes.slice(oversized).every((size) => size === 1)).toBe(true);
     expect(sizes.length).toBe(oversized + before + 1);
@@ -180,21 +161,21 @@ describe('findOrderByReference on a supplier whose full page is over the list-an
 
   it('read one order a page, it stops after 100 reads and says so, rather than read for an hour', async () => {
     const store = newStore('custom');
-    for (let n = 1; n <= 150; n++) sandbox.seedOrder(store.shopDomain, 'custom', smallOrder('custom', n, null));
-    sandbox.seedOrder(store.shopDomain, 'custom', smallOrder('custom', 151, 'sj_far_on'));
-    sandbox.setFaults(store.shopDomain, { oversizedBodyNext: 6, oversizedBodyBytes: LIST_PAGE_MAX_BYTES + 1 });
+    for (let n = 1; n <= 150; n++) bench.sandbox.seedOrder(store.shopDomain, 'custom', smallOrder('custom', n, null));
+    bench.sandbox.seedOrder(store.shopDomain, 'custom', smallOrder('custom', 151, 'sj_far_on'));
+    bench.sandbox.setFaults(store.shopDomain, { oversizedBodyNext: 6, oversizedBodyBytes: LIST_PAGE_MAX_BYTES + 1 });
 
-    await expect(adapters.custom.findOrderByReference(store, 'sj_far_on', new Date(T0), 'fail')).rejects.toThrow('was not among the first 94 orders created since the job (100 reads), and the list goes on; not looked further');
-    expect(sandbox.requestsFor(store.shopDomain)).toHaveLength(100);
-    sandbox.clearFaults(store.shopDomain);
-    sandbox.setFaults(store.shopDomain, { oversizedBodyNext: 6, oversizedBodyBytes: LIST_PAGE_MAX_BYTES + 1 });
-    await expect(adapters.custom.findOrderByReference(store, 'sj_far_on', new Date(T0), 'not_found')).resolves.toBeNull();
+    await expect(bench.adapters.custom.findOrderByReference(store, 'sj_far_on', new Date(T0), 'fail')).rejects.toThrow('was not among the first 94 orders created since the job (100 reads), and the list goes on; not looked further');
+    expect(bench.sandbox.requestsFor(store.shopDomain)).toHaveLength(100);
+    bench.sandbox.clearFaults(store.shopDomain);
+    bench.sandbox.setFaults(store.shopDomain, { oversizedBodyNext: 6, oversizedBodyBytes: LIST_PAGE_MAX_BYTES + 1 });
+    await expect(bench.adapters.custom.findOrderByReference(store, 'sj_far_on', new Date(T0), 'not_found')).resolves.toBeNull();
   }, 60_000);
 
   it('an order whose own entry is over the bound still fails the lookup, once a page of one cannot be read', async () => {
     const store = newStore('custom');
-    sandbox.setFaults(store.shopDomain, { oversizedBodyNext: 100, oversizedBodyBytes: LIST_PAGE_MAX_BYTES + 1 });
-    await expect(adapters.custom.findOrderByReference(store, 'sj_never', new Date(T0), 'not_found')).rejects.toThrow(`a body over ${LIST_PAGE_MAX_BYTES} bytes`);
+    bench.sandbox.setFaults(store.shopDomain, { oversizedBodyNext: 100, oversizedBodyBytes: LIST_PAGE_MAX_BYTES + 1 });
+    await expect(bench.adapters.custom.findOrderByReference(store, 'sj_never', new Date(T0), 'not_found')).rejects.toThrow(`a body over ${LIST_PAGE_MAX_BYTES} bytes`);
     expect(sizesAsked(store)).toEqual([100, 50, 25, 12, 6, 3, 1]);
   });
 });

@@ -7,15 +7,12 @@
  * (a failed run); the lookup answered "never placed": a cancellation of an order whose creation
  * answer was lost ended `not_placed` while the supplier kept the order open, and shipped it.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type PlatformAdapter, type StoreConnection, createPlatformAdapters } from '../src/platforms/index.ts';
-import type { Platform } from '../src/orders/types.ts';
-import { type JsonObject, type Sandbox, buildOrderPayload, sendWebhook, startSandbox } from './sandbox/server.ts';
-import { startTestPacing } from './support/pacer.ts';
-import { createResellerStore, createSourceStore, registerUser } from './support/factories.ts';
+import { describe, expect, it } from 'vitest';
+import { type JsonObject, buildOrderPayload } from './sandbox/server.ts';
+import { adapterBench } from './support/adapters.ts';
+import { ANVIL, createAcmeShop, placeWithAnswerLost, seedBacklog, sendStorefrontWebhook } from './support/cancellations.ts';
 import { test } from './support/fixtures.ts';
 import { waitForJob } from './support/sync-jobs.ts';
-import { ORDERS_PATH, uniqueSuffix } from './support/webhooks.ts';
 
 const T0 = Date.parse('2026-11-20T08:00:00.000Z');
 
@@ -25,23 +22,11 @@ function platformBOrder(n: number, reference: string | null): JsonObject {
 }
 
 describe('platform_b lookup with paging totals it cannot read', () => {
-  let sandbox: Sandbox;
-  let pacing: Awaited<ReturnType<typeof startTestPacing>>;
-  let adapters: Record<Platform, PlatformAdapter>;
-
-  beforeAll(async () => {
-    sandbox = await startSandbox();
-    pacing = await startTestPacing();
-    adapters = createPlatformAdapters({ baseUrlTemplate: sandbox.baseUrlTemplate, timeoutMs: 10_000, maxInlineRetryAfterMs: 1_500, pacer: pacing.pacer() });
-  });
-  afterAll(async () => {
-    await pacing.close();
-    await sandbox.close();
-  });
+  const bench = adapterBench({ name: 'r6-totals', timeoutMs: 10_000 });
 
   it('never answers "not found" after the first page when X-WP-TotalPages comes twice (merged: "2, 2")', async () => {
-    const store: StoreConnection = { storeId: 'r6_totals', platform: 'platform_b', shopDomain: 'r6-totals.example', accessToken: 'tok_r6_totals' };
-    sandbox.registerStore(store.shopDomain, { accessToken: store.accessToken });
+    const store = bench.newStore('platform_b');
+    const { sandbox, adapters } = bench;
     sandbox.setFaults(store.shopDomain, { repeatListTotals: true });
     for (let n = 1; n <= 120; n++) sandbox.seedOrder(store.shopDomain, 'platform_b', platformBOrder(n, null));
     sandbox.seedOrder(store.shopDomain, 'platform_b', platformBOrder(121, 'sj_second_page'));
@@ -56,8 +41,8 @@ describe('platform_b lookup with paging totals it cannot read', () => {
   });
 
   it('the order list and the updated list refuse such totals: where the list ends is unknown, so the read fails rather than stopping early', async () => {
-    const store: StoreConnection = { storeId: 'r6_totals_lists', platform: 'platform_b', shopDomain: 'r6-totals-lists.example', accessToken: 'tok_r6_totals_lists' };
-    sandbox.registerStore(store.shopDomain, { accessToken: store.accessToken });
+    const store = bench.newStore('platform_b');
+    const { sandbox, adapters } = bench;
     sandbox.setFaults(store.shopDomain, { repeatListTotals: true });
     for (let n = 1; n <= 3; n++) sandbox.seedOrder(store.shopDomain, 'platform_b', platformBOrder(n, null));
 
@@ -79,33 +64,16 @@ const it6 = test;
 it6.override('serviceEnv', { SYNC_RETRY_BASE_DELAY_MS: '50', SWEEP_INTERVAL_MS: '500' });
 
 it6('a cancellation in doubt on a platform_b supplier whose list totals come twice never ends not_placed while the supplier holds the order', async ({ api, sandbox, service }) => {
-  const user = await registerUser(api);
-  const resellerSecret = `whsec_reseller_${uniqueSuffix()}`;
-  const reseller = await createResellerStore(api, user.token, { platform: 'platform_a', webhookSecret: resellerSecret });
-  const supplier = await createSourceStore(api, user.token, reseller.id, { platform: 'platform_b', vendorTag: 'Acme', webhookSecret: `whsec_supplier_${uniqueSuffix()}` });
-  const storefront = (topic: string, payload: unknown) =>
-    sendWebhook({ targetUrl: `${service.url}${ORDERS_PATH}`, shopDomain: reseller.shopDomain, secret: resellerSecret, topic, payload });
+  const shop = await createAcmeShop(api, 'platform_a', 'platform_b');
+  const { user, acme: supplier } = shop;
+  const storefront = (topic: string, payload: unknown) => sendStorefrontWebhook(service.url, shop, topic, payload);
 
   // Every answer lost: the supplier holds the order, the job never learns it and dies.
-  sandbox.setFaults(supplier.shopDomain, { acceptThenDropNext: 4 });
-  const order = sandbox.buildOrderPayload('platform_a', { id: 3_600_001 + Math.floor(Math.random() * 10_000), lines: [{ sku: 'A-1', title: 'Anvil', vendor: 'Acme', quantity: 1, price: '25.00' }] });
-  sandbox.seedOrder(reseller.shopDomain, 'platform_a', order);
-  const routed = await storefront('orders/create', order);
-  const jobId = (routed.body as { syncJobIds: string[] }).syncJobIds[0]!;
-  await waitForJob(api, user.token, jobId, (job) => job.status === 'dead', 20_000);
-  sandbox.clearFaults(supplier.shopDomain);
-  const [held] = sandbox.ordersFor(supplier.shopDomain);
-  expect(held).toBeDefined();
+  const order = sandbox.buildOrderPayload('platform_a', { id: 3_600_001 + Math.floor(Math.random() * 10_000), lines: [{ ...ANVIL, quantity: 1 }] });
+  const { jobId, held } = await placeWithAnswerLost(api, sandbox, service.url, shop, order);
 
   // A busy supplier: more than a page of its orders created since the job, before the one it holds.
-  const heldAt = Date.parse(held!.createdAt);
-  for (let n = 0; n < 130; n++) {
-    sandbox.seedOrder(supplier.shopDomain, 'platform_b', sandbox.buildOrderPayload('platform_b', {
-      id: 7_000_000 + n,
-      lines: [{ sku: 'B-1', title: 'Other', vendor: 'Acme', quantity: 1, price: '1.00' }],
-      createdAt: new Date(heldAt - 30_000 + n * 100).toISOString(),
-    }));
-  }
+  seedBacklog(sandbox, supplier, held, 130, { beforeMs: 30_000, stepMs: 100 });
   // Behind a proxy that sends the paging totals twice.
   sandbox.setFaults(supplier.shopDomain, { repeatListTotals: true });
 
@@ -115,5 +83,5 @@ it6('a cancellation in doubt on a platform_b supplier whose list totals come twi
   // "Never placed" would be false: the supplier holds the order.
   expect(job.cancellations[0].outcome).not.toBe('not_placed');
   expect(job.cancellations[0]).toMatchObject({ status: 'completed', outcome: 'cancelled' });
-  expect(sandbox.orderOf(supplier.shopDomain, 'platform_b', held!.id)?.status).toBe('cancelled');
+  expect(sandbox.orderOf(supplier.shopDomain, 'platform_b', held.id)?.status).toBe('cancelled');
 }, 60_000);

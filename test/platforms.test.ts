@@ -8,61 +8,22 @@ import {
   type SupplierOrder,
   type Tracking,
 } from '../src/orders/types.ts';
-import {
-  type PlatformAdapter,
-  type PlatformAdapterOptions,
-  PayloadError,
-  PlatformError,
-  type StoreConnection,
-  createPlatformAdapters,
-} from '../src/platforms/index.ts';
+import { PayloadError, PlatformError, type StoreConnection, createPlatformAdapters } from '../src/platforms/index.ts';
 import { createdLines } from '../src/platforms/cancelling.ts';
 import { verifySignature } from '../src/webhooks/signature.ts';
 import type { PacingRate } from '../src/pacing/rates.ts';
-import { startTestPacing } from './support/pacer.ts';
-import {
-  SAMPLE_ADDRESS,
-  type Sandbox,
-  buildFulfillmentPayload,
-  buildOrderPayload,
-  startSandbox,
-} from './sandbox/server.ts';
+import { SAMPLE_ADDRESS, buildFulfillmentPayload, buildOrderPayload } from './sandbox/server.ts';
+import { adapterBench } from './support/adapters.ts';
 
-let sandbox: Sandbox;
-let pacing: Awaited<ReturnType<typeof startTestPacing>>;
-let adapters: Record<Platform, PlatformAdapter>;
-let storeCount = 0;
-
-beforeAll(async () => {
-  sandbox = await startSandbox({ port: 0 });
-  pacing = await startTestPacing();
-  adapters = adaptersWith();
-});
-
-afterAll(async () => {
-  await pacing.close();
-  await sandbox.close();
-});
-
-type AdapterSettings = Omit<PlatformAdapterOptions, 'pacer'> & { pacing?: Partial<Record<Platform, PacingRate>> };
-
-/** Adapters paced through the database (src/pacing/), unpaced unless `pacing` says otherwise. */
-function adaptersWith({ pacing: rates, ...options }: AdapterSettings = {}): Record<Platform, PlatformAdapter> {
-  return createPlatformAdapters({
-    baseUrlTemplate: sandbox.baseUrlTemplate,
-    timeoutMs: 2_000,
-    maxInlineRetryAfterMs: 1_500,
-    pacer: pacing.pacer(rates),
-    ...options,
-  });
-}
+const bench = adapterBench({ name: 'shop' });
+const { newStore } = bench;
 
 /**
- * Adapters like `adaptersWith`, and the wait each call's turn reservation answered, per store: how
+ * Adapters like `bench.adaptersWith()`, and the wait each call's turn reservation answered, per store: how
  * "not paced" is checked (a wait of 0 ms), rather than by how long the call took.
  */
 function adaptersRecordingWaits(rates: Partial<Record<Platform, PacingRate>>) {
-  const pacer = pacing.pacer(rates);
+  const pacer = bench.pacing.pacer(rates);
   const waits = new Map<string, number[]>();
   const recording = {
     reserve: async (store: { storeId: string; platform: Platform }) => {
@@ -73,16 +34,8 @@ function adaptersRecordingWaits(rates: Partial<Record<Platform, PacingRate>>) {
     pause: (store: { storeId: string; platform: Platform }, ms: number) => pacer.pause(store, ms),
     release: (store: { storeId: string; platform: Platform }, calls: number) => pacer.release(store, calls),
   };
-  const paced = createPlatformAdapters({ baseUrlTemplate: sandbox.baseUrlTemplate, timeoutMs: 2_000, maxInlineRetryAfterMs: 1_500, pacer: recording });
+  const paced = createPlatformAdapters({ baseUrlTemplate: bench.sandbox.baseUrlTemplate, timeoutMs: 2_000, maxInlineRetryAfterMs: 1_500, pacer: recording });
   return { paced, waitsOf: (store: StoreConnection) => waits.get(store.storeId) ?? [] };
-}
-
-/** A fresh registered store per test, so faults, logs and pacing never leak between tests. */
-function newStore(platform: Platform): StoreConnection {
-  storeCount += 1;
-  const store = { storeId: `store_${storeCount}`, platform, shopDomain: `shop-${storeCount}.example`, accessToken: `shpat_secret_${storeCount}` };
-  sandbox.registerStore(store.shopDomain, { accessToken: store.accessToken });
-  return store;
 }
 
 const supplierOrder: SupplierOrder = {
@@ -144,8 +97,8 @@ function payloadError(parse: () => unknown): PayloadError {
 describe('createOrder', () => {
   it('sends platform_a an order with decimal-string prices, tags and note attributes', async () => {
     const store = newStore('platform_a');
-    const { id } = await adapters.platform_a.createOrder(store, supplierOrder, 'key-a');
-    const [received] = sandbox.ordersFor(store.shopDomain);
+    const { id } = await bench.adapters.platform_a.createOrder(store, supplierOrder, 'key-a');
+    const [received] = bench.sandbox.ordersFor(store.shopDomain);
     expect(id).toBe(String(received?.id));
     expect(received?.idempotencyKey).toBe('key-a');
     expect(received?.body).toEqual({
@@ -177,8 +130,8 @@ describe('createOrder', () => {
 
   it('sends platform_b line totals, split names and meta data', async () => {
     const store = newStore('platform_b');
-    const { id } = await adapters.platform_b.createOrder(store, supplierOrder, 'key-b');
-    const [received] = sandbox.ordersFor(store.shopDomain);
+    const { id } = await bench.adapters.platform_b.createOrder(store, supplierOrder, 'key-b');
+    const [received] = bench.sandbox.ordersFor(store.shopDomain);
     expect(id).toBe(String(received?.id));
     expect(received?.body).toEqual({
       status: 'processing',
@@ -206,8 +159,8 @@ describe('createOrder', () => {
 
   it('sends custom endpoints the reference and unit prices, and returns their string id', async () => {
     const store = newStore('custom');
-    const { id } = await adapters.custom.createOrder(store, supplierOrder, 'key-c');
-    const [received] = sandbox.ordersFor(store.shopDomain);
+    const { id } = await bench.adapters.custom.createOrder(store, supplierOrder, 'key-c');
+    const [received] = bench.sandbox.ordersFor(store.shopDomain);
     expect(id).toMatch(/^ord_\d+$/);
     expect(id).toBe(received?.id);
     expect(received?.body).toEqual({
@@ -224,20 +177,20 @@ describe('createOrder', () => {
 
   it.each(PLATFORMS)('%s: a repeated idempotency key creates one order and returns its id', async (platform) => {
     const store = newStore(platform);
-    const first = await adapters[platform].createOrder(store, supplierOrder, 'same-key');
-    const second = await adapters[platform].createOrder(store, supplierOrder, 'same-key');
+    const first = await bench.adapters[platform].createOrder(store, supplierOrder, 'same-key');
+    const second = await bench.adapters[platform].createOrder(store, supplierOrder, 'same-key');
     expect(second).toEqual(first);
-    expect(sandbox.ordersFor(store.shopDomain)).toHaveLength(1);
-    expect(sandbox.requestsFor(store.shopDomain).map((request) => request.idempotentReplay)).toEqual([false, true]);
+    expect(bench.sandbox.ordersFor(store.shopDomain)).toHaveLength(1);
+    expect(bench.sandbox.requestsFor(store.shopDomain).map((request) => request.idempotentReplay)).toEqual([false, true]);
   });
 
   it.each(PLATFORMS)('%s: a lost response is retryable and the retry finds the first order', async (platform) => {
     const store = newStore(platform);
-    sandbox.setFaults(store.shopDomain, { acceptThenDropNext: 1 });
-    const error = await platformError(adapters[platform].createOrder(store, supplierOrder, 'lost'), store);
+    bench.sandbox.setFaults(store.shopDomain, { acceptThenDropNext: 1 });
+    const error = await platformError(bench.adapters[platform].createOrder(store, supplierOrder, 'lost'), store);
     expect(error.retryable).toBe(true);
-    const { id } = await adapters[platform].createOrder(store, supplierOrder, 'lost');
-    const orders = sandbox.ordersFor(store.shopDomain);
+    const { id } = await bench.adapters[platform].createOrder(store, supplierOrder, 'lost');
+    const orders = bench.sandbox.ordersFor(store.shopDomain);
     expect(orders).toHaveLength(1);
     expect(id).toBe(String(orders[0]?.id));
   });
@@ -246,15 +199,15 @@ describe('createOrder', () => {
 describe('getOrder', () => {
   it.each(PLATFORMS)('%s: normalises the platform order', async (platform) => {
     const store = newStore(platform);
-    sandbox.seedOrder(store.shopDomain, platform, resellerPayload(platform));
+    bench.sandbox.seedOrder(store.shopDomain, platform, resellerPayload(platform));
     const externalId = platform === 'custom' ? 'ord_abc' : '450789469';
-    await expect(adapters[platform].getOrder(store, externalId)).resolves.toEqual(expectedResellerOrder(platform));
+    await expect(bench.adapters[platform].getOrder(store, externalId)).resolves.toEqual(expectedResellerOrder(platform));
   });
 
   it.each(PLATFORMS)('%s: reads back an order it created', async (platform) => {
     const store = newStore(platform);
-    const { id } = await adapters[platform].createOrder(store, supplierOrder, 'created');
-    const order = await adapters[platform].getOrder(store, id);
+    const { id } = await bench.adapters[platform].createOrder(store, supplierOrder, 'created');
+    const order = await bench.adapters[platform].getOrder(store, id);
     expect(order.lines.map((line) => [line.sku, line.quantity, line.unitPriceMinor])).toEqual([
       ['MUG-1', 2, 1250],
       ['TEE-2', 1, 1999],
@@ -263,7 +216,7 @@ describe('getOrder', () => {
 
   it.each(PLATFORMS)('%s: a missing order is a non-retryable 404', async (platform) => {
     const store = newStore(platform);
-    const error = await platformError(adapters[platform].getOrder(store, '999'), store);
+    const error = await platformError(bench.adapters[platform].getOrder(store, '999'), store);
     expect(error).toMatchObject({ retryable: false, status: 404 });
     expect(error.message).toContain('Not Found');
   });
@@ -272,14 +225,14 @@ describe('getOrder', () => {
 describe('createFulfillment', () => {
   async function orderOn(platform: Platform): Promise<{ store: StoreConnection; orderId: string }> {
     const store = newStore(platform);
-    const { id } = await adapters[platform].createOrder(store, supplierOrder, 'order');
+    const { id } = await bench.adapters[platform].createOrder(store, supplierOrder, 'order');
     return { store, orderId: id };
   }
 
   it('posts platform_a one fulfillment carrying every tracking number', async () => {
     const { store, orderId } = await orderOn('platform_a');
-    const { id } = await adapters.platform_a.createFulfillment(store, orderId, tracking, 'ful');
-    const [received] = sandbox.fulfillmentsFor(store.shopDomain);
+    const { id } = await bench.adapters.platform_a.createFulfillment(store, orderId, tracking, 'ful');
+    const [received] = bench.sandbox.fulfillmentsFor(store.shopDomain);
     expect(id).toBe(String(received?.id));
     expect(received?.body).toEqual({
       fulfillment: {
@@ -295,9 +248,9 @@ describe('createFulfillment', () => {
 
   it('posts platform_b one shipment tracking per number, each with its own idempotency key', async () => {
     const { store, orderId } = await orderOn('platform_b');
-    const first = await adapters.platform_b.createFulfillment(store, orderId, tracking, 'ful');
-    const repeat = await adapters.platform_b.createFulfillment(store, orderId, tracking, 'ful');
-    const received = sandbox.fulfillmentsFor(store.shopDomain);
+    const first = await bench.adapters.platform_b.createFulfillment(store, orderId, tracking, 'ful');
+    const repeat = await bench.adapters.platform_b.createFulfillment(store, orderId, tracking, 'ful');
+    const received = bench.sandbox.fulfillmentsFor(store.shopDomain);
     expect(repeat).toEqual(first);
     expect(first.id).toBe(received[0]?.id);
     expect(received.map((fulfillment) => [fulfillment.idempotencyKey, fulfillment.body])).toEqual([
@@ -308,8 +261,8 @@ describe('createFulfillment', () => {
 
   it('posts custom endpoints tracking numbers, urls and carrier', async () => {
     const { store, orderId } = await orderOn('custom');
-    const { id } = await adapters.custom.createFulfillment(store, orderId, tracking, 'ful');
-    const [received] = sandbox.fulfillmentsFor(store.shopDomain);
+    const { id } = await bench.adapters.custom.createFulfillment(store, orderId, tracking, 'ful');
+    const [received] = bench.sandbox.fulfillmentsFor(store.shopDomain);
     expect(id).toBe(received?.id);
     expect(received?.body).toEqual({
       trackingNumbers: ['1Z001', '1Z002'],
@@ -321,9 +274,9 @@ describe('createFulfillment', () => {
 
   it.each(PLATFORMS)('%s: the recorded fulfillment payload parses back to the tracking sent', async (platform) => {
     const { store, orderId } = await orderOn(platform);
-    await adapters[platform].createFulfillment(store, orderId, tracking, 'ful');
-    const [received] = sandbox.fulfillmentsFor(store.shopDomain);
-    const parsed = adapters[platform].parseFulfillmentWebhook(received?.payload)!;
+    await bench.adapters[platform].createFulfillment(store, orderId, tracking, 'ful');
+    const [received] = bench.sandbox.fulfillmentsFor(store.shopDomain);
+    const parsed = bench.adapters[platform].parseFulfillmentWebhook(received?.payload)!;
     expect(parsed.sourceOrderId).toBe(orderId);
     expect(parsed.tracking.numbers[0]).toBe('1Z001');
     expect(parsed.tracking.company).toBe('UPS');
@@ -333,16 +286,16 @@ describe('createFulfillment', () => {
 describe('failures', () => {
   it.each(PLATFORMS)('%s: a 500 is retryable', async (platform) => {
     const store = newStore(platform);
-    sandbox.setFaults(store.shopDomain, { failNext: 1 });
-    const error = await platformError(adapters[platform].createOrder(store, supplierOrder, 'k'), store);
+    bench.sandbox.setFaults(store.shopDomain, { failNext: 1 });
+    const error = await platformError(bench.adapters[platform].createOrder(store, supplierOrder, 'k'), store);
     expect(error).toMatchObject({ retryable: true, status: 500 });
-    expect(sandbox.ordersFor(store.shopDomain)).toHaveLength(0);
+    expect(bench.sandbox.ordersFor(store.shopDomain)).toHaveLength(0);
   });
 
   it.each(PLATFORMS)('%s: a 422 is not retryable and carries the platform message', async (platform) => {
     const store = newStore(platform);
     const error = await platformError(
-      adapters[platform].createOrder(store, { ...supplierOrder, lines: [] }, 'k'),
+      bench.adapters[platform].createOrder(store, { ...supplierOrder, lines: [] }, 'k'),
       store,
     );
     expect(error).toMatchObject({ retryable: false, status: 422 });
@@ -352,37 +305,37 @@ describe('failures', () => {
   it.each(PLATFORMS)('%s: a bad token is a non-retryable 401 whose message hides the token', async (platform) => {
     const store = newStore(platform);
     const wrongToken = { ...store, accessToken: 'shpat_wrong_token' };
-    const error = await platformError(adapters[platform].getOrder(wrongToken, '1'), wrongToken);
+    const error = await platformError(bench.adapters[platform].getOrder(wrongToken, '1'), wrongToken);
     expect(error).toMatchObject({ retryable: false, status: 401 });
     expect(error.message).toContain('[redacted]');
   });
 
   it.each(PLATFORMS)('%s: a 429 with a short Retry-After is waited out inside the call', async (platform) => {
     const store = newStore(platform);
-    sandbox.setFaults(store.shopDomain, { rateLimitNext: 1, retryAfterSeconds: 1 });
+    bench.sandbox.setFaults(store.shopDomain, { rateLimitNext: 1, retryAfterSeconds: 1 });
     const started = performance.now();
-    await adapters[platform].createOrder(store, supplierOrder, 'k');
+    await bench.adapters[platform].createOrder(store, supplierOrder, 'k');
     expect(performance.now() - started).toBeGreaterThanOrEqual(950);
-    expect(sandbox.ordersFor(store.shopDomain)).toHaveLength(1);
-    expect(sandbox.requestsFor(store.shopDomain).map((request) => request.status)).toEqual([429, 201]);
+    expect(bench.sandbox.ordersFor(store.shopDomain)).toHaveLength(1);
+    expect(bench.sandbox.requestsFor(store.shopDomain).map((request) => request.status)).toEqual([429, 201]);
   });
 
   it('a 429 with a long Retry-After is thrown and holds back further calls to that store', async () => {
     const store = newStore('platform_a');
-    sandbox.setFaults(store.shopDomain, { rateLimitNext: 1, retryAfterSeconds: 30 });
-    const error = await platformError(adapters.platform_a.createOrder(store, supplierOrder, 'k'), store);
+    bench.sandbox.setFaults(store.shopDomain, { rateLimitNext: 1, retryAfterSeconds: 30 });
+    const error = await platformError(bench.adapters.platform_a.createOrder(store, supplierOrder, 'k'), store);
     expect(error).toMatchObject({ retryable: true, status: 429, retryAfterMs: 30_000 });
 
-    const held = await platformError(adapters.platform_a.getOrder(store, '1'), store);
+    const held = await platformError(bench.adapters.platform_a.getOrder(store, '1'), store);
     expect(held.retryable).toBe(true);
     expect(held.retryAfterMs).toBeGreaterThan(25_000);
-    expect(sandbox.requestsFor(store.shopDomain)).toHaveLength(1);
+    expect(bench.sandbox.requestsFor(store.shopDomain)).toHaveLength(1);
   });
 
   it('a Retry-After longer than maxRetryAfterMs pauses the store for maxRetryAfterMs only', async () => {
-    const bounded = adaptersWith({ maxRetryAfterMs: 2_000 });
+    const bounded = bench.adaptersWith({ maxRetryAfterMs: 2_000 });
     const store = newStore('platform_b');
-    sandbox.setFaults(store.shopDomain, { rateLimitNext: 1, retryAfterSeconds: 3_600 });
+    bench.sandbox.setFaults(store.shopDomain, { rateLimitNext: 1, retryAfterSeconds: 3_600 });
     const error = await platformError(bounded.platform_b.createOrder(store, supplierOrder, 'k'), store);
     expect(error).toMatchObject({ retryable: true, status: 429, retryAfterMs: 2_000 });
     // The store is held back for those 2 s, not an hour.
@@ -393,9 +346,9 @@ describe('failures', () => {
   });
 
   it.each(PLATFORMS)('%s: a timeout is retryable', async (platform) => {
-    const impatient = adaptersWith({ timeoutMs: 100 });
+    const impatient = bench.adaptersWith({ timeoutMs: 100 });
     const store = newStore(platform);
-    sandbox.setFaults(store.shopDomain, { latencyMs: 400 });
+    bench.sandbox.setFaults(store.shopDomain, { latencyMs: 400 });
     const error = await platformError(impatient[platform].getOrder(store, '1'), store);
     expect(error).toMatchObject({ retryable: true, status: null });
     expect(error.message).toContain('timed out after 100 ms');
@@ -403,29 +356,29 @@ describe('failures', () => {
 
   it.each(PLATFORMS)('%s: a dropped connection is retryable', async (platform) => {
     const store = newStore(platform);
-    sandbox.setFaults(store.shopDomain, { dropNext: 1 });
-    const error = await platformError(adapters[platform].createOrder(store, supplierOrder, 'k'), store);
+    bench.sandbox.setFaults(store.shopDomain, { dropNext: 1 });
+    const error = await platformError(bench.adapters[platform].createOrder(store, supplierOrder, 'k'), store);
     expect(error).toMatchObject({ retryable: true, status: null });
-    expect(sandbox.ordersFor(store.shopDomain)).toHaveLength(0);
+    expect(bench.sandbox.ordersFor(store.shopDomain)).toHaveLength(0);
   });
 
   it('refuses a shop domain that is not a host name before sending anything', async () => {
     const store = { ...newStore('platform_a'), shopDomain: 'evil.example/steal?x=' };
-    const error = await platformError(adapters.platform_a.getOrder(store, '1'), store);
+    const error = await platformError(bench.adapters.platform_a.getOrder(store, '1'), store);
     expect(error.retryable).toBe(false);
   });
 });
 
 describe('pacing', () => {
   it('spreads calls to one store at the configured rate after the burst', async () => {
-    const paced = adaptersWith({ pacing: { platform_b: { burst: 2, perSecond: 10 } } });
+    const paced = bench.adaptersWith({ pacing: { platform_b: { burst: 2, perSecond: 10 } } });
     const store = newStore('platform_b');
-    sandbox.seedOrder(store.shopDomain, 'platform_b', resellerPayload('platform_b'));
+    bench.sandbox.seedOrder(store.shopDomain, 'platform_b', resellerPayload('platform_b'));
     const started = performance.now();
     await Promise.all(Array.from({ length: 5 }, () => paced.platform_b.getOrder(store, '450789469')));
     expect(performance.now() - started).toBeGreaterThanOrEqual(250);
 
-    const arrivals = sandbox.requestsFor(store.shopDomain).map((request) => Date.parse(request.at));
+    const arrivals = bench.sandbox.requestsFor(store.shopDomain).map((request) => Date.parse(request.at));
     expect(arrivals).toHaveLength(5);
     expect((arrivals[4] ?? 0) - (arrivals[0] ?? 0)).toBeGreaterThanOrEqual(250);
   });
@@ -434,7 +387,7 @@ describe('pacing', () => {
     const { paced, waitsOf } = adaptersRecordingWaits({ custom: { burst: 1, perSecond: 1 } });
     const real = newStore('custom');
     const stranger = { ...real, storeId: `${real.storeId}_stranger` };
-    sandbox.seedOrder(real.shopDomain, 'custom', resellerPayload('custom'));
+    bench.sandbox.seedOrder(real.shopDomain, 'custom', resellerPayload('custom'));
     await paced.custom.getOrder(stranger, 'ord_abc');
     await paced.custom.getOrder(stranger, 'ord_abc').catch(() => null);
     await paced.custom.getOrder(real, 'ord_abc');
@@ -444,9 +397,9 @@ describe('pacing', () => {
   });
 
   it('turns the caller already waited for (heldTurns) are spent, one per call, without reserving others', async () => {
-    const paced = adaptersWith({ pacing: { custom: { burst: 1, perSecond: 0.2 } } });
+    const paced = bench.adaptersWith({ pacing: { custom: { burst: 1, perSecond: 0.2 } } });
     const store = newStore('custom');
-    sandbox.seedOrder(store.shopDomain, 'custom', resellerPayload('custom'));
+    bench.sandbox.seedOrder(store.shopDomain, 'custom', resellerPayload('custom'));
     await paced.custom.getOrder(store, 'ord_abc');
     // The bucket is empty for five seconds, but these two calls' turns were already waited for.
     const heldTurns = { remaining: 2 };
@@ -458,18 +411,18 @@ describe('pacing', () => {
     const error = await platformError(paced.custom.getOrder(connection, 'ord_abc'), store);
     expect(error).toMatchObject({ retryable: true, sent: false });
     expect(error.retryAfterMs).toBeGreaterThan(1_500);
-    expect(sandbox.requestsFor(store.shopDomain)).toHaveLength(3);
+    expect(bench.sandbox.requestsFor(store.shopDomain)).toHaveLength(3);
   });
 
   it('a 429 voids the turns held from before it: the retry waits out the pause', async () => {
-    const paced = adaptersWith({ pacing: { custom: { burst: 10, perSecond: 10 } }, maxInlineRetryAfterMs: 3_000 });
+    const paced = bench.adaptersWith({ pacing: { custom: { burst: 10, perSecond: 10 } }, maxInlineRetryAfterMs: 3_000 });
     const store = newStore('custom');
-    sandbox.seedOrder(store.shopDomain, 'custom', resellerPayload('custom'));
-    sandbox.setFaults(store.shopDomain, { rateLimitNext: 1, retryAfterSeconds: 2 });
+    bench.sandbox.seedOrder(store.shopDomain, 'custom', resellerPayload('custom'));
+    bench.sandbox.setFaults(store.shopDomain, { rateLimitNext: 1, retryAfterSeconds: 2 });
     const heldTurns = { remaining: 3 };
     await paced.custom.getOrder({ ...store, heldTurns }, 'ord_abc');
     expect(heldTurns.remaining).toBe(0);
-    const [refused, retried] = sandbox.requestsFor(store.shopDomain);
+    const [refused, retried] = bench.sandbox.requestsFor(store.shopDomain);
     expect(refused!.status).toBe(429);
     expect(retried!.status).toBe(200);
     expect(Date.parse(retried!.at) - Date.parse(refused!.at)).toBeGreaterThanOrEqual(1_900);
@@ -479,8 +432,8 @@ describe('pacing', () => {
     const { paced, waitsOf } = adaptersRecordingWaits({ custom: { burst: 1, perSecond: 1 } });
     const busy = newStore('custom');
     const idle = newStore('custom');
-    sandbox.seedOrder(busy.shopDomain, 'custom', resellerPayload('custom'));
-    sandbox.seedOrder(idle.shopDomain, 'custom', resellerPayload('custom'));
+    bench.sandbox.seedOrder(busy.shopDomain, 'custom', resellerPayload('custom'));
+    bench.sandbox.seedOrder(idle.shopDomain, 'custom', resellerPayload('custom'));
     await paced.custom.getOrder(busy, 'ord_abc');
     await paced.custom.getOrder(busy, 'ord_abc').catch(() => null);
     await paced.custom.getOrder(idle, 'ord_abc');
@@ -492,12 +445,12 @@ describe('pacing', () => {
 
 describe('parseOrderWebhook', () => {
   it.each(PLATFORMS)('%s: normalises the platform order', (platform) => {
-    expect(adapters[platform].parseOrderWebhook(resellerPayload(platform))).toEqual(expectedResellerOrder(platform));
+    expect(bench.adapters[platform].parseOrderWebhook(resellerPayload(platform))).toEqual(expectedResellerOrder(platform));
   });
 
   it.each(PLATFORMS)('%s: defaults a missing currency to USD', (platform) => {
     const { currency: _, ...payload } = resellerPayload(platform);
-    expect(adapters[platform].parseOrderWebhook(payload).currency).toBe('USD');
+    expect(bench.adapters[platform].parseOrderWebhook(payload).currency).toBe('USD');
   });
 
   it('platform_b: derives the unit price from the line total when price is missing', () => {
@@ -507,15 +460,15 @@ describe('parseOrderWebhook', () => {
     });
     const [line] = payload.line_items as Array<Record<string, unknown>>;
     delete line?.price;
-    expect(adapters.platform_b.parseOrderWebhook(payload).lines[0]?.unitPriceMinor).toBe(250);
+    expect(bench.adapters.platform_b.parseOrderWebhook(payload).lines[0]?.unitPriceMinor).toBe(250);
   });
 
   it('platform_b: rounds a floating-point price to minor units when there is no total', () => {
     const payload = resellerPayload('platform_b');
     const [line] = payload.line_items as Array<Record<string, unknown>>;
     Object.assign(line ?? {}, { price: 8.335, quantity: 3, total: undefined });
-    expect(adapters.platform_b.parseOrderWebhook(payload).lines[0]).toMatchObject({ unitPriceMinor: 834 });
-    expect(adapters.platform_b.parseOrderWebhook(payload).lines[0]?.totalMinor).toBeUndefined();
+    expect(bench.adapters.platform_b.parseOrderWebhook(payload).lines[0]).toMatchObject({ unitPriceMinor: 834 });
+    expect(bench.adapters.platform_b.parseOrderWebhook(payload).lines[0]?.totalMinor).toBeUndefined();
   });
 
   it.each([
@@ -525,14 +478,14 @@ describe('parseOrderWebhook', () => {
   ])('platform_b: prices the line from its exact total: %s', (_label, fields, expected) => {
     const payload = resellerPayload('platform_b');
     Object.assign((payload.line_items as Array<Record<string, unknown>>)[0]!, fields);
-    expect(adapters.platform_b.parseOrderWebhook(payload).lines[0]).toMatchObject(expected);
+    expect(bench.adapters.platform_b.parseOrderWebhook(payload).lines[0]).toMatchObject(expected);
   });
 
   it('platform_b: sends the supplier a line\'s exact total, not the rounded unit price times the quantity', async () => {
     const store = newStore('platform_b');
     const lines = [{ sku: 'S-3', title: 'Three for ten', quantity: 3, unitPriceMinor: 333, totalMinor: 1000 }];
-    await adapters.platform_b.createOrder(store, { ...supplierOrder, lines }, 'key-total');
-    const [received] = sandbox.ordersFor(store.shopDomain);
+    await bench.adapters.platform_b.createOrder(store, { ...supplierOrder, lines }, 'key-total');
+    const [received] = bench.sandbox.ordersFor(store.shopDomain);
     expect((received?.body as { line_items: unknown[] }).line_items).toEqual([{ sku: 'S-3', name: 'Three for ten', quantity: 3, total: '10.00' }]);
   });
 
@@ -540,12 +493,12 @@ describe('parseOrderWebhook', () => {
     const payload = resellerPayload(platform);
     const [line] = (payload[platform === 'custom' ? 'lines' : 'line_items'] as Array<Record<string, unknown>>);
     Object.assign(line!, { quantity: 1_000_000 }, platform === 'platform_b' && { total: '12500000.00' });
-    expect(adapters[platform].parseOrderWebhook(payload).lines[0]?.quantity).toBe(1_000_000);
+    expect(bench.adapters[platform].parseOrderWebhook(payload).lines[0]?.quantity).toBe(1_000_000);
   });
 
   it('platform_b: treats blank shipping fields as absent', () => {
     const payload = buildOrderPayload('platform_b', { id: 7, shippingAddress: null, lines: [] });
-    expect(adapters.platform_b.parseOrderWebhook(payload).shippingAddress).toBeNull();
+    expect(bench.adapters.platform_b.parseOrderWebhook(payload).shippingAddress).toBeNull();
   });
 
   const badOrders: Array<[Platform, string, (payload: Record<string, unknown>) => void, string]> = [
@@ -576,7 +529,7 @@ describe('parseOrderWebhook', () => {
   it.each(badOrders)('%s: rejects %s', (platform, _, spoil, path) => {
     const payload = resellerPayload(platform);
     spoil(payload);
-    const error = payloadError(() => adapters[platform].parseOrderWebhook(payload));
+    const error = payloadError(() => bench.adapters[platform].parseOrderWebhook(payload));
     expect(error.path).toBe(path);
     expect(error.message).toContain(path);
   });
@@ -590,11 +543,11 @@ describe('parseOrderWebhook', () => {
   it.each(customItems)('%s: keeps a custom line item without sku or vendor, unroutable', (platform, strip) => {
     const payload = resellerPayload(platform);
     strip(payload);
-    expect(adapters[platform].parseOrderWebhook(payload).lines[0]).toMatchObject({ sku: '', vendor: '' });
+    expect(bench.adapters[platform].parseOrderWebhook(payload).lines[0]).toMatchObject({ sku: '', vendor: '' });
   });
 
   it.each(PLATFORMS)('%s: rejects a body that is not an order', (platform) => {
-    expect(payloadError(() => adapters[platform].parseOrderWebhook('hello')).message).toContain(platform);
+    expect(payloadError(() => bench.adapters[platform].parseOrderWebhook('hello')).message).toContain(platform);
   });
 });
 
@@ -612,7 +565,7 @@ describe('parseFulfillmentWebhook', () => {
       tracking_url: 'https://track.example/1Z001',
       extra_field: { ignored: true },
     };
-    expect(adapters.platform_a.parseFulfillmentWebhook(payload)).toEqual({
+    expect(bench.adapters.platform_a.parseFulfillmentWebhook(payload)).toEqual({
       sourceOrderId: '450789469',
       fulfillmentId: '255858046',
       tracking: { numbers: ['1Z001', '1Z002'], urls: ['https://track.example/1Z001'], company: 'UPS' },
@@ -626,7 +579,7 @@ describe('parseFulfillmentWebhook', () => {
       trackingUrls: ['https://track.example/1Z001'],
       company: 'UPS',
     });
-    expect(adapters[platform].parseFulfillmentWebhook(payload)).toEqual({
+    expect(bench.adapters[platform].parseFulfillmentWebhook(payload)).toEqual({
       sourceOrderId: platform === 'custom' ? 'ord_1' : '1001',
       fulfillmentId: null,
       tracking: { numbers: ['1Z001'], urls: ['https://track.example/1Z001'], company: 'UPS' },
@@ -640,7 +593,7 @@ describe('parseFulfillmentWebhook', () => {
       trackingNumbers: ['1Z001'],
       trackingUrls: platform === 'platform_b' ? ['javascript:alert(document.cookie)'] : ['JavaScript:alert(1)', 'data:text/html,x', 'https://track.example/1Z001', 'track.example/1Z001'],
     });
-    const { urls } = adapters[platform].parseFulfillmentWebhook(payload)!.tracking;
+    const { urls } = bench.adapters[platform].parseFulfillmentWebhook(payload)!.tracking;
     expect(urls).toEqual(platform === 'platform_b' ? [] : ['https://track.example/1Z001', 'track.example/1Z001']);
   });
 
@@ -649,7 +602,7 @@ describe('parseFulfillmentWebhook', () => {
     ['platform_b', { order_id: 'twelve', tracking_number: '1Z' }, 'order_id'],
     ['custom', { orderId: 'ord_1', trackingNumbers: '1Z' }, 'trackingNumbers'],
   ] as const)('%s: rejects an invalid fulfillment', (platform, payload, path) => {
-    expect(payloadError(() => adapters[platform].parseFulfillmentWebhook(payload)).path).toBe(path);
+    expect(payloadError(() => bench.adapters[platform].parseFulfillmentWebhook(payload)).path).toBe(path);
   });
 });
 
@@ -675,18 +628,18 @@ describe('sandbox control API and webhooks', () => {
 
   it('injects faults and reports orders over HTTP', async () => {
     const store = newStore('platform_a');
-    const control = `${sandbox.url}/_sandbox/stores/${store.shopDomain}`;
+    const control = `${bench.sandbox.url}/_sandbox/stores/${store.shopDomain}`;
     const faults = await fetch(`${control}/faults`, { method: 'POST', body: JSON.stringify({ failNext: 1 }) });
     expect(faults.status).toBe(204);
-    await platformError(adapters.platform_a.createOrder(store, supplierOrder, 'k'), store);
-    await adapters.platform_a.createOrder(store, supplierOrder, 'k');
+    await platformError(bench.adapters.platform_a.createOrder(store, supplierOrder, 'k'), store);
+    await bench.adapters.platform_a.createOrder(store, supplierOrder, 'k');
     const orders = (await (await fetch(`${control}/orders`)).json()) as unknown[];
     expect(orders).toHaveLength(1);
   });
 
   it('posts signed webhooks with the platform headers', async () => {
     const payload = resellerPayload('platform_a');
-    const response = await fetch(`${sandbox.url}/_sandbox/webhooks`, {
+    const response = await fetch(`${bench.sandbox.url}/_sandbox/webhooks`, {
       method: 'POST',
       body: JSON.stringify({
         targetUrl: receiverUrl,
@@ -721,13 +674,13 @@ describe("createOrder's supplier lines (kept for cancellations, issue 23)", () =
   it('are the lines of the create answer with the supplier\'s own ids on platform_a and platform_b; custom\'s answer gives none', async () => {
     for (const platform of ['platform_a', 'platform_b'] as const) {
       const store = newStore(platform);
-      const created = await adapters[platform].createOrder(store, supplierOrder, `lines-${platform}`);
-      const [received] = sandbox.ordersFor(store.shopDomain);
+      const created = await bench.adapters[platform].createOrder(store, supplierOrder, `lines-${platform}`);
+      const [received] = bench.sandbox.ordersFor(store.shopDomain);
       const lineItems = (received!.order as { line_items: { id: number; sku: string; quantity: number }[] }).line_items;
       expect(created.lines).toEqual(lineItems.map((line) => ({ lineId: String(line.id), sku: line.sku, quantity: line.quantity })));
       expect(created.lines?.map((line) => [line.sku, line.quantity])).toEqual([['MUG-1', 2], ['TEE-2', 1]]);
     }
-    const custom = await adapters.custom.createOrder(newStore('custom'), supplierOrder, 'lines-custom');
+    const custom = await bench.adapters.custom.createOrder(newStore('custom'), supplierOrder, 'lines-custom');
     expect(custom.lines ?? null).toBeNull();
   });
 
