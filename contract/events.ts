@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { auth, authErrors, c, errorResponse, FilterTimestamp, IdParam, listOf, openApi, pageQuery, RequestId, Timestamp } from './common.ts';
-import { FulfillmentSchema, SyncJobDetail } from './sync-jobs.ts';
+import { ExternalOrderId, FulfillmentSchema, SyncJobDetail } from './sync-jobs.ts';
 
 /** The closed set of event types (events.md). `ping` is only ever sent by an endpoint's test. */
 export const SYNC_JOB_EVENT_TYPES = ['sync_job.created', 'sync_job.completed', 'sync_job.failed', 'sync_job.dead', 'sync_job.retried', 'sync_job.stale'] as const;
@@ -82,7 +82,7 @@ export const CancellationEventSchema = storeEvent(
 const CancelledOrder = openApi(
   z.object({
     resellerStoreId: z.string(),
-    externalOrderId: z.string(),
+    externalOrderId: ExternalOrderId,
     scope: z.enum(['order', 'lines']).describe('`order`: the whole order; `lines`: some lines.'),
     lines: z.array(z.object({ sku: z.string(), quantity: z.number().int() })).describe('The reseller lines cancelled, by SKU; empty for the whole order.'),
     syncJobIds: z.array(z.string()).describe('The jobs given a cancellation by this signal; empty when the order was not routed or nothing was left open.'),
@@ -95,7 +95,7 @@ export const OrderCancelledEventSchema = storeEvent('OrderCancelledEvent', ['ord
 const UnmatchedOrder = openApi(
   z.object({
     resellerStoreId: z.string(),
-    externalOrderId: z.string(),
+    externalOrderId: ExternalOrderId,
     lines: z
       .array(z.object({ sku: z.string(), title: z.string(), vendor: z.string(), quantity: z.number().int() }))
       .describe(
@@ -110,7 +110,7 @@ export const OrderUnmatchedEventSchema = storeEvent('OrderUnmatchedEvent', ['ord
 const ReconciledOrder = openApi(
   z.object({
     resellerStoreId: z.string(),
-    externalOrderId: z.string(),
+    externalOrderId: ExternalOrderId,
     syncJobIds: z.array(z.string()).describe('The jobs reconciliation created for the order.'),
   }),
   { title: 'ReconciledOrder' },

@@ -164,7 +164,10 @@ const delivery = {
 };
 
 export interface OperationExamples {
+  /** The request body's one example (`example`)... */
   request?: unknown;
+  /** ...or its named examples (`examples`), where one would mislead: bodies that differ by platform. */
+  requests?: Record<string, { summary: string; value: unknown }>;
   responses: Record<string, unknown>;
 }
 
@@ -206,7 +209,10 @@ export const EXAMPLES: Record<string, OperationExamples> = {
     responses: { 200: one({ ...sourceStore, pricingMode: 'field_rules', pricingConfig: { type: 'field_rules', rules: [{ field: 'price', op: 'multiply', value: 0.7 }, { field: 'sku', op: 'prefix', value: 'AC-' }] } }) },
   },
   syncJobsCreate: {
-    request: { source_store_id: ids.source, external_order_id: '450789469' },
+    requests: {
+      numbered: { summary: 'An order of a platform_a or platform_b storefront (its order ids are numbers)', value: { source_store_id: ids.source, external_order_id: '450789469' } },
+      custom: { summary: 'An order of a custom storefront (its order ids are strings)', value: { source_store_id: ids.source, external_order_id: 'SO-1001' } },
+    },
     responses: { 201: one({ ...syncJob, status: 'pending', attempts: 0, sourceOrderId: null, completedAt: null, fulfillments: [], cancellations: [] }), 200: one({ ...syncJob, fulfillments: [], cancellations: [] }) },
   },
   syncJobsList: { responses: { 200: list('/v1/sync_jobs', syncJob) } },

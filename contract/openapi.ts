@@ -43,6 +43,7 @@ function withExamples(operation: OperationObject): OperationObject {
   if (!examples) return operation;
   const requestMedia = operation.requestBody && 'content' in operation.requestBody ? operation.requestBody.content['application/json'] : undefined;
   if (requestMedia && examples.request !== undefined) requestMedia.example = examples.request;
+  if (requestMedia && examples.requests !== undefined) requestMedia.examples = examples.requests;
   for (const [status, example] of Object.entries(examples.responses)) {
     const response = operation.responses[status];
     const media = response && 'content' in response ? response.content?.['application/json'] : undefined;

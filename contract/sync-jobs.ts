@@ -96,13 +96,18 @@ export const CancellationSchema = openApi(z.object({
   timeline: z.array(CancellationAttempt).describe('The cancellation\'s attempts, oldest first.'),
 }), { title: 'Cancellation' });
 
+/** A storefront order id as the service keeps it (a job's, an order event's `externalOrderId`). */
+export const ExternalOrderId = z
+  .string()
+  .describe('Order id on the reseller platform, 1 to 32 ASCII letters, digits, `_` and `-`: on platform_a and platform_b, whose order ids are numbers, its digits without leading zeros (`1001`); on a custom storefront, its string id as the storefront gave it (`SO-1001`).');
+
 const SyncJobFields = openApi(z.object({
   id: z.string(),
   resellerStoreId: z.string(),
   sourceStoreId: z.string(),
   status: SyncJobStatusSchema,
   attempts: z.number().int().describe('Processing attempts so far; 0 on a new job.'),
-  externalOrderId: z.string().describe('Order id on the reseller platform: a number on platform_a and platform_b (without leading zeros), a custom storefront\'s string id as it gave it.'),
+  externalOrderId: ExternalOrderId,
   sourceOrderId: z.string().nullable().describe('Order id on the source store, once placed.'),
   errorMessage: z.string().nullable().describe('Why the last attempt failed; cleared on retry.'),
   completedAt: NullableTimestamp,

@@ -3,6 +3,8 @@ import { readFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import SwaggerParser from '@apidevtools/swagger-parser';
 import { describe, expect, it } from 'vitest';
+import { contract } from '../contract/index.ts';
+import { EXTERNAL_ORDER_ID } from '../contract/limits.ts';
 
 const run = promisify(execFile);
 const SPEC_PATH = new URL('../openapi.json', import.meta.url).pathname;
@@ -75,7 +77,9 @@ describe('openapi.json quality', () => {
       const where = `${method.toUpperCase()} ${path}`;
       const body = operation.requestBody?.content?.['application/json'];
       if (body && body.schema && Object.keys(body.schema).length > 0 && !['/v1/auth/refresh', '/v1/auth/logout'].includes(path)) {
-        expect(body.example, `${where} request example`).toBeDefined();
+        // One `example`, or named `examples` (bodies that differ by platform), each with its value.
+        const named = Object.values((body.examples ?? {}) as Record<string, { value?: unknown }>);
+        expect(body.example ?? (named.length > 0 && named.every((example) => example.value !== undefined) ? named : undefined), `${where} request example`).toBeDefined();
       }
       const success = Object.entries(operation.responses as Record<string, any>).find(([status]) => status.startsWith('2'))!;
       const media = success[1].content?.['application/json'];
@@ -92,6 +96,24 @@ describe('openapi.json quality', () => {
     for (const { path, method, operation } of operations) {
       if (operation.requestBody) expect(operation.requestBody.required, `${method} ${path}`).toBe(true);
     }
+  });
+
+  it('documents a manual job for a custom storefront, whose order ids are strings, and says which ids are taken', () => {
+    const create = spec.paths['/v1/sync_jobs'].post.requestBody.content['application/json'];
+    const ids = Object.values((create.examples ?? {}) as Record<string, { value: { external_order_id: string } }>).map((example) => example.value.external_order_id);
+    // A platform_a/platform_b order (digits) and a custom storefront's (a string such as SO-1001).
+    expect(ids).toEqual(expect.arrayContaining([expect.stringMatching(/^\d+$/), expect.stringMatching(/[A-Za-z]/)]));
+    for (const id of ids) expect(id).toMatch(EXTERNAL_ORDER_ID);
+    for (const example of Object.values(create.examples as Record<string, { value: unknown }>)) expect(contract.syncJobs.create.body.safeParse(example.value).success).toBe(true);
+    // Every place the id is shown says what it is on each platform, not "a numeric order id".
+    const described = [
+      create.schema.properties.external_order_id.description,
+      spec.components.schemas.SyncJobSummary.properties.externalOrderId.description,
+      spec.components.schemas.CancelledOrder.properties.externalOrderId.description,
+      spec.components.schemas.UnmatchedOrder.properties.externalOrderId.description,
+      spec.components.schemas.ReconciledOrder.properties.externalOrderId.description,
+    ];
+    for (const description of described) expect(description).toMatch(/custom storefront.*string/);
   });
 
   it('names path parameters as the interface does', () => {
