@@ -53,8 +53,9 @@ export interface CancelledJobs {
    * Records on a job ended unplaced (VOID) the supplier order its cancellation found by the job's
    * reference (an answer lost, then the job died): its fulfillments and the supplier's cancellation
    * then find the job, and the job no longer counts as having sent an order it never learned.
+   * Whether it was recorded now (false: the job has an order already, or is not one ended unplaced).
    */
-  recordFoundOrder(syncJobId: string, sourceOrderId: string, foundBy: Extract<OrderFoundBy, { by: 'cancellation' }>): Promise<unknown>;
+  recordFoundOrder(syncJobId: string, sourceOrderId: string, foundBy: Extract<OrderFoundBy, { by: 'cancellation' }>): Promise<boolean>;
   /**
    * The same record, in the caller's transaction, of the order a divergence-watch pass listed still
    * open for a job whose whole-order cancellation ended `not_placed` (`cancelFoundOrder`). Whether it was recorded now.
