@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectOrm } from '../src/database.ts';
 import type { Orm } from '../src/db/orm.ts';
 import { sqlOf } from '../src/db/sql.ts';
-import { SharedPacer } from '../src/pacing/pacer.ts';
+import { attemptTurns } from '../src/pacing/attempt-turns.ts';
+import { BOOKING_HORIZON_MS, SharedPacer } from '../src/pacing/pacer.ts';
 import { PacingRepository, type TurnRequest } from '../src/pacing/repository.ts';
 import { createTestDatabase } from './support/database.ts';
 
@@ -103,6 +104,88 @@ describe('turns', () => {
     const until = await repository.pause(store, 3_000, 100, 1);
     const [covered] = await repository.reserve([single(new Date())], 1_000);
     expect(covered!.at.getTime()).toBeGreaterThanOrEqual(until.getTime());
+  });
+});
+
+describe('the booking horizon', () => {
+  /** An ordinary attempt's call, booked at most a second ahead (10 calls a second, bursts of 3). */
+  const ordinary = (storeId: string): TurnRequest => ({ ...request(storeId), horizonMs: 1_000 });
+
+  it('books ordinary calls up to the horizon; the rest book nothing and get estimates, in order; an urgent call books right after the booked horizon', async () => {
+    const store = newStore();
+    const turns = await repository.reserve(Array.from({ length: 20 }, () => ordinary(store)), 1_000);
+    // The burst (3) and ten calls a spacing apart, up to a second ahead, are booked.
+    const booked = turns.filter((turn) => turn.booked);
+    expect(booked).toHaveLength(13);
+    expect(turns.slice(0, 13).every((turn) => turn.booked && !turn.estimated)).toBe(true);
+    expect(Math.max(...booked.map((turn) => turn.waitMs))).toBeLessThanOrEqual(1_000);
+    // The other seven wait in line: their estimates follow the booked turns a spacing apart, first come first.
+    const estimated = turns.slice(13);
+    expect(estimated.every((turn) => turn.estimated && !turn.booked)).toBe(true);
+    expect(estimated[0]!.at.getTime() - booked.at(-1)!.at.getTime()).toBe(100);
+    estimated.slice(1).forEach((turn, i) => expect(turn.at.getTime() - estimated[i]!.at.getTime()).toBe(100));
+
+    // An urgent call (no horizon) books the store's real next turn: right after the booked ones, not after the line.
+    const [urgent] = await repository.reserve([request(store)], 1_000);
+    expect(urgent!.booked).toBe(true);
+    expect(urgent!.at.getTime() - booked.at(-1)!.at.getTime()).toBe(100);
+    expect(urgent!.waitMs).toBeLessThanOrEqual(1_100);
+
+    // A later ordinary call joins the end of the line, although the bucket has room within the horizon soon.
+    const [late] = await repository.reserve([ordinary(store)], 1_000);
+    expect(late!.estimated).toBe(true);
+    expect(late!.at.getTime() - estimated.at(-1)!.at.getTime()).toBe(100);
+
+    // The first of the line comes back with its estimate: it books a real turn, whatever the horizon.
+    const [back] = await repository.reserve([request(store)], 1_000);
+    expect(back).toMatchObject({ booked: true, estimated: false });
+    expect(back!.at.getTime() - urgent!.at.getTime()).toBe(100);
+  });
+
+  it('books the urgent calls of a statement first, and the ordinary ones after them up to the horizon', async () => {
+    const store = newStore();
+    const turns = await repository.reserve([...Array.from({ length: 20 }, () => ordinary(store)), request(store)], 1_000);
+    expect(turns[20]).toMatchObject({ booked: true, waitMs: 0 });
+    // The urgent call took one of the thirteen turns within the horizon.
+    expect(turns.filter((turn) => turn.booked)).toHaveLength(13);
+    expect(turns.slice(12, 20).every((turn) => turn.estimated)).toBe(true);
+  });
+
+  it('books nothing ordinary past a pause: calls after it wait in line with estimates', async () => {
+    const store = newStore();
+    const until = await repository.pause(store, 5_000, 100, 3);
+    const turns = await repository.reserve([ordinary(store), ordinary(store)], 1_000);
+    expect(turns.every((turn) => turn.estimated)).toBe(true);
+    expect(turns[0]!.at.getTime()).toBeGreaterThanOrEqual(until.getTime());
+    const [urgent] = await repository.reserve([request(store)], 1_000);
+    expect(urgent!.at.getTime()).toBe(until.getTime());
+  });
+
+  it("gives back what an attempt's other calls booked when one of them is beyond the horizon", async () => {
+    // Bursts of 1 at 10 calls a second: every booked call moves the store's next turn by 100 ms.
+    const pacer = new SharedPacer(sqlOf(orm), { custom: { perSecond: 10, burst: 2 } });
+    const busy = { storeId: newStore(), platform: 'custom' as const };
+    const idle = { storeId: newStore(), platform: 'custom' as const };
+    const horizon = pacer.horizonMs(busy);
+    expect(horizon).toBe(BOOKING_HORIZON_MS);
+    // The busy store's horizon is booked full by ordinary attempts.
+    const backlog = await attemptTurns(pacer, Array.from({ length: horizon / 100 + 1 }, () => ({ targets: [busy], heldAt: null })));
+    expect(backlog.every((turn) => turn.estimate === null)).toBe(true);
+    // An attempt calling both stores: the busy one is beyond the horizon, so the attempt gets an estimate and books nothing.
+    const [both] = await attemptTurns(pacer, [{ targets: [idle, busy], heldAt: null }]);
+    expect(both!.estimate).not.toBeNull();
+    expect(both!.estimate!.comeBackAt.getTime()).toBe(both!.estimate!.at.getTime() - horizon / 2);
+    // Its turn of the idle store was given back: the idle store's next call goes at once.
+    const [next] = await pacer.turns([{ store: idle, lane: 'ordinary' }]);
+    expect(next!.waitMs).toBe(0);
+    // Urgent and returning attempts book whatever the horizon.
+    const [urgent, returning] = await attemptTurns(pacer, [
+      { targets: [busy], heldAt: null, urgent: true },
+      { targets: [busy], heldAt: null, estimatedAt: both!.estimate!.at },
+    ]);
+    expect(urgent!.estimate).toBeNull();
+    expect(returning!.estimate).toBeNull();
+    expect(urgent!.waitMs).toBeLessThanOrEqual(horizon + 100);
   });
 });
 

@@ -17,15 +17,18 @@ import type { Queue, QueueSpec } from '../queue/queue.ts';
 /**
  * `turnAt`: the message was postponed to a turn reserved for its row's platform calls
  * (src/pacing/attempt-turns.ts); the worker spends that turn instead of reserving another.
+ * `estimatedAt`: the message was postponed beyond its store's booking horizon with an estimate of its
+ * turn (nothing reserved); the worker books its turn now, whatever the horizon.
  */
 const turnAt = z.string().datetime({ offset: true }).optional();
+const estimatedAt = z.string().datetime({ offset: true }).optional();
 
 /**
  * A kind's queue: its messages name the row (`shape`) and may carry a reserved turn. pg-boss
  * redelivers a message at most as often as the policy allows retries (src/queue/queue.ts).
  */
 export function attemptQueue<S extends z.ZodRawShape>(name: string, shape: S) {
-  return { name, schema: z.object({ ...shape, turnAt }), retryLimit: MAX_AUTO_RETRIES };
+  return { name, schema: z.object({ ...shape, turnAt, estimatedAt }), retryLimit: MAX_AUTO_RETRIES };
 }
 
 /**
@@ -141,6 +144,12 @@ export interface Attempt<W> {
    * before it takes the row, so a row whose store is not free is postponed without spending an attempt.
    */
   targets(work: W): PacedStore[];
+  /**
+   * Whether the kind's attempts are urgent: their calls book the store's next turn, never deferred
+   * beyond the booking horizon (src/pacing/), so one waits at most about the horizon behind any
+   * backlog of the store's ordinary work (a cancellation, which the supplier could still ship). Not by default.
+   */
+  urgent?: boolean;
   /**
    * Calls `perform` may make beyond its targets' booked turns, each waiting for a turn of its own
    * (at most UNBOOKED_CALL_TURN_WAIT_MS): counted in how long an attempt can last. None by default.

@@ -13,7 +13,7 @@ import type { AttemptTrigger } from '../../contract/enums.ts';
 import { triggerOf } from './entity.ts';
 import { JobFailure, failureMessage, requestedDelayMs } from './failure.ts';
 import { UNBOOKED_CALL_TURN_WAIT_MS, type Attempt, type AttemptKind, type AttemptRow, type AttemptRuntime, type RowOf } from './kind.ts';
-import { attemptTurns, MAX_TURN_WAIT_MS, postponeToTurns } from '../pacing/attempt-turns.ts';
+import { attemptTurns, MAX_TURN_WAIT_MS, postponeToTurns, type Postponement } from '../pacing/attempt-turns.ts';
 import { replaceQueueMessages, writeAttemptTransitions, type AttemptWrite, type TimelineStep } from './repository.ts';
 
 /** A queue message naming the row it may move. */
@@ -22,6 +22,8 @@ export interface AttemptMessage {
   rowId: string;
   /** The turn the message was postponed to (src/pacing/attempt-turns.ts), if it was. */
   turnAt?: Date | undefined;
+  /** The estimate of its turn the message was postponed with, beyond its store's booking horizon, if it was. */
+  estimatedAt?: Date | undefined;
 }
 
 /** A row taken, and when its turn to call its stores comes (`performance.now()` time). */
@@ -244,10 +246,10 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
   private async take(messages: AttemptMessage[], dropped: string[]): Promise<Taken<W>[]> {
     const loaded = new Map((await this.attempt.load([...new Set(messages.map((m) => m.rowId))])).map((work) => [work.row.id, work]));
     const now = new Date();
-    const candidates: { work: W; log: Logger; messageId: string; trigger: AttemptTrigger; heldAt: Date | null; moved: R; failed: R | null }[] = [];
+    const candidates: { work: W; log: Logger; messageId: string; trigger: AttemptTrigger; heldAt: Date | null; estimatedAt: Date | null; moved: R; failed: R | null }[] = [];
     const lost: { work: W; log: Logger; messageId: string }[] = [];
     const stale = [...dropped];
-    for (const { messageId, rowId, turnAt } of messages) {
+    for (const { messageId, rowId, turnAt, estimatedAt } of messages) {
       const log = this.ctx.logger.child({ [this.kind.logKey]: rowId, message_id: messageId });
       const work = loaded.get(rowId);
       // What starts this attempt, read from the row before the LOSE and TAKE change it.
@@ -255,7 +257,7 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
       // Moved on a copy: a row whose store's turn is not near is postponed, not moved; one taken (or lost) gets the copy's state.
       const moved = work && { ...work.row };
       const take = moved && trigger && work.row.queueMessageId === messageId ? this.moveOnTake(moved, now, log) : null;
-      if (take?.move === 'take') candidates.push({ work: work!, log, messageId, trigger: trigger!, heldAt: turnAt ?? null, moved: moved!, failed: take.failed });
+      if (take?.move === 'take') candidates.push({ work: work!, log, messageId, trigger: trigger!, heldAt: turnAt ?? null, estimatedAt: estimatedAt ?? null, moved: moved!, failed: take.failed });
       else if (take?.move === 'lost') {
         this.applyMove(work!, moved!, log);
         lost.push({ work: work!, log, messageId });
@@ -267,15 +269,23 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
     // The calls of the attempt about to be made: its targets read from the row as the take leaves it
     // (`attempts` counted), as `perform` will see it. A sync job's retry looks its order up first once
     // the job is over 12 hours old and this is not its first attempt (src/sync-jobs/attempt.ts).
-    const turns = await attemptTurns(this.ctx.pacer, candidates.map(({ work, moved, heldAt }) => ({ targets: this.attempt.targets({ ...work, row: moved }), heldAt })));
-    const reservedAt = performance.now();
-    const later = candidates.flatMap(({ work, log, messageId }, i) =>
-      turns[i]!.waitMs > MAX_TURN_WAIT_MS ? [{ row: work.row, turnAt: turns[i]!.at!, log, messageId }] : [],
+    const turns = await attemptTurns(
+      this.ctx.pacer,
+      candidates.map(({ work, moved, heldAt, estimatedAt }) => ({ targets: this.attempt.targets({ ...work, row: moved }), heldAt, estimatedAt, urgent: this.attempt.urgent ?? false })),
+      this.ctx.logger,
     );
+    const reservedAt = performance.now();
+    // Not run now: a turn not near, or (beyond the booking horizon) an estimate, nothing booked.
+    const runsNow = (i: number) => turns[i]!.estimate === null && turns[i]!.waitMs <= MAX_TURN_WAIT_MS;
+    const later = candidates.flatMap(({ work, log, messageId }, i): Postponement[] => {
+      if (runsNow(i)) return [];
+      const { estimate, at } = turns[i]!;
+      return [estimate ? { row: work.row, log, messageId, estimate } : { row: work.row, log, messageId, turnAt: at! }];
+    });
     await postponeToTurns(this.ctx, this.kind, later);
     const taking = candidates.flatMap(({ work, log, messageId, trigger, moved, failed }, i) => {
+      if (!runsNow(i)) return [];
       const { waitMs } = turns[i]!;
-      if (waitMs > MAX_TURN_WAIT_MS) return [];
       this.applyMove(work, moved, log);
       return [{ work, log, messageId, failed, timeline: { trigger } as TimelineStep, turnAt: reservedAt + waitMs }];
     });

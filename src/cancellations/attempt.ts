@@ -294,6 +294,14 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
      */
     targets: ({ row, source }) => (source ? callsTo(ctx, source, callsOf(row, ctx.platforms[source.platform])) : []),
 
+    /**
+     * Every attempt books the supplier's next turn, never deferred behind the store's backlog
+     * (src/pacing/): ordinary work is booked at most the booking horizon ahead, so a cancellation
+     * reaches the supplier within about that, however many placements wait, while it could still stop
+     * the order. Its other calls (the read after a refusal, a lookup) reserve their turn inline, the same way.
+     */
+    urgent: true,
+
     async perform(work) {
       const decision = await decide(work);
       if (decision.reason !== work.row.reason || decision.lines || decision.closesOrder) {

@@ -10,7 +10,7 @@ import type { CancellationWork } from './repository.ts';
  * Cancelling a job's supplier order, or some of its lines, on the source store (order-changes.md):
  * a kind of retried work (src/attempts/), run by the worker src/workers/kinds.ts lists it for.
  */
-export const cancellationKind = defineAttemptKind<Cancellation, 'outcome', { cancellationId: string; turnAt?: string | undefined }, CancellationWork, CancellationAttemptDeps>({
+export const cancellationKind = defineAttemptKind<Cancellation, 'outcome', { cancellationId: string; turnAt?: string | undefined; estimatedAt?: string | undefined }, CancellationWork, CancellationAttemptDeps>({
   name: 'cancellation',
   table: 'cancellations',
   resultColumn: 'outcome',

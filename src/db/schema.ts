@@ -235,6 +235,7 @@ export const TABLES = {
     store_id: 'character varying',
     next_at: 'timestamp with time zone',
     paused_until: 'timestamp with time zone null',
+    queued_until: 'timestamp with time zone null',
   },
   rate_limit_counters: {
     key: 'character varying',

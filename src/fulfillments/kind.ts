@@ -9,7 +9,7 @@ import type { Fulfillment } from './entity.ts';
  * Adding a supplier's tracking to the reseller's order: a kind of retried work (src/attempts/), run
  * by the worker src/workers/kinds.ts lists it for.
  */
-export const fulfillmentKind = defineAttemptKind<Fulfillment, 'resellerFulfillmentId', { fulfillmentId: string; turnAt?: string | undefined }, FulfillmentWork, FulfillmentAttemptDeps>({
+export const fulfillmentKind = defineAttemptKind<Fulfillment, 'resellerFulfillmentId', { fulfillmentId: string; turnAt?: string | undefined; estimatedAt?: string | undefined }, FulfillmentWork, FulfillmentAttemptDeps>({
   name: 'fulfillment',
   table: 'fulfillments',
   resultColumn: 'reseller_fulfillment_id',

@@ -51,6 +51,13 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  readonly attemptsDeferred = new Counter({
+    name: 'attempts_deferred_total',
+    help: 'Queue messages of retried work beyond their store\'s booking horizon: postponed with an estimate of their turn (their place in the store\'s line), nothing booked, by kind. Also counted in attempts_postponed_total.',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+
   readonly attemptsLetGo = new Counter({
     name: 'attempts_let_go_total',
     help: 'Attempts still calling a slow platform when their batch was released (handed to a watchdog message), by kind.',

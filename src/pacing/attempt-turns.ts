@@ -12,54 +12,122 @@ import { replaceQueueMessages } from '../attempts/repository.ts';
  */
 export const MAX_TURN_WAIT_MS = 1_000;
 
-/** When an attempt may run: the latest of its targets' turns (by the database's clock), and how long until then. */
+/**
+ * When an attempt may run: the latest of its targets' turns (by the database's clock), and how long
+ * until then. `estimate`: one of its calls was beyond the booking horizon, so it booked nothing
+ * (turns its other calls booked were given back): its estimated turn, and when its message comes
+ * back to book one (half the horizon before the estimate, so the store always has booked work ahead).
+ */
 export interface AttemptTurn {
   at: Date | null;
   waitMs: number;
+  estimate: { at: Date; comeBackAt: Date } | null;
+}
+
+/** What an attempt reserves: its calls' stores, the turn its message held or the estimate it carries, and its lane. */
+export interface AttemptTurnRequest {
+  targets: PacedStore[];
+  heldAt: Date | null;
+  /** The message came back with its estimate (see AttemptTurn): it books now, whatever the horizon. */
+  estimatedAt?: Date | null;
+  /** An urgent attempt (a cancellation's) books the store's next turn, never deferred. */
+  urgent?: boolean;
 }
 
 /**
  * The turn of each attempt, in one reservation for the whole batch (src/pacing/pacer.ts). An
- * attempt whose message was postponed to a turn (`heldAt`) spends that one while it stands.
+ * attempt whose message was postponed to a turn (`heldAt`) spends that one while it stands; an
+ * ordinary one books at most the booking horizon ahead, or gets an estimate instead. The turns an
+ * estimated attempt's other calls booked are given back (a statement per store, only then).
  */
-export async function attemptTurns(pacer: SharedPacer, attempts: { targets: PacedStore[]; heldAt: Date | null }[]): Promise<AttemptTurn[]> {
-  const calls = attempts.flatMap(({ targets, heldAt }, i) => targets.map((store) => ({ i, store, heldAt })));
+export async function attemptTurns(pacer: SharedPacer, attempts: AttemptTurnRequest[], logger?: Logger): Promise<AttemptTurn[]> {
+  const calls = attempts.flatMap(({ targets, heldAt, estimatedAt, urgent }, i) =>
+    targets.map((store) => ({ i, store, heldAt, lane: urgent || estimatedAt ? ('now' as const) : ('ordinary' as const) })),
+  );
   const turns = await pacer.turns(calls);
-  const result: AttemptTurn[] = attempts.map(() => ({ at: null, waitMs: 0 }));
-  calls.forEach(({ i }, k) => {
+  const result: AttemptTurn[] = attempts.map(() => ({ at: null, waitMs: 0, estimate: null }));
+  calls.forEach(({ i, store }, k) => {
     const turn = turns[k]!;
     const attempt = result[i]!;
+    if (turn.estimated) {
+      const comeBackAt = new Date(turn.at.getTime() - pacer.horizonMs(store) / 2);
+      if (attempt.estimate === null || turn.at > attempt.estimate.at) attempt.estimate = { at: turn.at, comeBackAt };
+      return;
+    }
     if (attempt.at === null || turn.at > attempt.at) attempt.at = turn.at;
     attempt.waitMs = Math.max(attempt.waitMs, turn.waitMs);
   });
+  // An attempt goes with all its calls or none: what a deferred attempt's other calls booked goes back.
+  const unused = new Map<string, { store: PacedStore; calls: number }>();
+  calls.forEach(({ i, store }, k) => {
+    if (result[i]!.estimate === null || !turns[k]!.booked) return;
+    const entry = unused.get(store.storeId) ?? { store, calls: 0 };
+    entry.calls += 1;
+    unused.set(store.storeId, entry);
+  });
+  await Promise.all(
+    [...unused.values()].map(({ store, calls: count }) =>
+      pacer.release(store, count).catch((error: unknown) => logger?.warn({ err: error, store_id: store.storeId }, 'could not give back the turns of a deferred attempt')),
+    ),
+  );
+  for (const attempt of result) {
+    if (attempt.estimate === null) continue;
+    attempt.at = attempt.estimate.at;
+    attempt.waitMs = Math.max(0, attempt.estimate.at.getTime() - Date.now());
+  }
   return result;
 }
 
+/** A row whose attempt is not run now: to its turn (`turnAt`), or, beyond the horizon, to book one near its estimate. */
+export interface Postponement {
+  row: AttemptRow;
+  log: Logger;
+  messageId: string;
+  /** The turn booked for it: its message starts then and carries it (`turnAt`). */
+  turnAt?: Date;
+  /** Nothing booked: its message starts at `estimate.comeBackAt` and carries the estimate (`estimatedAt`). */
+  estimate?: { at: Date; comeBackAt: Date };
+}
+
 /**
- * Hands each row over to a new queue message that starts at its turn, carrying the turn, in one
- * transaction that settles the message that delivered it. Nothing else about the row changes: no attempt is spent, its status stays. A row
- * moved meanwhile (another worker, a manual retry) keeps its own message instead.
+ * Hands each row over to a new queue message that starts at its turn, carrying the turn (or that
+ * starts before its estimated turn, carrying the estimate), in one transaction that settles the
+ * message that delivered it. Nothing else about the row changes: no attempt is spent, its status
+ * stays. A row moved meanwhile (another worker, a manual retry) keeps its own message instead.
  */
 export async function postponeToTurns<Q extends object>(
   ctx: AttemptRuntime,
   kind: Pick<AttemptKindDefinition<AttemptRow, string, Q, { row: AttemptRow }>, 'name' | 'table' | 'queue' | 'message'>,
-  postponed: { row: AttemptRow; turnAt: Date; log: Logger; messageId: string }[],
+  postponed: Postponement[],
 ): Promise<void> {
   if (postponed.length === 0) return;
-  const replacements = postponed.map(({ row, turnAt }) => ({
+  const startOf = ({ turnAt, estimate }: Postponement): Date => {
+    if (turnAt) return turnAt;
+    const now = Date.now();
+    return new Date(Math.max(now, estimate!.comeBackAt.getTime()));
+  };
+  const starts = postponed.map(startOf);
+  const replacements = postponed.map(({ row, turnAt, estimate }) => ({
     id: row.id,
     version: row.version,
     messageId: row.queueMessageId ?? null,
     nextMessageId: newMessageId(),
-    startsAt: turnAt,
+    // A failed row's next retry shows when its call is expected to go.
+    startsAt: turnAt ?? estimate!.at,
   }));
   const replaced = await sqlOf(ctx.orm)
     .transaction()
     .execute(async (trx) => {
       const written = await replaceQueueMessages(trx, kind.table, replacements);
-      const messages = postponed.flatMap(({ row, turnAt }, i) =>
+      const messages = postponed.flatMap(({ row, turnAt, estimate }, i) =>
         written[i]
-          ? [{ id: replacements[i]!.nextMessageId, message: { ...kind.message(row.id), turnAt: turnAt.toISOString() } as Q, startAfter: turnAt }]
+          ? [
+              {
+                id: replacements[i]!.nextMessageId,
+                message: { ...kind.message(row.id), ...(turnAt ? { turnAt: turnAt.toISOString() } : { estimatedAt: estimate!.at.toISOString() }) } as Q,
+                startAfter: starts[i]!,
+              },
+            ]
           : [],
       );
       await ctx.queue.insertIn(trx, kind.queue, messages);
@@ -67,11 +135,14 @@ export async function postponeToTurns<Q extends object>(
       await ctx.queue.settleIn(trx, kind.queue, postponed.map(({ messageId }) => messageId));
       return written;
     });
-  postponed.forEach(({ turnAt, log }, i) => {
+  postponed.forEach(({ turnAt, estimate, log }, i) => {
     if (!replaced[i]) return log.debug('moved by another worker first; not postponed');
-    // Fetched at its turn, not at the next idle poll: a turn fetched over a second late is void.
-    ctx.queue.wakeAt(kind.queue, turnAt);
+    // Fetched at its start, not at the next idle poll: a turn fetched over a second late is void.
+    ctx.queue.wakeAt(kind.queue, starts[i]!);
     ctx.metrics.attemptsPostponed.inc({ kind: kind.name });
-    log.debug({ turn_at: turnAt.toISOString() }, 'postponed to its store\'s turn');
+    if (estimate) {
+      ctx.metrics.attemptsDeferred.inc({ kind: kind.name });
+      log.debug({ estimated_at: estimate.at.toISOString(), comes_back_at: starts[i]!.toISOString() }, 'beyond the booking horizon: waits in its store\'s line');
+    } else log.debug({ turn_at: turnAt!.toISOString() }, 'postponed to its store\'s turn');
   });
 }

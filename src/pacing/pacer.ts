@@ -12,6 +12,22 @@ import { PacingRepository, type Turn, type TurnRequest } from './repository.ts';
 const LATE_TURN_TOLERANCE_MS = 1_000;
 
 /**
+ * How far ahead an ordinary attempt's call books its turn (the booking horizon), at the least: a
+ * call beyond it waits in the store's line with an estimate instead (src/pacing/repository.ts). A
+ * call that books whatever (a cancellation's, a call waiting inline) so finds at most this much of
+ * ordinary work booked ahead of it, however long the store's backlog. A store slower than one call
+ * in 5 s books two calls ahead.
+ */
+export const BOOKING_HORIZON_MS = 10_000;
+
+/**
+ * How a call books its turn. `ordinary`: an attempt's call, booked at most the booking horizon ahead
+ * (beyond it, an estimate). `now`: the store's next turn however far (an urgent attempt, a call
+ * waiting inline, an attempt that comes back with its estimate).
+ */
+export type TurnLane = 'ordinary' | 'now';
+
+/**
  * Every platform call's turn, from one token bucket per store credential kept in PostgreSQL
  * (store_pacing), so every worker and API process shares each store's rate limit and a 429's
  * pause. Reservations made while one is in flight go to the database together (group commit): a
@@ -34,10 +50,20 @@ export class SharedPacer implements StorePacer {
 
   /**
    * A turn for each call: a fresh one, or the one a postponed message held (`heldAt`) while it
-   * still stands.
+   * still stands; for an `ordinary` call beyond the booking horizon, an estimate (nothing booked).
+   * `now` unless told.
    */
-  turns(calls: { store: PacedStore; heldAt?: Date | null }[]): Promise<Turn[]> {
-    return Promise.all(calls.map(({ store, heldAt }) => this.#reservations.submit({ ...this.#allowance(store), heldAt: heldAt ?? null })));
+  turns(calls: { store: PacedStore; heldAt?: Date | null; lane?: TurnLane }[]): Promise<Turn[]> {
+    return Promise.all(
+      calls.map(({ store, heldAt, lane }) =>
+        this.#reservations.submit({ ...this.#allowance(store), heldAt: heldAt ?? null, horizonMs: lane === 'ordinary' ? this.horizonMs(store) : null }),
+      ),
+    );
+  }
+
+  /** How far ahead of now an ordinary call to the store books its turn: BOOKING_HORIZON_MS, or two calls at a slower rate. */
+  horizonMs(store: PacedStore): number {
+    return Math.max(BOOKING_HORIZON_MS, 2 * this.#allowance(store).spacingMs);
   }
 
   async reserve(store: PacedStore): Promise<number> {
@@ -62,7 +88,7 @@ export class SharedPacer implements StorePacer {
    * while the next turn counts from the first. Without the slack, the call after a full burst met
    * a platform bucket short of its token by those milliseconds (measured: one 429 per run).
    */
-  #allowance(store: PacedStore): Omit<TurnRequest, 'heldAt'> {
+  #allowance(store: PacedStore): Omit<TurnRequest, 'heldAt' | 'horizonMs'> {
     const rate = this.#rates[store.platform];
     return { storeId: store.storeId, spacingMs: 1000 / rate.perSecond, burst: Math.max(1, rate.burst - 1) };
   }

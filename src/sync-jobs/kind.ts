@@ -10,7 +10,7 @@ import type { JobWithSource } from './repository.ts';
  * Placing one supplier's part of a reseller order on the supplier's store: a kind of retried work
  * (src/attempts/), run by the worker src/workers/kinds.ts lists it for.
  */
-export const syncJobKind = defineAttemptKind<SyncJob, 'sourceOrderId', { syncJobId: string; turnAt?: string | undefined }, JobWithSource, SyncJobAttemptDeps>({
+export const syncJobKind = defineAttemptKind<SyncJob, 'sourceOrderId', { syncJobId: string; turnAt?: string | undefined; estimatedAt?: string | undefined }, JobWithSource, SyncJobAttemptDeps>({
   name: 'sync_job',
   table: 'sync_jobs',
   resultColumn: 'source_order_id',

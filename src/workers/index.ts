@@ -172,8 +172,15 @@ function startWorker(ctx: Infrastructure, { kind, attempt }: RegisteredKind): At
     const messages = jobs.flatMap((job) => {
       const parsed = schema.safeParse(job.data);
       if (parsed.success) {
-        const { turnAt } = parsed.data as { turnAt?: string };
-        return [{ messageId: job.id, rowId: kind.rowIdOf(parsed.data), turnAt: turnAt ? new Date(turnAt) : undefined }];
+        const { turnAt, estimatedAt } = parsed.data as { turnAt?: string; estimatedAt?: string };
+        return [
+          {
+            messageId: job.id,
+            rowId: kind.rowIdOf(parsed.data),
+            turnAt: turnAt ? new Date(turnAt) : undefined,
+            estimatedAt: estimatedAt ? new Date(estimatedAt) : undefined,
+          },
+        ];
       }
       ctx.logger.error({ queue: name, message_id: job.id }, 'malformed queue message dropped');
       malformed.push(job.id);
