@@ -15,7 +15,7 @@ import { test } from './support/fixtures.ts';
 import { sendWebhook, type JsonObject, type Sandbox } from './sandbox/server.ts';
 import { waitFor } from './support/wait.ts';
 import { ORDERS_PATH } from './support/webhooks.ts';
-import { auditOf, check, openTenant, type Target, type Tenant } from './support/watch.ts';
+import { auditOf, check, openTenant, placedJobOf, type Target, type Tenant } from './support/watch.ts';
 
 test.override('serviceEnv', { DIVERGENCE_INTERVAL_MS: '0', RECONCILE_INTERVAL_MS: '0', SYNC_RETRY_BASE_DELAY_MS: '50', SWEEP_INTERVAL_MS: '500' });
 const it = test.extend('target', { scope: 'file' }, ({ service }): Target => ({ api: service.api, url: service.url, databaseUrl: service.databaseUrl }));
@@ -41,15 +41,7 @@ async function placeThree(sandbox: Sandbox, tenant: Tenant): Promise<Routed> {
   });
   expect(await sandbox.placeCustomerOrder(tenant.reseller.shopDomain, platform, order)).toMatchObject({ delivered: { status: 200 } });
   const externalOrderId = String(order.id);
-  const job = await waitFor(async () => {
-    const [row] = await queryRows<{ id: string; source_order_id: string | null; status: string }>(
-      tenant.target.databaseUrl,
-      'select id, source_order_id, status from sync_jobs where reseller_store_id = $1 and external_order_id = $2',
-      [tenant.reseller.id, externalOrderId],
-    );
-    return row?.status === 'completed' ? row : null;
-  }, 20_000, `job of order ${externalOrderId} placed`);
-  return { order: order as Record<string, any>, externalOrderId, jobId: job.id, sourceOrderId: job.source_order_id! };
+  return { order: order as Record<string, any>, externalOrderId, ...(await placedJobOf(tenant, externalOrderId)) };
 }
 
 /** The storefront order now shows `cancelled` of its line cancelled (the order itself is not): its list entry and GET change, no webhook is sent. */

@@ -70,6 +70,11 @@ export async function placeOrder(sandbox: Sandbox, tenant: Tenant, supplier: Sup
   const fate = await sandbox.placeCustomerOrder(tenant.reseller.shopDomain, tenant.reseller.platform, order);
   expect(fate).toMatchObject({ delivered: { status: 200 } });
   const externalOrderId = String(order.id);
+  return { externalOrderId, ...(await placedJobOf(tenant, externalOrderId)), supplier };
+}
+
+/** The job of a storefront order once it has placed it: its id and the supplier order's. */
+export async function placedJobOf(tenant: Tenant, externalOrderId: string): Promise<{ jobId: string; sourceOrderId: string }> {
   const job = await waitFor(async () => {
     const [row] = await queryRows<{ id: string; source_order_id: string | null; status: string }>(
       tenant.target.databaseUrl,
@@ -78,7 +83,7 @@ export async function placeOrder(sandbox: Sandbox, tenant: Tenant, supplier: Sup
     );
     return row?.status === 'completed' ? row : null;
   }, 20_000, `job of order ${externalOrderId} placed`);
-  return { externalOrderId, jobId: job.id, sourceOrderId: job.source_order_id!, supplier };
+  return { jobId: job.id, sourceOrderId: job.source_order_id! };
 }
 
 /** POST …/divergence_checks, then waits for the pass to finish; returns it. */
