@@ -17,7 +17,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sendWebhook, startSandbox, type Sandbox } from '../sandbox/server.ts';
+import { buildFulfillmentPayload, sendWebhook, startSandbox, type Sandbox } from '../sandbox/server.ts';
 import type { TestUser } from '../support/factories.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 import { addSupplier, createJob, lineOf, openShop, seedResellerOrder, waitForJob, type Shop, type Supplier } from '../support/sync-jobs.ts';
@@ -604,6 +604,78 @@ describe('the operator console', () => {
     } finally {
       await slow.stop();
     }
+  }, 90_000);
+
+  it('retries from the divergence list a dead job, undelivered tracking and a failed cancellation, until nothing needs attention', async () => {
+    const shopSecret = `whsec_quay_${Math.random().toString(36).slice(2)}`;
+    const supplierSecret = `whsec_pier_${Math.random().toString(36).slice(2)}`;
+    const shop = await openShop(service.api, { name: 'Quay Market', webhookSecret: shopSecret });
+    const pier = await addSupplier(service.api, shop, { name: 'Pier Goods', vendorTag: 'Pier', webhookSecret: supplierSecret });
+    let orderId = 4_300_000 + Math.floor(Math.random() * 10_000) * 10;
+    const storefront = (topic: string, payload: unknown) =>
+      sendWebhook({ targetUrl: `${service.url}/v1/orders/webhook`, shopDomain: shop.reseller.shopDomain, secret: shopSecret, topic, payload });
+    const routed = async (until: (job: any) => boolean) => {
+      const order = sandbox.buildOrderPayload('platform_a', { id: orderId++, lines: [lineOf(pier.vendorTag)] }) as Record<string, any>;
+      sandbox.seedOrder(shop.reseller.shopDomain, 'platform_a', order);
+      const response = await storefront('orders/create', order);
+      expect(response.status, JSON.stringify(response.body)).toBe(200);
+      const jobId = (response.body as { syncJobIds: string[] }).syncJobIds[0]!;
+      return { order, job: await waitForJob(service.api, shop.user.token, jobId, until, 20_000, 'settled') };
+    };
+    const completed = (job: any) => job.status === 'completed';
+
+    // Two orders placed while both stores answer; then both go down.
+    const { job: shipped } = await routed(completed);
+    const { order: cancelledOrder, job: cancelledJob } = await routed(completed);
+    sandbox.setFaults(pier.shopDomain, { alwaysFail: true, status: 503 });
+    sandbox.setFaults(shop.reseller.shopDomain, { alwaysFail: true, status: 503 });
+    // A new order's job dies; the supplier's shipment cannot reach the storefront; the customer's cancellation cannot reach the supplier.
+    const { job: deadJob } = await routed((job) => job.status === 'dead');
+    const shipment = await sendWebhook({
+      targetUrl: `${service.url}/v1/fulfillments/webhook`,
+      shopDomain: pier.shopDomain,
+      secret: supplierSecret,
+      topic: 'fulfillments/create',
+      payload: buildFulfillmentPayload('custom', { orderId: shipped.sourceOrderId, trackingNumbers: ['QUAY-1'] }),
+    });
+    expect(shipment.status, JSON.stringify(shipment.body)).toBe(200);
+    const cancelled = await storefront('orders/cancelled', { ...cancelledOrder, cancelled_at: new Date().toISOString(), cancel_reason: 'customer' });
+    expect(cancelled.status, JSON.stringify(cancelled.body)).toBe(200);
+    const openTypes = async () =>
+      ((await service.api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token })).body.data as any[]).map((d) => d.type).sort();
+    await expect.poll(openTypes, { timeout: 20_000 }).toEqual(['cancellation_dead', 'fulfillment_dead', 'job_dead']);
+    sandbox.clearFaults(pier.shopDomain);
+    sandbox.clearFaults(shop.reseller.shopDomain);
+
+    const { context, page, problems, requests } = await openTab();
+    await signIn(page, shop.user);
+    const list = page.getByRole('table', { name: 'Open divergences, newest first' });
+    await expect.poll(() => list.locator('tbody tr').count(), { timeout: 10_000 }).toBe(3);
+    const row = (what: string) => list.locator('tbody tr').filter({ hasText: what });
+
+    await row('Order not placed (job dead)').getByRole('button', { name: 'Retry job' }).click();
+    // The list does not know the order number; the message says what was retried without it.
+    await page.getByText('Job retried; it is pending again.').waitFor();
+    await row('Tracking not delivered').getByRole('button', { name: 'Retry tracking' }).click();
+    await page.getByText('Tracking retried; it is pending again.').waitFor();
+    await row('Cancellation failed').getByRole('button', { name: 'Retry cancellation' }).click();
+    await page.getByText('Cancellation retried; it is pending again.').waitFor();
+    // In the order clicked, each to its own route.
+    expect(requests.filter((r) => r.startsWith('POST /v1/sync_jobs/'))).toEqual([
+      `POST /v1/sync_jobs/${deadJob.id}/retry`,
+      expect.stringMatching(new RegExp(`^POST /v1/sync_jobs/${shipped.id}/fulfillments/ful_[^/]+/retry$`)),
+      expect.stringMatching(new RegExp(`^POST /v1/sync_jobs/${cancelledJob.id}/cancellations/can_[^/]+/retry$`)),
+    ]);
+
+    // Each retry reached its store: the entries resolve, and the view says nothing is left (it polls).
+    await page.getByText('Nothing needs attention: no divergence, no dead or failed job, no disabled webhook endpoint.').waitFor({ timeout: 20_000 });
+    expect(await list.count()).toBe(0);
+    expect(await openTypes()).toEqual([]);
+    expect(sandbox.fulfillmentsFor(shop.reseller.shopDomain).map((f: any) => JSON.stringify(f))).toEqual([expect.stringContaining('QUAY-1')]);
+    const cancelledNow = await waitForJob(service.api, shop.user.token, cancelledJob.id, completed, 5_000, 'completed');
+    expect(cancelledNow.cancellations).toEqual([expect.objectContaining({ status: 'completed', outcome: 'cancelled' })]);
+    expect(problems).toEqual([]);
+    await context.close();
   }, 90_000);
 
   it('renews an expired access token through the refresh cookie and carries on', async () => {

@@ -52,6 +52,6 @@ export function retryJobPart(action, job, collection, partId) {
   const { what, announced } = JOB_PARTS[collection];
   return action.run(`retry the ${what}`, async () => {
     await api('POST', `/v1/sync_jobs/${job.id}/${collection}/${partId}/retry`);
-    return `${announced} of order ${job.externalOrderId} retried; it is pending again.`;
+    return `${announced}${job.externalOrderId ? ` of order ${job.externalOrderId}` : ''} retried; it is pending again.`;
   });
 }
