@@ -23,6 +23,7 @@ const DivergenceFields = openApi(
     status: z.enum(DIVERGENCE_STATUSES).describe('`open` until resolved (a dead job retried and completed, tracking arrived for a stale job) or dismissed.'),
     resellerStoreId: z.string(),
     syncJobId: z.string(),
+    externalOrderId: z.string().describe('The storefront order of the entry\'s sync job (its `externalOrderId`), so the entry names the order without another call.'),
     subjectId: z.string().describe('What it is about: the sync job, or its fulfillment (`fulfillment_dead`) or cancellation (`cancellation_dead`).'),
     since: Timestamp.describe('When the divergence was raised.'),
     detail: z.string().nullable().describe('What happened, in words (the last error of dead work, the supplier\'s reason).'),

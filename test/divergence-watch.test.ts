@@ -104,6 +104,9 @@ describe.each(PLATFORMS)('%s supplier', (platform) => {
     const [entry, ...others] = await divergencesOf(tenant);
     expect(others).toEqual([]);
     expect(entry).toMatchObject({ object: 'divergence', type: 'supplier_cancelled', status: 'open', syncJobId: placed.jobId, subjectId: placed.jobId, resellerStoreId: tenant.reseller.id });
+    const [routed] = await queryRows<{ external_order_id: string }>(target.databaseUrl, 'select external_order_id from sync_jobs where id = $1', [placed.jobId]);
+    // The entry names the storefront order, so a to-do list can say which order without reading the job.
+    expect(entry.externalOrderId).toBe(routed!.external_order_id);
     expect(entry.id).toMatch(/^div_[0-9a-f]{32}$/);
     // Recorded exactly as the supplier's cancellation webhook records it, on the job.
     expect(await auditOf(tenant, 'sync_job.supplier_cancelled')).toEqual([{ resource_id: placed.jobId, metadata: expect.objectContaining({ source: 'watch', sourceOrderId: placed.sourceOrderId }) }]);
@@ -115,7 +118,7 @@ describe.each(PLATFORMS)('%s supplier', (platform) => {
     expect(await check(tenant)).toMatchObject({ status: 'succeeded', repairs: 0 });
     const dismissed = await tenant.target.api.post(`/v1/reseller_stores/${tenant.reseller.id}/divergences/${entry.id}/dismiss`, { token: tenant.user.token });
     expect(dismissed.status, JSON.stringify(dismissed.body)).toBe(200);
-    expect(dismissed.body).toMatchObject({ id: entry.id, status: 'dismissed', request_id: expect.any(String) });
+    expect(dismissed.body).toMatchObject({ id: entry.id, status: 'dismissed', externalOrderId: entry.externalOrderId, request_id: expect.any(String) });
     expect(dismissed.body.dismissedAt).not.toBeNull();
     expect(await divergencesOf(tenant)).toEqual([]);
     // The supplier's list still shows it cancelled (the next change relists it): not raised again.

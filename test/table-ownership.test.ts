@@ -27,7 +27,7 @@ const REMAINING: Record<string, Record<string, string>> = {
     fulfillments: 'jobDetailIn: the same event shows the job with its fulfillments',
   },
   'divergence-watch': {
-    sync_jobs: 'raiseStale: one insert … select deciding which placed jobs are stale, then the jobs raised for their events',
+    sync_jobs: 'raiseStale: one insert … select deciding which placed jobs are stale, then the jobs raised for their events; listOpen and find: each entry with its job\'s storefront order number',
     fulfillments: 'raiseStale: a job with no fulfillment is stale',
     cancellations: 'raiseStale: a job whose supplier order was cancelled is never stale; cancellationOutcomeSteps: a step of the cancellation kind\'s transition statement',
   },

@@ -1,8 +1,8 @@
 import { iso, isoOrNull } from '../shared/time.ts';
-import type { DivergenceRow } from './repository.ts';
+import type { ListedDivergence } from './repository.ts';
 
 /** A divergence (an entry of the reseller's to-do list) as its API shows it. */
-export function presentDivergence(entry: DivergenceRow) {
+export function presentDivergence(entry: ListedDivergence) {
   return {
     id: entry.id,
     object: 'divergence' as const,
@@ -10,6 +10,7 @@ export function presentDivergence(entry: DivergenceRow) {
     status: entry.status,
     resellerStoreId: entry.resellerStoreId,
     syncJobId: entry.syncJobId,
+    externalOrderId: entry.externalOrderId,
     subjectId: entry.subjectId,
     since: iso(entry.since),
     detail: entry.detail,

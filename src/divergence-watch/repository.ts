@@ -285,6 +285,11 @@ export interface DivergenceRow {
   dismissedAt: Date | null;
 }
 
+/** An entry as its list shows it: with the storefront order of its job. */
+export interface ListedDivergence extends DivergenceRow {
+  externalOrderId: string;
+}
+
 /** The partial unique index: one open-or-dismissed entry per job and type. */
 const ONE_PER_JOB_AND_TYPE = sql`(sync_job_id, type) where status in ('open', 'dismissed')`;
 
@@ -421,22 +426,27 @@ export class DivergenceRepository {
   }
 
   /** The store's open entries, newest first, paged on the id like every list. */
-  async listOpen(resellerStoreId: string, page: PageQuery): Promise<Page<DivergenceRow>> {
+  async listOpen(resellerStoreId: string, page: PageQuery): Promise<Page<ListedDivergence>> {
     if (page.starting_after !== undefined && page.ending_before !== undefined) {
       throw validationFailed('ending_before', 'Use either starting_after or ending_before, not both.');
     }
     const backwards = page.ending_before !== undefined;
-    let query = this.db.selectFrom('divergences').selectAll().where('reseller_store_id', '=', resellerStoreId).where('status', '=', 'open');
-    if (backwards) query = query.where('id', '>', page.ending_before!);
-    else if (page.starting_after !== undefined) query = query.where('id', '<', page.starting_after);
-    const rows = await query.orderBy('id', backwards ? 'asc' : 'desc').limit(page.limit + 1).execute();
-    const data = rows.slice(0, page.limit).map(toRow);
+    let query = this.listed().where('d.reseller_store_id', '=', resellerStoreId).where('d.status', '=', 'open');
+    if (backwards) query = query.where('d.id', '>', page.ending_before!);
+    else if (page.starting_after !== undefined) query = query.where('d.id', '<', page.starting_after);
+    const rows = await query.orderBy('d.id', backwards ? 'asc' : 'desc').limit(page.limit + 1).execute();
+    const data = rows.slice(0, page.limit).map(toListed);
     return { data: backwards ? data.reverse() : data, has_more: rows.length > page.limit };
   }
 
-  async find(resellerStoreId: string, id: string): Promise<DivergenceRow | null> {
-    const row = await this.db.selectFrom('divergences').selectAll().where('id', '=', id).where('reseller_store_id', '=', resellerStoreId).executeTakeFirst();
-    return row ? toRow(row) : null;
+  async find(resellerStoreId: string, id: string): Promise<ListedDivergence | null> {
+    const row = await this.listed().where('d.id', '=', id).where('d.reseller_store_id', '=', resellerStoreId).executeTakeFirst();
+    return row ? toListed(row) : null;
+  }
+
+  /** Entries with their job's storefront order number (jobs are never deleted). */
+  private listed() {
+    return this.db.selectFrom('divergences as d').innerJoin('sync_jobs as j', 'j.id', 'd.sync_job_id').selectAll('d').select('j.external_order_id');
   }
 
   /**
@@ -444,7 +454,7 @@ export class DivergenceRepository {
    * transaction; a dismissed or resolved one is answered as it is, and audited no more. Null when the
    * store has no such entry.
    */
-  async dismiss(resellerStoreId: string, id: string, audit: (entry: DivergenceRow) => AuditRecord): Promise<DivergenceRow | null> {
+  async dismiss(resellerStoreId: string, id: string, audit: (entry: DivergenceRow) => AuditRecord): Promise<ListedDivergence | null> {
     await this.db.transaction().execute(async (trx) => {
       const row = await trx
         .updateTable('divergences')
@@ -518,4 +528,8 @@ function toRow(row: {
     resolvedAt: row.resolved_at === null ? null : new Date(row.resolved_at),
     dismissedAt: row.dismissed_at === null ? null : new Date(row.dismissed_at),
   };
+}
+
+function toListed(row: Parameters<typeof toRow>[0] & { external_order_id: string }): ListedDivergence {
+  return { ...toRow(row), externalOrderId: row.external_order_id };
 }

@@ -3,7 +3,7 @@ import type { Config } from '../config/index.ts';
 import type { ResellerStoreService } from '../reseller-stores/service.ts';
 import { AppError, notFound } from '../shared/errors.ts';
 import type { Page, PageQuery } from '../shared/paging.ts';
-import type { DivergenceRepository, DivergenceRow, WatchRepository } from './repository.ts';
+import type { DivergenceRepository, ListedDivergence, WatchRepository } from './repository.ts';
 
 /** A requested pass that no worker took within this is failed as abandoned, so it blocks no other. */
 export const QUEUED_LEASE_MS = 10 * 60_000;
@@ -20,13 +20,13 @@ export class DivergenceService {
   ) {}
 
   /** GET /v1/reseller_stores/{id}/divergences: the store's open entries, newest first. */
-  async list(principal: Principal, resellerStoreId: string, page: PageQuery): Promise<Page<DivergenceRow>> {
+  async list(principal: Principal, resellerStoreId: string, page: PageQuery): Promise<Page<ListedDivergence>> {
     const store = await this.stores.get(principal, resellerStoreId);
     return this.divergences.listOpen(store.id, page);
   }
 
   /** POST …/divergences/{divergence_id}/dismiss: the entry leaves the list and is never raised again for its job and type. */
-  async dismiss(principal: Principal, resellerStoreId: string, divergenceId: string): Promise<DivergenceRow> {
+  async dismiss(principal: Principal, resellerStoreId: string, divergenceId: string): Promise<ListedDivergence> {
     const store = await this.stores.get(principal, resellerStoreId);
     const dismissed = await this.divergences.dismiss(store.id, divergenceId, (entry) => ({
       ownerId: store.ownerId,

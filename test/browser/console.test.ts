@@ -652,14 +652,17 @@ describe('the operator console', () => {
     const list = page.getByRole('table', { name: 'Open divergences, newest first' });
     await expect.poll(() => list.locator('tbody tr').count(), { timeout: 10_000 }).toBe(3);
     const row = (what: string) => list.locator('tbody tr').filter({ hasText: what });
+    // Each entry names its storefront order.
+    await expect(row('Order not placed (job dead)').textContent()).resolves.toContain(`#${deadJob.externalOrderId}`);
+    await expect(row('Tracking not delivered').textContent()).resolves.toContain(`#${shipped.externalOrderId}`);
+    await expect(row('Cancellation failed').textContent()).resolves.toContain(`#${cancelledJob.externalOrderId}`);
 
     await row('Order not placed (job dead)').getByRole('button', { name: 'Retry job' }).click();
-    // The list does not know the order number; the message says what was retried without it.
-    await page.getByText('Job retried; it is pending again.').waitFor();
+    await page.getByText(`Job for order ${deadJob.externalOrderId} retried; it is pending again.`).waitFor();
     await row('Tracking not delivered').getByRole('button', { name: 'Retry tracking' }).click();
-    await page.getByText('Tracking retried; it is pending again.').waitFor();
+    await page.getByText(`Tracking of order ${shipped.externalOrderId} retried; it is pending again.`).waitFor();
     await row('Cancellation failed').getByRole('button', { name: 'Retry cancellation' }).click();
-    await page.getByText('Cancellation retried; it is pending again.').waitFor();
+    await page.getByText(`Cancellation of order ${cancelledJob.externalOrderId} retried; it is pending again.`).waitFor();
     // In the order clicked, each to its own route.
     expect(requests.filter((r) => r.startsWith('POST /v1/sync_jobs/'))).toEqual([
       `POST /v1/sync_jobs/${deadJob.id}/retry`,

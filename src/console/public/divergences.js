@@ -37,13 +37,14 @@ export function DivergencesTable({ items, dir, action, showStore }) {
       <table class="cards">
         <caption class="visually-hidden">Open divergences, newest first</caption>
         <thead><tr>
-          ${showStore && html`<th scope="col">Store</th>`}<th scope="col">What</th><th scope="col">Since</th><th scope="col">Detail</th>
+          ${showStore && html`<th scope="col">Store</th>`}<th scope="col">Order</th><th scope="col">What</th><th scope="col">Since</th><th scope="col">Detail</th>
           <th scope="col"><span class="visually-hidden">Actions</span></th>
         </tr></thead>
         <tbody>
           ${items.map(
             (item) => html`<tr key=${item.id}>
               ${showStore && html`<td data-label="Store">${dir.storeName(item.resellerStoreId)}</td>`}
+              <td data-label="Order">#${item.externalOrderId}</td>
               <td data-label="What"><${Status} status=${item.type} /> ${DIVERGENCE_TYPES[item.type] ?? ''}</td>
               <td data-label="Since"><${When} at=${item.since} /></td>
               <td data-label="Detail" class="error-text">${detailText(item.detail)}</td>
