@@ -52,6 +52,14 @@ export interface CancellationAttemptDeps extends JobVoiding {
  */
 const callsOf = (cancellation: Cancellation, platform: PlatformAdapter) => (cancellation.scope === 'order' && !platform.cancelOverwritesStatus ? 1 : 2);
 /**
+ * The turns to wait for before the attempt is taken: none when, as the row and its job stand then, no
+ * supplier call is expected (the job was never attempted, or the cancellation already cut it): the
+ * attempt ends it at once, even while the supplier is paused or busy, and books no turn it would not
+ * use. Should a placement take the job meanwhile, the calls that follow reserve their turns inline.
+ */
+const turnsOf = (work: CancellationWork, platform: PlatformAdapter) =>
+  work.row.reason === CUT_BEFORE_PLACEMENT || (work.job !== null && work.job.sourceOrderId == null && work.job.attempts === 0) ? 0 : callsOf(work.row, platform);
+/**
  * How long a call beyond those turns (the read after a refusal, a refund of the rest, a lookup) waits
  * for its own turn of a busy store before the attempt fails: long, since failing spends a retry and
  * the retry's cancel is refused the same way, so a backlog could otherwise turn `too_late` into `dead`.
@@ -166,7 +174,7 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
     if (job.sourceOrderId == null && job.attempts === 0) return notPlaced(cancellation, job, source, null);
     if (!source) throw new JobFailure('the source store was deleted');
     const platform = ctx.platforms[source.platform];
-    const store = { ...connectionOf(ctx, source, callsOf(cancellation, platform)), maxTurnWaitMs: EXTRA_CALL_TURN_WAIT_MS };
+    const store = { ...connectionOf(ctx, source, turnsOf(work, platform)), maxTurnWaitMs: EXTRA_CALL_TURN_WAIT_MS };
     const orderId = job.sourceOrderId ?? (await orderInDoubt(job, platform, store));
     if (!orderId) return notPlaced(cancellation, job, source, 'no order carrying the job\'s reference was found on the source store');
     if (job.sourceOrderId == null && job.status === 'completed') await jobs.recordFoundOrder(job.id, orderId, { by: 'cancellation' });
@@ -292,7 +300,7 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
      * the row is taken, so a store with a backlog postpones the cancellation without spending an
      * attempt; a rarer call (a read after a refusal, a lookup, a refund of the rest) reserves its own.
      */
-    targets: ({ row, source }) => (source ? callsTo(ctx, source, callsOf(row, ctx.platforms[source.platform])) : []),
+    targets: (work) => (work.source ? callsTo(ctx, work.source, turnsOf(work, ctx.platforms[work.source.platform])) : []),
 
     /**
      * Every attempt books the supplier's next turn, never deferred behind the store's backlog
