@@ -187,6 +187,53 @@ describe('the booking horizon', () => {
     expect(returning!.estimate).toBeNull();
     expect(urgent!.waitMs).toBeLessThanOrEqual(horizon + 100);
   });
+
+  // Known defect, not fixed (fix-3 report): a voided held turn is ordinary again and joins the line's end
+  // (a third postponement, out of order). Booking it the store's next real turn instead ('now', the
+  // one-line fix) breaks the horizon's bound when a stalled worker voids many turns at once (each
+  // books beyond the horizon, and a cancellation waits behind them: flow-control.urgent-lane failed so).
+  it.fails('books a real turn for a message whose held turn was voided (too late, or a pause), not a second place at the end of the line', async () => {
+    // Bursts of 1 at 10 calls a second.
+    const pacer = new SharedPacer(sqlOf(orm), { custom: { perSecond: 10, burst: 2 } });
+    const store = { storeId: newStore(), platform: 'custom' as const };
+    const horizon = pacer.horizonMs(store);
+    // The horizon booked full, and a line of 50 behind it (5 s of the store's calls).
+    const sale = await attemptTurns(pacer, Array.from({ length: horizon / 100 + 51 }, () => ({ targets: [store], heldAt: null })));
+    const line = sale.filter((turn) => turn.estimate !== null);
+    expect(line).toHaveLength(50);
+    // A message that already waited its place in the line and booked its turn comes back over a second
+    // late (a stalled worker): its turn is void. It books the store's next real turn, within about the
+    // horizon, rather than joining the line's end again (a third postponement, behind the 50).
+    const [late] = await attemptTurns(pacer, [{ targets: [store], heldAt: new Date(Date.now() - 5_000) }]);
+    expect(late!.estimate).toBeNull();
+    expect(late!.waitMs).toBeLessThanOrEqual(horizon + 100);
+    expect(late!.at!.getTime()).toBeLessThanOrEqual(line[0]!.estimate!.at.getTime());
+    // A pause voids a held turn: the message books the first turn after it, not a place in the line.
+    await pacer.pause(store, 2_000);
+    const [paused] = await attemptTurns(pacer, [{ targets: [store], heldAt: new Date() }]);
+    expect(paused!.estimate).toBeNull();
+    expect(paused!.at!.getTime()).toBeLessThan(line.at(-1)!.estimate!.at.getTime());
+  });
+});
+
+describe('the line of a store', () => {
+  const ordinary = (storeId: string): TurnRequest => ({ ...request(storeId, null, 1), horizonMs: 1_000 });
+
+  // Known defect, not fixed (fix-3 report): a member of the line that goes away (its job cancelled,
+  // its row retried by hand) keeps its place, so once the others have booked, new ordinary work still
+  // waits behind a line of no one, and the store idles a spacing per member gone.
+  it.fails('gives back the places of members that went away: once the rest have booked, new ordinary work books again', async () => {
+    const store = newStore();
+    // Bursts of 1 at 10 calls a second, a horizon of 1 s: eleven booked, nine in line.
+    const turns = await repository.reserve(Array.from({ length: 20 }, () => ordinary(store)), 1_000);
+    expect(turns.filter((turn) => turn.estimated)).toHaveLength(9);
+    // Two of the line come back and book; the seven others went away (their messages are stale).
+    await repository.reserve([request(store, null, 1), request(store, null, 1)], 1_000);
+    // Once the booked turns are within the horizon again, a new order's call has no one ahead of it but booked work.
+    await new Promise((resolve) => setTimeout(resolve, 800));
+    const [next] = await repository.reserve([ordinary(store)], 1_000);
+    expect(next).toMatchObject({ booked: true, estimated: false });
+  });
 });
 
 describe('two pacers on one database (two processes)', () => {
