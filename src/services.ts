@@ -24,6 +24,7 @@ import { AuthService } from './auth/service.ts';
 import { EventRepository } from './events/repository.ts';
 import { EventService } from './events/service.ts';
 import { FulfillmentService } from './fulfillments/service.ts';
+import { UnplacedShipments } from './fulfillments/unplaced.ts';
 import { OrderRouter } from './orders/routing.ts';
 import { ReconciliationRepository } from './reconciliation/repository.ts';
 import { ReconciliationRunner } from './reconciliation/runner.ts';
@@ -95,7 +96,14 @@ export function createServices(infrastructure: Infrastructure) {
   const syncJobs = new SyncJobService({ jobs: syncJobRepository, timelines, queue, outbox, metrics }, sourceStores, fulfillmentRepository, cancellations, resellerStoreRepository);
   // Every fulfillment recorded, whoever records it, also tells a cancellation it came too late (the supplier shipped anyway).
   const fulfillmentRecorded: FulfillmentRecorded[] = [...FULFILLMENT_RECORDED, (trx, fulfillment) => cancellations.fulfilledAfterCancellationIn(trx, fulfillment.syncJobId)];
-  const fulfillments = new FulfillmentService({ fulfillments: fulfillmentRepository, queue, metrics, logger, platforms, outbox }, syncJobRepository, resellerStoreRepository, fulfillmentRecorded);
+  // A shipment of an order no job recorded is checked against the supplier's jobs ended unplaced (the webhook's and the sweep's), and reported through the cancellations.
+  const unplaced = new UnplacedShipments({ platforms, secrets, logger }, syncJobRepository, cancellations);
+  const fulfillments = new FulfillmentService(
+    { fulfillments: fulfillmentRepository, queue, metrics, logger, platforms, outbox, unplaced, sourceStores: sourceStoreRepository },
+    syncJobRepository,
+    resellerStoreRepository,
+    fulfillmentRecorded,
+  );
   // Routing matches orders against the source stores the order webhook caches: built before it, handed its look-up.
   let webhooks: WebhookService | undefined;
   const routing = new OrderRouter({ routedOrders: new RoutedOrderRepository(orm), outbox, metrics }, syncJobs, (resellerStoreId) => webhooks!.activeSourcesOf(resellerStoreId), cancellations);

@@ -9,11 +9,11 @@ import { expectTypeOf, it } from 'vitest';
 import type { CancelledJobs } from '../src/cancellations/ports.ts';
 import type { WatchedJobs } from '../src/divergence-watch/ports.ts';
 import type { SyncJobRepository } from '../src/sync-jobs/repository.ts';
-import type { JobsBySourceOrder } from '../src/webhooks/ports.ts';
+import type { UnplacedJobs } from '../src/fulfillments/ports.ts';
 
 it('every port that records a found order answers whether it recorded it now, as the repository does', () => {
   expectTypeOf<ReturnType<SyncJobRepository['recordFoundOrder']>>().toEqualTypeOf<Promise<boolean>>();
   expectTypeOf<ReturnType<CancelledJobs['recordFoundOrder']>>().toEqualTypeOf<Promise<boolean>>();
   expectTypeOf<ReturnType<WatchedJobs['recordFoundOrder']>>().toEqualTypeOf<Promise<boolean>>();
-  expectTypeOf<ReturnType<JobsBySourceOrder['recordFoundOrder']>>().toEqualTypeOf<Promise<boolean>>();
+  expectTypeOf<ReturnType<UnplacedJobs['recordFoundOrder']>>().toEqualTypeOf<Promise<boolean>>();
 });

@@ -1,7 +1,8 @@
 import type { Trx } from '../db/sql.ts';
 import type { ResellerStore } from '../reseller-stores/entity.ts';
 import type { Fulfillment } from './entity.ts';
-import type { SyncJob } from '../sync-jobs/entity.ts';
+import type { OrderFoundBy, SyncJob } from '../sync-jobs/entity.ts';
+import type { SourceStore } from '../source-stores/entity.ts';
 
 /**
  * The sync jobs a fulfillment belongs to, as this feature reads them: the sync jobs' repository,
@@ -26,3 +27,33 @@ export interface ResellerStoreReads {
  * by the composition root (src/services.ts, src/workers/kinds.ts).
  */
 export type FulfillmentRecorded = (trx: Trx, fulfillment: Fulfillment) => Promise<void>;
+
+/**
+ * The jobs ended unplaced after sending their order that a shipment of an order no job recorded may
+ * belong to (src/fulfillments/unplaced.ts): the sync jobs' repository, handed in by the composition root.
+ */
+export interface UnplacedJobs {
+  findBySourceOrder(sourceStoreIds: string[], sourceOrderId: string): Promise<SyncJob | null>;
+  /** Which of these source stores have a recent job ended unplaced after sending its order (a cancellation's lookup by reference found nothing), created before `before`. */
+  storesWithUnplacedOrders(sourceStoreIds: string[], before: Date): Promise<string[]>;
+  /** This source store's jobs ended unplaced after sending their order, created before `before` at any age, newest first, at most `limit`. */
+  unplacedOf(sourceStoreId: string, before: Date, limit: number): Promise<SyncJob[]>;
+  /** Of these jobs (by id), those of this source store ended unplaced after sending their order, by id. */
+  unplacedAmong(sourceStoreId: string, syncJobIds: string[]): Promise<Map<string, SyncJob>>;
+  /** Records on a job ended unplaced the supplier order a shipment named, found to be its own after all (audit `sync_job.order_found`); whether it was recorded now. */
+  recordFoundOrder(syncJobId: string, sourceOrderId: string, foundBy: OrderFoundBy): Promise<boolean>;
+}
+
+/**
+ * Reports a shipment that may be the order of these jobs ended unplaced, which the service could not
+ * attribute: the cancellations' `shipmentUnattributed`, handed in by the composition root.
+ */
+export interface UnattributedShipmentReports {
+  /** Returns how many to-do entries were raised. */
+  shipmentUnattributed(jobs: SyncJob[], shipment: { sourceStoreId: string; sourceOrderId: string; trackingNumbers: string[]; why: string }): Promise<number>;
+}
+
+/** The supplier store a held shipment came from, to read its order: the source stores' repository (deleted ones are not read). */
+export interface SourceStoreReads {
+  findActive(id: string): Promise<SourceStore | null>;
+}

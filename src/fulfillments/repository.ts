@@ -1,8 +1,9 @@
-import { sql, type RawBuilder } from 'kysely';
+import { sql, type ExpressionBuilder, type RawBuilder } from 'kysely';
 import type { AttemptTarget } from '../attempts/kind.ts';
 import { writeAttemptTransitions, type AttemptWrite } from '../attempts/repository.ts';
 import { holdLock } from '../db/locks.ts';
 import type { Orm } from '../db/orm.ts';
+import type { Database } from '../db/schema.ts';
 import { sqlOf, type Db, type Trx } from '../db/sql.ts';
 import type { Tracking } from '../orders/types.ts';
 import { placedJobLockKey } from '../sync-jobs/placed-lock.ts';
@@ -189,32 +190,67 @@ export class FulfillmentRepository {
   }
 
   /**
-   * Forgets held fulfillments that no job can own any more: no job of their store has recorded their
-   * order (one that did since the claims were read is kept: the next claims take it), and no job of
-   * their store that existed when one arrived is in doubt any more (`orderInDoubt`: it completed with
-   * another order, or was ended unplaced and its order looked up). What is left was the supplier's
-   * own sale. Returns how many.
+   * Held fulfillments that no job can own any more (`unowned`), oldest first, at most `limit`: the
+   * sweep checks those of a store with jobs ended unplaced (src/fulfillments/unplaced.ts) before
+   * forgetting them.
    */
-  async forgetUnowned(): Promise<number> {
-    const result = await this.db
-      .deleteFrom('held_fulfillments as h')
-      .where(({ not, exists, selectFrom }) =>
-        not(
-          exists(
-            selectFrom('sync_jobs as j')
-              .select(sql<number>`1`.as('one'))
-              .whereRef('j.source_store_id', '=', 'h.source_store_id')
-              .where((eb) =>
-                eb.or([
-                  eb('j.source_order_id', '=', eb.ref('h.source_order_id')),
-                  eb.and([this.orderInDoubt('j'), eb('j.created_at', '<', eb.ref('h.received_at'))]),
-                ]),
-              ),
-          ),
-        ),
-      )
-      .executeTakeFirst();
+  async findUnowned(limit: number): Promise<HeldRow[]> {
+    const rows = await this.db
+      .selectFrom('held_fulfillments as h')
+      .selectAll('h')
+      .where((eb) => this.unowned(eb))
+      .orderBy('h.received_at')
+      .limit(limit)
+      .execute();
+    return rows.map((row) => ({
+      id: row.id,
+      ownerId: row.owner_id,
+      resellerStoreId: row.reseller_store_id,
+      sourceStoreId: row.source_store_id,
+      sourceOrderId: row.source_order_id,
+      keys: { dedupeKey: row.dedupe_key, webhookId: row.webhook_id },
+      tracking: row.tracking as Tracking,
+      // A timestamp column comes back as the driver gives it (text): the jobs it is compared with need a Date.
+      receivedAt: new Date(row.received_at),
+      watchPassId: row.watch_pass_id,
+    }));
+  }
+
+  /**
+   * Forgets held fulfillments that no job can own any more (`unowned`, read again here: one a job
+   * recorded the order of since they were read is kept, and the next claims take it); only those of
+   * `ids` when given. Returns how many.
+   */
+  async forgetUnowned(ids?: string[]): Promise<number> {
+    if (ids?.length === 0) return 0;
+    let query = this.db.deleteFrom('held_fulfillments as h').where((eb) => this.unowned(eb));
+    if (ids) query = query.where('h.id', '=', sql<string>`any(${ids}::text[])`);
+    const result = await query.executeTakeFirst();
     return Number(result.numDeletedRows);
+  }
+
+  /**
+   * That the held fulfillment `h` no job can own any more: no job of its store has recorded its
+   * order, and no job of its store that existed when it arrived is in doubt any more (`orderInDoubt`:
+   * it completed with another order, or was ended unplaced and its order looked up). What is left was
+   * the supplier's own sale, or the order of a job ended unplaced whose lookup missed it (the sweep
+   * reads it first: `FulfillmentService.claimHeld`).
+   */
+  private unowned(eb: ExpressionBuilder<Database & { h: Database['held_fulfillments'] }, 'h'>) {
+    return eb.not(
+      eb.exists(
+        eb
+          .selectFrom('sync_jobs as j')
+          .select(sql<number>`1`.as('one'))
+          .whereRef('j.source_store_id', '=', 'h.source_store_id')
+          .where((inner) =>
+            inner.or([
+              inner('j.source_order_id', '=', inner.ref('h.source_order_id')),
+              inner.and([this.orderInDoubt('j'), inner('j.created_at', '<', inner.ref('h.received_at'))]),
+            ]),
+          ),
+      ),
+    );
   }
 
   /**

@@ -16,11 +16,16 @@ import { fulfillmentAuditRecord } from './attempt.ts';
 import type { Fulfillment } from './entity.ts';
 import { fulfillmentEvent } from './events.ts';
 import { addedNumbersKey, type FulfillmentKeys } from './identity.ts';
-import type { FulfillmentRecorded, ResellerStoreReads, SyncJobReads } from './ports.ts';
-import type { FulfillmentRepository } from './repository.ts';
+import type { FulfillmentRecorded, ResellerStoreReads, SourceStoreReads, SyncJobReads } from './ports.ts';
+import type { FulfillmentRepository, HeldRow } from './repository.ts';
+import type { UnplacedShipments } from './unplaced.ts';
+import { PlatformError } from '../platforms/types.ts';
 
 /** Held fulfillments turned into fulfillments per sweep. */
 const CLAIMS_PER_PASS = 200;
+
+/** Held fulfillments no job can own any more looked at (and forgotten) per sweep. */
+const FORGETS_PER_PASS = 200;
 
 /** What the fulfillments' service works with, built once by the composition root (src/services.ts). */
 export interface FulfillmentServiceDeps {
@@ -30,10 +35,16 @@ export interface FulfillmentServiceDeps {
   logger: Logger;
   platforms: PlatformAdapters;
   outbox: Outbox;
+  /** A shipment of an order no job recorded, checked against the jobs ended unplaced that may own it (the webhook's and the sweep's). */
+  unplaced: UnplacedShipments;
+  /** The supplier store a held shipment came from, read before it is forgotten. */
+  sourceStores: SourceStoreReads;
 }
 
 export class FulfillmentService {
   private readonly fulfillments: FulfillmentRepository;
+  /** The check of a shipment of an order no job recorded against the jobs ended unplaced (src/fulfillments/unplaced.ts). */
+  readonly unplaced: UnplacedShipments;
 
   constructor(
     private readonly deps: FulfillmentServiceDeps,
@@ -43,6 +54,7 @@ export class FulfillmentService {
     private readonly onRecorded: readonly FulfillmentRecorded[],
   ) {
     this.fulfillments = deps.fulfillments;
+    this.unplaced = deps.unplaced;
   }
 
   /**
@@ -186,7 +198,8 @@ export class FulfillmentService {
 
   /**
    * Turns held fulfillments whose order a job has since recorded into fulfillments of that job, and
-   * forgets those no job can own any more. Run by the sweep. Returns how many were claimed.
+   * forgets those no job can own any more (`forgetUnowned`). Run by the sweep. Returns how many were
+   * claimed and forgotten.
    */
   async claimHeld(): Promise<{ claimed: number; forgotten: number }> {
     const claimable = await this.fulfillments.findClaimable(CLAIMS_PER_PASS);
@@ -201,8 +214,56 @@ export class FulfillmentService {
       if (created) claimed++;
       this.deps.logger.info({ job_id: job.id, source_order_id: held.sourceOrderId, created }, 'held fulfillment claimed by its job');
     }
-    const forgotten = await this.fulfillments.forgetUnowned();
+    const forgetting = await this.forgetUnowned();
+    return { claimed: claimed + forgetting.claimed, forgotten: forgetting.forgotten };
+  }
+
+  /**
+   * Forgets held fulfillments no job can own any more: the job in doubt when each came completed
+   * with another order, or was ended unplaced (its whole-order cancellation's lookup by reference
+   * found nothing: `not_placed`). That lookup misses an order a supplier list does not show, so one
+   * whose store has such a job ended unplaced, created before it came, is first checked as its
+   * webhook would be now (src/fulfillments/unplaced.ts): the order is read, and a job ended unplaced
+   * its reference names records it and takes the shipment (pushed to the customer, the cancellation
+   * `too_late` on the to-do list); a read refused for good (404, 403) puts it on the to-do list of
+   * those jobs (`reportUnattributed`) before it is forgotten; a read that answers, naming no such job,
+   * shows the supplier's own sale. A read refused for now (429, 5xx) keeps it for the next sweep.
+   */
+  private async forgetUnowned(): Promise<{ claimed: number; forgotten: number }> {
+    const unowned = await this.fulfillments.findUnowned(FORGETS_PER_PASS);
+    let claimed = 0;
+    let forgotten = 0;
+    for (const held of unowned) {
+      const decided = await this.beforeForgetting(held);
+      if (decided === 'kept') continue;
+      if (decided === 'claimed') claimed++;
+      else forgotten += await this.fulfillments.forgetUnowned([held.id]);
+    }
     return { claimed, forgotten };
+  }
+
+  /** What becomes of a held fulfillment no job can own any more, once checked against its store's jobs ended unplaced (`forgetUnowned`). */
+  private async beforeForgetting(held: HeldRow): Promise<'claimed' | 'kept' | 'forget'> {
+    const store = await this.deps.sourceStores.findActive(held.sourceStoreId);
+    if (!store) return 'forget';
+    const foundBy = held.watchPassId ? { by: 'divergence_watch' as const, watchPassId: held.watchPassId } : { by: 'fulfillment_webhook' as const };
+    let owned;
+    try {
+      owned = await this.unplaced.ownerOf([store], held.sourceOrderId, held.receivedAt, foundBy);
+    } catch (error) {
+      if (!(error instanceof PlatformError)) throw error;
+      this.deps.logger.warn({ source_store_id: store.id, source_order_id: held.sourceOrderId, err: error.message }, 'supplier order of a held fulfillment could not be read: kept for the next sweep');
+      return 'kept';
+    }
+    if (owned.job) {
+      const { created } = held.watchPassId
+        ? await this.receiveReconciled(owned.job, held.tracking, held.keys, held.watchPassId, held.id)
+        : await this.receive(owned.job, held.tracking, held.keys, held.id);
+      this.deps.logger.info({ job_id: owned.job.id, source_order_id: held.sourceOrderId, created }, 'held fulfillment claimed by the job ended unplaced its order names');
+      return created ? 'claimed' : 'forget';
+    }
+    await this.unplaced.reportUnattributed([store], { sourceOrderId: held.sourceOrderId, trackingNumbers: held.tracking.numbers, receivedAt: held.receivedAt }, owned.unreadable);
+    return 'forget';
   }
 
   /** Why the tracking must not be sent, if it must not: a reseller platform that needs a number gets none. */

@@ -1,18 +1,10 @@
 import type { ResellerStore } from '../reseller-stores/entity.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
-import type { OrderFoundBy, SyncJob } from '../sync-jobs/entity.ts';
+import type { SyncJob } from '../sync-jobs/entity.ts';
 
 /** The job a source store placed as an order: the sync jobs' repository, handed in by the composition root (src/services.ts). */
 export interface JobsBySourceOrder {
   findBySourceOrder(sourceStoreIds: string[], sourceOrderId: string): Promise<SyncJob | null>;
-  /** Which of these source stores have a recent job ended unplaced after sending its order (a cancellation's lookup by reference found nothing), created before `before`. */
-  storesWithUnplacedOrders(sourceStoreIds: string[], before: Date): Promise<string[]>;
-  /** This source store's jobs ended unplaced after sending their order, created before `before` at any age, newest first, at most `limit`. */
-  unplacedOf(sourceStoreId: string, before: Date, limit: number): Promise<SyncJob[]>;
-  /** Of these jobs (by id), those of this source store ended unplaced after sending their order, by id. */
-  unplacedAmong(sourceStoreId: string, syncJobIds: string[]): Promise<Map<string, SyncJob>>;
-  /** Records on a job ended unplaced the supplier order a fulfillment webhook named, found to be its own after all (audit `sync_job.order_found`); whether it was recorded now. */
-  recordFoundOrder(syncJobId: string, sourceOrderId: string, foundBy: Extract<OrderFoundBy, { by: 'fulfillment_webhook' }>): Promise<boolean>;
 }
 
 /** The source stores of a supplier domain, for checking a fulfillment webhook's signature: the source stores' repository. */

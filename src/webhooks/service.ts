@@ -7,8 +7,6 @@ import type { SecretBox } from '../shared/secrets.ts';
 import { fulfillmentKeys, type FulfillmentKeys } from '../fulfillments/identity.ts';
 import type { FulfillmentService } from '../fulfillments/service.ts';
 import { PayloadError, PlatformError, type PlatformAdapters } from '../platforms/types.ts';
-import { connectionOf } from '../attempts/store-connection.ts';
-import { unstorablePathIn } from '../shared/text.ts';
 import { MAX_TRACKING_NUMBERS_PER_FULFILLMENT } from '../../contract/limits.ts';
 import { normaliseVendor } from '../pricing/index.ts';
 import type { ResellerStore } from '../reseller-stores/entity.ts';
@@ -50,7 +48,7 @@ export interface WebhookCollaborators {
   /** Routing an order (orders/create) and cancelling it (the storefront's cancellation topics): the order module. */
   routing: OrderRouting & OrderCancelling;
   /** The supplier's own cancellation, and a fulfillment that comes after a cancellation (too late). */
-  cancellations: Pick<CancellationService, 'recordSupplierCancellation' | 'shipmentUnattributed'>;
+  cancellations: Pick<CancellationService, 'recordSupplierCancellation'>;
   fulfillments: FulfillmentService;
   syncJobs: JobsBySourceOrder;
   resellerStores: ResellerStoreReads;
@@ -231,64 +229,17 @@ export class WebhookService {
   }
 
   /**
-   * The job that placed this order after all, though it was ended unplaced: its whole storefront order
-   * was cancelled while its placement was in doubt, and the cancellation's lookup by reference missed
-   * the order (a supplier list that did not show it). Only a sender with such a recent job
-   * (`storesWithUnplacedOrders`) has the order read (one call), for the reference it carries; the job
-   * it names records it (audit `sync_job.order_found`), so the shipment is taken: recorded, pushed to
-   * the customer, and the job's `not_placed` cancellation made `too_late` on the reseller's to-do list.
-   * A read the supplier refuses for now (429, 5xx, no answer) is 503, so the platform delivers again.
-   * `unreadable`: the senders whose read was refused for good (404, 403), and why: they could not
-   * tell whose the order is (`reportUnattributed`).
+   * The job ended unplaced whose order this is after all (`UnplacedShipments.ownerOf`). A read the
+   * supplier refuses for now (429, 5xx, no answer) is 503, so the platform delivers again.
    */
-  private async unplacedOwner(senders: SourceStore[], sourceOrderId: string): Promise<{ job: SyncJob | null; unreadable: Map<string, string> }> {
-    const unreadable = new Map<string, string>();
-    const candidates = new Set(await this.syncJobs.storesWithUnplacedOrders(senders.map((store) => store.id), new Date()));
-    for (const store of senders.filter((sender) => candidates.has(sender.id))) {
-      let reference: string | null;
-      try {
-        reference = (await this.deps.platforms[store.platform].readListedOrder(connectionOf(this.deps, store), sourceOrderId)).syncReference;
-      } catch (error) {
-        if (!(error instanceof PlatformError)) throw error;
-        if (error.retryable) {
-          throw new AppError('unavailable', { message: 'The supplier order could not be read to find its sync job; deliver the webhook again.', retryAfterSeconds: Math.ceil((error.retryAfterMs ?? 5_000) / 1000) });
-        }
-        this.deps.logger.warn({ shop_domain: store.shopDomain, source_order_id: sourceOrderId, err: error.message }, 'supplier order of a fulfillment could not be read');
-        unreadable.set(store.id, `reading the order answered ${error.status ?? 'an error'}: ${error.message.slice(0, 200)}`);
-        continue;
+  private async unplacedOwner(senders: SourceStore[], sourceOrderId: string, receivedAt: Date) {
+    try {
+      return await this.fulfillments.unplaced.ownerOf(senders, sourceOrderId, receivedAt, { by: 'fulfillment_webhook' });
+    } catch (error) {
+      if (error instanceof PlatformError && error.retryable) {
+        throw new AppError('unavailable', { message: 'The supplier order could not be read to find its sync job; deliver the webhook again.', retryAfterSeconds: Math.ceil((error.retryAfterMs ?? 5_000) / 1000) });
       }
-      if (reference === null || unstorablePathIn(reference) !== null) continue;
-      const job = (await this.syncJobs.unplacedAmong(store.id, [reference])).get(reference);
-      if (!job) continue;
-      await this.syncJobs.recordFoundOrder(job.id, sourceOrderId, { by: 'fulfillment_webhook' });
-      this.deps.logger.info({ sync_job_id: job.id, source_order_id: sourceOrderId }, 'supplier order of a job ended unplaced found shipped: recorded on the job');
-      return { job: await this.syncJobs.findBySourceOrder([store.id], sourceOrderId), unreadable };
-    }
-    return { job: null, unreadable };
-  }
-
-  /**
-   * A shipment the service drops (no job recorded its order, none in doubt holds it) from a sender
-   * with jobs ended unplaced after sending, whose order it read and got an error that will not change
-   * (404, 403). It may be one of those jobs' orders, so it is not dropped unnoticed (order-changes.md):
-   * each such job (the newest UNATTRIBUTED_JOBS) gets an audit entry and a `too_late` entry on the
-   * reseller's to-do list naming the shipment (CancellationService.shipmentUnattributed). A sender
-   * whose order was read knows it is not theirs; one whose jobs are all past the 60 days unknown
-   * shipments are read for reports nothing either: every own sale of its supplier would write an
-   * audit entry per job, for ever.
-   */
-  private async reportUnattributed(senders: SourceStore[], fulfillment: SourceFulfillment, unreadable: Map<string, string>): Promise<void> {
-    const receivedAt = new Date();
-    for (const store of senders) {
-      const why = unreadable.get(store.id);
-      if (why === undefined) continue;
-      const jobs = await this.syncJobs.unplacedOf(store.id, receivedAt, UNATTRIBUTED_JOBS);
-      if (jobs.length === 0) continue;
-      const raised = await this.cancellations.shipmentUnattributed(jobs, { sourceStoreId: store.id, sourceOrderId: fulfillment.sourceOrderId, trackingNumbers: fulfillment.tracking.numbers, why });
-      this.deps.logger.warn(
-        { shop_domain: store.shopDomain, source_order_id: fulfillment.sourceOrderId, sync_job_ids: jobs.map((job) => job.id), raised },
-        'shipment of an order no job recorded, possibly of a job ended unplaced, could not be attributed: on the to-do list',
-      );
+      throw error;
     }
   }
 
@@ -298,15 +249,17 @@ export class WebhookService {
     const owner = () => this.syncJobs.findBySourceOrder(senders.map((store) => store.id), fulfillment.sourceOrderId);
     const job = await owner();
     if (job) return this.receiveFor(job, fulfillment, keys);
-    // Before holding it for a job in doubt: a job ended unplaced whose order this is after all takes it now.
-    const unplaced = await this.unplacedOwner(senders, fulfillment.sourceOrderId);
+    // Before holding it for a job in doubt: a job ended unplaced whose order this is after all takes it now
+    // (src/fulfillments/unplaced.ts); it is checked before the shipment is held for another job in doubt, which would never claim it.
+    const receivedAt = new Date();
+    const unplaced = await this.unplacedOwner(senders, fulfillment.sourceOrderId, receivedAt);
     if (unplaced.job) return this.receiveFor(unplaced.job, fulfillment, keys);
     const held = await this.fulfillments.holdUnlessUnowned(senders, fulfillment, keys);
     if (!held) {
       // A job may have recorded this order between the two reads (no longer in doubt, not found before): look again.
       const late = await owner();
       if (late) return this.receiveFor(late, fulfillment, keys);
-      await this.reportUnattributed(senders, fulfillment, unplaced.unreadable);
+      await this.fulfillments.unplaced.reportUnattributed(senders, { sourceOrderId: fulfillment.sourceOrderId, trackingNumbers: fulfillment.tracking.numbers, receivedAt }, unplaced.unreadable);
     }
     this.deps.logger.info(
       { shop_domain: senders[0]!.shopDomain, source_order_id: fulfillment.sourceOrderId, held },
@@ -316,9 +269,6 @@ export class WebhookService {
   }
 
 }
-
-/** At most this many jobs ended unplaced of one sender are told of a shipment the service could not attribute (the newest). */
-const UNATTRIBUTED_JOBS = 20;
 
 /** What a store id can look like (src/shared/ids.ts); anything else is not looked up. */
 const STORE_ID = /^[A-Za-z0-9_]{1,64}$/;
