@@ -150,6 +150,7 @@ export function createServices(infrastructure: Infrastructure) {
     storefrontLinesCancelled: (store, shown, watchPassId) => cancellations.cancelShownLines(store, shown, watchPassId),
     // The still-open order of a job whose cancellation missed it: recorded on the job and cancelled, as the storefront asked.
     unplacedOrderOpen: (job, found) => cancellations.cancelFoundOrder(job, found),
+    voidedOrderFound: (job, found) => cancellations.recordFoundOrderOfVoided(job, found),
   };
   const eventRepository = new EventRepository(orm);
   return {

@@ -411,6 +411,50 @@ export class CancellationService implements OrderCancellations, SupplierCancella
   }
 
   /**
+   * A divergence-watch pass listed the supplier order whose reference names `job`, a job ended
+   * unplaced (VOID) while its placement was in doubt, whose whole-order cancellation has not found
+   * that order by its reference (still looking, or dead: the lookup stopped at its bound, or failed,
+   * at every retry). In one transaction, under the order's cancellation lock, the order is recorded
+   * on the job (audit `sync_job.order_found`, `foundBy` the watch and its pass). When the job's last
+   * whole-order cancellation is dead, nothing else would cancel that order (a retry by hand would,
+   * but its `cancellation_dead` entry says nothing of the order found), and the supplier would ship
+   * what the customer cancelled: it is re-opened for fresh automatic retries, as a retry by hand
+   * would (the machine's RETRY: three retries again, a new queue message), by the service: audit and
+   * event `cancellation.retried` (actor `system`, naming the order and the pass); its retry now
+   * cancels the order it knows (`cancelled`, or `too_late` if shipped), which resolves the entry. A
+   * cancellation still retrying finds the order recorded at its next attempt. Returns whether the
+   * order was recorded now, and whether a dead cancellation was re-opened.
+   */
+  async recordFoundOrderOfVoided(job: SyncJob, found: { sourceOrderId: string; watchPassId: string }): Promise<{ recorded: boolean; reopened: boolean }> {
+    const result = await this.repository.transaction(async (trx) => {
+      await this.repository.lockOrders(trx, [{ resellerStoreId: job.resellerStoreId, externalOrderId: job.externalOrderId }]);
+      if (!(await this.deps.jobs.recordFoundOrderIn(trx, job.id, found.sourceOrderId, { by: 'divergence_watch', watchPassId: found.watchPassId }))) {
+        return { recorded: false, reopened: false };
+      }
+      const last = (await this.repository.forJobsIn(trx, [job.id])).filter((c) => c.scope === 'order').at(-1);
+      if (!last || last.status !== 'dead') return { recorded: true, reopened: false };
+      const now = new Date();
+      if (!cancellationKind.transition(last, { type: 'RETRY', at: now.toISOString() }, now)) return { recorded: true, reopened: false };
+      last.queueMessageId = newMessageId();
+      const audit = cancellationAuditRecord(last, 'cancellation.retried', SYSTEM_ACTOR, {
+        attempts: last.attempts,
+        sourceOrderId: found.sourceOrderId,
+        watchPassId: found.watchPassId,
+        reason: 'the supplier order the dead cancellation could not find was found by the divergence watch: retried to cancel it',
+      });
+      const [written] = await this.repository.writeTransitions(trx, [{ row: last, result: cancellationKind.resultOf(last), audit }]);
+      // Moved meanwhile (retried by hand): that retry finds the order recorded.
+      if (!written) return { recorded: true, reopened: false };
+      await this.deps.queue.insertIn(trx, cancellationKind.queue, [{ id: last.queueMessageId, message: cancellationKind.message(last.id) }]);
+      const event = await jobEventIn(trx, 'cancellation.retried', job.id);
+      if (event) await this.deps.outbox.append(trx, [event]);
+      return { recorded: true, reopened: true };
+    });
+    if (result.reopened) this.deps.metrics.attemptTransitions.inc({ kind: 'cancellation', status: 'pending' });
+    return result;
+  }
+
+  /**
    * A divergence-watch pass listed a routed storefront order, not cancelled whole, that shows some of
    * its lines cancelled (`shown`: custom `cancelledQuantity`, platform_a refund-cancelled quantities,
    * as of the order's time). In one transaction under the order's cancellation lock, what it shows

@@ -47,4 +47,12 @@ export interface WatchRepairs {
    * was asked for (a repair).
    */
   unplacedOrderOpen(job: SyncJob, found: { sourceOrderId: string; watchPassId: string }): Promise<boolean>;
+  /**
+   * A supplier order listed whose reference names `job`, a job ended unplaced whose whole-order
+   * cancellation has not found the order (still looking, or dead): record the order on the job and,
+   * when that cancellation is dead, re-open it so its retries cancel the order (the cancellation
+   * feature's `recordFoundOrderOfVoided`). Returns whether the order was recorded now, and whether a
+   * dead cancellation was re-opened (a repair).
+   */
+  voidedOrderFound(job: SyncJob, found: { sourceOrderId: string; watchPassId: string }): Promise<{ recorded: boolean; reopened: boolean }>;
 }

@@ -229,7 +229,11 @@ export class WatchRepository {
       const { rows } = await sql<{ sync_job_id: string }>`
         insert into divergences (id, owner_id, reseller_store_id, sync_job_id, type, status, subject_id, detail, since)
         select ${sql.raw(SQL_DIVERGENCE_ID)}, j.owner_id, j.reseller_store_id, j.id, 'stale', 'open', j.id,
-          'Placed ' || to_char(j.completed_at at time zone 'UTC', 'YYYY-MM-DD HH24:MI') || ' UTC on the supplier (order ' || j.source_order_id || '); no tracking since.', now()
+          case when exists (select 1 from cancellations c where c.sync_job_id = j.id and c.scope = 'order' and c.created_at <= j.completed_at)
+            -- Ended unplaced by its whole-order cancellation, its order found since: when it was placed is not known.
+            then 'Ended unplaced ' || to_char(j.completed_at at time zone 'UTC', 'YYYY-MM-DD HH24:MI') || ' UTC when its order was cancelled; its supplier order ' || j.source_order_id || ' was found since; no tracking since.'
+            else 'Placed ' || to_char(j.completed_at at time zone 'UTC', 'YYYY-MM-DD HH24:MI') || ' UTC on the supplier (order ' || j.source_order_id || '); no tracking since.'
+          end, now()
         from sync_jobs j
         where j.id = any(${ids}::text[]) and ${staleJobs(resellerStoreId, staleAfterMs)}
         order by j.id
@@ -248,7 +252,10 @@ export class WatchRepository {
   }
 }
 
-/** The store's placed jobs (`j`) due a `stale` entry: no tracking `staleAfterMs` after their placement, their supplier order not cancelled, none raised or dismissed yet. */
+/**
+ * The store's placed jobs (`j`) due a `stale` entry: no tracking `staleAfterMs` after their placement, their supplier order not
+ * cancelled nor being cancelled (no whole-order cancellation unfinished or dead), none raised or dismissed yet.
+ */
 function staleJobs(resellerStoreId: string, staleAfterMs: number) {
   return sql`j.reseller_store_id = ${resellerStoreId} and j.status = 'completed' and j.source_order_id is not null
     and j.completed_at < now() - ${staleAfterMs} * interval '1 millisecond'
@@ -257,6 +264,8 @@ function staleJobs(resellerStoreId: string, staleAfterMs: number) {
     -- A supplier order that is cancelled (by the supplier, or at the service's request) ships nothing.
     and j.supplier_cancelled_at is null
     and not exists (select 1 from cancellations c where c.sync_job_id = j.id and (c.scope = 'order' or c.closes_order) and c.outcome = 'cancelled')
+    -- A whole-order cancellation still being made, or dead (cancellation_dead on the to-do list): the job waits for it, not for tracking.
+    and not exists (select 1 from cancellations c where c.sync_job_id = j.id and c.scope = 'order' and c.status <> 'completed')
     and not exists (select 1 from divergences d where d.sync_job_id = j.id and d.type in ('stale', 'supplier_cancelled') and d.status in ('open', 'dismissed'))`;
 }
 

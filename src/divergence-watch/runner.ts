@@ -294,14 +294,24 @@ export class WatchRunner {
    * once) or can no longer own it. A job ended unplaced by its whole-order cancellation (`completed`,
    * no order: nothing will ever complete it) gets the order's id recorded now, as that cancellation's
    * own lookup records it: the lookup reads a bounded number of pages and, on a busy supplier, fails
-   * at every retry (the cancellation dies) while the watch lists the order. The cancellation's retry
-   * then cancels it, and the held shipments are claimed by the job. A job still to be retried learns
+   * at every retry (the cancellation dies) while the watch lists the order. A dead cancellation is
+   * re-opened then (`voidedOrderFound`: fresh automatic retries, audit and event
+   * `cancellation.retried`); its retry cancels the order, and the held shipments are claimed by the job. A job still to be retried learns
    * its order from that retry (the placement's Idempotency-Key), never from the watch. Returns the repairs.
    */
   private async compareInDoubt(supplier: SourceStore, job: SyncJob, order: UpdatedOrder, connection: StoreConnection, pass: TakenPass, lease: Lease, tally: Tally): Promise<number> {
     let repairs = 0;
-    if (job.status === 'completed' && job.sourceOrderId == null && (await this.reads.jobs.recordFoundOrder(job.id, order.externalOrderId, { by: 'divergence_watch', watchPassId: pass.id }))) {
-      this.deps.logger.info({ watch_pass_id: pass.id, sync_job_id: job.id, source_order_id: order.externalOrderId }, 'order in doubt of a job ended unplaced found by its reference; recorded on the job');
+    if (job.status === 'completed' && job.sourceOrderId == null) {
+      const found = await this.repairs.voidedOrderFound(job, { sourceOrderId: order.externalOrderId, watchPassId: pass.id });
+      if (found.recorded) {
+        this.deps.logger.info(
+          { watch_pass_id: pass.id, sync_job_id: job.id, source_order_id: order.externalOrderId, reopened: found.reopened },
+          found.reopened
+            ? 'order in doubt of a job ended unplaced found by its reference; recorded on the job, its dead cancellation re-opened'
+            : 'order in doubt of a job ended unplaced found by its reference; recorded on the job',
+        );
+      }
+      if (found.reopened) repairs += this.repaired('storefront_cancelled');
     }
     const reason = order.cancelReason === null ? null : wellFormed(order.cancelReason);
     if (order.cancelled && (await this.repairs.supplierCancelled(job, { sourceOrderId: order.externalOrderId, reason, listedAt: order.updatedAt, watchPassId: pass.id }))) {
