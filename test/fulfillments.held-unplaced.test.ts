@@ -86,6 +86,32 @@ describe('a shipment held for a job in doubt, the job then ended not_placed by a
     expect(sandbox.fulfillmentsFor(shop.reseller.shopDomain)).toEqual([]);
   });
 
+  it('whose order the supplier cannot answer for now is kept and read again at each sweep; after 7 days it is reported, then forgotten', async ({ api, sandbox, service }) => {
+    // Ended not_placed first, then a held row (as a shipment held while the job was in doubt) and a supplier that answers 500.
+    const { shop, jobId, sourceOrderId } = await heldThenEndedUnplaced(api, sandbox, service.url, service.databaseUrl, (shop) => sandbox.directSaleFulfillment(shop.acme.shopDomain, 'custom', { trackingNumbers: ['OWN-FIRST'] }));
+    sandbox.setFaults(shop.acme.shopDomain, { alwaysFail: true, status: 500 });
+    const insertHeld = (receivedAt: string) =>
+      queryRows(
+        service.databaseUrl,
+        `insert into held_fulfillments (id, owner_id, reseller_store_id, source_store_id, source_order_id, dedupe_key, webhook_id, tracking, received_at)
+         select $1, owner_id, id, $3, $4, 'down-key', null, $5::jsonb, ${receivedAt} from reseller_stores where id = $2`,
+        [`hf_down_${nextOrderId++}`, shop.reseller.id, shop.acme.id, sourceOrderId, JSON.stringify({ numbers: ['HELD-500'], urls: [], company: null })],
+      );
+    await insertHeld('now()');
+    const reads = () => sandbox.requestsFor(shop.acme.shopDomain).filter((request) => request.method === 'GET' && request.path.includes(sourceOrderId)).length;
+    await waitFor(async () => reads() >= 2, 5_000, 'two sweeps reading the order');
+    expect(await heldOf(service.databaseUrl, shop)).toHaveLength(1);
+    expect(await todoOf(api, shop)).toEqual([]);
+    // Seven days on (the job older still), the supplier still down: reported as a read refused for good, and forgotten.
+    await queryRows(service.databaseUrl, "update sync_jobs set created_at = now() - interval '9 days' where id = $1", [jobId]);
+    await queryRows(service.databaseUrl, "update held_fulfillments set received_at = now() - interval '8 days' where reseller_store_id = $1", [shop.reseller.id]);
+    await waitFor(async () => (await heldOf(service.databaseUrl, shop)).length === 0, 5_000, 'held fulfillment forgotten');
+    const todo = await todoOf(api, shop);
+    expect(todo).toEqual([expect.objectContaining({ type: 'too_late', syncJobId: jobId, detail: expect.stringContaining(`order ${sourceOrderId} (tracking HELD-500)`) })]);
+    expect(todo[0]!.detail).toContain('kept failing for 7 days');
+    sandbox.clearFaults(shop.acme.shopDomain);
+  });
+
   it("of the supplier's own sale, its order read, is forgotten with no report", async ({ api, sandbox, service }) => {
     const { shop, jobId } = await heldThenEndedUnplaced(api, sandbox, service.url, service.databaseUrl, (shop) => sandbox.directSaleFulfillment(shop.acme.shopDomain, 'custom', { trackingNumbers: ['OWN-HELD'] }));
     // A sweep or two more: still nothing.

@@ -27,6 +27,13 @@ const CLAIMS_PER_PASS = 200;
 /** Held fulfillments no job can own any more looked at (and forgotten) per sweep. */
 const FORGETS_PER_PASS = 200;
 
+/**
+ * How long after it came a held fulfillment whose supplier order cannot be read for now (429, 5xx,
+ * no answer) is kept to read it again at each sweep: past that it is reported as one whose read is
+ * refused for good, then forgotten, so a supplier that never answers costs no read per sweep for ever.
+ */
+const HELD_READ_GIVE_UP_MS = 7 * 24 * 60 * 60_000;
+
 /** What the fulfillments' service works with, built once by the composition root (src/services.ts). */
 export interface FulfillmentServiceDeps {
   fulfillments: FulfillmentRepository;
@@ -227,7 +234,8 @@ export class FulfillmentService {
    * its reference names records it and takes the shipment (pushed to the customer, the cancellation
    * `too_late` on the to-do list); a read refused for good (404, 403) puts it on the to-do list of
    * those jobs (`reportUnattributed`) before it is forgotten; a read that answers, naming no such job,
-   * shows the supplier's own sale. A read refused for now (429, 5xx) keeps it for the next sweep.
+   * shows the supplier's own sale. A read refused for now (429, 5xx) keeps it for the next sweep,
+   * for HELD_READ_GIVE_UP_MS after it came; then it is reported as a read refused for good.
    */
   private async forgetUnowned(): Promise<{ claimed: number; forgotten: number }> {
     const unowned = await this.fulfillments.findUnowned(FORGETS_PER_PASS);
@@ -252,8 +260,11 @@ export class FulfillmentService {
       owned = await this.unplaced.ownerOf([store], held.sourceOrderId, held.receivedAt, foundBy);
     } catch (error) {
       if (!(error instanceof PlatformError)) throw error;
-      this.deps.logger.warn({ source_store_id: store.id, source_order_id: held.sourceOrderId, err: error.message }, 'supplier order of a held fulfillment could not be read: kept for the next sweep');
-      return 'kept';
+      if (Date.now() - held.receivedAt.getTime() < HELD_READ_GIVE_UP_MS) {
+        this.deps.logger.warn({ source_store_id: store.id, source_order_id: held.sourceOrderId, err: error.message }, 'supplier order of a held fulfillment could not be read: kept for the next sweep');
+        return 'kept';
+      }
+      owned = { job: null, unreadable: new Map([[store.id, `reading the order kept failing for 7 days, last ${error.status ?? 'with no answer'}: ${error.message.slice(0, 200)}`]]) };
     }
     if (owned.job) {
       const { created } = held.watchPassId
