@@ -242,7 +242,14 @@ export class FulfillmentService {
     let claimed = 0;
     let forgotten = 0;
     for (const held of unowned) {
-      const decided = await this.beforeForgetting(held);
+      let decided: 'claimed' | 'kept' | 'forget';
+      try {
+        decided = await this.beforeForgetting(held);
+      } catch (error) {
+        // One row's failure (a database error, say) keeps that row for the next sweep; the others go on.
+        this.deps.logger.error({ err: error, held_fulfillment_id: held.id, source_order_id: held.sourceOrderId }, 'held fulfillment could not be checked before forgetting it: kept for the next sweep');
+        continue;
+      }
       if (decided === 'kept') continue;
       if (decided === 'claimed') claimed++;
       else forgotten += await this.fulfillments.forgetUnowned([held.id]);
