@@ -174,6 +174,12 @@ export interface Attempt<W> {
    * outcomes in a transaction.
    */
   outcomesWrittenIn?(trx: Trx, rows: RowOf<W>[]): Promise<void>;
+  /**
+   * Whether a completed or dead row's outcome needs that transaction (`outcomeLocks`,
+   * `outcomesWrittenIn`): when given, the rows it refuses are written as those of a kind without
+   * either (in one statement, when their events allow). Without it, every row's does.
+   */
+  outcomeInTransaction?(row: RowOf<W>): boolean;
 }
 
 /** The row of an attempt's work (`W`). */

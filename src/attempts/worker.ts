@@ -457,8 +457,10 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
    * transaction (`writeOutcomesIn`).
    */
   private async writeOutcomes(writes: AttemptWrite<R>[], watchdog?: string): Promise<boolean[]> {
-    const alone = watchdog === undefined && this.kind.outcomeEventsOf && !this.attempt.outcomeLocks && !this.attempt.outcomesWrittenIn;
-    const todo = writes.filter((write) => !this.#appliedAlone.has(write));
+    const hooked = Boolean(this.attempt.outcomeLocks || this.attempt.outcomesWrittenIn);
+    const inTransaction = (write: AttemptWrite<R>) => hooked && (this.attempt.outcomeInTransaction?.(write.row as RowOf<W>) ?? true);
+    const alone = watchdog === undefined && this.kind.outcomeEventsOf;
+    const todo = writes.filter((write) => !this.#appliedAlone.has(write) && !inTransaction(write));
     if (alone && todo.length > 0) {
       const written = await this.writeOutcomesAlone(todo);
       todo.forEach((write, i) => written[i] && this.#appliedAlone.add(write));

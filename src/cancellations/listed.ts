@@ -101,3 +101,32 @@ export function unaccountedLines(signals: OrderCancellation[], shown: { sku: str
     return quantity > 0 ? [{ sku: line.sku, vendor: line.vendor, quantity }] : [];
   });
 }
+
+/**
+ * Of an order's signals (oldest first), those a manual job's placement already left out: its attempt
+ * read the storefront order (`read`: what it showed cancelled of its lines, as of the order's time) and
+ * placed only what was still open (src/orders/open.ts), so a cancellation the read counts has nothing
+ * on the supplier to cancel. The read is a snapshot as `heldByListed`'s are, for that job alone (the
+ * order's other jobs were placed from their own order): a lines signal made no later than the read (or
+ * without a platform time) is held when its quantities of the job's supplier (`matches`: the lines
+ * naming its vendor, or naming none, of a SKU it placed) fit in what the read has left of them once the older signals it holds
+ * took theirs. Signals a snapshot of the order holds are left out: they are applied to no job.
+ */
+export function heldByRead(
+  read: { asOf: Date | string; lines: { sku: string; vendor: string; quantity: number }[] },
+  signals: OrderCancellation[],
+  matches: (line: { sku: string; vendor?: string | undefined }) => boolean,
+): Set<string> {
+  const elsewhere = heldByListed(signals);
+  const left = bySku(read.lines.filter(matches));
+  const held = new Set<string>();
+  for (const signal of signals) {
+    if (signal.scope !== 'lines' || elsewhere.has(signal.id)) continue;
+    if (signal.occurredAt && timeOf(signal.occurredAt) > timeOf(read.asOf)) continue;
+    const asked = bySku(signal.lines.filter(matches));
+    if (asked.size === 0 || ![...asked].every(([sku, quantity]) => (left.get(sku) ?? 0) >= quantity)) continue;
+    for (const [sku, quantity] of asked) left.set(sku, left.get(sku)! - quantity);
+    held.add(signal.id);
+  }
+  return held;
+}

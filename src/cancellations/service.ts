@@ -9,7 +9,7 @@ import type { Outbox } from '../events/outbox.ts';
 import type { NewEvent } from '../events/types.ts';
 import { CUT_BEFORE_PLACEMENT, cutOrder } from './cut.ts';
 import { foundOrderSignalKey, isFoundOrderSignal, isWatchSignal, listedSignalKey, shownSignalKey } from './signal-keys.ts';
-import { heldByListed, unaccountedLines } from './listed.ts';
+import { heldByListed, heldByRead, unaccountedLines } from './listed.ts';
 import { supplierSku, vendorMatches } from '../pricing/index.ts';
 import { newMessageId, type Queue } from '../queue/queue.ts';
 import { GroupCommit } from '../db/group-commit.ts';
@@ -318,9 +318,13 @@ export class CancellationService implements OrderCancellations, SupplierCancella
     const existing = await this.repository.forJobsIn(trx, jobs.map((job) => job.id));
     const vendorTags = await this.vendorTags(trx, jobs);
     const reachedBefore = reachedBy(signal, existing);
+    // A manual job placed what its read of the storefront order showed open: the order's signals that read counts are not its to apply.
+    const orderSignals = signal.scope === 'lines' && jobs.some((job) => readOf(job)) ? await this.repository.signalsOf(trx, signal.resellerStoreId, signal.externalOrderId) : [];
     const plans = jobs.flatMap((job) => {
       if (reachedBefore.has(job.id)) return [];
-      const plan = planFor(job, vendorTags.get(job.sourceStoreId) ?? null, existing.filter((c) => c.syncJobId === job.id), signal);
+      const vendorTag = vendorTags.get(job.sourceStoreId) ?? null;
+      if (heldByJobRead(job, vendorTag, orderSignals).has(signal.id)) return [];
+      const plan = planFor(job, vendorTag, existing.filter((c) => c.syncJobId === job.id), signal);
       return plan ? [plan] : [];
     });
     const reached = new Set([...reachedBefore, ...plans.map((plan) => plan.job.id)]);
@@ -354,6 +358,29 @@ export class CancellationService implements OrderCancellations, SupplierCancella
       ],
       events: await jobEventsIn(trx, settled.map((row) => ({ type: 'cancellation.completed' as const, syncJobId: row.syncJobId }))),
     };
+  }
+
+  /**
+   * In the transaction recording the placement of these manual jobs (POST /v1/sync_jobs), once each
+   * stores the order its attempt read and placed (src/sync-jobs/attempt.ts): under their orders'
+   * cancellation locks, the storefront's cancellations of some lines that reached them while they had
+   * no order to cut (received before or during their placement) are applied as they are to any job
+   * placed, the supplier asked to cancel those quantities, unless the order the attempt read showed
+   * them cancelled already (placed without them: `heldByRead`). A whole-order cancellation reached the
+   * job when it arrived (planFor). A signal received after this transaction applies as usual: whichever
+   * of the two takes the order's lock second sees the other's rows.
+   */
+  async applyToPlacedIn(trx: Trx, placed: { id: string; resellerStoreId: string; externalOrderId: string }[]): Promise<void> {
+    if (placed.length === 0) return;
+    await this.repository.lockOrders(trx, placed);
+    const ids = new Set(placed.map((job) => job.id));
+    const signals = await this.repository.signalsOfOrders(trx, placed);
+    const held = heldByListed(signals);
+    for (const signal of signals.filter((s) => s.scope === 'lines' && !held.has(s.id))) {
+      const jobs = (await this.deps.jobs.ofOrderIn(trx, signal.resellerStoreId, signal.externalOrderId)).filter((job) => ids.has(job.id));
+      if (jobs.length === 0) continue;
+      await this.record(trx, await this.apply(trx, signal, jobs));
+    }
   }
 
   /**
@@ -662,6 +689,31 @@ export class CancellationService implements OrderCancellations, SupplierCancella
   }
 }
 
+/**
+ * What the storefront order showed cancelled when a manual job's attempt read it to place it: the job
+ * stores the order it placed (its open lines) with that read (src/sync-jobs/attempt.ts). None for a
+ * job routed from a webhook (its order's own `listed:` signal says it) or a manual job not placed yet.
+ */
+function readOf(job: SyncJob): NonNullable<SyncJob['order']>['cancelledBefore'] | undefined {
+  return job.origin === 'manual' ? job.order?.cancelledBefore : undefined;
+}
+
+/** The signals (of `orderSignals`, the job's order's) that a manual job's read of its order holds: it placed none of their quantities. */
+function heldByJobRead(job: SyncJob, vendorTag: string | null, orderSignals: OrderCancellation[]): Set<string> {
+  const read = readOf(job);
+  if (!read || orderSignals.length === 0) return new Set();
+  const skus = skusOfRead(job, vendorTag);
+  // A line naming no vendor (custom's) is the job's when its SKU is.
+  return heldByRead(read, orderSignals, (line) => (line.vendor === undefined ? skus.has(line.sku) : vendorTag === null || vendorMatches(line.vendor, vendorTag)));
+}
+
+/** The SKUs of a manual job's supplier in the order its attempt read: placed, or read cancelled, of its vendor. */
+function skusOfRead(job: SyncJob, vendorTag: string | null): Set<string> {
+  const read = readOf(job)?.lines ?? [];
+  const ofVendor = (vendor: string) => vendorTag === null || vendorMatches(vendor, vendorTag);
+  return new Set([...(supplierLinesOf(job, vendorTag) ?? []).map((line) => line.sku), ...read.filter((line) => ofVendor(line.vendor)).map((line) => line.sku)]);
+}
+
 /** The supplier lines of a job: the reseller order's lines of the job's vendor (null when the job has no stored order). */
 function supplierLinesOf(job: SyncJob, vendorTag: string | null): CancelledLine[] | null {
   if (!job.order || vendorTag === null) return null;
@@ -682,7 +734,9 @@ function planFor(job: SyncJob, vendorTag: string | null, existing: Cancellation[
   const ordered = supplierLinesOf(job, vendorTag);
   const holding = existing.filter(holdsQuantity);
   if (ordered === null) {
-    // A manual job (no stored order): only the whole order can be cancelled, once.
+    // A manual job not placed yet (no stored order): only the whole order can be cancelled, once. Its
+    // attempt places what the storefront order still shows open, and its placement applies the lines
+    // signals received meanwhile (`applyToPlacedIn`).
     if (signal.scope !== 'order' || holding.some((c) => c.scope === 'order')) return null;
     return { job, vendorTag, scope: 'order', lines: [] };
   }

@@ -207,26 +207,27 @@ export class WatchRunner {
 
   /**
    * Storefront orders: a known one (routed, or with jobs a reseller made by hand, which record no
-   * routing) listed cancelled is treated as its cancellation webhook. A routed one listed showing some
+   * routing) listed cancelled is treated as its cancellation webhook. A known one listed showing some
    * of its lines cancelled (the order itself not) is compared with the cancellations the service
    * recorded for it: what it shows beyond them (a partial cancellation whose webhook was lost) is
-   * cancelled as that webhook would have (a manual job places the open quantities as read, and its
-   * lines are never cut afterwards). The list entry carries the lines: no read more. Unknown ones are
-   * reconciliation's.
+   * cancelled as that webhook would have (a manual job placed, which stores the order it read, as any
+   * job; one whose read showed those quantities cancelled already placed none of them, and one not
+   * placed yet places the open quantities as it reads them). The list entry carries the lines: no read
+   * more. Unknown ones are reconciliation's.
    */
   private async compareStorefront(store: ResellerStore, orders: UpdatedOrder[], pass: TakenPass): Promise<number> {
     const cancelled = orders.filter((order) => order.cancelled && storableId(order));
     const partly = orders.filter((order) => !order.cancelled && order.cancelledLines && order.cancelledLines.lines.length > 0 && storableId(order));
     const ids = cancelled.map((order) => order.externalOrderId);
     const routed = await this.routing.routedAmong(store.id, [...ids, ...partly.map((order) => order.externalOrderId)]);
-    const withJobs = await this.reads.jobs.ordersWithJobs(store.id, ids.filter((id) => !routed.has(id)));
+    const withJobs = await this.reads.jobs.ordersWithJobs(store.id, [...ids, ...partly.map((order) => order.externalOrderId)].filter((id) => !routed.has(id)));
     let repairs = 0;
     for (const order of cancelled) {
       if (!routed.has(order.externalOrderId) && !withJobs.has(order.externalOrderId)) continue;
       if (await this.repairs.storefrontCancelled(store, order.externalOrderId, pass.id)) repairs += this.repaired('storefront_cancelled');
     }
     for (const order of partly) {
-      if (!routed.has(order.externalOrderId)) continue;
+      if (!routed.has(order.externalOrderId) && !withJobs.has(order.externalOrderId)) continue;
       const shown = { externalOrderId: order.externalOrderId, cancelled: order.cancelledLines! };
       if (await this.repairs.storefrontLinesCancelled(store, shown, pass.id)) repairs += this.repaired('storefront_cancelled');
     }

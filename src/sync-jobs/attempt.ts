@@ -13,7 +13,7 @@ import type { ResellerStore } from '../reseller-stores/entity.ts';
 import type { SyncJob } from './entity.ts';
 import { syncJobEvent, syncJobEventsIn } from './events.ts';
 import type { SyncJobRepository, JobWithSource } from './repository.ts';
-import type { SupplierTwins } from './ports.ts';
+import type { PlacedManualJobs, SupplierTwins } from './ports.ts';
 
 /** What a sync job's attempt needs, built once per process (src/workers/kinds.ts hands them over). */
 export interface SyncJobAttemptDeps {
@@ -21,6 +21,7 @@ export interface SyncJobAttemptDeps {
   platforms: PlatformAdapters;
   secrets: SecretBox;
   supplierTwins: SupplierTwins;
+  placedManualJobs: PlacedManualJobs;
 }
 
 /**
@@ -49,16 +50,23 @@ export function placeSupplierOrder(ctx: SyncJobAttemptDeps): Attempt<JobWithSour
    * cancelled is not placed: its cancellation may never have reached the service (a lost webhook, an
    * order from before the store was connected), and the supplier would ship what the customer cancelled.
    */
-  async function readResellerOrder(job: SyncJob, reseller: ResellerStore | null): Promise<ResellerOrder> {
+  async function readResellerOrder(job: SyncJob, reseller: ResellerStore | null): Promise<{ open: ResellerOrder; read: ResellerOrder }> {
     if (!reseller) throw new JobFailure('the reseller store was deleted');
     const order = await ctx.platforms[reseller.platform].getOrder(connectionOf(ctx, reseller, 1), job.externalOrderId);
     if (order.cancelled) throw new JobFailure(`the storefront order ${job.externalOrderId} is cancelled: nothing is placed on the supplier`);
-    // Lines the storefront shows cancelled (their webhook lost, or not here yet) are not placed: a
-    // manual job's lines are never cut afterwards (order-changes.md), so the supplier would ship them.
+    // Lines the storefront shows cancelled (their webhook lost, or not here yet) are not placed; the
+    // job keeps what the read showed cancelled, so their webhooks, late, cancel nothing more (`placed`).
     const open = openOrder(order);
     if (open.lines.length === 0) throw new JobFailure(`every line of the storefront order ${job.externalOrderId} is cancelled: nothing is placed on the supplier`);
-    return open;
+    return { open, read: { ...open, ...(order.cancelledBefore && { cancelledBefore: order.cancelledBefore }) } };
   }
+
+  /**
+   * The order each manual job's successful attempt read and placed (its open lines, with what the read
+   * showed cancelled), by the job's row as the attempt had it: the outcome's transaction stores it on
+   * the job (`outcomesWrittenIn`), so partial cancellations find the job's lines like any job's.
+   */
+  const placed = new WeakMap<SyncJob, ResellerOrder>();
 
   /**
    * A manual job's supplier with an active twin (another supplier of the storefront whose vendor tag
@@ -92,20 +100,38 @@ export function placeSupplierOrder(ctx: SyncJobAttemptDeps): Attempt<JobWithSour
     async perform({ row: job, source, reseller }) {
       if (!source) throw new JobFailure('the source store was deleted');
       if (!job.order) await refuseTwin(source);
-      const order = job.order ?? (await readResellerOrder(job, reseller));
+      const manual = job.order ? null : await readResellerOrder(job, reseller);
+      const order = job.order ?? manual!.open;
       const supplierOrder = priced(() => buildSupplierOrder(order, source, job.id));
       const platform = ctx.platforms[source.platform];
-      if (looksUpFirst(job)) {
-        const connection = { ...connectionOf(ctx, source, 2), maxTurnWaitMs: LOOKUP_TURN_WAIT_MS };
-        // A lookup cut short by its page bound (a very busy supplier since the job) places the order, as
-        // before: failing would leave such a job unplaceable by any retry, for a duplicate that needs a
-        // lost answer, an expired key and thousands of orders in between.
-        const found = await platform.findOrderByReference(connection, job.id, job.createdAt, 'not_found');
-        // Its lines are read when a cancellation needs them, as for an order found after a lost answer.
-        if (found !== null) return { id: found, status: 200 };
-        return platform.createOrder(connection, supplierOrder, `sync-job:${job.id}`);
-      }
-      return platform.createOrder(connectionOf(ctx, source, 1), supplierOrder, `sync-job:${job.id}`);
+      const created = await (async () => {
+        if (looksUpFirst(job)) {
+          const connection = { ...connectionOf(ctx, source, 2), maxTurnWaitMs: LOOKUP_TURN_WAIT_MS };
+          // A lookup cut short by its page bound (a very busy supplier since the job) places the order, as
+          // before: failing would leave such a job unplaceable by any retry, for a duplicate that needs a
+          // lost answer, an expired key and thousands of orders in between.
+          const found = await platform.findOrderByReference(connection, job.id, job.createdAt, 'not_found');
+          // Its lines are read when a cancellation needs them, as for an order found after a lost answer.
+          if (found !== null) return { id: found, status: 200 };
+          return platform.createOrder(connection, supplierOrder, `sync-job:${job.id}`);
+        }
+        return platform.createOrder(connectionOf(ctx, source, 1), supplierOrder, `sync-job:${job.id}`);
+      })();
+      if (manual) placed.set(job, manual.read);
+      return created;
+    },
+
+    /** A manual job's placement is written in a transaction: it stores the order placed, and the partial cancellations received meanwhile apply to it. */
+    outcomeInTransaction: (job) => job.status === 'completed' && placed.has(job),
+
+    async outcomesWrittenIn(trx, rows) {
+      const orders = rows.flatMap((job) => {
+        const order = job.status === 'completed' ? placed.get(job) : undefined;
+        return order ? [{ id: job.id, order, resellerStoreId: job.resellerStoreId, externalOrderId: job.externalOrderId }] : [];
+      });
+      if (orders.length === 0) return;
+      await jobs.recordPlacedOrdersIn(trx, orders);
+      await ctx.placedManualJobs.applyToPlacedIn(trx, orders);
     },
   };
 }

@@ -42,3 +42,14 @@ export interface Storefronts {
 export interface SupplierTwins {
   activeTwinsOf(source: { id: string; resellerStoreId: string; vendorTag: string }): Promise<string[]>;
 }
+
+/**
+ * The storefront's cancellations of some lines, applied to manual jobs once they are placed: such a
+ * job has no order until its attempt reads and places it, so a partial cancellation that arrived before
+ * found nothing to cut. Runs in the transaction recording the placement, once the order is stored. The
+ * cancellations feature (`CancellationService.applyToPlacedIn`), handed in by the composition root
+ * (src/workers/kinds.ts).
+ */
+export interface PlacedManualJobs {
+  applyToPlacedIn(trx: Trx, placed: { id: string; resellerStoreId: string; externalOrderId: string }[]): Promise<void>;
+}

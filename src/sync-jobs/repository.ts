@@ -452,6 +452,16 @@ export class SyncJobRepository {
     return this.#storeJobsAmong(sourceStoreId, jobIds, endedUnplacedAfterSending('sync_jobs'));
   }
 
+  /**
+   * Stores on manual jobs (no order stored: POST /v1/sync_jobs) the order their attempt read from the
+   * storefront and placed, in the transaction recording their placement; a job with an order keeps it.
+   */
+  async recordPlacedOrdersIn(trx: Trx, placed: { id: string; order: ResellerOrder }[]): Promise<void> {
+    for (const { id, order } of placed) {
+      await trx.updateTable('sync_jobs').set({ order: JSON.stringify(order) }).where('id', '=', id).where('origin', '=', 'manual').where('order', 'is', null).execute();
+    }
+  }
+
   /** Replaces a job's stored order (a job cut by some lines before it was placed); version-checked. */
   async replaceOrderIn(trx: Trx, job: SyncJob): Promise<boolean> {
     const result = await trx

@@ -10,6 +10,8 @@ import { Sweeper, type SweepHook, type SweptKind } from '../attempts/sweep.ts';
 import type { CancellationAttemptDeps } from '../cancellations/attempt.ts';
 import { cancellationKind } from '../cancellations/kind.ts';
 import { CancellationRepository, jobHasCancellations } from '../cancellations/repository.ts';
+import { CancellationService } from '../cancellations/service.ts';
+import { findAttempts } from '../attempts/repository.ts';
 import type { FulfillmentAttemptDeps } from '../fulfillments/attempt.ts';
 import { fulfillmentKind } from '../fulfillments/kind.ts';
 import { FulfillmentRepository } from '../fulfillments/repository.ts';
@@ -69,21 +71,30 @@ export type KindInfrastructure = AttemptRuntime & { platforms: PlatformAdapters;
 type KindDeps = SyncJobAttemptDeps & FulfillmentAttemptDeps & CancellationAttemptDeps;
 
 /** `syncJobSteps`: what the sync job kind's transitions also write, so a job a cancellation's attempt voids resolves its to-do entry too. */
-const kindDeps = ({ orm, platforms, secrets, pacer, logger, outbox, config }: KindInfrastructure, syncJobSteps: readonly SettledStep[]): KindDeps => {
+const kindDeps = ({ orm, platforms, secrets, pacer, logger, outbox, config, queue, metrics }: KindInfrastructure, syncJobSteps: readonly SettledStep[]): KindDeps => {
   const syncJobs = new SyncJobRepository(orm, syncJobSteps);
   const fulfillments = new FulfillmentRepository(orm, orderInDoubt);
+  const sourceStores = new SourceStoreRepository(orm);
+  const divergences = { raise: raiseDivergence, resolve: resolveDivergences };
+  const cancellationRepository = new CancellationRepository(orm);
   return {
     syncJobReads: syncJobs,
     // The sync jobs' port on the suppliers sharing a folded vendor tag (src/sync-jobs/ports.ts `SupplierTwins`).
-    supplierTwins: supplierTwins(new SourceStoreRepository(orm)),
+    supplierTwins: supplierTwins(sourceStores),
+    // The sync jobs' port on the partial cancellations a manual job's placement applies (src/sync-jobs/ports.ts `PlacedManualJobs`), as src/services.ts builds the feature.
+    placedManualJobs: new CancellationService(
+      { jobs: syncJobs, vendorTags: sourceStores, queue, outbox, metrics, timelines: { find: (rowIds: string[]) => findAttempts(orm, rowIds) } },
+      cancellationRepository,
+      divergences,
+    ),
     // The cancellations' port on the sync jobs (src/cancellations/ports.ts `CancelledJobs`).
     cancelledJobs: syncJobs,
     resellerStoreReads: new ResellerStoreRepository(orm),
     fulfillments,
     // The cancellations' ports on the fulfillments recorded and on the to-do list.
     shipments: fulfillments,
-    divergences: { raise: raiseDivergence, resolve: resolveDivergences },
-    cancellationRepository: new CancellationRepository(orm),
+    divergences,
+    cancellationRepository,
     platforms,
     secrets,
     pacer,

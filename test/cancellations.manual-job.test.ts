@@ -1,0 +1,162 @@
+/**
+ * Partial cancellations of an order whose job was made by hand (POST /v1/sync_jobs, a "manual job").
+ * Such a job had no stored order: it read the storefront order at each attempt, and a cancellation of
+ * some lines, finding no lines on it, created nothing and told nobody, so the supplier shipped lines
+ * the customer had cancelled. order-changes.md: "the supplier side mirrors the storefront for the
+ * whole life of the order, or the reseller is told". A manual job now records the order it placed
+ * (as its attempt read it), and a partial cancellation applies to it like to any job: at once when
+ * it is placed, or when its placement completes (a cancellation that arrived while it was not placed
+ * yet), unless the storefront order it read showed those quantities cancelled already (never placed).
+ */
+import { describe, expect } from 'vitest';
+import type { Platform } from '../src/orders/types.ts';
+import { test } from './support/fixtures.ts';
+import { ANVIL, BELL, NUT, createShop, sendStorefrontWebhook, settled, type Shop } from './support/cancellations.ts';
+import { getJob, waitForJob } from './support/sync-jobs.ts';
+import { check, openTenant, type Target } from './support/watch.ts';
+
+test.override('serviceEnv', { SYNC_RETRY_BASE_DELAY_MS: '50', DIVERGENCE_INTERVAL_MS: '0', RECONCILE_INTERVAL_MS: '0' });
+
+let nextOrderId = 5_610_000 + Math.floor(Math.random() * 10_000) * 10;
+let nextRefundId = 97_000;
+
+const it = test
+  .extend('shopWith', { scope: 'file' }, ({ api }) => (resellerPlatform: Platform, acmePlatform: Platform) => createShop(api, resellerPlatform, acmePlatform))
+  .extend('storefront', { scope: 'file' }, ({ service }) => (shop: Shop, topic: string, payload: unknown) => sendStorefrontWebhook(service.url, shop, topic, payload))
+  .extend('target', { scope: 'file' }, ({ service }): Target => ({ api: service.api, url: service.url, databaseUrl: service.databaseUrl }));
+
+/** An order of Acme's anvils and bells and Bolt's nuts on the shop's storefront, which no webhook brought (the reseller routes it by hand). */
+function seedOrder(sandbox: any, shop: Shop, extra: Record<string, unknown> = {}): Record<string, any> {
+  const platform = shop.reseller.platform;
+  const id = platform === 'custom' ? `ord_${nextOrderId++}` : nextOrderId++;
+  const order = { ...(sandbox.buildOrderPayload(platform, { id, lines: [ANVIL, BELL, NUT] }) as Record<string, any>), ...extra };
+  sandbox.seedOrder(shop.reseller.shopDomain, platform, order);
+  return order;
+}
+
+async function manualJob(api: any, shop: Shop, order: Record<string, any>) {
+  const created = await api.post('/v1/sync_jobs', { token: shop.user.token, body: { source_store_id: shop.acme.id, external_order_id: String(order.id) } });
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  return created.body.id as string;
+}
+
+/** The storefront's partial cancellation of these lines: a platform_a refund with restock_type cancel, or a custom orders/cancelled with lines. */
+function partialCancellation(platform: Platform, order: Record<string, any>, lines: { sku: string; quantity: number }[], at = new Date().toISOString()) {
+  if (platform === 'custom') return { topic: 'orders/cancelled', payload: { id: order.id, cancelledAt: at, lines } };
+  const refund = {
+    id: nextRefundId++,
+    order_id: order.id,
+    created_at: at,
+    note: null,
+    transactions: [],
+    refund_line_items: lines.map(({ sku, quantity }) => {
+      const lineItem = order.line_items.find((item: any) => item.sku === sku);
+      return { id: nextRefundId++, line_item_id: lineItem.id, quantity, restock_type: 'cancel', line_item: lineItem };
+    }),
+  };
+  return { topic: 'refunds/create', payload: refund };
+}
+
+describe.each(['custom', 'platform_a'] as const)('a %s storefront, a manual job', (platform) => {
+  it('placed, then some of its lines cancelled: the supplier is asked to cancel exactly those', async ({ api, sandbox, shopWith, storefront }) => {
+    const shop = await shopWith(platform, 'custom');
+    const order = seedOrder(sandbox, shop);
+    const jobId = await manualJob(api, shop, order);
+    const placed = await waitForJob(api, shop.user.token, jobId, (job) => job.status === 'completed', 20_000);
+
+    const { topic, payload } = partialCancellation(platform, order, [{ sku: 'B-1', quantity: 2 }]);
+    const response = await storefront(shop, topic, payload);
+    expect(response.body).toMatchObject({ received: true, syncJobIds: [jobId] });
+    const job = await waitForJob(api, shop.user.token, jobId, settled, 20_000);
+    expect(job.cancellations).toMatchObject([{ status: 'completed', outcome: 'cancelled', scope: 'lines', lines: [{ sku: 'B-1', quantity: 2 }] }]);
+    expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toMatchObject([{ orderId: placed.sourceOrderId, lines: [{ sku: 'B-1', quantity: 2 }] }]);
+    const supplierOrder = sandbox.orderOf(shop.acme.shopDomain, 'custom', placed.sourceOrderId) as any;
+    expect(supplierOrder.lines.map((line: any) => [line.sku, line.cancelledQuantity])).toEqual([['A-1', 0], ['B-1', 2]]);
+
+    // The rest cancelled line by line: the job's every line is then cancelled, never more than it was ordered.
+    const rest = partialCancellation(platform, order, [{ sku: 'A-1', quantity: 2 }, { sku: 'B-1', quantity: 3 }]);
+    await storefront(shop, rest.topic, rest.payload);
+    const after = await waitForJob(api, shop.user.token, jobId, (j) => j.cancellations.length === 2 && settled(j), 20_000);
+    expect(after.cancellations[1]).toMatchObject({ outcome: 'cancelled', lines: [{ sku: 'A-1', quantity: 2 }, { sku: 'B-1', quantity: 1 }] });
+  }, 60_000);
+});
+
+describe('a custom storefront, a manual job not placed yet', () => {
+  it('some lines cancelled while its placement is in flight: cancelled at the supplier once it is placed', async ({ api, sandbox, shopWith, storefront }) => {
+    const shop = await shopWith('custom', 'custom');
+    const order = seedOrder(sandbox, shop);
+    // The supplier is slow: the attempt reads the storefront order (nothing cancelled yet), then waits on the supplier's answer.
+    sandbox.setFaults(shop.acme.shopDomain, { latencyMs: 2_000 });
+    const jobId = await manualJob(api, shop, order);
+    await waitForJob(api, shop.user.token, jobId, (job) => job.status === 'processing', 10_000);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const { topic, payload } = partialCancellation('custom', order, [{ sku: 'A-1', quantity: 1 }]);
+    expect((await storefront(shop, topic, payload)).body).toMatchObject({ received: true });
+    const placed = await waitForJob(api, shop.user.token, jobId, (job) => job.status === 'completed', 20_000);
+    sandbox.clearFaults(shop.acme.shopDomain);
+    // The supplier order holds both anvils (the attempt read them open): one is cancelled after.
+    const job = await waitForJob(api, shop.user.token, jobId, settled, 20_000);
+    expect(job.cancellations).toMatchObject([{ status: 'completed', outcome: 'cancelled', scope: 'lines', lines: [{ sku: 'A-1', quantity: 1 }] }]);
+    const supplierOrder = sandbox.orderOf(shop.acme.shopDomain, 'custom', placed.sourceOrderId) as any;
+    expect(supplierOrder.lines.map((line: any) => [line.sku, line.quantity, line.cancelledQuantity])).toEqual([['A-1', 2, 1], ['B-1', 3, 0]]);
+  }, 60_000);
+
+  it('some lines cancelled before its placement, the storefront showing them: placed without them, and nothing cancelled twice', async ({ api, sandbox, shopWith, storefront }) => {
+    const shop = await shopWith('custom', 'custom');
+    const order = seedOrder(sandbox, shop);
+    // Its first attempt fails at the supplier.
+    sandbox.setFaults(shop.acme.shopDomain, { failNext: 1, status: 500 });
+    const jobId = await manualJob(api, shop, order);
+    await waitForJob(api, shop.user.token, jobId, (job) => job.attempts >= 1 && job.status !== 'processing', 10_000);
+    // The customer cancels one bell; the storefront shows it, and its webhook arrives before the retry.
+    const at = new Date();
+    const { topic, payload } = partialCancellation('custom', order, [{ sku: 'B-1', quantity: 1 }], at.toISOString());
+    sandbox.seedOrder(shop.reseller.shopDomain, 'custom', {
+      ...order,
+      updatedAt: new Date(at.getTime() + 1_000).toISOString(),
+      lines: order.lines.map((line: any) => (line.sku === 'B-1' ? { ...line, cancelledQuantity: 1 } : line)),
+    });
+    await storefront(shop, topic, payload);
+    const placed = await waitForJob(api, shop.user.token, jobId, (job) => job.status === 'completed', 20_000);
+    const supplierOrder = sandbox.orderOf(shop.acme.shopDomain, 'custom', placed.sourceOrderId) as any;
+    expect(supplierOrder.lines.map((line: any) => [line.sku, line.quantity])).toEqual([['A-1', 2], ['B-1', 2]]);
+    // The bell the storefront showed cancelled was never placed: it is not cancelled again from the two placed.
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect((await getJob(api, shop.user.token, jobId)).cancellations).toEqual([]);
+    expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toEqual([]);
+    // A later cancellation of a bell cancels one of the two placed.
+    const later = partialCancellation('custom', order, [{ sku: 'B-1', quantity: 1 }], new Date(at.getTime() + 5_000).toISOString());
+    await storefront(shop, later.topic, later.payload);
+    const job = await waitForJob(api, shop.user.token, jobId, settled, 20_000);
+    expect(job.cancellations).toMatchObject([{ outcome: 'cancelled', lines: [{ sku: 'B-1', quantity: 1 }] }]);
+  }, 60_000);
+});
+
+describe('the divergence watch, a manual job', () => {
+  it("reads an order's lines cancelled, their webhook lost: cancelled at the manual job's supplier", async ({ api, sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, 'custom', ['custom']);
+    const supplier = tenant.suppliers[0]!;
+    const id = `ord_${nextOrderId++}`;
+    const order = sandbox.buildOrderPayload('custom', {
+      id,
+      lines: [
+        { sku: 'W-1', title: 'Widget', vendor: supplier.vendorTag, quantity: 3, price: '4.00' },
+        { sku: 'W-2', title: 'Gadget', vendor: supplier.vendorTag, quantity: 1, price: '9.00' },
+      ],
+    }) as Record<string, any>;
+    sandbox.seedOrder(tenant.reseller.shopDomain, 'custom', order);
+    const created = await api.post('/v1/sync_jobs', { token: tenant.user.token, body: { source_store_id: supplier.id, external_order_id: id } });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const placed = await waitForJob(api, tenant.user.token, created.body.id, (job) => job.status === 'completed', 20_000);
+    // Two widgets cancelled on the storefront; the webhook is lost.
+    sandbox.seedOrder(tenant.reseller.shopDomain, 'custom', {
+      ...order,
+      updatedAt: new Date(Date.now() + 1_000).toISOString(),
+      lines: order.lines.map((line: any) => (line.sku === 'W-1' ? { ...line, cancelledQuantity: 2 } : line)),
+    });
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', error: null });
+    const job = await waitForJob(api, tenant.user.token, created.body.id, settled, 20_000);
+    expect(job.cancellations).toMatchObject([{ outcome: 'cancelled', scope: 'lines', lines: [{ sku: 'W-1', quantity: 2 }] }]);
+    expect(sandbox.cancellationsFor(supplier.shopDomain)).toMatchObject([{ orderId: placed.sourceOrderId, lines: [{ sku: 'W-1', quantity: 2 }] }]);
+  }, 60_000);
+});
