@@ -140,6 +140,27 @@ describe('some lines on other platforms', () => {
     expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toMatchObject([{ lines: [{ sku: 'B-1', quantity: 2 }] }]);
   });
 
+  it('custom names no vendor: a SKU two suppliers sell in one order is cancelled once, from the first line of it, not from both', async ({ api, sandbox, shopWith, storefront }) => {
+    const shop = await shopWith('custom', 'custom');
+    const id = `ord_${nextOrderId++}`;
+    const order = sandbox.buildOrderPayload('custom', { id, lines: [{ ...ANVIL, sku: 'SHARED', quantity: 1 }, { ...NUT, sku: 'SHARED', quantity: 1 }] }) as Record<string, any>;
+    const ids = ((await storefront(shop, 'orders/create', order)).body as { syncJobIds: string[] }).syncJobIds;
+    const jobs = await Promise.all(ids.map((jobId) => waitForJob(api, shop.user.token, jobId, (j) => j.status === 'completed')));
+    const acmeJob = jobs.find((job) => job.sourceStoreId === shop.acme.id);
+    const boltJob = jobs.find((job) => job.sourceStoreId === shop.bolt.id);
+    // The customer cancels one of the two: the custom cancellation names the SKU only (platforms.md).
+    const response = await storefront(shop, 'orders/cancelled', { id, cancelledAt: new Date().toISOString(), lines: [{ sku: 'SHARED', quantity: 1 }] });
+    expect(response.body).toMatchObject({ received: true, syncJobIds: [acmeJob.id] });
+    expect((await waitForJob(api, shop.user.token, acmeJob.id, settled)).cancellations).toMatchObject([{ outcome: 'cancelled', lines: [{ sku: 'SHARED', quantity: 1 }] }]);
+    expect((await getJob(api, shop.user.token, boltJob.id)).cancellations).toEqual([]);
+    expect(sandbox.cancellationsFor(shop.bolt.shopDomain)).toEqual([]);
+    // The other one cancelled next: Acme has none left open, so it is Bolt's.
+    const second = await storefront(shop, 'orders/cancelled', { id, cancelledAt: new Date().toISOString(), lines: [{ sku: 'SHARED', quantity: 1 }] });
+    expect(second.body).toMatchObject({ received: true, syncJobIds: [boltJob.id] });
+    expect((await waitForJob(api, shop.user.token, boltJob.id, settled)).cancellations).toMatchObject([{ outcome: 'cancelled', scope: 'order' }]);
+    expect((await getJob(api, shop.user.token, acmeJob.id)).cancellations).toHaveLength(1);
+  });
+
   it('platform_b cannot cancel some lines only: unsupported, the lines named, nothing sent', async ({ api, sandbox, shopWith, placed, storefront }) => {
     const shop = await shopWith('platform_a', 'platform_b');
     const { order, acmeJob } = await placed(shop);

@@ -320,11 +320,24 @@ export class CancellationService implements OrderCancellations, SupplierCancella
     const reachedBefore = reachedBy(signal, existing);
     // A manual job placed what its read of the storefront order showed open: the order's signals that read counts are not its to apply.
     const orderSignals = signal.scope === 'lines' && jobs.some((job) => readOf(job)) ? await this.repository.signalsOf(trx, signal.resellerStoreId, signal.externalOrderId) : [];
-    const plans = jobs.flatMap((job) => {
-      if (reachedBefore.has(job.id)) return [];
+    const candidates = jobs.map((job) => {
       const vendorTag = vendorTags.get(job.sourceStoreId) ?? null;
-      if (heldByJobRead(job, vendorTag, orderSignals).has(signal.id)) return [];
-      const plan = planFor(job, vendorTag, existing.filter((c) => c.syncJobId === job.id), signal);
+      const ofJob = existing.filter((c) => c.syncJobId === job.id);
+      const heldByRead = heldByJobRead(job, vendorTag, orderSignals).has(signal.id);
+      const planned = !reachedBefore.has(job.id) && !heldByRead;
+      // Lines naming no vendor that this job already took (reached before), or that its read counted (held).
+      const spent = reachedBefore.has(job.id)
+        ? unnamedSpentBy(signal, vendorTag, ofJob.filter((c) => c.signalId === signal.id))
+        : heldByRead
+          ? signal.lines.filter((line) => line.vendor === undefined && skusOfRead(job, vendorTag).has(line.sku))
+          : [];
+      return { job, vendorTag, existing: ofJob, planned, spent, open: planned ? openLinesOf(job, vendorTag, ofJob) : null };
+    });
+    // A SKU sold by two of the order's suppliers, cancelled by a line naming no vendor, is cancelled once.
+    const unnamed = unnamedShares(signal, candidates);
+    const plans = candidates.flatMap(({ job, vendorTag, existing: ofJob, planned }) => {
+      if (!planned) return [];
+      const plan = planFor(job, vendorTag, ofJob, signal, unnamed.get(job.id));
       return plan ? [plan] : [];
     });
     const reached = new Set([...reachedBefore, ...plans.map((plan) => plan.job.id)]);
@@ -730,10 +743,10 @@ function supplierLinesOf(job: SyncJob, vendorTag: string | null): CancelledLine[
  * cancellation but those that ended too_late or unsupported); a signal never cancels more. A job
  * whose every line is then cancelled is cancelled as a whole.
  */
-function planFor(job: SyncJob, vendorTag: string | null, existing: Cancellation[], signal: OrderCancellation): JobPlan | null {
-  const ordered = supplierLinesOf(job, vendorTag);
+function planFor(job: SyncJob, vendorTag: string | null, existing: Cancellation[], signal: OrderCancellation, unnamed: ReadonlyMap<string, number> = new Map()): JobPlan | null {
   const holding = existing.filter(holdsQuantity);
-  if (ordered === null) {
+  const open = openLinesOf(job, vendorTag, existing);
+  if (open === null) {
     // A manual job not placed yet (no stored order): only the whole order can be cancelled, once. Its
     // attempt places what the storefront order still shows open, and its placement applies the lines
     // signals received meanwhile (`applyToPlacedIn`).
@@ -741,17 +754,10 @@ function planFor(job: SyncJob, vendorTag: string | null, existing: Cancellation[
     return { job, vendorTag, scope: 'order', lines: [] };
   }
   if (holding.some((c) => c.scope === 'order')) return null;
-  const open = ordered.map(({ sku, quantity }) => {
-    // A cut (at the signal or by its attempt) already left the stored order; it holds nothing more.
-    const held = holding
-      .filter((c) => !isCut(c))
-      .reduce((sum, c) => sum + (c.lines.find((line) => line.sku === sku)?.quantity ?? 0), 0);
-    return { sku, quantity: Math.max(0, quantity - held) };
-  });
   const asked =
     signal.scope === 'order'
       ? open
-      : open.map(({ sku, quantity }) => ({ sku, quantity: Math.min(quantity, signalQuantity(signal, sku, vendorTag)) }));
+      : open.map(({ sku, quantity }) => ({ sku, quantity: Math.min(quantity, namedQuantity(signal, sku, vendorTag) + (unnamed.get(sku) ?? 0)) }));
   const lines = asked.filter((line) => line.quantity > 0);
   if (lines.length === 0) return null;
   const whole = open.every(({ sku, quantity }) => (lines.find((line) => line.sku === sku)?.quantity ?? 0) >= quantity);
@@ -761,10 +767,76 @@ function planFor(job: SyncJob, vendorTag: string | null, existing: Cancellation[
   return { job, vendorTag, scope: whole && (!cutBefore || signal.scope === 'order') ? 'order' : 'lines', lines };
 }
 
-/** What a lines signal cancels of a SKU on a job of this vendor: its lines of that SKU naming no vendor, or this one. */
-function signalQuantity(signal: OrderCancellation, sku: string, vendorTag: string | null): number {
-  const held = (line: CancelledOrderLine) => line.sku === sku && (line.vendor === undefined || (vendorTag !== null && vendorMatches(line.vendor, vendorTag)));
-  return signal.lines.filter(held).reduce((sum, line) => sum + line.quantity, 0);
+/**
+ * The quantity still open per line of a job: what it was ordered (after cuts) less what its
+ * cancellations hold (every cancellation but those that ended too_late or unsupported; nothing is
+ * open under a whole-order one); null when the job has no stored order (a manual job not placed yet).
+ */
+function openLinesOf(job: SyncJob, vendorTag: string | null, existing: Cancellation[]): CancelledLine[] | null {
+  const ordered = supplierLinesOf(job, vendorTag);
+  if (ordered === null) return null;
+  // A whole-order cancellation holds every line (also one asked before a manual job had lines).
+  if (existing.some((c) => holdsQuantity(c) && c.scope === 'order')) return ordered.map(({ sku }) => ({ sku, quantity: 0 }));
+  // A cut (at the signal or by its attempt) already left the stored order; it holds nothing more.
+  const holding = existing.filter((c) => holdsQuantity(c) && !isCut(c));
+  return ordered.map(({ sku, quantity }) => {
+    const held = holding.reduce((sum, c) => sum + (c.lines.find((line) => line.sku === sku)?.quantity ?? 0), 0);
+    return { sku, quantity: Math.max(0, quantity - held) };
+  });
+}
+
+/** What a lines signal cancels of a SKU on a job of this vendor by the lines that name it (a platform_a refund's, a snapshot's). */
+function namedQuantity(signal: OrderCancellation, sku: string, vendorTag: string | null): number {
+  const named = (line: CancelledOrderLine) => line.sku === sku && line.vendor !== undefined && vendorTag !== null && vendorMatches(line.vendor, vendorTag);
+  return signal.lines.filter(named).reduce((sum, line) => sum + line.quantity, 0);
+}
+
+/**
+ * A lines signal's lines that name no vendor (a custom cancellation's: by SKU alone, platforms.md),
+ * shared among the order's jobs: its quantity of a SKU is cancelled once, not once per job whose
+ * supplier sells that SKU in the order. What the signal took of it before (`spent`: by its
+ * cancellations of jobs it reached, or as a manual job's read already counted) is gone; the rest goes
+ * to the jobs (`open`: null for one the signal does not plan) with that SKU still open beyond what the
+ * signal names of their vendor, in the order of the storefront order's lines (the job whose line of
+ * the SKU comes first, first), as a storefront cancelling by SKU takes its first line of it. Returns,
+ * per job id, the quantity per SKU it gets.
+ */
+function unnamedShares(
+  signal: OrderCancellation,
+  jobs: { job: SyncJob; vendorTag: string | null; open: CancelledLine[] | null; spent: CancelledLine[] }[],
+): Map<string, Map<string, number>> {
+  const shares = new Map<string, Map<string, number>>();
+  if (signal.scope !== 'lines') return shares;
+  const left = new Map<string, number>();
+  for (const line of signal.lines) if (line.vendor === undefined) left.set(line.sku, (left.get(line.sku) ?? 0) + line.quantity);
+  for (const { spent } of jobs) for (const line of spent) if (left.has(line.sku)) left.set(line.sku, Math.max(0, left.get(line.sku)! - line.quantity));
+  for (const [sku, quantity] of left) {
+    let remaining = quantity;
+    const firstLine = (job: SyncJob, vendorTag: string | null) => job.order?.lines.findIndex((line) => line.sku === sku && (vendorTag === null || vendorMatches(line.vendor, vendorTag))) ?? -1;
+    const holders = jobs
+      .filter(({ open }) => open !== null)
+      .map((entry) => ({ ...entry, position: firstLine(entry.job, entry.vendorTag) }))
+      .filter(({ position }) => position >= 0)
+      .sort((a, b) => a.position - b.position);
+    for (const { job, vendorTag, open } of holders) {
+      if (remaining <= 0) break;
+      const openOfSku = open!.find((line) => line.sku === sku)?.quantity ?? 0;
+      const share = Math.min(remaining, Math.max(0, openOfSku - namedQuantity(signal, sku, vendorTag)));
+      if (share === 0) continue;
+      remaining -= share;
+      shares.set(job.id, (shares.get(job.id) ?? new Map<string, number>()).set(sku, share));
+    }
+  }
+  return shares;
+}
+
+/** The quantities of a signal's lines naming no vendor that this job's cancellations from it took (beyond what the signal names of its vendor). */
+function unnamedSpentBy(signal: OrderCancellation, vendorTag: string | null, cancellations: Cancellation[]): CancelledLine[] {
+  const skus = new Set(signal.lines.filter((line) => line.vendor === undefined).map((line) => line.sku));
+  return [...skus].map((sku) => {
+    const took = cancellations.reduce((sum, c) => sum + (c.lines.find((line) => line.sku === sku)?.quantity ?? 0), 0);
+    return { sku, quantity: Math.max(0, took - namedQuantity(signal, sku, vendorTag)) };
+  });
 }
 
 function newCancellation(signal: OrderCancellation, plan: JobPlan, now: Date): Cancellation {
