@@ -132,6 +132,29 @@ describe('a custom storefront, a manual job not placed yet', () => {
   }, 60_000);
 });
 
+describe('a custom storefront, a manual job, its order routed later for another supplier', () => {
+  it("the routing's reading of the lines cancelled cancels at the manual job's supplier only what its own read did not show", async ({ api, sandbox, shopWith, storefront }) => {
+    const shop = await shopWith('custom', 'custom');
+    const id = `ord_${nextOrderId++}`;
+    const built = sandbox.buildOrderPayload('custom', { id, lines: [ANVIL, BELL, NUT] }) as Record<string, any>;
+    const withBells = (cancelled: number, updatedAt: string) => ({ ...built, updatedAt, lines: built.lines.map((line: any) => (line.sku === 'B-1' ? { ...line, cancelledQuantity: cancelled } : line)) });
+    // One bell was cancelled before the reseller routed the order to Acme by hand: Acme gets two.
+    const read = withBells(1, new Date().toISOString());
+    sandbox.seedOrder(shop.reseller.shopDomain, 'custom', read);
+    const jobId = await manualJob(api, shop, read);
+    const placed = await waitForJob(api, shop.user.token, jobId, (job) => job.status === 'completed', 20_000);
+    const supplierOrder = () => sandbox.orderOf(shop.acme.shopDomain, 'custom', placed.sourceOrderId) as any;
+    expect(supplierOrder().lines.map((line: any) => [line.sku, line.quantity])).toEqual([['A-1', 2], ['B-1', 2]]);
+    // A second bell is cancelled; then the order's orders/create arrives late, showing both: it routes Bolt's nuts.
+    const routed = await storefront(shop, 'orders/create', withBells(2, new Date(Date.now() + 1_000).toISOString()));
+    expect((routed.body as { syncJobIds: string[] }).syncJobIds).toHaveLength(2);
+    // Acme is asked for one bell: the first was never placed.
+    const job = await waitForJob(api, shop.user.token, jobId, settled, 20_000);
+    expect(job.cancellations).toMatchObject([{ outcome: 'cancelled', scope: 'lines', lines: [{ sku: 'B-1', quantity: 1 }] }]);
+    expect(supplierOrder().lines.map((line: any) => [line.sku, line.cancelledQuantity])).toEqual([['A-1', 0], ['B-1', 1]]);
+  }, 60_000);
+});
+
 describe('the divergence watch, a manual job', () => {
   it("reads an order's lines cancelled, their webhook lost: cancelled at the manual job's supplier", async ({ api, sandbox, target }) => {
     const tenant = await openTenant(sandbox, target, 'custom', ['custom']);
@@ -158,5 +181,41 @@ describe('the divergence watch, a manual job', () => {
     const job = await waitForJob(api, tenant.user.token, created.body.id, settled, 20_000);
     expect(job.cancellations).toMatchObject([{ outcome: 'cancelled', scope: 'lines', lines: [{ sku: 'W-1', quantity: 2 }] }]);
     expect(sandbox.cancellationsFor(supplier.shopDomain)).toMatchObject([{ orderId: placed.sourceOrderId, lines: [{ sku: 'W-1', quantity: 2 }] }]);
+  }, 60_000);
+});
+
+describe('the divergence watch, a manual job whose read showed some lines cancelled', () => {
+  it('cancels only what was cancelled after its read: what the read showed was never placed', async ({ api, sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, 'custom', ['custom']);
+    const supplier = tenant.suppliers[0]!;
+    const id = `ord_${nextOrderId++}`;
+    const built = sandbox.buildOrderPayload('custom', {
+      id,
+      lines: [
+        { sku: 'W-1', title: 'Widget', vendor: supplier.vendorTag, quantity: 3, price: '4.00' },
+        { sku: 'W-2', title: 'Gadget', vendor: supplier.vendorTag, quantity: 2, price: '9.00' },
+      ],
+    }) as Record<string, any>;
+    // One widget was cancelled before the reseller routed the order by hand (its webhook lost).
+    const order = { ...built, lines: built.lines.map((line: any) => (line.sku === 'W-1' ? { ...line, cancelledQuantity: 1 } : line)) };
+    sandbox.seedOrder(tenant.reseller.shopDomain, 'custom', order);
+    const created = await api.post('/v1/sync_jobs', { token: tenant.user.token, body: { source_store_id: supplier.id, external_order_id: id } });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const placed = await waitForJob(api, tenant.user.token, created.body.id, (job) => job.status === 'completed', 20_000);
+    const supplierOrder = sandbox.orderOf(supplier.shopDomain, 'custom', placed.sourceOrderId) as any;
+    expect(supplierOrder.lines.map((line: any) => [line.sku, line.quantity])).toEqual([['W-1', 2], ['W-2', 2]]);
+    // Then a gadget is cancelled; that webhook is lost too. A pass lists the order.
+    sandbox.seedOrder(tenant.reseller.shopDomain, 'custom', {
+      ...order,
+      updatedAt: new Date(Date.now() + 1_000).toISOString(),
+      lines: order.lines.map((line: any) => (line.sku === 'W-2' ? { ...line, cancelledQuantity: 1 } : line)),
+    });
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', error: null });
+    const job = await waitForJob(api, tenant.user.token, created.body.id, settled, 20_000);
+    expect(job.cancellations).toMatchObject([{ outcome: 'cancelled', scope: 'lines', lines: [{ sku: 'W-2', quantity: 1 }] }]);
+    expect(sandbox.cancellationsFor(supplier.shopDomain)).toMatchObject([{ lines: [{ sku: 'W-2', quantity: 1 }] }]);
+    // The next pass finds nothing missing.
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', error: null });
+    expect((await getJob(api, tenant.user.token, created.body.id)).cancellations).toHaveLength(1);
   }, 60_000);
 });

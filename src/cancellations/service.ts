@@ -8,7 +8,7 @@ import type { Trx } from '../db/sql.ts';
 import type { Outbox } from '../events/outbox.ts';
 import type { NewEvent } from '../events/types.ts';
 import { CUT_BEFORE_PLACEMENT, cutOrder } from './cut.ts';
-import { foundOrderSignalKey, isFoundOrderSignal, isWatchSignal, listedSignalKey, shownSignalKey } from './signal-keys.ts';
+import { foundOrderSignalKey, isFoundOrderSignal, isListedSignal, isWatchSignal, listedSignalKey, shownSignalKey } from './signal-keys.ts';
 import { heldByListed, heldByRead, unaccountedLines } from './listed.ts';
 import { supplierSku, vendorMatches } from '../pricing/index.ts';
 import { newMessageId, type Queue } from '../queue/queue.ts';
@@ -337,7 +337,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
     const unnamed = unnamedShares(signal, candidates);
     const plans = candidates.flatMap(({ job, vendorTag, existing: ofJob, planned }) => {
       if (!planned) return [];
-      const plan = planFor(job, vendorTag, ofJob, signal, unnamed.get(job.id));
+      const plan = planFor(job, vendorTag, ofJob, listedBeyondRead(signal, job, vendorTag), unnamed.get(job.id));
       return plan ? [plan] : [];
     });
     const reached = new Set([...reachedBefore, ...plans.map((plan) => plan.job.id)]);
@@ -510,7 +510,9 @@ export class CancellationService implements OrderCancellations, SupplierCancella
   async cancelShownLines(store: OrderStore, shown: { externalOrderId: string; cancelled: CancelledBefore }, watchPassId: string): Promise<boolean> {
     const answer = await this.repository.transaction(async (trx) => {
       await this.repository.lockOrders(trx, [{ resellerStoreId: store.id, externalOrderId: shown.externalOrderId }]);
-      const missing = unaccountedLines(await this.repository.signalsOf(trx, store.id, shown.externalOrderId), shown.cancelled.lines);
+      const signals = await this.repository.signalsOf(trx, store.id, shown.externalOrderId);
+      const jobs = await this.deps.jobs.ofOrderIn(trx, store.id, shown.externalOrderId);
+      const missing = unaccountedLines(withManualReads(signals, jobs, jobs.some((job) => readOf(job)) ? await this.vendorTags(trx, jobs) : new Map()), shown.cancelled.lines);
       if (missing.length === 0) return null;
       const writes: Writes = { audit: [], events: [] };
       const signal: CancellationSignal = {
@@ -718,6 +720,60 @@ function heldByJobRead(job: SyncJob, vendorTag: string | null, orderSignals: Ord
   const skus = skusOfRead(job, vendorTag);
   // A line naming no vendor (custom's) is the job's when its SKU is.
   return heldByRead(read, orderSignals, (line) => (line.vendor === undefined ? skus.has(line.sku) : vendorTag === null || vendorMatches(line.vendor, vendorTag)));
+}
+
+/**
+ * An order's signals as the divergence watch accounts for what the storefront shows cancelled, with
+ * what its manual jobs' reads showed cancelled: each such job placed none of it (a quantity no signal
+ * brought, when its webhook was lost too), so it is accounted for as a signal of the job's vendor
+ * lines, made at the read's time; a signal that read holds (`heldByJobRead`) keeps only its lines of
+ * other suppliers, its quantities being among the read's.
+ */
+function withManualReads(signals: OrderCancellation[], jobs: SyncJob[], vendorTags: Map<string, string>): OrderCancellation[] {
+  let accounted = signals;
+  for (const job of jobs) {
+    const read = readOf(job);
+    if (!read) continue;
+    const vendorTag = vendorTags.get(job.sourceStoreId) ?? null;
+    const skus = skusOfRead(job, vendorTag);
+    const ofJob = (line: CancelledOrderLine) => (line.vendor === undefined ? skus.has(line.sku) : vendorTag === null || vendorMatches(line.vendor, vendorTag));
+    const held = heldByJobRead(job, vendorTag, signals);
+    accounted = accounted.map((signal) => (held.has(signal.id) ? { ...signal, lines: signal.lines.filter((line) => !ofJob(line)) } : signal));
+    const lines = read.lines.filter((line) => line.vendor !== '' && ofJob(line)).map(({ sku, vendor, quantity }) => ({ sku, vendor, quantity }));
+    if (lines.length === 0) continue;
+    // First: a watch's snapshot holds only the signals recorded after it, and the read's quantities are none of its.
+    accounted.unshift({
+      id: `read:${job.id}`,
+      ownerId: job.ownerId,
+      resellerStoreId: job.resellerStoreId,
+      externalOrderId: job.externalOrderId,
+      scope: 'lines',
+      lines,
+      dedupeKey: `read:${job.id}`,
+      receivedAt: new Date(read.asOf),
+      occurredAt: new Date(read.asOf),
+    });
+  }
+  return accounted;
+}
+
+/**
+ * The order's `listed:` signal (what routing read cancelled, every cancellation until then) as it
+ * concerns a manual job whose own read came before it: less what that read showed cancelled of the
+ * job's vendor lines, which the job never placed. Any other signal as it is.
+ */
+function listedBeyondRead(signal: OrderCancellation, job: SyncJob, vendorTag: string | null): OrderCancellation {
+  const read = readOf(job);
+  if (!read || !isListedSignal(signal.dedupeKey)) return signal;
+  const left = new Map<string, number>();
+  for (const line of read.lines) if (vendorTag === null || vendorMatches(line.vendor, vendorTag)) left.set(JSON.stringify([line.sku, line.vendor]), (left.get(JSON.stringify([line.sku, line.vendor])) ?? 0) + line.quantity);
+  const lines = signal.lines.flatMap((line) => {
+    const key = JSON.stringify([line.sku, line.vendor ?? '']);
+    const placedWithout = Math.min(line.quantity, left.get(key) ?? 0);
+    left.set(key, (left.get(key) ?? 0) - placedWithout);
+    return line.quantity > placedWithout ? [{ ...line, quantity: line.quantity - placedWithout }] : [];
+  });
+  return { ...signal, lines };
 }
 
 /** The SKUs of a manual job's supplier in the order its attempt read: placed, or read cancelled, of its vendor. */
