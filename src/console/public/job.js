@@ -16,8 +16,10 @@ export function JobView({ jobId, dir, announce, setViewStore }) {
 
   const load = useCallback(async () => {
     try {
-      const [detail, timeline, audit] = await Promise.all([
-        api('GET', `/v1/sync_jobs/${encodeURIComponent(jobId)}`),
+      // The job first, then what it has done: its attempts and history are read after its status, so
+      // a page never shows a job completed beside its last attempt still in progress.
+      const detail = await api('GET', `/v1/sync_jobs/${encodeURIComponent(jobId)}`);
+      const [timeline, audit] = await Promise.all([
         api('GET', `/v1/sync_jobs/${encodeURIComponent(jobId)}/attempts`),
         api('GET', `/v1/audit_log?resource_id=${encodeURIComponent(jobId)}&limit=100`).catch(() => null),
       ]);
