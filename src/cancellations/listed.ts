@@ -40,7 +40,7 @@ const bySku = (lines: { sku: string; quantity: number }[]) => {
  *   few minutes late, rather than cut twice (a customer short of goods they paid for).
  * Otherwise (made later than every snapshot that has room) it is applied.
  */
-export function heldByListed(signals: OrderCancellation[]): Map<string, OrderCancellation> {
+export function heldBySnapshot(signals: OrderCancellation[]): Map<string, OrderCancellation> {
   const held = new Map<string, OrderCancellation>();
   const byOrder = new Map<string, OrderCancellation[]>();
   for (const signal of signals) {
@@ -81,7 +81,7 @@ export function heldByListed(signals: OrderCancellation[]): Map<string, OrderCan
  */
 export function unaccountedLines(signals: OrderCancellation[], shown: { sku: string; vendor: string; quantity: number }[]): { sku: string; vendor: string; quantity: number }[] {
   if (signals.some((signal) => signal.scope === 'order')) return [];
-  const held = heldByListed(signals);
+  const held = heldBySnapshot(signals);
   const named = new Map<string, number>();
   const unnamed = new Map<string, number>();
   for (const signal of signals) {
@@ -106,7 +106,7 @@ export function unaccountedLines(signals: OrderCancellation[], shown: { sku: str
  * Of an order's signals (oldest first), those a manual job's placement already left out: its attempt
  * read the storefront order (`read`: what it showed cancelled of its lines, as of the order's time) and
  * placed only what was still open (src/orders/open.ts), so a cancellation the read counts has nothing
- * on the supplier to cancel. The read is a snapshot as `heldByListed`'s are, for that job alone (the
+ * on the supplier to cancel. The read is a snapshot as `heldBySnapshot`'s are, for that job alone (the
  * order's other jobs were placed from their own order): a lines signal made no later than the read (or
  * without a platform time) is held when its quantities of the job's supplier (`matches`: the lines
  * naming its vendor, or naming none, of a SKU it placed) fit in what the read has left of them once the older signals it holds
@@ -117,7 +117,7 @@ export function heldByRead(
   signals: OrderCancellation[],
   matches: (line: { sku: string; vendor?: string | undefined }) => boolean,
 ): Set<string> {
-  const elsewhere = heldByListed(signals);
+  const elsewhere = heldBySnapshot(signals);
   const left = bySku(read.lines.filter(matches));
   const held = new Set<string>();
   for (const signal of signals) {

@@ -9,7 +9,7 @@ import type { Outbox } from '../events/outbox.ts';
 import type { NewEvent } from '../events/types.ts';
 import { CUT_BEFORE_PLACEMENT, cutOrder } from './cut.ts';
 import { foundOrderSignalKey, isFoundOrderSignal, isListedSignal, isWatchSignal, listedSignalKey, shownSignalKey } from './signal-keys.ts';
-import { heldByListed, heldByRead, unaccountedLines } from './listed.ts';
+import { heldBySnapshot, heldByRead, unaccountedLines } from './listed.ts';
 import { supplierSku, vendorMatches } from '../pricing/index.ts';
 import { newMessageId, type Queue } from '../queue/queue.ts';
 import { GroupCommit } from '../db/group-commit.ts';
@@ -210,7 +210,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
     }
     // A new signal, or one recorded by a version that committed signals apart and stopped before applying it.
     // Lines the storefront order showed cancelled when it was routed already hold a partial cancellation made before (src/cancellations/listed.ts).
-    const heldBy = stored.scope === 'lines' ? heldByListed(await this.repository.signalsOf(trx, signal.resellerStoreId, signal.externalOrderId)).get(stored.id) : undefined;
+    const heldBy = stored.scope === 'lines' ? heldBySnapshot(await this.repository.signalsOf(trx, signal.resellerStoreId, signal.externalOrderId)).get(stored.id) : undefined;
     const applied = routed && !heldBy ? await this.apply(trx, stored, jobs) : NOTHING_APPLIED;
     const syncJobIds = applied.jobs.map((job) => job.id);
     writes.audit.push(...applied.audit, orderAudit(signal, { routed, syncJobIds, signalId: stored.id, ...(heldBy && { heldBySignalId: heldBy.id }) }));
@@ -251,7 +251,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
     const listed = await this.recordListed(trx, orders);
     const signals = await this.repository.signalsOfOrders(trx, orders);
     // A partial cancellation made before the order routing read is among the lines it listed cancelled: applied once, by the listed signal.
-    const held = heldByListed(signals);
+    const held = heldBySnapshot(signals);
     // A signal of `cancelFoundOrder` is for its one job; the storefront's own signal reaches the new ones.
     for (const signal of signals.filter((s) => !isFoundOrderSignal(s.dedupeKey))) {
       if (held.has(signal.id)) continue;
@@ -388,7 +388,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
     await this.repository.lockOrders(trx, placed);
     const ids = new Set(placed.map((job) => job.id));
     const signals = await this.repository.signalsOfOrders(trx, placed);
-    const held = heldByListed(signals);
+    const held = heldBySnapshot(signals);
     for (const signal of signals.filter((s) => s.scope === 'lines' && !held.has(s.id))) {
       const jobs = (await this.deps.jobs.ofOrderIn(trx, signal.resellerStoreId, signal.externalOrderId)).filter((job) => ids.has(job.id));
       if (jobs.length === 0) continue;
