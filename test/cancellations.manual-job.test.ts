@@ -219,3 +219,53 @@ describe('the divergence watch, a manual job whose read showed some lines cancel
     expect((await getJob(api, tenant.user.token, created.body.id)).cancellations).toHaveLength(1);
   }, 60_000);
 });
+
+describe('a custom storefront, a SKU two suppliers sell in one order, both routed by hand', () => {
+  it("one of the two cancelled (by SKU, the first line's) before the jobs were made: neither supplier is asked to cancel", async ({ api, sandbox, shopWith, storefront }) => {
+    const shop = await shopWith('custom', 'custom');
+    const id = `ord_${nextOrderId++}`;
+    const built = sandbox.buildOrderPayload('custom', { id, lines: [ANVIL, { ...BELL, sku: 'SHARED', quantity: 1 }, { ...NUT, sku: 'SHARED', quantity: 1 }] }) as Record<string, any>;
+    // The customer cancels one SHARED: the storefront takes its first line of it (Acme's); the custom webhook names the SKU only.
+    const at = new Date();
+    const shown = { ...built, updatedAt: new Date(at.getTime() + 1_000).toISOString(), lines: built.lines.map((line: any, i: number) => (i === 1 ? { ...line, cancelledQuantity: 1 } : line)) };
+    sandbox.seedOrder(shop.reseller.shopDomain, 'custom', shown);
+    expect((await storefront(shop, 'orders/cancelled', { id, cancelledAt: at.toISOString(), lines: [{ sku: 'SHARED', quantity: 1 }] })).body).toMatchObject({ received: true });
+    // The reseller routes the order by hand: Bolt's job first, then Acme's.
+    const boltJob = await api.post('/v1/sync_jobs', { token: shop.user.token, body: { source_store_id: shop.bolt.id, external_order_id: id } });
+    expect(boltJob.status, JSON.stringify(boltJob.body)).toBe(201);
+    await waitForJob(api, shop.user.token, boltJob.body.id, (job) => job.status === 'completed', 20_000);
+    const acmeJob = await manualJob(api, shop, shown);
+    await waitForJob(api, shop.user.token, acmeJob, (job) => job.status === 'completed', 20_000);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    // Bolt's unit was never cancelled by the customer: it stays. Acme's was never placed.
+    expect((await getJob(api, shop.user.token, boltJob.body.id)).cancellations).toEqual([]);
+    expect(sandbox.cancellationsFor(shop.bolt.shopDomain)).toEqual([]);
+    expect((await getJob(api, shop.user.token, acmeJob)).cancellations).toEqual([]);
+  }, 60_000);
+});
+
+describe('a custom storefront, a SKU two suppliers sell in one order, both routed by hand, one placement in flight', () => {
+  it("one of the two cancelled (by SKU) while the second supplier's placement is in flight: only the first line's supplier cancels", async ({ api, sandbox, shopWith, storefront }) => {
+    const shop = await shopWith('custom', 'custom');
+    const id = `ord_${nextOrderId++}`;
+    const order = sandbox.buildOrderPayload('custom', { id, lines: [ANVIL, { ...BELL, sku: 'SHARED', quantity: 1 }, { ...NUT, sku: 'SHARED', quantity: 1 }] }) as Record<string, any>;
+    sandbox.seedOrder(shop.reseller.shopDomain, 'custom', order);
+    const acmeJob = await manualJob(api, shop, order);
+    await waitForJob(api, shop.user.token, acmeJob, (job) => job.status === 'completed', 20_000);
+    // Bolt is slow: its attempt reads the storefront order (nothing cancelled), then waits on Bolt's answer.
+    sandbox.setFaults(shop.bolt.shopDomain, { latencyMs: 2_000 });
+    const boltJob = await api.post('/v1/sync_jobs', { token: shop.user.token, body: { source_store_id: shop.bolt.id, external_order_id: id } });
+    expect(boltJob.status, JSON.stringify(boltJob.body)).toBe(201);
+    await waitForJob(api, shop.user.token, boltJob.body.id, (job) => job.status === 'processing', 10_000);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    // The customer cancels one SHARED; the storefront takes its first line of it (Acme's).
+    expect((await storefront(shop, 'orders/cancelled', { id, cancelledAt: new Date().toISOString(), lines: [{ sku: 'SHARED', quantity: 1 }] })).body).toMatchObject({ received: true, syncJobIds: [acmeJob] });
+    await waitForJob(api, shop.user.token, boltJob.body.id, (job) => job.status === 'completed', 20_000);
+    sandbox.clearFaults(shop.bolt.shopDomain);
+    expect((await waitForJob(api, shop.user.token, acmeJob, settled, 20_000)).cancellations).toMatchObject([{ outcome: 'cancelled', lines: [{ sku: 'SHARED', quantity: 1 }] }]);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    // Cancelled once: Bolt's unit, which the customer kept, is not cancelled too when its placement completes.
+    expect((await getJob(api, shop.user.token, boltJob.body.id)).cancellations).toEqual([]);
+    expect(sandbox.cancellationsFor(shop.bolt.shopDomain)).toEqual([]);
+  }, 60_000);
+});

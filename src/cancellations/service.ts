@@ -312,9 +312,10 @@ export class CancellationService implements OrderCancellations, SupplierCancella
    * wholly cancelled, it is completed without an order (VOID); cut by some lines, it is placed without
    * them. Returns the jobs the signal reached (a cancellation each: new, or from an earlier
    * application, so a redelivery answers as its first delivery did), with the audit entries and
-   * events for the caller to write (`record`) beside its own.
+   * events for the caller to write (`record`) beside its own. With `plannable`, only those jobs may get
+   * a new cancellation; the others count for what the signal took of them before.
    */
-  private async apply(trx: Trx, signal: OrderCancellation, jobs: SyncJob[]): Promise<Applied> {
+  private async apply(trx: Trx, signal: OrderCancellation, jobs: SyncJob[], plannable?: ReadonlySet<string>): Promise<Applied> {
     const existing = await this.repository.forJobsIn(trx, jobs.map((job) => job.id));
     const vendorTags = await this.vendorTags(trx, jobs);
     const reachedBefore = reachedBy(signal, existing);
@@ -324,14 +325,16 @@ export class CancellationService implements OrderCancellations, SupplierCancella
       const vendorTag = vendorTags.get(job.sourceStoreId) ?? null;
       const ofJob = existing.filter((c) => c.syncJobId === job.id);
       const heldByRead = heldByJobRead(job, vendorTag, orderSignals).has(signal.id);
-      const planned = !reachedBefore.has(job.id) && !heldByRead;
+      const planned = !reachedBefore.has(job.id) && !heldByRead && (plannable?.has(job.id) ?? true);
       // Lines naming no vendor that this job already took (reached before), or that its read counted (held).
       const spent = reachedBefore.has(job.id)
         ? unnamedSpentBy(signal, vendorTag, ofJob.filter((c) => c.signalId === signal.id))
         : heldByRead
           ? signal.lines.filter((line) => line.vendor === undefined && skusOfRead(job, vendorTag).has(line.sku))
           : [];
-      return { job, vendorTag, existing: ofJob, planned, spent, open: planned ? openLinesOf(job, vendorTag, ofJob) : null };
+      // A manual job whose read came after the signal placed what the signal left open, whichever line of the SKU it took: no share of its lines naming no vendor.
+      const readAfter = readCovers(job, signal);
+      return { job, vendorTag, existing: ofJob, planned, spent, open: planned && !readAfter ? openLinesOf(job, vendorTag, ofJob) : null };
     });
     // A SKU sold by two of the order's suppliers, cancelled by a line naming no vendor, is cancelled once.
     const unnamed = unnamedShares(signal, candidates);
@@ -390,9 +393,10 @@ export class CancellationService implements OrderCancellations, SupplierCancella
     const signals = await this.repository.signalsOfOrders(trx, placed);
     const held = heldBySnapshot(signals);
     for (const signal of signals.filter((s) => s.scope === 'lines' && !held.has(s.id))) {
-      const jobs = (await this.deps.jobs.ofOrderIn(trx, signal.resellerStoreId, signal.externalOrderId)).filter((job) => ids.has(job.id));
-      if (jobs.length === 0) continue;
-      await this.record(trx, await this.apply(trx, signal, jobs));
+      // Every job of the order is read (what the signal's lines naming no vendor took of the others is spent), only the ones placed now planned.
+      const jobs = await this.deps.jobs.ofOrderIn(trx, signal.resellerStoreId, signal.externalOrderId);
+      if (!jobs.some((job) => ids.has(job.id))) continue;
+      await this.record(trx, await this.apply(trx, signal, jobs, ids));
     }
   }
 
@@ -711,6 +715,17 @@ export class CancellationService implements OrderCancellations, SupplierCancella
  */
 function readOf(job: SyncJob): NonNullable<SyncJob['order']>['cancelledBefore'] | undefined {
   return job.origin === 'manual' ? job.order?.cancelledBefore : undefined;
+}
+
+/**
+ * Whether a manual job's read of the storefront order came after this signal was made (its platform
+ * time no later than the order's time read): the read showed what the signal cancelled, on whichever
+ * of the order's lines the storefront took it (a custom cancellation names the SKU only), and the job
+ * placed only what was left open, so none of the signal's lines naming no vendor is its to cancel.
+ */
+function readCovers(job: SyncJob, signal: OrderCancellation): boolean {
+  const read = readOf(job);
+  return Boolean(read && signal.scope === 'lines' && signal.occurredAt && new Date(signal.occurredAt).getTime() <= new Date(read.asOf).getTime());
 }
 
 /** The signals (of `orderSignals`, the job's order's) that a manual job's read of its order holds: it placed none of their quantities. */
