@@ -155,6 +155,34 @@ describe('a custom storefront, a manual job, its order routed later for another 
   }, 60_000);
 });
 
+describe('a custom storefront, a manual job, a later bell cancelled by its webhook, then its order routed for another supplier', () => {
+  it("the routing's reading of the lines cancelled does not cancel again at the manual job's supplier what a webhook already cancelled there", async ({ api, sandbox, shopWith, storefront }) => {
+    const shop = await shopWith('custom', 'custom');
+    const id = `ord_${nextOrderId++}`;
+    const built = sandbox.buildOrderPayload('custom', { id, lines: [ANVIL, BELL, NUT] }) as Record<string, any>;
+    const withBells = (cancelled: number, updatedAt: string) => ({ ...built, updatedAt, lines: built.lines.map((line: any) => (line.sku === 'B-1' ? { ...line, cancelledQuantity: cancelled } : line)) });
+    // One bell was cancelled before the reseller routed the order to Acme by hand (its webhook lost): Acme gets two.
+    const readAt = Date.now();
+    const read = withBells(1, new Date(readAt).toISOString());
+    sandbox.seedOrder(shop.reseller.shopDomain, 'custom', read);
+    const jobId = await manualJob(api, shop, read);
+    const placed = await waitForJob(api, shop.user.token, jobId, (job) => job.status === 'completed', 20_000);
+    const supplierOrder = () => sandbox.orderOf(shop.acme.shopDomain, 'custom', placed.sourceOrderId) as any;
+    expect(supplierOrder().lines.map((line: any) => [line.sku, line.quantity])).toEqual([['A-1', 2], ['B-1', 2]]);
+    // A second bell is cancelled; its webhook arrives: Acme cancels one of its two.
+    const { topic, payload } = partialCancellation('custom', read, [{ sku: 'B-1', quantity: 1 }], new Date(readAt + 500).toISOString());
+    await storefront(shop, topic, payload);
+    expect((await waitForJob(api, shop.user.token, jobId, settled, 20_000)).cancellations).toMatchObject([{ outcome: 'cancelled', lines: [{ sku: 'B-1', quantity: 1 }] }]);
+    // Then the order's orders/create arrives late, showing both bells cancelled: it routes Bolt's nuts.
+    const routed = await storefront(shop, 'orders/create', withBells(2, new Date(readAt + 1_000).toISOString()));
+    expect((routed.body as { syncJobIds: string[] }).syncJobIds).toHaveLength(2);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    // Both cancelled bells are accounted for (one never placed, one cancelled by its webhook): Acme keeps the customer's last bell.
+    expect((await getJob(api, shop.user.token, jobId)).cancellations).toHaveLength(1);
+    expect(supplierOrder().lines.map((line: any) => [line.sku, line.cancelledQuantity])).toEqual([['A-1', 0], ['B-1', 1]]);
+  }, 60_000);
+});
+
 describe('the divergence watch, a manual job', () => {
   it("reads an order's lines cancelled, their webhook lost: cancelled at the manual job's supplier", async ({ api, sandbox, target }) => {
     const tenant = await openTenant(sandbox, target, 'custom', ['custom']);

@@ -320,7 +320,8 @@ export class CancellationService implements OrderCancellations, SupplierCancella
     const vendorTags = await this.vendorTags(trx, jobs);
     const reachedBefore = reachedBy(signal, existing);
     // A manual job placed what its read of the storefront order showed open: the order's signals that read counts are not its to apply.
-    const orderSignals = signal.scope === 'lines' && jobs.some((job) => readOf(job)) ? await this.repository.signalsOf(trx, signal.resellerStoreId, signal.externalOrderId) : [];
+    const orderSignals =
+      signal.scope === 'lines' && (jobs.some((job) => readOf(job)) || isListedSignal(signal.dedupeKey)) ? await this.repository.signalsOf(trx, signal.resellerStoreId, signal.externalOrderId) : [];
     const candidates = jobs.map((job) => {
       const vendorTag = vendorTags.get(job.sourceStoreId) ?? null;
       const ofJob = existing.filter((c) => c.syncJobId === job.id);
@@ -340,7 +341,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
     const unnamed = unnamedShares(signal, candidates);
     const plans = candidates.flatMap(({ job, vendorTag, existing: ofJob, planned }) => {
       if (!planned) return [];
-      const plan = planFor(job, vendorTag, ofJob, listedBeyondRead(signal, job, vendorTag), unnamed.get(job.id));
+      const plan = planFor(job, vendorTag, ofJob, listedBeyondRead(signal, job, vendorTag, ofJob, orderSignals), unnamed.get(job.id));
       return plan ? [plan] : [];
     });
     const reached = new Set([...reachedBefore, ...plans.map((plan) => plan.job.id)]);
@@ -774,19 +775,40 @@ function withManualReads(signals: OrderCancellation[], jobs: SyncJob[], vendorTa
 
 /**
  * The order's `listed:` signal (what routing read cancelled, every cancellation until then) as it
- * concerns a manual job whose own read came before it: less what that read showed cancelled of the
- * job's vendor lines, which the job never placed. Any other signal as it is.
+ * concerns a job that existed before it (a manual job, placed before the order was routed): less what
+ * that job's read showed cancelled of its vendor lines, which it never placed, and less what the
+ * job's cancellations from signals the listed snapshot counts took already (a webhook applied to the
+ * job between its read and the routing: made no later than the order routing read, or held by the
+ * snapshot). Any other signal as it is.
  */
-function listedBeyondRead(signal: OrderCancellation, job: SyncJob, vendorTag: string | null): OrderCancellation {
+function listedBeyondRead(signal: OrderCancellation, job: SyncJob, vendorTag: string | null, ofJob: Cancellation[], orderSignals: OrderCancellation[]): OrderCancellation {
+  if (!isListedSignal(signal.dedupeKey)) return signal;
   const read = readOf(job);
-  if (!read || !isListedSignal(signal.dedupeKey)) return signal;
   const left = new Map<string, number>();
-  for (const line of read.lines) if (vendorTag === null || vendorMatches(line.vendor, vendorTag)) left.set(JSON.stringify([line.sku, line.vendor]), (left.get(JSON.stringify([line.sku, line.vendor])) ?? 0) + line.quantity);
-  const lines = signal.lines.flatMap((line) => {
+  for (const line of read?.lines ?? []) if (vendorTag === null || vendorMatches(line.vendor, vendorTag)) left.set(JSON.stringify([line.sku, line.vendor]), (left.get(JSON.stringify([line.sku, line.vendor])) ?? 0) + line.quantity);
+  const beyondRead = signal.lines.flatMap((line) => {
     const key = JSON.stringify([line.sku, line.vendor ?? '']);
     const placedWithout = Math.min(line.quantity, left.get(key) ?? 0);
     left.set(key, (left.get(key) ?? 0) - placedWithout);
     return line.quantity > placedWithout ? [{ ...line, quantity: line.quantity - placedWithout }] : [];
+  });
+  // What the job's own cancellations from signals the snapshot counts took: asked of the supplier once already.
+  const heldBy = heldBySnapshot(orderSignals);
+  const at = signal.occurredAt ? new Date(signal.occurredAt).getTime() : null;
+  const counted = new Set(
+    orderSignals
+      .filter((s) => s.id !== signal.id && s.scope === 'lines' && (heldBy.get(s.id)?.id === signal.id || (at !== null && s.occurredAt && new Date(s.occurredAt).getTime() <= at)))
+      .map((s) => s.id),
+  );
+  const taken = new Map<string, number>();
+  for (const c of ofJob) if (c.scope === 'lines' && counted.has(c.signalId)) for (const line of c.lines) taken.set(line.sku, (taken.get(line.sku) ?? 0) + line.quantity);
+  if (taken.size === 0) return { ...signal, lines: beyondRead };
+  const ofJobVendor = (line: CancelledOrderLine) => line.vendor === undefined || vendorTag === null || vendorMatches(line.vendor, vendorTag);
+  const lines = beyondRead.flatMap((line) => {
+    if (!ofJobVendor(line)) return [line];
+    const already = Math.min(line.quantity, taken.get(line.sku) ?? 0);
+    taken.set(line.sku, (taken.get(line.sku) ?? 0) - already);
+    return line.quantity > already ? [{ ...line, quantity: line.quantity - already }] : [];
   });
   return { ...signal, lines };
 }
