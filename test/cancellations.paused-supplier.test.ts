@@ -1,12 +1,12 @@
 /**
- * A cancellation of a job never attempted calls no supplier, so it books none of the supplier's
+ * A cancellation of a job never attempted calls no supplier, so it waits for none of the supplier's
  * turns: it ends the job at once, even while the supplier is paused by a 429 or busy with a backlog,
- * and the order is never placed. (Booking a turn it would not use made it wait for the pause, and
- * the placements booked before it went first: the order reached the supplier, then had to be cancelled.)
+ * and the order is never placed. Booking a turn it would not use made it wait for the pause, while
+ * the placements booked before it went first: the order could reach the supplier, then need
+ * cancelling there. (Whether a turn is booked is not asserted: the store's other messages book theirs meanwhile.)
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sendWebhook, startSandbox, type Sandbox } from './sandbox/server.ts';
-import { queryRows } from './support/database.ts';
 import { addSupplier, flowControlKit, openTenant } from './support/flow-control.ts';
 import { startTestService, type TestService } from './support/service.ts';
 import { orderPosts, waitForJob } from './support/sync-jobs.ts';
@@ -26,7 +26,7 @@ afterAll(async () => {
 const { postOrders, postOrder } = flowControlKit(() => sandbox);
 
 describe('a cancellation of a job never attempted, its supplier paused by a 429', () => {
-  it('ends the job not placed at once, books no turn, and the order never reaches the supplier', async () => {
+  it('ends the job not placed at once, and the order never reaches the supplier', async () => {
     const tenant = await openTenant(service);
     const supplier = await addSupplier(service, tenant, { platform: 'custom', vendorTag: 'PauseCo' });
     sandbox.setFaults(supplier.shopDomain, { rateLimitNext: 1, retryAfterSeconds: 10 });
@@ -34,16 +34,12 @@ describe('a cancellation of a job never attempted, its supplier paused by a 429'
     const [firstJob] = await postOrders(service, tenant, supplier.vendorTag, 1);
     await waitFor(async () => orderPosts(sandbox, supplier.shopDomain).some((post) => post.status === 429), 10_000, 'the 429');
     const refusedAt = Date.now();
-    /** The next turns of the paused store: a turn booked moves it on. */
-    const bookedTurns = async () =>
-      (await queryRows<{ next_at: Date }>(service.databaseUrl, 'select next_at from store_pacing where paused_until is not null')).map((row) => row.next_at.getTime());
 
     // An order routed during the pause waits for the supplier without an attempt; then the customer cancels it.
     const orderId = Date.now() % 1_000_000_000;
     const [jobId] = await postOrder(service, tenant, supplier.vendorTag, orderId);
     const job = await waitForJob(service.api, tenant.token, jobId!, (j) => j.status === 'pending', 5_000, 'pending');
     expect(job.attempts).toBe(0);
-    const turnsBefore = await bookedTurns();
     const order = sandbox.buildOrderPayload('platform_a', { id: orderId, lines: [] }) as Record<string, unknown>;
     const cancelled = await sendWebhook({
       targetUrl: `${service.url}${ORDERS_PATH}`,
@@ -59,8 +55,6 @@ describe('a cancellation of a job never attempted, its supplier paused by a 429'
     expect(Date.now() - refusedAt).toBeLessThan(7_000);
     expect(ended).toMatchObject({ status: 'completed', sourceOrderId: null, attempts: 0 });
     expect(ended.cancellations).toEqual([expect.objectContaining({ outcome: 'not_placed', attempts: 1 })]);
-    // No turn of the supplier was booked for it.
-    expect(await bookedTurns()).toEqual(turnsBefore);
 
     // After the pause the first order is placed, and it is the only order the supplier ever receives.
     await waitForJob(service.api, tenant.token, firstJob!, (j) => j.status === 'completed', 20_000, 'the first order placed');
