@@ -698,7 +698,11 @@ describe('the operator console', () => {
       });
     });
     const refreshesBefore = requests.filter((r) => r === 'POST /v1/auth/refresh').length;
+    // Its answer sets the new refresh cookie: waited for, or it could land after the cookies are
+    // cleared below (a 5 s poll of the stats can count as the retry before the refresh has answered).
+    const refreshed = page.waitForResponse((response) => new URL(response.url()).pathname === '/v1/auth/refresh');
     await page.getByRole('button', { name: 'Refresh', exact: true }).click();
+    expect((await refreshed).status()).toBe(200);
     await expect.poll(() => expired, { timeout: 10_000 }).toBeGreaterThanOrEqual(2);
     expect(requests.filter((r) => r === 'POST /v1/auth/refresh').length).toBe(refreshesBefore + 1);
     await expect(page.getByRole('button', { name: 'Sign out' }).isVisible()).resolves.toBe(true);
