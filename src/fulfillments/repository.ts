@@ -1,4 +1,4 @@
-import { sql, type ExpressionBuilder, type RawBuilder } from 'kysely';
+import { sql, type ExpressionBuilder, type RawBuilder, type Selectable } from 'kysely';
 import type { AttemptTarget } from '../attempts/kind.ts';
 import { writeAttemptTransitions, type AttemptWrite } from '../attempts/repository.ts';
 import { holdLock } from '../db/locks.ts';
@@ -170,18 +170,7 @@ export class FulfillmentRepository {
       .orderBy('h.received_at')
       .limit(limit)
       .execute();
-    return rows.map((row) => ({
-      id: row.id,
-      ownerId: row.owner_id,
-      resellerStoreId: row.reseller_store_id,
-      sourceStoreId: row.source_store_id,
-      sourceOrderId: row.source_order_id,
-      keys: { dedupeKey: row.dedupe_key, webhookId: row.webhook_id },
-      tracking: row.tracking as Tracking,
-      receivedAt: row.received_at,
-      watchPassId: row.watch_pass_id,
-      syncJobId: row.sync_job_id,
-    }));
+    return rows.map((row) => ({ ...heldRowOf(row), syncJobId: row.sync_job_id }));
   }
 
   async deleteHeld(trx: Trx, ids: string[]): Promise<void> {
@@ -202,18 +191,7 @@ export class FulfillmentRepository {
       .orderBy('h.received_at')
       .limit(limit)
       .execute();
-    return rows.map((row) => ({
-      id: row.id,
-      ownerId: row.owner_id,
-      resellerStoreId: row.reseller_store_id,
-      sourceStoreId: row.source_store_id,
-      sourceOrderId: row.source_order_id,
-      keys: { dedupeKey: row.dedupe_key, webhookId: row.webhook_id },
-      tracking: row.tracking as Tracking,
-      // A timestamp column comes back as the driver gives it (text): the jobs it is compared with need a Date.
-      receivedAt: new Date(row.received_at),
-      watchPassId: row.watch_pass_id,
-    }));
+    return rows.map(heldRowOf);
   }
 
   /**
@@ -272,4 +250,20 @@ export class FulfillmentRepository {
   transaction<T>(work: (trx: Trx) => Promise<T>): Promise<T> {
     return this.db.transaction().execute(work);
   }
+}
+
+/** A `held_fulfillments` row as the service works with it. */
+function heldRowOf(row: Selectable<Database['held_fulfillments']>): HeldRow {
+  return {
+    id: row.id,
+    ownerId: row.owner_id,
+    resellerStoreId: row.reseller_store_id,
+    sourceStoreId: row.source_store_id,
+    sourceOrderId: row.source_order_id,
+    keys: { dedupeKey: row.dedupe_key, webhookId: row.webhook_id },
+    tracking: row.tracking as Tracking,
+    // A timestamp column comes back as the driver gives it (text): the jobs it is compared with need a Date.
+    receivedAt: new Date(row.received_at),
+    watchPassId: row.watch_pass_id,
+  };
 }
