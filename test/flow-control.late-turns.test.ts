@@ -14,6 +14,8 @@ import { ORDERS_PATH } from './support/webhooks.ts';
 import { waitFor } from './support/wait.ts';
 
 const LIMIT = { perSecond: 5, burst: 10 };
+/** The Retry-After of the sandbox's 429s (test/sandbox/state.ts). */
+const SANDBOX_RETRY_AFTER_S = 1;
 
 let sandbox: Sandbox;
 let service: TestService;
@@ -63,7 +65,11 @@ it('with QUEUE_IDLE_POLL_MS=2000, a backlog is postponed once per job and drains
     [jobIds],
   );
   const bounced = postponements.filter((row) => Number(row.turns) > 1);
-  const posts = orderPosts(sandbox, supplier.shopDomain);
-  expect(posts.filter((post) => post.status === 429).length).toBeLessThanOrEqual(2);
-  expect(bounced.length, `jobs postponed again after their turn came (${tookMs} ms to drain)`).toBe(0);
+  const rateLimited = orderPosts(sandbox, supplier.shopDomain).filter((post) => post.status === 429).length;
+  expect(rateLimited).toBeLessThanOrEqual(2);
+  // A 429 pauses the store for its Retry-After (the sandbox's: 1 s), which voids the turns held
+  // within the pause: those jobs are rightly postponed again, one turn's worth per spacing of the
+  // pause. Any other second postponement is a turn lost to a late fetch (13 of 60 before b797cf1).
+  const voidedByPauses = rateLimited * (LIMIT.perSecond * SANDBOX_RETRY_AFTER_S + 1);
+  expect(bounced.length, `jobs postponed again after their turn came (${tookMs} ms to drain, ${rateLimited} answers 429)`).toBeLessThanOrEqual(voidedByPauses);
 }, 120_000);
