@@ -58,7 +58,9 @@ const callsOf = (cancellation: Cancellation, platform: PlatformAdapter) => (canc
  * use. Should a placement take the job meanwhile, the calls that follow reserve their turns inline.
  */
 const turnsOf = (work: CancellationWork, platform: PlatformAdapter) =>
-  work.row.reason === CUT_BEFORE_PLACEMENT || (work.job !== null && work.job.sourceOrderId == null && work.job.attempts === 0) ? 0 : callsOf(work.row, platform);
+  work.row.reason === CUT_BEFORE_PLACEMENT || (work.job !== null && neverAttempted(work.job)) ? 0 : callsOf(work.row, platform);
+/** The job never sent an order to its supplier: nothing there to cancel. */
+const neverAttempted = (job: SyncJob) => job.sourceOrderId == null && job.attempts === 0;
 /**
  * How long a call beyond those turns (the read after a refusal, a refund of the rest, a lookup) waits
  * for its own turn of a busy store before the attempt fails: long, since failing spends a retry and
@@ -171,7 +173,7 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
       if (!(await voidJob(job))) throw new JobFailure('the sync job changed while it was being cancelled; trying again');
       job = (await jobs.findCurrent(job.id))!;
     }
-    if (job.sourceOrderId == null && job.attempts === 0) return notPlaced(cancellation, job, source, null);
+    if (neverAttempted(job)) return notPlaced(cancellation, job, source, null);
     if (!source) throw new JobFailure('the source store was deleted');
     const platform = ctx.platforms[source.platform];
     const store = { ...connectionOf(ctx, source, turnsOf(work, platform)), maxTurnWaitMs: EXTRA_CALL_TURN_WAIT_MS };

@@ -261,11 +261,11 @@ function staleJobs(resellerStoreId: string, staleAfterMs: number) {
     and j.completed_at < now() - ${staleAfterMs} * interval '1 millisecond'
     -- A shipment recorded skipped (no tracking number for a storefront that needs one) never reached the customer: not tracking.
     and not exists (select 1 from fulfillments f where f.sync_job_id = j.id and f.status <> 'skipped')
-    -- A supplier order that is cancelled (by the supplier, or at the service's request) ships nothing.
+    -- A supplier order that is cancelled (by the supplier, or at the service's request) ships nothing; one whose whole-order
+    -- cancellation is still being made, or dead (cancellation_dead on the to-do list), waits for it, not for tracking.
     and j.supplier_cancelled_at is null
-    and not exists (select 1 from cancellations c where c.sync_job_id = j.id and (c.scope = 'order' or c.closes_order) and c.outcome = 'cancelled')
-    -- A whole-order cancellation still being made, or dead (cancellation_dead on the to-do list): the job waits for it, not for tracking.
-    and not exists (select 1 from cancellations c where c.sync_job_id = j.id and c.scope = 'order' and c.status <> 'completed')
+    and not exists (select 1 from cancellations c where c.sync_job_id = j.id
+      and (((c.scope = 'order' or c.closes_order) and c.outcome = 'cancelled') or (c.scope = 'order' and c.status <> 'completed')))
     and not exists (select 1 from divergences d where d.sync_job_id = j.id and d.type in ('stale', 'supplier_cancelled') and d.status in ('open', 'dismissed'))`;
 }
 
