@@ -79,6 +79,22 @@ describe('a platform_a refund with restock_type cancel', () => {
     expect(events.body.data[0].data.object.lines).toEqual([{ sku: 'SHARED', quantity: 1 }]);
   });
 
+  it('a refunded line that names no vendor (a custom item, routed to nobody) cancels nothing at the supplier of a line with its SKU', async ({ api, sandbox, shopWith, storefront }) => {
+    const shop = await shopWith('platform_a', 'platform_a');
+    const order = sandbox.buildOrderPayload('platform_a', { id: nextOrderId++, lines: [{ ...ANVIL, sku: 'SHARED' }, { ...ANVIL, sku: 'SHARED', vendor: '', quantity: 1 }] }) as Record<string, any>;
+    const ids = ((await storefront(shop, 'orders/create', order)).body as { syncJobIds: string[] }).syncJobIds;
+    expect(ids).toHaveLength(1);
+    const acmeJob = await waitForJob(api, shop.user.token, ids[0]!, (j) => j.status === 'completed');
+    const blankLine = order.line_items.find((item: any) => item.vendor === '');
+    const refund = { id: nextRefundId++, order_id: order.id, created_at: new Date().toISOString(), note: null, transactions: [],
+      refund_line_items: [{ id: nextRefundId++, line_item_id: blankLine.id, quantity: 1, restock_type: 'cancel', line_item: blankLine }] };
+    const response = await storefront(shop, 'refunds/create', refund);
+    expect(response.body).toMatchObject({ received: true, syncJobIds: [] });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect((await getJob(api, shop.user.token, acmeJob.id)).cancellations).toEqual([]);
+    expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toEqual([]);
+  });
+
   it('never cancels more than is still open, and never calls the supplier twice for one quantity', async ({ api, sandbox, shopWith, placed, storefront }) => {
     const shop = await shopWith('platform_a', 'custom');
     const { order, acmeJob } = await placed(shop);

@@ -181,6 +181,37 @@ describe.each(['custom', 'platform_a'] as const)('a %s storefront order partly c
   });
 });
 
+describe('a platform_a storefront order with a line that names no vendor (routed to no supplier)', () => {
+  it('that line shown cancelled cancels nothing at the supplier of a line with the same SKU, on this pass or the next', async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, 'platform_a', ['custom']);
+    const supplier = tenant.suppliers[0]!;
+    const n = nextOrderNumber++;
+    const order = sandbox.buildOrderPayload('platform_a', {
+      id: n,
+      lines: [
+        { sku: 'PC-1', title: 'Pitcher', vendor: supplier.vendorTag, quantity: 3, price: '10.00' },
+        { sku: 'PC-1', title: 'Pitcher (engraved)', vendor: '', quantity: 1, price: '12.00' },
+      ],
+      email: 'ada@example.com',
+    }) as Record<string, any>;
+    expect(await sandbox.placeCustomerOrder(tenant.reseller.shopDomain, 'platform_a', order)).toMatchObject({ delivered: { status: 200 } });
+    const { jobId } = await placedJobOf(tenant, String(n));
+    // The customer cancels the engraved pitcher; its refund webhook is lost.
+    const shown = structuredClone(sandbox.orderOf(tenant.reseller.shopDomain, 'platform_a', String(n))) as Record<string, any>;
+    shown.line_items[1].fulfillable_quantity = 0;
+    sandbox.seedOrder(tenant.reseller.shopDomain, 'platform_a', shown as JsonObject);
+
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', error: null });
+    await delay(500);
+    expect(await cancellationsOf(target, jobId)).toEqual([]);
+    expect(sandbox.cancellationsFor(supplier.shopDomain)).toEqual([]);
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', repairs: 0 });
+    await delay(500);
+    expect(await cancellationsOf(target, jobId)).toEqual([]);
+    expect(sandbox.cancellationsFor(supplier.shopDomain)).toEqual([]);
+  });
+});
+
 describe('a platform_a storefront order fulfilled with the tracking the service pushed', () => {
   it('its lines no longer fulfillable are shipped, not cancelled: a pass cancels nothing', async ({ sandbox, target }) => {
     const tenant = await openTenant(sandbox, target, 'platform_a', ['custom']);

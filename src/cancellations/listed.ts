@@ -87,7 +87,7 @@ export function unaccountedLines(signals: OrderCancellation[], shown: { sku: str
   for (const signal of signals) {
     if (signal.scope !== 'lines' || held.has(signal.id)) continue;
     for (const line of signal.lines) {
-      if (line.vendor === undefined || line.vendor === '') unnamed.set(line.sku, (unnamed.get(line.sku) ?? 0) + line.quantity);
+      if (line.vendor === undefined) unnamed.set(line.sku, (unnamed.get(line.sku) ?? 0) + line.quantity);
       else named.set(JSON.stringify([line.sku, line.vendor]), (named.get(JSON.stringify([line.sku, line.vendor])) ?? 0) + line.quantity);
     }
   }

@@ -284,7 +284,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
         resellerStoreId: order.resellerStoreId,
         externalOrderId: order.externalOrderId,
         scope: 'lines',
-        lines: order.cancelledBefore.lines.map(({ sku, vendor, quantity }) => ({ sku, quantity, ...(vendor !== '' && { vendor }) })),
+        lines: order.cancelledBefore.lines.map(({ sku, vendor, quantity }) => ({ sku, quantity, vendor })),
         dedupeKey: listedSignalKey(order.externalOrderId),
         receivedAt: new Date(),
         occurredAt: order.cancelledBefore.asOf,
@@ -523,7 +523,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
       const signal: CancellationSignal = {
         externalOrderId: shown.externalOrderId,
         scope: 'lines',
-        lines: missing.map(({ sku, vendor, quantity }) => ({ sku, quantity, ...(vendor !== '' && { vendor }) })),
+        lines: missing.map(({ sku, vendor, quantity }) => ({ sku, quantity, vendor })),
         dedupeKey: shownSignalKey(shown.externalOrderId, shown.cancelled.lines),
         occurredAt: shown.cancelled.asOf,
         ownerId: store.ownerId,

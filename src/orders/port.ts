@@ -53,7 +53,9 @@ export interface CancelledOrderLine {
   quantity: number;
   /**
    * The reseller line's vendor when the signal names the line itself (a platform_a refund's line
-   * item): only jobs of that vendor hold it, even when another vendor's line has the same SKU.
+   * item): only jobs of that vendor hold it, even when another vendor's line has the same SKU. ''
+   * (the line names no vendor, so no supplier holds it) is such a vendor too: it cancels nothing at
+   * any supplier. Absent: the signal does not say whose line it is (any supplier's with the SKU).
    */
   vendor?: string;
 }

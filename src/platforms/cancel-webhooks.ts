@@ -16,7 +16,7 @@ const MAX_REASON_LENGTH = 500;
 export interface StorefrontCancellation {
   externalOrderId: string;
   scope: 'order' | 'lines';
-  /** `vendor`: the line's own, when the webhook carries the line (a platform_a refund). */
+  /** `vendor`: the line's own, when the webhook carries the line (a platform_a refund); '' for a line that names none (routed to no supplier), unlike an absent one, which may be any supplier's. */
   lines: { sku: string; quantity: number; vendor?: string }[];
   /** The platform's own id of this cancellation, when it has one (a platform_a Refund's `id`): one refund is one signal, whatever webhook id carries it. */
   refundId?: string;
@@ -101,7 +101,7 @@ export function readStorefrontCancellation(platform: Platform, topic: string, bo
     return {
       externalOrderId: refund.order_id,
       scope: 'lines',
-      lines: bySku(cancelled.map((line) => ({ sku: line.line_item.sku, quantity: line.quantity, ...(line.line_item.vendor !== '' && { vendor: line.line_item.vendor }) }))),
+      lines: bySku(cancelled.map((line) => ({ sku: line.line_item.sku, quantity: line.quantity, vendor: line.line_item.vendor }))),
       ...(refund.id != null && { refundId: refund.id }),
       ...occurredAt(refund.created_at),
     };
