@@ -101,6 +101,7 @@ export const TABLES = {
     tracking: 'jsonb',
     received_at: 'timestamp with time zone',
     watch_pass_id: 'character varying null',
+    read_failed_at: 'timestamp with time zone null',
   },
   audit_entries: {
     id: 'character varying',

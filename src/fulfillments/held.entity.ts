@@ -28,6 +28,13 @@ export const HeldFulfillment = defineEntity({
      * brought it); null for a webhook's. Its claim is then audited and announced `fulfillment.reconciled`.
      */
     watchPassId: p.string().nullable(),
+    /**
+     * When the sweep last read its supplier order and the supplier could not answer for now (429,
+     * 5xx, no answer): it is kept, and read again after every held fulfillment not read since
+     * (src/fulfillments/repository.ts `findUnowned`), so those of a supplier that never answers do
+     * not take every pass. Null until then.
+     */
+    readFailedAt: p.datetime().nullable(),
   },
   uniques: [{ name: 'held_fulfillments_order_dedupe_unique', properties: ['sourceStoreId', 'sourceOrderId', 'dedupeKey'] }],
 });

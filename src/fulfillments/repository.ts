@@ -179,19 +179,28 @@ export class FulfillmentRepository {
   }
 
   /**
-   * Held fulfillments that no job can own any more (`unowned`), oldest first, at most `limit`: the
-   * sweep checks those of a store with jobs ended unplaced (src/fulfillments/unplaced.ts) before
-   * forgetting them.
+   * Held fulfillments that no job can own any more (`unowned`), at most `limit`: the sweep checks
+   * those of a store with jobs ended unplaced (src/fulfillments/unplaced.ts) before forgetting them.
+   * Those whose supplier order was never read and refused for now come first, oldest first; then
+   * those it was, the least recently tried first (`markReadFailed`): however many a supplier that
+   * never answers keeps, each pass reaches every newer one, and they take turns among themselves.
    */
   async findUnowned(limit: number): Promise<HeldRow[]> {
     const rows = await this.db
       .selectFrom('held_fulfillments as h')
       .selectAll('h')
       .where((eb) => this.unowned(eb))
+      .orderBy(sql`h.read_failed_at asc nulls first`)
       .orderBy('h.received_at')
       .limit(limit)
       .execute();
     return rows.map(heldRowOf);
+  }
+
+  /** Held fulfillments whose supplier order could not be read for now, at `at`: kept, behind the others for the next passes (`findUnowned`). */
+  async markReadFailed(ids: string[], at: Date): Promise<void> {
+    if (ids.length === 0) return;
+    await this.db.updateTable('held_fulfillments').set({ read_failed_at: at }).where('id', '=', sql<string>`any(${ids}::text[])`).execute();
   }
 
   /**

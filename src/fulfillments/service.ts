@@ -235,12 +235,15 @@ export class FulfillmentService {
    * `too_late` on the to-do list); a read refused for good (404, 403) puts it on the to-do list of
    * those jobs (`reportUnattributed`) before it is forgotten; a read that answers, naming no such job,
    * shows the supplier's own sale. A read refused for now (429, 5xx) keeps it for the next sweep,
-   * for HELD_READ_GIVE_UP_MS after it came; then it is reported as a read refused for good.
+   * for HELD_READ_GIVE_UP_MS after it came; then it is reported as a read refused for good. A kept
+   * one is marked (`markReadFailed`) and read again after every one not tried since: FORGETS_PER_PASS
+   * bounds a pass, and a supplier that never answers must not take it all.
    */
   private async forgetUnowned(): Promise<{ claimed: number; forgotten: number }> {
     const unowned = await this.fulfillments.findUnowned(FORGETS_PER_PASS);
     let claimed = 0;
     let forgotten = 0;
+    const kept: string[] = [];
     for (const held of unowned) {
       let decided: 'claimed' | 'kept' | 'forget';
       try {
@@ -248,12 +251,15 @@ export class FulfillmentService {
       } catch (error) {
         // One row's failure (a database error, say) keeps that row for the next sweep; the others go on.
         this.deps.logger.error({ err: error, held_fulfillment_id: held.id, source_order_id: held.sourceOrderId }, 'held fulfillment could not be checked before forgetting it: kept for the next sweep');
+        kept.push(held.id);
         continue;
       }
-      if (decided === 'kept') continue;
-      if (decided === 'claimed') claimed++;
+      if (decided === 'kept') kept.push(held.id);
+      else if (decided === 'claimed') claimed++;
       else forgotten += await this.fulfillments.forgetUnowned([held.id]);
     }
+    // Kept ones go behind those not tried since: a supplier that never answers cannot hold back the newer ones.
+    await this.fulfillments.markReadFailed(kept, new Date());
     return { claimed, forgotten };
   }
 
