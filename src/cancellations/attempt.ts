@@ -43,6 +43,12 @@ export interface CancellationAttemptDeps extends JobVoiding {
   platforms: PlatformAdapters;
   secrets: SecretBox;
   config: Pick<Config, 'platformTimeoutMs'>;
+  /**
+   * Records the supplier order a lookup by reference found for a job ended unplaced (VOID), and
+   * re-opens the job's whole-order cancellation if it is dead: src/cancellations/service.ts
+   * `recordFoundOrderOfVoided`, handed in by the composition root.
+   */
+  voidedOrders: { recordFoundOrderOfVoided(job: SyncJob, found: { sourceOrderId: string; foundByCancellationId: string }): Promise<{ recorded: boolean; reopened: boolean }> };
 }
 
 /**
@@ -179,7 +185,8 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
     const store = { ...connectionOf(ctx, source, turnsOf(work, platform)), maxTurnWaitMs: EXTRA_CALL_TURN_WAIT_MS };
     const orderId = job.sourceOrderId ?? (await orderInDoubt(job, platform, store));
     if (!orderId) return notPlaced(cancellation, job, source, 'no order carrying the job\'s reference was found on the source store');
-    if (job.sourceOrderId == null && job.status === 'completed') await jobs.recordFoundOrder(job.id, orderId, { by: 'cancellation' });
+    // Another cancellation of the job (whole-order) may have died looking for it: it is re-opened to cancel it.
+    if (job.sourceOrderId == null && job.status === 'completed') await ctx.voidedOrders.recordFoundOrderOfVoided(job, { sourceOrderId: orderId, foundByCancellationId: cancellation.id });
     return cancellation.scope === 'order' ? cancelOrder(cancellation, job, platform, store, orderId) : cancelLines(cancellation, job, platform, store, orderId, source);
   }
 

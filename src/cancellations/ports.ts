@@ -57,10 +57,12 @@ export interface CancelledJobs {
    */
   recordFoundOrder(syncJobId: string, sourceOrderId: string, foundBy: Extract<OrderFoundBy, { by: 'cancellation' }>): Promise<boolean>;
   /**
-   * The same record, in the caller's transaction, of the order a divergence-watch pass listed still
-   * open for a job whose whole-order cancellation ended `not_placed` (`cancelFoundOrder`). Whether it was recorded now.
+   * The same record, in the caller's transaction: of the order a divergence-watch pass listed still
+   * open for a job whose whole-order cancellation ended `not_placed` (`cancelFoundOrder`), or of one
+   * found for a voided job whose dead cancellation it re-opens (`recordFoundOrderOfVoided`: by a pass,
+   * or by a cancellation's lookup). Whether it was recorded now.
    */
-  recordFoundOrderIn(trx: Trx, syncJobId: string, sourceOrderId: string, foundBy: Extract<OrderFoundBy, { by: 'divergence_watch' }>): Promise<boolean>;
+  recordFoundOrderIn(trx: Trx, syncJobId: string, sourceOrderId: string, foundBy: Extract<OrderFoundBy, { by: 'divergence_watch' | 'cancellation' }>): Promise<boolean>;
   /** Version-checked writes of jobs ended unplaced (VOID), with their audit entries. */
   writeVoidsIn(trx: Trx, writes: AttemptWrite<SyncJob>[]): Promise<boolean[]>;
 }

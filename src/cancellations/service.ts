@@ -114,6 +114,12 @@ const isCut = (c: Cancellation) => c.reason === CUT_BEFORE_PLACEMENT;
  * routed later is routed as cancelled) and applied under a per-order lock, so concurrent signals
  * and the routing of the order never cancel a quantity twice.
  */
+/**
+ * The supplier order found by its reference for a job ended unplaced (VOID), and who found it: a
+ * divergence-watch pass, or a cancellation's lookup (`recordFoundOrderOfVoided`).
+ */
+export type VoidedOrderFound = { sourceOrderId: string } & ({ watchPassId: string } | { foundByCancellationId: string });
+
 /** A shipment of an order no job recorded, which the service could not attribute (`shipmentUnattributed`). */
 export interface UnattributedShipment {
   sourceStoreId: string;
@@ -456,24 +462,28 @@ export class CancellationService implements OrderCancellations, SupplierCancella
   }
 
   /**
-   * A divergence-watch pass listed the supplier order whose reference names `job`, a job ended
-   * unplaced (VOID) while its placement was in doubt, whose whole-order cancellation has not found
-   * that order by its reference (still looking, or dead: the lookup stopped at its bound, or failed,
-   * at every retry). In one transaction, under the order's cancellation lock, the order is recorded
-   * on the job (audit `sync_job.order_found`, `foundBy` the watch and its pass). When the job's last
-   * whole-order cancellation is dead, nothing else would cancel that order (a retry by hand would,
-   * but its `cancellation_dead` entry says nothing of the order found), and the supplier would ship
-   * what the customer cancelled: it is re-opened for fresh automatic retries, as a retry by hand
-   * would (the machine's RETRY: three retries again, a new queue message), by the service: audit and
-   * event `cancellation.retried` (actor `system`, naming the order and the pass); its retry now
+   * The supplier order whose reference names `job`, a job ended unplaced (VOID) while its placement
+   * was in doubt, found by a divergence-watch pass that listed it, or by the lookup by reference of
+   * another cancellation of the job (one of some lines, say, retried by hand, while the whole-order
+   * one had died): its whole-order cancellation has not found that order (still looking, or dead: the
+   * lookup stopped at its bound, or failed, at every retry). In one transaction, under the order's
+   * cancellation lock, the order is recorded on the job (audit `sync_job.order_found`, `foundBy` the
+   * watch and its pass, or the cancellation). When the job's last whole-order cancellation is dead,
+   * nothing else would cancel that order (a retry by hand would, but its `cancellation_dead` entry
+   * says nothing of the order found), and the supplier would ship what the customer cancelled: it is
+   * re-opened for fresh automatic retries, as a retry by hand would (the machine's RETRY: three
+   * retries again, a new queue message), by the service: audit and event `cancellation.retried`
+   * (actor `system`, naming the order and the pass or the cancellation that found it); its retry now
    * cancels the order it knows (`cancelled`, or `too_late` if shipped), which resolves the entry. A
    * cancellation still retrying finds the order recorded at its next attempt. Returns whether the
    * order was recorded now, and whether a dead cancellation was re-opened.
    */
-  async recordFoundOrderOfVoided(job: SyncJob, found: { sourceOrderId: string; watchPassId: string }): Promise<{ recorded: boolean; reopened: boolean }> {
+  async recordFoundOrderOfVoided(job: SyncJob, found: VoidedOrderFound): Promise<{ recorded: boolean; reopened: boolean }> {
+    const byWatch = 'watchPassId' in found;
+    const foundBy = byWatch ? { by: 'divergence_watch' as const, watchPassId: found.watchPassId } : { by: 'cancellation' as const };
     const result = await this.repository.transaction(async (trx) => {
       await this.repository.lockOrders(trx, [{ resellerStoreId: job.resellerStoreId, externalOrderId: job.externalOrderId }]);
-      if (!(await this.deps.jobs.recordFoundOrderIn(trx, job.id, found.sourceOrderId, { by: 'divergence_watch', watchPassId: found.watchPassId }))) {
+      if (!(await this.deps.jobs.recordFoundOrderIn(trx, job.id, found.sourceOrderId, foundBy))) {
         return { recorded: false, reopened: false };
       }
       const last = (await this.repository.forJobsIn(trx, [job.id])).filter((c) => c.scope === 'order').at(-1);
@@ -484,8 +494,12 @@ export class CancellationService implements OrderCancellations, SupplierCancella
       const audit = cancellationAuditRecord(last, 'cancellation.retried', SYSTEM_ACTOR, {
         attempts: last.attempts,
         sourceOrderId: found.sourceOrderId,
-        watchPassId: found.watchPassId,
-        reason: 'the supplier order the dead cancellation could not find was found by the divergence watch: retried to cancel it',
+        ...(byWatch
+          ? { watchPassId: found.watchPassId, reason: 'the supplier order the dead cancellation could not find was found by the divergence watch: retried to cancel it' }
+          : {
+              foundByCancellationId: found.foundByCancellationId,
+              reason: "the supplier order the dead cancellation could not find was found by another cancellation's lookup: retried to cancel it",
+            }),
       });
       const [written] = await this.repository.writeTransitions(trx, [{ row: last, result: cancellationKind.resultOf(last), audit }]);
       // Moved meanwhile (retried by hand): that retry finds the order recorded.

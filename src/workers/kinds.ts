@@ -77,16 +77,19 @@ const kindDeps = ({ orm, platforms, secrets, pacer, logger, outbox, config, queu
   const sourceStores = new SourceStoreRepository(orm);
   const divergences = { raise: raiseDivergence, resolve: resolveDivergences };
   const cancellationRepository = new CancellationRepository(orm);
+  const cancellations = new CancellationService(
+    { jobs: syncJobs, vendorTags: sourceStores, queue, outbox, metrics, timelines: { find: (rowIds: string[]) => findAttempts(orm, rowIds) } },
+    cancellationRepository,
+    divergences,
+  );
   return {
     syncJobReads: syncJobs,
     // The sync jobs' port on the suppliers sharing a folded vendor tag (src/sync-jobs/ports.ts `SupplierTwins`).
     supplierTwins: supplierTwins(sourceStores),
     // The sync jobs' port on the partial cancellations a manual job's placement applies (src/sync-jobs/ports.ts `PlacedManualJobs`), as src/services.ts builds the feature.
-    placedManualJobs: new CancellationService(
-      { jobs: syncJobs, vendorTags: sourceStores, queue, outbox, metrics, timelines: { find: (rowIds: string[]) => findAttempts(orm, rowIds) } },
-      cancellationRepository,
-      divergences,
-    ),
+    placedManualJobs: cancellations,
+    // The cancellations' attempt's port on the order its lookup found for a voided job: recorded, its dead whole-order cancellation re-opened.
+    voidedOrders: cancellations,
     // The cancellations' port on the sync jobs (src/cancellations/ports.ts `CancelledJobs`).
     cancelledJobs: syncJobs,
     resellerStoreReads: new ResellerStoreRepository(orm),
