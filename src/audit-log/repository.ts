@@ -78,9 +78,10 @@ export function insertAuditFrom<DB extends Database>(db: QueryCreator<DB>, rows:
 
 /**
  * The entry, unless the resource already has one with its action (decided under an advisory lock
- * on `lockKey`); whether it was inserted now.
+ * on `lockKey`), or, given `sameAs`, one with its action whose metadata holds those values (one per
+ * resource and subject: a shipment, say); whether it was inserted now.
  */
-export async function insertAuditOnce(trx: Transaction<Database>, record: AuditRecord, lockKey: string): Promise<boolean> {
+export async function insertAuditOnce(trx: Transaction<Database>, record: AuditRecord, lockKey: string, sameAs?: Record<string, unknown>): Promise<boolean> {
   await holdLock(trx, lockKey);
   const row = rowOf(record, new Date());
   const { numInsertedOrUpdatedRows } = await trx
@@ -106,7 +107,8 @@ export async function insertAuditOnce(trx: Transaction<Database>, record: AuditR
                 .select(sql.lit(1).as('one'))
                 .where('resource_id', '=', record.resourceId)
                 .where('action', '=', record.action)
-                .where('reseller_store_id', '=', record.resellerStoreId),
+                .where('reseller_store_id', '=', record.resellerStoreId)
+                .$if(sameAs !== undefined, (query) => query.where(sql<boolean>`metadata @> ${JSON.stringify(sameAs)}::jsonb`)),
             ),
           ),
         ),

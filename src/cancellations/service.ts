@@ -1,6 +1,6 @@
 import type { AttemptTimelines, CancelledJobs, DivergenceRaising, SupplierVendorTags } from './ports.ts';
 import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
-import { insertAudit, SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
+import { insertAudit, insertAuditOnce, SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
 import type { Metrics } from '../metrics/index.ts';
 import type { CancelledBefore } from '../orders/types.ts';
 import type { CancellationVia, CancelledOrderLine, OrderAtRouting, OrderCancellations, OrderCancelled, OrderStore, StorefrontCancellation } from '../orders/port.ts';
@@ -611,7 +611,8 @@ export class CancellationService implements OrderCancellations, SupplierCancella
    * be read, or the jobs are past the time their supplier's unknown shipments are read for them).
    * The shipment is not pushed (it may be the supplier's own sale), so it must not go unnoticed
    * (order-changes.md): in one transaction, each job's `not_placed` cancellation gets an audit entry
-   * `cancellation.shipment_unattributed` naming the shipment, and the job a `too_late` entry on the
+   * `cancellation.shipment_unattributed` naming the shipment (once per cancellation and shipment,
+   * under a lock on both: two sweeps overlapping, or a webhook redelivered, report it once), and the job a `too_late` entry on the
    * to-do list (once per job, as every entry: its detail names the first such shipment; a dismissed
    * one is not raised again). The cancellation's outcome is left as it is: nothing proves the order
    * was the job's. Returns how many entries were raised.
@@ -625,15 +626,14 @@ export class CancellationService implements OrderCancellations, SupplierCancella
       for (const job of jobs) {
         const unplaced = cancellations.findLast((c) => c.syncJobId === job.id && c.scope === 'order' && c.status === 'completed' && c.outcome === 'not_placed');
         if (!unplaced) continue;
-        await insertAudit(trx, [
-          cancellationAuditRecord(unplaced, 'cancellation.shipment_unattributed', SYSTEM_ACTOR, {
-            outcome: unplaced.outcome,
-            sourceStoreId: shipment.sourceStoreId,
-            sourceOrderId: shipment.sourceOrderId,
-            trackingNumbers: shipment.trackingNumbers,
-            why: shipment.why,
-          }),
-        ]);
+        // Once per cancellation and shipment: two sweeps (or a webhook's redelivery) checking the same shipment at once write it once.
+        const subject = { sourceStoreId: shipment.sourceStoreId, sourceOrderId: shipment.sourceOrderId, trackingNumbers: shipment.trackingNumbers };
+        await insertAuditOnce(
+          trx,
+          cancellationAuditRecord(unplaced, 'cancellation.shipment_unattributed', SYSTEM_ACTOR, { outcome: unplaced.outcome, ...subject, why: shipment.why }),
+          `cancellation.shipment_unattributed:${unplaced.id}:${shipment.sourceStoreId}:${shipment.sourceOrderId}`,
+          subject,
+        );
         const id = await this.divergences.raise(trx, {
           ownerId: job.ownerId,
           resellerStoreId: job.resellerStoreId,
