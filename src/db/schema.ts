@@ -32,6 +32,7 @@ export const TABLES = {
     supplier_cancelled_at: 'timestamp with time zone null',
     supplier_cancel_reason: 'text null',
     supplier_lines: 'jsonb null',
+    sent_orders: 'jsonb null',
   },
   cancellations: {
     id: 'character varying',

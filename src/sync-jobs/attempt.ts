@@ -4,12 +4,13 @@ import { SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
 import type { Attempt, DeathReason } from '../attempts/kind.ts';
 import { JobFailure } from '../attempts/failure.ts';
 import { connectionOf, callsTo } from '../attempts/store-connection.ts';
-import type { PlatformAdapters } from '../platforms/types.ts';
+import type { PlatformAdapters, StoreConnection } from '../platforms/types.ts';
 import type { SecretBox } from '../shared/secrets.ts';
 import { openOrder } from '../orders/open.ts';
 import type { ResellerOrder } from '../orders/types.ts';
 import { buildSupplierOrder, PricingError } from '../pricing/index.ts';
 import type { ResellerStore } from '../reseller-stores/entity.ts';
+import type { SourceStore } from '../source-stores/entity.ts';
 import type { SyncJob } from './entity.ts';
 import { syncJobEvent, syncJobEventsIn } from './events.ts';
 import type { SyncJobRepository, JobWithSource } from './repository.ts';
@@ -62,8 +63,8 @@ export function placeSupplierOrder(ctx: SyncJobAttemptDeps): Attempt<JobWithSour
   }
 
   /**
-   * The order each manual job's successful attempt read and placed (its open lines, with what the read
-   * showed cancelled), by the job's row as the attempt had it: the outcome's transaction stores it on
+   * The order each manual job's successful attempt found the supplier holding (its open lines, with what
+   * the read that sent it showed cancelled: `heldOrder`), by the job's row as the attempt had it: the outcome's transaction stores it on
    * the job (`outcomesWrittenIn`), so partial cancellations find the job's lines like any job's.
    */
   const placed = new WeakMap<SyncJob, ResellerOrder>();
@@ -84,13 +85,32 @@ export function placeSupplierOrder(ctx: SyncJobAttemptDeps): Attempt<JobWithSour
     );
   }
 
+  /**
+   * Of the orders a manual job sent (`candidates`, oldest first), the one the supplier's order `orderId`
+   * holds: the create's answer may be an earlier attempt's order (its Idempotency-Key's replay, or
+   * found by its reference), which has that attempt's lines, not this read's. When they all have the
+   * same supplier lines, the newest (what this attempt read, when it sent them); else the supplier's
+   * order is read and the newest whose lines it has is taken, or, when none matches (the supplier
+   * changed it), the first sent: its read shows the least cancelled, so the cancellations made after
+   * it are asked of the supplier rather than assumed never placed.
+   */
+  async function heldOrder(source: SourceStore, orderId: string, candidates: ResellerOrder[], read: ResellerOrder): Promise<ResellerOrder> {
+    const linesOf = supplierLinesOf(source);
+    if (candidates.length === 0) return read;
+    if (new Set(candidates.map(linesOf)).size === 1) return candidates.at(-1)!;
+    const held = await ctx.platforms[source.platform].readSupplierOrder(connectionOf(ctx, source, 1), orderId);
+    const holds = sameLines(held.lines);
+    return candidates.findLast((candidate) => linesOf(candidate) === holds) ?? candidates[0]!;
+  }
+
   return {
     load: (jobIds) => jobs.loadWithSources(jobIds),
 
     /** The supplier's store, and the reseller's when the order must be read from it first (a manual job). */
     targets: ({ row: job, source, reseller }) => [
       ...(!job.order && reseller ? callsTo(ctx, reseller, 1) : []),
-      ...(source ? callsTo(ctx, source, looksUpFirst(job) ? 2 : 1) : []),
+      // A manual job that sent different orders before may read the supplier's order after creating it (`heldOrder`); the lookup's spare turn serves it once found.
+      ...(source ? callsTo(ctx, source, looksUpFirst(job) || (!job.order && (job.sentOrders?.length ?? 0) > 0) ? 2 : 1) : []),
     ],
 
     /**
@@ -104,7 +124,15 @@ export function placeSupplierOrder(ctx: SyncJobAttemptDeps): Attempt<JobWithSour
       const order = job.order ?? manual!.open;
       const supplierOrder = priced(() => buildSupplierOrder(order, source, job.id));
       const platform = ctx.platforms[source.platform];
-      const created = await (async () => {
+      // A manual job keeps each different order it sends, before sending it: a later attempt may get it back.
+      const sentBefore = manual ? (job.sentOrders ?? []) : [];
+      const linesOf = supplierLinesOf(source);
+      const sending = manual && !sentBefore.some((sent) => linesOf(sent) === sameLines(supplierOrder.lines)) ? [...sentBefore, manual.read] : sentBefore;
+      const send = async (connection: StoreConnection) => {
+        if (sending !== sentBefore) await jobs.recordSentOrder(job.id, manual!.read);
+        return platform.createOrder(connection, supplierOrder, `sync-job:${job.id}`);
+      };
+      const { created, candidates } = await (async () => {
         if (looksUpFirst(job)) {
           const connection = { ...connectionOf(ctx, source, 2), maxTurnWaitMs: LOOKUP_TURN_WAIT_MS };
           // A lookup cut short by its page bound (a very busy supplier since the job) places the order, as
@@ -112,12 +140,13 @@ export function placeSupplierOrder(ctx: SyncJobAttemptDeps): Attempt<JobWithSour
           // lost answer, an expired key and thousands of orders in between.
           const found = await platform.findOrderByReference(connection, job.id, job.createdAt, 'not_found');
           // Its lines are read when a cancellation needs them, as for an order found after a lost answer.
-          if (found !== null) return { id: found, status: 200 };
-          return platform.createOrder(connection, supplierOrder, `sync-job:${job.id}`);
+          // A manual job's: an earlier attempt's order (this read's lines for a job that kept none).
+          if (found !== null) return { created: { id: found, status: 200 }, candidates: sentBefore.length > 0 ? sentBefore : manual ? [manual.read] : [] };
+          return { created: await send(connection), candidates: sending };
         }
-        return platform.createOrder(connectionOf(ctx, source, 1), supplierOrder, `sync-job:${job.id}`);
+        return { created: await send(connectionOf(ctx, source, 1)), candidates: sending };
       })();
-      if (manual) placed.set(job, manual.read);
+      if (manual) placed.set(job, await heldOrder(source, created.id, candidates, manual.read));
       return created;
     },
 
@@ -134,6 +163,25 @@ export function placeSupplierOrder(ctx: SyncJobAttemptDeps): Attempt<JobWithSour
       await ctx.placedManualJobs.applyToPlacedIn(trx, orders);
     },
   };
+}
+
+/** The supplier lines a manual job's read (its open lines) is sent as, compared by `sameLines`; null when it can no longer be priced. */
+const supplierLinesOf =
+  (source: SourceStore) =>
+  (read: ResellerOrder): string | null => {
+    try {
+      return sameLines(buildSupplierOrder(read, source, '').lines);
+    } catch (error) {
+      if (error instanceof PricingError) return null;
+      throw error;
+    }
+  };
+
+/** Supplier lines as a comparable key: quantity per SKU. */
+function sameLines(lines: { sku: string; quantity: number }[]): string {
+  const sums = new Map<string, number>();
+  for (const { sku, quantity } of lines) sums.set(sku, (sums.get(sku) ?? 0) + quantity);
+  return JSON.stringify([...sums].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
 }
 
 /** Pricing's refusal is an expected failure of the job: its message is kept. */

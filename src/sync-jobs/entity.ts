@@ -32,6 +32,15 @@ export const SyncJob = defineEntity({
     nextRetryAt: p.datetime().nullable(),
     /** The reseller order as the webhook delivered it; null for manual jobs (read from the platform). */
     order: p.json<ResellerOrder>().nullable(),
+    /**
+     * The orders a manual job's attempts read and sent to the supplier (open lines, with what each read
+     * showed cancelled), oldest first, each written before its create call (one per different set of
+     * supplier lines). A retry's create gets back the order an earlier attempt created, whatever it
+     * sends (the Idempotency-Key's replay; or the lookup by reference finds it): the placement records
+     * as the job's `order` the one the supplier holds, so cancellations are planned against it. Null
+     * for jobs routed from a webhook and manual jobs that sent nothing yet.
+     */
+    sentOrders: p.json<ResellerOrder[]>().nullable(),
     /** Id of the only queue message allowed to move this job; older messages are stale. */
     queueMessageId: p.string().nullable(),
     /** When the supplier cancelled the order the service placed, on its own (order-changes.md). */

@@ -453,6 +453,21 @@ export class SyncJobRepository {
   }
 
   /**
+   * Adds to a manual job not placed yet the order its attempt is about to send to the supplier
+   * (`sentOrders`), before the create call. Not versioned: the attempt holds the job, and its outcome
+   * is written as usual.
+   */
+  async recordSentOrder(id: string, order: ResellerOrder): Promise<void> {
+    await this.db
+      .updateTable('sync_jobs')
+      .set({ sent_orders: sql`coalesce(sent_orders, '[]'::jsonb) || jsonb_build_array(${JSON.stringify(order)}::jsonb)` })
+      .where('id', '=', id)
+      .where('origin', '=', 'manual')
+      .where('order', 'is', null)
+      .execute();
+  }
+
+  /**
    * Stores on manual jobs (no order stored: POST /v1/sync_jobs) the order their attempt read from the
    * storefront and placed, in the transaction recording their placement; a job with an order keeps it.
    */
