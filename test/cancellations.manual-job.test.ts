@@ -344,3 +344,37 @@ describe.each(['replays it (its Idempotency-Key)', 'finds it by its reference (a
     expect((await getJob(api, shop.user.token, jobId)).cancellations).toHaveLength(1);
   }, 60_000);
 });
+
+describe('a custom storefront, a SKU two suppliers sell in one order, a manual job whose read left out earlier lines cancelled, and a webhook job', () => {
+  it("one of the two cancelled by SKU: the supplier of the storefront's first line of it cancels, whichever job's stored order lists it first", async ({ api, sandbox, shopWith, storefront }) => {
+    const shop = await shopWith('custom', 'custom');
+    const id = `ord_${nextOrderId++}`;
+    // Anvils and chains (Acme), then one SHARED of Bolt's, then one of Acme's: the storefront's first line of SHARED is Bolt's.
+    const built = sandbox.buildOrderPayload('custom', {
+      id,
+      lines: [ANVIL, { ...BELL, sku: 'C-1', title: 'Chain', quantity: 1 }, { ...NUT, sku: 'SHARED', quantity: 1 }, { ...BELL, sku: 'SHARED', quantity: 1 }],
+    }) as Record<string, any>;
+    // The anvils and the chain were cancelled before the reseller routed the order to Acme by hand: Acme gets its SHARED only.
+    const cancelled = (skus: Record<number, number>, updatedAt: string) => ({ ...built, updatedAt, lines: built.lines.map((line: any, i: number) => (skus[i] ? { ...line, cancelledQuantity: skus[i] } : line)) });
+    const readAt = Date.now();
+    sandbox.seedOrder(shop.reseller.shopDomain, 'custom', cancelled({ 0: 2, 1: 1 }, new Date(readAt).toISOString()));
+    const acmeJob = await manualJob(api, shop, built);
+    const acmePlaced = await waitForJob(api, shop.user.token, acmeJob, (job) => job.status === 'completed', 20_000);
+    expect((sandbox.orderOf(shop.acme.shopDomain, 'custom', acmePlaced.sourceOrderId) as any).lines.map((line: any) => [line.sku, line.quantity])).toEqual([['SHARED', 1]]);
+    // The order's orders/create arrives late (the order as created): it routes Bolt's SHARED.
+    const routed = await storefront(shop, 'orders/create', built);
+    const boltJob = (routed.body as { syncJobIds: string[] }).syncJobIds.find((jobId) => jobId !== acmeJob)!;
+    expect(boltJob).toBeDefined();
+    const boltPlaced = await waitForJob(api, shop.user.token, boltJob, (job) => job.status === 'completed', 20_000);
+    // The customer cancels one SHARED: the storefront takes its first line of it, Bolt's; the custom webhook names the SKU only.
+    const at = new Date(readAt + 2_000);
+    sandbox.seedOrder(shop.reseller.shopDomain, 'custom', cancelled({ 0: 2, 1: 1, 2: 1 }, new Date(at.getTime() + 1_000).toISOString()));
+    expect((await storefront(shop, 'orders/cancelled', { id, cancelledAt: at.toISOString(), lines: [{ sku: 'SHARED', quantity: 1 }] })).body).toMatchObject({ received: true });
+    // Bolt cancels its SHARED; Acme's, which the customer kept, stays.
+    expect((await waitForJob(api, shop.user.token, boltJob, settled, 20_000)).cancellations).toMatchObject([{ outcome: 'cancelled', lines: [{ sku: 'SHARED', quantity: 1 }] }]);
+    expect(sandbox.cancellationsFor(shop.bolt.shopDomain)).toMatchObject([{ orderId: boltPlaced.sourceOrderId }]);
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    expect((await getJob(api, shop.user.token, acmeJob)).cancellations).toEqual([]);
+    expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toEqual([]);
+  }, 60_000);
+});

@@ -1,4 +1,4 @@
-import type { ResellerOrder } from '../orders/types.ts';
+import { linePosition, type ResellerOrder } from '../orders/types.ts';
 import { vendorMatches } from '../pricing/index.ts';
 import type { CancelledLine } from './entity.ts';
 
@@ -9,7 +9,9 @@ import type { CancelledLine } from './entity.ts';
  */
 export function cutOrder(order: ResellerOrder, cancelled: CancelledLine[], vendorTag: string | null): ResellerOrder {
   const remaining = new Map(cancelled.map((line) => [line.sku, line.quantity]));
-  const lines = order.lines.flatMap((line) => {
+  // Each line kept with its place in the storefront order (`position`): a line before it may be left out.
+  const lines = order.lines.flatMap((stored, index) => {
+    const line = { ...stored, position: linePosition(stored, index) };
     if (vendorTag !== null && !vendorMatches(line.vendor, vendorTag)) return [line];
     const cut = Math.min(line.quantity, remaining.get(line.sku) ?? 0);
     if (cut === 0) return [line];

@@ -2,7 +2,7 @@ import type { AttemptTimelines, CancelledJobs, DivergenceRaising, SupplierVendor
 import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
 import { insertAudit, insertAuditOnce, SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
 import type { Metrics } from '../metrics/index.ts';
-import type { CancelledBefore } from '../orders/types.ts';
+import { linePosition, type CancelledBefore } from '../orders/types.ts';
 import type { CancellationVia, CancelledOrderLine, OrderAtRouting, OrderCancellations, OrderCancelled, OrderStore, StorefrontCancellation } from '../orders/port.ts';
 import type { Trx } from '../db/sql.ts';
 import type { Outbox } from '../events/outbox.ts';
@@ -919,7 +919,11 @@ function unnamedShares(
   for (const { spent } of jobs) for (const line of spent) if (left.has(line.sku)) left.set(line.sku, Math.max(0, left.get(line.sku)! - line.quantity));
   for (const [sku, quantity] of left) {
     let remaining = quantity;
-    const firstLine = (job: SyncJob, vendorTag: string | null) => job.order?.lines.findIndex((line) => line.sku === sku && (vendorTag === null || vendorMatches(line.vendor, vendorTag))) ?? -1;
+    // In the storefront's numbering of the order's lines (`linePosition`): a manual job's order lists its open lines only, a cut job's lacks lines cut whole.
+    const firstLine = (job: SyncJob, vendorTag: string | null) => {
+      const index = job.order?.lines.findIndex((line) => line.sku === sku && (vendorTag === null || vendorMatches(line.vendor, vendorTag))) ?? -1;
+      return index < 0 ? -1 : linePosition(job.order!.lines[index]!, index);
+    };
     const holders = jobs
       .filter(({ open }) => open !== null)
       .map((entry) => ({ ...entry, position: firstLine(entry.job, entry.vendorTag) }))

@@ -30,7 +30,17 @@ export interface OrderLine {
    * (platform_b): pricing then starts from it, so 10.00 for 3 stays 10.00 instead of 3 × 3.33.
    */
   totalMinor?: number;
+  /**
+   * The line's index among the storefront order's lines (0-based), set on a stored order once some of
+   * its lines are left out (a manual job's read without the lines it shows cancelled whole:
+   * src/orders/open.ts; a job's order cut: src/cancellations/cut.ts), so lines of two jobs' orders
+   * compare in the storefront's frame (`linePosition`). Absent: the line's index in its order.
+   */
+  position?: number;
 }
+
+/** A line's index among the storefront order's lines: its `position`, else its index in the order at hand (stored whole). */
+export const linePosition = (line: OrderLine, index: number): number => line.position ?? index;
 
 export { MAX_QUANTITY } from '../../contract/limits.ts';
 
