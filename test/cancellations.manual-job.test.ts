@@ -301,7 +301,7 @@ describe('a custom storefront, a SKU two suppliers sell in one order, both route
   }, 60_000);
 });
 
-describe.each(['replays it (its Idempotency-Key)', 'finds it by its reference (a day later, the key expired)'] as const)('a custom storefront, a manual job whose supplier accepted its first attempt, the answer lost, a retry that %s', (how) => {
+describe.each(['replays it (its Idempotency-Key)', 'finds it by its reference (a day later, the key expired)', 'replays it, its order unreadable just then'] as const)('a custom storefront, a manual job whose supplier accepted its first attempt, the answer lost, a retry that %s', (how) => {
   // The supplier holds what the FIRST attempt that reached it sent; the job keeps that order (`sentOrder`,
   // written before the create call), sends it again on every retry, and records it once placed: a line
   // cancelled between that attempt's read and the retry's is cancelled at the supplier (once).
@@ -324,7 +324,9 @@ describe.each(['replays it (its Idempotency-Key)', 'finds it by its reference (a
     });
     const { topic, payload } = partialCancellation('custom', order, [{ sku: 'B-1', quantity: 1 }], at.toISOString());
     await storefront(shop, topic, payload);
-    if (how !== 'replays it (its Idempotency-Key)') {
+    // The create's replay answers; the read of the order it names fails (each inline retry too): the job still records the first order sent.
+    if (how === 'replays it, its order unreadable just then') sandbox.setFaults(shop.acme.shopDomain, { faultsAfter: 1, failNext: 4, status: 500 });
+    if (how === 'finds it by its reference (a day later, the key expired)') {
       await queryRows(service.databaseUrl, "update sync_jobs set created_at = created_at - interval '25 hours' where id = $1", [jobId]);
       sandbox.forgetIdempotencyKeys(shop.acme.shopDomain);
     }
@@ -332,6 +334,8 @@ describe.each(['replays it (its Idempotency-Key)', 'finds it by its reference (a
     expect((await api.post(`/v1/sync_jobs/${jobId}/retry`, { token: shop.user.token })).status).toBe(200);
     const placed = await waitForJob(api, shop.user.token, jobId, (job) => job.status === 'completed', 20_000);
     expect(placed.sourceOrderId).toBe(held.id);
+    // Placed by the retry's first attempt: four attempts before it died, and this one.
+    expect(placed.attempts).toBe(5);
     expect(sandbox.ordersFor(shop.acme.shopDomain)).toHaveLength(1);
     // The bell the customer cancelled is in Acme's order: it must be cancelled there, once.
     const job = await waitForJob(api, shop.user.token, jobId, settled, 10_000);

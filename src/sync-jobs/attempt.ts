@@ -4,7 +4,7 @@ import { SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
 import type { Attempt, DeathReason } from '../attempts/kind.ts';
 import { JobFailure } from '../attempts/failure.ts';
 import { connectionOf, callsTo } from '../attempts/store-connection.ts';
-import type { PlatformAdapters, StoreConnection } from '../platforms/types.ts';
+import { PlatformError, type PlatformAdapters, type StoreConnection } from '../platforms/types.ts';
 import type { SecretBox } from '../shared/secrets.ts';
 import { openOrder } from '../orders/open.ts';
 import type { ResellerOrder } from '../orders/types.ts';
@@ -92,14 +92,19 @@ export function placeSupplierOrder(ctx: SyncJobAttemptDeps): Attempt<JobWithSour
    * same supplier lines, the newest (what this attempt read, when it sent them); else the supplier's
    * order is read and the newest whose lines it has is taken, or, when none matches (the supplier
    * changed it), the first sent: its read shows the least cancelled, so the cancellations made after
-   * it are asked of the supplier rather than assumed never placed.
+   * it are asked of the supplier rather than assumed never placed. So is it when the supplier's order
+   * cannot be read now: the order is placed, and failing the attempt for the read would leave the job
+   * not knowing it.
    */
   async function heldOrder(source: SourceStore, orderId: string, candidates: ResellerOrder[], read: ResellerOrder): Promise<ResellerOrder> {
     const linesOf = supplierLinesOf(source);
     if (candidates.length === 0) return read;
     if (new Set(candidates.map(linesOf)).size === 1) return candidates.at(-1)!;
-    const held = await ctx.platforms[source.platform].readSupplierOrder(connectionOf(ctx, source, 1), orderId);
-    const holds = sameLines(held.lines);
+    const held = await ctx.platforms[source.platform].readSupplierOrder(connectionOf(ctx, source, 1), orderId).catch((error: unknown) => {
+      if (error instanceof PlatformError) return null;
+      throw error;
+    });
+    const holds = held && sameLines(held.lines);
     return candidates.findLast((candidate) => linesOf(candidate) === holds) ?? candidates[0]!;
   }
 
