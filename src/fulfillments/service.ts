@@ -205,24 +205,34 @@ export class FulfillmentService {
 
   /**
    * Turns held fulfillments whose order a job has since recorded into fulfillments of that job, and
-   * forgets those no job can own any more (`forgetUnowned`). Run by the sweep. Returns how many were
-   * claimed and forgotten.
+   * forgets those no job can own any more (`forgetUnowned`). Run by the sweep. One that cannot be
+   * claimed (an error of its own) is kept for the next sweep, and the others are claimed and checked
+   * all the same. Returns how many were claimed and forgotten.
    */
   async claimHeld(): Promise<{ claimed: number; forgotten: number }> {
     const claimable = await this.fulfillments.findClaimable(CLAIMS_PER_PASS);
     let claimed = 0;
     for (const held of claimable) {
-      const job = await this.jobs.findById(held.syncJobId);
-      if (!job) continue;
-      // One a pass found (no webhook brought it) is the watch's repair, audited and announced as such.
-      const { created } = held.watchPassId
-        ? await this.receiveReconciled(job, held.tracking, held.keys, held.watchPassId, held.id)
-        : await this.receive(job, held.tracking, held.keys, held.id);
-      if (created) claimed++;
-      this.deps.logger.info({ job_id: job.id, source_order_id: held.sourceOrderId, created }, 'held fulfillment claimed by its job');
+      try {
+        if (await this.claim(held)) claimed++;
+      } catch (error) {
+        this.deps.logger.error({ err: error, held_fulfillment_id: held.id, job_id: held.syncJobId, source_order_id: held.sourceOrderId }, 'held fulfillment could not be claimed by its job: kept for the next sweep');
+      }
     }
     const forgetting = await this.forgetUnowned();
     return { claimed: claimed + forgetting.claimed, forgotten: forgetting.forgotten };
+  }
+
+  /** A held fulfillment made a fulfillment of the job that recorded its order; whether one was created now. */
+  private async claim(held: HeldRow & { syncJobId: string }): Promise<boolean> {
+    const job = await this.jobs.findById(held.syncJobId);
+    if (!job) return false;
+    // One a pass found (no webhook brought it) is the watch's repair, audited and announced as such.
+    const { created } = held.watchPassId
+      ? await this.receiveReconciled(job, held.tracking, held.keys, held.watchPassId, held.id)
+      : await this.receive(job, held.tracking, held.keys, held.id);
+    this.deps.logger.info({ job_id: job.id, source_order_id: held.sourceOrderId, created }, 'held fulfillment claimed by its job');
+    return created;
   }
 
   /**
