@@ -47,3 +47,34 @@ describe.each(PLATFORMS)('%s storefront', (platform) => {
     expect(sandbox.cancellationsFor(supplier.shopDomain)).toMatchObject([{ orderId: placed.sourceOrderId }]);
   }, 60_000);
 });
+
+describe('custom storefront, a manual job whose supplier accepted its order, every answer lost (dead, in doubt)', () => {
+  it('the order listed cancelled, its webhook lost: the supplier order its reference names is found and cancelled', async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, 'custom', ['custom']);
+    const supplier = tenant.suppliers[0]!;
+    const n = nextOrderNumber++;
+    const order = sandbox.buildOrderPayload('custom', {
+      id: String(n),
+      lines: [{ sku: 'MAN-2', title: 'Manual', vendor: supplier.vendorTag, quantity: 1, price: '30.00' }],
+      email: 'ada@example.com',
+    });
+    sandbox.seedOrder(tenant.reseller.shopDomain, 'custom', order);
+    // The supplier creates the order at the first attempt, then every answer is lost: the job dies not knowing it.
+    sandbox.setFaults(supplier.shopDomain, { acceptThenDropNext: 4 });
+    const created = await target.api.post('/v1/sync_jobs', { token: tenant.user.token, body: { source_store_id: supplier.id, external_order_id: String(order.id) } });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    expect(await waitForJob(target.api, tenant.user.token, created.body.id, (job) => job.status === 'dead', 20_000)).toMatchObject({ sourceOrderId: null });
+    sandbox.clearFaults(supplier.shopDomain);
+    const [held] = sandbox.ordersFor(supplier.shopDomain) as any[];
+    expect(held).toBeDefined();
+
+    // The customer cancels; the orders/cancelled webhook is lost. A pass lists the order cancelled.
+    sandbox.cancelOrder(tenant.reseller.shopDomain, 'custom', String(order.id));
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', error: null });
+    const job = await waitForJob(target.api, tenant.user.token, created.body.id, (current) => current.cancellations.length > 0 && current.cancellations[0].status === 'completed', 20_000);
+    expect(job.cancellations[0]).toMatchObject({ outcome: 'cancelled', scope: 'order' });
+    expect(job.sourceOrderId).toBe(String(held.id));
+    expect(sandbox.cancellationsFor(supplier.shopDomain)).toMatchObject([{ orderId: String(held.id) }]);
+  }, 60_000);
+});
+
