@@ -13,7 +13,7 @@ import type { UnplacedJobs } from '../src/fulfillments/ports.ts';
 
 it('every port that records a found order answers whether it recorded it now, as the repository does', () => {
   expectTypeOf<ReturnType<SyncJobRepository['recordFoundOrder']>>().toEqualTypeOf<Promise<boolean>>();
-  expectTypeOf<ReturnType<CancelledJobs['recordFoundOrder']>>().toEqualTypeOf<Promise<boolean>>();
+  expectTypeOf<ReturnType<CancelledJobs['recordFoundOrderIn']>>().toEqualTypeOf<Promise<boolean>>();
   expectTypeOf<ReturnType<WatchedJobs['recordFoundOrder']>>().toEqualTypeOf<Promise<boolean>>();
   expectTypeOf<ReturnType<UnplacedJobs['recordFoundOrder']>>().toEqualTypeOf<Promise<boolean>>();
 });

@@ -50,17 +50,13 @@ export interface CancelledJobs {
    */
   keepSupplierLines(syncJobId: string, lines: SupplierLine[]): Promise<void>;
   /**
-   * Records on a job ended unplaced (VOID) the supplier order its cancellation found by the job's
-   * reference (an answer lost, then the job died): its fulfillments and the supplier's cancellation
-   * then find the job, and the job no longer counts as having sent an order it never learned.
+   * Records, in the caller's transaction, on a job ended unplaced (VOID) the supplier order found by
+   * the job's reference (an answer lost, then the job died): its fulfillments and the supplier's
+   * cancellation then find the job, and the job no longer counts as having sent an order it never
+   * learned: the order a divergence-watch pass listed still open for a job whose whole-order
+   * cancellation ended `not_placed` (`cancelFoundOrder`), or one found for a voided job whose dead
+   * cancellation it re-opens (`recordFoundOrderOfVoided`: by a pass, or by a cancellation's lookup).
    * Whether it was recorded now (false: the job has an order already, or is not one ended unplaced).
-   */
-  recordFoundOrder(syncJobId: string, sourceOrderId: string, foundBy: Extract<OrderFoundBy, { by: 'cancellation' }>): Promise<boolean>;
-  /**
-   * The same record, in the caller's transaction: of the order a divergence-watch pass listed still
-   * open for a job whose whole-order cancellation ended `not_placed` (`cancelFoundOrder`), or of one
-   * found for a voided job whose dead cancellation it re-opens (`recordFoundOrderOfVoided`: by a pass,
-   * or by a cancellation's lookup). Whether it was recorded now.
    */
   recordFoundOrderIn(trx: Trx, syncJobId: string, sourceOrderId: string, foundBy: Extract<OrderFoundBy, { by: 'divergence_watch' | 'cancellation' }>): Promise<boolean>;
   /** Version-checked writes of jobs ended unplaced (VOID), with their audit entries. */
