@@ -219,20 +219,39 @@ describe('the booking horizon', () => {
 describe('the line of a store', () => {
   const ordinary = (storeId: string): TurnRequest => ({ ...request(storeId, null, 1), horizonMs: 1_000 });
 
-  // Known defect, not fixed (fix-3 report): a member of the line that goes away (its job cancelled,
-  // its row retried by hand) keeps its place, so once the others have booked, new ordinary work still
-  // waits behind a line of no one, and the store idles a spacing per member gone.
-  it.fails('gives back the places of members that went away: once the rest have booked, new ordinary work books again', async () => {
+  // A member of the line that goes away (its job cancelled, its row retried by hand) gives its place
+  // back when its stale message comes back (src/attempts/worker.ts, `leaveLines`): without it, once
+  // the others had booked, new ordinary work still waited behind a line of no one, the store idle a
+  // spacing per member gone.
+  it('gives back the places of members that went away: once the rest have booked, new ordinary work books again', async () => {
     const store = newStore();
     // Bursts of 1 at 10 calls a second, a horizon of 1 s: eleven booked, nine in line.
     const turns = await repository.reserve(Array.from({ length: 20 }, () => ordinary(store)), 1_000);
     expect(turns.filter((turn) => turn.estimated)).toHaveLength(9);
     // Two of the line come back and book; the seven others went away (their messages are stale).
     await repository.reserve([request(store, null, 1), request(store, null, 1)], 1_000);
+    await repository.leaveLine(store, 7, 100);
     // Once the booked turns are within the horizon again, a new order's call has no one ahead of it but booked work.
     await new Promise((resolve) => setTimeout(resolve, 800));
     const [next] = await repository.reserve([ordinary(store)], 1_000);
     expect(next).toMatchObject({ booked: true, estimated: false });
+  });
+
+  it('keeps the places of members still waiting: new ordinary work waits behind them, not behind those gone', async () => {
+    const store = newStore();
+    const turns = await repository.reserve(Array.from({ length: 20 }, () => ordinary(store)), 1_000);
+    const line = turns.filter((turn) => turn.estimated);
+    expect(line).toHaveLength(9);
+    // Three of the nine went away; six still wait.
+    await repository.leaveLine(store, 3, 100);
+    const [next] = await repository.reserve([ordinary(store)], 1_000);
+    expect(next).toMatchObject({ booked: false, estimated: true });
+    // Its place is the seventh: right behind the six still waiting.
+    expect(next!.at.getTime()).toBe(line[6]!.at.getTime());
+    // Giving back more places than the line holds empties it, never more: the booked turns stand.
+    await repository.leaveLine(store, 100, 100);
+    const [after] = await repository.reserve([ordinary(store)], 1_000);
+    expect(after!.at.getTime()).toBeGreaterThanOrEqual(turns[10]!.at.getTime());
   });
 });
 

@@ -13,7 +13,7 @@ import type { AttemptTrigger } from '../../contract/enums.ts';
 import { triggerOf } from './entity.ts';
 import { JobFailure, failureMessage, requestedDelayMs } from './failure.ts';
 import { UNBOOKED_CALL_TURN_WAIT_MS, type Attempt, type AttemptKind, type AttemptRow, type AttemptRuntime, type RowOf } from './kind.ts';
-import { attemptTurns, MAX_TURN_WAIT_MS, postponeToTurns, type Postponement } from '../pacing/attempt-turns.ts';
+import { attemptTurns, leaveLines, MAX_TURN_WAIT_MS, postponeToTurns, type Postponement } from '../pacing/attempt-turns.ts';
 import { replaceQueueMessages, writeAttemptTransitions, type AttemptWrite, type TimelineStep } from './repository.ts';
 
 /** A queue message naming the row it may move. */
@@ -249,6 +249,7 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
     const candidates: { work: W; log: Logger; messageId: string; trigger: AttemptTrigger; heldAt: Date | null; estimatedAt: Date | null; moved: R; failed: R | null }[] = [];
     const lost: { work: W; log: Logger; messageId: string }[] = [];
     const stale = [...dropped];
+    const gone: W[] = [];
     for (const { messageId, rowId, turnAt, estimatedAt } of messages) {
       const log = this.ctx.logger.child({ [this.kind.logKey]: rowId, message_id: messageId });
       const work = loaded.get(rowId);
@@ -263,9 +264,12 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
         lost.push({ work: work!, log, messageId });
       } else {
         stale.push(messageId);
+        if (work && estimatedAt) gone.push(work);
         log.debug('stale message ignored');
       }
     }
+    // Stale messages that waited in their stores' lines leave them: nobody else takes those places.
+    if (gone.length > 0) await leaveLines(this.ctx.pacer, gone.map((work) => this.attempt.targets(work)), this.ctx.logger);
     // The calls of the attempt about to be made: its targets read from the row as the take leaves it
     // (`attempts` counted), as `perform` will see it. A sync job's retry looks its order up first once
     // the job is over 12 hours old and this is not its first attempt (src/sync-jobs/attempt.ts).

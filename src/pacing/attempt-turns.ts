@@ -78,6 +78,30 @@ export async function attemptTurns(pacer: SharedPacer, attempts: AttemptTurnRequ
   return result;
 }
 
+/**
+ * Attempts whose messages waited in their stores' lines with an estimate and came back stale (the
+ * row retried by hand, cancelled or finished meanwhile): nobody takes their places, so they are
+ * given back (`SharedPacer.leaveLine`). Only for an attempt whose calls all go to one store: an
+ * estimate does not say which of several stores' lines the attempt waited in (the others' turns
+ * were booked, then given back), and giving back a place it never held would let new work pass a
+ * member still waiting.
+ */
+export async function leaveLines(pacer: SharedPacer, attempts: PacedStore[][], logger?: Logger): Promise<void> {
+  const places = new Map<string, { store: PacedStore; places: number }>();
+  for (const targets of attempts) {
+    const store = targets[0];
+    if (store === undefined || targets.some((target) => target.storeId !== store.storeId)) continue;
+    const entry = places.get(store.storeId) ?? { store, places: 0 };
+    entry.places += targets.length;
+    places.set(store.storeId, entry);
+  }
+  await Promise.all(
+    [...places.values()].map(({ store, places: count }) =>
+      pacer.leaveLine(store, count).catch((error: unknown) => logger?.warn({ err: error, store_id: store.storeId }, 'could not give back the line places of stale messages')),
+    ),
+  );
+}
+
 /** A row whose attempt is not run now: to its turn (`turnAt`), or, beyond the horizon, to book one near its estimate. */
 export interface Postponement {
   row: AttemptRow;

@@ -77,6 +77,12 @@ export class SharedPacer implements StorePacer {
     await this.#repository.release(store.storeId, calls, this.#allowance(store).spacingMs);
   }
 
+  /** Gives back places in the store's waiting line whose members went away (see PacingRepository.leaveLine). */
+  async leaveLine(store: PacedStore, places: number): Promise<void> {
+    if (places <= 0) return;
+    await this.#repository.leaveLine(store.storeId, places, this.#allowance(store).spacingMs);
+  }
+
   async pause(store: PacedStore, ms: number): Promise<void> {
     const { spacingMs, burst } = this.#allowance(store);
     await this.#repository.pause(store.storeId, ms, spacingMs, burst);

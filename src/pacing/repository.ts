@@ -160,6 +160,20 @@ export class PacingRepository {
   }
 
   /**
+   * Gives back `places` places in the store's waiting line (`queued_until`) that no one will come
+   * back for (their messages went stale: the row was retried by hand, cancelled, or finished
+   * meanwhile): the line's end moves back as many spacings, never before the booked turns (`next_at`)
+   * nor now. Without it the store's new ordinary work waits behind a line of no one, the store idle a
+   * spacing per member gone. Turns themselves are untouched: the rate is `next_at`'s to keep.
+   */
+  async leaveLine(storeId: string, places: number, spacingMs: number): Promise<void> {
+    await sql`
+      update store_pacing
+         set queued_until = greatest(next_at, clock_timestamp(), queued_until - ${places * spacingMs} * interval '1 millisecond')
+       where store_id = ${storeId} and queued_until is not null`.execute(this.db);
+  }
+
+  /**
    * Pauses a store for `pauseMs` (a 429's Retry-After): no turn starts before then, and after it
    * the bucket resumes empty, one call then one per `spacing`. A longer pause already set stands.
    */
