@@ -382,3 +382,41 @@ describe('a custom storefront, a SKU two suppliers sell in one order, a manual j
     expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toEqual([]);
   }, 60_000);
 });
+
+describe.each(['platform_a', 'custom'] as const)('a custom storefront, a %s supplier that refused a manual job\'s first attempts (a 500: nothing created)', (acmePlatform) => {
+  // The supplier holds what the LAST attempt sent (the earlier ones created nothing). Its create answers;
+  // the read of the order it names fails just then: the job must not record the first order sent, or the
+  // bell the customer cancelled before the last attempt (never placed) is cancelled again at the supplier,
+  // one of the bells the customer kept.
+  // custom's create answer lists no lines: the job still takes the first order sent (a known gap, see the report of review-15).
+  (acmePlatform === 'custom' ? it.fails : it)('some lines cancelled before the retry that creates the order, the order unreadable just then: nothing is cancelled at the supplier', async ({ api, sandbox, shopWith, storefront }) => {
+    const shop = await shopWith('custom', acmePlatform);
+    const order = seedOrder(sandbox, shop);
+    sandbox.setFaults(shop.acme.shopDomain, { alwaysFail: true, status: 500 });
+    const jobId = await manualJob(api, shop, order);
+    await waitForJob(api, shop.user.token, jobId, (job) => job.status === 'dead', 20_000);
+    sandbox.clearFaults(shop.acme.shopDomain);
+    expect(sandbox.ordersFor(shop.acme.shopDomain)).toEqual([]);
+    // The customer cancels a bell; the storefront shows it, and its webhook arrives.
+    const at = new Date();
+    sandbox.seedOrder(shop.reseller.shopDomain, 'custom', {
+      ...order,
+      updatedAt: new Date(at.getTime() + 1_000).toISOString(),
+      lines: order.lines.map((line: any) => (line.sku === 'B-1' ? { ...line, cancelledQuantity: 1 } : line)),
+    });
+    const { topic, payload } = partialCancellation('custom', order, [{ sku: 'B-1', quantity: 1 }], at.toISOString());
+    await storefront(shop, topic, payload);
+    // The retry's create is answered (the order created now, two bells); the read of that order fails (each inline retry too).
+    sandbox.setFaults(shop.acme.shopDomain, { faultsAfter: 1, failNext: 4, status: 500 });
+    expect((await api.post(`/v1/sync_jobs/${jobId}/retry`, { token: shop.user.token })).status).toBe(200);
+    const placed = await waitForJob(api, shop.user.token, jobId, (job) => job.status === 'completed', 20_000);
+    sandbox.clearFaults(shop.acme.shopDomain);
+    const held = sandbox.ordersFor(shop.acme.shopDomain) as any[];
+    expect(held).toHaveLength(1);
+    expect(String(held[0].id)).toBe(placed.sourceOrderId);
+    // The customer keeps two bells, both in the supplier's order: nothing is cancelled there.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect((await getJob(api, shop.user.token, jobId)).cancellations).toEqual([]);
+    expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toEqual([]);
+  }, 60_000);
+});
