@@ -53,4 +53,31 @@ describe('two worker processes sweeping at once', () => {
     expect(todo).toEqual([expect.objectContaining({ type: 'too_late', syncJobId: jobId, detail: expect.stringContaining(`order ${gone} (tracking TWICE-404)`) })]);
     sandbox.clearFaults(shop.acme.shopDomain);
   }, 60_000);
+
+  it('report each of two shipments of an order whose read is refused for good, the second with fewer tracking numbers: two audit entries', async ({ api, sandbox, service }) => {
+    const shop = await createShop(api, 'custom', 'custom');
+    const order = sandbox.buildOrderPayload('custom', { id: `ho-${nextOrderId++}`, lines: [{ ...ANVIL, quantity: 1 }] });
+    const { jobId, held: placed } = await placeWithAnswerLost(api, sandbox, service.url, shop, order);
+    const stored = sandbox.orderOf(shop.acme.shopDomain, 'custom', String(placed.id))!;
+    sandbox.seedOrder(shop.acme.shopDomain, 'custom', { ...stored, createdAt: new Date(Date.now() - 24 * 60 * 60_000).toISOString() });
+    await sendStorefrontWebhook(service.url, shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString() });
+    expect(await waitForJob(api, shop.user.token, jobId, settled)).toMatchObject({ cancellations: [{ outcome: 'not_placed', scope: 'order' }] });
+
+    // The supplier ships an order it cannot show (404) twice: two parcels, then one more without tracking.
+    const gone = `ord_gone_${nextOrderId++}`;
+    const hold = async (dedupeKey: string, numbers: string[]) => {
+      await queryRows(
+        service.databaseUrl,
+        `insert into held_fulfillments (id, owner_id, reseller_store_id, source_store_id, source_order_id, dedupe_key, webhook_id, tracking, received_at)
+         select $1, owner_id, id, $3, $4, $6, null, $5::jsonb, now() from reseller_stores where id = $2`,
+        [`hf_twice_${nextOrderId++}`, shop.reseller.id, shop.acme.id, gone, JSON.stringify({ numbers, urls: [], company: null }), dedupeKey],
+      );
+      await waitFor(async () => (await queryRows(service.databaseUrl, 'select 1 from held_fulfillments where reseller_store_id = $1', [shop.reseller.id])).length === 0, 15_000, 'held shipment forgotten');
+    };
+    await hold('first-key', ['PARCEL-1', 'PARCEL-2']);
+    await hold('second-key', []);
+
+    const audits = await queryRows<{ metadata: any }>(service.databaseUrl, "select metadata from audit_entries where reseller_store_id = $1 and action = 'cancellation.shipment_unattributed' order by created_at", [shop.reseller.id]);
+    expect(audits.map(({ metadata }) => metadata.trackingNumbers)).toEqual([['PARCEL-1', 'PARCEL-2'], []]);
+  }, 60_000);
 });

@@ -78,8 +78,8 @@ export function insertAuditFrom<DB extends Database>(db: QueryCreator<DB>, rows:
 
 /**
  * The entry, unless the resource already has one with its action (decided under an advisory lock
- * on `lockKey`), or, given `sameAs`, one with its action whose metadata holds those values (one per
- * resource and subject: a shipment, say); whether it was inserted now.
+ * on `lockKey`), or, given `sameAs`, one with its action whose metadata has those values, each equal
+ * (one per resource and subject: a shipment, say); whether it was inserted now.
  */
 export async function insertAuditOnce(trx: Transaction<Database>, record: AuditRecord, lockKey: string, sameAs?: Record<string, unknown>): Promise<boolean> {
   await holdLock(trx, lockKey);
@@ -108,7 +108,10 @@ export async function insertAuditOnce(trx: Transaction<Database>, record: AuditR
                 .where('resource_id', '=', record.resourceId)
                 .where('action', '=', record.action)
                 .where('reseller_store_id', '=', record.resellerStoreId)
-                .$if(sameAs !== undefined, (query) => query.where(sql<boolean>`metadata @> ${JSON.stringify(sameAs)}::jsonb`)),
+                // Each value equal, not contained: an array (tracking numbers) contains its subsets, [] among them.
+                .$if(sameAs !== undefined && Object.keys(sameAs).length > 0, (query) =>
+                  query.where(sql<boolean>`${sql.join(Object.entries(sameAs!).map(([key, value]) => sql`metadata -> ${key}::text = ${JSON.stringify(value)}::jsonb`), sql` and `)}`),
+                ),
             ),
           ),
         ),
