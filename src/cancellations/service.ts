@@ -904,8 +904,9 @@ function namedQuantity(signal: OrderCancellation, sku: string, vendorTag: string
  * supplier sells that SKU in the order. What the signal took of it before (`spent`: by its
  * cancellations of jobs it reached, or as a manual job's read already counted) is gone; the rest goes
  * to the jobs (`open`: null for one the signal does not plan) with that SKU still open beyond what the
- * signal names of their vendor, in the order of the storefront order's lines (the job whose line of
- * the SKU comes first, first), as a storefront cancelling by SKU takes its first line of it. Returns,
+ * signal names of their vendor, line by line in the order of the storefront order's lines (the first
+ * line of the SKU still open first, to its job; a job's open quantity is on its last lines of the SKU),
+ * as a storefront cancelling by SKU takes its first open line of it. Returns,
  * per job id, the quantity per SKU it gets.
  */
 function unnamedShares(
@@ -919,23 +920,33 @@ function unnamedShares(
   for (const { spent } of jobs) for (const line of spent) if (left.has(line.sku)) left.set(line.sku, Math.max(0, left.get(line.sku)! - line.quantity));
   for (const [sku, quantity] of left) {
     let remaining = quantity;
-    // In the storefront's numbering of the order's lines (`linePosition`): a manual job's order lists its open lines only, a cut job's lacks lines cut whole.
-    const firstLine = (job: SyncJob, vendorTag: string | null) => {
-      const index = job.order?.lines.findIndex((line) => line.sku === sku && (vendorTag === null || vendorMatches(line.vendor, vendorTag))) ?? -1;
-      return index < 0 ? -1 : linePosition(job.order!.lines[index]!, index);
-    };
-    const holders = jobs
+    // Line by line, in the storefront's numbering of the order's lines (`linePosition`: a manual job's
+    // order lists its open lines only, a cut job's lacks lines cut whole): the storefront takes its first
+    // line of the SKU still open. A job's open quantity of the SKU (beyond what the signal names of its
+    // vendor) is on its last lines of it, its first ones taken by the cancellations before.
+    const openLines = jobs
       .filter(({ open }) => open !== null)
-      .map((entry) => ({ ...entry, position: firstLine(entry.job, entry.vendorTag) }))
-      .filter(({ position }) => position >= 0)
+      .flatMap(({ job, vendorTag, open }) => {
+        const ofSku = (job.order?.lines ?? [])
+          .map((line, index) => ({ line, position: linePosition(line, index) }))
+          .filter(({ line }) => line.sku === sku && (vendorTag === null || vendorMatches(line.vendor, vendorTag)));
+        let openOfSku = Math.max(0, (open!.find((line) => line.sku === sku)?.quantity ?? 0) - namedQuantity(signal, sku, vendorTag));
+        const lines: { job: SyncJob; position: number; open: number }[] = [];
+        for (const { line, position } of ofSku.reverse()) {
+          const lineOpen = Math.min(openOfSku, line.quantity);
+          openOfSku -= lineOpen;
+          lines.push({ job, position, open: lineOpen });
+        }
+        return lines;
+      })
       .sort((a, b) => a.position - b.position);
-    for (const { job, vendorTag, open } of holders) {
+    for (const { job, open } of openLines) {
       if (remaining <= 0) break;
-      const openOfSku = open!.find((line) => line.sku === sku)?.quantity ?? 0;
-      const share = Math.min(remaining, Math.max(0, openOfSku - namedQuantity(signal, sku, vendorTag)));
+      const share = Math.min(remaining, open);
       if (share === 0) continue;
       remaining -= share;
-      shares.set(job.id, (shares.get(job.id) ?? new Map<string, number>()).set(sku, share));
+      const ofJob = shares.get(job.id) ?? new Map<string, number>();
+      shares.set(job.id, ofJob.set(sku, (ofJob.get(sku) ?? 0) + share));
     }
   }
   return shares;
