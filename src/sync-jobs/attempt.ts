@@ -4,7 +4,7 @@ import { SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
 import type { Attempt, DeathReason } from '../attempts/kind.ts';
 import { JobFailure } from '../attempts/failure.ts';
 import { connectionOf, callsTo } from '../attempts/store-connection.ts';
-import { PlatformError, type Created, type PlatformAdapters, type StoreConnection } from '../platforms/types.ts';
+import type { Created, PlatformAdapters, StoreConnection } from '../platforms/types.ts';
 import type { SecretBox } from '../shared/secrets.ts';
 import { openOrder } from '../orders/open.ts';
 import type { ResellerOrder } from '../orders/types.ts';
@@ -86,32 +86,26 @@ export function placeSupplierOrder(ctx: SyncJobAttemptDeps): Attempt<JobWithSour
   }
 
   /**
-   * Of the orders a manual job sent (`candidates`, oldest first), the one the supplier's order (`created`)
-   * holds: the create's answer may be an earlier attempt's order (its Idempotency-Key's replay, or
-   * found by its reference), which has that attempt's lines, not this read's. When they all have the
-   * same supplier lines, the newest (what this attempt read, when it sent them); else the newest whose
-   * lines the create's answer lists (platform_a's and platform_b's list them: an earlier attempt may have
-   * created nothing, a 500, and this one the order); else the supplier's
-   * order is read and the newest whose lines it has is taken, or, when none matches (the supplier
-   * changed it), the first sent: its read shows the least cancelled, so the cancellations made after
-   * it are asked of the supplier rather than assumed never placed. So is it when the supplier's order
-   * cannot be read now: the order is placed, and failing the attempt for the read would leave the job
-   * not knowing it.
+   * Of the orders a manual job sent (`candidates`, oldest first), the one the supplier's order
+   * (`created`) holds: the create's answer may be an earlier attempt's order (its Idempotency-Key's
+   * replay, or found by its reference), with that attempt's lines, or this attempt's, the earlier ones
+   * having created nothing (a 500). When they all have the same supplier lines, the newest. Else the
+   * newest whose lines the create's answer lists (platform_a's and platform_b's do; a replay gives
+   * the first create's), else the newest whose lines the supplier's order has, read once; when none
+   * matches (the supplier changed it), the first sent, whose read shows the least cancelled, so what
+   * was cancelled after it is asked of the supplier rather than assumed never placed. A read that
+   * fails fails the attempt, which is retried (the create replays the order): guessing either way
+   * would ship a cancelled line or cancel one the customer kept.
    */
   async function heldOrder(source: SourceStore, created: Created, candidates: ResellerOrder[], read: ResellerOrder): Promise<ResellerOrder> {
     const linesOf = supplierLinesOf(source);
     if (candidates.length === 0) return read;
     if (new Set(candidates.map(linesOf)).size === 1) return candidates.at(-1)!;
-    // The create's answer, when it lists the order's lines (platform_a, platform_b; a replay gives the first
-    // create's), says which was placed: no read, and no guess when the order cannot be read just then.
     const answered = created.lines ? sameLines(created.lines) : null;
     const byAnswer = answered === null ? undefined : candidates.findLast((candidate) => linesOf(candidate) === answered);
     if (byAnswer) return byAnswer;
-    const held = await ctx.platforms[source.platform].readSupplierOrder(connectionOf(ctx, source, 1), created.id).catch((error: unknown) => {
-      if (error instanceof PlatformError) return null;
-      throw error;
-    });
-    const holds = held && sameLines(held.lines);
+    const held = await ctx.platforms[source.platform].readSupplierOrder(connectionOf(ctx, source, 1), created.id);
+    const holds = sameLines(held.lines);
     return candidates.findLast((candidate) => linesOf(candidate) === holds) ?? candidates[0]!;
   }
 
