@@ -424,40 +424,44 @@ export class CancellationService implements OrderCancellations, SupplierCancella
     const created = await this.repository.transaction(async (trx) => {
       await this.repository.lockOrders(trx, [{ resellerStoreId: job.resellerStoreId, externalOrderId: job.externalOrderId }]);
       const existing = await this.repository.forJobsIn(trx, [job.id]);
-      const wholeOrder = existing.filter((c) => c.scope === 'order');
-      const missed = wholeOrder.at(-1);
-      if (!missed || missed.status !== 'completed' || missed.outcome !== 'not_placed' || existing.some((c) => c.status !== 'completed')) return null;
-      if (!(await this.deps.jobs.recordFoundOrderIn(trx, job.id, found.sourceOrderId, { by: 'divergence_watch', watchPassId: found.watchPassId }))) return null;
-      const now = new Date();
-      const signal: OrderCancellation = {
-        id: newId('orderCancellation'),
-        ownerId: job.ownerId,
-        resellerStoreId: job.resellerStoreId,
-        externalOrderId: job.externalOrderId,
-        scope: 'order',
-        lines: [],
-        dedupeKey: foundOrderSignalKey(job.id),
-        receivedAt: now,
-        // No platform time: it asks again for the storefront's own cancellation, for this job.
-        occurredAt: null,
-      };
-      if (!(await this.repository.insertSignal(trx, signal))) return null;
-      const row = newCancellation(signal, { job, vendorTag: null, scope: 'order', lines: missed.lines }, now);
-      await this.repository.insert(trx, [row]);
-      await this.deps.queue.insertIn(trx, cancellationKind.queue, [{ id: row.queueMessageId!, message: cancellationKind.message(row.id) }]);
-      await insertAudit(trx, [
-        cancellationAuditRecord(row, 'cancellation.requested', SYSTEM_ACTOR, {
-          signalId: signal.id,
-          follows: missed.id,
-          sourceOrderId: found.sourceOrderId,
-          reason: 'the supplier order the cancellation did not find was listed open by the divergence watch',
-          watchPassId: found.watchPassId,
-        }),
-      ]);
-      return row;
+      const missed = existing.filter((c) => c.scope === 'order').at(-1);
+      if (!missed || missed.status !== 'completed' || missed.outcome !== 'not_placed' || existing.some((c) => c.status !== 'completed')) return false;
+      if (!(await this.deps.jobs.recordFoundOrderIn(trx, job.id, found.sourceOrderId, { by: 'divergence_watch', watchPassId: found.watchPassId }))) return false;
+      return this.askWholeOrderAgainIn(trx, job, missed, found.sourceOrderId, {
+        reason: 'the supplier order the cancellation did not find was listed open by the divergence watch',
+        watchPassId: found.watchPassId,
+      });
     });
-    if (!created) return false;
-    this.deps.metrics.attemptTransitions.inc({ kind: 'cancellation', status: 'pending' });
+    if (created) this.deps.metrics.attemptTransitions.inc({ kind: 'cancellation', status: 'pending' });
+    return created;
+  }
+
+  /**
+   * The job's new whole-order cancellation of the order found since `missed`, its whole-order
+   * cancellation, ended `not_placed`: of the lines the storefront's asked for, queued as any other,
+   * audit `cancellation.requested` by `system` naming the order, `follows` and who found it (`by`).
+   * Its signal (`foundOrderSignalKey`, one per job) stands for the storefront's; false when the job
+   * has one already (asked again before).
+   */
+  private async askWholeOrderAgainIn(trx: Trx, job: SyncJob, missed: Cancellation, sourceOrderId: string, by: Record<string, unknown>): Promise<boolean> {
+    const now = new Date();
+    const signal: OrderCancellation = {
+      id: newId('orderCancellation'),
+      ownerId: job.ownerId,
+      resellerStoreId: job.resellerStoreId,
+      externalOrderId: job.externalOrderId,
+      scope: 'order',
+      lines: [],
+      dedupeKey: foundOrderSignalKey(job.id),
+      receivedAt: now,
+      // No platform time: it asks again for the storefront's own cancellation, for this job.
+      occurredAt: null,
+    };
+    if (!(await this.repository.insertSignal(trx, signal))) return false;
+    const row = newCancellation(signal, { job, vendorTag: null, scope: 'order', lines: missed.lines }, now);
+    await this.repository.insert(trx, [row]);
+    await this.deps.queue.insertIn(trx, cancellationKind.queue, [{ id: row.queueMessageId!, message: cancellationKind.message(row.id) }]);
+    await insertAudit(trx, [cancellationAuditRecord(row, 'cancellation.requested', SYSTEM_ACTOR, { signalId: signal.id, follows: missed.id, sourceOrderId, ...by })]);
     return true;
   }
 
@@ -474,19 +478,26 @@ export class CancellationService implements OrderCancellations, SupplierCancella
    * re-opened for fresh automatic retries, as a retry by hand would (the machine's RETRY: three
    * retries again, a new queue message), by the service: audit and event `cancellation.retried`
    * (actor `system`, naming the order and the pass or the cancellation that found it); its retry now
-   * cancels the order it knows (`cancelled`, or `too_late` if shipped), which resolves the entry. A
-   * cancellation still retrying finds the order recorded at its next attempt. Returns whether the
-   * order was recorded now, and whether a dead cancellation was re-opened.
+   * cancels the order it knows (`cancelled`, or `too_late` if shipped), which resolves the entry.
+   * When it ended `not_placed` (its lookup missed the order, which another cancellation's lookup, or
+   * a pass, finds since), the whole order is asked again, as `cancelFoundOrder` does. A cancellation
+   * still retrying finds the order recorded at its next attempt. Returns whether the order was
+   * recorded now, and whether a whole-order cancellation was set going again (`reopened`: re-opened,
+   * or asked again).
    */
   async recordFoundOrderOfVoided(job: SyncJob, found: VoidedOrderFound): Promise<{ recorded: boolean; reopened: boolean }> {
     const byWatch = 'watchPassId' in found;
     const foundBy = byWatch ? { by: 'divergence_watch' as const, watchPassId: found.watchPassId } : { by: 'cancellation' as const };
     const result = await this.repository.transaction(async (trx) => {
       await this.repository.lockOrders(trx, [{ resellerStoreId: job.resellerStoreId, externalOrderId: job.externalOrderId }]);
-      if (!(await this.deps.jobs.recordFoundOrderIn(trx, job.id, found.sourceOrderId, foundBy))) {
-        return { recorded: false, reopened: false };
-      }
+      if (!(await this.deps.jobs.recordFoundOrderIn(trx, job.id, found.sourceOrderId, foundBy))) return { recorded: false, reopened: false };
       const last = (await this.repository.forJobsIn(trx, [job.id])).filter((c) => c.scope === 'order').at(-1);
+      // Ended not_placed (its lookup missed the order): nothing would cancel it; the whole order is asked again.
+      if (last?.status === 'completed' && last.outcome === 'not_placed') {
+        const reason = byWatch ? 'the supplier order the cancellation did not find was found by the divergence watch' : "the supplier order the cancellation did not find was found by another cancellation's lookup";
+        const by = byWatch ? { reason, watchPassId: found.watchPassId } : { reason, foundByCancellationId: found.foundByCancellationId };
+        return { recorded: true, reopened: await this.askWholeOrderAgainIn(trx, job, last, found.sourceOrderId, by) };
+      }
       if (!last || last.status !== 'dead') return { recorded: true, reopened: false };
       const now = new Date();
       if (!cancellationKind.transition(last, { type: 'RETRY', at: now.toISOString() }, now)) return { recorded: true, reopened: false };
