@@ -97,14 +97,15 @@ export function placeSupplierOrder(ctx: SyncJobAttemptDeps): Attempt<JobWithSour
    * fails fails the attempt, which is retried (the create replays the order): guessing either way
    * would ship a cancelled line or cancel one the customer kept.
    */
-  async function heldOrder(source: SourceStore, created: Created, candidates: ResellerOrder[], read: ResellerOrder): Promise<ResellerOrder> {
+  async function heldOrder(source: SourceStore, connection: StoreConnection, created: Created, candidates: ResellerOrder[], read: ResellerOrder): Promise<ResellerOrder> {
     const linesOf = supplierLinesOf(source);
     if (candidates.length === 0) return read;
     if (new Set(candidates.map(linesOf)).size === 1) return candidates.at(-1)!;
     const answered = created.lines ? sameLines(created.lines) : null;
     const byAnswer = answered === null ? undefined : candidates.findLast((candidate) => linesOf(candidate) === answered);
     if (byAnswer) return byAnswer;
-    const held = await ctx.platforms[source.platform].readSupplierOrder(connectionOf(ctx, source, 1), created.id);
+    // On the attempt's connection: a turn its targets reserved and its lookup or create left, else one of its own.
+    const held = await ctx.platforms[source.platform].readSupplierOrder(connection, created.id);
     const holds = sameLines(held.lines);
     return candidates.findLast((candidate) => linesOf(candidate) === holds) ?? candidates[0]!;
   }
@@ -138,9 +139,12 @@ export function placeSupplierOrder(ctx: SyncJobAttemptDeps): Attempt<JobWithSour
         if (sending !== sentBefore) await jobs.recordSentOrder(job.id, manual!.read);
         return platform.createOrder(connection, supplierOrder, `sync-job:${job.id}`);
       };
+      // One connection for every call to the supplier, holding the turns `targets` reserved for them: a
+      // call beyond them (the read after a lookup and a create, or after a 429 voided them) waits for a turn of its own.
+      const lookingUp = looksUpFirst(job);
+      const connection = { ...connectionOf(ctx, source, lookingUp || sentBefore.length > 0 ? 2 : 1), ...(lookingUp && { maxTurnWaitMs: LOOKUP_TURN_WAIT_MS }) };
       const { created, candidates } = await (async () => {
-        if (looksUpFirst(job)) {
-          const connection = { ...connectionOf(ctx, source, 2), maxTurnWaitMs: LOOKUP_TURN_WAIT_MS };
+        if (lookingUp) {
           // A lookup cut short by its page bound (a very busy supplier since the job) places the order, as
           // before: failing would leave such a job unplaceable by any retry, for a duplicate that needs a
           // lost answer, an expired key and thousands of orders in between.
@@ -150,9 +154,9 @@ export function placeSupplierOrder(ctx: SyncJobAttemptDeps): Attempt<JobWithSour
           if (found !== null) return { created: { id: found, status: 200 }, candidates: sentBefore.length > 0 ? sentBefore : manual ? [manual.read] : [] };
           return { created: await send(connection), candidates: sending };
         }
-        return { created: await send(connectionOf(ctx, source, 1)), candidates: sending };
+        return { created: await send(connection), candidates: sending };
       })();
-      if (manual) placed.set(job, await heldOrder(source, created, candidates, manual.read));
+      if (manual) placed.set(job, await heldOrder(source, connection, created, candidates, manual.read));
       return created;
     },
 
