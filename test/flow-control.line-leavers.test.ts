@@ -53,3 +53,46 @@ it("a stale message that waited in its store's line gives its place back; one th
   await deliver({ syncJobId: jobId, estimatedAt: new Date(Date.now() + 3_000).toISOString() });
   expect(before - (await lineEnd())).toBeCloseTo(200, 3);
 }, 60_000);
+
+it("a stale message that waited in its store's line and is delivered again (its batch failed after the give-back) gives its place back once", async () => {
+  const user = await registerUser(service.api);
+  const webhookSecret = `whsec_${randomBytes(12).toString('hex')}`;
+  const reseller = await createResellerStore(service.api, user.token, { platform: 'platform_a', webhookSecret });
+  await createSourceStore(service.api, user.token, reseller.id, { platform: 'platform_a', vendorTag: 'LeaverTwiceCo' });
+  const payload = sandbox.buildOrderPayload('platform_a', { id: Number(newOrderId()), lines: [lineOf('LeaverTwiceCo')] });
+  const answer = await sendWebhook({ targetUrl: `${service.url}${ORDERS_PATH}`, shopDomain: reseller.shopDomain, secret: webhookSecret, topic: 'orders/create', payload });
+  const [jobId] = (answer.body as { syncJobIds: string[] }).syncJobIds;
+  await waitFor(async () => (await queryRows<{ status: string }>(service.databaseUrl, 'select status from sync_jobs where id = $1', [jobId]))[0]?.status === 'completed', 10_000, 'the job placed');
+  const [bucket] = await queryRows<{ store_id: string }>(
+    service.databaseUrl,
+    'select p.store_id from store_pacing p where p.store_id not in (select store_id from store_pacing where queued_until is not null) order by p.next_at desc limit 1',
+  );
+  await queryRows(service.databaseUrl, "update store_pacing set next_at = now(), queued_until = now() + interval '8 seconds' where store_id = $1", [bucket!.store_id]);
+  const lineEnd = async () => Number((await queryRows<{ ms: string }>(service.databaseUrl, 'select extract(epoch from queued_until) * 1000 as ms from store_pacing where store_id = $1', [bucket!.store_id]))[0]!.ms);
+
+  // The statement that settles the stale message fails once (the database, a moment): the batch is delivered again.
+  const id = randomUUID();
+  await queryRows(service.databaseUrl, 'create sequence if not exists review16_settle_fault');
+  await queryRows(
+    service.databaseUrl,
+    `create or replace function review16_settle_fault() returns trigger language plpgsql as $$
+     begin
+       if new.id = '${id}'::uuid and new.state = 'completed' and nextval('review16_settle_fault') = 1 then raise exception 'settle refused once (test)'; end if;
+       return new;
+     end $$`,
+  );
+  await queryRows(service.databaseUrl, 'create trigger review16_settle_fault before update on pgboss.job for each row execute function review16_settle_fault()');
+  try {
+    const before = await lineEnd();
+    await queryRows(service.databaseUrl, "insert into pgboss.job (id, name, data) values ($1::uuid, 'sync-job.process', $2::jsonb)", [
+      id,
+      JSON.stringify({ syncJobId: jobId, estimatedAt: new Date(Date.now() + 3_000).toISOString() }),
+    ]);
+    await waitFor(async () => (await queryRows(service.databaseUrl, "select 1 from pgboss.job where id = $1::uuid and state = 'completed'", [id])).length === 1, 15_000, 'the message settled');
+    expect(Number((await queryRows<{ n: string }>(service.databaseUrl, 'select last_value as n from review16_settle_fault'))[0]!.n)).toBeGreaterThanOrEqual(2);
+    // One member went away: one spacing (200 ms) given back, not one per delivery.
+    expect(before - (await lineEnd())).toBeCloseTo(200, 3);
+  } finally {
+    await queryRows(service.databaseUrl, 'drop trigger if exists review16_settle_fault on pgboss.job');
+  }
+}, 60_000);

@@ -268,8 +268,6 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
         log.debug('stale message ignored');
       }
     }
-    // Stale messages that waited in their stores' lines leave them: nobody else takes those places.
-    if (gone.length > 0) await leaveLines(this.ctx.pacer, gone.map((work) => this.attempt.targets(work)), this.ctx.logger);
     // The calls of the attempt about to be made: its targets read from the row as the take leaves it
     // (`attempts` counted), as `perform` will see it. A sync job's retry looks its order up first once
     // the job is over 12 hours old and this is not its first attempt (src/sync-jobs/attempt.ts).
@@ -301,6 +299,9 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
     // The rows whose events this statement reports: failures of lost attempts, then deaths.
     const reported = [...taking.map(({ failed }) => failed), ...lost.map(({ work }) => work.row)];
     const moved = reported.some((row) => row !== null) ? await this.writeWithEvents(writes, stale, reported) : await this.write(sqlOf(this.ctx.orm), writes, stale);
+    // Stale messages that waited in their stores' lines leave them: nobody else takes those places. Only
+    // once they are settled: a batch that fails before (delivered again) would give each place back twice.
+    if (gone.length > 0) await leaveLines(this.ctx.pacer, gone.map((work) => this.attempt.targets(work)), this.ctx.logger);
     lost.forEach(({ work, log }, i) => {
       if (!moved[taking.length + i]) return;
       this.counted('dead');
