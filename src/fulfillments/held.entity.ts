@@ -29,10 +29,10 @@ export const HeldFulfillment = defineEntity({
      */
     watchPassId: p.string().nullable(),
     /**
-     * When the sweep last read its supplier order and the supplier could not answer for now (429,
-     * 5xx, no answer): it is kept, and read again after every held fulfillment not read since
-     * (src/fulfillments/repository.ts `findUnowned`), so those of a supplier that never answers do
-     * not take every pass. Null until then.
+     * When the sweep last failed to settle it: its supplier order read and the supplier could not
+     * answer for now (429, 5xx, no answer), or its claim by its job failed. It is kept, and tried
+     * again after every held fulfillment not tried since (src/fulfillments/repository.ts
+     * `findUnowned`, `findClaimable`), so those that keep failing do not take every pass. Null until then.
      */
     readFailedAt: p.datetime().nullable(),
   },

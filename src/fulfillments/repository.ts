@@ -167,6 +167,8 @@ export class FulfillmentRepository {
       .innerJoin('sync_jobs as j', (join) => join.onRef('j.source_store_id', '=', 'h.source_store_id').onRef('j.source_order_id', '=', 'h.source_order_id'))
       .selectAll('h')
       .select('j.id as sync_job_id')
+      // Those whose claim failed before go behind the others (`markReadFailed`): a few that always fail cannot hold back the rest.
+      .orderBy(sql`h.read_failed_at asc nulls first`)
       .orderBy('h.received_at')
       .limit(limit)
       .execute();
@@ -197,7 +199,7 @@ export class FulfillmentRepository {
     return rows.map(heldRowOf);
   }
 
-  /** Held fulfillments whose supplier order could not be read for now, at `at`: kept, behind the others for the next passes (`findUnowned`). */
+  /** Held fulfillments the sweep could not settle at `at` (their supplier order unreadable for now, or their claim failed): kept, behind the others for the next passes. */
   async markReadFailed(ids: string[], at: Date): Promise<void> {
     if (ids.length === 0) return;
     await this.db.updateTable('held_fulfillments').set({ read_failed_at: at }).where('id', '=', sql<string>`any(${ids}::text[])`).execute();

@@ -212,13 +212,17 @@ export class FulfillmentService {
   async claimHeld(): Promise<{ claimed: number; forgotten: number }> {
     const claimable = await this.fulfillments.findClaimable(CLAIMS_PER_PASS);
     let claimed = 0;
+    const failed: string[] = [];
     for (const held of claimable) {
       try {
         if (await this.claim(held)) claimed++;
       } catch (error) {
+        failed.push(held.id);
         this.deps.logger.error({ err: error, held_fulfillment_id: held.id, job_id: held.syncJobId, source_order_id: held.sourceOrderId }, 'held fulfillment could not be claimed by its job: kept for the next sweep');
       }
     }
+    // Behind the others at the next passes: however many keep failing, each pass reaches the rest.
+    await this.fulfillments.markReadFailed(failed, new Date());
     const forgetting = await this.forgetUnowned();
     return { claimed: claimed + forgetting.claimed, forgotten: forgetting.forgotten };
   }
