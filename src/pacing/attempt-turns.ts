@@ -58,18 +58,8 @@ export async function attemptTurns(pacer: SharedPacer, attempts: AttemptTurnRequ
     attempt.waitMs = Math.max(attempt.waitMs, turn.waitMs);
   });
   // An attempt goes with all its calls or none: what a deferred attempt's other calls booked goes back.
-  const unused = new Map<string, { store: PacedStore; calls: number }>();
-  calls.forEach(({ i, store }, k) => {
-    if (result[i]!.estimate === null || !turns[k]!.booked) return;
-    const entry = unused.get(store.storeId) ?? { store, calls: 0 };
-    entry.calls += 1;
-    unused.set(store.storeId, entry);
-  });
-  await Promise.all(
-    [...unused.values()].map(({ store, calls: count }) =>
-      pacer.release(store, count).catch((error: unknown) => logger?.warn({ err: error, store_id: store.storeId }, 'could not give back the turns of a deferred attempt')),
-    ),
-  );
+  const unused = calls.flatMap(({ i, store }, k) => (result[i]!.estimate !== null && turns[k]!.booked ? [store] : []));
+  await perStore(unused, (store, count) => pacer.release(store, count), logger, 'could not give back the turns of a deferred attempt');
   for (const attempt of result) {
     if (attempt.estimate === null) continue;
     attempt.at = attempt.estimate.at;
@@ -87,19 +77,19 @@ export async function attemptTurns(pacer: SharedPacer, attempts: AttemptTurnRequ
  * member still waiting.
  */
 export async function leaveLines(pacer: SharedPacer, attempts: PacedStore[][], logger?: Logger): Promise<void> {
-  const places = new Map<string, { store: PacedStore; places: number }>();
-  for (const targets of attempts) {
-    const store = targets[0];
-    if (store === undefined || targets.some((target) => target.storeId !== store.storeId)) continue;
-    const entry = places.get(store.storeId) ?? { store, places: 0 };
-    entry.places += targets.length;
-    places.set(store.storeId, entry);
+  const oneStore = attempts.filter((targets) => targets.every((target) => target.storeId === targets[0]!.storeId));
+  await perStore(oneStore.flat(), (store, count) => pacer.leaveLine(store, count), logger, 'could not give back the line places of stale messages');
+}
+
+/** `give` once per store of `calls`, with how many of them are its; a store whose statement fails is logged, not thrown. */
+async function perStore(calls: PacedStore[], give: (store: PacedStore, count: number) => Promise<void>, logger: Logger | undefined, failure: string): Promise<void> {
+  const byStore = new Map<string, { store: PacedStore; count: number }>();
+  for (const store of calls) {
+    const entry = byStore.get(store.storeId) ?? { store, count: 0 };
+    entry.count += 1;
+    byStore.set(store.storeId, entry);
   }
-  await Promise.all(
-    [...places.values()].map(({ store, places: count }) =>
-      pacer.leaveLine(store, count).catch((error: unknown) => logger?.warn({ err: error, store_id: store.storeId }, 'could not give back the line places of stale messages')),
-    ),
-  );
+  await Promise.all([...byStore.values()].map(({ store, count }) => give(store, count).catch((error: unknown) => logger?.warn({ err: error, store_id: store.storeId }, failure))));
 }
 
 /** A row whose attempt is not run now: to its turn (`turnAt`), or, beyond the horizon, to book one near its estimate. */
