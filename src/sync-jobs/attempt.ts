@@ -41,6 +41,12 @@ const LOOKUP_TURN_WAIT_MS = 60_000;
  * the calls `perform` makes, read at different moments, are decided once and agree.
  */
 const looksUpFirst = (job: SyncJob): boolean => job.attempts > 1 && job.updatedAt.getTime() - job.createdAt.getTime() > IDEMPOTENCY_TRUSTED_MS;
+/**
+ * The turns of the supplier an attempt reserves (`targets`) and its calls spend (`perform`): the
+ * create, and one more for a lookup first, or for a manual job that sent orders before, which may
+ * read the supplier's order after creating it (`heldOrder`; the lookup's spare turn serves it once found).
+ */
+const supplierCalls = (job: SyncJob): number => (looksUpFirst(job) || (!job.order && (job.sentOrders?.length ?? 0) > 0) ? 2 : 1);
 
 /** One attempt of a sync job: place the supplier's part of the order on its source store. */
 export function placeSupplierOrder(ctx: SyncJobAttemptDeps): Attempt<JobWithSource> {
@@ -116,8 +122,7 @@ export function placeSupplierOrder(ctx: SyncJobAttemptDeps): Attempt<JobWithSour
     /** The supplier's store, and the reseller's when the order must be read from it first (a manual job). */
     targets: ({ row: job, source, reseller }) => [
       ...(!job.order && reseller ? callsTo(ctx, reseller, 1) : []),
-      // A manual job that sent different orders before may read the supplier's order after creating it (`heldOrder`); the lookup's spare turn serves it once found.
-      ...(source ? callsTo(ctx, source, looksUpFirst(job) || (!job.order && (job.sentOrders?.length ?? 0) > 0) ? 2 : 1) : []),
+      ...(source ? callsTo(ctx, source, supplierCalls(job)) : []),
     ],
 
     /**
@@ -142,7 +147,7 @@ export function placeSupplierOrder(ctx: SyncJobAttemptDeps): Attempt<JobWithSour
       // One connection for every call to the supplier, holding the turns `targets` reserved for them: a
       // call beyond them (the read after a lookup and a create, or after a 429 voided them) waits for a turn of its own.
       const lookingUp = looksUpFirst(job);
-      const connection = { ...connectionOf(ctx, source, lookingUp || sentBefore.length > 0 ? 2 : 1), ...(lookingUp && { maxTurnWaitMs: LOOKUP_TURN_WAIT_MS }) };
+      const connection = { ...connectionOf(ctx, source, supplierCalls(job)), ...(lookingUp && { maxTurnWaitMs: LOOKUP_TURN_WAIT_MS }) };
       const { created, candidates } = await (async () => {
         if (lookingUp) {
           // A lookup cut short by its page bound (a very busy supplier since the job) places the order, as
