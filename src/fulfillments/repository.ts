@@ -167,7 +167,7 @@ export class FulfillmentRepository {
       .innerJoin('sync_jobs as j', (join) => join.onRef('j.source_store_id', '=', 'h.source_store_id').onRef('j.source_order_id', '=', 'h.source_order_id'))
       .selectAll('h')
       .select('j.id as sync_job_id')
-      // Those whose claim failed before go behind the others (`markReadFailed`): a few that always fail cannot hold back the rest.
+      // Those whose claim failed before go behind the others (`markKept`): a few that always fail cannot hold back the rest.
       .orderBy(sql`h.read_failed_at asc nulls first`)
       .orderBy('h.received_at')
       .limit(limit)
@@ -184,7 +184,7 @@ export class FulfillmentRepository {
    * Held fulfillments that no job can own any more (`unowned`), at most `limit`: the sweep checks
    * those of a store with jobs ended unplaced (src/fulfillments/unplaced.ts) before forgetting them.
    * Those whose supplier order was never read and refused for now come first, oldest first; then
-   * those it was, the least recently tried first (`markReadFailed`): however many a supplier that
+   * those it was, the least recently tried first (`markKept`): however many a supplier that
    * never answers keeps, each pass reaches every newer one, and they take turns among themselves.
    */
   async findUnowned(limit: number): Promise<HeldRow[]> {
@@ -200,7 +200,7 @@ export class FulfillmentRepository {
   }
 
   /** Held fulfillments the sweep could not settle at `at` (their supplier order unreadable for now, or their claim failed): kept, behind the others for the next passes. */
-  async markReadFailed(ids: string[], at: Date): Promise<void> {
+  async markKept(ids: string[], at: Date): Promise<void> {
     if (ids.length === 0) return;
     await this.db.updateTable('held_fulfillments').set({ read_failed_at: at }).where('id', '=', sql<string>`any(${ids}::text[])`).execute();
   }

@@ -222,7 +222,7 @@ export class FulfillmentService {
       }
     }
     // Behind the others at the next passes: however many keep failing, each pass reaches the rest.
-    await this.fulfillments.markReadFailed(failed, new Date());
+    await this.fulfillments.markKept(failed, new Date());
     const forgetting = await this.forgetUnowned();
     return { claimed: claimed + forgetting.claimed, forgotten: forgetting.forgotten };
   }
@@ -250,7 +250,7 @@ export class FulfillmentService {
    * those jobs (`reportUnattributed`) before it is forgotten; a read that answers, naming no such job,
    * shows the supplier's own sale. A read refused for now (429, 5xx) keeps it for the next sweep,
    * for HELD_READ_GIVE_UP_MS after it came; then it is reported as a read refused for good. A kept
-   * one is marked (`markReadFailed`) and read again after every one not tried since: FORGETS_PER_PASS
+   * one is marked (`markKept`) and read again after every one not tried since: FORGETS_PER_PASS
    * bounds a pass, and a supplier that never answers must not take it all.
    */
   private async forgetUnowned(): Promise<{ claimed: number; forgotten: number }> {
@@ -273,7 +273,7 @@ export class FulfillmentService {
       else forgotten += await this.fulfillments.forgetUnowned([held.id]);
     }
     // Kept ones go behind those not tried since: a supplier that never answers cannot hold back the newer ones.
-    await this.fulfillments.markReadFailed(kept, new Date());
+    await this.fulfillments.markKept(kept, new Date());
     return { claimed, forgotten };
   }
 
