@@ -86,7 +86,10 @@ export class Infrastructure {
       await withClient(db.url(), (c) => c.query('create extension if not exists pg_stat_statements'));
     }
     const sandboxPort = await freePort();
-    const sandbox = this.track(spawnTs('test/sandbox/main.ts', { env: { PORT: String(sandboxPort), HOST: '127.0.0.1' }, logFile: path.join(this.workspace.logs, 'sandbox.log') }));
+    const nodeArgs = CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${this.workspace.profiles}`, '--cpu-prof-name=sandbox-${pid}.cpuprofile'] : [];
+    const sandbox = this.track(
+      spawnTs('test/sandbox/main.ts', { env: { PORT: String(sandboxPort), HOST: '127.0.0.1' }, logFile: path.join(this.workspace.logs, 'sandbox.log'), nodeArgs }),
+    );
     await waitForLog(sandbox, 'sandbox platform listening');
     return { db, sandboxUrl: `http://127.0.0.1:${sandboxPort}`, sandboxPid: sandbox.process.pid! };
   }
@@ -97,7 +100,8 @@ export class Infrastructure {
   }
 
   async stopAll(): Promise<void> {
-    await Promise.all(this.running.map((child) => child.stop('SIGKILL').catch(() => {})));
+    // A process profiled (BENCH_CPU_PROF) writes its profile only when it exits of its own accord.
+    await Promise.all(this.running.map((child) => child.stop(CPU_PROF ? 'SIGTERM' : 'SIGKILL').catch(() => {})));
     await this.#db?.stop().catch(() => {});
   }
 }
