@@ -95,6 +95,34 @@ describe('a platform_a refund with restock_type cancel', () => {
     expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toEqual([]);
   });
 
+  it("after the supplier is deleted, a refunded line that names no vendor is still none of its lines: its job keeps the deleted supplier's vendor tag", async ({ api, sandbox, shopWith, storefront }) => {
+    const shop = await shopWith('platform_a', 'platform_a');
+    const order = sandbox.buildOrderPayload('platform_a', {
+      id: nextOrderId++,
+      lines: [{ ...ANVIL, sku: 'SHARED' }, { ...ANVIL, sku: 'SHARED', title: 'Engraved anvil', vendor: '', quantity: 1 }, { ...BELL, sku: 'ENGRAVING', vendor: '', quantity: 1 }],
+    }) as Record<string, any>;
+    const ids = ((await storefront(shop, 'orders/create', order)).body as { syncJobIds: string[] }).syncJobIds;
+    expect(ids).toHaveLength(1);
+    const acmeJob = await waitForJob(api, shop.user.token, ids[0]!, (j) => j.status === 'completed');
+    expect((await api.delete(`/v1/reseller_stores/${shop.reseller.id}/source_stores/${shop.acme.id}`, { token: shop.user.token })).status).toBe(204);
+    const refundOfLine = (line: any) => ({ id: nextRefundId++, order_id: order.id, created_at: new Date().toISOString(), note: null, transactions: [],
+      refund_line_items: [{ id: nextRefundId++, line_item_id: line.id, quantity: 1, restock_type: 'cancel', line_item: line }] });
+    // Both vendor-less lines refunded: the one sharing the supplier's SKU and the one only the storefront sells.
+    for (const blankLine of order.line_items.filter((item: any) => item.vendor === '')) {
+      const response = await storefront(shop, 'refunds/create', refundOfLine(blankLine));
+      expect(response.body).toMatchObject({ received: true, syncJobIds: [] });
+    }
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect((await getJob(api, shop.user.token, acmeJob.id)).cancellations).toEqual([]);
+    expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toEqual([]);
+    const todo = await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token });
+    expect(todo.body.data).toEqual([]);
+    // The job still knows its supplier's vendor: a refund of the Acme line reaches it (a job whose vendor were unknown would get no line cancellation at all).
+    const acmeLine = order.line_items.find((item: any) => item.vendor === 'Acme');
+    expect((await storefront(shop, 'refunds/create', refundOfLine(acmeLine))).body).toMatchObject({ received: true, syncJobIds: [acmeJob.id] });
+    expect((await getJob(api, shop.user.token, acmeJob.id)).cancellations).toMatchObject([{ scope: 'lines', lines: [{ sku: 'SHARED', quantity: 1 }] }]);
+  });
+
   it('never cancels more than is still open, and never calls the supplier twice for one quantity', async ({ api, sandbox, shopWith, placed, storefront }) => {
     const shop = await shopWith('platform_a', 'custom');
     const { order, acmeJob } = await placed(shop);
