@@ -45,4 +45,18 @@ describe('cutting lines from an order not placed yet', () => {
     const again = cutOrder({ ...cut, lines: [...cut.lines, { sku: 'C-1', title: 'Chain', vendor: 'Acme', quantity: 1, unitPriceMinor: 100, position: 4 }] }, [{ sku: 'B-1', quantity: 3 }], 'Acme');
     expect(again.lines.map((line) => [line.sku, line.position])).toEqual([['C-1', 4]]);
   });
+
+  it("with its supplier gone (no tag), cuts by SKU among the lines naming a vendor: a line naming none is no supplier's", () => {
+    const withCustomItem: ResellerOrder = {
+      ...order,
+      lines: [
+        { sku: 'A-1', title: 'Gift wrap', vendor: ' ', quantity: 1, unitPriceMinor: 100 },
+        { sku: 'A-1', title: 'Anvil', vendor: 'Acme', quantity: 2, unitPriceMinor: 2500 },
+      ],
+    };
+    expect(cutOrder(withCustomItem, [{ sku: 'A-1', quantity: 1 }], null).lines).toEqual([
+      { ...withCustomItem.lines[0], position: 0 },
+      { ...withCustomItem.lines[1], quantity: 1, position: 1 },
+    ]);
+  });
 });
