@@ -10,6 +10,16 @@ import { NOT_FOUND, accept, jsonBody } from './http.ts';
 import type { JsonObject } from './payloads.ts';
 import type { Reply, StoreState } from './state.ts';
 
+/** What each simulated platform accepts when asked to cancel: built once, not per call. */
+const platformARefundRequest = z.object({
+  refund: z.object({
+    refund_line_items: z.array(z.object({ line_item_id: z.number().int(), quantity: z.number().int().positive(), restock_type: z.string() })).min(1),
+    notify: z.boolean().optional(),
+  }),
+});
+const platformBStatusRequest = z.object({ status: z.string() });
+const customCancelRequest = z.object({ lines: z.array(z.object({ sku: z.string(), quantity: z.number().int().positive() })).optional(), reason: z.string().optional() });
+
 export interface CancelCall {
   platform: Platform;
   method: string;
@@ -51,15 +61,7 @@ export function answerCancelCall(store: StoreState, call: CancelCall): Reply | n
   if (call.platform === 'platform_a' && call.method === 'POST' && A_REFUNDS.test(call.path)) {
     const order = find(A_REFUNDS.exec(call.path));
     if (!order) return NOT_FOUND;
-    const { refund } = accept(
-      z.object({
-        refund: z.object({
-          refund_line_items: z.array(z.object({ line_item_id: z.number().int(), quantity: z.number().int().positive(), restock_type: z.string() })).min(1),
-          notify: z.boolean().optional(),
-        }),
-      }),
-      jsonBody(call.text),
-    );
+    const { refund } = accept(platformARefundRequest, jsonBody(call.text));
     const lines = (order.line_items as Line[]).map((line) => ({ ...line }));
     for (const item of refund.refund_line_items) {
       const line = lines.find((candidate) => candidate.id === item.line_item_id);
@@ -78,7 +80,7 @@ export function answerCancelCall(store: StoreState, call: CancelCall): Reply | n
   if (call.platform === 'platform_b' && call.method === 'PUT' && B_ORDER.test(call.path)) {
     const order = find(B_ORDER.exec(call.path));
     if (!order) return NOT_FOUND;
-    const { status } = accept(z.object({ status: z.string() }), jsonBody(call.text));
+    const { status } = accept(platformBStatusRequest, jsonBody(call.text));
     if (order.status === 'completed' && status === 'cancelled') return { status: 422, body: { code: 'woocommerce_rest_cannot_cancel', message: 'A completed order cannot be cancelled.' } };
     const updated = { ...order, status, date_modified_gmt: now.slice(0, 19) };
     store.saveOrder('platform_b', updated);
@@ -88,7 +90,7 @@ export function answerCancelCall(store: StoreState, call: CancelCall): Reply | n
   if (call.platform === 'custom' && call.method === 'POST' && C_CANCEL.test(call.path)) {
     const order = find(C_CANCEL.exec(call.path));
     if (!order) return NOT_FOUND;
-    const request = accept(z.object({ lines: z.array(z.object({ sku: z.string(), quantity: z.number().int().positive() })).optional(), reason: z.string().optional() }), jsonBody(call.text));
+    const request = accept(customCancelRequest, jsonBody(call.text));
     const lines = (order.lines as Line[]).map((line) => ({ ...line, cancelledQuantity: line.cancelledQuantity ?? 0 }));
     if (order.status === 'fulfilled') {
       const asked = request.lines ?? lines.map(({ sku, quantity, cancelledQuantity }) => ({ sku, quantity: quantity - cancelledQuantity }));

@@ -55,6 +55,60 @@ const decimal = z.string().regex(/^\d+(\.\d+)?$/, 'must be a decimal string');
 const quantity = z.number().int().positive();
 const currency = z.string().regex(/^[A-Z]{3}$/, 'must be an ISO 4217 code');
 
+/** What each simulated platform accepts when an order is placed or fulfilled: built once, not per call. */
+const platformAOrderRequest = z.object({
+  order: z.object({
+    line_items: z
+      .array(z.object({ sku: z.string(), title: z.string(), quantity, price: decimal }))
+      .min(1, "can't be blank"),
+    email: z.string().optional(),
+    shipping_address: z.record(z.unknown()).optional(),
+    currency: currency.optional(),
+    tags: z.string().optional(),
+    note_attributes: z.array(z.object({ name: z.string(), value: z.string() })).optional(),
+  }),
+});
+const platformAFulfillmentRequest = z.object({
+  fulfillment: z.object({
+    tracking_number: z.string().optional(),
+    tracking_numbers: z.array(z.string()).optional(),
+    tracking_url: z.string().optional(),
+    tracking_urls: z.array(z.string()).optional(),
+    tracking_company: z.string().optional(),
+    notify_customer: z.boolean().optional(),
+  }),
+});
+const platformBOrderRequest = z.object({
+  status: z.string().optional(),
+  line_items: z
+    .array(z.object({ sku: z.string(), name: z.string(), quantity, total: decimal }))
+    .min(1, 'must have at least one line'),
+  shipping: z.record(z.unknown()).optional(),
+  billing: z.object({ email: z.string().optional() }).passthrough().optional(),
+  currency: currency.optional(),
+  meta_data: z.array(z.object({ key: z.string(), value: z.unknown() })).optional(),
+});
+const platformBTrackingRequest = z.object({
+  tracking_provider: z.string().optional(),
+  tracking_number: z.string().min(1),
+  tracking_link: z.string().optional(),
+});
+const customOrderRequest = z.object({
+  reference: z.string().min(1),
+  currency,
+  lines: z
+    .array(z.object({ sku: z.string(), title: z.string(), quantity, unitPrice: decimal }))
+    .min(1, 'must have at least one line'),
+  shippingAddress: z.record(z.unknown()).nullish(),
+  email: z.string().nullish(),
+});
+const customFulfillmentRequest = z.object({
+  trackingNumbers: z.array(z.string()).min(1, 'must have at least one tracking number'),
+  trackingUrls: z.array(z.string()).optional(),
+  carrier: z.string().optional(),
+  notifyCustomer: z.boolean().optional(),
+});
+
 const platformA: SimulatedPlatform = {
   platform: 'platform_a',
   claims: /^\/admin\/api\/2025-01\//,
@@ -85,21 +139,7 @@ const platformA: SimulatedPlatform = {
     return { status: 200, body: { orders: page.orders }, headers };
   },
   placeOrder(body, { id, shopDomain, createdAt }) {
-    const { order } = accept(
-      z.object({
-        order: z.object({
-          line_items: z
-            .array(z.object({ sku: z.string(), title: z.string(), quantity, price: decimal }))
-            .min(1, "can't be blank"),
-          email: z.string().optional(),
-          shipping_address: z.record(z.unknown()).optional(),
-          currency: currency.optional(),
-          tags: z.string().optional(),
-          note_attributes: z.array(z.object({ name: z.string(), value: z.string() })).optional(),
-        }),
-      }),
-      body,
-    );
+    const { order } = accept(platformAOrderRequest, body);
     const lines = order.line_items.map((line) => ({ ...line, vendor: shopDomain }));
     const built = buildOrderPayload('platform_a', {
       id,
@@ -117,19 +157,7 @@ const platformA: SimulatedPlatform = {
     };
   },
   fulfill(body, order, { id }) {
-    const { fulfillment } = accept(
-      z.object({
-        fulfillment: z.object({
-          tracking_number: z.string().optional(),
-          tracking_numbers: z.array(z.string()).optional(),
-          tracking_url: z.string().optional(),
-          tracking_urls: z.array(z.string()).optional(),
-          tracking_company: z.string().optional(),
-          notify_customer: z.boolean().optional(),
-        }),
-      }),
-      body,
-    );
+    const { fulfillment } = accept(platformAFulfillmentRequest, body);
     const payload = buildFulfillmentPayload('platform_a', {
       orderId: String(order.id),
       fulfillmentId: id,
@@ -164,19 +192,7 @@ const platformB: SimulatedPlatform = {
     return { status: 200, body: orders, headers };
   },
   placeOrder(body, { id, shopDomain, createdAt }) {
-    const request = accept(
-      z.object({
-        status: z.string().optional(),
-        line_items: z
-          .array(z.object({ sku: z.string(), name: z.string(), quantity, total: decimal }))
-          .min(1, 'must have at least one line'),
-        shipping: z.record(z.unknown()).optional(),
-        billing: z.object({ email: z.string().optional() }).passthrough().optional(),
-        currency: currency.optional(),
-        meta_data: z.array(z.object({ key: z.string(), value: z.unknown() })).optional(),
-      }),
-      body,
-    );
+    const request = accept(platformBOrderRequest, body);
     const orderCurrency = request.currency ?? 'USD';
     const lines = request.line_items.map((line) => ({
       sku: line.sku,
@@ -202,14 +218,7 @@ const platformB: SimulatedPlatform = {
     };
   },
   fulfill(body, order) {
-    const tracking = accept(
-      z.object({
-        tracking_provider: z.string().optional(),
-        tracking_number: z.string().min(1),
-        tracking_link: z.string().optional(),
-      }),
-      body,
-    );
+    const tracking = accept(platformBTrackingRequest, body);
     const trackingId = randomUUID().replaceAll('-', '');
     const payload = buildFulfillmentPayload('platform_b', {
       orderId: String(order.id),
@@ -244,18 +253,7 @@ const custom: SimulatedPlatform = {
     return { status: 200, body: { data: page.orders, nextCursor: page.next ? writeCursor(page.next) : null } };
   },
   placeOrder(body, { id, shopDomain, createdAt }) {
-    const request = accept(
-      z.object({
-        reference: z.string().min(1),
-        currency,
-        lines: z
-          .array(z.object({ sku: z.string(), title: z.string(), quantity, unitPrice: decimal }))
-          .min(1, 'must have at least one line'),
-        shippingAddress: z.record(z.unknown()).nullish(),
-        email: z.string().nullish(),
-      }),
-      body,
-    );
+    const request = accept(customOrderRequest, body);
     const lines = request.lines.map(({ unitPrice, ...line }) => ({ ...line, vendor: shopDomain, price: unitPrice }));
     const built = buildOrderPayload('custom', {
       id: `ord_${id}`,
@@ -268,15 +266,7 @@ const custom: SimulatedPlatform = {
     return { ...built, reference: request.reference, shippingAddress: request.shippingAddress ?? null };
   },
   fulfill(body, order, { id }) {
-    const request = accept(
-      z.object({
-        trackingNumbers: z.array(z.string()).min(1, 'must have at least one tracking number'),
-        trackingUrls: z.array(z.string()).optional(),
-        carrier: z.string().optional(),
-        notifyCustomer: z.boolean().optional(),
-      }),
-      body,
-    );
+    const request = accept(customFulfillmentRequest, body);
     const payload = buildFulfillmentPayload('custom', {
       orderId: String(order.id),
       trackingNumbers: request.trackingNumbers,
