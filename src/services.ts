@@ -40,7 +40,7 @@ import { WebhookEndpointService } from './webhook-endpoints/service.ts';
 import { WebhookEndpointRepository } from './webhook-endpoints/repository.ts';
 import { WebhookService } from './webhooks/service.ts';
 import type { WatchRepairs } from './divergence-watch/repairs.ts';
-import { DivergenceRepository, raiseDivergence, resolveDivergences, WatchRepository } from './divergence-watch/repository.ts';
+import { describeDivergence, DivergenceRepository, raiseDivergence, resolveDivergences, WatchRepository } from './divergence-watch/repository.ts';
 import { FULFILLMENT_RECORDED, SETTLED_STEPS } from './workers/kinds.ts';
 import type { FulfillmentRecorded } from './fulfillments/ports.ts';
 import { WatchRunner } from './divergence-watch/runner.ts';
@@ -86,7 +86,11 @@ export function createServices(infrastructure: Infrastructure) {
   const cancellations = new CancellationService(
     { jobs: syncJobRepository, vendorTags: sourceStoreRepository, queue, outbox, metrics, timelines },
     new CancellationRepository(orm),
-    { raise: (trx, entry) => raiseDivergence(trx, entry), resolve: (trx, syncJobId, type) => resolveDivergences(trx, syncJobId, type) },
+    {
+      raise: (trx, entry) => raiseDivergence(trx, entry),
+      resolve: (trx, syncJobId, type) => resolveDivergences(trx, syncJobId, type),
+      describe: (trx, syncJobId, type, detail) => describeDivergence(trx, syncJobId, type, detail),
+    },
   );
   const resellerStoreRepository = new ResellerStoreRepository(orm);
   const divergenceRepository = new DivergenceRepository(orm);

@@ -4,7 +4,7 @@ import type { AttemptWrite } from '../attempts/repository.ts';
 import type { Trx } from '../db/sql.ts';
 import type { SupplierLine } from '../platforms/types.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
-import type { OrderFoundBy, SyncJob } from '../sync-jobs/entity.ts';
+import type { OrderFoundBy, SupplierCancelled, SyncJob } from '../sync-jobs/entity.ts';
 
 /**
  * The reseller's to-do list (order-changes.md, "The divergence watch"), as this feature writes to it:
@@ -19,6 +19,8 @@ export interface DivergenceRaising {
   ): Promise<string | null>;
   /** Resolves the job's open entry of that type, in the caller's transaction. */
   resolve(trx: Trx, syncJobId: string, type: 'stale'): Promise<unknown>;
+  /** Says what the job's open entry of that type is about now (its `detail`), in the caller's transaction. */
+  describe(trx: Trx, syncJobId: string, type: 'supplier_cancelled', detail: string | null): Promise<unknown>;
 }
 
 /** The timeline entries of rows, each row's oldest first: the retry framework's, handed in by the composition root. */
@@ -42,8 +44,10 @@ export interface CancelledJobs {
   loadWithSources(jobIds: string[]): Promise<{ row: SyncJob; source: SourceStore | null }[]>;
   /** Replaces a job's stored order (cut by some lines before it was placed); version-checked. */
   replaceOrderIn(trx: Trx, job: SyncJob): Promise<boolean>;
-  /** Records a supplier's own cancellation on a job, once; false when it was recorded before. */
-  markSupplierCancelledIn(trx: Trx, syncJobId: string, at: Date, reason: string | null): Promise<boolean>;
+  /** The supplier's own cancellation recorded on a job (`lines` null: the whole order), the job's row locked for the caller's transaction; null when none. */
+  supplierCancellationIn(trx: Trx, syncJobId: string): Promise<SupplierCancelled | null>;
+  /** Records a supplier's own cancellation on a job: the first, or one that cancelled more of the order than the one recorded. */
+  markSupplierCancelledIn(trx: Trx, syncJobId: string, cancelled: SupplierCancelled): Promise<void>;
   /**
    * Keeps a job's supplier lines as a read of its order gave them, when it kept none from the create
    * answer (placed before they were kept, or found by its reference after a lost answer).

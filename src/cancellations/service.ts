@@ -16,7 +16,7 @@ import { GroupCommit } from '../db/group-commit.ts';
 import { holdLock } from '../db/locks.ts';
 import { notFound } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
-import type { SyncJob } from '../sync-jobs/entity.ts';
+import type { SupplierCancelled, SyncJob } from '../sync-jobs/entity.ts';
 import { placedJobLockKey } from '../sync-jobs/placed-lock.ts';
 import type { JobDetail } from '../sync-jobs/present.ts';
 import { voidJobsIn } from './attempt.ts';
@@ -573,12 +573,16 @@ export class CancellationService implements OrderCancellations, SupplierCancella
   }
 
   /**
-   * A supplier cancelled an order the service placed: the job records it once (`supplierCancelledAt`,
-   * `supplierCancelReason`), with audit entry and event `sync_job.supplier_cancelled`. The storefront
-   * is not changed. An order the service itself asked to cancel (a cancellation of the job that is not
-   * over, or that cancelled it), reported back cancelled, changes nothing; nor does an order no job
-   * placed (the supplier's own sale). Returns the job, if any, and
-   * whether this call recorded the cancellation.
+   * A supplier cancelled an order the service placed: the job records it (`supplierCancelledAt`,
+   * `supplierCancelReason`), with audit entry and event `sync_job.supplier_cancelled`, and the to-do
+   * list's `supplier_cancelled` entry. Once, unless the one recorded named some lines only (a custom
+   * supplier's cancellation of some lines) and this one cancels more (the rest of the order, or the
+   * whole): that is recorded too (the reason and the lines say what is cancelled now, a new audit
+   * entry and event, the open entry's detail follows), so the reseller is never left believing that
+   * the rest of the order ships. The storefront is not changed. An order the service itself asked to
+   * cancel (a cancellation of the job that is not over, or that cancelled it), reported back
+   * cancelled, changes nothing; nor does an order no job placed (the supplier's own sale). Returns the
+   * job, if any, and whether this call recorded the cancellation.
    */
   async recordSupplierCancellation(report: SupplierCancellationReport): Promise<SupplierCancellationRecorded | null> {
     const job = report.syncJob ?? (await this.deps.jobs.findBySourceOrder(report.sourceStoreIds, report.sourceOrderId));
@@ -588,7 +592,9 @@ export class CancellationService implements OrderCancellations, SupplierCancella
     const recorded = await this.repository.transaction(async (trx) => {
       // After a stale entry being raised for the job now (the watch), which this resolves: never one left beside it.
       await holdLock(trx, placedJobLockKey(job.id));
-      if (!(await this.deps.jobs.markSupplierCancelledIn(trx, job.id, at, report.reason))) return false;
+      const cancelled = widenedSupplierCancellation(await this.deps.jobs.supplierCancellationIn(trx, job.id), report, at);
+      if (!cancelled) return false;
+      await this.deps.jobs.markSupplierCancelledIn(trx, job.id, cancelled.now);
       await this.divergences.resolve(trx, job.id, 'stale');
       await insertAudit(trx, [
         {
@@ -598,16 +604,21 @@ export class CancellationService implements OrderCancellations, SupplierCancella
           resourceType: 'sync_job',
           resourceId: job.id,
           actorId: SYSTEM_ACTOR,
-          metadata: { externalOrderId: job.externalOrderId, sourceStoreId: job.sourceStoreId, sourceOrderId: report.sourceOrderId, reason: report.reason, ...report.via },
+          metadata: {
+            externalOrderId: job.externalOrderId,
+            sourceStoreId: job.sourceStoreId,
+            sourceOrderId: report.sourceOrderId,
+            reason: report.reason,
+            lines: report.lines?.length ? report.lines : null,
+            ...(cancelled.before && { previousReason: cancelled.before.reason, previousLines: cancelled.before.lines }),
+            ...report.via,
+          },
         },
       ]);
-      await this.divergences.raise(trx, {
-        ownerId: job.ownerId,
-        resellerStoreId: job.resellerStoreId,
-        syncJobId: job.id,
-        type: 'supplier_cancelled',
-        detail: report.reason ? `Cancelled by the supplier (${report.reason}).` : 'Cancelled by the supplier.',
-      });
+      const detail = cancelled.now.reason ? `Cancelled by the supplier (${cancelled.now.reason}).` : 'Cancelled by the supplier.';
+      const raised = await this.divergences.raise(trx, { ownerId: job.ownerId, resellerStoreId: job.resellerStoreId, syncJobId: job.id, type: 'supplier_cancelled', detail });
+      // Recorded before: its open entry now says what is cancelled (a dismissed one is not raised again).
+      if (raised === null && cancelled.before) await this.divergences.describe(trx, job.id, 'supplier_cancelled', detail);
       const event = await jobEventIn(trx, 'sync_job.supplier_cancelled', job.id);
       if (event) await this.deps.outbox.append(trx, [event]);
       return true;
@@ -1011,4 +1022,30 @@ function orderAudit(signal: Pick<CancellationSignal, 'ownerId' | 'resellerStoreI
     actorId: SYSTEM_ACTOR,
     metadata: { scope: signal.scope, lines: signal.lines, ...signal.via, ...metadata },
   };
+}
+
+/**
+ * What a job records of a supplier's own cancellation after this report (`now`), and what it had
+ * recorded (`before`); null when the report adds nothing to it (a redelivery, or the whole order
+ * recorded already). The first report is recorded as it is (its lines, or the whole order). After
+ * one of some lines: the whole order (no lines) is recorded with its own reason; lines beyond those
+ * recorded (per SKU, the most reported, so a redelivery counts once) with both reasons. The time
+ * stays the first one's.
+ */
+function widenedSupplierCancellation(before: SupplierCancelled | null, report: SupplierCancellationReport, at: Date): { now: SupplierCancelled; before: SupplierCancelled | null } | null {
+  const reported = report.lines?.length ? report.lines.map(({ sku, quantity }) => ({ sku, quantity })) : null;
+  if (before === null) return { now: { at, reason: report.reason, lines: reported }, before: null };
+  if (before.lines === null) return null;
+  if (reported === null) return { now: { at: before.at, reason: report.reason, lines: null }, before };
+  const merged = new Map(before.lines.map(({ sku, quantity }) => [sku, quantity]));
+  let more = false;
+  for (const { sku, quantity } of reported) {
+    if (quantity > (merged.get(sku) ?? 0)) {
+      merged.set(sku, quantity);
+      more = true;
+    }
+  }
+  if (!more) return null;
+  const reason = [...new Set([before.reason, report.reason].filter((text): text is string => text !== null && text !== ''))].join('; ') || null;
+  return { now: { at: before.at, reason, lines: [...merged].map(([sku, quantity]) => ({ sku, quantity })) }, before };
 }

@@ -31,6 +31,7 @@ export const TABLES = {
     updated_at: 'timestamp with time zone',
     supplier_cancelled_at: 'timestamp with time zone null',
     supplier_cancel_reason: 'text null',
+    supplier_cancelled_lines: 'jsonb null',
     supplier_lines: 'jsonb null',
     sent_orders: 'jsonb null',
   },

@@ -330,6 +330,18 @@ export async function resolveDivergences(trx: Trx | Db, syncJobId: string, type:
   return Number(result.numUpdatedRows);
 }
 
+/** Replaces the detail of the job's open entry of a type (what it is about now), in the caller's transaction; returns how many. */
+export async function describeDivergence(trx: Trx | Db, syncJobId: string, type: DivergenceType, detail: string | null): Promise<number> {
+  const result = await trx
+    .updateTable('divergences')
+    .set({ detail })
+    .where('sync_job_id', '=', syncJobId)
+    .where('type', '=', type)
+    .where('status', '=', 'open')
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
 /** A `div_` id made by the database, sorting by time like newId's (its first 48 bits are the millisecond). */
 export const SQL_DIVERGENCE_ID = `'div_' || lpad(to_hex((extract(epoch from clock_timestamp()) * 1000)::bigint), 12, '0') || substr(replace(gen_random_uuid()::text, '-', ''), 13, 20)`;
 

@@ -4,6 +4,14 @@ import type { ResellerOrder } from '../orders/types.ts';
 import type { SupplierLine } from '../platforms/types.ts';
 import { statusCountTriggers } from '../reseller-stores/status-count.entity.ts';
 
+/** A supplier's own cancellation as a job records it (`supplierCancelledAt`, `supplierCancelReason`, `supplierCancelledLines`). */
+export interface SupplierCancelled {
+  at: Date;
+  reason: string | null;
+  /** The lines it named, per SKU; null: the whole order. */
+  lines: { sku: string; quantity: number }[] | null;
+}
+
 /**
  * A sync job: one supplier's part of a reseller order, placed on the supplier's store. Its lifecycle
  * columns (status … deadAt, retriesLeft, sourceOrderId) are the whole state of its attempt machine:
@@ -46,6 +54,13 @@ export const SyncJob = defineEntity({
     /** When the supplier cancelled the order the service placed, on its own (order-changes.md). */
     supplierCancelledAt: p.datetime().nullable(),
     supplierCancelReason: p.text().nullable(),
+    /**
+     * The lines the supplier's own cancellation named, when it named some (a custom supplier's
+     * cancellation of some lines; per SKU, the most it reported), so a later cancellation of more of
+     * the order (the rest, or the whole) is recorded too; null when it cancelled the whole order (or
+     * has not cancelled). Not shown: `supplierCancelReason` names the lines.
+     */
+    supplierCancelledLines: p.json<{ sku: string; quantity: number }[]>().nullable(),
     /**
      * The supplier order's lines with the supplier's own line ids, as its create answer gave them
      * (a cancellation of some lines names them); else as a cancellation read them from the order

@@ -15,7 +15,7 @@ import { columnsOf, rowMapper } from '../db/row-mapper.ts';
 import { StatementShapes, type Slot, type SlotsOf } from '../db/statement-shapes.ts';
 import { PREPARED } from '../db/prepared.ts';
 import type { Page, PageQuery } from '../shared/paging.ts';
-import { type OrderFoundBy, SyncJob } from './entity.ts';
+import { type OrderFoundBy, type SupplierCancelled, SyncJob } from './entity.ts';
 
 export interface JobFilters extends PageQuery {
   status?: SyncJob['status'] | undefined;
@@ -556,15 +556,33 @@ export class SyncJobRepository {
       .execute();
   }
 
-  /** Records a supplier's own cancellation on a job, once; false when it was recorded before. */
-  async markSupplierCancelledIn(trx: Trx, syncJobId: string, at: Date, reason: string | null): Promise<boolean> {
-    const result = await trx
-      .updateTable('sync_jobs')
-      .set({ supplier_cancelled_at: at, supplier_cancel_reason: reason })
+  /**
+   * The supplier's own cancellation recorded on a job, as this transaction sees it, the row locked
+   * until it ends (the caller then writes it: `markSupplierCancelledIn`); null when none is recorded.
+   * `lines` null: the whole order.
+   */
+  async supplierCancellationIn(trx: Trx, syncJobId: string): Promise<SupplierCancelled | null> {
+    const row = await trx
+      .selectFrom('sync_jobs')
+      .select(['supplier_cancelled_at', 'supplier_cancel_reason', 'supplier_cancelled_lines'])
       .where('id', '=', syncJobId)
-      .where('supplier_cancelled_at', 'is', null)
+      .forUpdate()
       .executeTakeFirst();
-    return Number(result.numUpdatedRows) === 1;
+    if (!row || row.supplier_cancelled_at === null) return null;
+    return { at: new Date(row.supplier_cancelled_at), reason: row.supplier_cancel_reason, lines: (row.supplier_cancelled_lines as SupplierCancelled['lines']) ?? null };
+  }
+
+  /** Records a supplier's own cancellation on a job: the first, or one that cancelled more of the order than the one recorded. */
+  async markSupplierCancelledIn(trx: Trx, syncJobId: string, cancelled: SupplierCancelled): Promise<void> {
+    await trx
+      .updateTable('sync_jobs')
+      .set({
+        supplier_cancelled_at: cancelled.at,
+        supplier_cancel_reason: cancelled.reason,
+        supplier_cancelled_lines: cancelled.lines === null ? null : JSON.stringify(cancelled.lines),
+      })
+      .where('id', '=', syncJobId)
+      .execute();
   }
 
   /**

@@ -1,0 +1,71 @@
+/**
+ * review-16: a supplier's own cancellation (order-changes.md, "A supplier's own cancellation"),
+ * end to end through the fulfillment webhook: what the job records, its audit entries and events,
+ * and the reseller's to-do list. Real service, queue, database and sandbox.
+ */
+import { describe, expect } from 'vitest';
+import { sendWebhook } from './sandbox/server.ts';
+import { test } from './support/fixtures.ts';
+import { ANVIL, BELL, createAcmeShop, sendStorefrontWebhook, type Shop } from './support/cancellations.ts';
+import { auditOf, getJob, waitForJob } from './support/sync-jobs.ts';
+import { FULFILLMENTS_PATH } from './support/webhooks.ts';
+
+test.override('serviceEnv', { SYNC_RETRY_BASE_DELAY_MS: '50' });
+
+let nextOrderId = 2_390_000 + Math.floor(Math.random() * 10_000) * 10;
+
+type AcmeShop = Omit<Shop, 'bolt'>;
+
+const it = test
+  /** A custom storefront with Acme, a custom supplier, and one order of anvils and bells placed there. */
+  .extend('placed', { scope: 'file' }, ({ api, service, sandbox }) => async () => {
+    const shop = await createAcmeShop(api, 'custom', 'custom');
+    const order = sandbox.buildOrderPayload('custom', { id: `ord_${nextOrderId++}`, lines: [ANVIL, BELL] }) as Record<string, any>;
+    const ids = ((await sendStorefrontWebhook(service.url, shop, 'orders/create', order)).body as { syncJobIds: string[] }).syncJobIds;
+    const job = await waitForJob(api, shop.user.token, ids[0]!, (j) => j.status === 'completed');
+    return { shop, order, job };
+  })
+  .extend('supplierSends', { scope: 'file' }, ({ service }) => (shop: AcmeShop, topic: string, payload: unknown, webhookId?: string) =>
+    sendWebhook({ targetUrl: `${service.url}${FULFILLMENTS_PATH}`, shopDomain: shop.acme.shopDomain, secret: shop.acme.secret, topic, payload, ...(webhookId && { webhookId }) }));
+
+const todoOf = async (api: any, shop: AcmeShop) =>
+  ((await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token })).body.data as any[]).map((entry) => ({ type: entry.type, syncJobId: entry.syncJobId, detail: entry.detail }));
+const supplierCancelledEvents = async (api: any, shop: AcmeShop) =>
+  (await api.get(`/v1/events?type=sync_job.supplier_cancelled&reseller_store_id=${shop.reseller.id}`, { token: shop.user.token })).body.data as any[];
+
+describe("a custom supplier's own cancellation of some lines, then of the whole order", () => {
+  it('records the whole-order cancellation too: the job, its audit entry and event, and the to-do entry say the whole order is cancelled', async ({ api, placed, supplierSends }) => {
+    const { shop, job: placedJob } = await placed();
+    // The supplier runs out of anvils: it cancels that line only.
+    const partial = await supplierSends(shop, 'orders/cancelled', { id: placedJob.sourceOrderId, cancelledAt: new Date().toISOString(), reason: 'anvils out of stock', lines: [{ sku: 'A-1', quantity: 2 }] });
+    expect(partial.body).toMatchObject({ received: true, syncJobIds: [placedJob.id] });
+    const afterPartial = await getJob(api, shop.user.token, placedJob.id);
+    expect(afterPartial.supplierCancelReason).toContain('A-1');
+    expect(await supplierCancelledEvents(api, shop)).toHaveLength(1);
+
+    // A day later it closes the rest of the order too (no lines: the whole order).
+    const whole = await supplierSends(shop, 'orders/cancelled', { id: placedJob.sourceOrderId, cancelledAt: new Date().toISOString(), reason: 'warehouse closed' });
+    expect(whole.body).toMatchObject({ received: true, syncJobIds: [placedJob.id] });
+
+    const job = await getJob(api, shop.user.token, placedJob.id);
+    // The reseller must learn that the bells will not come either.
+    expect(job.supplierCancelReason).toContain('warehouse closed');
+    expect(job.supplierCancelReason).not.toMatch(/^anvils out of stock; lines cancelled: A-1 × 2$/);
+    const events = await supplierCancelledEvents(api, shop);
+    expect(events).toHaveLength(2);
+    expect(events[0]!.data.object.supplierCancelReason).toContain('warehouse closed');
+    const audit = (await auditOf(api, shop.user.token, placedJob.id)).filter((entry) => entry.action === 'sync_job.supplier_cancelled');
+    expect(audit).toHaveLength(2);
+    // Still one entry on the to-do list for the job, and it says what is now the case.
+    const todo = await todoOf(api, shop);
+    expect(todo).toHaveLength(1);
+    expect(todo[0]).toMatchObject({ type: 'supplier_cancelled', syncJobId: placedJob.id });
+    expect(todo[0]!.detail).toContain('warehouse closed');
+
+    // A redelivery of either changes nothing more.
+    await supplierSends(shop, 'orders/cancelled', { id: placedJob.sourceOrderId, cancelledAt: new Date().toISOString(), reason: 'warehouse closed' });
+    await supplierSends(shop, 'orders/cancelled', { id: placedJob.sourceOrderId, cancelledAt: new Date().toISOString(), reason: 'anvils out of stock', lines: [{ sku: 'A-1', quantity: 2 }] });
+    expect(await supplierCancelledEvents(api, shop)).toHaveLength(2);
+    expect((await getJob(api, shop.user.token, placedJob.id)).supplierCancelReason).toBe(job.supplierCancelReason);
+  });
+});
