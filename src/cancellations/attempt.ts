@@ -340,17 +340,30 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
      */
     outcomeLocks: (rows) => rows.filter(endsWholeOrder).map((row) => placedJobLockKey(row.syncJobId)),
 
+    /**
+     * A whole order cancelled (or its last open lines) while a fulfillment of it was recorded: `too_late`.
+     * Else nothing of the supplier order is left to cancel: the job's entries about cancelling some of
+     * it (a cancellation that died, lines its platform could not cancel alone) are resolved, as nothing
+     * is left for the reseller to do about them.
+     */
     async outcomesWrittenIn(trx, rows) {
       const jobIds = [...new Set(rows.filter(endsWholeOrder).map((row) => row.syncJobId))];
       if (jobIds.length === 0) return;
       const shipped = await ctx.shipments.jobsShippedIn(trx, jobIds);
       const writing = { repository, divergences: ctx.divergences, outbox: ctx.outbox };
       for (const jobId of jobIds) if (shipped.has(jobId)) await shippedAnywayIn(trx, writing, jobId, SHIPPED_WHILE_CANCELLING);
+      const cancelledWhole = new Set(rows.filter((row) => endsWholeOrder(row) && row.outcome === 'cancelled' && !shipped.has(row.syncJobId)).map((row) => row.syncJobId));
+      for (const jobId of cancelledWhole) {
+        for (const type of MOOT_ONCE_CANCELLED) await ctx.divergences.resolve(trx, jobId, type);
+      }
     },
   };
 }
 
 const SHIPPED_WHILE_CANCELLING = shippedAnywayReason('a fulfillment arrived while the cancellation was being made');
+
+/** The to-do list's entries about cancelling part of a supplier order, moot once the order is cancelled whole. */
+const MOOT_ONCE_CANCELLED = ['cancellation_dead', 'unsupported'] as const;
 
 /**
  * The order as read, each line named by the id the job kept from the create answer for it (matched by
