@@ -16,7 +16,7 @@ import type { ResellerStore } from '../reseller-stores/entity.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
 import { holdLease, LeaseLost, RunStopped, type Lease } from '../db/locks.ts';
 import { QUEUED_LEASE_MS } from './service.ts';
-import { syncJobEventsIn } from '../sync-jobs/events.ts';
+import { jobEventsIn } from '../cancellations/events.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
 import type { WatchReads } from './ports.ts';
 import type { WatchRepairs } from './repairs.ts';
@@ -376,7 +376,8 @@ export class WatchRunner {
           metadata: { sourceOrderId: job.sourceOrderId ?? null, staleAfterMs: this.deps.config.staleAfterMs },
         })),
       );
-      await this.deps.outbox.append(trx, await syncJobEventsIn(trx, jobs.map((job) => ({ type: 'sync_job.stale' as const, job }))));
+      // The job as its GET shows it: with its cancellations and its fulfillments (a stale job may have shipments recorded `skipped`).
+      await this.deps.outbox.append(trx, await jobEventsIn(trx, jobs.map((job) => ({ type: 'sync_job.stale' as const, syncJobId: job.id }))));
     });
     for (let i = 0; i < raised; i++) this.repaired('stale');
     return raised;
