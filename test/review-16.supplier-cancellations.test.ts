@@ -9,8 +9,10 @@ import { test } from './support/fixtures.ts';
 import { ANVIL, BELL, createAcmeShop, sendStorefrontWebhook, type Shop } from './support/cancellations.ts';
 import { auditOf, getJob, waitForJob } from './support/sync-jobs.ts';
 import { FULFILLMENTS_PATH } from './support/webhooks.ts';
+import { queryRows } from './support/database.ts';
+import { check, type Tenant } from './support/watch.ts';
 
-test.override('serviceEnv', { SYNC_RETRY_BASE_DELAY_MS: '50' });
+test.override('serviceEnv', { SYNC_RETRY_BASE_DELAY_MS: '50', DIVERGENCE_INTERVAL_MS: '0', RECONCILE_INTERVAL_MS: '0' });
 
 let nextOrderId = 2_390_000 + Math.floor(Math.random() * 10_000) * 10;
 
@@ -67,5 +69,26 @@ describe("a custom supplier's own cancellation of some lines, then of the whole 
     await supplierSends(shop, 'orders/cancelled', { id: placedJob.sourceOrderId, cancelledAt: new Date().toISOString(), reason: 'anvils out of stock', lines: [{ sku: 'A-1', quantity: 2 }] });
     expect(await supplierCancelledEvents(api, shop)).toHaveLength(2);
     expect((await getJob(api, shop.user.token, placedJob.id)).supplierCancelReason).toBe(job.supplierCancelReason);
+  });
+});
+
+describe("a custom supplier's own cancellation of some lines only", () => {
+  it('leaves the rest of the order watched: no tracking for it after STALE_AFTER_MS is stale, beside the supplier_cancelled entry', async ({ api, service, placed, supplierSends }) => {
+    const { shop, job: placedJob } = await placed();
+    const partial = await supplierSends(shop, 'orders/cancelled', { id: placedJob.sourceOrderId, cancelledAt: new Date().toISOString(), reason: 'anvils out of stock', lines: [{ sku: 'A-1', quantity: 2 }] });
+    expect(partial.body).toMatchObject({ received: true, syncJobIds: [placedJob.id] });
+
+    // The bells are still to ship; a week later nothing has come.
+    await queryRows(service.databaseUrl, "update sync_jobs set completed_at = now() - interval '8 days' where id = $1", [placedJob.id]);
+    const tenant = { target: { api, url: service.url, databaseUrl: service.databaseUrl }, user: shop.user, reseller: shop.reseller, suppliers: [] } as unknown as Tenant;
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', error: null });
+    const todo = await todoOf(api, shop);
+    expect(todo.map((entry) => entry.type).sort()).toEqual(['stale', 'supplier_cancelled']);
+
+    // The supplier then cancels the rest too: the stale entry is resolved (nothing is left to ship), once.
+    await supplierSends(shop, 'orders/cancelled', { id: placedJob.sourceOrderId, cancelledAt: new Date().toISOString(), reason: 'warehouse closed' });
+    expect((await todoOf(api, shop)).map((entry) => entry.type)).toEqual(['supplier_cancelled']);
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', error: null });
+    expect((await todoOf(api, shop)).map((entry) => entry.type)).toEqual(['supplier_cancelled']);
   });
 });

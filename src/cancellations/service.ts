@@ -595,7 +595,8 @@ export class CancellationService implements OrderCancellations, SupplierCancella
       const cancelled = widenedSupplierCancellation(await this.deps.jobs.supplierCancellationIn(trx, job.id), report, at);
       if (!cancelled) return false;
       await this.deps.jobs.markSupplierCancelledIn(trx, job.id, cancelled.now);
-      await this.divergences.resolve(trx, job.id, 'stale');
+      // Cancelled whole, the order ships nothing; some lines only, the rest is still to ship (and to be tracked).
+      if (cancelled.now.lines === null) await this.divergences.resolve(trx, job.id, 'stale');
       await insertAudit(trx, [
         {
           ownerId: job.ownerId,

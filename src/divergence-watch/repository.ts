@@ -254,7 +254,8 @@ export class WatchRepository {
 
 /**
  * The store's placed jobs (`j`) due a `stale` entry: no tracking `staleAfterMs` after their placement, their supplier order not
- * cancelled nor being cancelled (no whole-order cancellation unfinished or dead), none raised or dismissed yet.
+ * cancelled nor being cancelled (no whole-order cancellation unfinished or dead; the supplier's own cancellation of some lines
+ * only leaves the rest to ship), none raised or dismissed yet.
  */
 function staleJobs(resellerStoreId: string, staleAfterMs: number) {
   return sql`j.reseller_store_id = ${resellerStoreId} and j.status = 'completed' and j.source_order_id is not null
@@ -263,10 +264,12 @@ function staleJobs(resellerStoreId: string, staleAfterMs: number) {
     and not exists (select 1 from fulfillments f where f.sync_job_id = j.id and f.status <> 'skipped')
     -- A supplier order that is cancelled (by the supplier, or at the service's request) ships nothing; one whose whole-order
     -- cancellation is still being made, or dead (cancellation_dead on the to-do list), waits for it, not for tracking.
-    and j.supplier_cancelled_at is null
+    -- The supplier's own cancellation of some lines only (supplier_cancelled_lines) leaves the rest to ship.
+    and (j.supplier_cancelled_at is null or j.supplier_cancelled_lines is not null)
     and not exists (select 1 from cancellations c where c.sync_job_id = j.id
       and (((c.scope = 'order' or c.closes_order) and c.outcome = 'cancelled') or (c.scope = 'order' and c.status <> 'completed')))
-    and not exists (select 1 from divergences d where d.sync_job_id = j.id and d.type in ('stale', 'supplier_cancelled') and d.status in ('open', 'dismissed'))`;
+    and not exists (select 1 from divergences d where d.sync_job_id = j.id and d.status in ('open', 'dismissed')
+      and (d.type = 'stale' or (d.type = 'supplier_cancelled' and j.supplier_cancelled_lines is null)))`;
 }
 
 export interface NewDivergence {
