@@ -92,3 +92,16 @@ describe("a custom supplier's own cancellation of some lines only", () => {
     expect((await todoOf(api, shop)).map((entry) => entry.type)).toEqual(['supplier_cancelled']);
   });
 });
+
+describe("a custom supplier's cancellation that names no line (an empty `lines`)", () => {
+  it('cancels nothing: ignored, as the storefront reader reads the same body, and the job is not marked cancelled by its supplier', async ({ api, placed, supplierSends }) => {
+    const { shop, job: placedJob } = await placed();
+    const response = await supplierSends(shop, 'orders/cancelled', { id: placedJob.sourceOrderId, cancelledAt: new Date().toISOString(), reason: 'nothing', lines: [] });
+    expect(response.status).toBe(200);
+    expect(response.body).toMatchObject({ received: true, ignored: true });
+    const job = await getJob(api, shop.user.token, placedJob.id);
+    expect(job.supplierCancelledAt).toBeNull();
+    expect(await todoOf(api, shop)).toEqual([]);
+    expect(await supplierCancelledEvents(api, shop)).toEqual([]);
+  });
+});

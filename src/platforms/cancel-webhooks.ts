@@ -135,6 +135,8 @@ export function readSupplierCancellation(platform: Platform, topic: string, body
   if (platform === 'custom' && topic === 'orders/cancelled') {
     const cancellation = parsePayload(customCancellation, body, 'custom cancellation');
     if (!saysCancelled(cancellation.cancelledAt)) return null;
+    // No `lines` is the whole order; lines that name none cancel nothing (as the storefront's reader reads them).
+    if (cancellation.lines && cancellation.lines.length === 0) return null;
     const lines = cancellation.lines?.length ? `lines cancelled: ${cancellation.lines.map((l) => `${l.sku} × ${l.quantity}`).join(', ')}` : null;
     return {
       sourceOrderId: cancellation.id,
