@@ -9,6 +9,8 @@ import { describe, expect } from 'vitest';
 import { test } from './support/fixtures.ts';
 import { ANVIL, BELL, createAcmeShop, sendStorefrontWebhook } from './support/cancellations.ts';
 import { waitForJob } from './support/sync-jobs.ts';
+import { sendWebhook } from './sandbox/server.ts';
+import { FULFILLMENTS_PATH } from './support/webhooks.ts';
 
 test.override('serviceEnv', { SYNC_RETRY_BASE_DELAY_MS: '50', SWEEP_INTERVAL_MS: '500', DIVERGENCE_INTERVAL_MS: '0', RECONCILE_INTERVAL_MS: '0' });
 const it = test;
@@ -57,6 +59,25 @@ describe('a whole-order cancellation that cancelled the supplier order', () => {
     const done = await waitForJob(api, shop.user.token, placed.id, (j) => j.cancellations.length === 2 && j.cancellations[1].status === 'completed', 20_000);
     expect(done.cancellations[1]).toMatchObject({ scope: 'order', outcome: 'cancelled' });
     // The anvils the reseller was told to cancel by hand are cancelled with the rest of the order.
+    expect(await todoOf(api, shop)).toEqual([]);
+  });
+
+  it("resolves the job's supplier_cancelled entry once the storefront order is cancelled too: the reseller has taken the decision the entry asked for", async ({ api, sandbox, service }) => {
+    const shop = await createAcmeShop(api, 'custom', 'custom');
+    const order = sandbox.buildOrderPayload('custom', { id: `ord_${nextOrderId++}`, lines: [ANVIL] }) as Record<string, any>;
+    const ids = ((await sendStorefrontWebhook(service.url, shop, 'orders/create', order)).body as { syncJobIds: string[] }).syncJobIds;
+    const placed = await waitForJob(api, shop.user.token, ids[0]!, (j) => j.status === 'completed');
+    // The supplier cancels its order (out of stock), and says so.
+    sandbox.cancelOrder(shop.acme.shopDomain, 'custom', placed.sourceOrderId);
+    const told = await sendWebhook({ targetUrl: `${service.url}${FULFILLMENTS_PATH}`, shopDomain: shop.acme.shopDomain, secret: shop.acme.secret, topic: 'orders/cancelled',
+      payload: { id: placed.sourceOrderId, cancelledAt: new Date().toISOString(), reason: 'out of stock' } });
+    expect(told.body).toMatchObject({ syncJobIds: [placed.id] });
+    expect((await todoOf(api, shop)).map((entry) => entry.type)).toEqual(['supplier_cancelled']);
+
+    // The reseller refunds the customer: the storefront order is cancelled, and the service's cancellation finds the supplier order cancelled.
+    await sendStorefrontWebhook(service.url, shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString() });
+    const done = await waitForJob(api, shop.user.token, placed.id, (j) => j.cancellations[0]?.status === 'completed', 20_000);
+    expect(done.cancellations[0]).toMatchObject({ scope: 'order', outcome: 'cancelled' });
     expect(await todoOf(api, shop)).toEqual([]);
   });
 });

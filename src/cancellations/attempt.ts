@@ -344,7 +344,8 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
      * A whole order cancelled (or its last open lines) while a fulfillment of it was recorded: `too_late`.
      * Else nothing of the supplier order is left to cancel: the job's entries about cancelling some of
      * it (a cancellation that died, lines its platform could not cancel alone) are resolved, as nothing
-     * is left for the reseller to do about them.
+     * is left for the reseller to do about them; and when the storefront cancelled the job's whole part
+     * (scope `order`), so is its `supplier_cancelled` entry (not for some lines: the rest still needs them).
      */
     async outcomesWrittenIn(trx, rows) {
       const jobIds = [...new Set(rows.filter(endsWholeOrder).map((row) => row.syncJobId))];
@@ -352,9 +353,14 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
       const shipped = await ctx.shipments.jobsShippedIn(trx, jobIds);
       const writing = { repository, divergences: ctx.divergences, outbox: ctx.outbox };
       for (const jobId of jobIds) if (shipped.has(jobId)) await shippedAnywayIn(trx, writing, jobId, SHIPPED_WHILE_CANCELLING);
-      const cancelledWhole = new Set(rows.filter((row) => endsWholeOrder(row) && row.outcome === 'cancelled' && !shipped.has(row.syncJobId)).map((row) => row.syncJobId));
-      for (const jobId of cancelledWhole) {
+      const cancelledWhole = rows.filter((row) => endsWholeOrder(row) && row.outcome === 'cancelled' && !shipped.has(row.syncJobId));
+      for (const jobId of new Set(cancelledWhole.map((row) => row.syncJobId))) {
         for (const type of MOOT_ONCE_CANCELLED) await ctx.divergences.resolve(trx, jobId, type);
+      }
+      // The storefront cancelled the job's whole part of the order: the supplier's own cancellation asked the
+      // reseller to refund the customer or find another supplier, and that decision is taken.
+      for (const jobId of new Set(cancelledWhole.filter((row) => row.scope === 'order').map((row) => row.syncJobId))) {
+        await ctx.divergences.resolve(trx, jobId, 'supplier_cancelled');
       }
     },
   };
