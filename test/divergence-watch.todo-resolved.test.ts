@@ -1,5 +1,5 @@
 /**
- * review-16: entries of the reseller's to-do list leave it when the problem is gone
+ * Entries of the reseller's to-do list leave it when the problem is gone
  * (order-changes.md, "The divergence watch": an entry leaves the list when resolved). A cancellation
  * of some lines that died (the supplier down), or that the supplier's platform could not make
  * (`unsupported`), is moot once the storefront's cancellation of the whole order cancelled the

@@ -1,5 +1,5 @@
 /**
- * review-16: the `sync_job.stale` event's `data.object` is the sync job exactly as its GET returns it
+ * The `sync_job.stale` event's `data.object` is the sync job exactly as its GET returns it
  * (events.md), with its fulfillments: a job is stale with a shipment recorded `skipped` (no tracking
  * number for a custom storefront: nothing reached the customer), and that fulfillment is part of the job.
  */
