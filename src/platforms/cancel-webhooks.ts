@@ -140,7 +140,8 @@ export function readSupplierCancellation(platform: Platform, topic: string, body
     const lines = cancellation.lines?.length ? `lines cancelled: ${cancellation.lines.map((l) => `${l.sku} × ${l.quantity}`).join(', ')}` : null;
     return {
       sourceOrderId: cancellation.id,
-      reason: [cancellation.reason, lines].filter(Boolean).join('; ') || null,
+      // Bounded as a reason is: the lines are named in full in the cancellation's own `lines`.
+      reason: storableText([cancellation.reason, lines].filter(Boolean).join('; '), MAX_REASON_LENGTH) || null,
       ...(cancellation.lines?.length && { lines: bySku(cancellation.lines) }),
     };
   }

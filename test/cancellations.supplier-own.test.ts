@@ -1,5 +1,5 @@
 /**
- * review-16: a supplier's own cancellation (order-changes.md, "A supplier's own cancellation"),
+ * A supplier's own cancellation (order-changes.md, "A supplier's own cancellation"),
  * end to end through the fulfillment webhook: what the job records, its audit entries and events,
  * and the reseller's to-do list. Real service, queue, database and sandbox.
  */
@@ -103,5 +103,19 @@ describe("a custom supplier's cancellation that names no line (an empty `lines`)
     expect(job.supplierCancelledAt).toBeNull();
     expect(await todoOf(api, shop)).toEqual([]);
     expect(await supplierCancelledEvents(api, shop)).toEqual([]);
+  });
+});
+
+describe("a custom supplier's cancellation naming thousands of lines", () => {
+  it('keeps a reason of at most 500 characters (the lines are kept in full elsewhere), in the job and its event', async ({ api, placed, supplierSends }) => {
+    const { shop, job: placedJob } = await placed();
+    const lines = Array.from({ length: 3_000 }, (_, i) => ({ sku: `SKU-${String(i).padStart(5, '0')}`, quantity: 1 }));
+    const response = await supplierSends(shop, 'orders/cancelled', { id: placedJob.sourceOrderId, cancelledAt: new Date().toISOString(), reason: 'recall', lines });
+    expect(response.body).toMatchObject({ received: true, syncJobIds: [placedJob.id] });
+    const job = await getJob(api, shop.user.token, placedJob.id);
+    expect(job.supplierCancelReason).toMatch(/^recall; lines cancelled: SKU-00000 × 1, SKU-00001 × 1, /);
+    expect([...job.supplierCancelReason].length).toBeLessThanOrEqual(500);
+    const [event] = await supplierCancelledEvents(api, shop);
+    expect([...event!.data.object.supplierCancelReason].length).toBeLessThanOrEqual(500);
   });
 });
