@@ -160,7 +160,9 @@ export class OrderRouter implements OrderRouting, OrderCancelling {
       // After the inserts, so an order routed twice in this group finds the jobs its first routing made.
       const repeated = await this.jobsOfRoutedOrders(trx, requests.filter((request) => !jobsOf.has(request)));
       const events: NewEvent[] = [...created.events];
-      await this.recordUnmatched(trx, requests, events);
+      // Only the first routing of an order decides what went unmatched: a redelivery matched against
+      // today's suppliers (one deleted since, say) would report lines that were routed.
+      await this.recordUnmatched(trx, routing, events);
       const reconciled = routing.filter((request) => request.reconciliationId !== null);
       await insertAudit(trx, reconciled.map((request) => reconciledAudit(request)), now);
       for (const request of reconciled) {
@@ -180,8 +182,8 @@ export class OrderRouter implements OrderRouting, OrderCancelling {
   }
 
   /**
-   * The lines no supplier matched, recorded once per order however often it is delivered (an audit
-   * entry under an advisory lock on the order) with their `order.unmatched` event. Locks are taken
+   * The lines no supplier matched at an order's first routing, recorded once per order however often
+   * it is delivered (an audit entry under an advisory lock on the order) with their `order.unmatched` event. Locks are taken
    * in a fixed order, so two groups never wait on each other's.
    */
   private async recordUnmatched(trx: Trx, requests: RoutingRequest[], events: NewEvent[]): Promise<void> {
