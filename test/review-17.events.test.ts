@@ -3,6 +3,7 @@
  */
 import { describe, expect } from 'vitest';
 import { sendWebhook } from './sandbox/server.ts';
+import { queryRows } from './support/database.ts';
 import { createResellerStore, createSourceStore, registerUser, type TestUser } from './support/factories.ts';
 import { test } from './support/fixtures.ts';
 import { waitFor } from './support/wait.ts';
@@ -63,5 +64,33 @@ describe('order.unmatched', () => {
     const audit = await api.get(`/v1/audit_log?action=order.lines_unmatched&reseller_store_id=${shop.reseller.id}`, { token: shop.user.token });
     expect(audit.status).toBe(200);
     expect(audit.body.data).toEqual([]);
+  });
+});
+
+describe('GET /v1/events', () => {
+  /** The fields a sync job's GET had when events were introduced (16152c3): later releases added more. */
+  const FIRST_RELEASE_JOB_FIELDS = ['id', 'resellerStoreId', 'sourceStoreId', 'status', 'attempts', 'externalOrderId', 'sourceOrderId', 'errorMessage', 'completedAt', 'failedAt', 'deadAt', 'createdAt', 'updatedAt', 'fulfillments'];
+
+  it('lists an event kept from an earlier release, whose job had fewer fields, exactly as it was delivered', async ({ service, api, receiver, openShop, deliverOrder }) => {
+    const shop = await openShop();
+    const first = await deliverOrder(shop, nextOrderId++);
+    expect(first.status).toBe(200);
+    const delivered = await waitFor(async () => receiver.at(shop.path).find((delivery) => delivery.event?.type === 'sync_job.created'), 10_000, 'sync_job.created');
+
+    // The event as the release that wrote it (within the 30 days events are kept) delivered it: the
+    // job as its GET showed it then, before supplierCancelledAt, cancellations, … were added.
+    const stored = JSON.parse(delivered.body);
+    stored.data.object = Object.fromEntries(Object.entries(stored.data.object).filter(([key]) => FIRST_RELEASE_JOB_FIELDS.includes(key)));
+    const payload = JSON.stringify(stored);
+    await queryRows(service.databaseUrl, 'update events set payload = $1 where id = $2', [payload, stored.id]);
+
+    const one = await api.get(`/v1/events/${stored.id}`, { token: shop.user.token });
+    expect(one.status, JSON.stringify(one.body)).toBe(200);
+    const { request_id: _requestId, ...event } = one.body;
+    expect(event).toEqual(JSON.parse(payload));
+
+    const list = await api.get(`/v1/events?reseller_store_id=${shop.reseller.id}`, { token: shop.user.token });
+    expect(list.status, JSON.stringify(list.body)).toBe(200);
+    expect(list.body.data.find((listed: { id: string }) => listed.id === stored.id)).toEqual(JSON.parse(payload));
   });
 });
