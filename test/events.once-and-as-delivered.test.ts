@@ -1,5 +1,5 @@
 /**
- * Review 17: events for integrators (events.md) that must not be emitted, or must be emitted once.
+ * Events for integrators (events.md) that must not be emitted, or must be emitted once.
  */
 import { describe, expect } from 'vitest';
 import { sendWebhook } from './sandbox/server.ts';
