@@ -255,7 +255,7 @@ export class WatchRepository {
 /**
  * The store's placed jobs (`j`) due a `stale` entry: no tracking `staleAfterMs` after their placement, their supplier order not
  * cancelled nor being cancelled (no whole-order cancellation unfinished or dead; the supplier's own cancellation of some lines
- * only leaves the rest to ship), none raised or dismissed yet.
+ * only leaves the rest to ship), none raised before (once per job, whatever became of it).
  */
 function staleJobs(resellerStoreId: string, staleAfterMs: number) {
   return sql`j.reseller_store_id = ${resellerStoreId} and j.status = 'completed' and j.source_order_id is not null
@@ -268,8 +268,10 @@ function staleJobs(resellerStoreId: string, staleAfterMs: number) {
     and (j.supplier_cancelled_at is null or j.supplier_cancelled_lines is not null)
     and not exists (select 1 from cancellations c where c.sync_job_id = j.id
       and (((c.scope = 'order' or c.closes_order) and c.outcome = 'cancelled') or (c.scope = 'order' and c.status <> 'completed')))
-    and not exists (select 1 from divergences d where d.sync_job_id = j.id and d.status in ('open', 'dismissed')
-      and (d.type = 'stale' or (d.type = 'supplier_cancelled' and j.supplier_cancelled_lines is null)))`;
+    -- Stale once per job (order-changes.md), also after its entry was resolved: by a cancellation that a shipment with no
+    -- tracking number then made too_late, say (that shipment is on the to-do list as too_late).
+    and not exists (select 1 from divergences d where d.sync_job_id = j.id
+      and (d.type = 'stale' or (d.type = 'supplier_cancelled' and d.status in ('open', 'dismissed') and j.supplier_cancelled_lines is null)))`;
 }
 
 export interface NewDivergence {
