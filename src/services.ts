@@ -40,7 +40,7 @@ import { WebhookEndpointService } from './webhook-endpoints/service.ts';
 import { WebhookEndpointRepository } from './webhook-endpoints/repository.ts';
 import { WebhookService } from './webhooks/service.ts';
 import type { WatchRepairs } from './divergence-watch/repairs.ts';
-import { describeDivergence, DivergenceRepository, raiseDivergence, resolveDivergences, WatchRepository } from './divergence-watch/repository.ts';
+import { describeDivergence, DivergenceRepository, raiseDivergence, resolveDivergences, resolveDivergencesOfJobs, WatchRepository } from './divergence-watch/repository.ts';
 import { FULFILLMENT_RECORDED, SETTLED_STEPS } from './workers/kinds.ts';
 import type { FulfillmentRecorded } from './fulfillments/ports.ts';
 import { WatchRunner } from './divergence-watch/runner.ts';
@@ -89,6 +89,7 @@ export function createServices(infrastructure: Infrastructure) {
     {
       raise: (trx, entry) => raiseDivergence(trx, entry),
       resolve: (trx, syncJobId, type) => resolveDivergences(trx, syncJobId, type),
+      resolveOfJobs: (trx, syncJobIds, types) => resolveDivergencesOfJobs(trx, syncJobIds, types),
       describe: (trx, syncJobId, type, detail) => describeDivergence(trx, syncJobId, type, detail),
     },
   );

@@ -354,14 +354,11 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
       const writing = { repository, divergences: ctx.divergences, outbox: ctx.outbox };
       for (const jobId of jobIds) if (shipped.has(jobId)) await shippedAnywayIn(trx, writing, jobId, SHIPPED_WHILE_CANCELLING);
       const cancelledWhole = rows.filter((row) => endsWholeOrder(row) && row.outcome === 'cancelled' && !shipped.has(row.syncJobId));
-      for (const jobId of new Set(cancelledWhole.map((row) => row.syncJobId))) {
-        for (const type of MOOT_ONCE_CANCELLED) await ctx.divergences.resolve(trx, jobId, type);
-      }
+      // One statement each for the whole group (these locks are held until it commits).
+      await ctx.divergences.resolveOfJobs(trx, [...new Set(cancelledWhole.map((row) => row.syncJobId))], [...MOOT_ONCE_CANCELLED]);
       // The storefront cancelled the job's whole part of the order: the supplier's own cancellation asked the
       // reseller to refund the customer or find another supplier, and that decision is taken.
-      for (const jobId of new Set(cancelledWhole.filter((row) => row.scope === 'order').map((row) => row.syncJobId))) {
-        await ctx.divergences.resolve(trx, jobId, 'supplier_cancelled');
-      }
+      await ctx.divergences.resolveOfJobs(trx, [...new Set(cancelledWhole.filter((row) => row.scope === 'order').map((row) => row.syncJobId))], ['supplier_cancelled']);
     },
   };
 }

@@ -18,7 +18,9 @@ export interface DivergenceRaising {
     /** The entry's id; null when the job has one of that type already, open or dismissed. */
   ): Promise<string | null>;
   /** Resolves the job's open entry of that type, in the caller's transaction. */
-  resolve(trx: Trx, syncJobId: string, type: 'stale' | 'cancellation_dead' | 'unsupported' | 'supplier_cancelled'): Promise<unknown>;
+  resolve(trx: Trx, syncJobId: string, type: 'stale'): Promise<unknown>;
+  /** Resolves the open entries of these types of these jobs, in one statement in the caller's transaction. */
+  resolveOfJobs(trx: Trx, syncJobIds: string[], types: ('cancellation_dead' | 'unsupported' | 'supplier_cancelled')[]): Promise<unknown>;
   /** Says what the job's open entry of that type is about now (its `detail`), in the caller's transaction. */
   describe(trx: Trx, syncJobId: string, type: 'supplier_cancelled', detail: string | null): Promise<unknown>;
 }

@@ -335,6 +335,19 @@ export async function resolveDivergences(trx: Trx | Db, syncJobId: string, type:
   return Number(result.numUpdatedRows);
 }
 
+/** Resolves the open entries of these types of these jobs, in one statement in the caller's transaction; returns how many. */
+export async function resolveDivergencesOfJobs(trx: Trx | Db, syncJobIds: string[], types: DivergenceType[]): Promise<number> {
+  if (syncJobIds.length === 0 || types.length === 0) return 0;
+  const result = await trx
+    .updateTable('divergences')
+    .set({ status: 'resolved', resolved_at: sql<Date>`now()` })
+    .where('sync_job_id', 'in', syncJobIds)
+    .where('type', 'in', types)
+    .where('status', '=', 'open')
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
 /** Replaces the detail of the job's open entry of a type (what it is about now), in the caller's transaction; returns how many. */
 export async function describeDivergence(trx: Trx | Db, syncJobId: string, type: DivergenceType, detail: string | null): Promise<number> {
   const result = await trx

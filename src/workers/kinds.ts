@@ -23,7 +23,7 @@ import { orderInDoubt, SyncJobRepository } from '../sync-jobs/repository.ts';
 import { ResellerStoreRepository } from '../reseller-stores/repository.ts';
 import { SourceStoreRepository } from '../source-stores/repository.ts';
 import { supplierTwins } from '../source-stores/twins.ts';
-import { cancellationOutcomeSteps, describeDivergence, raiseDivergence, resolveDivergences, settledSteps, trackingArrived } from '../divergence-watch/repository.ts';
+import { cancellationOutcomeSteps, describeDivergence, raiseDivergence, resolveDivergences, resolveDivergencesOfJobs, settledSteps, trackingArrived } from '../divergence-watch/repository.ts';
 import type { FulfillmentRecorded } from '../fulfillments/ports.ts';
 
 export const ATTEMPT_KINDS = [syncJobKind, fulfillmentKind, cancellationKind] as const;
@@ -75,7 +75,7 @@ const kindDeps = ({ orm, platforms, secrets, pacer, logger, outbox, config, queu
   const syncJobs = new SyncJobRepository(orm, syncJobSteps);
   const fulfillments = new FulfillmentRepository(orm, orderInDoubt);
   const sourceStores = new SourceStoreRepository(orm);
-  const divergences = { raise: raiseDivergence, resolve: resolveDivergences, describe: describeDivergence };
+  const divergences = { raise: raiseDivergence, resolve: resolveDivergences, resolveOfJobs: resolveDivergencesOfJobs, describe: describeDivergence };
   const cancellationRepository = new CancellationRepository(orm);
   const cancellations = new CancellationService(
     { jobs: syncJobs, vendorTags: sourceStores, queue, outbox, metrics, timelines: { find: (rowIds: string[]) => findAttempts(orm, rowIds) } },
