@@ -14,8 +14,13 @@ import { queryRows } from './support/database.ts';
 
 /** The supplier's rate as the service paces it: 1 call a second, 2 at once. */
 const LIMIT = { perSecond: 1, burst: 2 };
-/** As the sandbox enforces it: a little looser, for the milliseconds between a turn and its call's arrival. */
-const ENFORCED = { perSecond: 1.2, burst: 2 };
+/**
+ * As the sandbox enforces it: looser, for the time between a turn and its call's arrival (a call a
+ * quarter of a second late on a loaded machine shifts the supplier's refill; at 1.2 a second that once
+ * refused a third call that kept its turn). A call with no turn of its own, right after the create,
+ * still finds the bucket empty.
+ */
+const ENFORCED = { perSecond: 1.5, burst: 2 };
 test.override('serviceEnv', { SYNC_RETRY_BASE_DELAY_MS: '50', DIVERGENCE_INTERVAL_MS: '0', RECONCILE_INTERVAL_MS: '0', PLATFORM_PACING: `custom=${LIMIT.perSecond}:${LIMIT.burst}` });
 
 let nextOrderId = 5_810_000 + Math.floor(Math.random() * 10_000) * 10;
