@@ -689,7 +689,13 @@ describe('the operator console', () => {
 
     // The next stats call meets an access token the API no longer accepts, as it would after 15 minutes.
     let expired = 0;
+    // One handler for the whole test: unrouting it while a poll's request was in flight once let that
+    // request be handled twice (Playwright's "Route is already handled!", an unhandled rejection).
+    let sessionGone = false;
     await page.route('**/v1/reseller_stores/*/stats', async (route) => {
+      if (sessionGone) {
+        return route.fulfill({ status: 401, contentType: 'application/json', body: JSON.stringify({ error: { code: 'unauthorized', message: 'expired' }, request_id: 'req_test' }) });
+      }
       if (expired++ > 0) return route.fallback();
       await route.fulfill({
         status: 401,
@@ -710,10 +716,7 @@ describe('the operator console', () => {
 
     // When the session itself is gone (revoked elsewhere), the operator is asked to sign in again.
     await context.clearCookies();
-    await page.unroute('**/v1/reseller_stores/*/stats');
-    await page.route('**/v1/reseller_stores/*/stats', (route) =>
-      route.fulfill({ status: 401, contentType: 'application/json', body: JSON.stringify({ error: { code: 'unauthorized', message: 'expired' }, request_id: 'req_test' }) }),
-    );
+    sessionGone = true;
     // The next poll may find the session gone before a click lands: either way the operator is asked to sign in.
     await page.getByRole('button', { name: 'Refresh', exact: true }).click({ timeout: 3_000 }).catch(() => undefined);
     await page.getByText('Your session has ended. Sign in again.').waitFor();
