@@ -119,3 +119,23 @@ describe("a custom supplier's cancellation naming thousands of lines", () => {
     expect([...event!.data.object.supplierCancelReason].length).toBeLessThanOrEqual(500);
   });
 });
+
+describe("a custom supplier's cancellation widened twice, each report with its own long reason", () => {
+  it('keeps the joined reason within 500 characters, in the job, its event and the to-do entry', async ({ api, placed, supplierSends }) => {
+    const { shop, job: placedJob } = await placed();
+    const reasons = ['first', 'second', 'third'].map((word) => `${word}: ${'stock recount '.repeat(25)}`);
+    for (const [index, reason] of reasons.entries()) {
+      const lines = Array.from({ length: index + 1 }, (_, i) => ({ sku: `W-${i}`, quantity: 1 }));
+      const response = await supplierSends(shop, 'orders/cancelled', { id: placedJob.sourceOrderId, cancelledAt: new Date().toISOString(), reason, lines });
+      expect(response.body).toMatchObject({ received: true, syncJobIds: [placedJob.id] });
+    }
+    const job = await getJob(api, shop.user.token, placedJob.id);
+    expect(job.supplierCancelReason).toMatch(/^first: stock recount/);
+    expect([...job.supplierCancelReason].length).toBeLessThanOrEqual(500);
+    const events = await supplierCancelledEvents(api, shop);
+    expect(events).toHaveLength(3);
+    for (const event of events) expect([...event.data.object.supplierCancelReason].length).toBeLessThanOrEqual(500);
+    const [entry] = await todoOf(api, shop);
+    expect([...entry!.detail].length).toBeLessThanOrEqual(600);
+  });
+});

@@ -16,6 +16,8 @@ import { GroupCommit } from '../db/group-commit.ts';
 import { holdLock } from '../db/locks.ts';
 import { notFound } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
+import { storableText } from '../shared/text.ts';
+import { MAX_REASON_LENGTH } from '../platforms/cancel-webhooks.ts';
 import type { SupplierCancelled, SyncJob } from '../sync-jobs/entity.ts';
 import { placedJobLockKey } from '../sync-jobs/placed-lock.ts';
 import type { JobDetail } from '../sync-jobs/present.ts';
@@ -1047,6 +1049,7 @@ function widenedSupplierCancellation(before: SupplierCancelled | null, report: S
     }
   }
   if (!more) return null;
-  const reason = [...new Set([before.reason, report.reason].filter((text): text is string => text !== null && text !== ''))].join('; ') || null;
+  const reasons = [...new Set([before.reason, report.reason].filter((text): text is string => text !== null && text !== ''))];
+  const reason = storableText(reasons.join('; '), MAX_REASON_LENGTH) || null;
   return { now: { at: before.at, reason, lines: [...merged].map(([sku, quantity]) => ({ sku, quantity })) }, before };
 }

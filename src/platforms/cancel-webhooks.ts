@@ -9,8 +9,8 @@ import { storableText } from '../shared/text.ts';
 import { platformTime } from './listing.ts';
 import { anyId, lineText, parsePayload } from './payload.ts';
 
-/** The longest cancellation reason kept (`supplierCancelReason`); a longer one is cut, never refused. */
-const MAX_REASON_LENGTH = 500;
+/** The longest cancellation reason kept (`supplierCancelReason`, also when reports are joined); a longer one is cut, never refused. */
+export const MAX_REASON_LENGTH = 500;
 
 /** A cancellation on the storefront: the whole order, or these quantities of these lines (by SKU). */
 export interface StorefrontCancellation {
