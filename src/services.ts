@@ -40,8 +40,8 @@ import { WebhookEndpointService } from './webhook-endpoints/service.ts';
 import { WebhookEndpointRepository } from './webhook-endpoints/repository.ts';
 import { WebhookService } from './webhooks/service.ts';
 import type { WatchRepairs } from './divergence-watch/repairs.ts';
-import { describeDivergence, DivergenceRepository, raiseDivergence, resolveDivergences, resolveDivergencesOfJobs, WatchRepository } from './divergence-watch/repository.ts';
-import { FULFILLMENT_RECORDED, SETTLED_STEPS } from './workers/kinds.ts';
+import { DivergenceRepository, WatchRepository } from './divergence-watch/repository.ts';
+import { CANCELLATION_DIVERGENCES, FULFILLMENT_RECORDED, SETTLED_STEPS } from './workers/kinds.ts';
 import type { FulfillmentRecorded } from './fulfillments/ports.ts';
 import { WatchRunner } from './divergence-watch/runner.ts';
 import { DivergenceService } from './divergence-watch/service.ts';
@@ -86,12 +86,7 @@ export function createServices(infrastructure: Infrastructure) {
   const cancellations = new CancellationService(
     { jobs: syncJobRepository, vendorTags: sourceStoreRepository, queue, outbox, metrics, timelines },
     new CancellationRepository(orm),
-    {
-      raise: (trx, entry) => raiseDivergence(trx, entry),
-      resolve: (trx, syncJobId, type) => resolveDivergences(trx, syncJobId, type),
-      resolveOfJobs: (trx, syncJobIds, types) => resolveDivergencesOfJobs(trx, syncJobIds, types),
-      describe: (trx, syncJobId, type, detail) => describeDivergence(trx, syncJobId, type, detail),
-    },
+    CANCELLATION_DIVERGENCES,
   );
   const resellerStoreRepository = new ResellerStoreRepository(orm);
   const divergenceRepository = new DivergenceRepository(orm);

@@ -10,6 +10,7 @@ import { Sweeper, type SweepHook, type SweptKind } from '../attempts/sweep.ts';
 import type { CancellationAttemptDeps } from '../cancellations/attempt.ts';
 import { cancellationKind } from '../cancellations/kind.ts';
 import { CancellationRepository, jobHasCancellations } from '../cancellations/repository.ts';
+import type { DivergenceRaising } from '../cancellations/ports.ts';
 import { CancellationService } from '../cancellations/service.ts';
 import { findAttempts } from '../attempts/repository.ts';
 import type { FulfillmentAttemptDeps } from '../fulfillments/attempt.ts';
@@ -27,6 +28,9 @@ import { cancellationOutcomeSteps, describeDivergence, raiseDivergence, resolveD
 import type { FulfillmentRecorded } from '../fulfillments/ports.ts';
 
 export const ATTEMPT_KINDS = [syncJobKind, fulfillmentKind, cancellationKind] as const;
+
+/** The cancellations' port on the to-do list (src/cancellations/ports.ts), written by the divergence list's repository in the cancellations' transactions. */
+export const CANCELLATION_DIVERGENCES: DivergenceRaising = { raise: raiseDivergence, resolve: resolveDivergences, resolveOfJobs: resolveDivergencesOfJobs, describe: describeDivergence };
 
 /**
  * What each kind's transitions also write, in their own statement (`onSettled`, src/attempts/kind.ts),
@@ -75,12 +79,11 @@ const kindDeps = ({ orm, platforms, secrets, pacer, logger, outbox, config, queu
   const syncJobs = new SyncJobRepository(orm, syncJobSteps);
   const fulfillments = new FulfillmentRepository(orm, orderInDoubt);
   const sourceStores = new SourceStoreRepository(orm);
-  const divergences = { raise: raiseDivergence, resolve: resolveDivergences, resolveOfJobs: resolveDivergencesOfJobs, describe: describeDivergence };
   const cancellationRepository = new CancellationRepository(orm);
   const cancellations = new CancellationService(
     { jobs: syncJobs, vendorTags: sourceStores, queue, outbox, metrics, timelines: { find: (rowIds: string[]) => findAttempts(orm, rowIds) } },
     cancellationRepository,
-    divergences,
+    CANCELLATION_DIVERGENCES,
   );
   return {
     syncJobReads: syncJobs,
@@ -96,7 +99,7 @@ const kindDeps = ({ orm, platforms, secrets, pacer, logger, outbox, config, queu
     fulfillments,
     // The cancellations' ports on the fulfillments recorded and on the to-do list.
     shipments: fulfillments,
-    divergences,
+    divergences: CANCELLATION_DIVERGENCES,
     cancellationRepository,
     platforms,
     secrets,
