@@ -183,7 +183,8 @@ export const eventsContract = c.router(
       }),
       responses: { 200: listOf(EventSchema, 'EventList'), 400: errorResponse(400) },
       summary: 'List events',
-      description: 'Events of the current user\'s stores (and their endpoints\' pings), newest first. Kept at least 30 days.',
+      description:
+        'Events of the current user\'s stores (and their endpoints\' pings), newest first. Kept at least 30 days. `createdAt` is set when the change is made, before it commits, so an event can be listed after a newer one: when polling with `created_after`, start the window a minute before the last `createdAt` seen and skip the ids already seen.',
     },
     get: {
       method: 'GET',
