@@ -210,6 +210,7 @@ export const TABLES = {
     previous_secret_encrypted: 'text null',
     previous_secret_expires_at: 'timestamp with time zone null',
     failing_since: 'timestamp with time zone null',
+    last_failed_at: 'timestamp with time zone null',
     created_at: 'timestamp with time zone',
     updated_at: 'timestamp with time zone',
   },

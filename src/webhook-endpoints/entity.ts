@@ -23,6 +23,11 @@ export const WebhookEndpoint = defineEntity({
     previousSecretExpiresAt: p.datetime().nullable(),
     /** When the current run of failed attempts began; null after a success. Drives automatic disabling. */
     failingSince: p.datetime().nullable(),
+    /**
+     * When a delivery to it last failed. A failure longer after it than the delivery schedule's span
+     * (no delivery was being retried in between) starts a new run: `failingSince` moves to it.
+     */
+    lastFailedAt: p.datetime().nullable(),
     createdAt: p.datetime(),
     updatedAt: p.datetime(),
   },

@@ -229,17 +229,37 @@ export async function markEndpointHealthy(db: Db | Trx, endpointId: string): Pro
 /**
  * A delivery to the endpoint failed, in the caller's transaction: its run of failures starts now
  * unless one is going on, and an enabled endpoint failing since `disableIfFailingSince` or earlier
- * is disabled with `reason`. Returns whether this call disabled it.
+ * is disabled with `reason`. A run goes on while each failure follows the one before by no more than
+ * a delivery's attempts can span: a failure when the last one was before `newRunIfLastFailedBefore`
+ * (a quiet spell, no delivery being retried in between) starts a new run rather than counting the
+ * quiet days as failing ones. Returns whether this call disabled it.
  */
-export async function markEndpointFailing(trx: Trx, endpointId: string, now: Date, disableIfFailingSince: Date, reason: string): Promise<boolean> {
-  const endpoint = await trx.selectFrom('webhook_endpoints').select(['status', 'failing_since']).where('id', '=', endpointId).forUpdate().executeTakeFirst();
+export async function markEndpointFailing(
+  trx: Trx,
+  endpointId: string,
+  now: Date,
+  disableIfFailingSince: Date,
+  newRunIfLastFailedBefore: Date,
+  reason: string,
+): Promise<boolean> {
+  const endpoint = await trx
+    .selectFrom('webhook_endpoints')
+    .select(['status', 'failing_since', 'last_failed_at'])
+    .where('id', '=', endpointId)
+    .forUpdate()
+    .executeTakeFirst();
   if (!endpoint) return false;
-  const failingSince = dateOrNull(endpoint.failing_since) ?? now;
+  const runningSince = dateOrNull(endpoint.failing_since);
+  const lastFailedAt = dateOrNull(endpoint.last_failed_at) ?? runningSince;
+  const goesOn = runningSince !== null && lastFailedAt !== null && lastFailedAt >= newRunIfLastFailedBefore;
+  const failingSince = goesOn ? runningSince : now;
   const disable = endpoint.status === 'enabled' && failingSince <= disableIfFailingSince;
   await trx
     .updateTable('webhook_endpoints')
     .set({
       failing_since: failingSince,
+      // Attempts recorded out of order (a slow one after a later one) never move it back.
+      last_failed_at: lastFailedAt !== null && lastFailedAt > now ? lastFailedAt : now,
       ...(disable && { status: 'disabled', disabled_reason: reason, updated_at: now }),
     })
     .where('id', '=', endpointId)

@@ -68,6 +68,7 @@ export class WebhookEndpointService {
         previousSecretEncrypted: null,
         previousSecretExpiresAt: null,
         failingSince: null,
+        lastFailedAt: null,
         createdAt: now,
         updatedAt: now,
       };
@@ -98,6 +99,7 @@ export class WebhookEndpointService {
         // Enabled again by its owner: the failures that disabled it start counting afresh.
         endpoint.disabledReason = null;
         endpoint.failingSince = null;
+        endpoint.lastFailedAt = null;
       }
       endpoint.updatedAt = new Date();
     });

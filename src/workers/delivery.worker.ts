@@ -159,7 +159,7 @@ export class DeliveryWorker {
   }
 
   private async record(work: DeliveryWork, event: DeliveryEvent, result: AttemptResult | null, log: Logger): Promise<void> {
-    const { deliveryScheduleMs, disableAfterMs } = this.ctx.config.webhooks;
+    const { deliveryScheduleMs, disableAfterMs, deliveryTimeoutMs } = this.ctx.config.webhooks;
     const next = applyDeliveryEvent(work, event, deliveryScheduleMs);
     if (!next) return;
     const now = new Date();
@@ -192,7 +192,10 @@ export class DeliveryWorker {
           return { disabled: false };
         }
         const reason = `Every delivery failed for ${describeDuration(disableAfterMs)}; enable the endpoint again once it answers.`;
-        return { disabled: await markEndpointFailing(trx, work.endpointId, now, new Date(now.getTime() - disableAfterMs), reason) };
+        const quietAfterMs = deliverySpanMs(deliveryScheduleMs, deliveryTimeoutMs);
+        return {
+          disabled: await markEndpointFailing(trx, work.endpointId, now, new Date(now.getTime() - disableAfterMs), new Date(now.getTime() - quietAfterMs), reason),
+        };
       });
     if (!outcome) {
       log.warn('delivery outcome not recorded: another worker moved the delivery meanwhile');
@@ -209,6 +212,16 @@ export class DeliveryWorker {
   close(): Promise<void> {
     return this.dispatcher.close();
   }
+}
+
+/**
+ * The longest a delivery's attempts can span, first to last (every delay of the schedule, and every
+ * attempt running to its timeout): while an endpoint's deliveries keep failing, no two failures are
+ * further apart than this, so a longer gap is a quiet spell that ends a run of failures (about 27.6
+ * hours with the default schedule).
+ */
+function deliverySpanMs(scheduleMs: readonly number[], timeoutMs: number): number {
+  return scheduleMs.reduce((sum, delayMs) => sum + delayMs + timeoutMs, 0);
 }
 
 /** `5 days`, `2 hours`, `1500 ms`: the disable window as people read it. */
