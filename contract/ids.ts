@@ -12,6 +12,7 @@ export const ID_PREFIXES = {
   auditEntry: 'aud',
   fulfillment: 'ful',
   heldFulfillment: 'hfl',
+  heldSupplierCancellation: 'hsc',
   refreshToken: 'rtk',
   reconciliation: 'rec',
   event: 'evt',

@@ -15,6 +15,7 @@ import { SyncJob } from './sync-jobs/entity.ts';
 import { AttemptEntry } from './attempts/entity.ts';
 import { User } from './users/entity.ts';
 import { Cancellation, OrderCancellation } from './cancellations/entity.ts';
+import { HeldSupplierCancellation } from './cancellations/held.entity.ts';
 import { WebhookDelivery, WebhookEndpoint } from './webhook-endpoints/entity.ts';
 import { Divergence, WatchPass, WatchWatermark } from './divergence-watch/entity.ts';
 
@@ -22,5 +23,5 @@ export const entities = [
   User, RefreshToken, ApiKey, ResellerStore, SourceStore, SyncJob, Fulfillment, HeldFulfillment, AuditEntry, RoutedOrder, ReconciliationRun, ReconciliationWatermark,
   StoreStatusCount, AttemptEntry, EventRecord, WebhookEndpoint, WebhookDelivery, SourceStoreDomain, StorePacing, RateLimitCounter,
   Divergence, WatchPass, WatchWatermark,
-  Cancellation, OrderCancellation,
+  Cancellation, OrderCancellation, HeldSupplierCancellation,
 ];

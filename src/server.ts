@@ -99,10 +99,12 @@ export async function startService(config: Config, logger: Logger, options: { si
           reconciliation: ({ reconciliationId }, stopping) => services.reconciliationRunner.execute(reconciliationId, stopping),
           divergenceWatch: ({ watchPassId }, stopping) => services.watchRunner.execute(watchPassId, stopping),
         },
-        // What features do after each sweep pass: the fulfillments feature claims held fulfillments;
-        // outbound webhooks rescue deliveries whose message is gone or was given up.
+        // What features do after each sweep pass: the fulfillments feature claims held fulfillments, the
+        // cancellations feature held supplier cancellations; outbound webhooks rescue deliveries whose
+        // message is gone or was given up.
         sweepHooks: [
           () => services.fulfillments.claimHeld(),
+          () => services.cancellations.claimHeld(),
           () => services.webhookEndpoints.rescueStrandedDeliveries(new Date(Date.now() - config.webhooks.deliveryTimeoutMs - config.sweepIntervalMs)),
         ],
         events: services.eventRepository,

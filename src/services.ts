@@ -47,7 +47,7 @@ import { WatchRunner } from './divergence-watch/runner.ts';
 import { DivergenceService } from './divergence-watch/service.ts';
 import { CancellationService } from './cancellations/service.ts';
 import { watchSignalKey } from './cancellations/signal-keys.ts';
-import { CancellationRepository } from './cancellations/repository.ts';
+import { CancellationRepository, HeldSupplierCancellationRepository } from './cancellations/repository.ts';
 
 export type Services = ReturnType<typeof createServices>;
 
@@ -84,7 +84,7 @@ export function createServices(infrastructure: Infrastructure) {
   // Its to-do list entries (too_late, supplier_cancelled) are written by the divergence list's repository, in its transactions;
   // the jobs it cancels and the suppliers' vendor tags are read and written through its ports, by their own features' repositories.
   const cancellations = new CancellationService(
-    { jobs: syncJobRepository, vendorTags: sourceStoreRepository, queue, outbox, metrics, timelines },
+    { jobs: syncJobRepository, vendorTags: sourceStoreRepository, queue, outbox, metrics, timelines, held: new HeldSupplierCancellationRepository(orm, orderInDoubt), logger },
     new CancellationRepository(orm),
     CANCELLATION_DIVERGENCES,
   );

@@ -16,6 +16,7 @@ const TABLES = [
   'events',
   'fulfillments',
   'held_fulfillments',
+  'held_supplier_cancellations',
   'rate_limit_counters',
   'reconciliation_runs',
   'reconciliation_watermarks',

@@ -23,7 +23,8 @@ const HOMES: Record<string, string> = { users: 'auth' };
 /** Statements that still read or write another feature's tables, by repository, with why they have not moved. */
 const REMAINING: Record<string, Record<string, string>> = {
   cancellations: {
-    sync_jobs: 'jobDetailIn: a sync job event in the kind outcome events, which are handed only the transaction (src/attempts/kind.ts)',
+    sync_jobs:
+      'jobDetailIn: a sync job event in the kind outcome events, which are handed only the transaction (src/attempts/kind.ts); held supplier cancellations claimed and forgotten by the jobs of their order, one statement each (as held fulfillments)',
     fulfillments: 'jobDetailIn: the same event shows the job with its fulfillments',
   },
   'divergence-watch': {

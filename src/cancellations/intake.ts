@@ -83,11 +83,12 @@ export async function receiveStorefrontCancellation(
 
 /**
  * A supplier's own cancellation webhook, verified: recorded on the job that placed the order, if
- * any, as each sender's platform reads it (`readBySenderPlatform`).
+ * any, as each sender's platform reads it (`readBySenderPlatform`); held for a job in doubt when none
+ * has recorded the order yet (`recordSupplierCancellation`).
  */
 export async function receiveSupplierCancellation(
   cancellations: SupplierCancellations,
-  senders: { id: string; platform: Platform }[],
+  senders: { id: string; platform: Platform; ownerId: string; resellerStoreId: string }[],
   delivery: { topic: string; webhookId: string | undefined },
   body: unknown,
 ): Promise<WebhookAnswer> {
@@ -102,6 +103,8 @@ export async function receiveSupplierCancellation(
       reason: report.reason,
       lines: report.lines,
       via: { source: 'webhook', topic: delivery.topic, webhookId: delivery.webhookId ?? null },
+      // No job has the order yet but one of theirs is in doubt: held for them until it learns the order.
+      senders: group.map(({ id, ownerId, resellerStoreId }) => ({ id, ownerId, resellerStoreId })),
     });
     if (found) syncJobIds.push(found.syncJobId);
   }

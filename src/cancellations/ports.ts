@@ -40,6 +40,11 @@ export interface CancelledJobs {
   ofOrderIn(trx: Trx, resellerStoreId: string, externalOrderId: string): Promise<SyncJob[]>;
   /** The job that placed this supplier order on one of these source store records, if any. */
   findBySourceOrder(sourceStoreIds: string[], sourceOrderId: string): Promise<SyncJob | null>;
+  /**
+   * Which of these source stores have a job that could own a supplier order it never recorded (sent,
+   * its id never learnt), created before `before`: a supplier's cancellation of an unknown order is held for them.
+   */
+  storesWithOrdersInDoubt(sourceStoreIds: string[], before: Date): Promise<string[]>;
   /** The job as it is now (polled while its placement is in flight). */
   findCurrent(id: string): Promise<SyncJob | null>;
   /** Jobs with their source store, unless deleted (an attempt's work). */

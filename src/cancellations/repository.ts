@@ -1,7 +1,8 @@
-import { sql } from 'kysely';
+import { sql, type ExpressionBuilder, type RawBuilder, type Selectable } from 'kysely';
 import type { AttemptTarget } from '../attempts/kind.ts';
 import { writeAttemptTransitions, type AttemptWrite } from '../attempts/repository.ts';
 import type { Orm } from '../db/orm.ts';
+import type { Database } from '../db/schema.ts';
 import type { OrderRef } from '../orders/port.ts';
 import { sqlOf, type Db, type SqlStep, type Trx } from '../db/sql.ts';
 import type { Fulfillment } from '../fulfillments/entity.ts';
@@ -269,4 +270,142 @@ export async function cancellationsIn(db: Trx | Db, syncJobIds: string[]): Promi
  */
 export function jobHasCancellations(): SqlStep {
   return sql`exists (select 1 from cancellations c where c.sync_job_id = v.id)`;
+}
+
+/** A held supplier cancellation (held.entity.ts) to keep, or as read back. */
+export interface HeldCancellationRow {
+  id: string;
+  ownerId: string;
+  resellerStoreId: string;
+  sourceStoreId: string;
+  sourceOrderId: string;
+  dedupeKey: string;
+  reason: string | null;
+  lines: CancelledLine[] | null;
+  cancelledAt: Date;
+  via: Record<string, unknown>;
+  receivedAt: Date;
+}
+
+/**
+ * The condition that the sync job a query names `jobAlias` could own a supplier order it never
+ * recorded (the sync jobs' `orderInDoubt`, a port the composition root hands in), as held
+ * fulfillments are forgotten by it.
+ */
+export type OrderInDoubt = (jobAlias: string) => RawBuilder<boolean>;
+
+/**
+ * Every statement on held_supplier_cancellations: a supplier's own cancellation kept while a job of
+ * its store is in doubt, recorded on the job that learns its order by the sweep, or forgotten once no
+ * job can own it (the statements held fulfillments have, src/fulfillments/repository.ts).
+ */
+export class HeldSupplierCancellationRepository {
+  constructor(
+    private readonly orm: Orm,
+    private readonly orderInDoubt: OrderInDoubt,
+  ) {}
+
+  private get db(): Db {
+    return sqlOf(this.orm);
+  }
+
+  /** Keeps supplier cancellations of orders no job has recorded; one kept already (same order, same lines) stays as it was. */
+  async hold(rows: HeldCancellationRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    await this.db
+      .insertInto('held_supplier_cancellations')
+      .values(
+        rows.map((row) => ({
+          id: row.id,
+          owner_id: row.ownerId,
+          reseller_store_id: row.resellerStoreId,
+          source_store_id: row.sourceStoreId,
+          source_order_id: row.sourceOrderId,
+          dedupe_key: row.dedupeKey,
+          reason: row.reason,
+          lines: row.lines === null ? null : JSON.stringify(row.lines),
+          cancelled_at: row.cancelledAt,
+          via: JSON.stringify(row.via),
+          received_at: row.receivedAt,
+        })),
+      )
+      .onConflict((oc) => oc.columns(['source_store_id', 'source_order_id', 'dedupe_key']).doNothing())
+      .execute();
+  }
+
+  /** Held cancellations whose order a job of their store has now recorded, with that job's id: the oldest first, those that failed before last. */
+  async findClaimable(limit: number): Promise<(HeldCancellationRow & { syncJobId: string })[]> {
+    const rows = await this.db
+      .selectFrom('held_supplier_cancellations as h')
+      .innerJoin('sync_jobs as j', (join) => join.onRef('j.source_store_id', '=', 'h.source_store_id').onRef('j.source_order_id', '=', 'h.source_order_id'))
+      .selectAll('h')
+      .select('j.id as sync_job_id')
+      .orderBy(sql`h.claim_failed_at asc nulls first`)
+      .orderBy('h.received_at')
+      .orderBy('h.id')
+      .limit(limit)
+      .execute();
+    return rows.map((row) => ({ ...heldCancellationOf(row), syncJobId: row.sync_job_id }));
+  }
+
+  /** Held cancellations recorded on their job (or found to be the service's own): gone. */
+  async deleteHeld(ids: string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await this.db.deleteFrom('held_supplier_cancellations').where('id', '=', sql<string>`any(${ids}::text[])`).execute();
+  }
+
+  /** Held cancellations the sweep failed to record on their job at `at`: kept, behind the others for the next passes. */
+  async markKept(ids: string[], at: Date): Promise<void> {
+    if (ids.length === 0) return;
+    await this.db.updateTable('held_supplier_cancellations').set({ claim_failed_at: at }).where('id', '=', sql<string>`any(${ids}::text[])`).execute();
+  }
+
+  /**
+   * Forgets held cancellations no job can own any more: no job of its store has recorded its order,
+   * and no job of its store that existed when it arrived is in doubt any more (it completed with
+   * another order, or was ended unplaced and its order looked up): the supplier's own sale. One a job
+   * recorded the order of meanwhile is kept (read in this statement), and the next claims take it.
+   * Returns how many.
+   */
+  async forgetUnowned(): Promise<number> {
+    const result = await this.db
+      .deleteFrom('held_supplier_cancellations as h')
+      .where((eb) => this.unowned(eb))
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+
+  private unowned(eb: ExpressionBuilder<Database & { h: Database['held_supplier_cancellations'] }, 'h'>) {
+    return eb.not(
+      eb.exists(
+        eb
+          .selectFrom('sync_jobs as j')
+          .select(sql<number>`1`.as('one'))
+          .whereRef('j.source_store_id', '=', 'h.source_store_id')
+          .where((inner) =>
+            inner.or([
+              inner('j.source_order_id', '=', inner.ref('h.source_order_id')),
+              inner.and([this.orderInDoubt('j'), inner('j.created_at', '<', inner.ref('h.received_at'))]),
+            ]),
+          ),
+      ),
+    );
+  }
+}
+
+/** A `held_supplier_cancellations` row as the service works with it (timestamps come back as text: made Dates). */
+function heldCancellationOf(row: Selectable<Database['held_supplier_cancellations']>): HeldCancellationRow {
+  return {
+    id: row.id,
+    ownerId: row.owner_id,
+    resellerStoreId: row.reseller_store_id,
+    sourceStoreId: row.source_store_id,
+    sourceOrderId: row.source_order_id,
+    dedupeKey: row.dedupe_key,
+    reason: row.reason,
+    lines: (row.lines as CancelledLine[] | null) ?? null,
+    cancelledAt: new Date(row.cancelled_at),
+    via: row.via as Record<string, unknown>,
+    receivedAt: new Date(row.received_at),
+  };
 }

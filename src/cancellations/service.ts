@@ -1,6 +1,8 @@
 import type { AttemptTimelines, CancelledJobs, DivergenceRaising, SupplierVendorTags } from './ports.ts';
 import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
 import { insertAudit, insertAuditOnce, SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
+import { createHash } from 'node:crypto';
+import type { Logger } from 'pino';
 import type { Metrics } from '../metrics/index.ts';
 import { linePosition, type CancelledBefore } from '../orders/types.ts';
 import type { CancellationVia, CancelledOrderLine, OrderAtRouting, OrderCancellations, OrderCancelled, OrderStore, StorefrontCancellation } from '../orders/port.ts';
@@ -25,7 +27,7 @@ import { voidJobsIn } from './attempt.ts';
 import { cancellationAuditRecord } from './audit.ts';
 import type { Cancellation, CancelledLine, OrderCancellation } from './entity.ts';
 import { cancellationsOfJob, jobEventIn, jobEventsIn } from './events.ts';
-import type { CancellationRepository } from './repository.ts';
+import type { CancellationRepository, HeldCancellationRow, HeldSupplierCancellationRepository } from './repository.ts';
 import { cancellationStats, type CancellationStats } from './stats.ts';
 import { cancellationKind } from './kind.ts';
 import { acceptedThenShipped, shippedAnywayIn, shippedAnywayReason } from './too-late.ts';
@@ -65,7 +67,23 @@ export interface SupplierCancellationReport {
   lines?: CancelledLine[] | undefined;
   /** Recorded in the audit entry: `{ source: 'webhook', topic, webhookId }` or `{ source: 'watch', … }`. */
   via: Record<string, unknown>;
+  /**
+   * The source store records that sent it (its webhook): when no job has recorded the order but one
+   * of theirs is in doubt (its create answer lost), it is held for them until that job learns the
+   * order (`claimHeld`), as a shipment is. The watch, which finds the job itself, gives none.
+   */
+  senders?: SupplierCancellationSender[];
 }
+
+/** A source store record a supplier's cancellation webhook came from, as a held cancellation names it. */
+export interface SupplierCancellationSender {
+  id: string;
+  ownerId: string;
+  resellerStoreId: string;
+}
+
+/** Held supplier cancellations recorded on their job per sweep. */
+const HELD_CLAIMS_PER_PASS = 200;
 
 /** The job a supplier cancellation was for, and whether this call recorded it (false: known already, or the service's own). */
 export interface SupplierCancellationRecorded {
@@ -133,7 +151,17 @@ export interface UnattributedShipment {
 
 export class CancellationService implements OrderCancellations, SupplierCancellations {
   constructor(
-    private readonly deps: { jobs: CancelledJobs; vendorTags: SupplierVendorTags; queue: Queue; outbox: Outbox; metrics: Metrics; timelines: AttemptTimelines },
+    private readonly deps: {
+      jobs: CancelledJobs;
+      vendorTags: SupplierVendorTags;
+      queue: Queue;
+      outbox: Outbox;
+      metrics: Metrics;
+      timelines: AttemptTimelines;
+      /** Supplier cancellations kept for jobs in doubt (`recordSupplierCancellation`, `claimHeld`). */
+      held: HeldSupplierCancellationRepository;
+      logger: Logger;
+    },
     private readonly repository: CancellationRepository,
     private readonly divergences: DivergenceRaising,
   ) {}
@@ -588,7 +616,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
    */
   async recordSupplierCancellation(report: SupplierCancellationReport): Promise<SupplierCancellationRecorded | null> {
     const job = report.syncJob ?? (await this.deps.jobs.findBySourceOrder(report.sourceStoreIds, report.sourceOrderId));
-    if (!job) return null;
+    if (!job) return report.senders ? this.holdUnlessUnowned(report, report.senders) : null;
     if (await this.askedFor(job, report.lines)) return { syncJobId: job.id, recorded: false };
     const at = report.at ?? new Date();
     const recorded = await this.repository.transaction(async (trx) => {
@@ -627,6 +655,93 @@ export class CancellationService implements OrderCancellations, SupplierCancella
       return true;
     });
     return { syncJobId: job.id, recorded };
+  }
+
+  /**
+   * A supplier's own cancellation of an order no job has recorded: when a job of a sender, created
+   * before it came, could still own that order (it sent its order and never learnt the id: the
+   * create answer was lost), it is held for that store (held_supplier_cancellations) until such a job
+   * learns the order (`claimHeld`), as a shipment is held (src/fulfillments/service.ts
+   * `holdUnlessUnowned`); a redelivery is held once. Otherwise it is the supplier's own sale, unless a
+   * job recorded the order between the two reads: then it is recorded on that job now.
+   */
+  private async holdUnlessUnowned(report: SupplierCancellationReport, senders: SupplierCancellationSender[]): Promise<SupplierCancellationRecorded | null> {
+    const receivedAt = new Date();
+    const owners = new Set(await this.deps.jobs.storesWithOrdersInDoubt(senders.map((sender) => sender.id), receivedAt));
+    const holders = senders.filter((sender) => owners.has(sender.id));
+    if (holders.length === 0) {
+      // A job may have recorded the order between the two reads (no longer in doubt, not found before): look again.
+      const late = await this.deps.jobs.findBySourceOrder(report.sourceStoreIds, report.sourceOrderId);
+      return late ? this.recordSupplierCancellation({ ...report, syncJob: late }) : null;
+    }
+    const lines = report.lines?.length ? report.lines.map(({ sku, quantity }) => ({ sku, quantity })) : null;
+    await this.deps.held.hold(
+      holders.map((holder) => ({
+        id: newId('heldSupplierCancellation'),
+        ownerId: holder.ownerId,
+        resellerStoreId: holder.resellerStoreId,
+        sourceStoreId: holder.id,
+        sourceOrderId: report.sourceOrderId,
+        dedupeKey: heldCancellationKey(lines),
+        reason: report.reason,
+        lines,
+        cancelledAt: report.at ?? receivedAt,
+        via: report.via,
+        receivedAt,
+      })),
+    );
+    this.deps.logger.info(
+      { source_store_ids: holders.map((holder) => holder.id), source_order_id: report.sourceOrderId },
+      "supplier's cancellation held until a job records its order",
+    );
+    return null;
+  }
+
+  /**
+   * Records held supplier cancellations on the jobs that have since learnt their order (a retry,
+   * reconciliation or the divergence watch found it), as their webhook would have
+   * (`recordSupplierCancellation`: the job's `supplierCancelledAt`, audit entry and event
+   * `sync_job.supplier_cancelled`, the to-do entry), then forgets those no job can own any more. Run
+   * by the sweep, after the held fulfillments. Each is deleted once recorded (or found to be the
+   * service's own, or recorded already): recording again is a no-op, so a crash between the two
+   * records nothing twice. One that cannot be recorded (an error of its own) is kept for the next
+   * sweep, behind the others.
+   */
+  async claimHeld(): Promise<{ supplierCancellationsClaimed: number; supplierCancellationsForgotten: number }> {
+    const claimable = await this.deps.held.findClaimable(HELD_CLAIMS_PER_PASS);
+    let claimed = 0;
+    const done: string[] = [];
+    const failed: string[] = [];
+    for (const held of claimable) {
+      try {
+        if (await this.claim(held)) claimed++;
+        done.push(held.id);
+      } catch (error) {
+        failed.push(held.id);
+        this.deps.logger.error({ err: error, held_cancellation_id: held.id, job_id: held.syncJobId, source_order_id: held.sourceOrderId }, "held supplier's cancellation could not be recorded on its job: kept for the next sweep");
+      }
+    }
+    await this.deps.held.deleteHeld(done);
+    await this.deps.held.markKept(failed, new Date());
+    const forgotten = await this.deps.held.forgetUnowned();
+    return { supplierCancellationsClaimed: claimed, supplierCancellationsForgotten: forgotten };
+  }
+
+  /** A held supplier cancellation recorded on the job that learnt its order; whether it was recorded now. */
+  private async claim(held: HeldCancellationRow & { syncJobId: string }): Promise<boolean> {
+    const job = await this.deps.jobs.findCurrent(held.syncJobId);
+    if (!job) return false;
+    const result = await this.recordSupplierCancellation({
+      sourceStoreIds: [held.sourceStoreId],
+      sourceOrderId: held.sourceOrderId,
+      syncJob: job,
+      reason: held.reason,
+      at: held.cancelledAt,
+      lines: held.lines ?? undefined,
+      via: { ...held.via, heldSince: held.receivedAt.toISOString() },
+    });
+    this.deps.logger.info({ job_id: job.id, source_order_id: held.sourceOrderId, recorded: result?.recorded ?? false }, "held supplier's cancellation claimed by its job");
+    return result?.recorded ?? false;
   }
 
   /**
@@ -1052,4 +1167,11 @@ function widenedSupplierCancellation(before: SupplierCancelled | null, report: S
   const reasons = [...new Set([before.reason, report.reason].filter((text): text is string => text !== null && text !== ''))];
   const reason = storableText(reasons.join('; '), MAX_REASON_LENGTH) || null;
   return { now: { at: before.at, reason, lines: [...merged].map(([sku, quantity]) => ({ sku, quantity })) }, before };
+}
+
+/** What a held supplier cancellation cancels, as its key: the whole order, or these lines (a digest: the lines are kept in full beside it). */
+function heldCancellationKey(lines: CancelledLine[] | null): string {
+  if (lines === null) return 'order';
+  const sorted = [...lines].sort((a, b) => a.sku.localeCompare(b.sku) || a.quantity - b.quantity).map(({ sku, quantity }) => [sku, quantity]);
+  return `lines:${createHash('sha256').update(JSON.stringify(sorted)).digest('hex')}`;
 }

@@ -9,7 +9,7 @@ import type { Attempt, AttemptKind, AttemptRow, AttemptRuntime, EventRead, Settl
 import { Sweeper, type SweepHook, type SweptKind } from '../attempts/sweep.ts';
 import type { CancellationAttemptDeps } from '../cancellations/attempt.ts';
 import { cancellationKind } from '../cancellations/kind.ts';
-import { CancellationRepository, jobHasCancellations } from '../cancellations/repository.ts';
+import { CancellationRepository, HeldSupplierCancellationRepository, jobHasCancellations } from '../cancellations/repository.ts';
 import type { DivergenceRaising } from '../cancellations/ports.ts';
 import { CancellationService } from '../cancellations/service.ts';
 import { findAttempts } from '../attempts/repository.ts';
@@ -81,7 +81,16 @@ const kindDeps = ({ orm, platforms, secrets, pacer, logger, outbox, config, queu
   const sourceStores = new SourceStoreRepository(orm);
   const cancellationRepository = new CancellationRepository(orm);
   const cancellations = new CancellationService(
-    { jobs: syncJobs, vendorTags: sourceStores, queue, outbox, metrics, timelines: { find: (rowIds: string[]) => findAttempts(orm, rowIds) } },
+    {
+      jobs: syncJobs,
+      vendorTags: sourceStores,
+      queue,
+      outbox,
+      metrics,
+      timelines: { find: (rowIds: string[]) => findAttempts(orm, rowIds) },
+      held: new HeldSupplierCancellationRepository(orm, orderInDoubt),
+      logger,
+    },
     cancellationRepository,
     CANCELLATION_DIVERGENCES,
   );
