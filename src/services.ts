@@ -36,6 +36,7 @@ import { SyncJobService } from './sync-jobs/service.ts';
 import { orderInDoubt, SyncJobRepository } from './sync-jobs/repository.ts';
 import { FulfillmentRepository } from './fulfillments/repository.ts';
 import { SourceStoreRepository } from './source-stores/repository.ts';
+import { jobsOfSupplierRecords } from './source-stores/former-records.ts';
 import { WebhookEndpointService } from './webhook-endpoints/service.ts';
 import { WebhookEndpointRepository } from './webhook-endpoints/repository.ts';
 import { WebhookService } from './webhooks/service.ts';
@@ -111,7 +112,9 @@ export function createServices(infrastructure: Infrastructure) {
     routing,
     cancellations,
     fulfillments,
-    syncJobs: syncJobRepository,
+    // A supplier's fulfillment or cancellation of an order placed through a record since deleted and
+    // created again (same reseller store, owner, platform and domain) finds that order's job.
+    syncJobs: jobsOfSupplierRecords(syncJobRepository, sourceStoreRepository),
     resellerStores: resellerStoreRepository,
     sourceStores: sourceStoreRepository,
     stores: new StoreLookupCache(config.webhookStoreCacheTtlMs, new Set(['ResellerStore', 'SourceStore'])).attachTo(orm),

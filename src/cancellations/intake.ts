@@ -5,6 +5,7 @@ import { PayloadError } from '../platforms/types.ts';
 import { validationFailed } from '../shared/errors.ts';
 import { dedupeKeyOf } from './signal-keys.ts';
 import type { SupplierCancellations } from './service.ts';
+import type { SyncJob } from '../sync-jobs/entity.ts';
 
 /** What a webhook delivery came to: the jobs it concerned, or nothing asked (`ignored`). */
 export interface WebhookAnswer {
@@ -82,12 +83,22 @@ export async function receiveStorefrontCancellation(
 }
 
 /**
+ * The job that placed a supplier order, among these senders' (the webhooks' port `JobsBySourceOrder`:
+ * the senders' own jobs first, then their former records', src/source-stores/former-records.ts).
+ */
+export interface SupplierOrderJobs {
+  findBySourceOrder(sourceStoreIds: string[], sourceOrderId: string): Promise<SyncJob | null>;
+}
+
+/**
  * A supplier's own cancellation webhook, verified: recorded on the job that placed the order, if
- * any, as each sender's platform reads it (`readBySenderPlatform`); held for a job in doubt when none
- * has recorded the order yet (`recordSupplierCancellation`).
+ * any (`jobs`: a job of the senders, or of a deleted record of the same supplier that they replaced),
+ * as each sender's platform reads it (`readBySenderPlatform`); held for a job in doubt when none has
+ * recorded the order yet (`recordSupplierCancellation`).
  */
 export async function receiveSupplierCancellation(
   cancellations: SupplierCancellations,
+  jobs: SupplierOrderJobs,
   senders: { id: string; platform: Platform; ownerId: string; resellerStoreId: string }[],
   delivery: { topic: string; webhookId: string | undefined },
   body: unknown,
@@ -97,8 +108,12 @@ export async function receiveSupplierCancellation(
   const syncJobIds: string[] = [];
   for (const { senders: group, value: report } of readings) {
     if (!report) continue;
+    const sourceStoreIds = group.map((sender) => sender.id);
+    // The job that placed the order: the senders', or their former records' (src/source-stores/former-records.ts).
+    const syncJob = await jobs.findBySourceOrder(sourceStoreIds, report.sourceOrderId);
     const found = await cancellations.recordSupplierCancellation({
-      sourceStoreIds: group.map((sender) => sender.id),
+      sourceStoreIds,
+      ...(syncJob && { syncJob }),
       sourceOrderId: report.sourceOrderId,
       reason: report.reason,
       lines: report.lines,

@@ -15,6 +15,11 @@ export interface WatchedResellerStores {
 export interface WatchedSuppliers {
   /** A reseller store's active suppliers, oldest first. */
   activeInOrderOf(resellerStoreId: string): Promise<SourceStore[]>;
+  /**
+   * The deleted records of the same supplier as these (same reseller store, owner, platform and shop
+   * domain: src/source-stores/former-records.ts): the orders they placed are listed by the supplier's store with the active record's.
+   */
+  formerRecordsOf(sourceStoreIds: string[]): Promise<string[]>;
 }
 
 export interface WatchedJobs {

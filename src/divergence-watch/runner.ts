@@ -125,9 +125,12 @@ export class WatchRunner {
     const suppliers = await this.reads.suppliers.activeInOrderOf(reseller.id);
     const errors = await Promise.all([
       this.watchStore(reseller, lease, tally, (orders) => this.compareStorefront(reseller, orders, pass)),
-      ...suppliers.map((supplier) =>
-        this.watchStore(supplier, lease, tally, (orders, connection) => this.compareSupplier(supplier, orders, connection, pass, lease, tally)),
-      ),
+      ...suppliers.map((supplier) => {
+        // The supplier's deleted records it replaced, read once a pass when an order it lists is not its own.
+        let formers: Promise<string[]> | undefined;
+        const formersOf = () => (formers ??= this.reads.suppliers.formerRecordsOf([supplier.id]));
+        return this.watchStore(supplier, lease, tally, (orders, connection) => this.compareSupplier(supplier, orders, connection, pass, lease, tally, formersOf));
+      }),
     ]);
     lease.checkHeld();
     if (errors.includes(STOPPED)) return 'stopped';
@@ -239,9 +242,9 @@ export class WatchRunner {
    * (the webhook's own de-duplication, so a late webhook pushes nothing more), and a cancellation
    * is recorded as the supplier's own. The supplier's own sales (orders of no job) are ignored.
    */
-  private async compareSupplier(supplier: SourceStore, orders: UpdatedOrder[], connection: StoreConnection, pass: TakenPass, lease: Lease, tally: Tally): Promise<number> {
+  private async compareSupplier(supplier: SourceStore, orders: UpdatedOrder[], connection: StoreConnection, pass: TakenPass, lease: Lease, tally: Tally, formersOf: () => Promise<string[]>): Promise<number> {
     const storable = orders.filter(storableId);
-    const jobs = await this.reads.jobs.bySourceOrders(supplier.id, storable.map((order) => order.externalOrderId));
+    const jobs = await this.jobsOfListed(supplier, storable.map((order) => order.externalOrderId), formersOf);
     const known = storable.filter((order) => jobs.has(order.externalOrderId));
     // An order no job recorded may still be one of the service's: its reference names a job whose
     // answer was lost (platforms.md). What it shows is kept for that job: a later pass may never list
@@ -286,6 +289,23 @@ export class WatchRunner {
       return repairs;
     });
     return [...inDoubtCounts, ...unplacedCounts, ...counts].reduce((sum, count) => sum + count, 0);
+  }
+
+  /**
+   * The jobs that placed these listed orders of a supplier's store, by supplier order id: the
+   * supplier record's own, and for an order none of them placed, a job of a deleted record of the same
+   * supplier that this one replaced (src/source-stores/former-records.ts): its shipments and
+   * cancellations are repaired as the webhook now addressed to this record would.
+   */
+  private async jobsOfListed(supplier: SourceStore, sourceOrderIds: string[], formersOf: () => Promise<string[]>): Promise<Map<string, SyncJob>> {
+    const jobs = await this.reads.jobs.bySourceOrders(supplier.id, sourceOrderIds);
+    if (jobs.size === sourceOrderIds.length) return jobs;
+    for (const former of await formersOf()) {
+      const left = sourceOrderIds.filter((id) => !jobs.has(id));
+      if (left.length === 0) break;
+      for (const [id, job] of await this.reads.jobs.bySourceOrders(former, left)) jobs.set(id, job);
+    }
+    return jobs;
   }
 
   /**

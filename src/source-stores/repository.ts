@@ -110,6 +110,31 @@ export class SourceStoreRepository {
     return this.orm.em.fork().findOne(SourceStore, { id, deletedAt: null });
   }
 
+  /**
+   * The deleted records of the same supplier as these active ones (`src/source-stores/former-records.ts`):
+   * same owner, reseller store, platform and shop domain, soft-deleted. Sorted; none for a deleted or unknown id.
+   */
+  async formerRecordsOf(ids: string[]): Promise<string[]> {
+    if (ids.length === 0) return [];
+    const rows = await sqlOf(this.orm)
+      .selectFrom('source_stores as former')
+      .innerJoin('source_stores as active', (join) =>
+        join
+          .onRef('former.shop_domain', '=', 'active.shop_domain')
+          .onRef('former.owner_id', '=', 'active.owner_id')
+          .onRef('former.reseller_store_id', '=', 'active.reseller_store_id')
+          .onRef('former.platform', '=', 'active.platform'),
+      )
+      .select('former.id')
+      .distinct()
+      .where('active.id', 'in', ids)
+      .where('active.deleted_at', 'is', null)
+      .where('former.deleted_at', 'is not', null)
+      .orderBy('former.id')
+      .execute();
+    return rows.map((row) => row.id);
+  }
+
   /** Records the first time these stores' webhook secret verified a delivery (kept once set). */
   async markWebhookProven(ids: string[]): Promise<void> {
     await sqlOf(this.orm)

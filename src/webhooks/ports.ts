@@ -2,7 +2,12 @@ import type { ResellerStore } from '../reseller-stores/entity.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
 
-/** The job a source store placed as an order: the sync jobs' repository, handed in by the composition root (src/services.ts). */
+/**
+ * The job a source store placed as an order: the sync jobs' repository, handed in by the composition
+ * root (src/services.ts) widened to the stores' former records: a job of these stores first, else one
+ * of a deleted record of the same supplier (reseller store, owner, platform, domain) that they
+ * replaced (src/source-stores/former-records.ts).
+ */
 export interface JobsBySourceOrder {
   findBySourceOrder(sourceStoreIds: string[], sourceOrderId: string): Promise<SyncJob | null>;
 }

@@ -203,7 +203,7 @@ export class WebhookService {
    */
   async receiveFulfillment(senders: SourceStore[], body: unknown, delivery: Delivery): Promise<WebhookAnswer> {
     const topic = delivery.topic ?? 'fulfillments/create';
-    if (SUPPLIER_CANCELLATION_TOPICS.has(topic)) return receiveSupplierCancellation(this.cancellations, senders, { ...delivery, topic }, body);
+    if (SUPPLIER_CANCELLATION_TOPICS.has(topic)) return receiveSupplierCancellation(this.cancellations, this.syncJobs, senders, { ...delivery, topic }, body);
     if (topic !== 'fulfillments/create') return IGNORED;
     // Read by each sender's platform: a record whose platform was given wrongly is left out, not the delivery.
     const readings = readBySenderPlatform(senders, (platform) => this.deps.platforms[platform].parseFulfillmentWebhook(body));

@@ -1,0 +1,32 @@
+/**
+ * A supplier's former records: the deleted source stores of the same reseller store and owner, on
+ * the same platform and shop domain, as an active one. A reseller who deletes a supplier and creates
+ * it again (a new token, new settings: operations.md anticipates suppliers "deleted or re-created")
+ * points the supplier's webhooks at the new record; the orders placed through the old one are still
+ * the supplier's to ship or cancel, and their fulfillments and cancellations now come signed by the
+ * new record. A deleted record never accepts a webhook itself (decisions.md) and never routes a line;
+ * it only lets the active one of the same supplier answer for its placed orders. Another owner's or
+ * another reseller store's records of the same supplier never do.
+ */
+export interface FormerRecords {
+  formerRecordsOf(sourceStoreIds: string[]): Promise<string[]>;
+}
+
+interface JobsBySourceOrder<J> {
+  findBySourceOrder(sourceStoreIds: string[], sourceOrderId: string): Promise<J | null>;
+}
+
+/**
+ * The sync jobs' look-up by supplier order (the webhooks' port `JobsBySourceOrder`) widened to the
+ * senders' former records: a job of the senders themselves first; only when none placed the order,
+ * one that a former record of theirs placed. The job is the one the order was placed by, so its
+ * de-duplication (a fulfillment's keys are per job) is the same however the delivery is addressed.
+ */
+export const jobsOfSupplierRecords = <J>(jobs: JobsBySourceOrder<J>, stores: FormerRecords): JobsBySourceOrder<J> => ({
+  async findBySourceOrder(sourceStoreIds: string[], sourceOrderId: string): Promise<J | null> {
+    const own = await jobs.findBySourceOrder(sourceStoreIds, sourceOrderId);
+    if (own) return own;
+    const former = await stores.formerRecordsOf(sourceStoreIds);
+    return former.length > 0 ? jobs.findBySourceOrder(former, sourceOrderId) : null;
+  },
+});

@@ -1,0 +1,159 @@
+/**
+ * A supplier record deleted and re-created with the same shop domain (operations.md anticipates
+ * suppliers "deleted or re-created with the same vendor tag"): the reseller fixes a token or a
+ * setting by making a new record, and points the supplier's webhooks at it. The orders placed
+ * through the deleted record are still the supplier's to ship: their tracking (and the supplier's
+ * own cancellation) now arrive signed by the new record, and must reach those orders' jobs, or the
+ * customer never hears of the shipment. Only the deleted records of the same reseller store and
+ * owner, on the same platform and shop domain, answer for an active one: never another tenant's.
+ * Real service, queue, database, sandbox and webhooks.
+ */
+import { describe, expect } from 'vitest';
+import type { Platform } from '../src/orders/types.ts';
+import { sendWebhook, type JsonObject } from './sandbox/server.ts';
+import { createResellerStore, createSourceStore, registerUser } from './support/factories.ts';
+import { test } from './support/fixtures.ts';
+import { getJob } from './support/sync-jobs.ts';
+import { waitFor } from './support/wait.ts';
+import {
+  auditOf,
+  check,
+  divergencesOf,
+  fulfillmentsOf,
+  openTenant,
+  placeOrder,
+  pushedTracking,
+  type Supplier,
+  type Target,
+  type Tenant,
+} from './support/watch.ts';
+import { FULFILLMENTS_PATH, uniqueSuffix } from './support/webhooks.ts';
+
+test.override('serviceEnv', { DIVERGENCE_INTERVAL_MS: '0', RECONCILE_INTERVAL_MS: '0', SYNC_RETRY_BASE_DELAY_MS: '50', SWEEP_INTERVAL_MS: '500' });
+
+const it = test.extend('target', { scope: 'file' }, ({ service }): Target => ({ api: service.api, url: service.url, databaseUrl: service.databaseUrl }));
+
+/** Deletes the tenant's supplier and creates it again: same platform, shop domain and vendor tag, a new token and secret. */
+async function recreate(tenant: Tenant, supplier: Supplier): Promise<Supplier> {
+  const { api } = tenant.target;
+  const deleted = await api.delete(`/v1/reseller_stores/${tenant.reseller.id}/source_stores/${supplier.id}`, { token: tenant.user.token });
+  expect(deleted.status).toBe(204);
+  const secret = `whsec_again_${uniqueSuffix()}`;
+  const again = await createSourceStore(api, tenant.user.token, tenant.reseller.id, {
+    platform: supplier.platform,
+    shopDomain: supplier.shopDomain,
+    vendorTag: supplier.vendorTag,
+    webhookSecret: secret,
+  });
+  expect(again.id).not.toBe(supplier.id);
+  return { id: again.id, shopDomain: again.shopDomain, platform: supplier.platform, secret, vendorTag: supplier.vendorTag };
+}
+
+/** A delivery of the supplier's platform, signed with `supplier`'s secret: to its own URL (`perStore`) or the shared one. */
+function supplierSends(tenant: Tenant, supplier: Supplier, topic: string, payload: unknown, options: { perStore?: boolean; webhookId?: string } = {}) {
+  return sendWebhook({
+    targetUrl: `${tenant.target.url}${FULFILLMENTS_PATH}${options.perStore ? `/${supplier.id}` : ''}`,
+    shopDomain: supplier.shopDomain,
+    secret: supplier.secret,
+    topic,
+    payload,
+    ...(options.webhookId && { webhookId: options.webhookId }),
+  });
+}
+
+const resellerPlatformFor = (supplier: Platform): Platform => (supplier === 'platform_a' ? 'custom' : 'platform_a');
+
+describe.each(['custom', 'platform_a'] as const)('a %s supplier deleted and re-created with the same shop domain', (platform) => {
+  it("ships an order placed through the deleted record: its tracking, posted to the new record's URL, reaches the customer once", async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, resellerPlatformFor(platform), [platform]);
+    const placed = await placeOrder(sandbox, tenant, tenant.suppliers[0]!);
+    const again = await recreate(tenant, tenant.suppliers[0]!);
+
+    const [body] = sandbox.shipOrder(again.shopDomain, platform, placed.sourceOrderId, { trackingNumbers: ['1Z-AGAIN-1'], company: 'UPS' });
+    const delivered = await supplierSends(tenant, again, 'fulfillments/create', body, { perStore: true });
+    expect(delivered.status, JSON.stringify(delivered.body)).toBe(200);
+    expect((delivered.body as { syncJobIds: string[] }).syncJobIds).toEqual([placed.jobId]);
+
+    const [pushed] = await pushedTracking(sandbox, tenant, 1);
+    expect(JSON.stringify(pushed!.body)).toContain('1Z-AGAIN-1');
+    await waitFor(async () => (await fulfillmentsOf(tenant, placed.jobId))[0]?.status === 'completed', 20_000, 'tracking pushed');
+
+    // Redelivered (same webhook id), and delivered again to the shared URL: recognised, nothing more is pushed.
+    const again1 = await supplierSends(tenant, again, 'fulfillments/create', body, { perStore: true, webhookId: delivered.webhookId });
+    const again2 = await supplierSends(tenant, again, 'fulfillments/create', body);
+    for (const response of [again1, again2]) {
+      expect(response.status, JSON.stringify(response.body)).toBe(200);
+      expect((response.body as { syncJobIds: string[] }).syncJobIds).toEqual([placed.jobId]);
+    }
+    expect(await fulfillmentsOf(tenant, placed.jobId)).toHaveLength(1);
+    expect(sandbox.fulfillmentsFor(tenant.reseller.shopDomain)).toHaveLength(1);
+  });
+
+  it('the supplier cancels an order placed through the deleted record: recorded on its job, on the to-do list', async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, resellerPlatformFor(platform), [platform]);
+    const placed = await placeOrder(sandbox, tenant, tenant.suppliers[0]!);
+    const again = await recreate(tenant, tenant.suppliers[0]!);
+
+    const cancel: { topic: string; payload: JsonObject } =
+      platform === 'custom'
+        ? { topic: 'orders/cancelled', payload: { id: placed.sourceOrderId, cancelledAt: new Date().toISOString(), reason: 'out of stock' } }
+        : { topic: 'orders/cancelled', payload: { ...sandbox.orderOf(again.shopDomain, platform, placed.sourceOrderId)!, cancelled_at: new Date().toISOString(), cancel_reason: 'inventory' } };
+    const delivered = await supplierSends(tenant, again, cancel.topic, cancel.payload, { perStore: true });
+    expect(delivered.status, JSON.stringify(delivered.body)).toBe(200);
+    expect((delivered.body as { syncJobIds: string[] }).syncJobIds).toEqual([placed.jobId]);
+    expect((await getJob(target.api, tenant.user.token, placed.jobId)).supplierCancelledAt).not.toBeNull();
+    expect((await divergencesOf(tenant)).map((entry) => ({ type: entry.type, syncJobId: entry.syncJobId }))).toEqual([{ type: 'supplier_cancelled', syncJobId: placed.jobId }]);
+  });
+
+  it("a pass lists the order shipped on the re-created record's store with no webhook: the tracking is pushed to the deleted record's job", async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, resellerPlatformFor(platform), [platform]);
+    const placed = await placeOrder(sandbox, tenant, tenant.suppliers[0]!);
+    const again = await recreate(tenant, tenant.suppliers[0]!);
+    // Shipped after the new record was made (a new record's history is not read), its webhook lost.
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    sandbox.shipOrder(again.shopDomain, platform, placed.sourceOrderId, { trackingNumbers: ['1Z-WATCHED'] });
+
+    const pass = await check(tenant);
+    expect(pass).toMatchObject({ status: 'succeeded', repairs: 1, error: null });
+    const [pushed] = await pushedTracking(sandbox, tenant, 1);
+    expect(JSON.stringify(pushed!.body)).toContain('1Z-WATCHED');
+    expect((await auditOf(tenant, 'fulfillment.reconciled')).map((entry) => entry.metadata.syncJobId)).toEqual([placed.jobId]);
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', repairs: 0 });
+    expect(await fulfillmentsOf(tenant, placed.jobId)).toHaveLength(1);
+  });
+});
+
+describe("another tenant's record of the same supplier", () => {
+  it("never answers for a deleted record that is not its own: another user's, or another reseller store's of the same user", async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, 'platform_a', ['custom']);
+    const supplier = tenant.suppliers[0]!;
+    const placed = await placeOrder(sandbox, tenant, supplier);
+    const deleted = await target.api.delete(`/v1/reseller_stores/${tenant.reseller.id}/source_stores/${supplier.id}`, { token: tenant.user.token });
+    expect(deleted.status).toBe(204);
+
+    // Another user, and another storefront of the same user, each with an active record of the supplier's domain.
+    const stranger = await registerUser(target.api);
+    const strangerStore = await createResellerStore(target.api, stranger.token);
+    const ownOther = await createResellerStore(target.api, tenant.user.token);
+    const others: Supplier[] = [];
+    for (const [token, storeId] of [[stranger.token, strangerStore.id], [tenant.user.token, ownOther.id]] as const) {
+      const secret = `whsec_other_${uniqueSuffix()}`;
+      const record = await createSourceStore(target.api, token, storeId, { platform: 'custom', shopDomain: supplier.shopDomain, vendorTag: supplier.vendorTag, webhookSecret: secret });
+      others.push({ id: record.id, shopDomain: record.shopDomain, platform: 'custom', secret, vendorTag: supplier.vendorTag });
+    }
+
+    const [body] = sandbox.shipOrder(supplier.shopDomain, 'custom', placed.sourceOrderId, { trackingNumbers: ['1Z-NOT-YOURS'] });
+    for (const other of others) {
+      for (const perStore of [true, false]) {
+        const response = await supplierSends(tenant, other, 'fulfillments/create', body, { perStore });
+        expect(response.status, JSON.stringify(response.body)).toBe(200);
+        expect((response.body as { syncJobIds: string[] }).syncJobIds).toEqual([]);
+      }
+      const cancelled = await supplierSends(tenant, other, 'orders/cancelled', { id: placed.sourceOrderId, cancelledAt: new Date().toISOString() }, { perStore: true });
+      expect((cancelled.body as { syncJobIds?: string[] }).syncJobIds ?? []).toEqual([]);
+    }
+    expect(await fulfillmentsOf(tenant, placed.jobId)).toEqual([]);
+    expect((await getJob(target.api, tenant.user.token, placed.jobId)).supplierCancelledAt).toBeNull();
+    expect(sandbox.fulfillmentsFor(tenant.reseller.shopDomain)).toEqual([]);
+  });
+});
