@@ -10,6 +10,14 @@ import { DivergencesTable } from './divergences.js';
 
 const STATUS_CHOICES = { dead: ['dead'], failed: ['failed'], both: ['dead', 'failed'] };
 
+/**
+ * A storefront order id as POST /v1/sync_jobs takes it (contract/limits.ts EXTERNAL_ORDER_ID): digits
+ * on platform_a and platform_b, but a custom storefront's are strings such as `SO-1001`.
+ */
+const ORDER_ID = /^[A-Za-z0-9_-]{1,32}$/;
+/** The same for the filter's input (`pattern`, compiled by the browser with the `v` flag: `-` escaped). */
+const ORDER_ID_PATTERN = '[A-Za-z0-9_\\-]{1,32}';
+
 // ---------------------------------------------------------------------------------------------
 // Retrying
 
@@ -162,7 +170,7 @@ function JobFilters({ dir, path, base, fixedStore }) {
       ${!fixedStore && html`<${StoreSelect} id="filter-store" dir=${dir} value=${store} onChange=${(value) => change({ store: value, supplier: '' })} />`}
       <${SupplierSelect} id="filter-supplier" dir=${dir} suppliers=${dir.suppliersOf(fixedStore ?? store)} oneStore=${Boolean(fixedStore || store)}
         value=${supplier} onChange=${(value) => change({ supplier: value })} />
-      <div class="inline-field"><label for="filter-order">Order number</label><input id="filter-order" inputmode="numeric" pattern="[0-9]{1,20}" value=${order} onInput=${(e) => change({ order: e.currentTarget.value })} />
+      <div class="inline-field"><label for="filter-order">Order number</label><input id="filter-order" pattern=${ORDER_ID_PATTERN} value=${order} onInput=${(e) => change({ order: e.currentTarget.value })} />
       </div>
     </${FilterForm}>`;
 }
@@ -309,7 +317,18 @@ export function SearchView({ route, dir, announce, reloads }) {
   const q = (route.params.get('q') ?? '').trim();
   const heading = useViewHeading(`Search: ${q}`);
   const [error, setError] = useState(null);
-  const kind = /^\d{1,20}$/.test(q.replace(/^#/, '')) ? 'order' : /^job_/.test(q) ? 'job' : 'supplier';
+  const order = q.replace(/^#/, '');
+  const kind = /^\d{1,20}$/.test(order) ? 'order' : /^job_/.test(q) ? 'job' : 'supplier';
+  // Anything else that could be an order id (a custom storefront's `SO-1001`) is looked up as one
+  // too: whether it has jobs (true), has none (false) or is being looked up (null).
+  const [orderFound, setOrderFound] = useState(kind === 'order' ? true : kind === 'supplier' && ORDER_ID.test(order) ? null : false);
+  useEffect(() => {
+    if (orderFound !== null) return;
+    api('GET', `/v1/sync_jobs${query({ external_order_id: order, limit: 1 })}`).then(
+      (found) => setOrderFound(found.data.length > 0),
+      () => setOrderFound(false),
+    );
+  }, [q]);
 
   useEffect(() => {
     if (kind !== 'job') return;
@@ -327,24 +346,25 @@ export function SearchView({ route, dir, announce, reloads }) {
     );
   }, [q, dir.suppliers]);
 
-  const order = q.replace(/^#/, '');
   return html`
     <section aria-labelledby="view-heading">
       <h1 id="view-heading" tabindex="-1" ref=${heading}>Search results for “${q}”</h1>
       <${Alert} text=${error} />
       ${kind === 'job' && !error && html`<${Loading} what="the job" />`}
-      ${kind === 'order' &&
+      ${orderFound === true &&
       html`<p class="muted">Jobs of order #${order} in all your stores (one per supplier the order was routed to).</p>
         <${JobsBrowser} route=${{ ...route, params: new URLSearchParams({ order, ...Object.fromEntries([...route.params].filter(([k]) => k !== 'q')) }) }}
           dir=${dir} path="/jobs" announce=${announce} reloads=${reloads} />`}
-      ${kind === 'supplier' && html`<${SupplierResults} suppliers=${suppliers} dir=${dir} q=${q} />`}
+      ${kind === 'supplier' && html`<${SupplierResults} suppliers=${suppliers} dir=${dir} q=${q} orderFound=${orderFound} />`}
     </section>`;
 }
 
-function SupplierResults({ suppliers, dir, q }) {
+function SupplierResults({ suppliers, dir, q, orderFound }) {
   if (!dir.stores) return html`<${Loading} what="your suppliers" />`;
   if (suppliers.length === 0) {
-    return html`<p>No supplier, order number or job id matches “${q}”. Search an order number (digits), a job id (<code>job_…</code>) or part of a supplier's name, vendor tag or domain.</p>`;
+    if (orderFound) return null;
+    if (orderFound === null) return html`<${Loading} what="the order's jobs" />`;
+    return html`<p>No supplier, order number or job id matches “${q}”. Search an order number, a job id (<code>job_…</code>) or part of a supplier's name, vendor tag or domain.</p>`;
   }
   return html`
     <h2>${plural(suppliers.length, 'supplier')}</h2>

