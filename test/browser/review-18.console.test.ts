@@ -94,4 +94,45 @@ describe('the operator console (review 18)', () => {
     expect(problems).toEqual([]);
     await context.close();
   }, 60_000);
+
+  it("retries the dead jobs of the store filtered on, not none, after a supplier of another store was picked in the bulk form", async () => {
+    const harbour = await openShop(service.api, { name: 'Harbour Goods' });
+    const corner = await openShop(service.api, { name: 'Corner Shop' }, harbour.user);
+    const user = harbour.user;
+    const acme = await addSupplier(service.api, harbour, { name: 'Acme Supplies', vendorTag: 'Acme' });
+    const crate = await addSupplier(service.api, corner, { name: 'Crate Co', vendorTag: 'Crate' });
+    sandbox.setFaults(acme.shopDomain, { alwaysFail: true, status: 503 });
+    sandbox.setFaults(crate.shopDomain, { alwaysFail: true, status: 503 });
+    const dead = await Promise.all(
+      [
+        await createJob(service.api, user.token, acme.id, seedResellerOrder(sandbox, harbour, [lineOf('Acme')])),
+        await createJob(service.api, user.token, crate.id, seedResellerOrder(sandbox, corner, [lineOf('Crate')])),
+      ].map((job) => waitForJob(service.api, user.token, job.id, (j) => j.status === 'dead', 20_000, 'dead')),
+    );
+    const cornerJob = dead[1];
+
+    const { context, page, problems } = await openTab();
+    const bulkBodies: unknown[] = [];
+    page.on('request', (request) => {
+      if (new URL(request.url()).pathname === '/v1/sync_jobs/bulk_retry') bulkBodies.push(request.postDataJSON());
+    });
+    await signIn(page, user);
+    await page.evaluate(`location.hash = ${JSON.stringify(`#/jobs?store=${harbour.reseller.id}`)}`);
+    await view(page, 'Jobs');
+    const bulk = page.getByRole('form', { name: 'Retry in bulk' });
+    await bulk.getByLabel('Supplier').selectOption({ label: 'Acme Supplies' });
+
+    // The operator moves the list to the other store, then retries its dead jobs in bulk.
+    const filters = page.getByRole('form', { name: 'Filter the jobs' });
+    await filters.getByLabel('Store').selectOption({ label: 'Corner Shop' });
+    await filters.getByRole('button', { name: 'Apply filters' }).click();
+    await expect.poll(() => hash(page)).toContain(`store=${corner.reseller.id}`);
+    await page.getByRole('button', { name: 'Retry matching jobs' }).click();
+    await expect.poll(() => bulkBodies.length).toBe(1);
+    expect(bulkBodies[0]).toEqual({ status: 'dead', reseller_store_id: corner.reseller.id });
+    await page.getByText('Retried 1 dead job; it is pending again.').waitFor({ timeout: 5_000 });
+    await waitForJob(service.api, user.token, cornerJob.id, (j) => j.attempts > cornerJob.attempts, 20_000, 'retried');
+    expect(problems).toEqual([]);
+    await context.close();
+  }, 90_000);
 });

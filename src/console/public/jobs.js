@@ -180,8 +180,11 @@ function JobFilters({ dir, path, base, fixedStore }) {
 
 function BulkRetryForm({ dir, storeId, action }) {
   const [status, setStatus] = useState('dead');
-  const [supplier, setSupplier] = useState('');
+  const [picked, setSupplier] = useState('');
   const suppliers = dir.suppliersOf(storeId);
+  // A supplier picked before the store changed (the jobs view keeps this form) is not one of the
+  // store's: it would narrow the retry to nothing.
+  const supplier = suppliers.some((s) => s.id === picked) ? picked : '';
   const submit = (event) => {
     event.preventDefault();
     const filters = { status: STATUS_CHOICES[status].length === 1 ? STATUS_CHOICES[status][0] : STATUS_CHOICES[status] };
