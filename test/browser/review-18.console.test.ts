@@ -135,4 +135,35 @@ describe('the operator console (review 18)', () => {
     expect(problems).toEqual([]);
     await context.close();
   }, 90_000);
+
+  it('keeps the operator signed in when the service refuses a refresh for a while (429)', async () => {
+    const limited = await startTestService({ PLATFORM_BASE_URL: sandbox.baseUrlTemplate, AUTH_RATE_LIMIT_PER_MINUTE: '4' });
+    try {
+      const shop = await openShop(limited.api, { name: 'Night Shop' }); // 1: register
+      const { context, page, problems } = await openTab();
+      await signIn(page, shop.user, limited.url); // 2: the page's refresh (no cookie yet), 3: sign-in
+      await page.getByRole('link', { name: 'Night Shop', exact: true }).waitFor();
+      // Other sign-ins from this address use up the minute's allowance.
+      for (let i = 0; i < 3; i++) await limited.api.post('/v1/auth/login', { body: { email: shop.user.email, password: 'not-the-password' } });
+
+      // The access token expires (as after 15 minutes): the console must renew it and is refused for now.
+      let expired = false;
+      await page.route('**/v1/reseller_stores/*/stats', async (route) => {
+        if (expired) return route.fallback();
+        expired = true;
+        await route.fulfill({ status: 401, contentType: 'application/json', body: JSON.stringify({ error: { code: 'unauthorized', message: 'expired' }, request_id: 'req_test' }) });
+      });
+      const refreshed = page.waitForResponse((response) => new URL(response.url()).pathname === '/v1/auth/refresh');
+      await page.getByRole('button', { name: 'Refresh', exact: true }).click();
+      expect((await refreshed).status()).toBe(429);
+      await page.waitForTimeout(500);
+      // Still signed in: the session is valid, only its renewal must wait.
+      await expect(page.getByRole('button', { name: 'Sign out' }).isVisible()).resolves.toBe(true);
+      await expect(page.getByText('Your session has ended. Sign in again.').count()).resolves.toBe(0);
+      expect(problems).toEqual([]);
+      await context.close();
+    } finally {
+      await limited.stop();
+    }
+  }, 60_000);
 });

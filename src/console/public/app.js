@@ -250,7 +250,10 @@ function App() {
   useEffect(() => {
     session.onExpired = () => setState({ phase: 'signedOut', user: null, notice: 'Your session has ended. Sign in again.' });
     // A refresh cookie from an earlier visit resumes the session without a password.
-    refreshSession().then((resumed) => (resumed ? enter() : setState({ phase: 'signedOut', user: null, notice: null })));
+    refreshSession().then(
+      (resumed) => (resumed ? enter() : setState({ phase: 'signedOut', user: null, notice: null })),
+      (failure) => setState({ phase: 'signedOut', user: null, notice: plainWords(failure, 'resume your session') }),
+    );
   }, []);
 
   useEffect(() => {

@@ -51,7 +51,12 @@ export async function send(method, path, body, token) {
   return data;
 }
 
-/** One refresh at a time, however many calls found the token expired together. */
+/**
+ * One refresh at a time, however many calls found the token expired together: true when renewed,
+ * false when there is no session any more (401). Any other failure (429 after too many sign-ins
+ * from this address, 503, the network) is thrown: the session may well be valid, so the operator
+ * is told what went wrong rather than signed out.
+ */
 export function refreshSession() {
   session.refreshing ??= send('POST', '/v1/auth/refresh')
     .then(
@@ -59,7 +64,10 @@ export function refreshSession() {
         session.token = renewed.accessToken;
         return true;
       },
-      () => false,
+      (failure) => {
+        if (failure instanceof ApiError && failure.status === 401) return false;
+        throw failure;
+      },
     )
     .finally(() => {
       session.refreshing = null;
@@ -73,6 +81,7 @@ export async function api(method, path, body) {
     return await send(method, path, body, session.token);
   } catch (error) {
     if (!(error instanceof ApiError) || error.status !== 401) throw error;
+    // A refresh that could not be made now throws its own error (429, 503, network).
     if (!(await refreshSession())) {
       session.token = null;
       session.onExpired();
