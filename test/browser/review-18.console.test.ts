@@ -11,7 +11,7 @@
  *   presented again revokes the whole session).
  */
 import { existsSync } from 'node:fs';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page, type Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../sandbox/server.ts';
 import type { TestUser } from '../support/factories.ts';
@@ -165,5 +165,38 @@ describe('the operator console (review 18)', () => {
     } finally {
       await limited.stop();
     }
+  }, 60_000);
+
+  it('does not revoke the session when two tabs renew it at the same time', async () => {
+    const shop = await openShop(service.api, { name: 'Twin Shop' });
+    const first = await openTab();
+    await signIn(first.page, shop.user);
+    const second = await openTab(first.context);
+    const third = await openTab(first.context);
+
+    // Two tabs opened together: each renews the session from the refresh cookie. The first tab's
+    // refresh is held until the other tab has asked too (or, if that tab waits for this one, 1.5 s),
+    // as when both ask within the same few milliseconds.
+    let seen = 0;
+    let release: (() => void) | null = null;
+    const hold = async (route: Route) => {
+      seen += 1;
+      if (seen === 1) await new Promise<void>((resolve) => ((release = resolve), setTimeout(resolve, 1_500)));
+      else if (seen === 2) release?.();
+      await route.fallback();
+    };
+    await second.page.route('**/v1/auth/refresh', hold);
+    await third.page.route('**/v1/auth/refresh', hold);
+    await Promise.all([second.page.goto(`${service.url}/console`), third.page.goto(`${service.url}/console`)]);
+    for (const tab of [second, third]) {
+      await tab.page.getByRole('heading', { level: 1, name: /Needs attention|Operator console/ }).waitFor();
+    }
+    await Promise.all([second, third].map((tab) => tab.page.getByRole('button', { name: 'Sign out' }).waitFor({ timeout: 10_000 })));
+    // The session is still alive: a new tab resumes it from the cookie.
+    const fourth = await openTab(first.context);
+    await fourth.page.goto(`${service.url}/console`);
+    await fourth.page.getByRole('button', { name: 'Sign out' }).waitFor({ timeout: 10_000 });
+    expect([...first.problems, ...second.problems, ...third.problems, ...fourth.problems]).toEqual([]);
+    await first.context.close();
   }, 60_000);
 });

@@ -52,13 +52,23 @@ export async function send(method, path, body, token) {
 }
 
 /**
+ * POST /v1/auth/refresh, one tab at a time: the refresh token rotates, and one presented again
+ * (a second tab that read the cookie before the first tab's answer stored its successor) revokes
+ * the whole session. Where the browser has no Web Locks (a page not served over HTTPS), unguarded.
+ */
+function renew() {
+  const ask = () => send('POST', '/v1/auth/refresh');
+  return globalThis.navigator?.locks ? navigator.locks.request('order-routing-console:refresh', ask) : ask();
+}
+
+/**
  * One refresh at a time, however many calls found the token expired together: true when renewed,
  * false when there is no session any more (401). Any other failure (429 after too many sign-ins
  * from this address, 503, the network) is thrown: the session may well be valid, so the operator
  * is told what went wrong rather than signed out.
  */
 export function refreshSession() {
-  session.refreshing ??= send('POST', '/v1/auth/refresh')
+  session.refreshing ??= renew()
     .then(
       (renewed) => {
         session.token = renewed.accessToken;
