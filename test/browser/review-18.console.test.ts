@@ -199,4 +199,36 @@ describe('the operator console (review 18)', () => {
     expect([...first.problems, ...second.problems, ...third.problems, ...fourth.problems]).toEqual([]);
     await first.context.close();
   }, 60_000);
+
+  it('shows the page of the audit log its URL names when an earlier page answers late', async () => {
+    const shop = await openShop(service.api, { name: 'Ledger Shop' });
+    for (let i = 0; i < 12; i++) await addSupplier(service.api, shop, { name: `Ledger supplier ${i}`, vendorTag: `Ledger${i}` });
+    const newest = (await service.api.get('/v1/audit_log?limit=1', { token: shop.user.token })).body.data[0];
+
+    const { context, page, problems } = await openTab();
+    await signIn(page, shop.user);
+    await page.evaluate(`location.hash = '#/audit?limit=10'`);
+    await view(page, 'Audit log');
+    const table = page.getByRole('table', { name: 'Audit log entries, newest first' });
+    await expect.poll(() => table.locator('tbody tr').count()).toBe(10);
+
+    // The older page answers slowly; the operator goes back to the newest before it has.
+    let slow = 0;
+    await page.route('**/v1/audit_log?*', async (route) => {
+      if (!new URL(route.request().url()).searchParams.has('starting_after')) return route.fallback();
+      slow += 1;
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      await route.fallback();
+    });
+    await page.getByRole('link', { name: 'Older →' }).click();
+    await expect.poll(() => slow).toBe(1);
+    await page.goBack();
+    await expect.poll(() => hash(page)).toBe('#/audit?limit=10');
+    await page.waitForTimeout(2_500);
+    // The URL is the newest page: so are the rows (and the pager's links, made from them).
+    await expect(table.locator('tbody tr').count()).resolves.toBe(10);
+    await expect(table.locator('tbody tr').first().textContent()).resolves.toContain(newest.resourceId);
+    expect(problems).toEqual([]);
+    await context.close();
+  }, 60_000);
 });

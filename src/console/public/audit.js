@@ -1,7 +1,7 @@
 // The audit log (#/audit): read-only entries of the user's stores, newest first, paged, filtered
 // by store and action.
 import { html, useCallback, useEffect, useState } from '/console/assets/preact-htm.js';
-import { Alert, api, cursorOf, excerpt, FilterForm, href, Loading, navigate, PageSizePicker, Pager, plainWords, query, StoreSelect, useDraft, useViewHeading, When } from './lib.js';
+import { Alert, api, cursorOf, excerpt, FilterForm, href, Loading, navigate, PageSizePicker, Pager, plainWords, query, StoreSelect, useDraft, useLatest, useViewHeading, When } from './lib.js';
 
 /** Where an entry's resource has a page in the console. */
 const RESOURCE_PAGES = {
@@ -18,12 +18,17 @@ export function AuditView({ route, dir, reloads }) {
   const [page, setPage] = useState(null);
   const [error, setError] = useState(null);
 
+  const latest = useLatest();
+
   const load = useCallback(async () => {
+    const current = latest();
     try {
-      setPage(await api('GET', `/v1/audit_log${query({ reseller_store_id: store, action: actionFilter, ...cursorOf(params) })}`));
+      const found = await api('GET', `/v1/audit_log${query({ reseller_store_id: store, action: actionFilter, ...cursorOf(params) })}`);
+      if (!current()) return;
+      setPage(found);
       setError(null);
     } catch (failure) {
-      setError(plainWords(failure, 'load the audit log'));
+      if (current()) setError(plainWords(failure, 'load the audit log'));
     }
   }, [String(params), reloads]);
   useEffect(() => {

@@ -2,8 +2,8 @@
 // fulfillments, cancellations, when a failed one's next automatic retry is due, and history.
 import { html, useCallback, useEffect, useState } from '/console/assets/preact-htm.js';
 import {
-  Alert, api, ApiError, Due, Exchange, href, JOB_POLL_MS, Loading, number, plainWords, plural, RETRYABLE, Status, TRIGGERS, useAction, usePolling,
-  useViewHeading, When,
+  Alert, api, ApiError, Due, Exchange, href, JOB_POLL_MS, Loading, number, plainWords, plural, RETRYABLE, Status, TRIGGERS, useAction, useLatest,
+  usePolling, useViewHeading, When,
 } from './lib.js';
 import { retryJobPart, retryJobs } from './actions.js';
 
@@ -14,7 +14,12 @@ export function JobView({ jobId, dir, announce, setViewStore }) {
   const [error, setError] = useState(null);
   const heading = useViewHeading(job ? `Job for order #${job.externalOrderId}` : 'Job');
 
+  const latest = useLatest();
+
   const load = useCallback(async () => {
+    // A poll sent before an action (a retry) that answers after the reload that follows it would
+    // show the job as it was: only the newest answer is shown.
+    const current = latest();
     try {
       // The job first, then what it has done: its attempts and history are read after its status, so
       // a page never shows a job completed beside its last attempt still in progress.
@@ -23,11 +28,13 @@ export function JobView({ jobId, dir, announce, setViewStore }) {
         api('GET', `/v1/sync_jobs/${encodeURIComponent(jobId)}/attempts`),
         api('GET', `/v1/audit_log?resource_id=${encodeURIComponent(jobId)}&limit=100`).catch(() => null),
       ]);
+      if (!current()) return;
       setJob(detail);
       setAttempts(timeline.data);
       if (audit) setHistory(audit.data);
       setError(null);
     } catch (failure) {
+      if (!current()) return;
       setError(failure instanceof ApiError && failure.status === 404 ? 'No job of yours has this id.' : plainWords(failure, 'load the job'));
     }
   }, [jobId]);

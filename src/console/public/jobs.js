@@ -3,7 +3,7 @@
 import { html, useCallback, useEffect, useMemo, useState } from '/console/assets/preact-htm.js';
 import {
   Alert, Ago, api, ApiError, cursorOf, duration, FilterForm, href, isMissingRoute, JOB_STATUSES, loadDivergences, Loading, navigate, number, PageSizePicker,
-  Pager, plainWords, plural, POLL_MS, query, RETRYABLE, Status, StoreSelect, SupplierSelect, useAction, useDraft, usePolling, useViewHeading, When,
+  Pager, plainWords, plural, POLL_MS, query, RETRYABLE, Status, StoreSelect, SupplierSelect, useAction, useDraft, useLatest, usePolling, useViewHeading, When,
 } from './lib.js';
 import { bulkRetry, retryJobs } from './actions.js';
 import { DivergencesTable } from './divergences.js';
@@ -98,14 +98,18 @@ function JobsBrowser({ route, dir, path, fixedStore, announce, reloads }) {
   const [page, setPage] = useState(null);
   const [error, setError] = useState(null);
 
+  const latest = useLatest();
+
   const load = useCallback(async () => {
+    const current = latest();
     try {
       const filters = { status, reseller_store_id: storeId, source_store_id: supplier, external_order_id: order };
       const found = await api('GET', `/v1/sync_jobs${query({ ...filters, ...cursorOf(params) })}`);
+      if (!current()) return;
       setPage(found);
       setError(null);
     } catch (failure) {
-      setError(plainWords(failure, 'load the jobs'));
+      if (current()) setError(plainWords(failure, 'load the jobs'));
     }
   }, [String(params), storeId, reloads]);
   usePolling(load, POLL_MS, [load]);

@@ -210,6 +210,24 @@ export function usePolling(load, everyMs, deps) {
   }, deps);
 }
 
+/**
+ * Answers in the order their requests were made: call it as a request starts, and the function it
+ * returns when the answer lands, true if that answer may be shown (it is newer than the one shown).
+ * An earlier page, filter or poll answering after a later one is dropped: otherwise the view showed
+ * another page than its URL's, and its pager's links, made from the rows, skipped or repeated rows.
+ */
+export function useLatest() {
+  const counter = useRef({ started: 0, shown: 0 });
+  return useCallback(() => {
+    const mine = ++counter.current.started;
+    return () => {
+      if (mine < counter.current.shown) return false;
+      counter.current.shown = mine;
+      return true;
+    };
+  }, []);
+}
+
 /** A view's heading takes focus when the view opens, so screen readers announce where they are. */
 export function useViewHeading(title) {
   const heading = useRef(null);

@@ -3,7 +3,7 @@
 import { html, useCallback, useEffect, useState } from '/console/assets/preact-htm.js';
 import {
   Alert, api, ApiError, cursorOf, Due, excerpt, href, listAll, Loading, number, PageSizePicker, Pager, plainWords, plural, POLL_MS, query, Status, useAction,
-  usePolling, useViewHeading, When,
+  useLatest, usePolling, useViewHeading, When,
 } from './lib.js';
 
 export function WebhooksView({ announce, reloads }) {
@@ -55,17 +55,22 @@ export function EndpointView({ endpointId, route, announce }) {
   const [error, setError] = useState(null);
   const heading = useViewHeading('Webhook endpoint');
 
+  const latest = useLatest();
+
   const load = useCallback(async () => {
+    const current = latest();
     try {
       const id = encodeURIComponent(endpointId);
       const [found, deliveries] = await Promise.all([
         api('GET', `/v1/webhook_endpoints/${id}`),
         api('GET', `/v1/webhook_endpoints/${id}/deliveries${query({ status, ...cursorOf(params) })}`),
       ]);
+      if (!current()) return;
       setEndpoint(found);
       setPage(deliveries);
       setError(null);
     } catch (failure) {
+      if (!current()) return;
       setError(failure instanceof ApiError && failure.status === 404 ? 'No webhook endpoint of yours has this id.' : plainWords(failure, 'load the endpoint'));
     }
   }, [endpointId, String(params)]);
