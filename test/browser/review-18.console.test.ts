@@ -140,7 +140,7 @@ describe('the operator console (review 18)', () => {
     const limited = await startTestService({ PLATFORM_BASE_URL: sandbox.baseUrlTemplate, AUTH_RATE_LIMIT_PER_MINUTE: '4' });
     try {
       const shop = await openShop(limited.api, { name: 'Night Shop' }); // 1: register
-      const { context, page, problems } = await openTab();
+      const { context, page, problems, requests } = await openTab();
       await signIn(page, shop.user, limited.url); // 2: the page's refresh (no cookie yet), 3: sign-in
       await page.getByRole('link', { name: 'Night Shop', exact: true }).waitFor();
       // Other sign-ins from this address use up the minute's allowance.
@@ -148,8 +148,9 @@ describe('the operator console (review 18)', () => {
 
       // The access token expires (as after 15 minutes): the console must renew it and is refused for now.
       let expired = false;
+      let stillExpired = false;
       await page.route('**/v1/reseller_stores/*/stats', async (route) => {
-        if (expired) return route.fallback();
+        if (expired && !stillExpired) return route.fallback();
         expired = true;
         await route.fulfill({ status: 401, contentType: 'application/json', body: JSON.stringify({ error: { code: 'unauthorized', message: 'expired' }, request_id: 'req_test' }) });
       });
@@ -160,6 +161,15 @@ describe('the operator console (review 18)', () => {
       // Still signed in: the session is valid, only its renewal must wait.
       await expect(page.getByRole('button', { name: 'Sign out' }).isVisible()).resolves.toBe(true);
       await expect(page.getByText('Your session has ended. Sign in again.').count()).resolves.toBe(0);
+
+      // While the token stays refused, the polls do not ask again before the Retry-After: each ask
+      // would count against the same address's limit.
+      const asked = () => requests.filter((r) => r === 'POST /v1/auth/refresh').length;
+      const before = asked();
+      stillExpired = true;
+      await page.waitForTimeout(6_000);
+      expect(asked()).toBe(before);
+      await expect(page.getByRole('button', { name: 'Sign out' }).isVisible()).resolves.toBe(true);
       expect(problems).toEqual([]);
       await context.close();
     } finally {

@@ -61,6 +61,9 @@ function renew() {
   return globalThis.navigator?.locks ? navigator.locks.request('order-routing-console:refresh', ask) : ask();
 }
 
+/** The last refresh refused with 429, and until when (its Retry-After) it stands. */
+let refused = null;
+
 /**
  * One refresh at a time, however many calls found the token expired together: true when renewed,
  * false when there is no session any more (401). Any other failure (429 after too many sign-ins
@@ -68,14 +71,20 @@ function renew() {
  * is told what went wrong rather than signed out.
  */
 export function refreshSession() {
+  // Refused for too many attempts: asked again only after its Retry-After, as each ask would count
+  // against the same per-address limit (every poll of every tab, keeping it, and the sign-ins of
+  // others behind the same address, refused).
+  if (refused && Date.now() < refused.until) return Promise.reject(refused.failure);
   session.refreshing ??= renew()
     .then(
       (renewed) => {
+        refused = null;
         session.token = renewed.accessToken;
         return true;
       },
       (failure) => {
         if (failure instanceof ApiError && failure.status === 401) return false;
+        if (failure instanceof ApiError && failure.status === 429) refused = { failure, until: Date.now() + (Number(failure.retryAfter) || 60) * 1000 };
         throw failure;
       },
     )
