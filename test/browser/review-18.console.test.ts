@@ -8,7 +8,8 @@
  * - a refresh the service refuses for a while (429 after too many sign-ins from one address) does
  *   not sign the operator out of a session that is still valid;
  * - two tabs renewing the session at the same time do not revoke it (a rotated refresh token
- *   presented again revokes the whole session).
+ *   presented again revokes the whole session);
+ * - a paged view shows the page its URL names when an earlier page's answer lands late.
  */
 import { existsSync } from 'node:fs';
 import { chromium, type Browser, type BrowserContext, type Page, type Route } from 'playwright-core';
