@@ -1,5 +1,5 @@
 /**
- * Review 18: the operator console in headless Chromium against the real service, database, queue
+ * The operator console in headless Chromium against the real service, database, queue
  * and sandbox (as test/browser/console.test.ts does), for what that file did not cover:
  * - a custom storefront's order ids (`SO-1001`: letters, digits, `_` and `-`, as POST /v1/sync_jobs
  *   takes them) can be searched and filtered on;
