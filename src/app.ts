@@ -93,6 +93,11 @@ export function createApp(ctx: Infrastructure, services: Services): Express {
     }),
   );
   app.use(cookieParser());
+  // API answers carry tokens, secrets shown once and the caller's own data: no cache keeps them.
+  app.use('/v1', (_req, res, next) => {
+    res.set('Cache-Control', 'no-store');
+    next();
+  });
   // One ORM identity map per request; repositories read it through `orm.em`. The orders and
   // fulfillments webhooks' intake forks its own, so those two paths get none (the per-store
   // fulfillments path, with its parameter, keeps one: harmless, only not saved).
