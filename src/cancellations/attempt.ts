@@ -17,7 +17,7 @@ import { jobAuditRecord } from '../sync-jobs/attempt.ts';
 import type { Cancellation, CancelledLine } from './entity.ts';
 import type { CancellationRepository, CancellationWork } from './repository.ts';
 import { jobEventsIn } from './events.ts';
-import type { CancelledJobs, DivergenceRaising, RecordedShipments } from './ports.ts';
+import type { CancelledJobs, DivergenceRaising, RecordedShipments, SupplierSuccessors } from './ports.ts';
 import { endsWholeOrder, shippedAnywayIn, shippedAnywayReason } from './too-late.ts';
 import { cancellationAuditRecord } from './audit.ts';
 import { placedJobLockKey } from '../sync-jobs/placed-lock.ts';
@@ -49,6 +49,18 @@ export interface CancellationAttemptDeps extends JobVoiding {
    * `recordFoundOrderOfVoided`, handed in by the composition root.
    */
   voidedOrders: { recordFoundOrderOfVoided(job: SyncJob, found: { sourceOrderId: string; foundByCancellationId: string }): Promise<{ recorded: boolean; reopened: boolean }> };
+  /** The active record that answers for a job's deleted supplier record (a supplier deleted and created again). */
+  supplierSuccessors: SupplierSuccessors;
+}
+
+/**
+ * The store a cancellation of a job placed through `former` (deleted) calls: `active`, the record of
+ * the same supplier shop that replaced it (its credentials and id, so its own pacing), with the
+ * deleted record's vendor tag and pricing, by which the job's lines were matched and its supplier
+ * SKUs made.
+ */
+function answeringFor(former: SourceStore, active: SourceStore): SourceStore {
+  return { ...active, vendorTag: former.vendorTag, vendorKey: former.vendorKey, pricingMode: former.pricingMode, pricingConfig: former.pricingConfig };
 }
 
 /**
@@ -297,11 +309,25 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
   }
 
   return {
-    /** The cancellations, each with its job and the job's source store (null once deleted). */
+    /**
+     * The cancellations, each with its job and the job's source store: when that record was deleted,
+     * the active record of the same supplier that answers for it (`SupplierSuccessors`: a supplier
+     * deleted and created again, whose orders placed through the old record are still open), else null.
+     */
     async load(ids) {
       const rows = await repository.findByIds(ids);
       const found = new Map((await jobs.loadWithSources([...new Set(rows.map((row) => row.syncJobId))])).map((work) => [work.row.id, work]));
-      return rows.map((row) => ({ row, job: found.get(row.syncJobId)?.row ?? null, source: found.get(row.syncJobId)?.source ?? null }));
+      const orphaned = [...new Set([...found.values()].filter((work) => work.source === null).map((work) => work.row.sourceStoreId))];
+      const successors = orphaned.length > 0 ? await ctx.supplierSuccessors.successorsOf(orphaned) : new Map<string, { former: SourceStore; active: SourceStore }>();
+      const sourceOf = (job: SyncJob | null, source: SourceStore | null): SourceStore | null => {
+        if (source || !job) return source;
+        const successor = successors.get(job.sourceStoreId);
+        return successor ? answeringFor(successor.former, successor.active) : null;
+      };
+      return rows.map((row) => {
+        const work = found.get(row.syncJobId);
+        return { row, job: work?.row ?? null, source: sourceOf(work?.row ?? null, work?.source ?? null) };
+      });
     },
 
     /**

@@ -31,6 +31,18 @@ export interface AttemptTimelines {
 }
 
 /**
+ * The active record that answers for a deleted supplier record (src/source-stores/former-records.ts:
+ * the same reseller store, owner, platform and shop domain), as a cancellation's attempt needs it: the
+ * orders placed through a record deleted and created again are still open at the supplier, and only
+ * the active record's credentials reach it. The source stores' repository, handed in by the
+ * composition root (src/workers/kinds.ts).
+ */
+export interface SupplierSuccessors {
+  /** For each of these source store ids that is a deleted record with an active successor: the deleted record, and that successor. */
+  successorsOf(sourceStoreIds: string[]): Promise<Map<string, { former: SourceStore; active: SourceStore }>>;
+}
+
+/**
  * The sync jobs cancellations act on, as this feature reads and writes them: the sync jobs'
  * repository (src/sync-jobs/), handed in by the composition root (src/services.ts,
  * src/workers/kinds.ts). `…In` runs in the caller's transaction, beside this feature's own statements.

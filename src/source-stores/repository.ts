@@ -135,6 +135,34 @@ export class SourceStoreRepository {
     return rows.map((row) => row.id);
   }
 
+  /**
+   * The other way round (a cancellation's attempt, src/cancellations/ports.ts `SupplierSuccessors`):
+   * for each of these ids that is a deleted record, the active record of the same supplier (same
+   * owner, reseller store, platform and shop domain) that answers for it, with the deleted record.
+   * When several are active (other vendor tags of the same shop), the one of the same vendor tag,
+   * else the oldest. None for an active, unknown or unreplaced record.
+   */
+  async successorsOf(ids: string[]): Promise<Map<string, { former: SourceStore; active: SourceStore }>> {
+    const successors = new Map<string, { former: SourceStore; active: SourceStore }>();
+    if (ids.length === 0) return successors;
+    const em = this.orm.em.fork();
+    const formers = await em.find(SourceStore, { id: { $in: ids }, deletedAt: { $ne: null } });
+    if (formers.length === 0) return successors;
+    const actives = await em.find(
+      SourceStore,
+      { deletedAt: null, $or: formers.map(({ ownerId, resellerStoreId, platform, shopDomain }) => ({ ownerId, resellerStoreId, platform, shopDomain })) },
+      { orderBy: { createdAt: 'asc', id: 'asc' } },
+    );
+    for (const former of formers) {
+      const same = actives.filter(
+        (active) => active.ownerId === former.ownerId && active.resellerStoreId === former.resellerStoreId && active.platform === former.platform && active.shopDomain === former.shopDomain,
+      );
+      const active = same.find((candidate) => candidate.vendorKey === former.vendorKey) ?? same[0];
+      if (active) successors.set(former.id, { former, active });
+    }
+    return successors;
+  }
+
   /** Records the first time these stores' webhook secret verified a delivery (kept once set). */
   async markWebhookProven(ids: string[]): Promise<void> {
     await sqlOf(this.orm)

@@ -102,6 +102,8 @@ const kindDeps = ({ orm, platforms, secrets, pacer, logger, outbox, config, queu
     placedManualJobs: cancellations,
     // The cancellations' attempt's port on the order its lookup found for a voided job: recorded, its dead whole-order cancellation re-opened.
     voidedOrders: cancellations,
+    // The cancellations' attempt's port on the active record that replaced a job's deleted supplier record (src/cancellations/ports.ts `SupplierSuccessors`).
+    supplierSuccessors: sourceStores,
     // The cancellations' port on the sync jobs (src/cancellations/ports.ts `CancelledJobs`).
     cancelledJobs: syncJobs,
     resellerStoreReads: new ResellerStoreRepository(orm),
