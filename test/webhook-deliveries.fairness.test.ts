@@ -40,13 +40,18 @@ function ping(service: TestService, user: TestUser, endpoint: Endpoint) {
 }
 
 /** A tenant with `count` endpoints that never answer, each sent as many pings as the limit allows. */
-async function hostileTenant(service: TestService, receiver: WebhookReceiver, count: number, { failing = false } = {}) {
+async function hostileTenant(service: TestService, receiver: WebhookReceiver, count: number, { failing = false, failedDaysAgo = 0 } = {}) {
   const user = await registerUser(service.api);
   const endpoints = await Promise.all(Array.from({ length: count }, () => createEndpoint(service, receiver, user)));
   for (const endpoint of endpoints) receiver.behave(endpoint.path, { hang: true });
   if (failing) {
     // Their earlier deliveries failed (what the disable window counts from): the endpoints are failing.
-    await queryRows(service.databaseUrl, `update webhook_endpoints set failing_since = now() where id = any($1)`, [endpoints.map((endpoint) => endpoint.id)]);
+    // `failedDaysAgo`: that run of failures ended so long ago (a quiet spell since).
+    await queryRows(
+      service.databaseUrl,
+      `update webhook_endpoints set failing_since = now() - make_interval(days => $2), last_failed_at = now() - make_interval(days => $2) where id = any($1)`,
+      [endpoints.map((endpoint) => endpoint.id), failedDaysAgo],
+    );
   }
   for (const endpoint of endpoints) {
     const answers = await Promise.all(Array.from({ length: MAX_TEST_PINGS_PER_MINUTE }, () => ping(service, user, endpoint)));
@@ -111,6 +116,24 @@ test('failing endpoints of several tenants share at most half the slots of a pro
   expect(arrived.event?.type).toBe('ping');
   expect(mostOpenAtOnce(received())).toBe(CONCURRENCY / 2);
   for (const tenant of tenants) expect(mostOpenAtOnce(tenant.received())).toBeLessThanOrEqual(DELIVERIES_PER_OWNER);
+  for (const tenant of tenants) await tenant.leave();
+  receiver.releaseHanging();
+}, 60_000);
+
+test('endpoints whose last failure is older than a delivery span (a quiet spell) are not held to the failing share', async ({ service, receiver }) => {
+  // Their deliveries failed 3 days ago, and none was sent since: that run of failures is over (as
+  // for disabling, webhook-endpoints.quiet-spell), so each tenant gets its full DELIVERIES_PER_OWNER.
+  const tenants = [
+    await hostileTenant(service, receiver, 4, { failing: true, failedDaysAgo: 3 }),
+    await hostileTenant(service, receiver, 4, { failing: true, failedDaysAgo: 3 }),
+  ];
+  const received = () => tenants.flatMap((tenant) => tenant.received());
+  await waitFor(async () => received().length >= 2 * DELIVERIES_PER_OWNER, 20_000, 'the endpoints back from a quiet spell to hold their full share');
+
+  expect(received().every((delivery) => delivery.closedAt === undefined)).toBe(true);
+  expect(mostOpenAtOnce(received())).toBe(2 * DELIVERIES_PER_OWNER);
+  expect(2 * DELIVERIES_PER_OWNER).toBeGreaterThan(CONCURRENCY / 2);
+  for (const tenant of tenants) expect(mostOpenAtOnce(tenant.received())).toBe(DELIVERIES_PER_OWNER);
   for (const tenant of tenants) await tenant.leave();
   receiver.releaseHanging();
 }, 60_000);

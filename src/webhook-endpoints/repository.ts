@@ -22,7 +22,7 @@ export interface DeliveryWork extends DeliveryState {
   queueMessageId: string | null;
   version: number;
   payload: string;
-  endpoint: SealedSecrets & { url: string; status: 'enabled' | 'disabled'; failingSince: Date | null };
+  endpoint: SealedSecrets & { url: string; status: 'enabled' | 'disabled'; failingSince: Date | null; lastFailedAt: Date | null };
 }
 
 /** The ORM's driver hands timestamps over as text whatever the declared type says. */
@@ -37,7 +37,7 @@ export async function loadDelivery(db: Db | Trx, deliveryId: string): Promise<De
     .select([
       'd.id', 'd.owner_id', 'd.endpoint_id', 'd.event_id', 'd.event_type', 'd.status', 'd.attempts', 'd.schedule_attempts', 'd.queue_message_id', 'd.version',
       'e.payload', 'w.url', 'w.status as endpoint_status', 'w.secret_encrypted', 'w.previous_secret_encrypted', 'w.previous_secret_expires_at',
-      'w.failing_since',
+      'w.failing_since', 'w.last_failed_at',
     ])
     .where('d.id', '=', deliveryId)
     .executeTakeFirst();
@@ -62,6 +62,7 @@ export async function loadDelivery(db: Db | Trx, deliveryId: string): Promise<De
       previousSecretEncrypted: row.previous_secret_encrypted,
       previousSecretExpiresAt: dateOrNull(row.previous_secret_expires_at),
       failingSince: dateOrNull(row.failing_since),
+      lastFailedAt: dateOrNull(row.last_failed_at),
     },
   };
 }

@@ -90,7 +90,7 @@ export class DeliveryWorker {
       return;
     }
     // Counted before the first wait, so racing handlers of this process cannot overshoot the share.
-    const failing = work.endpoint.failingSince !== null;
+    const failing = this.isFailing(work.endpoint, new Date());
     if (failing && this.failingInFlight >= this.failingShare) {
       await this.waitTurn(work, logged);
       return;
@@ -122,6 +122,19 @@ export class DeliveryWorker {
    */
   private get failingShare(): number {
     return Math.max(1, Math.floor(this.ctx.config.webhooks.deliveryConcurrency / 2));
+  }
+
+  /**
+   * Whether the endpoint's run of failures is going on, by the rule that disabling follows
+   * (`markEndpointFailing`): its last failure (or, never recorded, the run's start) is within a
+   * delivery's span. An endpoint whose last failure is older had a quiet spell: the run is over, its
+   * next failure starts a new one, and meanwhile it is not held to the failing share.
+   */
+  private isFailing(endpoint: DeliveryWork['endpoint'], now: Date): boolean {
+    if (endpoint.failingSince === null) return false;
+    const { deliveryScheduleMs, deliveryTimeoutMs } = this.ctx.config.webhooks;
+    const lastFailedAt = endpoint.lastFailedAt ?? endpoint.failingSince;
+    return lastFailedAt.getTime() >= now.getTime() - deliverySpanMs(deliveryScheduleMs, deliveryTimeoutMs);
   }
 
   /** One of the endpoint's DELIVERIES_PER_ENDPOINT sending slots, within its owner's DELIVERIES_PER_OWNER; on success the delivery's version moved on. */
