@@ -11,6 +11,7 @@
 import { describe, expect } from 'vitest';
 import type { Platform } from '../src/orders/types.ts';
 import { sendWebhook, type JsonObject } from './sandbox/server.ts';
+import { queryRows } from './support/database.ts';
 import { createResellerStore, createSourceStore, registerUser } from './support/factories.ts';
 import { test } from './support/fixtures.ts';
 import { getJob } from './support/sync-jobs.ts';
@@ -27,7 +28,7 @@ import {
   type Target,
   type Tenant,
 } from './support/watch.ts';
-import { FULFILLMENTS_PATH, uniqueSuffix } from './support/webhooks.ts';
+import { FULFILLMENTS_PATH, ORDERS_PATH, uniqueSuffix } from './support/webhooks.ts';
 
 test.override('serviceEnv', { DIVERGENCE_INTERVAL_MS: '0', RECONCILE_INTERVAL_MS: '0', SYNC_RETRY_BASE_DELAY_MS: '50', SWEEP_INTERVAL_MS: '500' });
 
@@ -155,5 +156,100 @@ describe("another tenant's record of the same supplier", () => {
     expect(await fulfillmentsOf(tenant, placed.jobId)).toEqual([]);
     expect((await getJob(target.api, tenant.user.token, placed.jobId)).supplierCancelledAt).toBeNull();
     expect(sandbox.fulfillmentsFor(tenant.reseller.shopDomain)).toEqual([]);
+  });
+});
+
+let nextDoubtNumber = 960_000 + Math.floor(Math.random() * 9_000) * 10;
+
+/**
+ * A job of the tenant's supplier whose create answer was lost: the supplier order exists (its
+ * reference names the job), the job died with no supplier order id.
+ */
+async function placeWithAnswerLost(sandbox: Parameters<typeof openTenant>[0], tenant: Tenant, supplier: Supplier): Promise<{ jobId: string; sourceOrderId: string; order: JsonObject }> {
+  // The supplier accepts the order, then every answer (the first and the three idempotent replays) is lost.
+  sandbox.setFaults(supplier.shopDomain, { acceptThenDropNext: 4 });
+  const n = nextDoubtNumber++;
+  const order = sandbox.buildOrderPayload(tenant.reseller.platform, {
+    id: tenant.reseller.platform === 'custom' ? `wl-${n}` : n,
+    lines: [{ sku: 'LOST-1', title: 'Lost', vendor: supplier.vendorTag, quantity: 1, price: '30.00' }],
+    email: 'ada@example.com',
+  });
+  expect(await sandbox.placeCustomerOrder(tenant.reseller.shopDomain, tenant.reseller.platform, order)).toMatchObject({ delivered: { status: 200 } });
+  const job = await waitFor(async () => {
+    const [row] = await queryRows<{ id: string; status: string; source_order_id: string | null }>(
+      tenant.target.databaseUrl,
+      'select id, status, source_order_id from sync_jobs where reseller_store_id = $1 and external_order_id = $2',
+      [tenant.reseller.id, String(order.id)],
+    );
+    return row?.status === 'dead' ? row : null;
+  }, 30_000, 'the job dead with its answers lost');
+  expect(job.source_order_id).toBeNull();
+  sandbox.clearFaults(supplier.shopDomain);
+  const [supplierOrder, ...more] = sandbox.ordersFor(supplier.shopDomain);
+  expect(more).toEqual([]);
+  return { jobId: job.id, sourceOrderId: String(supplierOrder!.id), order };
+}
+
+describe.each(['custom', 'platform_a'] as const)("a %s supplier's deleted record whose job's create answer was lost", (platform) => {
+  it("a pass lists the order (its reference names the deleted record's job) cancelled by the supplier: recorded on that job, on the to-do list", async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, resellerPlatformFor(platform), [platform]);
+    const lost = await placeWithAnswerLost(sandbox, tenant, tenant.suppliers[0]!);
+    const again = await recreate(tenant, tenant.suppliers[0]!);
+    // Cancelled after the new record was made (a new record's history is not read), its webhook lost.
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    sandbox.cancelOrder(again.shopDomain, platform, lost.sourceOrderId);
+
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', error: null });
+    expect((await getJob(target.api, tenant.user.token, lost.jobId)).supplierCancelledAt).not.toBeNull();
+    expect((await divergencesOf(tenant)).map((entry) => ({ type: entry.type, syncJobId: entry.syncJobId }))).toContainEqual({ type: 'supplier_cancelled', syncJobId: lost.jobId });
+    expect((await auditOf(tenant, 'sync_job.supplier_cancelled')).map((entry) => entry.resource_id)).toEqual([lost.jobId]);
+  });
+
+  it("a pass lists the order shipped: the shipment is held for the deleted record's job, not for the new record", async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, resellerPlatformFor(platform), [platform]);
+    const former = tenant.suppliers[0]!;
+    const lost = await placeWithAnswerLost(sandbox, tenant, former);
+    const again = await recreate(tenant, former);
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    sandbox.shipOrder(again.shopDomain, platform, lost.sourceOrderId, { trackingNumbers: ['1Z-IN-DOUBT'] });
+
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', error: null });
+    const held = await queryRows<{ source_store_id: string; source_order_id: string }>(
+      target.databaseUrl,
+      'select source_store_id, source_order_id from held_fulfillments where reseller_store_id = $1',
+      [tenant.reseller.id],
+    );
+    expect(held).toEqual([{ source_store_id: former.id, source_order_id: lost.sourceOrderId }]);
+  });
+});
+
+describe("a storefront order cancelled while its job of a deleted record was in doubt, shipped by the supplier all the same", () => {
+  it("a pass finds the order by its reference through the new record: recorded on the job, the held shipment pushed to the customer", async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, 'platform_a', ['custom']);
+    const former = tenant.suppliers[0]!;
+    const lost = await placeWithAnswerLost(sandbox, tenant, former);
+    const again = await recreate(tenant, former);
+    // The customer cancels; the job is voided, and its cancellation cannot look the order up (its record is deleted): it dies.
+    const cancelled = await sendWebhook({
+      targetUrl: `${target.url}${ORDERS_PATH}`,
+      shopDomain: tenant.reseller.shopDomain,
+      secret: tenant.reseller.secret,
+      topic: 'orders/cancelled',
+      payload: { ...lost.order, cancelled_at: new Date().toISOString() },
+    });
+    expect(cancelled.status, JSON.stringify(cancelled.body)).toBe(200);
+    await waitFor(async () => {
+      const job = await getJob(target.api, tenant.user.token, lost.jobId);
+      return job.status === 'completed' && job.cancellations.length === 1 && job.cancellations[0].status === 'dead';
+    }, 30_000, 'the job voided, its cancellation dead');
+    // The supplier never heard of it and ships the order; its webhook is lost.
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    sandbox.shipOrder(again.shopDomain, 'custom', lost.sourceOrderId, { trackingNumbers: ['1Z-VOIDED'] });
+
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', error: null });
+    expect((await getJob(target.api, tenant.user.token, lost.jobId)).sourceOrderId).toBe(lost.sourceOrderId);
+    const [pushed] = await pushedTracking(sandbox, tenant, 1);
+    expect(JSON.stringify(pushed!.body)).toContain('1Z-VOIDED');
+    await waitFor(async () => (await fulfillmentsOf(tenant, lost.jobId)).length === 1, 20_000, 'the held shipment claimed by the job');
   });
 });

@@ -250,14 +250,20 @@ export class WatchRunner {
     // answer was lost (platforms.md). What it shows is kept for that job: a later pass may never list
     // the order again once the job is retried and learns it.
     const referenced = storable.filter((order) => !jobs.has(order.externalOrderId) && order.syncReference !== null && unstorablePathIn(order.syncReference) === null);
-    const inDoubt = await this.reads.jobs.inDoubtAmong(supplier.id, [...new Set(referenced.map((order) => order.syncReference!))]);
+    // The job a reference names may be one of a deleted record this one replaced (src/source-stores/former-records.ts).
+    const inDoubt = await this.jobsNamed(supplier, [...new Set(referenced.map((order) => order.syncReference!))], formersOf, (store, ids) => this.reads.jobs.inDoubtAmong(store, ids));
     const inDoubtCounts = await mapLimit(
       referenced.filter((order) => inDoubt.has(order.syncReference!)),
       ORDERS_AT_ONCE,
       (order) => this.compareInDoubt(supplier, inDoubt.get(order.syncReference!)!, order, connection, pass, lease, tally),
     );
     // A job ended unplaced whose order is listed after all (its cancellation's lookup missed it): its shipments are its own.
-    const unplaced = await this.reads.jobs.unplacedAmong(supplier.id, [...new Set(referenced.filter((order) => !inDoubt.has(order.syncReference!)).map((order) => order.syncReference!))]);
+    const unplaced = await this.jobsNamed(
+      supplier,
+      [...new Set(referenced.filter((order) => !inDoubt.has(order.syncReference!)).map((order) => order.syncReference!))],
+      formersOf,
+      (store, ids) => this.reads.jobs.unplacedAmong(store, ids),
+    );
     const unplacedCounts = await mapLimit(
       referenced.filter((order) => unplaced.has(order.syncReference!)),
       ORDERS_AT_ONCE,
@@ -297,13 +303,40 @@ export class WatchRunner {
    * supplier that this one replaced (src/source-stores/former-records.ts): its shipments and
    * cancellations are repaired as the webhook now addressed to this record would.
    */
-  private async jobsOfListed(supplier: SourceStore, sourceOrderIds: string[], formersOf: () => Promise<string[]>): Promise<Map<string, SyncJob>> {
-    const jobs = await this.reads.jobs.bySourceOrders(supplier.id, sourceOrderIds);
-    if (jobs.size === sourceOrderIds.length) return jobs;
+  private jobsOfListed(supplier: SourceStore, sourceOrderIds: string[], formersOf: () => Promise<string[]>): Promise<Map<string, SyncJob>> {
+    return this.ownOrFormers(supplier, sourceOrderIds, formersOf, (store, ids) => this.reads.jobs.bySourceOrders(store, ids));
+  }
+
+  /**
+   * Of the jobs these listed orders' references name (job ids), those `among` picks (in doubt, ended
+   * unplaced), by id: as `jobsOfListed`, the supplier record's own first, then its former records'
+   * (a job whose create answer was lost before its record was deleted and created again is named by
+   * the order the new record's store lists). Never another tenant's: formers share the reseller
+   * store, owner, platform and domain, and `among` reads one store's jobs.
+   */
+  private jobsNamed(
+    supplier: SourceStore,
+    syncJobIds: string[],
+    formersOf: () => Promise<string[]>,
+    among: (sourceStoreId: string, syncJobIds: string[]) => Promise<Map<string, SyncJob>>,
+  ): Promise<Map<string, SyncJob>> {
+    return this.ownOrFormers(supplier, syncJobIds, formersOf, among);
+  }
+
+  /** `read` of the supplier record's jobs by these keys, then of its former records' for the keys left (formers read once a pass, only when needed). */
+  private async ownOrFormers(
+    supplier: SourceStore,
+    keys: string[],
+    formersOf: () => Promise<string[]>,
+    read: (sourceStoreId: string, keys: string[]) => Promise<Map<string, SyncJob>>,
+  ): Promise<Map<string, SyncJob>> {
+    if (keys.length === 0) return new Map();
+    const jobs = await read(supplier.id, keys);
+    if (jobs.size === keys.length) return jobs;
     for (const former of await formersOf()) {
-      const left = sourceOrderIds.filter((id) => !jobs.has(id));
+      const left = keys.filter((key) => !jobs.has(key));
       if (left.length === 0) break;
-      for (const [id, job] of await this.reads.jobs.bySourceOrders(former, left)) jobs.set(id, job);
+      for (const [key, job] of await read(former, left)) jobs.set(key, job);
     }
     return jobs;
   }
@@ -341,7 +374,8 @@ export class WatchRunner {
     const shipments = order.shipments ?? (await this.paced(() => this.deps.platforms[supplier.platform].listShipments(connection, order.externalOrderId), lease, tally));
     for (const shipment of shipments) {
       if (unstorablePathIn(shipment.tracking) !== null) continue;
-      await this.fulfillments.holdFor(supplier, shipment, fulfillmentKeys(shipment, undefined), pass.id);
+      // Held for the job's own record (a deleted one this record replaced, maybe): its claims match the job's store.
+      await this.fulfillments.holdFor({ id: job.sourceStoreId, ownerId: job.ownerId, resellerStoreId: job.resellerStoreId }, shipment, fulfillmentKeys(shipment, undefined), pass.id);
       this.deps.logger.info({ watch_pass_id: pass.id, sync_job_id: job.id, source_order_id: order.externalOrderId }, 'shipment of an order in doubt held for its job');
     }
     return repairs;
@@ -370,7 +404,7 @@ export class WatchRunner {
     if (shipments.length === 0) return 0;
     // Recorded by this pass, or a moment ago by the order's fulfillment webhook: either way the job owns the order now.
     await this.reads.jobs.recordFoundOrder(job.id, order.externalOrderId, { by: 'divergence_watch', watchPassId: pass.id });
-    const owner = (await this.reads.jobs.bySourceOrders(supplier.id, [order.externalOrderId])).get(order.externalOrderId);
+    const owner = (await this.reads.jobs.bySourceOrders(job.sourceStoreId, [order.externalOrderId])).get(order.externalOrderId);
     if (!owner || owner.id !== job.id) return 0;
     this.deps.logger.info({ watch_pass_id: pass.id, sync_job_id: job.id, source_order_id: order.externalOrderId }, 'supplier order of a job ended unplaced found shipped: recorded on the job');
     let repairs = 0;

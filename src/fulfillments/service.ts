@@ -34,6 +34,9 @@ const FORGETS_PER_PASS = 200;
  */
 const HELD_READ_GIVE_UP_MS = 7 * 24 * 60 * 60_000;
 
+/** The supplier record a fulfillment is held for: its jobs' store, and whose it is. */
+type HolderStore = Pick<SourceStore, 'id' | 'ownerId' | 'resellerStoreId'>;
+
 /** What the fulfillments' service works with, built once by the composition root (src/services.ts). */
 export interface FulfillmentServiceDeps {
   fulfillments: FulfillmentRepository;
@@ -164,7 +167,7 @@ export class FulfillmentService {
    * reference names the job: the divergence watch), held for it as `holdUnlessUnowned` holds one,
    * with no look-up: were the job to complete with that order meanwhile, the next claims take it.
    */
-  async holdFor(store: SourceStore, fulfillment: SourceFulfillment, keys: FulfillmentKeys, watchPassId: string): Promise<void> {
+  async holdFor(store: HolderStore, fulfillment: SourceFulfillment, keys: FulfillmentKeys, watchPassId: string): Promise<void> {
     await this.hold([store], fulfillment, keys, new Date(), watchPassId);
   }
 
@@ -187,7 +190,7 @@ export class FulfillmentService {
     await this.deps.outbox.append(trx, [fulfillmentEvent('fulfillment.reconciled', fulfillment, [])]);
   }
 
-  private async hold(holders: SourceStore[], fulfillment: SourceFulfillment, keys: FulfillmentKeys, receivedAt: Date, watchPassId: string | null = null): Promise<void> {
+  private async hold(holders: HolderStore[], fulfillment: SourceFulfillment, keys: FulfillmentKeys, receivedAt: Date, watchPassId: string | null = null): Promise<void> {
     await this.fulfillments.hold(
       holders.map((store) => ({
         id: newId('heldFulfillment'),
