@@ -98,7 +98,7 @@ export function createServices(infrastructure: Infrastructure) {
   // Every fulfillment recorded, whoever records it, also tells a cancellation it came too late (the supplier shipped anyway).
   const fulfillmentRecorded: FulfillmentRecorded[] = [...FULFILLMENT_RECORDED, (trx, fulfillment) => cancellations.fulfilledAfterCancellationIn(trx, fulfillment.syncJobId)];
   // A shipment of an order no job recorded is checked against the supplier's jobs ended unplaced (the webhook's and the sweep's), and reported through the cancellations.
-  const unplaced = new UnplacedShipments({ platforms, secrets, logger }, syncJobRepository, cancellations);
+  const unplaced = new UnplacedShipments({ platforms, secrets, logger }, syncJobRepository, cancellations, sourceStoreRepository);
   const fulfillments = new FulfillmentService(
     { fulfillments: fulfillmentRepository, queue, metrics, logger, platforms, outbox, unplaced, sourceStores: sourceStoreRepository },
     syncJobRepository,

@@ -12,6 +12,8 @@ import { describe, expect } from 'vitest';
 import type { Platform } from '../src/orders/types.ts';
 import { sendWebhook, type JsonObject } from './sandbox/server.ts';
 import { queryRows } from './support/database.ts';
+import { ANVIL, createShop, placeWithAnswerLost as placeForShopWithAnswerLost, sendStorefrontWebhook, settled } from './support/cancellations.ts';
+import { waitForJob } from './support/sync-jobs.ts';
 import { createResellerStore, createSourceStore, registerUser } from './support/factories.ts';
 import { test } from './support/fixtures.ts';
 import { getJob } from './support/sync-jobs.ts';
@@ -251,5 +253,33 @@ describe("a storefront order cancelled while its job of a deleted record was in 
     const [pushed] = await pushedTracking(sandbox, tenant, 1);
     expect(JSON.stringify(pushed!.body)).toContain('1Z-VOIDED');
     await waitFor(async () => (await fulfillmentsOf(tenant, lost.jobId)).length === 1, 20_000, 'the held shipment claimed by the job');
+  });
+});
+
+describe("a job of a deleted record ended not_placed (its cancellation's lookup missed the order) whose order the supplier ships", () => {
+  it("the shipment, posted to the new record's URL, is that job's: order recorded, tracking pushed, too_late on the to-do list", async ({ sandbox, target }) => {
+    const shop = await createShop(target.api, 'custom', 'custom');
+    const order = sandbox.buildOrderPayload('custom', { id: `rn-${nextDoubtNumber++}`, lines: [{ ...ANVIL, quantity: 1 }] });
+    const { jobId, held: placed } = await placeForShopWithAnswerLost(target.api, sandbox, target.url, shop, order);
+    const sourceOrderId = String(placed.id);
+    // The customer cancels; the lookup by reference misses the order (listed as created a day before the job): not_placed.
+    const stored = sandbox.orderOf(shop.acme.shopDomain, 'custom', sourceOrderId)!;
+    sandbox.seedOrder(shop.acme.shopDomain, 'custom', { ...stored, createdAt: new Date(Date.now() - 24 * 60 * 60_000).toISOString() });
+    await sendStorefrontWebhook(target.url, shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString() });
+    expect(await waitForJob(target.api, shop.user.token, jobId, settled)).toMatchObject({ status: 'completed', sourceOrderId: null, cancellations: [{ outcome: 'not_placed' }] });
+
+    // The reseller deletes the supplier record and creates it again; the supplier ships the order all the same.
+    const [acme] = await queryRows<{ vendor_tag: string }>(target.databaseUrl, 'select vendor_tag from source_stores where id = $1', [shop.acme.id]);
+    const tenant = { target, user: shop.user, reseller: { ...shop.reseller }, suppliers: [] } as unknown as Tenant;
+    const again = await recreate(tenant, { ...shop.acme, vendorTag: acme!.vendor_tag });
+    const [body] = sandbox.shipOrder(again.shopDomain, 'custom', sourceOrderId, { trackingNumbers: ['1Z-UNPLACED'] });
+    const delivered = await supplierSends(tenant, again, 'fulfillments/create', body, { perStore: true });
+    expect(delivered.status, JSON.stringify(delivered.body)).toBe(200);
+    expect((delivered.body as { syncJobIds: string[] }).syncJobIds).toEqual([jobId]);
+
+    const job = await waitForJob(target.api, shop.user.token, jobId, (j) => j.fulfillments?.[0]?.status === 'completed', 15_000, 'tracking pushed for');
+    expect(job).toMatchObject({ sourceOrderId, cancellations: [{ status: 'completed', outcome: 'too_late' }] });
+    expect(job.fulfillments).toMatchObject([{ trackingNumbers: ['1Z-UNPLACED'] }]);
+    expect(sandbox.fulfillmentsFor(shop.reseller.shopDomain)).toHaveLength(1);
   });
 });

@@ -57,3 +57,12 @@ export interface UnattributedShipmentReports {
 export interface SourceStoreReads {
   findActive(id: string): Promise<SourceStore | null>;
 }
+
+/**
+ * The deleted records of the same supplier as these active ones (same reseller store, owner,
+ * platform and shop domain): the source stores' repository, handed in by the composition root
+ * (src/source-stores/former-records.ts). Their jobs' orders now come through the active record.
+ */
+export interface FormerSupplierRecords {
+  formerRecordsOf(sourceStoreIds: string[]): Promise<string[]>;
+}

@@ -5,7 +5,7 @@ import type { SecretBox } from '../shared/secrets.ts';
 import { unstorablePathIn } from '../shared/text.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
 import type { OrderFoundBy, SyncJob } from '../sync-jobs/entity.ts';
-import type { UnattributedShipmentReports, UnplacedJobs } from './ports.ts';
+import type { FormerSupplierRecords, UnattributedShipmentReports, UnplacedJobs } from './ports.ts';
 
 /** At most this many jobs ended unplaced of one sender are told of a shipment the service could not attribute (the newest). */
 const UNATTRIBUTED_JOBS = 20;
@@ -37,6 +37,8 @@ export class UnplacedShipments {
     private readonly deps: { platforms: PlatformAdapters; secrets: SecretBox; logger: Logger },
     private readonly jobs: UnplacedJobs,
     private readonly reports: UnattributedShipmentReports,
+    /** A sender answers for its former records' jobs too (src/source-stores/former-records.ts). */
+    private readonly formers: FormerSupplierRecords,
   ) {}
 
   /**
@@ -47,12 +49,18 @@ export class UnplacedShipments {
    * recorded, pushed to the customer, and the job's `not_placed` cancellation made `too_late` on the
    * reseller's to-do list. A read the supplier refuses for now (429, 5xx, no answer) throws its
    * retryable PlatformError: the caller tries again later (the webhook answers 503, the sweep keeps
-   * the held shipment).
+   * the held shipment). A sender's former records (the deleted records of the same supplier it
+   * replaced: same reseller store, owner, platform, domain) are checked after its own jobs, their
+   * order read through the sender: a job of a deleted record can never look its order up itself.
    */
   async ownerOf(senders: SourceStore[], sourceOrderId: string, receivedAt: Date, foundBy: OrderFoundBy): Promise<UnplacedOwnership> {
     const unreadable = new Map<string, string>();
     const candidates = new Set(await this.jobs.storesWithUnplacedOrders(senders.map((store) => store.id), receivedAt));
-    for (const store of senders.filter((sender) => candidates.has(sender.id))) {
+    for (const store of senders) {
+      // The sender's own jobs first, then its former records'.
+      const formers = await this.formers.formerRecordsOf([store.id]);
+      const owners = [...(candidates.has(store.id) ? [store.id] : []), ...(formers.length > 0 ? await this.jobs.storesWithUnplacedOrders(formers, receivedAt) : [])];
+      if (owners.length === 0) continue;
       let reference: string | null;
       try {
         reference = (await this.deps.platforms[store.platform].readListedOrder(connectionOf(this.deps, store), sourceOrderId)).syncReference;
@@ -63,11 +71,13 @@ export class UnplacedShipments {
         continue;
       }
       if (reference === null || unstorablePathIn(reference) !== null) continue;
-      const job = (await this.jobs.unplacedAmong(store.id, [reference])).get(reference);
-      if (!job) continue;
-      await this.jobs.recordFoundOrder(job.id, sourceOrderId, foundBy);
-      this.deps.logger.info({ sync_job_id: job.id, source_order_id: sourceOrderId, found_by: foundBy.by }, 'supplier order of a job ended unplaced found shipped: recorded on the job');
-      return { job: await this.jobs.findBySourceOrder([store.id], sourceOrderId), unreadable };
+      for (const owner of owners) {
+        const job = (await this.jobs.unplacedAmong(owner, [reference])).get(reference);
+        if (!job) continue;
+        await this.jobs.recordFoundOrder(job.id, sourceOrderId, foundBy);
+        this.deps.logger.info({ sync_job_id: job.id, source_order_id: sourceOrderId, found_by: foundBy.by }, 'supplier order of a job ended unplaced found shipped: recorded on the job');
+        return { job: await this.jobs.findBySourceOrder([owner], sourceOrderId), unreadable };
+      }
     }
     return { job: null, unreadable };
   }
