@@ -283,3 +283,39 @@ describe("a job of a deleted record ended not_placed (its cancellation's lookup 
     expect(sandbox.fulfillmentsFor(shop.reseller.shopDomain)).toHaveLength(1);
   });
 });
+
+describe('a shipment held for a job of a record since deleted, its job ended not_placed', () => {
+  it('is read through the record that replaced it before it is forgotten: the job it names takes it', async ({ sandbox, target }) => {
+    const shop = await createShop(target.api, 'custom', 'custom');
+    const order = sandbox.buildOrderPayload('custom', { id: `rh-${nextDoubtNumber++}`, lines: [{ ...ANVIL, quantity: 1 }] });
+    const { jobId, held: placed } = await placeForShopWithAnswerLost(target.api, sandbox, target.url, shop, order);
+    const sourceOrderId = String(placed.id);
+    const stored = sandbox.orderOf(shop.acme.shopDomain, 'custom', sourceOrderId)!;
+    sandbox.seedOrder(shop.acme.shopDomain, 'custom', { ...stored, createdAt: new Date(Date.now() - 24 * 60 * 60_000).toISOString() });
+    await sendStorefrontWebhook(target.url, shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString() });
+    expect(await waitForJob(target.api, shop.user.token, jobId, settled)).toMatchObject({ status: 'completed', sourceOrderId: null, cancellations: [{ outcome: 'not_placed' }] });
+
+    // A shipment held while the job was in doubt; the supplier cannot answer for now, so the sweep keeps it.
+    sandbox.shipOrder(shop.acme.shopDomain, 'custom', sourceOrderId, { trackingNumbers: ['1Z-KEPT'] });
+    sandbox.setFaults(shop.acme.shopDomain, { alwaysFail: true, status: 500 });
+    await queryRows(
+      target.databaseUrl,
+      `insert into held_fulfillments (id, owner_id, reseller_store_id, source_store_id, source_order_id, dedupe_key, webhook_id, tracking, received_at)
+       select $1, owner_id, id, $3, $4, 'kept-key', null, $5::jsonb, now() from reseller_stores where id = $2`,
+      [`hf_kept_${nextDoubtNumber++}`, shop.reseller.id, shop.acme.id, sourceOrderId, JSON.stringify({ numbers: ['1Z-KEPT'], urls: [], company: null })],
+    );
+    const reads = () => sandbox.requestsFor(shop.acme.shopDomain).filter((request) => request.method === 'GET' && request.path.includes(sourceOrderId)).length;
+    await waitFor(async () => reads() >= 1, 5_000, 'a sweep reading the order');
+
+    // The reseller deletes the record and creates it again; the supplier answers again.
+    const [acme] = await queryRows<{ vendor_tag: string }>(target.databaseUrl, 'select vendor_tag from source_stores where id = $1', [shop.acme.id]);
+    const tenant = { target, user: shop.user, reseller: { ...shop.reseller }, suppliers: [] } as unknown as Tenant;
+    await recreate(tenant, { ...shop.acme, vendorTag: acme!.vendor_tag });
+    sandbox.clearFaults(shop.acme.shopDomain);
+
+    const job = await waitForJob(target.api, shop.user.token, jobId, (j) => j.fulfillments?.[0]?.status === 'completed', 15_000, 'held tracking pushed for');
+    expect(job).toMatchObject({ sourceOrderId, cancellations: [{ status: 'completed', outcome: 'too_late' }] });
+    expect(job.fulfillments).toMatchObject([{ trackingNumbers: ['1Z-KEPT'] }]);
+    expect(await queryRows(target.databaseUrl, 'select id from held_fulfillments where reseller_store_id = $1', [shop.reseller.id])).toEqual([]);
+  });
+});

@@ -56,6 +56,8 @@ export interface UnattributedShipmentReports {
 /** The supplier store a held shipment came from, to read its order: the source stores' repository (deleted ones are not read). */
 export interface SourceStoreReads {
   findActive(id: string): Promise<SourceStore | null>;
+  /** The active record of the same supplier that replaced this deleted one (src/source-stores/former-records.ts), if any. */
+  activeRecordReplacing(formerId: string): Promise<SourceStore | null>;
 }
 
 /**

@@ -282,7 +282,9 @@ export class FulfillmentService {
 
   /** What becomes of a held fulfillment no job can own any more, once checked against its store's jobs ended unplaced (`forgetUnowned`). */
   private async beforeForgetting(held: HeldRow): Promise<'claimed' | 'kept' | 'forget'> {
-    const store = await this.deps.sourceStores.findActive(held.sourceStoreId);
+    // Held for a record since deleted: read through the record of the same supplier that replaced it,
+    // which answers for its former records' jobs (`UnplacedShipments.ownerOf`); none, nothing can read it.
+    const store = (await this.deps.sourceStores.findActive(held.sourceStoreId)) ?? (await this.deps.sourceStores.activeRecordReplacing(held.sourceStoreId));
     if (!store) return 'forget';
     const foundBy = held.watchPassId ? { by: 'divergence_watch' as const, watchPassId: held.watchPassId } : { by: 'fulfillment_webhook' as const };
     let owned;

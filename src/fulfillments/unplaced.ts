@@ -96,7 +96,12 @@ export class UnplacedShipments {
     for (const store of senders) {
       const why = unreadable.get(store.id);
       if (why === undefined) continue;
-      const jobs = await this.jobs.unplacedOf(store.id, shipment.receivedAt, UNATTRIBUTED_JOBS);
+      // Its own jobs ended unplaced and its former records' (whose order reads go through it), the newest.
+      const stores = [store.id, ...(await this.formers.formerRecordsOf([store.id]))];
+      const jobs = (await Promise.all(stores.map((id) => this.jobs.unplacedOf(id, shipment.receivedAt, UNATTRIBUTED_JOBS))))
+        .flat()
+        .sort((a, b) => new Date(b.createdAt).getTime() - new Date(a.createdAt).getTime())
+        .slice(0, UNATTRIBUTED_JOBS);
       if (jobs.length === 0) continue;
       const raised = await this.reports.shipmentUnattributed(jobs, { sourceStoreId: store.id, sourceOrderId: shipment.sourceOrderId, trackingNumbers: shipment.trackingNumbers, why });
       this.deps.logger.warn(
