@@ -319,3 +319,24 @@ describe('a shipment held for a job of a record since deleted, its job ended not
     expect(await queryRows(target.databaseUrl, 'select id from held_fulfillments where reseller_store_id = $1', [shop.reseller.id])).toEqual([]);
   });
 });
+
+describe("another tenant's record of the same supplier, for a deleted record's job whose create answer was lost", () => {
+  it("its pass lists the order whose reference names that job: nothing is recorded on it, nothing held", async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, 'platform_a', ['custom']);
+    const supplier = tenant.suppliers[0]!;
+    const lost = await placeWithAnswerLost(sandbox, tenant, supplier);
+    expect((await target.api.delete(`/v1/reseller_stores/${tenant.reseller.id}/source_stores/${supplier.id}`, { token: tenant.user.token })).status).toBe(204);
+    // Another user with an active record of the supplier's shop.
+    const stranger = await openTenant(sandbox, target, 'platform_a', []);
+    const record = await createSourceStore(target.api, stranger.user.token, stranger.reseller.id, { platform: 'custom', shopDomain: supplier.shopDomain, vendorTag: supplier.vendorTag, webhookSecret: `whsec_x_${uniqueSuffix()}` });
+    stranger.suppliers.push({ id: record.id, shopDomain: record.shopDomain, platform: 'custom', secret: '', vendorTag: supplier.vendorTag });
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    sandbox.cancelOrder(supplier.shopDomain, 'custom', lost.sourceOrderId);
+    sandbox.shipOrder(supplier.shopDomain, 'custom', lost.sourceOrderId, { trackingNumbers: ['1Z-STRANGER'] });
+
+    expect(await check(stranger)).toMatchObject({ status: 'succeeded', error: null });
+    expect((await getJob(target.api, tenant.user.token, lost.jobId)).supplierCancelledAt).toBeNull();
+    expect(await queryRows(target.databaseUrl, 'select id from held_fulfillments where source_order_id = $1', [lost.sourceOrderId])).toEqual([]);
+    expect(await divergencesOf(stranger)).toEqual([]);
+  });
+});
