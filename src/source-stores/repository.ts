@@ -111,29 +111,12 @@ export class SourceStoreRepository {
   }
 
   /**
-   * The active record of the same supplier as this deleted one (`src/source-stores/former-records.ts`:
-   * same owner, reseller store, platform and shop domain), the newest if several; null when the
-   * record is not deleted or nothing replaced it. Its connection reads the supplier's store for the former record's jobs.
+   * The active record of the same supplier as this deleted one, as `successorsOf` picks it (the same
+   * vendor tag, else the oldest); null when the record is not deleted or nothing replaced it. Its
+   * connection reads the supplier's store for the former record's jobs.
    */
   async activeRecordReplacing(formerId: string): Promise<SourceStore | null> {
-    const row = await sqlOf(this.orm)
-      .selectFrom('source_stores as former')
-      .innerJoin('source_stores as active', (join) =>
-        join
-          .onRef('former.shop_domain', '=', 'active.shop_domain')
-          .onRef('former.owner_id', '=', 'active.owner_id')
-          .onRef('former.reseller_store_id', '=', 'active.reseller_store_id')
-          .onRef('former.platform', '=', 'active.platform'),
-      )
-      .select('active.id')
-      .where('former.id', '=', formerId)
-      .where('former.deleted_at', 'is not', null)
-      .where('active.deleted_at', 'is', null)
-      .orderBy('active.created_at', 'desc')
-      .orderBy('active.id', 'desc')
-      .limit(1)
-      .executeTakeFirst();
-    return row ? this.findActive(row.id) : null;
+    return (await this.successorsOf([formerId])).get(formerId)?.active ?? null;
   }
 
   /**
