@@ -23,6 +23,7 @@ import { cancellationAuditRecord } from './audit.ts';
 import { placedJobLockKey } from '../sync-jobs/placed-lock.ts';
 import { CUT_BEFORE_PLACEMENT, cutOrder } from './cut.ts';
 import { supplierSku } from '../pricing/index.ts';
+import { answeringFor } from '../source-stores/former-records.ts';
 
 /** A cut whose job or cancellation moved meanwhile: its transaction is rolled back. */
 class CutLost extends Error {}
@@ -51,16 +52,6 @@ export interface CancellationAttemptDeps extends JobVoiding {
   voidedOrders: { recordFoundOrderOfVoided(job: SyncJob, found: { sourceOrderId: string; foundByCancellationId: string }): Promise<{ recorded: boolean; reopened: boolean }> };
   /** The active record that answers for a job's deleted supplier record (a supplier deleted and created again). */
   supplierSuccessors: SupplierSuccessors;
-}
-
-/**
- * The store a cancellation of a job placed through `former` (deleted) calls: `active`, the record of
- * the same supplier shop that replaced it (its credentials and id, so its own pacing), with the
- * deleted record's vendor tag and pricing, by which the job's lines were matched and its supplier
- * SKUs made.
- */
-function answeringFor(former: SourceStore, active: SourceStore): SourceStore {
-  return { ...active, vendorTag: former.vendorTag, vendorKey: former.vendorKey, pricingMode: former.pricingMode, pricingConfig: former.pricingConfig };
 }
 
 /**

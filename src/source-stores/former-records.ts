@@ -1,3 +1,5 @@
+import type { SourceStore } from './entity.ts';
+
 /**
  * A supplier's former records: the deleted source stores of the same reseller store and owner, on
  * the same platform and shop domain, as an active one. A reseller who deletes a supplier and creates
@@ -30,3 +32,13 @@ export const jobsOfSupplierRecords = <J>(jobs: JobsBySourceOrder<J>, stores: For
     return former.length > 0 ? jobs.findBySourceOrder(former, sourceOrderId) : null;
   },
 });
+
+/**
+ * The store a deleted record's work calls through the active record that replaced it (a cancellation
+ * of its order, src/cancellations/attempt.ts; a retry of its sync job, src/sync-jobs/attempt.ts):
+ * `active`'s id and credentials (so its own pacing), with the deleted record's vendor tag, vendor key
+ * and pricing, by which the job's lines were matched and its supplier SKUs and prices are made.
+ */
+export function answeringFor(former: SourceStore, active: SourceStore): SourceStore {
+  return { ...active, vendorTag: former.vendorTag, vendorKey: former.vendorKey, pricingMode: former.pricingMode, pricingConfig: former.pricingConfig };
+}

@@ -14,7 +14,8 @@ import type { SourceStore } from '../source-stores/entity.ts';
 import type { SyncJob } from './entity.ts';
 import { syncJobEvent, syncJobEventsIn } from './events.ts';
 import type { SyncJobRepository, JobWithSource } from './repository.ts';
-import type { PlacedManualJobs, SupplierTwins } from './ports.ts';
+import type { PlacedManualJobs, SupplierSuccessors, SupplierTwins } from './ports.ts';
+import { answeringFor } from '../source-stores/former-records.ts';
 
 /** What a sync job's attempt needs, built once per process (src/workers/kinds.ts hands them over). */
 export interface SyncJobAttemptDeps {
@@ -23,6 +24,8 @@ export interface SyncJobAttemptDeps {
   secrets: SecretBox;
   supplierTwins: SupplierTwins;
   placedManualJobs: PlacedManualJobs;
+  /** The active record that answers for a job's deleted supplier record (a supplier deleted and created again). */
+  supplierSuccessors: SupplierSuccessors;
 }
 
 /**
@@ -36,17 +39,21 @@ const LOOKUP_TURN_WAIT_MS = 60_000;
 
 /**
  * Whether this attempt looks for the order by its reference before creating it: a retry of a job
- * that was over IDEMPOTENCY_TRUSTED_MS old when the attempt was taken (the take sets `updatedAt`).
- * A function of the row as the take leaves it, not of the clock: the turns `targets` reserves and
+ * that was over IDEMPOTENCY_TRUSTED_MS old when the attempt was taken (the take sets `updatedAt`),
+ * or any retry made through the active record that replaced the job's deleted one (`answersFor`):
+ * platforms.md promises an Idempotency-Key's replay within 24 hours, not across another record's
+ * credentials, and an earlier attempt through the deleted record may have created the order.
+ * A function of the work as the take leaves it, not of the clock: the turns `targets` reserves and
  * the calls `perform` makes, read at different moments, are decided once and agree.
  */
-const looksUpFirst = (job: SyncJob): boolean => job.attempts > 1 && job.updatedAt.getTime() - job.createdAt.getTime() > IDEMPOTENCY_TRUSTED_MS;
+const looksUpFirst = ({ row: job, answersFor }: JobWithSource): boolean =>
+  job.attempts > 1 && (answersFor !== undefined || job.updatedAt.getTime() - job.createdAt.getTime() > IDEMPOTENCY_TRUSTED_MS);
 /**
  * The turns of the supplier an attempt reserves (`targets`) and its calls spend (`perform`): the
  * create, and one more for a lookup first, or for a manual job that sent orders before, which may
  * read the supplier's order after creating it (`heldOrder`; the lookup's spare turn serves it once found).
  */
-const supplierCalls = (job: SyncJob): number => (looksUpFirst(job) || (!job.order && (job.sentOrders?.length ?? 0) > 0) ? 2 : 1);
+const supplierCalls = (work: JobWithSource): number => (looksUpFirst(work) || (!work.row.order && (work.row.sentOrders?.length ?? 0) > 0) ? 2 : 1);
 
 /** One attempt of a sync job: place the supplier's part of the order on its source store. */
 export function placeSupplierOrder(ctx: SyncJobAttemptDeps): Attempt<JobWithSource> {
@@ -116,20 +123,54 @@ export function placeSupplierOrder(ctx: SyncJobAttemptDeps): Attempt<JobWithSour
     return candidates.findLast((candidate) => linesOf(candidate) === holds) ?? candidates[0]!;
   }
 
+  /**
+   * A job of a deleted record, about to create its order through the record that replaced it, when
+   * that record has a job of the same order: one made by hand (POST /v1/sync_jobs; routing makes no
+   * job for a supplier added after the order's routing, operations.md), by a reseller who re-placed
+   * the order through the new record. That job places the order; this one creating it too would be
+   * a second supplier order. It fails with the reason (and dies onto the to-do list) instead.
+   */
+  async function refuseSuccessorsJob(job: SyncJob, successor: SourceStore): Promise<void> {
+    const other = await jobs.findOwnedOfOrder(job.ownerId, job.externalOrderId, successor.id);
+    if (!other || other.resellerStoreId !== job.resellerStoreId) return;
+    throw new JobFailure(
+      `the source store was deleted; the active source store ${successor.id} that replaced it has its own job ${other.id} for this order: nothing is placed by this job, or the order would be placed twice`,
+    );
+  }
+
   return {
-    load: (jobIds) => jobs.loadWithSources(jobIds),
+    /**
+     * The jobs with their source stores. A job whose record was deleted is attempted through the
+     * active record of the same supplier that replaced it (`SupplierSuccessors`: same reseller store,
+     * owner, platform and shop domain; a supplier deleted and created again to fix a token or a
+     * setting): that record's id, credentials and pacing, with the deleted record's vendor tag and
+     * pricing (`answeringFor`), by which the job's lines were matched and are priced. The job stays
+     * the deleted record's (its `sourceStoreId`, audit entries and events). A deleted record that
+     * nothing replaced leaves the job without a store: it fails, as before.
+     */
+    async load(jobIds) {
+      const loaded = await jobs.loadWithSources(jobIds);
+      const orphaned = [...new Set(loaded.filter((work) => work.source === null).map((work) => work.row.sourceStoreId))];
+      if (orphaned.length === 0) return loaded;
+      const successors = await ctx.supplierSuccessors.successorsOf(orphaned);
+      return loaded.map((work) => {
+        const successor = work.source === null ? successors.get(work.row.sourceStoreId) : undefined;
+        return successor ? { ...work, source: answeringFor(successor.former, successor.active), answersFor: successor.former.id } : work;
+      });
+    },
 
     /** The supplier's store, and the reseller's when the order must be read from it first (a manual job). */
-    targets: ({ row: job, source, reseller }) => [
-      ...(!job.order && reseller ? callsTo(ctx, reseller, 1) : []),
-      ...(source ? callsTo(ctx, source, supplierCalls(job)) : []),
+    targets: (work) => [
+      ...(!work.row.order && work.reseller ? callsTo(ctx, work.reseller, 1) : []),
+      ...(work.source ? callsTo(ctx, work.source, supplierCalls(work)) : []),
     ],
 
     /**
      * The Idempotency-Key is the job's id, not the attempt's: when a worker dies after the platform
      * accepted the order, the next attempt gets the same order back instead of creating a second.
      */
-    async perform({ row: job, source, reseller }) {
+    async perform(work) {
+      const { row: job, source, reseller } = work;
       if (!source) throw new JobFailure('the source store was deleted');
       if (!job.order) await refuseTwin(source);
       const manual = job.order ? null : await readResellerOrder(job, reseller);
@@ -141,13 +182,14 @@ export function placeSupplierOrder(ctx: SyncJobAttemptDeps): Attempt<JobWithSour
       const linesOf = supplierLinesOf(source);
       const sending = manual && !sentBefore.some((sent) => linesOf(sent) === sameLines(supplierOrder.lines)) ? [...sentBefore, manual.read] : sentBefore;
       const send = async (connection: StoreConnection) => {
+        if (work.answersFor !== undefined) await refuseSuccessorsJob(job, source);
         if (sending !== sentBefore) await jobs.recordSentOrder(job.id, manual!.read);
         return platform.createOrder(connection, supplierOrder, `sync-job:${job.id}`);
       };
       // One connection for every call to the supplier, holding the turns `targets` reserved for them: a
       // call beyond them (the read after a lookup and a create, or after a 429 voided them) waits for a turn of its own.
-      const lookingUp = looksUpFirst(job);
-      const connection = { ...connectionOf(ctx, source, supplierCalls(job)), ...(lookingUp && { maxTurnWaitMs: LOOKUP_TURN_WAIT_MS }) };
+      const lookingUp = looksUpFirst(work);
+      const connection = { ...connectionOf(ctx, source, supplierCalls(work)), ...(lookingUp && { maxTurnWaitMs: LOOKUP_TURN_WAIT_MS }) };
       const { created, candidates } = await (async () => {
         if (lookingUp) {
           // A lookup cut short by its page bound (a very busy supplier since the job) places the order, as

@@ -3,6 +3,7 @@ import type { AttemptEntry } from '../attempts/entity.ts';
 import type { CancellationView } from '../cancellations/present.ts';
 import type { Fulfillment } from '../fulfillments/entity.ts';
 import type { Platform } from '../orders/types.ts';
+import type { SourceStore } from '../source-stores/entity.ts';
 
 /** A job's fulfillments, as its GET shows them: the fulfillments' repository, handed in by the composition root (src/services.ts). */
 export interface FulfillmentReads {
@@ -52,4 +53,15 @@ export interface SupplierTwins {
  */
 export interface PlacedManualJobs {
   applyToPlacedIn(trx: Trx, placed: { id: string; resellerStoreId: string; externalOrderId: string }[]): Promise<void>;
+}
+
+/**
+ * The active record that answers for a deleted supplier record (src/source-stores/former-records.ts:
+ * the same reseller store, owner, platform and shop domain): a job of a supplier deleted and created
+ * again is attempted through it. The source stores' repository, handed in by the composition root
+ * (src/workers/kinds.ts).
+ */
+export interface SupplierSuccessors {
+  /** For each of these source store ids that is a deleted record with an active successor: the deleted record, and that successor. */
+  successorsOf(sourceStoreIds: string[]): Promise<Map<string, { former: SourceStore; active: SourceStore }>>;
 }

@@ -89,6 +89,11 @@ export interface JobWithSource {
   row: SyncJob;
   source: SourceStore | null;
   reseller: ResellerStore | null;
+  /**
+   * Set by the attempt's `load` (src/sync-jobs/attempt.ts) when the job's record was deleted and
+   * `source` is the active record of the same supplier that answers for it: the deleted record's id.
+   */
+  answersFor?: string;
 }
 
 /**

@@ -1,0 +1,195 @@
+/**
+ * A supplier record deleted and re-created for the same shop (the case of
+ * test/fulfillments.recreated-supplier.test.ts and test/cancellations.recreated-supplier.test.ts),
+ * seen from the deleted record's sync jobs that never learnt their supplier order. A job whose
+ * create answer was lost (the supplier order may exist) ended `dead`; its attempt loaded the job's
+ * source store "unless deleted" and failed with "the source store was deleted", automatic retry or
+ * operator's retry alike: the shipments held for it waited for ever, and the reseller, seeing a dead
+ * job, could place the order again by hand (a second supplier order). The active record of the same
+ * supplier (same reseller store, owner, platform and shop domain) now answers for the job: its
+ * credentials and pacing, the deleted record's vendor tag and pricing; the lookup by reference runs
+ * first, so the order the lost answer left is found and recorded, never created twice.
+ * Real service, queue, database, sandbox and webhooks.
+ */
+import { describe, expect } from 'vitest';
+import type { Platform } from '../src/orders/types.ts';
+import { queryRows } from './support/database.ts';
+import { createResellerStore, createSourceStore, registerUser } from './support/factories.ts';
+import { test } from './support/fixtures.ts';
+import { getJob, waitForJob } from './support/sync-jobs.ts';
+import { waitFor } from './support/wait.ts';
+import { auditOf, check, fulfillmentsOf, openTenant, pushedTracking, type Supplier, type Target, type Tenant } from './support/watch.ts';
+import type { JsonObject } from './sandbox/server.ts';
+import { uniqueSuffix } from './support/webhooks.ts';
+
+test.override('serviceEnv', { DIVERGENCE_INTERVAL_MS: '0', RECONCILE_INTERVAL_MS: '0', SYNC_RETRY_BASE_DELAY_MS: '50', SWEEP_INTERVAL_MS: '500' });
+
+const it = test.extend('target', { scope: 'file' }, ({ service }): Target => ({ api: service.api, url: service.url, databaseUrl: service.databaseUrl }));
+
+type Sandbox = Parameters<typeof openTenant>[0];
+
+const DELETED = 'the source store was deleted';
+
+/** Deletes the tenant's supplier and creates it again: same platform, shop domain and vendor tag, a new token and secret (and `overrides`). */
+async function recreate(tenant: Tenant, supplier: Supplier, overrides: Record<string, unknown> = {}): Promise<Supplier> {
+  await deleteRecord(tenant, supplier);
+  const secret = `whsec_again_${uniqueSuffix()}`;
+  const again = await createSourceStore(tenant.target.api, tenant.user.token, tenant.reseller.id, {
+    platform: supplier.platform,
+    shopDomain: supplier.shopDomain,
+    vendorTag: supplier.vendorTag,
+    webhookSecret: secret,
+    ...overrides,
+  });
+  expect(again.id).not.toBe(supplier.id);
+  return { id: again.id, shopDomain: again.shopDomain, platform: supplier.platform, secret, vendorTag: supplier.vendorTag };
+}
+
+async function deleteRecord(tenant: Tenant, supplier: Supplier): Promise<void> {
+  const deleted = await tenant.target.api.delete(`/v1/reseller_stores/${tenant.reseller.id}/source_stores/${supplier.id}`, { token: tenant.user.token });
+  expect(deleted.status).toBe(204);
+}
+
+const resellerPlatformFor = (supplier: Platform): Platform => (supplier === 'platform_a' ? 'custom' : 'platform_a');
+
+let nextNumber = 970_000 + Math.floor(Math.random() * 9_000) * 10;
+
+/** A customer's order of one line of `supplier`'s (30.00), its job dead with `faults` on the supplier's store; the faults are then cleared. */
+async function jobDeadWith(sandbox: Sandbox, tenant: Tenant, supplier: Supplier, faults: Record<string, unknown>): Promise<{ jobId: string; order: JsonObject }> {
+  sandbox.setFaults(supplier.shopDomain, faults);
+  const n = nextNumber++;
+  const order = sandbox.buildOrderPayload(tenant.reseller.platform, {
+    id: tenant.reseller.platform === 'custom' ? `rs-${n}` : n,
+    lines: [{ sku: 'RS-1', title: 'Retried', vendor: supplier.vendorTag, quantity: 1, price: '30.00' }],
+    email: 'ada@example.com',
+  });
+  expect(await sandbox.placeCustomerOrder(tenant.reseller.shopDomain, tenant.reseller.platform, order)).toMatchObject({ delivered: { status: 200 } });
+  const job = await waitFor(async () => {
+    const [row] = await queryRows<{ id: string; status: string; source_order_id: string | null }>(
+      tenant.target.databaseUrl,
+      'select id, status, source_order_id from sync_jobs where reseller_store_id = $1 and external_order_id = $2',
+      [tenant.reseller.id, String(order.id)],
+    );
+    return row?.status === 'dead' ? row : null;
+  }, 30_000, 'the job dead');
+  expect(job.source_order_id).toBeNull();
+  sandbox.clearFaults(supplier.shopDomain);
+  return { jobId: job.id, order };
+}
+
+/** A job whose create was carried out but every answer lost (the first and the three idempotent replays): the supplier order exists, the job is dead in doubt. */
+async function placeWithAnswerLost(sandbox: Sandbox, tenant: Tenant, supplier: Supplier): Promise<{ jobId: string; sourceOrderId: string }> {
+  const { jobId } = await jobDeadWith(sandbox, tenant, supplier, { acceptThenDropNext: 4 });
+  const [supplierOrder, ...more] = sandbox.ordersFor(supplier.shopDomain);
+  expect(more).toEqual([]);
+  return { jobId, sourceOrderId: String(supplierOrder!.id) };
+}
+
+async function retry(tenant: Tenant, jobId: string): Promise<void> {
+  const response = await tenant.target.api.post(`/v1/sync_jobs/${jobId}/retry`, { token: tenant.user.token });
+  expect(response.status, JSON.stringify(response.body)).toBe(200);
+}
+
+/** The job once its retries are spent or it completed. */
+const settledJob = (tenant: Tenant, jobId: string, attempts: number) =>
+  waitForJob(tenant.target.api, tenant.user.token, jobId, (job) => job.status === 'completed' || (job.status === 'dead' && job.attempts >= attempts), 30_000, 'the retried job settled');
+
+describe.each(['custom', 'platform_a'] as const)("a %s supplier's deleted record whose job's create answer was lost", (platform) => {
+  it("an operator's retry finds the order through the record that replaced it: recorded once, the held shipment pushed", async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, resellerPlatformFor(platform), [platform]);
+    const former = tenant.suppliers[0]!;
+    const lost = await placeWithAnswerLost(sandbox, tenant, former);
+    const again = await recreate(tenant, former);
+    // The supplier ships the order; its webhook lost, a pass holds the shipment for the job in doubt.
+    await new Promise((resolve) => setTimeout(resolve, 1_100));
+    sandbox.shipOrder(again.shopDomain, platform, lost.sourceOrderId, { trackingNumbers: ['1Z-RETRIED'] });
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', error: null });
+    expect(await queryRows(target.databaseUrl, 'select source_store_id from held_fulfillments where reseller_store_id = $1', [tenant.reseller.id])).toEqual([{ source_store_id: former.id }]);
+    // The new record's token is not the one the create was sent with: no Idempotency-Key replay to count on.
+    sandbox.forgetIdempotencyKeys(again.shopDomain);
+
+    await retry(tenant, lost.jobId);
+    const job = await settledJob(tenant, lost.jobId, 8);
+    expect(job, JSON.stringify(job)).toMatchObject({ status: 'completed', sourceOrderId: lost.sourceOrderId, sourceStoreId: former.id });
+    expect(sandbox.ordersFor(again.shopDomain)).toHaveLength(1);
+    // The job stays the deleted record's: its audit names it.
+    expect((await auditOf(tenant, 'sync_job.completed')).map((entry) => ({ job: entry.resource_id, store: entry.metadata.sourceStoreId }))).toEqual([{ job: lost.jobId, store: former.id }]);
+
+    const [pushed] = await pushedTracking(sandbox, tenant, 1);
+    expect(JSON.stringify(pushed!.body)).toContain('1Z-RETRIED');
+    await waitFor(async () => (await fulfillmentsOf(tenant, lost.jobId)).length === 1, 20_000, 'the held shipment claimed by the job');
+  }, 90_000);
+});
+
+describe('a job of a deleted supplier record that nothing replaced', () => {
+  it('still fails: the source store was deleted, and nothing is created', async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, 'platform_a', ['custom']);
+    const former = tenant.suppliers[0]!;
+    const lost = await placeWithAnswerLost(sandbox, tenant, former);
+    await deleteRecord(tenant, former);
+    sandbox.forgetIdempotencyKeys(former.shopDomain);
+
+    await retry(tenant, lost.jobId);
+    const job = await settledJob(tenant, lost.jobId, 8);
+    expect(job).toMatchObject({ status: 'dead', sourceOrderId: null, errorMessage: DELETED });
+    expect(sandbox.ordersFor(former.shopDomain)).toHaveLength(1);
+  }, 60_000);
+});
+
+describe("another tenant's record of the same supplier", () => {
+  it("never answers for a deleted record's job: another user's, or another reseller store's of the same user", async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, 'platform_a', ['custom']);
+    const former = tenant.suppliers[0]!;
+    const lost = await placeWithAnswerLost(sandbox, tenant, former);
+    await deleteRecord(tenant, former);
+    const stranger = await registerUser(target.api);
+    const strangerStore = await createResellerStore(target.api, stranger.token);
+    await createSourceStore(target.api, stranger.token, strangerStore.id, { platform: 'custom', shopDomain: former.shopDomain, vendorTag: former.vendorTag });
+    const ownOther = await createResellerStore(target.api, tenant.user.token);
+    await createSourceStore(target.api, tenant.user.token, ownOther.id, { platform: 'custom', shopDomain: former.shopDomain, vendorTag: former.vendorTag });
+    sandbox.forgetIdempotencyKeys(former.shopDomain);
+
+    await retry(tenant, lost.jobId);
+    const job = await settledJob(tenant, lost.jobId, 8);
+    expect(job).toMatchObject({ status: 'dead', sourceOrderId: null, errorMessage: DELETED });
+    expect(sandbox.ordersFor(former.shopDomain)).toHaveLength(1);
+  }, 60_000);
+});
+
+describe('a job of a deleted supplier record that placed nothing (its token refused)', () => {
+  it("a retry places it once through the record that replaced it, at the deleted record's pricing", async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, 'platform_a', ['custom']);
+    const former = tenant.suppliers[0]!;
+    // The old token is refused: nothing is created, the job dies. The reseller re-creates the supplier with a new token (and another markup).
+    const { jobId } = await jobDeadWith(sandbox, tenant, former, { alwaysFail: true, status: 401 });
+    expect(sandbox.ordersFor(former.shopDomain)).toEqual([]);
+    const again = await recreate(tenant, former, { pricingConfig: { type: 'percentage', value: 100 } });
+
+    await retry(tenant, jobId);
+    const job = await settledJob(tenant, jobId, 5);
+    expect(job, JSON.stringify(job)).toMatchObject({ status: 'completed', sourceStoreId: former.id });
+    const [placed, ...more] = sandbox.ordersFor(again.shopDomain);
+    expect(more).toEqual([]);
+    expect(String(placed!.id)).toBe(job.sourceOrderId);
+    // 30.00 at the deleted record's 25 % markup (the new record's 100 % would make it 15.00).
+    expect(JSON.stringify(placed!.body)).toContain('"24.00"');
+    expect(JSON.stringify(placed!.body)).not.toContain('"15.00"');
+  }, 60_000);
+
+  it('places nothing when the reseller already re-placed the order through the new record by hand', async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, 'platform_a', ['custom']);
+    const former = tenant.suppliers[0]!;
+    const { jobId, order } = await jobDeadWith(sandbox, tenant, former, { alwaysFail: true, status: 401 });
+    const again = await recreate(tenant, former);
+    const manual = await target.api.post('/v1/sync_jobs', { token: tenant.user.token, body: { source_store_id: again.id, external_order_id: String(order.id) } });
+    expect(manual.status, JSON.stringify(manual.body)).toBe(201);
+    await waitForJob(target.api, tenant.user.token, manual.body.id, (job) => job.status === 'completed', 30_000, 'the manual job placed');
+
+    await retry(tenant, jobId);
+    const job = await settledJob(tenant, jobId, 8);
+    expect(job.status).toBe('dead');
+    expect(job.errorMessage).toContain(`has its own job ${manual.body.id} for this order`);
+    expect(sandbox.ordersFor(again.shopDomain)).toHaveLength(1);
+    expect((await getJob(target.api, tenant.user.token, manual.body.id)).sourceOrderId).toBe(String(sandbox.ordersFor(again.shopDomain)[0]!.id));
+  }, 60_000);
+});
