@@ -23,18 +23,29 @@ export async function retryJobs(jobs) {
   return `${done} ${plural(refused.length, 'job')} could not be retried: ${refused.map(({ job, failure }) => `${job.externalOrderId ? `order ${job.externalOrderId}` : `job ${job.id}`} (${plainWords(failure)})`).join('; ')}.`;
 }
 
-/** Every matching job retried, 1,000 per call as the bulk retry endpoint takes them. */
+/**
+ * Calls of the bulk retry endpoint one bulk retry makes at most (each retries up to 1,000 jobs):
+ * past them it stops and says that more remain.
+ */
+export const BULK_RETRY_MAX_CALLS = 50;
+
+/** Every matching job retried, 1,000 per call as the bulk retry endpoint takes them, up to BULK_RETRY_MAX_CALLS calls. */
 export async function bulkRetry(filters) {
   let retried = 0;
+  let more = false;
   const statuses = Array.isArray(filters.status) ? filters.status : [filters.status];
   // The retried jobs are pending, so each call gets the next ones.
-  for (let calls = 0; calls < 50; calls++) {
+  for (let calls = 0; calls < BULK_RETRY_MAX_CALLS; calls++) {
     const result = await api('POST', '/v1/sync_jobs/bulk_retry', filters);
     retried += result.retried;
-    if (!result.has_more) break;
+    more = result.has_more;
+    if (!more) break;
   }
   const what = statuses.join(' and ');
-  return retried === 0 ? `There were no ${what} jobs to retry.` : `Retried ${number.format(retried)} ${what} ${retried === 1 ? 'job; it is' : 'jobs; they are'} pending again.`;
+  const done = `Retried ${number.format(retried)} ${what} ${retried === 1 ? 'job; it is' : 'jobs; they are'} pending again.`;
+  // Stopped at the cap with jobs still matching: said plainly, not reported as done.
+  if (more) return `${done} More ${what} jobs remain, not retried: this retry stops after ${number.format(BULK_RETRY_MAX_CALLS)} calls. Run it again to retry the next ones.`;
+  return retried === 0 ? `There were no ${what} jobs to retry.` : done;
 }
 
 /** What a job's part retried by hand is called: the action's name (`retry the …`) and its announcement. */
