@@ -2,7 +2,9 @@
  * The operator console in headless Chromium against the real service, database, queue and sandbox
  * (as test/browser/console.test.ts does): it never tells an operator more than it knows.
  * - a bulk retry that stops at its cap of calls says that more jobs remain, not only how many it
- *   retried.
+ *   retried;
+ * - a divergence list cut at its cap per store says that more exist, on the first view and on the
+ *   store's page.
  */
 import { existsSync } from 'node:fs';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
@@ -79,6 +81,39 @@ describe('the operator console tells the operator what it does not know (review 
     expect(calls).toBe(cap);
     await expect(status.textContent()).resolves.toContain(`Retried ${(1000 * (cap as number)).toLocaleString('en')} dead jobs`);
     await expect(status.textContent()).resolves.toMatch(/Run it again/);
+    expect(problems).toEqual([]);
+    await context.close();
+  }, 60_000);
+
+  it('says that more divergences exist than it lists when a store has more than its cap', async () => {
+    const shop = await openShop(service.api, { name: 'Crowded Shop' });
+    const { context, page, problems } = await openTab();
+    // Every page of the store's divergences is full, and more follow.
+    let pages = 0;
+    await page.route(`**/v1/reseller_stores/${shop.reseller.id}/divergences?*`, (route) => {
+      if (route.request().method() !== 'GET') return route.fallback();
+      pages += 1;
+      const after = new URL(route.request().url()).searchParams.get('starting_after');
+      const offset = after ? Number(after.replace('div_stub_', '')) + 1 : 0;
+      const data = Array.from({ length: 100 }, (_, i) => ({
+        id: `div_stub_${offset + i}`, object: 'divergence', type: 'stale', status: 'open', resellerStoreId: shop.reseller.id,
+        syncJobId: `job_stub_${offset + i}`, externalOrderId: String(5000 + offset + i), subjectId: `job_stub_${offset + i}`,
+        since: new Date(Date.now() - (offset + i) * 60_000).toISOString(), detail: null, resolvedAt: null, dismissedAt: null,
+      }));
+      return route.fulfill(json({ object: 'list', data, has_more: true, request_id: 'req_test' }));
+    });
+    await signIn(page, shop.user);
+    const note = page.getByText(/only the newest 500 open divergences of each store are loaded/i);
+    await note.waitFor({ timeout: 10_000 });
+    await expect(note.textContent()).resolves.toContain('Crowded Shop');
+    await page.getByRole('heading', { level: 2, name: 'Divergences (500 shown; more exist)' }).waitFor();
+    expect(pages).toBeGreaterThanOrEqual(5);
+
+    // The store's page lists the same 500, and says the same.
+    await page.evaluate(`location.hash = ${JSON.stringify(`#/stores/${shop.reseller.id}`)}`);
+    await view(page, 'Crowded Shop');
+    await page.getByRole('heading', { level: 2, name: 'Divergences (500 shown; more exist)' }).waitFor({ timeout: 10_000 });
+    await page.getByText(/only the newest 500 open divergences of each store are loaded/i).waitFor();
     expect(problems).toEqual([]);
     await context.close();
   }, 60_000);

@@ -46,7 +46,8 @@ export function AttentionView({ dir, announce, reloads }) {
     (sum, stats) => ({ dead: sum.dead + stats.syncJobs.dead, failed: sum.failed + stats.syncJobs.failed }),
     { dead: 0, failed: 0 },
   );
-  const nothing = jobs?.length === 0 && endpoints?.length === 0 && !divergences?.length;
+  // All clear only once the divergences are known too (they load once the stores have).
+  const nothing = jobs?.length === 0 && endpoints?.length === 0 && divergences?.items.length === 0;
   return html`
     <section aria-labelledby="view-heading">
       <h1 id="view-heading" tabindex="-1" ref=${heading}>Needs attention</h1>
@@ -54,7 +55,7 @@ export function AttentionView({ dir, announce, reloads }) {
       <${Alert} text=${error ?? action.error} />
       ${dir.stores?.length === 0 && html`<p>You have no reseller stores yet. Connect one through the API (<a href="/docs">API reference</a>).</p>`}
       ${nothing && html`<p class="all-clear">Nothing needs attention: no divergence, no dead or failed job, no disabled webhook endpoint.</p>`}
-      ${divergences?.length > 0 && html`<${DivergencesTable} items=${divergences} dir=${dir} action=${action} showStore=${true} />`}
+      ${divergences?.items.length > 0 && html`<${DivergencesTable} items=${divergences.items} more=${divergences.more} dir=${dir} action=${action} showStore=${true} />`}
       <${ProblemJobs} jobs=${jobs} totals=${totals} dir=${dir} action=${action} />
       <${DisabledEndpoints} endpoints=${endpoints} action=${action} />
       <${StoresTable} dir=${dir} />

@@ -1,6 +1,6 @@
 // The divergence list (order-changes.md): shown first across stores, and on a store's page.
 import { html } from '/console/assets/preact-htm.js';
-import { api, href, number, Status, When } from './lib.js';
+import { api, DIVERGENCES_PER_STORE, href, number, Status, When } from './lib.js';
 import { retryJobPart, retryJobs } from './actions.js';
 
 const DIVERGENCE_TYPES = {
@@ -19,8 +19,11 @@ const detailText = (detail) => {
   return detail.message ?? detail.reason ?? JSON.stringify(detail);
 };
 
-/** The divergence list (order-changes.md): what needs the reseller and could not be repaired. */
-export function DivergencesTable({ items, dir, action, showStore }) {
+/**
+ * The divergence list (order-changes.md): what needs the reseller and could not be repaired.
+ * `more`: the stores whose list was cut at DIVERGENCES_PER_STORE, said as such.
+ */
+export function DivergencesTable({ items, more = [], dir, action, showStore }) {
   const dismiss = (item) =>
     action.run('dismiss the divergence', async () => {
       await api('POST', `/v1/reseller_stores/${item.resellerStoreId}/divergences/${item.id}/dismiss`);
@@ -32,8 +35,13 @@ export function DivergencesTable({ items, dir, action, showStore }) {
   const retrySubject = (item, collection) => retryJobPart(action, jobOf(item), collection, item.subjectId);
   return html`
     <section aria-labelledby="divergences-heading">
-      <h2 id="divergences-heading">Divergences (${number.format(items.length)})</h2>
+      <h2 id="divergences-heading">Divergences (${number.format(items.length)}${more.length > 0 ? ' shown; more exist' : ''})</h2>
       <p class="muted">Where the supplier's side and the storefront disagree and the service could not repair it.</p>
+      ${more.length > 0 && html`<p class="error" role="note">
+        Not every open divergence is listed: only the newest ${number.format(DIVERGENCES_PER_STORE)} open divergences of each store are loaded,
+        and ${more.map((id) => dir.storeName(id)).join(', ')} ${more.length === 1 ? 'has' : 'have'} more. Dismiss or resolve these to bring up the
+        next ones, or list them all through the API: <code>GET /v1/reseller_stores/{id}/divergences</code> (<a href="/docs">API reference</a>).
+      </p>`}
       <table class="cards">
         <caption class="visually-hidden">Open divergences, newest first</caption>
         <thead><tr>

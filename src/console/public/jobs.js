@@ -270,7 +270,7 @@ export function StoreView({ storeId, route, dir, announce, reloads }) {
         <button type="button" class="secondary" onClick=${reconcile} disabled=${action.busy !== null}
           aria-busy=${action.busy === 'start a reconciliation' ? 'true' : 'false'}>Run reconciliation</button>
       </div>
-      ${divergences?.length > 0 && html`<${DivergencesTable} items=${divergences} dir=${dir} action=${action} showStore=${false} />`}
+      ${divergences?.items.length > 0 && html`<${DivergencesTable} items=${divergences.items} more=${divergences.more} dir=${dir} action=${action} showStore=${false} />`}
       <${BulkRetryForm} dir=${dir} storeId=${storeId} action=${action} />
       <${JobsBrowser} route=${route} dir=${dir} path=${`/stores/${storeId}`} fixedStore=${storeId} announce=${announce} reloads=${reloads + done} />
     </section>`;

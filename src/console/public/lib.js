@@ -122,13 +122,19 @@ export function query(params) {
 
 /** Every item of a list endpoint, page after page (at most `max`). */
 export async function listAll(path, max = 1000) {
+  return (await listUpTo(path, max)).items;
+}
+
+/** Up to `max` items of a list endpoint, page after page, and whether more exist past them (`more`). */
+export async function listUpTo(path, max) {
   const items = [];
   let after;
   for (;;) {
     const separator = path.includes('?') ? '&' : '?';
     const page = await api('GET', `${path}${separator}limit=100${after ? `&starting_after=${encodeURIComponent(after)}` : ''}`);
     items.push(...page.data);
-    if (!page.has_more || page.data.length === 0 || items.length >= max) return items;
+    if (!page.has_more || page.data.length === 0) return { items, more: false };
+    if (items.length >= max) return { items, more: true };
     after = page.data[page.data.length - 1].id;
   }
 }
@@ -410,27 +416,32 @@ export function Exchange({ entry }) {
 // ---------------------------------------------------------------------------------------------
 // The reseller's to-do list
 
+/** Open divergences loaded per store, newest first: a store with more says so (`more`). */
+export const DIVERGENCES_PER_STORE = 500;
+
 /**
- * The open divergences of these stores, newest first, each with its `resellerStoreId`. A store
- * deleted meanwhile (404) has none.
+ * The open divergences of these stores (`items`), newest first, each with its `resellerStoreId`,
+ * and the stores that have more than DIVERGENCES_PER_STORE (`more`, their ids): only their newest
+ * are in `items`. A store deleted meanwhile (404) has none.
  */
 export async function loadDivergences(storeIds) {
-  if (storeIds.length === 0) return [];
+  if (storeIds.length === 0) return { items: [], more: [] };
   const lists = await Promise.all(
     storeIds.map((storeId) =>
-      listAll(`/v1/reseller_stores/${storeId}/divergences`, 500).then(
-        (items) => items.map((item) => ({ ...item, resellerStoreId: item.resellerStoreId ?? storeId })),
+      listUpTo(`/v1/reseller_stores/${storeId}/divergences`, DIVERGENCES_PER_STORE).then(
+        ({ items, more }) => ({ storeId, more, items: items.map((item) => ({ ...item, resellerStoreId: item.resellerStoreId ?? storeId })) }),
         (failure) => {
-          if (failure instanceof ApiError && failure.status === 404) return [];
+          if (failure instanceof ApiError && failure.status === 404) return { storeId, more: false, items: [] };
           throw failure;
         },
       ),
     ),
   );
-  return lists
-    .flat()
+  const items = lists
+    .flatMap((list) => list.items)
     .filter((item) => !item.dismissedAt && !item.resolvedAt)
     .sort((a, b) => Date.parse(b.since) - Date.parse(a.since));
+  return { items, more: lists.filter((list) => list.more).map((list) => list.storeId) };
 }
 
 // ---------------------------------------------------------------------------------------------
