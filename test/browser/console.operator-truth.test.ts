@@ -4,15 +4,17 @@
  * - a bulk retry that stops at its cap of calls says that more jobs remain, not only how many it
  *   retried;
  * - a divergence list cut at its cap per store says that more exist, on the first view and on the
- *   store's page.
+ *   store's page;
+ * - an answer requested before an action (retry, dismiss) and landing after it does not bring back
+ *   what the action changed.
  */
 import { existsSync } from 'node:fs';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page, type Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../sandbox/server.ts';
 import type { TestUser } from '../support/factories.ts';
 import { startTestService, type TestService } from '../support/service.ts';
-import { openShop } from '../support/sync-jobs.ts';
+import { addSupplier, createJob, lineOf, openShop, seedResellerOrder, waitForJob } from '../support/sync-jobs.ts';
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
@@ -59,6 +61,47 @@ async function signIn(page: Page, user: TestUser): Promise<void> {
 
 const view = (page: Page, name: string | RegExp) => page.getByRole('heading', { level: 1, name }).waitFor();
 const json = (body: unknown) => ({ status: 200, contentType: 'application/json', body: JSON.stringify(body) });
+
+/** A store with a supplier down and one of its jobs dead (a `job_dead` divergence on the list). */
+async function storeWithDeadJob(name: string) {
+  const shop = await openShop(service.api, { name });
+  const supplier = await addSupplier(service.api, shop, { name: `${name} Supply`, vendorTag: name.replaceAll(' ', '') });
+  sandbox.setFaults(supplier.shopDomain, { alwaysFail: true, status: 503 });
+  const created = await createJob(service.api, shop.user.token, supplier.id, seedResellerOrder(sandbox, shop, [lineOf(name.replaceAll(' ', ''))]));
+  const job = await waitForJob(service.api, shop.user.token, created.id, (j) => j.status === 'dead', 30_000, 'dead');
+  await waitFor(async () => {
+    const list = await service.api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token });
+    return (list.body.data as any[]).some((d) => d.syncJobId === job.id && d.type === 'job_dead');
+  }, 10_000, 'job_dead divergence');
+  return { shop, supplier, job };
+}
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/**
+ * Holds the next GET matching `matches`: its answer is read from the service now (the state before
+ * whatever the test does next) and handed to the page only on `release()`.
+ */
+async function holdNextAnswer(page: Page, glob: string, matches: (url: URL) => boolean) {
+  let held = false;
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  await page.route(glob, async (route: Route) => {
+    const url = new URL(route.request().url());
+    if (held || route.request().method() !== 'GET' || !matches(url)) return route.fallback();
+    held = true;
+    const response = await route.fetch();
+    await released;
+    await route.fulfill({ response });
+  });
+  return { isHeld: () => held, release };
+}
 
 describe('the operator console tells the operator what it does not know (review 20)', () => {
   it('says that more jobs remain when a bulk retry stops at its cap of calls', async () => {
@@ -117,4 +160,54 @@ describe('the operator console tells the operator what it does not know (review 
     expect(problems).toEqual([]);
     await context.close();
   }, 60_000);
+
+  it('does not bring back a retried job when a poll answer requested before the retry lands after it', async () => {
+    const { shop, supplier, job } = await storeWithDeadJob('Late Poll');
+    const { context, page, problems } = await openTab();
+    await signIn(page, shop.user);
+    const jobs = page.getByRole('table', { name: 'Dead and failed sync jobs of all stores, most recent failure first' });
+    const retry = jobs.getByRole('button', { name: `Retry the job for order ${job.externalOrderId}` });
+    await retry.waitFor({ timeout: 10_000 });
+
+    // A poll asks for the dead jobs (the job is still dead) and its answer is slow.
+    const poll = await holdNextAnswer(page, '**/v1/sync_jobs?*', (url) => url.searchParams.get('status') === 'dead');
+    await expect.poll(poll.isHeld, { timeout: 10_000 }).toBe(true);
+    sandbox.clearFaults(supplier.shopDomain);
+    await retry.click();
+    await page.getByRole('status').getByText(`Job for order ${job.externalOrderId} retried; it is pending again.`).waitFor();
+    await page.getByText('No dead or failed jobs. Everything is moving.').waitFor({ timeout: 10_000 });
+
+    // The poll's answer lands now: it is older than the retry and must not show the job dead again.
+    poll.release();
+    await page.waitForTimeout(1_000);
+    await expect(retry.count()).resolves.toBe(0);
+    await expect(page.getByText('No dead or failed jobs. Everything is moving.').count()).resolves.toBe(1);
+    expect(problems).toEqual([]);
+    await context.close();
+  }, 90_000);
+
+  it("does not bring back a dismissed divergence on the store's page when a load requested before the dismiss lands after it", async () => {
+    const { shop } = await storeWithDeadJob('Late List');
+    const { context, page, problems } = await openTab();
+    await signIn(page, shop.user);
+    await page.evaluate(`location.hash = ${JSON.stringify(`#/stores/${shop.reseller.id}`)}`);
+    await view(page, 'Late List');
+    const list = page.getByRole('table', { name: 'Open divergences, newest first' });
+    const dismiss = list.getByRole('button', { name: 'Dismiss the divergence Order not placed (job dead)' });
+    await dismiss.waitFor({ timeout: 10_000 });
+
+    // The operator refreshes; the list's answer (the entry still open) is slow, and they dismiss meanwhile.
+    const load = await holdNextAnswer(page, `**/v1/reseller_stores/${shop.reseller.id}/divergences?*`, () => true);
+    await page.getByRole('button', { name: 'Refresh', exact: true }).click();
+    await expect.poll(load.isHeld, { timeout: 10_000 }).toBe(true);
+    await dismiss.click();
+    await page.getByRole('status').getByText('Divergence dismissed: Order not placed (job dead).').waitFor();
+    await expect.poll(() => dismiss.count(), { timeout: 10_000 }).toBe(0);
+
+    load.release();
+    await page.waitForTimeout(1_000);
+    await expect(dismiss.count()).resolves.toBe(0);
+    expect(problems).toEqual([]);
+    await context.close();
+  }, 90_000);
 });

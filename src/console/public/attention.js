@@ -2,7 +2,7 @@
 // service has the list), dead and failed jobs, disabled webhook endpoints, and each store's counts.
 import { html, useCallback, useState } from '/console/assets/preact-htm.js';
 import {
-  Alert, api, Ago, duration, href, listAll, loadDivergences, Loading, number, plainWords, plural, POLL_MS, Status, useAction, usePolling, useViewHeading, When,
+  Alert, api, Ago, duration, href, listAll, loadDivergences, Loading, number, plainWords, plural, POLL_MS, Status, useAction, useLatest, usePolling, useViewHeading, When,
 } from './lib.js';
 import { bulkRetry, retryJobs } from './actions.js';
 import { DivergencesTable } from './divergences.js';
@@ -18,25 +18,32 @@ export function AttentionView({ dir, announce, reloads }) {
   const [error, setError] = useState(null);
   const storeIds = (dir.stores ?? []).map((store) => store.id).join(',');
 
+  const latest = useLatest();
   const load = useCallback(async () => {
+    const current = latest();
     try {
       const [dead, failed, allEndpoints] = await Promise.all([
         api('GET', `/v1/sync_jobs?status=dead&limit=${SHOWN}`),
         api('GET', `/v1/sync_jobs?status=failed&limit=${SHOWN}`),
         listAll('/v1/webhook_endpoints', 100),
       ]);
+      const open = dir.stores ? await loadDivergences(dir.stores.map((store) => store.id)) : undefined;
+      // An answer older than the one shown, or requested before an action, would show what it changed.
+      if (!current()) return;
       const failedAt = (job) => job.deadAt ?? job.failedAt ?? job.updatedAt;
       setJobs([...dead.data, ...failed.data].sort((a, b) => Date.parse(failedAt(b)) - Date.parse(failedAt(a))));
       setEndpoints(allEndpoints.filter((endpoint) => endpoint.status === 'disabled'));
-      if (dir.stores) setDivergences(await loadDivergences(dir.stores.map((store) => store.id)));
+      if (open) setDivergences(open);
       setError(null);
     } catch (failure) {
-      setError(plainWords(failure, 'load what needs attention'));
+      if (current()) setError(plainWords(failure, 'load what needs attention'));
     }
   }, [storeIds, reloads]);
   usePolling(load, POLL_MS, [load]);
 
+  // After an action: answers requested before it are dropped, and the view asks again at once.
   const after = useCallback(() => {
+    latest.invalidate();
     load();
     dir.loadStats();
   }, [load, dir.loadStats]);

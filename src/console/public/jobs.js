@@ -236,14 +236,22 @@ export function StoreView({ storeId, route, dir, announce, reloads }) {
   const stats = dir.stats[storeId] ?? null;
   const [divergences, setDivergences] = useState(undefined);
   const [done, setDone] = useState(0);
+  const latest = useLatest();
+  // After an action: the divergences asked before it are dropped, and asked again at once (`done`).
   const after = useCallback(() => {
+    latest.invalidate();
     dir.loadStats();
     setDone((count) => count + 1);
   }, [dir.loadStats]);
   const action = useAction(announce, after);
 
   useEffect(() => {
-    if (store) loadDivergences([storeId]).then(setDivergences, () => setDivergences(null));
+    if (!store) return;
+    const current = latest();
+    loadDivergences([storeId]).then(
+      (found) => current() && setDivergences(found),
+      () => current() && setDivergences(null),
+    );
   }, [storeId, Boolean(store), reloads, done]);
 
   const reconcile = () =>

@@ -230,17 +230,27 @@ export function usePolling(load, everyMs, deps) {
  * returns when the answer lands, true if that answer may be shown (it is newer than the one shown).
  * An earlier page, filter or poll answering after a later one is dropped: otherwise the view showed
  * another page than its URL's, and its pager's links, made from the rows, skipped or repeated rows.
+ * `invalidate()`, after an action (a retry, a dismiss), drops every answer requested before it: one
+ * landing after the action showed what the action had just changed (a retried job dead again).
  */
 export function useLatest() {
-  const counter = useRef({ started: 0, shown: 0 });
-  return useCallback(() => {
-    const mine = ++counter.current.started;
-    return () => {
-      if (mine < counter.current.shown) return false;
-      counter.current.shown = mine;
-      return true;
+  const latest = useRef(null);
+  if (latest.current === null) {
+    const counter = { started: 0, shown: 0, floor: 0 };
+    const start = () => {
+      const mine = ++counter.started;
+      return () => {
+        if (mine <= counter.floor || mine < counter.shown) return false;
+        counter.shown = mine;
+        return true;
+      };
     };
-  }, []);
+    start.invalidate = () => {
+      counter.floor = counter.started;
+    };
+    latest.current = start;
+  }
+  return latest.current;
 }
 
 /** A view's heading takes focus when the view opens, so screen readers announce where they are. */
