@@ -85,7 +85,7 @@ export function createServices(infrastructure: Infrastructure) {
   // Its to-do list entries (too_late, supplier_cancelled) are written by the divergence list's repository, in its transactions;
   // the jobs it cancels and the suppliers' vendor tags are read and written through its ports, by their own features' repositories.
   const cancellations = new CancellationService(
-    { jobs: syncJobRepository, vendorTags: sourceStoreRepository, queue, outbox, metrics, timelines, held: new HeldSupplierCancellationRepository(orm, orderInDoubt), logger },
+    { jobs: syncJobRepository, vendorTags: sourceStoreRepository, queue, outbox, metrics, timelines, held: new HeldSupplierCancellationRepository(orm, orderInDoubt), formerRecords: sourceStoreRepository, logger },
     new CancellationRepository(orm),
     CANCELLATION_DIVERGENCES,
   );

@@ -19,8 +19,8 @@ import { test } from './support/fixtures.ts';
 import { getJob, waitForJob } from './support/sync-jobs.ts';
 import { waitFor } from './support/wait.ts';
 import { auditOf, check, fulfillmentsOf, openTenant, pushedTracking, type Supplier, type Target, type Tenant } from './support/watch.ts';
-import type { JsonObject } from './sandbox/server.ts';
-import { uniqueSuffix } from './support/webhooks.ts';
+import { sendWebhook, type JsonObject } from './sandbox/server.ts';
+import { FULFILLMENTS_PATH, uniqueSuffix } from './support/webhooks.ts';
 
 test.override('serviceEnv', { DIVERGENCE_INTERVAL_MS: '0', RECONCILE_INTERVAL_MS: '0', SYNC_RETRY_BASE_DELAY_MS: '50', SWEEP_INTERVAL_MS: '500' });
 
@@ -118,6 +118,44 @@ describe.each(['custom', 'platform_a'] as const)("a %s supplier's deleted record
     const [pushed] = await pushedTracking(sandbox, tenant, 1);
     expect(JSON.stringify(pushed!.body)).toContain('1Z-RETRIED');
     await waitFor(async () => (await fulfillmentsOf(tenant, lost.jobId)).length === 1, 20_000, 'the held shipment claimed by the job');
+  }, 90_000);
+});
+
+/** A webhook of the supplier's, sent to its record's own URL. */
+const supplierSends = (tenant: Tenant, supplier: Supplier, topic: string, payload: unknown) =>
+  sendWebhook({ targetUrl: `${tenant.target.url}${FULFILLMENTS_PATH}/${supplier.id}`, shopDomain: supplier.shopDomain, secret: supplier.secret, topic, payload });
+
+describe("the supplier's webhooks, posted to the new record, for a deleted record's job in doubt (the watch off)", () => {
+  it('a shipment is held for that job and pushed once the operator\'s retry finds the order', async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, 'platform_a', ['custom']);
+    const former = tenant.suppliers[0]!;
+    const lost = await placeWithAnswerLost(sandbox, tenant, former);
+    const again = await recreate(tenant, former);
+    const [body] = sandbox.shipOrder(again.shopDomain, 'custom', lost.sourceOrderId, { trackingNumbers: ['1Z-HELD-FOR-FORMER'] });
+    const delivered = await supplierSends(tenant, again, 'fulfillments/create', body);
+    expect(delivered.status, JSON.stringify(delivered.body)).toBe(200);
+    expect(await queryRows(target.databaseUrl, 'select source_store_id from held_fulfillments where reseller_store_id = $1', [tenant.reseller.id])).toEqual([{ source_store_id: former.id }]);
+
+    await retry(tenant, lost.jobId);
+    expect(await settledJob(tenant, lost.jobId, 8)).toMatchObject({ status: 'completed', sourceOrderId: lost.sourceOrderId });
+    const [pushed] = await pushedTracking(sandbox, tenant, 1);
+    expect(JSON.stringify(pushed!.body)).toContain('1Z-HELD-FOR-FORMER');
+    await waitFor(async () => (await fulfillmentsOf(tenant, lost.jobId)).length === 1, 20_000, 'the held shipment claimed by the job');
+  }, 90_000);
+
+  it("the supplier's own cancellation is held for that job and recorded on it once the operator's retry finds the order", async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, 'platform_a', ['custom']);
+    const former = tenant.suppliers[0]!;
+    const lost = await placeWithAnswerLost(sandbox, tenant, former);
+    const again = await recreate(tenant, former);
+    const cancelled = await supplierSends(tenant, again, 'orders/cancelled', { id: lost.sourceOrderId, cancelledAt: new Date().toISOString(), reason: 'discontinued' });
+    expect(cancelled.status, JSON.stringify(cancelled.body)).toBe(200);
+    expect(await queryRows(target.databaseUrl, 'select source_store_id from held_supplier_cancellations where reseller_store_id = $1', [tenant.reseller.id])).toEqual([{ source_store_id: former.id }]);
+
+    await retry(tenant, lost.jobId);
+    expect(await settledJob(tenant, lost.jobId, 8)).toMatchObject({ status: 'completed', sourceOrderId: lost.sourceOrderId });
+    const job = await waitForJob(target.api, tenant.user.token, lost.jobId, (current) => current.supplierCancelledAt !== null, 20_000, 'the held cancellation claimed by');
+    expect(job.supplierCancelReason).toContain('discontinued');
   }, 90_000);
 });
 

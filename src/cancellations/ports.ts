@@ -43,6 +43,15 @@ export interface SupplierSuccessors {
 }
 
 /**
+ * The deleted records of the same supplier as these active ones (src/source-stores/former-records.ts),
+ * for whose jobs in doubt a supplier's cancellation is held too: the source stores' repository, handed
+ * in by the composition root.
+ */
+export interface SupplierFormerRecords {
+  formerRecordsOf(sourceStoreIds: string[]): Promise<string[]>;
+}
+
+/**
  * The sync jobs cancellations act on, as this feature reads and writes them: the sync jobs'
  * repository (src/sync-jobs/), handed in by the composition root (src/services.ts,
  * src/workers/kinds.ts). `…In` runs in the caller's transaction, beside this feature's own statements.

@@ -1,4 +1,4 @@
-import type { AttemptTimelines, CancelledJobs, DivergenceRaising, SupplierVendorTags } from './ports.ts';
+import type { AttemptTimelines, CancelledJobs, DivergenceRaising, SupplierFormerRecords, SupplierVendorTags } from './ports.ts';
 import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
 import { insertAudit, insertAuditOnce, SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
 import { createHash } from 'node:crypto';
@@ -160,6 +160,8 @@ export class CancellationService implements OrderCancellations, SupplierCancella
       timelines: AttemptTimelines;
       /** Supplier cancellations kept for jobs in doubt (`recordSupplierCancellation`, `claimHeld`). */
       held: HeldSupplierCancellationRepository;
+      /** The senders' former records, whose jobs in doubt a cancellation is held for too. */
+      formerRecords: SupplierFormerRecords;
       logger: Logger;
     },
     private readonly repository: CancellationRepository,
@@ -667,8 +669,13 @@ export class CancellationService implements OrderCancellations, SupplierCancella
    */
   private async holdUnlessUnowned(report: SupplierCancellationReport, senders: SupplierCancellationSender[]): Promise<SupplierCancellationRecorded | null> {
     const receivedAt = new Date();
-    const owners = new Set(await this.deps.jobs.storesWithOrdersInDoubt(senders.map((sender) => sender.id), receivedAt));
-    const holders = senders.filter((sender) => owners.has(sender.id));
+    // A former record's job in doubt can still learn its order (a retry goes through the record that replaced it).
+    const formers = await Promise.all(
+      senders.map(async (sender) => (await this.deps.formerRecords.formerRecordsOf([sender.id])).map((id) => ({ id, ownerId: sender.ownerId, resellerStoreId: sender.resellerStoreId }))),
+    );
+    const candidates = [...senders, ...formers.flat()];
+    const owners = new Set(await this.deps.jobs.storesWithOrdersInDoubt(candidates.map((sender) => sender.id), receivedAt));
+    const holders = candidates.filter((sender) => owners.has(sender.id));
     if (holders.length === 0) {
       // A job may have recorded the order between the two reads (no longer in doubt, not found before): look again.
       const late = await this.deps.jobs.findBySourceOrder(report.sourceStoreIds, report.sourceOrderId);

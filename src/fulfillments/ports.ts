@@ -58,6 +58,8 @@ export interface SourceStoreReads {
   findActive(id: string): Promise<SourceStore | null>;
   /** The active record of the same supplier that replaced this deleted one (src/source-stores/former-records.ts), if any. */
   activeRecordReplacing(formerId: string): Promise<SourceStore | null>;
+  /** The deleted records of the same supplier as these active ones (src/source-stores/former-records.ts). */
+  formerRecordsOf(sourceStoreIds: string[]): Promise<string[]>;
 }
 
 /**

@@ -148,18 +148,32 @@ export class FulfillmentService {
   }
 
   /**
-   * A fulfillment of an order no job has recorded. When one of these senders has a job that could
-   * own the order (it sent its supplier order and never learned the id: the answer was lost, or is
+   * A fulfillment of an order no job has recorded. When one of these senders (or a former record of
+   * theirs, `withFormerRecords`) has a job that could own the order (it sent its supplier order and never learned the id: the answer was lost, or is
    * still on its way), the fulfillment is held until such a job completes with that order id (see
    * `claimHeld`); otherwise it is the supplier's own sale and there is nothing to do. Returns whether
    * it was held.
    */
   async holdUnlessUnowned(senders: SourceStore[], fulfillment: SourceFulfillment, keys: FulfillmentKeys): Promise<boolean> {
     const receivedAt = new Date();
-    const owners = new Set(await this.jobs.storesWithOrdersInDoubt(senders.map((store) => store.id), receivedAt));
-    const holders = senders.filter((store) => owners.has(store.id));
+    const candidates = await this.withFormerRecords(senders);
+    const owners = new Set(await this.jobs.storesWithOrdersInDoubt(candidates.map((store) => store.id), receivedAt));
+    const holders = candidates.filter((store) => owners.has(store.id));
     await this.hold(holders, fulfillment, keys, receivedAt);
     return holders.length > 0;
+  }
+
+  /**
+   * The senders and their former records (src/source-stores/former-records.ts: deleted records of the
+   * same supplier that a sender replaced, of its reseller store and owner): a job of a former record in
+   * doubt can still learn its order (a retry goes through the record that replaced it), so a shipment
+   * is held for it too.
+   */
+  private async withFormerRecords(senders: SourceStore[]): Promise<HolderStore[]> {
+    const formers = await Promise.all(
+      senders.map(async (sender) => (await this.deps.sourceStores.formerRecordsOf([sender.id])).map((id) => ({ id, ownerId: sender.ownerId, resellerStoreId: sender.resellerStoreId }))),
+    );
+    return [...senders, ...formers.flat()];
   }
 
   /**

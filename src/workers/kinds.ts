@@ -89,6 +89,7 @@ const kindDeps = ({ orm, platforms, secrets, pacer, logger, outbox, config, queu
       metrics,
       timelines: { find: (rowIds: string[]) => findAttempts(orm, rowIds) },
       held: new HeldSupplierCancellationRepository(orm, orderInDoubt),
+      formerRecords: sourceStores,
       logger,
     },
     cancellationRepository,
