@@ -15,7 +15,7 @@ import { sendWebhook } from './sandbox/server.ts';
 import { createSourceStore, registerUser, createResellerStore } from './support/factories.ts';
 import { test } from './support/fixtures.ts';
 import { waitForJob } from './support/sync-jobs.ts';
-import { openTenant, placeOrder, type Supplier, type Target, type Tenant } from './support/watch.ts';
+import { auditOf, openTenant, placeOrder, type Supplier, type Target, type Tenant } from './support/watch.ts';
 import { ORDERS_PATH, uniqueSuffix } from './support/webhooks.ts';
 
 test.override('serviceEnv', { DIVERGENCE_INTERVAL_MS: '0', RECONCILE_INTERVAL_MS: '0', SYNC_RETRY_BASE_DELAY_MS: '50', SWEEP_INTERVAL_MS: '500' });
@@ -49,7 +49,7 @@ describe.each(['custom', 'platform_a'] as const)('a %s supplier deleted and re-c
   it("a storefront cancellation of an order placed through the deleted record cancels the supplier's order", async ({ sandbox, target }) => {
     const tenant = await openTenant(sandbox, target, 'platform_a', [platform]);
     const placed = await placeOrder(sandbox, tenant, tenant.suppliers[0]!);
-    await recreate(tenant, tenant.suppliers[0]!);
+    const again = await recreate(tenant, tenant.suppliers[0]!);
 
     const cancelled = await storefrontCancels(sandbox, tenant, placed.externalOrderId);
     expect(cancelled.status, JSON.stringify(cancelled.body)).toBe(200);
@@ -63,6 +63,14 @@ describe.each(['custom', 'platform_a'] as const)('a %s supplier deleted and re-c
     );
     expect(job.cancellations[0], JSON.stringify(job.cancellations)).toMatchObject({ status: 'completed', outcome: 'cancelled' });
     expect(supplierStatus(sandbox.orderOf(tenant.suppliers[0]!.shopDomain, platform, placed.sourceOrderId), platform)).toBe('cancelled');
+    // The audit entry names the record whose token the cancellation went through; the job's own still names the deleted one.
+    const [completed, ...more] = await auditOf(tenant, 'cancellation.completed');
+    expect(more).toEqual([]);
+    expect(completed).toMatchObject({ resource_id: job.cancellations[0]!.id, metadata: { syncJobId: placed.jobId, outcome: 'cancelled', answeredBySourceStoreId: again.id } });
+    expect((await auditOf(tenant, 'sync_job.completed')).map((entry) => entry.metadata)).toEqual([
+      expect.objectContaining({ sourceStoreId: tenant.suppliers[0]!.id }),
+    ]);
+    expect((await auditOf(tenant, 'sync_job.completed'))[0]!.metadata).not.toHaveProperty('answeredBySourceStoreId');
   }, 60_000);
 });
 

@@ -112,8 +112,12 @@ describe.each(['custom', 'platform_a'] as const)("a %s supplier's deleted record
     const job = await settledJob(tenant, lost.jobId, 8);
     expect(job, JSON.stringify(job)).toMatchObject({ status: 'completed', sourceOrderId: lost.sourceOrderId, sourceStoreId: former.id });
     expect(sandbox.ordersFor(again.shopDomain)).toHaveLength(1);
-    // The job stays the deleted record's: its audit names it.
-    expect((await auditOf(tenant, 'sync_job.completed')).map((entry) => ({ job: entry.resource_id, store: entry.metadata.sourceStoreId }))).toEqual([{ job: lost.jobId, store: former.id }]);
+    // The job stays the deleted record's: its audit names it, and the record whose token the attempt went through.
+    expect(
+      (await auditOf(tenant, 'sync_job.completed')).map((entry) => ({ job: entry.resource_id, store: entry.metadata.sourceStoreId, answeredBy: entry.metadata.answeredBySourceStoreId })),
+    ).toEqual([{ job: lost.jobId, store: former.id, answeredBy: again.id }]);
+    // Its first death, attempted through its own record, names no other.
+    expect((await auditOf(tenant, 'sync_job.dead')).map((entry) => entry.metadata)).toEqual([expect.not.objectContaining({ answeredBySourceStoreId: expect.anything() })]);
 
     const [pushed] = await pushedTracking(sandbox, tenant, 1);
     expect(JSON.stringify(pushed!.body)).toContain('1Z-RETRIED');
@@ -171,6 +175,10 @@ describe('a job of a deleted supplier record that nothing replaced', () => {
     const job = await settledJob(tenant, lost.jobId, 8);
     expect(job).toMatchObject({ status: 'dead', sourceOrderId: null, errorMessage: DELETED });
     expect(sandbox.ordersFor(former.shopDomain)).toHaveLength(1);
+    // No record answered for it: its audit entries name none.
+    const deaths = await auditOf(tenant, 'sync_job.dead');
+    expect(deaths).toHaveLength(2);
+    for (const entry of deaths) expect(entry.metadata).not.toHaveProperty('answeredBySourceStoreId');
   }, 60_000);
 });
 
@@ -212,6 +220,9 @@ describe('a job of a deleted supplier record that placed nothing (its token refu
     // 30.00 at the deleted record's 25 % markup (the new record's 100 % would make it 15.00).
     expect(JSON.stringify(placed!.body)).toContain('"24.00"');
     expect(JSON.stringify(placed!.body)).not.toContain('"15.00"');
+    const [completed, ...others] = await auditOf(tenant, 'sync_job.completed');
+    expect(others).toEqual([]);
+    expect(completed!.metadata).toMatchObject({ sourceStoreId: former.id, answeredBySourceStoreId: again.id, sourceOrderId: job.sourceOrderId });
   }, 60_000);
 
   it('places nothing when the reseller already re-placed the order through the new record by hand', async ({ sandbox, target }) => {
@@ -229,5 +240,14 @@ describe('a job of a deleted supplier record that placed nothing (its token refu
     expect(job.errorMessage).toContain(`has its own job ${manual.body.id} for this order`);
     expect(sandbox.ordersFor(again.shopDomain)).toHaveLength(1);
     expect((await getJob(target.api, tenant.user.token, manual.body.id)).sourceOrderId).toBe(String(sandbox.ordersFor(again.shopDomain)[0]!.id));
+    // The old job's first death went through its own record; its second, through the new one. The manual job is the new record's own.
+    const deaths = (await auditOf(tenant, 'sync_job.dead')).filter((entry) => entry.resource_id === jobId).map((entry) => entry.metadata);
+    expect(deaths).toEqual([
+      expect.not.objectContaining({ answeredBySourceStoreId: expect.anything() }),
+      expect.objectContaining({ sourceStoreId: former.id, answeredBySourceStoreId: again.id }),
+    ]);
+    const manualCompleted = (await auditOf(tenant, 'sync_job.completed')).filter((entry) => entry.resource_id === manual.body.id).map((entry) => entry.metadata);
+    expect(manualCompleted).toEqual([expect.objectContaining({ sourceStoreId: again.id })]);
+    expect(manualCompleted[0]).not.toHaveProperty('answeredBySourceStoreId');
   }, 60_000);
 });

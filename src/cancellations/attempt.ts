@@ -310,14 +310,16 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
       const found = new Map((await jobs.loadWithSources([...new Set(rows.map((row) => row.syncJobId))])).map((work) => [work.row.id, work]));
       const orphaned = [...new Set([...found.values()].filter((work) => work.source === null).map((work) => work.row.sourceStoreId))];
       const successors = orphaned.length > 0 ? await ctx.supplierSuccessors.successorsOf(orphaned) : new Map<string, { former: SourceStore; active: SourceStore }>();
-      const sourceOf = (job: SyncJob | null, source: SourceStore | null): SourceStore | null => {
+      const sourceOf = (row: Cancellation, job: SyncJob | null, source: SourceStore | null): SourceStore | null => {
         if (source || !job) return source;
         const successor = successors.get(job.sourceStoreId);
-        return successor ? answeringFor(successor.former, successor.active) : null;
+        if (!successor) return null;
+        answeredBy.set(row, successor.active.id);
+        return answeringFor(successor.former, successor.active);
       };
       return rows.map((row) => {
         const work = found.get(row.syncJobId);
-        return { row, job: work?.row ?? null, source: sourceOf(work?.row ?? null, work?.source ?? null) };
+        return { row, job: work?.row ?? null, source: sourceOf(row, work?.row ?? null, work?.source ?? null) };
       });
     },
 
@@ -503,7 +505,18 @@ export async function voidJobsIn(ctx: JobVoiding, trx: Trx, jobs: SyncJob[], now
   return writes.map((write) => (write === null ? false : written[index++]!));
 }
 
-/** `cancellation.completed` (with `metadata.outcome`) or `cancellation.dead`. */
+/**
+ * The active record through which a cancellation of a deleted record's job is attempted (`load`), by
+ * the cancellation's row as loaded: the worker and the sweep hand that same row to
+ * `cancellationOutcomeAudit`. Read from the loaded work, no query of its own.
+ */
+const answeredBy = new WeakMap<Cancellation, string>();
+
+/**
+ * `cancellation.completed` (with `metadata.outcome`) or `cancellation.dead`; with
+ * `answeredBySourceStoreId` when the job's record was deleted and the active record that replaced it
+ * answered (its credentials, its pacing). Absent otherwise.
+ */
 export const cancellationOutcomeAudit = (cancellation: Cancellation, reason?: DeathReason): AuditRecord =>
   cancellationAuditRecord(cancellation, `cancellation.${cancellation.status}`, SYSTEM_ACTOR, {
     attempts: cancellation.attempts,
@@ -511,6 +524,7 @@ export const cancellationOutcomeAudit = (cancellation: Cancellation, reason?: De
       ? { outcome: cancellation.outcome, reason: cancellation.reason ?? null }
       : { errorMessage: cancellation.errorMessage }),
     ...(reason && { reason }),
+    ...(answeredBy.has(cancellation) && { answeredBySourceStoreId: answeredBy.get(cancellation) }),
   });
 
 /**

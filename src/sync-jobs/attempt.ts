@@ -145,7 +145,8 @@ export function placeSupplierOrder(ctx: SyncJobAttemptDeps): Attempt<JobWithSour
      * owner, platform and shop domain; a supplier deleted and created again to fix a token or a
      * setting): that record's id, credentials and pacing, with the deleted record's vendor tag and
      * pricing (`answeringFor`), by which the job's lines were matched and are priced. The job stays
-     * the deleted record's (its `sourceStoreId`, audit entries and events). A deleted record that
+     * the deleted record's (its `sourceStoreId`, audit entries and events); its outcome's audit entry
+     * also names the record that answered (`answeredBySourceStoreId`, `jobOutcomeAudit`). A deleted record that
      * nothing replaced leaves the job without a store: it fails, as before.
      */
     async load(jobIds) {
@@ -155,7 +156,9 @@ export function placeSupplierOrder(ctx: SyncJobAttemptDeps): Attempt<JobWithSour
       const successors = await ctx.supplierSuccessors.successorsOf(orphaned);
       return loaded.map((work) => {
         const successor = work.source === null ? successors.get(work.row.sourceStoreId) : undefined;
-        return successor ? { ...work, source: answeringFor(successor.former, successor.active), answersFor: successor.former.id } : work;
+        if (!successor) return work;
+        answeredBy.set(work.row, successor.active.id);
+        return { ...work, source: answeringFor(successor.former, successor.active), answersFor: successor.former.id };
       });
     },
 
@@ -264,12 +267,24 @@ export function jobAuditRecord(job: SyncJob, action: string, actorId = SYSTEM_AC
   };
 }
 
-/** The audit entry of a job's completion or death (`reason` when it died other than by failing its last attempt). */
+/**
+ * The active record through which a job of a deleted record is attempted (`load`), by the job's row as
+ * loaded: the worker and the sweep hand that same row to `jobOutcomeAudit`. Read from the loaded work,
+ * no query of its own; a row loaded with its own record is absent.
+ */
+const answeredBy = new WeakMap<SyncJob, string>();
+
+/**
+ * The audit entry of a job's completion or death (`reason` when it died other than by failing its last
+ * attempt). `sourceStoreId` names the job's own record; a job of a deleted record attempted through the
+ * active record that replaced it adds `answeredBySourceStoreId` (that record: its credentials, its pacing).
+ */
 export const jobOutcomeAudit = (job: SyncJob, reason?: DeathReason): AuditRecord =>
   jobAuditRecord(job, `sync_job.${job.status}`, undefined, {
     attempts: job.attempts,
     ...(job.status === 'completed' ? { sourceOrderId: job.sourceOrderId } : { errorMessage: job.errorMessage }),
     ...(reason && { reason }),
+    ...(answeredBy.has(job) && { answeredBySourceStoreId: answeredBy.get(job) }),
   });
 
 /**
