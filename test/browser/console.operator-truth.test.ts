@@ -6,7 +6,7 @@
  * - a divergence list cut at its cap per store says that more exist, on the first view and on the
  *   store's page;
  * - an answer requested before an action (retry, dismiss) and landing after it does not bring back
- *   what the action changed.
+ *   what the action changed, nor do the store counts.
  */
 import { existsSync } from 'node:fs';
 import { chromium, type Browser, type BrowserContext, type Page, type Route } from 'playwright-core';
@@ -207,6 +207,38 @@ describe('the operator console tells the operator what it does not know (review 
     load.release();
     await page.waitForTimeout(1_000);
     await expect(dismiss.count()).resolves.toBe(0);
+    expect(problems).toEqual([]);
+    await context.close();
+  }, 90_000);
+});
+
+
+describe('the operator console tells the operator what it does not know (review 21)', () => {
+  it("does not show a store's old counts when a stats answer requested before a retry lands after it", async () => {
+    const { shop, supplier, job } = await storeWithDeadJob('Late Stats');
+    const { context, page, problems } = await openTab();
+    await signIn(page, shop.user);
+    const option = page.locator('#store-picker option', { hasText: 'Late Stats' });
+    await expect.poll(() => option.textContent(), { timeout: 10_000 }).toBe('Late Stats · 1 dead');
+    const retry = page.getByRole('button', { name: `Retry the job for order ${job.externalOrderId}` });
+    await retry.waitFor({ timeout: 10_000 });
+
+    // A poll asks for the store's counts (the job still dead) and its answer is slow.
+    const poll = await holdNextAnswer(page, `**/v1/reseller_stores/${shop.reseller.id}/stats`, () => true);
+    await expect.poll(poll.isHeld, { timeout: 10_000 }).toBe(true);
+    sandbox.clearFaults(supplier.shopDomain);
+    await retry.click();
+    await page.getByRole('status').getByText(`Job for order ${job.externalOrderId} retried; it is pending again.`).waitFor();
+    // The counts are asked again at once after the retry.
+    await expect.poll(() => option.textContent(), { timeout: 4_000 }).not.toContain('dead');
+
+    // Later polls stall, so only the held answer can change the counts now: it is older than the retry.
+    const stalled: Route[] = [];
+    await page.route(`**/v1/reseller_stores/${shop.reseller.id}/stats`, (route) => void stalled.push(route));
+    poll.release();
+    await page.waitForTimeout(1_000);
+    await expect(option.textContent()).resolves.not.toContain('dead');
+    for (const route of stalled) await route.abort().catch(() => {});
     expect(problems).toEqual([]);
     await context.close();
   }, 90_000);

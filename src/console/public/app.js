@@ -2,7 +2,7 @@
 // public API, as any client would. This module is the shell: signing in, the stores the views
 // share (with their counts), the navigation, the search box and the router.
 import { html, render, useCallback, useEffect, useMemo, useState } from '/console/assets/preact-htm.js';
-import { api, href, listAll, navigate, number, plainWords, POLL_MS, refreshSession, send, session, useRoute } from './lib.js';
+import { api, href, listAll, navigate, number, plainWords, POLL_MS, refreshSession, send, session, useLatest, useRoute } from './lib.js';
 import { AttentionView } from './attention.js';
 import { JobsView, SearchView, StoreView } from './jobs.js';
 import { JobView } from './job.js';
@@ -78,11 +78,16 @@ function useDirectory(reloads) {
     };
   }, [reloads]);
 
+  // The counts in the order they were asked: an earlier poll answering after a later one, or after
+  // an action, would show counts older than those shown (a retried job dead again).
+  const latestStats = useLatest();
   const loadStats = useCallback(async () => {
     if (!stores?.length) return;
+    const current = latestStats();
     const entries = await Promise.all(
       stores.map((store) => api('GET', `/v1/reseller_stores/${store.id}/stats`).then((found) => [store.id, found], () => null)),
     );
+    if (!current()) return;
     setStats((before) => ({ ...before, ...Object.fromEntries(entries.filter(Boolean)) }));
   }, [stores, reloads]);
 
@@ -92,6 +97,12 @@ function useDirectory(reloads) {
     return () => clearInterval(timer);
   }, [loadStats]);
 
+  // What the views call after an action: the counts asked before it are dropped, and asked again at once.
+  const statsAfterAction = useCallback(() => {
+    latestStats.invalidate();
+    loadStats();
+  }, [loadStats]);
+
   return useMemo(() => {
     const storeById = Object.fromEntries((stores ?? []).map((store) => [store.id, store]));
     return {
@@ -99,14 +110,14 @@ function useDirectory(reloads) {
       stats,
       suppliers,
       error,
-      loadStats,
+      loadStats: statsAfterAction,
       store: (id) => storeById[id] ?? null,
       // While the stores load, a name is an ellipsis; a deleted one (not listed) is its id.
       storeName: (id) => (stores === null ? '…' : storeById[id]?.name ?? id),
       supplierName: (id) => (stores === null ? '…' : suppliers[id]?.name ?? id),
       suppliersOf: (storeId) => Object.values(suppliers).filter((supplier) => !storeId || supplier.resellerStoreId === storeId),
     };
-  }, [stores, stats, suppliers, error, loadStats]);
+  }, [stores, stats, suppliers, error, statsAfterAction]);
 }
 
 /** `3 dead, 1 failed` or `all clear`, for the store picker. */

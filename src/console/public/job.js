@@ -39,7 +39,12 @@ export function JobView({ jobId, dir, announce, setViewStore }) {
     }
   }, [jobId]);
   usePolling(load, JOB_POLL_MS, [load]);
-  const action = useAction(announce, load);
+  // After an action, the store's counts (the picker's) are asked again at once too.
+  const after = useCallback(() => {
+    load();
+    dir.loadStats();
+  }, [load, dir.loadStats]);
+  const action = useAction(announce, after);
   useEffect(() => {
     if (job) setViewStore(job.resellerStoreId);
   }, [job?.resellerStoreId]);
