@@ -6,7 +6,8 @@
  * - a divergence list cut at its cap per store says that more exist, on the first view and on the
  *   store's page;
  * - an answer requested before an action (retry, dismiss) and landing after it does not bring back
- *   what the action changed, nor do the store counts.
+ *   what the action changed, nor do the store counts;
+ * - a bulk retry that fails partway says how many jobs it retried, then the error.
  */
 import { existsSync } from 'node:fs';
 import { chromium, type Browser, type BrowserContext, type Page, type Route } from 'playwright-core';
@@ -242,4 +243,28 @@ describe('the operator console tells the operator what it does not know (review 
     expect(problems).toEqual([]);
     await context.close();
   }, 90_000);
+
+  it('says how many jobs a bulk retry retried before a call failed, then the error', async () => {
+    const shop = await openShop(service.api, { name: 'Half Done' });
+    const { context, page, problems } = await openTab();
+    await signIn(page, shop.user);
+    // Two calls retry 1,000 jobs each and more match; the third fails on the service's side.
+    let calls = 0;
+    await page.route('**/v1/sync_jobs/bulk_retry', (route) => {
+      calls += 1;
+      if (calls < 3) return route.fulfill(json({ retried: 1000, syncJobIds: [], has_more: true, request_id: 'req_test' }));
+      return route.fulfill({ status: 500, contentType: 'application/json', body: JSON.stringify({ error: { code: 'internal_error', message: 'Internal error' }, request_id: 'req_half' }) });
+    });
+    await page.evaluate(`location.hash = '#/jobs'`);
+    await view(page, 'Jobs');
+    await page.getByRole('button', { name: 'Retry matching jobs' }).click();
+    const alert = page.getByRole('alert');
+    await alert.waitFor({ timeout: 10_000 });
+    await expect(alert.textContent()).resolves.toBe(
+      'Retried 2,000 dead jobs; they are pending again. Could not retry the rest: the service had a problem on its side. If it keeps happening, quote reference req_half.',
+    );
+    expect(calls).toBe(3);
+    expect(problems).toEqual([]);
+    await context.close();
+  }, 60_000);
 });

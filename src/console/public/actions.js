@@ -1,6 +1,6 @@
 // Retrying jobs, one by one or in bulk, and a job's tracking or cancellation: shared by the attention
 // view, the job lists, a job's page and the divergence list.
-import { api, ApiError, number, plainWords, plural } from './lib.js';
+import { api, ApiError, number, PartlyDone, plainWords, plural } from './lib.js';
 
 /** Retries each job as `POST /v1/sync_jobs/{id}/retry` does; says what happened. */
 export async function retryJobs(jobs) {
@@ -35,14 +35,22 @@ export async function bulkRetry(filters) {
   let more = false;
   const statuses = Array.isArray(filters.status) ? filters.status : [filters.status];
   // The retried jobs are pending, so each call gets the next ones.
+  const what = statuses.join(' and ');
+  const retriedSoFar = () => `Retried ${number.format(retried)} ${what} ${retried === 1 ? 'job; it is' : 'jobs; they are'} pending again.`;
   for (let calls = 0; calls < BULK_RETRY_MAX_CALLS; calls++) {
-    const result = await api('POST', '/v1/sync_jobs/bulk_retry', filters);
+    let result;
+    try {
+      result = await api('POST', '/v1/sync_jobs/bulk_retry', filters);
+    } catch (failure) {
+      // A call failing after others retried jobs: the operator learns both, not only the error.
+      if (retried === 0 || (failure instanceof ApiError && failure.status === 401)) throw failure;
+      throw new PartlyDone(retriedSoFar(), 'retry the rest', failure);
+    }
     retried += result.retried;
     more = result.has_more;
     if (!more) break;
   }
-  const what = statuses.join(' and ');
-  const done = `Retried ${number.format(retried)} ${what} ${retried === 1 ? 'job; it is' : 'jobs; they are'} pending again.`;
+  const done = retriedSoFar();
   // Stopped at the cap with jobs still matching: said plainly, not reported as done.
   if (more) return `${done} More ${what} jobs remain, not retried: this retry stops after ${number.format(BULK_RETRY_MAX_CALLS)} calls. Run it again to retry the next ones.`;
   return retried === 0 ? `There were no ${what} jobs to retry.` : done;

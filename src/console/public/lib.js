@@ -23,6 +23,19 @@ export class ApiError extends Error {
   }
 }
 
+/**
+ * An action that failed after part of it was done (a bulk retry's third call answering 500): what
+ * was done (`done`, a sentence), then what could not be (`rest`, as in `Could not …`) and why.
+ */
+export class PartlyDone extends Error {
+  constructor(done, rest, failure) {
+    super(failure.message);
+    this.done = done;
+    this.rest = rest;
+    this.failure = failure;
+  }
+}
+
 export const session = {
   token: null,
   refreshing: null,
@@ -144,6 +157,7 @@ export const isMissingRoute = (error) => error instanceof ApiError && error.stat
 
 /** What went wrong, in plain words, for people rather than programs. */
 export function plainWords(error, doing) {
+  if (error instanceof PartlyDone) return `${error.done} ${plainWords(error.failure, error.rest)}`;
   const prefix = doing ? `Could not ${doing}: ` : '';
   if (!(error instanceof ApiError)) return `${prefix}something unexpected happened in the page. Reload it and try again.`;
   switch (error.code) {
