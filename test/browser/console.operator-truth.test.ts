@@ -7,7 +7,8 @@
  *   store's page;
  * - an answer requested before an action (retry, dismiss) and landing after it does not bring back
  *   what the action changed, nor do the store counts;
- * - a bulk retry that fails partway says how many jobs it retried, then the error.
+ * - a bulk retry that fails partway says how many jobs it retried, then the error;
+ * - stores and suppliers cut at their cap of 500 say that more exist.
  */
 import { existsSync } from 'node:fs';
 import { chromium, type Browser, type BrowserContext, type Page, type Route } from 'playwright-core';
@@ -264,6 +265,63 @@ describe('the operator console tells the operator what it does not know (review 
       'Retried 2,000 dead jobs; they are pending again. Could not retry the rest: the service had a problem on its side. If it keeps happening, quote reference req_half.',
     );
     expect(calls).toBe(3);
+    expect(problems).toEqual([]);
+    await context.close();
+  }, 60_000);
+
+  it('says that only the first 500 stores are listed when there are more', async () => {
+    const shop = await openShop(service.api, { name: 'Many Stores' });
+    const { context, page, problems } = await openTab();
+    // Every page of the stores is full, and more follow; the stub stores have nothing in them.
+    await page.route('**/v1/reseller_stores?*', (route) => {
+      if (route.request().method() !== 'GET') return route.fallback();
+      const after = new URL(route.request().url()).searchParams.get('starting_after');
+      const offset = after ? Number(after.replace('rs_stub_', '')) + 1 : 0;
+      const data = Array.from({ length: 100 }, (_, i) => ({ id: `rs_stub_${offset + i}`, object: 'reseller_store', name: `Stub Store ${offset + i}` }));
+      return route.fulfill(json({ object: 'list', data, has_more: true, request_id: 'req_test' }));
+    });
+    await page.route('**/v1/reseller_stores/rs_stub_*/**', (route) =>
+      /\/stats$/.test(new URL(route.request().url()).pathname)
+        ? route.fulfill({ status: 404, contentType: 'application/json', body: JSON.stringify({ error: { code: 'not_found', message: 'Not found' } }) })
+        : route.fulfill(json({ object: 'list', data: [], has_more: false, request_id: 'req_test' })),
+    );
+    await signIn(page, shop.user);
+    const picker = page.locator('#store-picker');
+    await expect.poll(() => picker.locator('option').count(), { timeout: 10_000 }).toBeGreaterThan(500);
+    await expect(picker.locator('option').last().textContent()).resolves.toBe('First 500 stores shown; more exist');
+    await page.getByText('First 500 stores shown; more exist.').waitFor();
+
+    await page.evaluate(`location.hash = '#/jobs'`);
+    await view(page, 'Jobs');
+    await expect(page.locator('#filter-store option').last().textContent()).resolves.toBe('First 500 stores shown; more exist');
+    expect(problems).toEqual([]);
+    await context.close();
+  }, 60_000);
+
+  it("says that only the first 500 suppliers of a store are listed when it has more", async () => {
+    const shop = await openShop(service.api, { name: 'Many Suppliers' });
+    const { context, page, problems } = await openTab();
+    await page.route(`**/v1/reseller_stores/${shop.reseller.id}/source_stores?*`, (route) => {
+      if (route.request().method() !== 'GET') return route.fallback();
+      const after = new URL(route.request().url()).searchParams.get('starting_after');
+      const offset = after ? Number(after.replace('ss_stub_', '')) + 1 : 0;
+      const data = Array.from({ length: 100 }, (_, i) => ({
+        id: `ss_stub_${offset + i}`, object: 'source_store', name: `Supplier ${offset + i}`, resellerStoreId: shop.reseller.id,
+        vendorTag: `v${offset + i}`, shopDomain: `s${offset + i}.example`,
+      }));
+      return route.fulfill(json({ object: 'list', data, has_more: true, request_id: 'req_test' }));
+    });
+    await signIn(page, shop.user);
+    await page.evaluate(`location.hash = ${JSON.stringify(`#/jobs?store=${shop.reseller.id}`)}`);
+    await view(page, 'Jobs');
+    for (const id of ['#filter-supplier', '#bulk-supplier']) {
+      const options = page.locator(`${id} option`);
+      await expect.poll(() => options.count(), { timeout: 10_000 }).toBeGreaterThan(500);
+      await expect(options.last().textContent()).resolves.toBe('First 500 suppliers shown; more exist');
+    }
+    // Across all stores, the store whose suppliers are cut is named.
+    await page.evaluate(`location.hash = '#/jobs'`);
+    await expect.poll(() => page.locator('#bulk-supplier option').last().textContent(), { timeout: 10_000 }).toBe('First 500 suppliers of Many Suppliers shown; more exist');
     expect(problems).toEqual([]);
     await context.close();
   }, 60_000);

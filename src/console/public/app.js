@@ -2,7 +2,7 @@
 // public API, as any client would. This module is the shell: signing in, the stores the views
 // share (with their counts), the navigation, the search box and the router.
 import { html, render, useCallback, useEffect, useMemo, useState } from '/console/assets/preact-htm.js';
-import { api, href, listAll, navigate, number, plainWords, POLL_MS, refreshSession, send, session, useLatest, useRoute } from './lib.js';
+import { api, href, LISTED_STORES, StoresCutOption, LISTED_SUPPLIERS_PER_STORE, listUpTo, navigate, number, plainWords, POLL_MS, refreshSession, send, session, useLatest, useRoute } from './lib.js';
 import { AttentionView } from './attention.js';
 import { JobsView, SearchView, StoreView } from './jobs.js';
 import { JobView } from './job.js';
@@ -57,17 +57,27 @@ function useDirectory(reloads) {
   const [stores, setStores] = useState(null);
   const [stats, setStats] = useState({});
   const [suppliers, setSuppliers] = useState({});
+  // Lists cut at their cap, said where they are shown: more stores exist, and the stores with more suppliers.
+  const [cut, setCut] = useState({ stores: false, suppliersOf: [] });
   const [error, setError] = useState(null);
 
   useEffect(() => {
     let current = true;
     (async () => {
       try {
-        const found = await listAll('/v1/reseller_stores', 500);
-        const lists = await Promise.all(found.map((store) => listAll(`/v1/reseller_stores/${store.id}/source_stores`, 500).catch(() => [])));
+        const found = await listUpTo('/v1/reseller_stores', LISTED_STORES);
+        const lists = await Promise.all(
+          found.items.map((store) =>
+            listUpTo(`/v1/reseller_stores/${store.id}/source_stores`, LISTED_SUPPLIERS_PER_STORE).then(
+              ({ items, more }) => ({ storeId: store.id, items, more }),
+              () => ({ storeId: store.id, items: [], more: false }),
+            ),
+          ),
+        );
         if (!current) return;
-        setStores(found);
-        setSuppliers(Object.fromEntries(lists.flat().map((supplier) => [supplier.id, supplier])));
+        setStores(found.items);
+        setSuppliers(Object.fromEntries(lists.flatMap((list) => list.items).map((supplier) => [supplier.id, supplier])));
+        setCut({ stores: found.more, suppliersOf: lists.filter((list) => list.more).map((list) => list.storeId) });
         setError(null);
       } catch (failure) {
         if (current) setError(plainWords(failure, 'load your stores'));
@@ -116,8 +126,12 @@ function useDirectory(reloads) {
       storeName: (id) => (stores === null ? '…' : storeById[id]?.name ?? id),
       supplierName: (id) => (stores === null ? '…' : suppliers[id]?.name ?? id),
       suppliersOf: (storeId) => Object.values(suppliers).filter((supplier) => !storeId || supplier.resellerStoreId === storeId),
+      /** True when more stores exist than the LISTED_STORES listed. */
+      storesCut: cut.stores,
+      /** The stores (of `storeId`, or all) with more suppliers than the LISTED_SUPPLIERS_PER_STORE listed. */
+      suppliersCut: (storeId) => cut.suppliersOf.filter((id) => !storeId || id === storeId),
     };
-  }, [stores, stats, suppliers, error, statsAfterAction]);
+  }, [stores, stats, suppliers, cut, error, statsAfterAction]);
 }
 
 /** `3 dead, 1 failed` or `all clear`, for the store picker. */
@@ -221,6 +235,7 @@ function StorePicker({ dir, current }) {
           const counts = countsLabel(dir.stats[store.id]);
           return html`<option value=${store.id}>${store.name}${counts ? ` · ${counts}` : ''}</option>`;
         })}
+        ${dir.storesCut && html`<${StoresCutOption} />`}
       </select>
     </div>`;
 }

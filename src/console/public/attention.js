@@ -2,7 +2,7 @@
 // service has the list), dead and failed jobs, disabled webhook endpoints, and each store's counts.
 import { html, useCallback, useState } from '/console/assets/preact-htm.js';
 import {
-  Alert, api, Ago, duration, href, listAll, loadDivergences, Loading, number, plainWords, plural, POLL_MS, Status, useAction, useLatest, usePolling, useViewHeading, When,
+  Alert, api, Ago, duration, href, listAll, LISTED_STORES, loadDivergences, Loading, number, plainWords, plural, POLL_MS, Status, useAction, useLatest, usePolling, useViewHeading, When,
 } from './lib.js';
 import { bulkRetry, retryJobs } from './actions.js';
 import { DivergencesTable } from './divergences.js';
@@ -132,6 +132,7 @@ function StoresTable({ dir }) {
   return html`
     <section aria-labelledby="stores-heading">
       <h2 id="stores-heading">Stores</h2>
+      ${dir.storesCut && html`<p class="notice">First ${number.format(LISTED_STORES)} stores shown; more exist. The counts here and in the store picker, and the divergences above, are of these stores only.</p>`}
       <table class="cards">
         <caption class="visually-hidden">Your reseller stores with their sync jobs by status</caption>
         <thead><tr>

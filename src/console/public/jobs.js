@@ -172,7 +172,7 @@ function JobFilters({ dir, path, base, fixedStore }) {
   return html`
     <${FilterForm} label="Filter the jobs" onApply=${apply}>
       ${!fixedStore && html`<${StoreSelect} id="filter-store" dir=${dir} value=${store} onChange=${(value) => change({ store: value, supplier: '' })} />`}
-      <${SupplierSelect} id="filter-supplier" dir=${dir} suppliers=${dir.suppliersOf(fixedStore ?? store)} oneStore=${Boolean(fixedStore || store)}
+      <${SupplierSelect} id="filter-supplier" dir=${dir} suppliers=${dir.suppliersOf(fixedStore ?? store)} storeId=${fixedStore ?? store} oneStore=${Boolean(fixedStore || store)}
         value=${supplier} onChange=${(value) => change({ supplier: value })} />
       <div class="inline-field"><label for="filter-order">Order number</label><input id="filter-order" pattern=${ORDER_ID_PATTERN} value=${order} onInput=${(e) => change({ order: e.currentTarget.value })} />
       </div>
@@ -203,7 +203,7 @@ function BulkRetryForm({ dir, storeId, action }) {
         <div class="inline-field"><label for="bulk-status">Status</label><select id="bulk-status" value=${status} onChange=${(e) => setStatus(e.currentTarget.value)}>
             <option value="dead">dead</option><option value="failed">failed</option><option value="both">dead and failed</option>
           </select></div>
-        <${SupplierSelect} id="bulk-supplier" dir=${dir} suppliers=${suppliers} oneStore=${Boolean(storeId)} value=${supplier} onChange=${setSupplier} />
+        <${SupplierSelect} id="bulk-supplier" dir=${dir} suppliers=${suppliers} storeId=${storeId} oneStore=${Boolean(storeId)} value=${supplier} onChange=${setSupplier} />
         <button type="submit" disabled=${action.busy !== null} aria-busy=${action.busy === 'retry the matching jobs' ? 'true' : 'false'}>Retry matching jobs</button>
       </div>
     </form>`;

@@ -495,18 +495,35 @@ export function FilterForm({ label, onApply, children }) {
     </form>`;
 }
 
+/** Stores the console lists: past them, the store choices say that more exist. */
+export const LISTED_STORES = 500;
+/** Suppliers the console lists per store: past them, the supplier choices say that more exist. */
+export const LISTED_SUPPLIERS_PER_STORE = 500;
+
+/** The last, unselectable option of a store choice cut at LISTED_STORES. */
+export function StoresCutOption() {
+  return html`<option value="" disabled>First ${number.format(LISTED_STORES)} stores shown; more exist</option>`;
+}
+
 /** A choice of the user's reseller stores, "All stores" first (value ''). */
 export function StoreSelect({ id, dir, value, onChange }) {
   return html`<div class="inline-field"><label for=${id}>Store</label><select id=${id} value=${value} onChange=${(e) => onChange(e.currentTarget.value)}>
       <option value="">All stores</option>
       ${(dir.stores ?? []).map((s) => html`<option value=${s.id}>${s.name}</option>`)}
+      ${dir.storesCut && html`<${StoresCutOption} />`}
     </select></div>`;
 }
 
-/** A choice of suppliers, "All suppliers" first (value ''); each named with its store unless `oneStore`. */
-export function SupplierSelect({ id, dir, suppliers, oneStore, value, onChange }) {
+/**
+ * A choice of suppliers, "All suppliers" first (value ''); each named with its store unless
+ * `oneStore`. A store (`storeId`, or any when '') with more suppliers than listed is said last.
+ */
+export function SupplierSelect({ id, dir, suppliers, storeId, oneStore, value, onChange }) {
+  const cut = dir.suppliersCut(storeId);
+  const first = `First ${number.format(LISTED_SUPPLIERS_PER_STORE)} suppliers`;
   return html`<div class="inline-field"><label for=${id}>Supplier</label><select id=${id} value=${value} onChange=${(e) => onChange(e.currentTarget.value)}>
       <option value="">All suppliers</option>
       ${suppliers.map((s) => html`<option value=${s.id}>${s.name}${oneStore ? '' : ` (${dir.storeName(s.resellerStoreId)})`}</option>`)}
+      ${cut.map((cutStore) => html`<option value="" disabled>${first}${oneStore ? '' : ` of ${dir.storeName(cutStore)}`} shown; more exist</option>`)}
     </select></div>`;
 }
