@@ -33,7 +33,7 @@ import { ResellerStoreRepository, storesDueIn } from './reseller-stores/reposito
 import { ResellerStoreService } from './reseller-stores/service.ts';
 import { SourceStoreService } from './source-stores/service.ts';
 import { SyncJobService } from './sync-jobs/service.ts';
-import { orderInDoubt, SyncJobRepository } from './sync-jobs/repository.ts';
+import { noJobCanOwn, SyncJobRepository } from './sync-jobs/repository.ts';
 import { FulfillmentRepository } from './fulfillments/repository.ts';
 import { SourceStoreRepository } from './source-stores/repository.ts';
 import { jobsOfSupplierRecords } from './source-stores/former-records.ts';
@@ -85,7 +85,7 @@ export function createServices(infrastructure: Infrastructure) {
   // Its to-do list entries (too_late, supplier_cancelled) are written by the divergence list's repository, in its transactions;
   // the jobs it cancels and the suppliers' vendor tags are read and written through its ports, by their own features' repositories.
   const cancellations = new CancellationService(
-    { jobs: syncJobRepository, vendorTags: sourceStoreRepository, queue, outbox, metrics, timelines, held: new HeldSupplierCancellationRepository(orm, orderInDoubt), formerRecords: sourceStoreRepository, logger },
+    { jobs: syncJobRepository, vendorTags: sourceStoreRepository, queue, outbox, metrics, timelines, held: new HeldSupplierCancellationRepository(orm, noJobCanOwn), formerRecords: sourceStoreRepository, logger },
     new CancellationRepository(orm),
     CANCELLATION_DIVERGENCES,
   );
@@ -93,7 +93,7 @@ export function createServices(infrastructure: Infrastructure) {
   const divergenceRepository = new DivergenceRepository(orm);
   const resellerStores = new ResellerStoreService(resellerStoreRepository, { config, secrets }, divergenceRepository, cancellations, sourceStoreRepository);
   const sourceStores = new SourceStoreService(sourceStoreRepository, { config, secrets }, resellerStores);
-  const fulfillmentRepository = new FulfillmentRepository(orm, orderInDoubt);
+  const fulfillmentRepository = new FulfillmentRepository(orm, noJobCanOwn);
   const syncJobs = new SyncJobService({ jobs: syncJobRepository, timelines, queue, outbox, metrics }, sourceStores, fulfillmentRepository, cancellations, resellerStoreRepository);
   // Every fulfillment recorded, whoever records it, also tells a cancellation it came too late (the supplier shipped anyway).
   const fulfillmentRecorded: FulfillmentRecorded[] = [...FULFILLMENT_RECORDED, (trx, fulfillment) => cancellations.fulfilledAfterCancellationIn(trx, fulfillment.syncJobId)];

@@ -6,7 +6,7 @@
 import { describe, expect } from 'vitest';
 import { connectOrm } from '../src/database.ts';
 import { FulfillmentRepository } from '../src/fulfillments/repository.ts';
-import { orderInDoubt } from '../src/sync-jobs/repository.ts';
+import { noJobCanOwn } from '../src/sync-jobs/repository.ts';
 import { sendWebhook } from './sandbox/server.ts';
 import { queryRows } from './support/database.ts';
 import { createResellerStore, createSourceStore, registerUser } from './support/factories.ts';
@@ -38,7 +38,7 @@ describe('the sweep forgetting held fulfillments', () => {
     );
     const orm = await connectOrm(service.databaseUrl, 1);
     try {
-      const fulfillments = new FulfillmentRepository(orm, orderInDoubt);
+      const fulfillments = new FulfillmentRepository(orm, noJobCanOwn);
       expect(await fulfillments.forgetUnowned()).toBe(0);
       expect((await fulfillments.findClaimable(100)).filter((held) => held.syncJobId === jobId)).toHaveLength(1);
     } finally {

@@ -50,7 +50,7 @@ const REMAINING: Record<string, Record<string, string>> = {
     reseller_stores: 'insertUnderLimit: the parent store, read FOR SHARE in the creation\'s transaction, so a supplier is never created under a store being deleted',
   },
   'sync-jobs': {
-    cancellations: 'orderInDoubt: a job ended unplaced while in doubt could own an order until its cancellation has looked it up (also in fulfillments\' forgetUnowned)',
+    cancellations: 'orderInDoubt: a job ended unplaced while in doubt could own an order until its cancellation has looked it up (also in the held rows\' noJobCanOwn)',
     source_stores: 'loadWithSources: a worker batch reads its jobs with their stores in one statement (the hot path)',
     reseller_stores: 'loadWithSources: the same statement, for jobs whose order is read from the storefront',
   },

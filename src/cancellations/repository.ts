@@ -1,4 +1,4 @@
-import { sql, type ExpressionBuilder, type RawBuilder, type Selectable } from 'kysely';
+import { sql, type RawBuilder, type Selectable } from 'kysely';
 import type { AttemptTarget } from '../attempts/kind.ts';
 import { writeAttemptTransitions, type AttemptWrite } from '../attempts/repository.ts';
 import type { Orm } from '../db/orm.ts';
@@ -288,11 +288,10 @@ export interface HeldCancellationRow {
 }
 
 /**
- * The condition that the sync job a query names `jobAlias` could own a supplier order it never
- * recorded (the sync jobs' `orderInDoubt`, a port the composition root hands in), as held
- * fulfillments are forgotten by it.
+ * That no sync job can own the held row a query names `heldAlias` (the sync jobs' `noJobCanOwn`, a
+ * port the composition root hands in): the sweep forgets such rows.
  */
-export type OrderInDoubt = (jobAlias: string) => RawBuilder<boolean>;
+export type NoJobCanOwn = (heldAlias: string) => RawBuilder<boolean>;
 
 /**
  * Every statement on held_supplier_cancellations: a supplier's own cancellation kept while a job of
@@ -302,7 +301,7 @@ export type OrderInDoubt = (jobAlias: string) => RawBuilder<boolean>;
 export class HeldSupplierCancellationRepository {
   constructor(
     private readonly orm: Orm,
-    private readonly orderInDoubt: OrderInDoubt,
+    private readonly noJobCanOwn: NoJobCanOwn,
   ) {}
 
   private get db(): Db {
@@ -370,27 +369,11 @@ export class HeldSupplierCancellationRepository {
   async forgetUnowned(): Promise<number> {
     const result = await this.db
       .deleteFrom('held_supplier_cancellations as h')
-      .where((eb) => this.unowned(eb))
+      .where(this.noJobCanOwn('h'))
       .executeTakeFirst();
     return Number(result.numDeletedRows);
   }
 
-  private unowned(eb: ExpressionBuilder<Database & { h: Database['held_supplier_cancellations'] }, 'h'>) {
-    return eb.not(
-      eb.exists(
-        eb
-          .selectFrom('sync_jobs as j')
-          .select(sql<number>`1`.as('one'))
-          .whereRef('j.source_store_id', '=', 'h.source_store_id')
-          .where((inner) =>
-            inner.or([
-              inner('j.source_order_id', '=', inner.ref('h.source_order_id')),
-              inner.and([this.orderInDoubt('j'), inner('j.created_at', '<', inner.ref('h.received_at'))]),
-            ]),
-          ),
-      ),
-    );
-  }
 }
 
 /** A `held_supplier_cancellations` row as the service works with it (timestamps come back as text: made Dates). */

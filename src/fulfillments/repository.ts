@@ -1,4 +1,4 @@
-import { sql, type ExpressionBuilder, type RawBuilder, type Selectable } from 'kysely';
+import { sql, type RawBuilder, type Selectable } from 'kysely';
 import type { AttemptTarget } from '../attempts/kind.ts';
 import { writeAttemptTransitions, type AttemptWrite } from '../attempts/repository.ts';
 import { holdLock } from '../db/locks.ts';
@@ -28,17 +28,16 @@ export interface HeldRow {
 const FULFILLMENT_TARGET: AttemptTarget = { name: 'fulfillment', table: 'fulfillments', resultColumn: 'reseller_fulfillment_id' };
 
 /**
- * The condition that the sync job a query names `jobAlias` could own a supplier order it never
- * recorded (the sync jobs' `orderInDoubt`, a port the composition root hands in), as the forgetting of
- * held fulfillments reads it, in the same terms as `storesWithOrdersInDoubt`.
+ * That no sync job can own the held row a query names `heldAlias` (the sync jobs' `noJobCanOwn`, a
+ * port the composition root hands in): the sweep forgets such rows.
  */
-export type OrderInDoubt = (jobAlias: string) => RawBuilder<boolean>;
+export type NoJobCanOwn = (heldAlias: string) => RawBuilder<boolean>;
 
 /** Every statement on fulfillments. */
 export class FulfillmentRepository {
   constructor(
     private readonly orm: Orm,
-    private readonly orderInDoubt: OrderInDoubt,
+    private readonly noJobCanOwn: NoJobCanOwn,
   ) {}
 
   private get db(): Db {
@@ -181,7 +180,7 @@ export class FulfillmentRepository {
   }
 
   /**
-   * Held fulfillments that no job can own any more (`unowned`), at most `limit`: the sweep checks
+   * Held fulfillments that no job can own any more (`noJobCanOwn`), at most `limit`: the sweep checks
    * those of a store with jobs ended unplaced (src/fulfillments/unplaced.ts) before forgetting them.
    * Those whose supplier order was never read and refused for now come first, oldest first; then
    * those it was, the least recently tried first (`markKept`): however many a supplier that
@@ -191,7 +190,7 @@ export class FulfillmentRepository {
     const rows = await this.db
       .selectFrom('held_fulfillments as h')
       .selectAll('h')
-      .where((eb) => this.unowned(eb))
+      .where(this.noJobCanOwn('h'))
       .orderBy(sql`h.read_failed_at asc nulls first`)
       .orderBy('h.received_at')
       .limit(limit)
@@ -206,41 +205,18 @@ export class FulfillmentRepository {
   }
 
   /**
-   * Forgets held fulfillments that no job can own any more (`unowned`, read again here: one a job
+   * Forgets held fulfillments that no job can own any more (`noJobCanOwn`, read again here: one a job
    * recorded the order of since they were read is kept, and the next claims take it); only those of
    * `ids` when given. Returns how many.
    */
   async forgetUnowned(ids?: string[]): Promise<number> {
     if (ids?.length === 0) return 0;
-    let query = this.db.deleteFrom('held_fulfillments as h').where((eb) => this.unowned(eb));
+    let query = this.db.deleteFrom('held_fulfillments as h').where(this.noJobCanOwn('h'));
     if (ids) query = query.where('h.id', '=', sql<string>`any(${ids}::text[])`);
     const result = await query.executeTakeFirst();
     return Number(result.numDeletedRows);
   }
 
-  /**
-   * That the held fulfillment `h` no job can own any more: no job of its store has recorded its
-   * order, and no job of its store that existed when it arrived is in doubt any more (`orderInDoubt`:
-   * it completed with another order, or was ended unplaced and its order looked up). What is left was
-   * the supplier's own sale, or the order of a job ended unplaced whose lookup missed it (the sweep
-   * reads it first: `FulfillmentService.claimHeld`).
-   */
-  private unowned(eb: ExpressionBuilder<Database & { h: Database['held_fulfillments'] }, 'h'>) {
-    return eb.not(
-      eb.exists(
-        eb
-          .selectFrom('sync_jobs as j')
-          .select(sql<number>`1`.as('one'))
-          .whereRef('j.source_store_id', '=', 'h.source_store_id')
-          .where((inner) =>
-            inner.or([
-              inner('j.source_order_id', '=', inner.ref('h.source_order_id')),
-              inner.and([this.orderInDoubt('j'), inner('j.created_at', '<', inner.ref('h.received_at'))]),
-            ]),
-          ),
-      ),
-    );
-  }
 
   /**
    * The identities (`<job id>:<dedupe key>`) of the fulfillments these jobs already have, and the

@@ -107,12 +107,26 @@ const byJobKey = (a: JobCandidate, b: JobCandidate) =>
  * Whether the job `alias` names could own a supplier order it never recorded: it sent one (attempts
  * > 0) without learning its id, and is not over, or was ended unplaced (VOID) while its whole-order
  * cancellation has not finished looking the order up by its reference (found, it is recorded).
- * Shared by the look-up that holds a fulfillment and, as the fulfillments' `OrderInDoubt` port, the sweep that forgets it.
+ * Shared by the look-up that holds a fulfillment and, through `noJobCanOwn`, the sweep that forgets held rows.
  */
 export const orderInDoubt = (alias: string) => {
   const column = (name: string) => sql.ref(`${alias}.${name}`);
   return sql<boolean>`(${column('source_order_id')} is null and ${column('attempts')} > 0 and (${column('status')} <> 'completed'
     or exists (select 1 from cancellations c where c.sync_job_id = ${column('id')} and c.scope = 'order' and c.status <> 'completed')))`;
+};
+
+/**
+ * That no sync job can own the held row `heldAlias` names any more (a shipment or a supplier's own
+ * cancellation kept for a job in doubt: `held_fulfillments`, `held_supplier_cancellations`): no job
+ * of its store has recorded its order, and no job of its store that existed when it arrived is in
+ * doubt any more (`orderInDoubt`: it completed with another order, or was ended unplaced and its
+ * order looked up). What is left was the supplier's own sale. The held rows' repositories get it as
+ * their `NoJobCanOwn` port, from the composition root.
+ */
+export const noJobCanOwn = (heldAlias: string) => {
+  const held = (name: string) => sql.ref(`${heldAlias}.${name}`);
+  return sql<boolean>`not exists (select 1 from sync_jobs as j where j.source_store_id = ${held('source_store_id')}
+    and (j.source_order_id = ${held('source_order_id')} or (${orderInDoubt('j')} and j.created_at < ${held('received_at')})))`;
 };
 
 /**

@@ -20,7 +20,7 @@ import type { PlatformAdapters } from '../platforms/types.ts';
 import type { SecretBox } from '../shared/secrets.ts';
 import type { SyncJobAttemptDeps } from '../sync-jobs/attempt.ts';
 import { syncJobKind } from '../sync-jobs/kind.ts';
-import { orderInDoubt, SyncJobRepository } from '../sync-jobs/repository.ts';
+import { noJobCanOwn, SyncJobRepository } from '../sync-jobs/repository.ts';
 import { ResellerStoreRepository } from '../reseller-stores/repository.ts';
 import { SourceStoreRepository } from '../source-stores/repository.ts';
 import { supplierTwins } from '../source-stores/twins.ts';
@@ -77,7 +77,7 @@ type KindDeps = SyncJobAttemptDeps & FulfillmentAttemptDeps & CancellationAttemp
 /** `syncJobSteps`: what the sync job kind's transitions also write, so a job a cancellation's attempt voids resolves its to-do entry too. */
 const kindDeps = ({ orm, platforms, secrets, pacer, logger, outbox, config, queue, metrics }: KindInfrastructure, syncJobSteps: readonly SettledStep[]): KindDeps => {
   const syncJobs = new SyncJobRepository(orm, syncJobSteps);
-  const fulfillments = new FulfillmentRepository(orm, orderInDoubt);
+  const fulfillments = new FulfillmentRepository(orm, noJobCanOwn);
   const sourceStores = new SourceStoreRepository(orm);
   const cancellationRepository = new CancellationRepository(orm);
   const cancellations = new CancellationService(
@@ -88,7 +88,7 @@ const kindDeps = ({ orm, platforms, secrets, pacer, logger, outbox, config, queu
       outbox,
       metrics,
       timelines: { find: (rowIds: string[]) => findAttempts(orm, rowIds) },
-      held: new HeldSupplierCancellationRepository(orm, orderInDoubt),
+      held: new HeldSupplierCancellationRepository(orm, noJobCanOwn),
       formerRecords: sourceStores,
       logger,
     },
