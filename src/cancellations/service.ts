@@ -19,6 +19,7 @@ import { holdLock } from '../db/locks.ts';
 import { notFound } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import { storableText } from '../shared/text.ts';
+import { withFormerRecords } from '../source-stores/former-records.ts';
 import { MAX_REASON_LENGTH } from '../platforms/cancel-webhooks.ts';
 import type { SupplierCancelled, SyncJob } from '../sync-jobs/entity.ts';
 import { placedJobLockKey } from '../sync-jobs/placed-lock.ts';
@@ -669,11 +670,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
    */
   private async holdUnlessUnowned(report: SupplierCancellationReport, senders: SupplierCancellationSender[]): Promise<SupplierCancellationRecorded | null> {
     const receivedAt = new Date();
-    // A former record's job in doubt can still learn its order (a retry goes through the record that replaced it).
-    const formers = await Promise.all(
-      senders.map(async (sender) => (await this.deps.formerRecords.formerRecordsOf([sender.id])).map((id) => ({ id, ownerId: sender.ownerId, resellerStoreId: sender.resellerStoreId }))),
-    );
-    const candidates = [...senders, ...formers.flat()];
+    const candidates = await withFormerRecords(senders, this.deps.formerRecords);
     const owners = new Set(await this.deps.jobs.storesWithOrdersInDoubt(candidates.map((sender) => sender.id), receivedAt));
     const holders = candidates.filter((sender) => owners.has(sender.id));
     if (holders.length === 0) {

@@ -7,6 +7,7 @@ import type { SourceFulfillment, Tracking } from '../orders/types.ts';
 import { newMessageId, type Queue } from '../queue/queue.ts';
 import type { PlatformAdapters } from '../platforms/types.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
+import { withFormerRecords, type HoldingRecord } from '../source-stores/former-records.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
 import { newId } from '../shared/ids.ts';
 import { retryByHand } from '../attempts/manual-retry.ts';
@@ -33,9 +34,6 @@ const FORGETS_PER_PASS = 200;
  * refused for good, then forgotten, so a supplier that never answers costs no read per sweep for ever.
  */
 const HELD_READ_GIVE_UP_MS = 7 * 24 * 60 * 60_000;
-
-/** The supplier record a fulfillment is held for: its jobs' store, and whose it is. */
-type HolderStore = Pick<SourceStore, 'id' | 'ownerId' | 'resellerStoreId'>;
 
 /** What the fulfillments' service works with, built once by the composition root (src/services.ts). */
 export interface FulfillmentServiceDeps {
@@ -149,14 +147,14 @@ export class FulfillmentService {
 
   /**
    * A fulfillment of an order no job has recorded. When one of these senders (or a former record of
-   * theirs, `withFormerRecords`) has a job that could own the order (it sent its supplier order and never learned the id: the answer was lost, or is
+   * theirs: `withFormerRecords`) has a job that could own the order (it sent its supplier order and never learned the id: the answer was lost, or is
    * still on its way), the fulfillment is held until such a job completes with that order id (see
    * `claimHeld`); otherwise it is the supplier's own sale and there is nothing to do. Returns whether
    * it was held.
    */
   async holdUnlessUnowned(senders: SourceStore[], fulfillment: SourceFulfillment, keys: FulfillmentKeys): Promise<boolean> {
     const receivedAt = new Date();
-    const candidates = await this.withFormerRecords(senders);
+    const candidates = await withFormerRecords(senders, this.deps.sourceStores);
     const owners = new Set(await this.jobs.storesWithOrdersInDoubt(candidates.map((store) => store.id), receivedAt));
     const holders = candidates.filter((store) => owners.has(store.id));
     await this.hold(holders, fulfillment, keys, receivedAt);
@@ -164,24 +162,11 @@ export class FulfillmentService {
   }
 
   /**
-   * The senders and their former records (src/source-stores/former-records.ts: deleted records of the
-   * same supplier that a sender replaced, of its reseller store and owner): a job of a former record in
-   * doubt can still learn its order (a retry goes through the record that replaced it), so a shipment
-   * is held for it too.
-   */
-  private async withFormerRecords(senders: SourceStore[]): Promise<HolderStore[]> {
-    const formers = await Promise.all(
-      senders.map(async (sender) => (await this.deps.sourceStores.formerRecordsOf([sender.id])).map((id) => ({ id, ownerId: sender.ownerId, resellerStoreId: sender.resellerStoreId }))),
-    );
-    return [...senders, ...formers.flat()];
-  }
-
-  /**
    * A fulfillment of an order that a job of `store` placed but never learnt the id of (the order's
    * reference names the job: the divergence watch), held for it as `holdUnlessUnowned` holds one,
    * with no look-up: were the job to complete with that order meanwhile, the next claims take it.
    */
-  async holdFor(store: HolderStore, fulfillment: SourceFulfillment, keys: FulfillmentKeys, watchPassId: string): Promise<void> {
+  async holdFor(store: HoldingRecord, fulfillment: SourceFulfillment, keys: FulfillmentKeys, watchPassId: string): Promise<void> {
     await this.hold([store], fulfillment, keys, new Date(), watchPassId);
   }
 
@@ -204,7 +189,7 @@ export class FulfillmentService {
     await this.deps.outbox.append(trx, [fulfillmentEvent('fulfillment.reconciled', fulfillment, [])]);
   }
 
-  private async hold(holders: HolderStore[], fulfillment: SourceFulfillment, keys: FulfillmentKeys, receivedAt: Date, watchPassId: string | null = null): Promise<void> {
+  private async hold(holders: HoldingRecord[], fulfillment: SourceFulfillment, keys: FulfillmentKeys, receivedAt: Date, watchPassId: string | null = null): Promise<void> {
     await this.fulfillments.hold(
       holders.map((store) => ({
         id: newId('heldFulfillment'),

@@ -42,3 +42,23 @@ export const jobsOfSupplierRecords = <J>(jobs: JobsBySourceOrder<J>, stores: For
 export function answeringFor(former: SourceStore, active: SourceStore): SourceStore {
   return { ...active, vendorTag: former.vendorTag, vendorKey: former.vendorKey, pricingMode: former.pricingMode, pricingConfig: former.pricingConfig };
 }
+
+/** A source store record as a held shipment or cancellation names it: its id, and whose it is. */
+export interface HoldingRecord {
+  id: string;
+  ownerId: string;
+  resellerStoreId: string;
+}
+
+/**
+ * These senders of a supplier's webhook and their former records (each of its sender's owner and
+ * reseller store): a shipment or a supplier's cancellation of an order no job recorded is held for
+ * whichever of them has a job in doubt, since a former record's job can still learn its order (its
+ * retry goes through the record that replaced it).
+ */
+export async function withFormerRecords<S extends HoldingRecord>(senders: S[], stores: FormerRecords): Promise<(S | HoldingRecord)[]> {
+  const formers = await Promise.all(
+    senders.map(async (sender) => (await stores.formerRecordsOf([sender.id])).map((id) => ({ id, ownerId: sender.ownerId, resellerStoreId: sender.resellerStoreId }))),
+  );
+  return [...senders, ...formers.flat()];
+}
