@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { GiveUp, SHOP, percentile, round, runTsForJson } from '../common.ts';
-import { medianOfRuns, setupTenant, supplierOrderTimes, untilJobsFinished, type Bench, type Tenant } from '../harness.ts';
+import { medianOfRuns, setupTenant, supplierOrderTimes, untilJobsFinished, type Bench, type ServiceProcess, type Tenant } from '../harness.ts';
 import type { OpenLoopInput, OpenLoopResult, SentOrder } from '../open-loop.ts';
 import { PLAN, type Results } from '../settings.ts';
 
@@ -50,19 +50,24 @@ export async function e2ePhase(bench: Bench): Promise<Results> {
     await bench.sandboxControl('POST', '/reset');
     for (const supplier of SHOP.suppliers) await bench.sandboxControl('POST', `/stores/${supplier.shopDomain}/faults`, { latencyMs });
     bench.log(`  run ${run} of ${PLAN.runs}`);
-    runs.push(await measuredStream(bench, url, tenant, service.url!, 3_000_000_000 + run * 100_000_000));
+    runs.push(await measuredStream(bench, url, tenant, { api: service, worker }, 3_000_000_000 + run * 100_000_000));
   }
   await service.stop();
   await worker.stop();
 
-  return medianOfRuns('e2e', runs);
+  return medianOfRuns('e2e', runs, (key) => key.endsWith('per_order'));
 }
 
 /** One measured stream, drained: its figures. */
-async function measuredStream(bench: Bench, url: string, tenant: Tenant, serviceUrl: string, startId: number): Promise<Results> {
+async function measuredStream(bench: Bench, url: string, tenant: Tenant, processes: { api: ServiceProcess; worker: ServiceProcess }, startId: number): Promise<Results> {
   const { rate, seconds } = PLAN.e2e;
+  const serviceUrl = processes.api.url!;
   const outFile = path.join(bench.workspace.tmp, `e2e-sent-${startId}.json`);
   const stopSampling = bench.sampleActivity('the stream');
+  // What each order costs the machine, stream and drain together: the API's, the worker's, PostgreSQL's and the sandbox's CPU.
+  const apiCpu = bench.cpuWindow(processes.api.child.process.pid!);
+  const workerCpu = bench.cpuWindow(processes.worker.child.process.pid!);
+  const sandboxCpu = bench.sandboxCpuWindow();
   const sentResult = await runTsForJson<OpenLoopResult>(
     'bench/open-loop.ts',
     { url: serviceUrl, rate, seconds, startId, outFile } satisfies OpenLoopInput,
@@ -72,6 +77,7 @@ async function measuredStream(bench: Bench, url: string, tenant: Tenant, service
   if (sentResult.failed > 0) bench.notes.push(`e2e: ${sentResult.failed} of ${sentResult.sent} webhooks not answered 200 (${JSON.stringify(sentResult.outcomes)})`);
   const sent = JSON.parse(readFileSync(outFile, 'utf8')) as SentOrder[];
   const drained = await untilJobsFinished(url, tenant, E2E_DRAIN_TIMEOUT_MS);
+  const cpu = { api: apiCpu(), worker: workerCpu().process, sandbox: sandboxCpu() };
   await stopSampling();
   if (!drained) bench.notes.push(`e2e: not every job finished within ${E2E_DRAIN_TIMEOUT_MS / 1000} s after the stream ended`);
 
@@ -97,6 +103,8 @@ async function measuredStream(bench: Bench, url: string, tenant: Tenant, service
   const spanSeconds = (lastCreated - sentResult.firstSentAt) / 1000;
   bench.log(`  ${routed}/${sent.length} orders fully routed; per order p50 ${percentile(perOrder, 50)} ms, p99 ${percentile(perOrder, 99)} ms; webhook answer p99 ${percentile(answers, 99)} ms`);
   if (routed < sent.length) bench.notes.push(`e2e: ${sent.length - routed} of ${sent.length} orders were not fully routed`);
+  const perOrderMs = (cpuSeconds: number) => round((cpuSeconds * 1000) / sent.length, 2);
+  bench.log(`  CPU per order: API ${perOrderMs(cpu.api.process)} ms, worker ${perOrderMs(cpu.worker)} ms, PostgreSQL ${perOrderMs(cpu.api.database)} ms, sandbox ${perOrderMs(cpu.sandbox)} ms`);
   return {
     'e2e.orders_per_s': round(routed / spanSeconds),
     'e2e.p50_ms': percentile(perOrder, 50),
@@ -105,5 +113,9 @@ async function measuredStream(bench: Bench, url: string, tenant: Tenant, service
     'e2e.webhook_p99_ms': percentile(answers, 99),
     'e2e.orders_routed': routed,
     'e2e.orders_sent': sent.length,
+    'e2e.api_cpu_ms_per_order': perOrderMs(cpu.api.process),
+    'e2e.worker_cpu_ms_per_order': perOrderMs(cpu.worker),
+    'e2e.db_cpu_ms_per_order': perOrderMs(cpu.api.database),
+    'e2e.sandbox_cpu_ms_per_order': perOrderMs(cpu.sandbox),
   };
 }
