@@ -86,9 +86,16 @@ function matchLines(lines: OrderLine[], sources: RoutableSource[]): { matched: R
  * are routed together in the next (group commit, src/db/group-commit.ts): one statement records
  * the orders, one inserts the jobs with their audit entries, pg-boss's insert their messages, and
  * two more per order with unmatched lines, rather than through the unit of work.
+ *
+ * One routing transaction at a time per process: the orders that arrive meanwhile wait for it and go
+ * together in the next, so the busier the process, the more orders a transaction carries. With four
+ * in flight, each carried a fraction of them and the statements and commits were paid four times
+ * over (measured: PostgreSQL's CPU per order webhook 0.37 ms against 0.24 with one, and capacity 400
+ * orders/s against 450). The transaction holds only short locks (an order's routing and cancellation
+ * locks, which other transactions hold for a few statements), so it does not wait long behind anything.
  */
 export class OrderRouter implements OrderRouting, OrderCancelling {
-  private readonly routing = new GroupCommit((requests: RoutingRequest[]) => this.routeOrders(requests), { maxItems: 64, maxInFlight: 4 });
+  private readonly routing = new GroupCommit((requests: RoutingRequest[]) => this.routeOrders(requests), { maxItems: 64, maxInFlight: 1 });
 
   /**
    * `activeSources`: a reseller store's active source stores (the order webhook caches them);
