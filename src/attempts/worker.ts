@@ -92,8 +92,12 @@ export const LOST_ATTEMPT: TimelineStep = { outcome: 'failed', platformStatus: n
  * another worker) turns the write into a no-op instead of overwriting it.
  */
 export class AttemptWorker<R extends AttemptRow, K extends string, Q extends object, W extends { row: R }> {
-  /** Completed and dead attempts finishing together, of every batch, are recorded in one transaction. */
-  private readonly outcomes = new GroupCommit((writes: AttemptWrite<R>[]) => this.writeOutcomes(writes), { maxItems: 64, maxInFlight: 2 });
+  /**
+   * Completed and dead attempts finishing together, of every batch, are recorded in one write, one
+   * write at a time: those finishing meanwhile wait for it and go together in the next, so under load
+   * each write carries more of them (as the routing of orders, src/orders/routing.ts).
+   */
+  private readonly outcomes = new GroupCommit((writes: AttemptWrite<R>[]) => this.writeOutcomes(writes), { maxItems: 64, maxInFlight: 1 });
   /** Attempts let go of (still calling a slow platform), until they record their outcome. */
   readonly #letGo = new Set<Promise<boolean>>();
   /**
