@@ -15,21 +15,12 @@ import { sendWebhook } from './sandbox/server.ts';
 import { createSourceStore, registerUser, createResellerStore } from './support/factories.ts';
 import { test } from './support/fixtures.ts';
 import { waitForJob } from './support/sync-jobs.ts';
-import { auditOf, openTenant, placeOrder, type Supplier, type Target, type Tenant } from './support/watch.ts';
-import { ORDERS_PATH, uniqueSuffix } from './support/webhooks.ts';
+import { auditOf, openTenant, placeOrder, recreateSupplier, type Target, type Tenant } from './support/watch.ts';
+import { ORDERS_PATH } from './support/webhooks.ts';
 
 test.override('serviceEnv', { DIVERGENCE_INTERVAL_MS: '0', RECONCILE_INTERVAL_MS: '0', SYNC_RETRY_BASE_DELAY_MS: '50', SWEEP_INTERVAL_MS: '500' });
 
 const it = test.extend('target', { scope: 'file' }, ({ service }): Target => ({ api: service.api, url: service.url, databaseUrl: service.databaseUrl }));
-
-async function recreate(tenant: Tenant, supplier: Supplier): Promise<Supplier> {
-  const { api } = tenant.target;
-  const deleted = await api.delete(`/v1/reseller_stores/${tenant.reseller.id}/source_stores/${supplier.id}`, { token: tenant.user.token });
-  expect(deleted.status).toBe(204);
-  const secret = `whsec_again_${uniqueSuffix()}`;
-  const again = await createSourceStore(api, tenant.user.token, tenant.reseller.id, { platform: supplier.platform, shopDomain: supplier.shopDomain, vendorTag: supplier.vendorTag, webhookSecret: secret });
-  return { id: again.id, shopDomain: again.shopDomain, platform: supplier.platform, secret, vendorTag: supplier.vendorTag };
-}
 
 /** The customer cancels the whole order on the (platform_a) storefront. */
 function storefrontCancels(sandbox: { buildOrderPayload: (platform: Platform, input: any) => any }, tenant: Tenant, externalOrderId: string) {
@@ -49,7 +40,7 @@ describe.each(['custom', 'platform_a'] as const)('a %s supplier deleted and re-c
   it("a storefront cancellation of an order placed through the deleted record cancels the supplier's order", async ({ sandbox, target }) => {
     const tenant = await openTenant(sandbox, target, 'platform_a', [platform]);
     const placed = await placeOrder(sandbox, tenant, tenant.suppliers[0]!);
-    const again = await recreate(tenant, tenant.suppliers[0]!);
+    const again = await recreateSupplier(tenant, tenant.suppliers[0]!);
 
     const cancelled = await storefrontCancels(sandbox, tenant, placed.externalOrderId);
     expect(cancelled.status, JSON.stringify(cancelled.body)).toBe(200);

@@ -16,44 +16,22 @@ import { queryRows } from './support/database.ts';
 import { test } from './support/fixtures.ts';
 import { getJob, waitForJob } from './support/sync-jobs.ts';
 import { waitFor } from './support/wait.ts';
-import { auditOf, divergencesOf, eventsOf, openTenant, placeOrder, type Supplier, type Target, type Tenant } from './support/watch.ts';
+import { auditOf, divergencesOf, eventsOf, openTenant, orderWithAnswersLost, placeOrder, resellerPlatformFor, type Supplier, type Target, type Tenant } from './support/watch.ts';
 import { FULFILLMENTS_PATH, uniqueSuffix } from './support/webhooks.ts';
 
 // No divergence watch, no reconciliation: only the held cancellation can tell the reseller. Failed jobs die fast; the sweep runs often.
 test.override('serviceEnv', { DIVERGENCE_INTERVAL_MS: '0', RECONCILE_INTERVAL_MS: '0', SYNC_RETRY_BASE_DELAY_MS: '50', SWEEP_INTERVAL_MS: '300' });
 const it = test.extend('target', { scope: 'file' }, ({ service }): Target => ({ api: service.api, url: service.url, databaseUrl: service.databaseUrl }));
 
-const resellerPlatformFor = (supplier: Platform): Platform => (supplier === 'platform_a' ? 'custom' : 'platform_a');
 const TOPIC = { platform_a: 'orders/cancelled', platform_b: 'orders/updated', custom: 'orders/cancelled' } as const;
 
-let nextOrderNumber = 4_710_000 + Math.floor(Math.random() * 9_000) * 10;
 
 /** A reseller with one supplier on `platform`, and an order of that supplier's whose job died with every answer lost. */
 async function orderInDoubt(sandbox: Sandbox, target: Target, platform: Platform): Promise<{ tenant: Tenant; supplier: Supplier; jobId: string; sourceOrderId: string }> {
   const tenant = await openTenant(sandbox, target, resellerPlatformFor(platform), [platform]);
   const supplier = tenant.suppliers[0]!;
-  // The supplier accepts the order, then every answer (the first and the three idempotent replays) is lost.
-  sandbox.setFaults(supplier.shopDomain, { acceptThenDropNext: 4 });
-  const n = nextOrderNumber++;
-  const order = sandbox.buildOrderPayload(tenant.reseller.platform, {
-    id: tenant.reseller.platform === 'custom' ? `sh-${n}` : n,
-    lines: [{ sku: 'HELD-C-1', title: 'Held', vendor: supplier.vendorTag, quantity: 1, price: '30.00' }],
-    email: 'ada@example.com',
-  });
-  expect(await sandbox.placeCustomerOrder(tenant.reseller.shopDomain, tenant.reseller.platform, order)).toMatchObject({ delivered: { status: 200 } });
-  const job = await waitFor(async () => {
-    const [row] = await queryRows<{ id: string; status: string; source_order_id: string | null }>(
-      target.databaseUrl,
-      'select id, status, source_order_id from sync_jobs where reseller_store_id = $1 and external_order_id = $2',
-      [tenant.reseller.id, String(order.id)],
-    );
-    return row?.status === 'dead' ? row : null;
-  }, 30_000, 'the job dead with its answers lost');
-  expect(job.source_order_id).toBeNull();
-  sandbox.clearFaults(supplier.shopDomain);
-  const [supplierOrder, ...more] = sandbox.ordersFor(supplier.shopDomain);
-  expect(more).toEqual([]);
-  return { tenant, supplier, jobId: job.id, sourceOrderId: String(supplierOrder!.id) };
+  const { jobId, sourceOrderId } = await orderWithAnswersLost(sandbox, tenant, supplier, 'sh');
+  return { tenant, supplier, jobId, sourceOrderId };
 }
 
 /** The supplier cancels the order on its platform ("out of stock"); returns the body of its cancellation webhook. */

@@ -11,18 +11,16 @@ import { PLATFORMS, type Platform } from '../src/orders/types.ts';
 import { queryRows } from './support/database.ts';
 import { test } from './support/fixtures.ts';
 import { waitFor } from './support/wait.ts';
-import { auditOf, check, divergencesOf, eventsOf, fulfillmentsOf, openTenant, placeOrder, pushedTracking, type Supplier, type Target, type Tenant } from './support/watch.ts';
+import { auditOf, check, divergencesOf, eventsOf, fulfillmentsOf, openTenant, orderWithAnswersLost, placeOrder, pushedTracking, resellerPlatformFor, type Supplier, type Target, type Tenant } from './support/watch.ts';
 import type { Sandbox } from './sandbox/server.ts';
 
 // Passes run only when asked; failed jobs die fast; the sweep (which claims held tracking) runs often.
 test.override('serviceEnv', { DIVERGENCE_INTERVAL_MS: '0', RECONCILE_INTERVAL_MS: '0', SYNC_RETRY_BASE_DELAY_MS: '50', SWEEP_INTERVAL_MS: '300' });
 const it = test.extend('target', { scope: 'file' }, ({ service }): Target => ({ api: service.api, url: service.url, databaseUrl: service.databaseUrl }));
 
-const resellerPlatformFor = (supplier: Platform): Platform => (supplier === 'platform_a' ? 'custom' : 'platform_a');
 const UPDATED_FIELD = { platform_a: 'updated_at', platform_b: 'date_modified_gmt', custom: 'updatedAt' } as const;
 const updateTime = (platform: Platform, at: Date) => (platform === 'platform_b' ? at.toISOString().slice(0, 19) : at.toISOString());
 
-let nextOrderNumber = 970_000 + Math.floor(Math.random() * 9_000) * 10;
 
 /**
  * A reseller on the other platform with one supplier on `platform`, added an hour ago, and an order
@@ -33,28 +31,8 @@ async function orderInDoubt(sandbox: Sandbox, target: Target, platform: Platform
   const tenant = await openTenant(sandbox, target, resellerPlatformFor(platform), [platform]);
   const supplier = tenant.suppliers[0]!;
   await queryRows(target.databaseUrl, "update source_stores set created_at = now() - interval '1 hour' where id = $1", [supplier.id]);
-  // The supplier accepts the order, then every answer (the first and the three idempotent replays) is lost.
-  sandbox.setFaults(supplier.shopDomain, { acceptThenDropNext: 4 });
-  const n = nextOrderNumber++;
-  const order = sandbox.buildOrderPayload(tenant.reseller.platform, {
-    id: tenant.reseller.platform === 'custom' ? `wd-${n}` : n,
-    lines: [{ sku: 'DOUBT-1', title: 'Doubt', vendor: supplier.vendorTag, quantity: 1, price: '30.00' }],
-    email: 'ada@example.com',
-  });
-  expect(await sandbox.placeCustomerOrder(tenant.reseller.shopDomain, tenant.reseller.platform, order)).toMatchObject({ delivered: { status: 200 } });
-  const job = await waitFor(async () => {
-    const [row] = await queryRows<{ id: string; status: string; source_order_id: string | null }>(
-      target.databaseUrl,
-      'select id, status, source_order_id from sync_jobs where reseller_store_id = $1 and external_order_id = $2',
-      [tenant.reseller.id, String(order.id)],
-    );
-    return row?.status === 'dead' ? row : null;
-  }, 30_000, 'the job dead with its answers lost');
-  expect(job.source_order_id).toBeNull();
-  sandbox.clearFaults(supplier.shopDomain);
-  const [supplierOrder, ...more] = sandbox.ordersFor(supplier.shopDomain);
-  expect(more).toEqual([]);
-  return { tenant, supplier, jobId: job.id, sourceOrderId: String(supplierOrder!.id) };
+  const { jobId, sourceOrderId } = await orderWithAnswersLost(sandbox, tenant, supplier, 'wd');
+  return { tenant, supplier, jobId, sourceOrderId };
 }
 
 /** The supplier order's last change, 20 minutes ago (what the supplier did then, with no webhook), and its other business now. */

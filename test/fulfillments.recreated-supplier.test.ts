@@ -9,7 +9,6 @@
  * Real service, queue, database, sandbox and webhooks.
  */
 import { describe, expect } from 'vitest';
-import type { Platform } from '../src/orders/types.ts';
 import { sendWebhook, type JsonObject } from './sandbox/server.ts';
 import { queryRows } from './support/database.ts';
 import { ANVIL, createShop, placeWithAnswerLost as placeForShopWithAnswerLost, sendStorefrontWebhook, settled } from './support/cancellations.ts';
@@ -18,39 +17,12 @@ import { createResellerStore, createSourceStore, registerUser } from './support/
 import { test } from './support/fixtures.ts';
 import { getJob } from './support/sync-jobs.ts';
 import { waitFor } from './support/wait.ts';
-import {
-  auditOf,
-  check,
-  divergencesOf,
-  fulfillmentsOf,
-  openTenant,
-  placeOrder,
-  pushedTracking,
-  type Supplier,
-  type Target,
-  type Tenant,
-} from './support/watch.ts';
+import { auditOf, check, divergencesOf, fulfillmentsOf, openTenant, orderWithAnswersLost, placeOrder, pushedTracking, recreateSupplier, resellerPlatformFor, type Supplier, type Target, type Tenant } from './support/watch.ts';
 import { FULFILLMENTS_PATH, ORDERS_PATH, uniqueSuffix } from './support/webhooks.ts';
 
 test.override('serviceEnv', { DIVERGENCE_INTERVAL_MS: '0', RECONCILE_INTERVAL_MS: '0', SYNC_RETRY_BASE_DELAY_MS: '50', SWEEP_INTERVAL_MS: '500' });
 
 const it = test.extend('target', { scope: 'file' }, ({ service }): Target => ({ api: service.api, url: service.url, databaseUrl: service.databaseUrl }));
-
-/** Deletes the tenant's supplier and creates it again: same platform, shop domain and vendor tag, a new token and secret. */
-async function recreate(tenant: Tenant, supplier: Supplier): Promise<Supplier> {
-  const { api } = tenant.target;
-  const deleted = await api.delete(`/v1/reseller_stores/${tenant.reseller.id}/source_stores/${supplier.id}`, { token: tenant.user.token });
-  expect(deleted.status).toBe(204);
-  const secret = `whsec_again_${uniqueSuffix()}`;
-  const again = await createSourceStore(api, tenant.user.token, tenant.reseller.id, {
-    platform: supplier.platform,
-    shopDomain: supplier.shopDomain,
-    vendorTag: supplier.vendorTag,
-    webhookSecret: secret,
-  });
-  expect(again.id).not.toBe(supplier.id);
-  return { id: again.id, shopDomain: again.shopDomain, platform: supplier.platform, secret, vendorTag: supplier.vendorTag };
-}
 
 /** A delivery of the supplier's platform, signed with `supplier`'s secret: to its own URL (`perStore`) or the shared one. */
 function supplierSends(tenant: Tenant, supplier: Supplier, topic: string, payload: unknown, options: { perStore?: boolean; webhookId?: string } = {}) {
@@ -64,13 +36,11 @@ function supplierSends(tenant: Tenant, supplier: Supplier, topic: string, payloa
   });
 }
 
-const resellerPlatformFor = (supplier: Platform): Platform => (supplier === 'platform_a' ? 'custom' : 'platform_a');
-
 describe.each(['custom', 'platform_a'] as const)('a %s supplier deleted and re-created with the same shop domain', (platform) => {
   it("ships an order placed through the deleted record: its tracking, posted to the new record's URL, reaches the customer once", async ({ sandbox, target }) => {
     const tenant = await openTenant(sandbox, target, resellerPlatformFor(platform), [platform]);
     const placed = await placeOrder(sandbox, tenant, tenant.suppliers[0]!);
-    const again = await recreate(tenant, tenant.suppliers[0]!);
+    const again = await recreateSupplier(tenant, tenant.suppliers[0]!);
 
     const [body] = sandbox.shipOrder(again.shopDomain, platform, placed.sourceOrderId, { trackingNumbers: ['1Z-AGAIN-1'], company: 'UPS' });
     const delivered = await supplierSends(tenant, again, 'fulfillments/create', body, { perStore: true });
@@ -95,7 +65,7 @@ describe.each(['custom', 'platform_a'] as const)('a %s supplier deleted and re-c
   it('the supplier cancels an order placed through the deleted record: recorded on its job, on the to-do list', async ({ sandbox, target }) => {
     const tenant = await openTenant(sandbox, target, resellerPlatformFor(platform), [platform]);
     const placed = await placeOrder(sandbox, tenant, tenant.suppliers[0]!);
-    const again = await recreate(tenant, tenant.suppliers[0]!);
+    const again = await recreateSupplier(tenant, tenant.suppliers[0]!);
 
     const cancel: { topic: string; payload: JsonObject } =
       platform === 'custom'
@@ -111,7 +81,7 @@ describe.each(['custom', 'platform_a'] as const)('a %s supplier deleted and re-c
   it("a pass lists the order shipped on the re-created record's store with no webhook: the tracking is pushed to the deleted record's job", async ({ sandbox, target }) => {
     const tenant = await openTenant(sandbox, target, resellerPlatformFor(platform), [platform]);
     const placed = await placeOrder(sandbox, tenant, tenant.suppliers[0]!);
-    const again = await recreate(tenant, tenant.suppliers[0]!);
+    const again = await recreateSupplier(tenant, tenant.suppliers[0]!);
     // Shipped after the new record was made (a new record's history is not read), its webhook lost.
     await new Promise((resolve) => setTimeout(resolve, 1_100));
     sandbox.shipOrder(again.shopDomain, platform, placed.sourceOrderId, { trackingNumbers: ['1Z-WATCHED'] });
@@ -163,40 +133,11 @@ describe("another tenant's record of the same supplier", () => {
 
 let nextDoubtNumber = 960_000 + Math.floor(Math.random() * 9_000) * 10;
 
-/**
- * A job of the tenant's supplier whose create answer was lost: the supplier order exists (its
- * reference names the job), the job died with no supplier order id.
- */
-async function placeWithAnswerLost(sandbox: Parameters<typeof openTenant>[0], tenant: Tenant, supplier: Supplier): Promise<{ jobId: string; sourceOrderId: string; order: JsonObject }> {
-  // The supplier accepts the order, then every answer (the first and the three idempotent replays) is lost.
-  sandbox.setFaults(supplier.shopDomain, { acceptThenDropNext: 4 });
-  const n = nextDoubtNumber++;
-  const order = sandbox.buildOrderPayload(tenant.reseller.platform, {
-    id: tenant.reseller.platform === 'custom' ? `wl-${n}` : n,
-    lines: [{ sku: 'LOST-1', title: 'Lost', vendor: supplier.vendorTag, quantity: 1, price: '30.00' }],
-    email: 'ada@example.com',
-  });
-  expect(await sandbox.placeCustomerOrder(tenant.reseller.shopDomain, tenant.reseller.platform, order)).toMatchObject({ delivered: { status: 200 } });
-  const job = await waitFor(async () => {
-    const [row] = await queryRows<{ id: string; status: string; source_order_id: string | null }>(
-      tenant.target.databaseUrl,
-      'select id, status, source_order_id from sync_jobs where reseller_store_id = $1 and external_order_id = $2',
-      [tenant.reseller.id, String(order.id)],
-    );
-    return row?.status === 'dead' ? row : null;
-  }, 30_000, 'the job dead with its answers lost');
-  expect(job.source_order_id).toBeNull();
-  sandbox.clearFaults(supplier.shopDomain);
-  const [supplierOrder, ...more] = sandbox.ordersFor(supplier.shopDomain);
-  expect(more).toEqual([]);
-  return { jobId: job.id, sourceOrderId: String(supplierOrder!.id), order };
-}
-
 describe.each(['custom', 'platform_a'] as const)("a %s supplier's deleted record whose job's create answer was lost", (platform) => {
   it("a pass lists the order (its reference names the deleted record's job) cancelled by the supplier: recorded on that job, on the to-do list", async ({ sandbox, target }) => {
     const tenant = await openTenant(sandbox, target, resellerPlatformFor(platform), [platform]);
-    const lost = await placeWithAnswerLost(sandbox, tenant, tenant.suppliers[0]!);
-    const again = await recreate(tenant, tenant.suppliers[0]!);
+    const lost = await orderWithAnswersLost(sandbox, tenant, tenant.suppliers[0]!);
+    const again = await recreateSupplier(tenant, tenant.suppliers[0]!);
     // Cancelled after the new record was made (a new record's history is not read), its webhook lost.
     await new Promise((resolve) => setTimeout(resolve, 1_100));
     sandbox.cancelOrder(again.shopDomain, platform, lost.sourceOrderId);
@@ -210,8 +151,8 @@ describe.each(['custom', 'platform_a'] as const)("a %s supplier's deleted record
   it("a pass lists the order shipped: the shipment is held for the deleted record's job, not for the new record", async ({ sandbox, target }) => {
     const tenant = await openTenant(sandbox, target, resellerPlatformFor(platform), [platform]);
     const former = tenant.suppliers[0]!;
-    const lost = await placeWithAnswerLost(sandbox, tenant, former);
-    const again = await recreate(tenant, former);
+    const lost = await orderWithAnswersLost(sandbox, tenant, former);
+    const again = await recreateSupplier(tenant, former);
     await new Promise((resolve) => setTimeout(resolve, 1_100));
     sandbox.shipOrder(again.shopDomain, platform, lost.sourceOrderId, { trackingNumbers: ['1Z-IN-DOUBT'] });
 
@@ -229,8 +170,8 @@ describe("a storefront order cancelled while its job of a deleted record was in 
   it("is cancelled at the supplier through the new record: the lookup by reference finds the order the lost answer left", async ({ sandbox, target }) => {
     const tenant = await openTenant(sandbox, target, 'platform_a', ['custom']);
     const former = tenant.suppliers[0]!;
-    const lost = await placeWithAnswerLost(sandbox, tenant, former);
-    const again = await recreate(tenant, former);
+    const lost = await orderWithAnswersLost(sandbox, tenant, former);
+    const again = await recreateSupplier(tenant, former);
     // The customer cancels. The job's record is deleted, but the record that replaced it answers for it.
     const cancelled = await sendWebhook({
       targetUrl: `${target.url}${ORDERS_PATH}`,
@@ -265,7 +206,7 @@ describe("a job of a deleted record ended not_placed (its cancellation's lookup 
     // The reseller deletes the supplier record and creates it again; the supplier ships the order all the same.
     const [acme] = await queryRows<{ vendor_tag: string }>(target.databaseUrl, 'select vendor_tag from source_stores where id = $1', [shop.acme.id]);
     const tenant = { target, user: shop.user, reseller: { ...shop.reseller }, suppliers: [] } as unknown as Tenant;
-    const again = await recreate(tenant, { ...shop.acme, vendorTag: acme!.vendor_tag });
+    const again = await recreateSupplier(tenant, { ...shop.acme, vendorTag: acme!.vendor_tag });
     const [body] = sandbox.shipOrder(again.shopDomain, 'custom', sourceOrderId, { trackingNumbers: ['1Z-UNPLACED'] });
     const delivered = await supplierSends(tenant, again, 'fulfillments/create', body, { perStore: true });
     expect(delivered.status, JSON.stringify(delivered.body)).toBe(200);
@@ -304,7 +245,7 @@ describe('a shipment held for a job of a record since deleted, its job ended not
     // The reseller deletes the record and creates it again; the supplier answers again.
     const [acme] = await queryRows<{ vendor_tag: string }>(target.databaseUrl, 'select vendor_tag from source_stores where id = $1', [shop.acme.id]);
     const tenant = { target, user: shop.user, reseller: { ...shop.reseller }, suppliers: [] } as unknown as Tenant;
-    await recreate(tenant, { ...shop.acme, vendorTag: acme!.vendor_tag });
+    await recreateSupplier(tenant, { ...shop.acme, vendorTag: acme!.vendor_tag });
     sandbox.clearFaults(shop.acme.shopDomain);
 
     const job = await waitForJob(target.api, shop.user.token, jobId, (j) => j.fulfillments?.[0]?.status === 'completed', 15_000, 'held tracking pushed for');
@@ -318,7 +259,7 @@ describe("another tenant's record of the same supplier, for a deleted record's j
   it("its pass lists the order whose reference names that job: nothing is recorded on it, nothing held", async ({ sandbox, target }) => {
     const tenant = await openTenant(sandbox, target, 'platform_a', ['custom']);
     const supplier = tenant.suppliers[0]!;
-    const lost = await placeWithAnswerLost(sandbox, tenant, supplier);
+    const lost = await orderWithAnswersLost(sandbox, tenant, supplier);
     expect((await target.api.delete(`/v1/reseller_stores/${tenant.reseller.id}/source_stores/${supplier.id}`, { token: tenant.user.token })).status).toBe(204);
     // Another user with an active record of the supplier's shop.
     const stranger = await openTenant(sandbox, target, 'platform_a', []);

@@ -12,15 +12,14 @@
  * Real service, queue, database, sandbox and webhooks.
  */
 import { describe, expect } from 'vitest';
-import type { Platform } from '../src/orders/types.ts';
 import { queryRows } from './support/database.ts';
 import { createResellerStore, createSourceStore, registerUser } from './support/factories.ts';
 import { test } from './support/fixtures.ts';
 import { getJob, waitForJob } from './support/sync-jobs.ts';
 import { waitFor } from './support/wait.ts';
-import { auditOf, check, fulfillmentsOf, openTenant, pushedTracking, type Supplier, type Target, type Tenant } from './support/watch.ts';
-import { sendWebhook, type JsonObject } from './sandbox/server.ts';
-import { FULFILLMENTS_PATH, uniqueSuffix } from './support/webhooks.ts';
+import { auditOf, check, deleteSupplier, fulfillmentsOf, openTenant, orderWithAnswersLost, orderWithJobDead, pushedTracking, recreateSupplier, resellerPlatformFor, type Supplier, type Target, type Tenant } from './support/watch.ts';
+import { sendWebhook } from './sandbox/server.ts';
+import { FULFILLMENTS_PATH } from './support/webhooks.ts';
 
 test.override('serviceEnv', { DIVERGENCE_INTERVAL_MS: '0', RECONCILE_INTERVAL_MS: '0', SYNC_RETRY_BASE_DELAY_MS: '50', SWEEP_INTERVAL_MS: '500' });
 
@@ -29,61 +28,6 @@ const it = test.extend('target', { scope: 'file' }, ({ service }): Target => ({ 
 type Sandbox = Parameters<typeof openTenant>[0];
 
 const DELETED = 'the source store was deleted';
-
-/** Deletes the tenant's supplier and creates it again: same platform, shop domain and vendor tag, a new token and secret (and `overrides`). */
-async function recreate(tenant: Tenant, supplier: Supplier, overrides: Record<string, unknown> = {}): Promise<Supplier> {
-  await deleteRecord(tenant, supplier);
-  const secret = `whsec_again_${uniqueSuffix()}`;
-  const again = await createSourceStore(tenant.target.api, tenant.user.token, tenant.reseller.id, {
-    platform: supplier.platform,
-    shopDomain: supplier.shopDomain,
-    vendorTag: supplier.vendorTag,
-    webhookSecret: secret,
-    ...overrides,
-  });
-  expect(again.id).not.toBe(supplier.id);
-  return { id: again.id, shopDomain: again.shopDomain, platform: supplier.platform, secret, vendorTag: supplier.vendorTag };
-}
-
-async function deleteRecord(tenant: Tenant, supplier: Supplier): Promise<void> {
-  const deleted = await tenant.target.api.delete(`/v1/reseller_stores/${tenant.reseller.id}/source_stores/${supplier.id}`, { token: tenant.user.token });
-  expect(deleted.status).toBe(204);
-}
-
-const resellerPlatformFor = (supplier: Platform): Platform => (supplier === 'platform_a' ? 'custom' : 'platform_a');
-
-let nextNumber = 970_000 + Math.floor(Math.random() * 9_000) * 10;
-
-/** A customer's order of one line of `supplier`'s (30.00), its job dead with `faults` on the supplier's store; the faults are then cleared. */
-async function jobDeadWith(sandbox: Sandbox, tenant: Tenant, supplier: Supplier, faults: Record<string, unknown>): Promise<{ jobId: string; order: JsonObject }> {
-  sandbox.setFaults(supplier.shopDomain, faults);
-  const n = nextNumber++;
-  const order = sandbox.buildOrderPayload(tenant.reseller.platform, {
-    id: tenant.reseller.platform === 'custom' ? `rs-${n}` : n,
-    lines: [{ sku: 'RS-1', title: 'Retried', vendor: supplier.vendorTag, quantity: 1, price: '30.00' }],
-    email: 'ada@example.com',
-  });
-  expect(await sandbox.placeCustomerOrder(tenant.reseller.shopDomain, tenant.reseller.platform, order)).toMatchObject({ delivered: { status: 200 } });
-  const job = await waitFor(async () => {
-    const [row] = await queryRows<{ id: string; status: string; source_order_id: string | null }>(
-      tenant.target.databaseUrl,
-      'select id, status, source_order_id from sync_jobs where reseller_store_id = $1 and external_order_id = $2',
-      [tenant.reseller.id, String(order.id)],
-    );
-    return row?.status === 'dead' ? row : null;
-  }, 30_000, 'the job dead');
-  expect(job.source_order_id).toBeNull();
-  sandbox.clearFaults(supplier.shopDomain);
-  return { jobId: job.id, order };
-}
-
-/** A job whose create was carried out but every answer lost (the first and the three idempotent replays): the supplier order exists, the job is dead in doubt. */
-async function placeWithAnswerLost(sandbox: Sandbox, tenant: Tenant, supplier: Supplier): Promise<{ jobId: string; sourceOrderId: string }> {
-  const { jobId } = await jobDeadWith(sandbox, tenant, supplier, { acceptThenDropNext: 4 });
-  const [supplierOrder, ...more] = sandbox.ordersFor(supplier.shopDomain);
-  expect(more).toEqual([]);
-  return { jobId, sourceOrderId: String(supplierOrder!.id) };
-}
 
 async function retry(tenant: Tenant, jobId: string): Promise<void> {
   const response = await tenant.target.api.post(`/v1/sync_jobs/${jobId}/retry`, { token: tenant.user.token });
@@ -98,8 +42,8 @@ describe.each(['custom', 'platform_a'] as const)("a %s supplier's deleted record
   it("an operator's retry finds the order through the record that replaced it: recorded once, the held shipment pushed", async ({ sandbox, target }) => {
     const tenant = await openTenant(sandbox, target, resellerPlatformFor(platform), [platform]);
     const former = tenant.suppliers[0]!;
-    const lost = await placeWithAnswerLost(sandbox, tenant, former);
-    const again = await recreate(tenant, former);
+    const lost = await orderWithAnswersLost(sandbox, tenant, former);
+    const again = await recreateSupplier(tenant, former);
     // The supplier ships the order; its webhook lost, a pass holds the shipment for the job in doubt.
     await new Promise((resolve) => setTimeout(resolve, 1_100));
     sandbox.shipOrder(again.shopDomain, platform, lost.sourceOrderId, { trackingNumbers: ['1Z-RETRIED'] });
@@ -133,8 +77,8 @@ describe("the supplier's webhooks, posted to the new record, for a deleted recor
   it('a shipment is held for that job and pushed once the operator\'s retry finds the order', async ({ sandbox, target }) => {
     const tenant = await openTenant(sandbox, target, 'platform_a', ['custom']);
     const former = tenant.suppliers[0]!;
-    const lost = await placeWithAnswerLost(sandbox, tenant, former);
-    const again = await recreate(tenant, former);
+    const lost = await orderWithAnswersLost(sandbox, tenant, former);
+    const again = await recreateSupplier(tenant, former);
     const [body] = sandbox.shipOrder(again.shopDomain, 'custom', lost.sourceOrderId, { trackingNumbers: ['1Z-HELD-FOR-FORMER'] });
     const delivered = await supplierSends(tenant, again, 'fulfillments/create', body);
     expect(delivered.status, JSON.stringify(delivered.body)).toBe(200);
@@ -150,8 +94,8 @@ describe("the supplier's webhooks, posted to the new record, for a deleted recor
   it("the supplier's own cancellation is held for that job and recorded on it once the operator's retry finds the order", async ({ sandbox, target }) => {
     const tenant = await openTenant(sandbox, target, 'platform_a', ['custom']);
     const former = tenant.suppliers[0]!;
-    const lost = await placeWithAnswerLost(sandbox, tenant, former);
-    const again = await recreate(tenant, former);
+    const lost = await orderWithAnswersLost(sandbox, tenant, former);
+    const again = await recreateSupplier(tenant, former);
     const cancelled = await supplierSends(tenant, again, 'orders/cancelled', { id: lost.sourceOrderId, cancelledAt: new Date().toISOString(), reason: 'discontinued' });
     expect(cancelled.status, JSON.stringify(cancelled.body)).toBe(200);
     expect(await queryRows(target.databaseUrl, 'select source_store_id from held_supplier_cancellations where reseller_store_id = $1', [tenant.reseller.id])).toEqual([{ source_store_id: former.id }]);
@@ -167,8 +111,8 @@ describe('a job of a deleted supplier record that nothing replaced', () => {
   it('still fails: the source store was deleted, and nothing is created', async ({ sandbox, target }) => {
     const tenant = await openTenant(sandbox, target, 'platform_a', ['custom']);
     const former = tenant.suppliers[0]!;
-    const lost = await placeWithAnswerLost(sandbox, tenant, former);
-    await deleteRecord(tenant, former);
+    const lost = await orderWithAnswersLost(sandbox, tenant, former);
+    await deleteSupplier(tenant, former);
     sandbox.forgetIdempotencyKeys(former.shopDomain);
 
     await retry(tenant, lost.jobId);
@@ -186,8 +130,8 @@ describe("another tenant's record of the same supplier", () => {
   it("never answers for a deleted record's job: another user's, or another reseller store's of the same user", async ({ sandbox, target }) => {
     const tenant = await openTenant(sandbox, target, 'platform_a', ['custom']);
     const former = tenant.suppliers[0]!;
-    const lost = await placeWithAnswerLost(sandbox, tenant, former);
-    await deleteRecord(tenant, former);
+    const lost = await orderWithAnswersLost(sandbox, tenant, former);
+    await deleteSupplier(tenant, former);
     const stranger = await registerUser(target.api);
     const strangerStore = await createResellerStore(target.api, stranger.token);
     await createSourceStore(target.api, stranger.token, strangerStore.id, { platform: 'custom', shopDomain: former.shopDomain, vendorTag: former.vendorTag });
@@ -207,9 +151,9 @@ describe('a job of a deleted supplier record that placed nothing (its token refu
     const tenant = await openTenant(sandbox, target, 'platform_a', ['custom']);
     const former = tenant.suppliers[0]!;
     // The old token is refused: nothing is created, the job dies. The reseller re-creates the supplier with a new token (and another markup).
-    const { jobId } = await jobDeadWith(sandbox, tenant, former, { alwaysFail: true, status: 401 });
+    const { jobId } = await orderWithJobDead(sandbox, tenant, former, { alwaysFail: true, status: 401 });
     expect(sandbox.ordersFor(former.shopDomain)).toEqual([]);
-    const again = await recreate(tenant, former, { pricingConfig: { type: 'percentage', value: 100 } });
+    const again = await recreateSupplier(tenant, former, { pricingConfig: { type: 'percentage', value: 100 } });
 
     await retry(tenant, jobId);
     const job = await settledJob(tenant, jobId, 5);
@@ -228,8 +172,8 @@ describe('a job of a deleted supplier record that placed nothing (its token refu
   it('places nothing when the reseller already re-placed the order through the new record by hand', async ({ sandbox, target }) => {
     const tenant = await openTenant(sandbox, target, 'platform_a', ['custom']);
     const former = tenant.suppliers[0]!;
-    const { jobId, order } = await jobDeadWith(sandbox, tenant, former, { alwaysFail: true, status: 401 });
-    const again = await recreate(tenant, former);
+    const { jobId, order } = await orderWithJobDead(sandbox, tenant, former, { alwaysFail: true, status: 401 });
+    const again = await recreateSupplier(tenant, former);
     const manual = await target.api.post('/v1/sync_jobs', { token: tenant.user.token, body: { source_store_id: again.id, external_order_id: String(order.id) } });
     expect(manual.status, JSON.stringify(manual.body)).toBe(201);
     await waitForJob(target.api, tenant.user.token, manual.body.id, (job) => job.status === 'completed', 30_000, 'the manual job placed');

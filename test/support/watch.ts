@@ -86,6 +86,68 @@ export async function placedJobOf(tenant: Tenant, externalOrderId: string): Prom
   return { jobId: job.id, sourceOrderId: job.source_order_id! };
 }
 
+/** A reseller platform other than its supplier's, so each test covers a supplier on its own platform and a storefront on another. */
+export const resellerPlatformFor = (supplier: Platform): Platform => (supplier === 'platform_a' ? 'custom' : 'platform_a');
+
+/**
+ * A customer orders one line of `supplier`'s (30.00) while the supplier's store has `faults`; once
+ * the job is dead with no supplier order id, the faults are cleared. `idPrefix` starts a custom
+ * storefront's order id.
+ */
+export async function orderWithJobDead(sandbox: Sandbox, tenant: Tenant, supplier: Supplier, faults: Record<string, unknown>, idPrefix = 'dj'): Promise<{ jobId: string; order: JsonObject }> {
+  sandbox.setFaults(supplier.shopDomain, faults);
+  const n = nextOrderNumber++;
+  const order = sandbox.buildOrderPayload(tenant.reseller.platform, {
+    id: tenant.reseller.platform === 'custom' ? `${idPrefix}-${n}` : n,
+    lines: [{ sku: 'DEAD-1', title: 'Dead', vendor: supplier.vendorTag, quantity: 1, price: '30.00' }],
+    email: 'ada@example.com',
+  });
+  expect(await sandbox.placeCustomerOrder(tenant.reseller.shopDomain, tenant.reseller.platform, order)).toMatchObject({ delivered: { status: 200 } });
+  const job = await waitFor(async () => {
+    const [row] = await queryRows<{ id: string; status: string; source_order_id: string | null }>(
+      tenant.target.databaseUrl,
+      'select id, status, source_order_id from sync_jobs where reseller_store_id = $1 and external_order_id = $2',
+      [tenant.reseller.id, String(order.id)],
+    );
+    return row?.status === 'dead' ? row : null;
+  }, 30_000, 'the job dead');
+  expect(job.source_order_id).toBeNull();
+  sandbox.clearFaults(supplier.shopDomain);
+  return { jobId: job.id, order };
+}
+
+/**
+ * An order whose job's create was carried out but every answer lost (the first and the three
+ * idempotent replays): the supplier's one order exists, the job is dead in doubt.
+ */
+export async function orderWithAnswersLost(sandbox: Sandbox, tenant: Tenant, supplier: Supplier, idPrefix?: string): Promise<{ jobId: string; sourceOrderId: string; order: JsonObject }> {
+  const { jobId, order } = await orderWithJobDead(sandbox, tenant, supplier, { acceptThenDropNext: 4 }, idPrefix);
+  const [supplierOrder, ...more] = sandbox.ordersFor(supplier.shopDomain);
+  expect(more).toEqual([]);
+  return { jobId, sourceOrderId: String(supplierOrder!.id), order };
+}
+
+/** Deletes the tenant's supplier record (204). */
+export async function deleteSupplier(tenant: Tenant, supplier: Supplier): Promise<void> {
+  const deleted = await tenant.target.api.delete(`/v1/reseller_stores/${tenant.reseller.id}/source_stores/${supplier.id}`, { token: tenant.user.token });
+  expect(deleted.status).toBe(204);
+}
+
+/** Deletes the tenant's supplier and creates it again: same platform, shop domain and vendor tag, a new token and secret (and `overrides`). */
+export async function recreateSupplier(tenant: Tenant, supplier: Supplier, overrides: Record<string, unknown> = {}): Promise<Supplier> {
+  await deleteSupplier(tenant, supplier);
+  const secret = `whsec_again_${uniqueSuffix()}`;
+  const again = await createSourceStore(tenant.target.api, tenant.user.token, tenant.reseller.id, {
+    platform: supplier.platform,
+    shopDomain: supplier.shopDomain,
+    vendorTag: supplier.vendorTag,
+    webhookSecret: secret,
+    ...overrides,
+  });
+  expect(again.id).not.toBe(supplier.id);
+  return { id: again.id, shopDomain: again.shopDomain, platform: supplier.platform, secret, vendorTag: supplier.vendorTag };
+}
+
 /** POST …/divergence_checks, then waits for the pass to finish; returns it. */
 export async function check(tenant: Tenant): Promise<PassRow> {
   const id = await requestCheck(tenant);
