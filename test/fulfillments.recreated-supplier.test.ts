@@ -191,17 +191,26 @@ describe("a storefront order cancelled while its job of a deleted record was in 
   });
 });
 
+/**
+ * A new shop's order of Acme's whose create answers were all lost, then cancelled by the customer;
+ * the cancellation's lookup by reference misses the order (listed as created a day before the job),
+ * so the job ends `not_placed` with no supplier order id, though the supplier order exists.
+ */
+async function jobEndedNotPlaced(sandbox: Parameters<typeof openTenant>[0], target: Target, idPrefix: string) {
+  const shop = await createShop(target.api, 'custom', 'custom');
+  const order = sandbox.buildOrderPayload('custom', { id: `${idPrefix}-${nextDoubtNumber++}`, lines: [{ ...ANVIL, quantity: 1 }] });
+  const { jobId, held: placed } = await placeForShopWithAnswerLost(target.api, sandbox, target.url, shop, order);
+  const sourceOrderId = String(placed.id);
+  const stored = sandbox.orderOf(shop.acme.shopDomain, 'custom', sourceOrderId)!;
+  sandbox.seedOrder(shop.acme.shopDomain, 'custom', { ...stored, createdAt: new Date(Date.now() - 24 * 60 * 60_000).toISOString() });
+  await sendStorefrontWebhook(target.url, shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString() });
+  expect(await waitForJob(target.api, shop.user.token, jobId, settled)).toMatchObject({ status: 'completed', sourceOrderId: null, cancellations: [{ outcome: 'not_placed' }] });
+  return { shop, jobId, sourceOrderId };
+}
+
 describe("a job of a deleted record ended not_placed (its cancellation's lookup missed the order) whose order the supplier ships", () => {
   it("the shipment, posted to the new record's URL, is that job's: order recorded, tracking pushed, too_late on the to-do list", async ({ sandbox, target }) => {
-    const shop = await createShop(target.api, 'custom', 'custom');
-    const order = sandbox.buildOrderPayload('custom', { id: `rn-${nextDoubtNumber++}`, lines: [{ ...ANVIL, quantity: 1 }] });
-    const { jobId, held: placed } = await placeForShopWithAnswerLost(target.api, sandbox, target.url, shop, order);
-    const sourceOrderId = String(placed.id);
-    // The customer cancels; the lookup by reference misses the order (listed as created a day before the job): not_placed.
-    const stored = sandbox.orderOf(shop.acme.shopDomain, 'custom', sourceOrderId)!;
-    sandbox.seedOrder(shop.acme.shopDomain, 'custom', { ...stored, createdAt: new Date(Date.now() - 24 * 60 * 60_000).toISOString() });
-    await sendStorefrontWebhook(target.url, shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString() });
-    expect(await waitForJob(target.api, shop.user.token, jobId, settled)).toMatchObject({ status: 'completed', sourceOrderId: null, cancellations: [{ outcome: 'not_placed' }] });
+    const { shop, jobId, sourceOrderId } = await jobEndedNotPlaced(sandbox, target, 'rn');
 
     // The reseller deletes the supplier record and creates it again; the supplier ships the order all the same.
     const [acme] = await queryRows<{ vendor_tag: string }>(target.databaseUrl, 'select vendor_tag from source_stores where id = $1', [shop.acme.id]);
@@ -221,14 +230,7 @@ describe("a job of a deleted record ended not_placed (its cancellation's lookup 
 
 describe('a shipment held for a job of a record since deleted, its job ended not_placed', () => {
   it('is read through the record that replaced it before it is forgotten: the job it names takes it', async ({ sandbox, target }) => {
-    const shop = await createShop(target.api, 'custom', 'custom');
-    const order = sandbox.buildOrderPayload('custom', { id: `rh-${nextDoubtNumber++}`, lines: [{ ...ANVIL, quantity: 1 }] });
-    const { jobId, held: placed } = await placeForShopWithAnswerLost(target.api, sandbox, target.url, shop, order);
-    const sourceOrderId = String(placed.id);
-    const stored = sandbox.orderOf(shop.acme.shopDomain, 'custom', sourceOrderId)!;
-    sandbox.seedOrder(shop.acme.shopDomain, 'custom', { ...stored, createdAt: new Date(Date.now() - 24 * 60 * 60_000).toISOString() });
-    await sendStorefrontWebhook(target.url, shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString() });
-    expect(await waitForJob(target.api, shop.user.token, jobId, settled)).toMatchObject({ status: 'completed', sourceOrderId: null, cancellations: [{ outcome: 'not_placed' }] });
+    const { shop, jobId, sourceOrderId } = await jobEndedNotPlaced(sandbox, target, 'rh');
 
     // A shipment held while the job was in doubt; the supplier cannot answer for now, so the sweep keeps it.
     sandbox.shipOrder(shop.acme.shopDomain, 'custom', sourceOrderId, { trackingNumbers: ['1Z-KEPT'] });
