@@ -97,6 +97,27 @@ describe('every event type, delivered and verified', () => {
     expect(types.filter((type: string) => type === 'sync_job.created' || type === 'order.unmatched').sort()).toEqual(['order.unmatched', 'sync_job.created']);
   });
 
+  it('sync_job.created with no endpoint subscribed to it: written with the job, listed once as the job was, no delivery', async ({ service, api, sandbox, openShop, postOrder, waitForEvent }) => {
+    // The endpoint wants order.unmatched only: the routing's insert writes the job's event itself.
+    const shop = await openShop(['order.unmatched']);
+    const { orderId, response, jobId } = await postOrder(shop, { unmatched: true });
+    expect(response.status).toBe(200);
+    const listed = async () =>
+      (await api.get(`/v1/events?reseller_store_id=${shop.reseller.id}`, { token: shop.user.token })).body.data.filter((event: { type: string }) => event.type === 'sync_job.created');
+    const [created, ...others] = await listed();
+    expect(others).toEqual([]);
+    expect(created).toMatchObject({ object: 'event', resellerStoreId: shop.reseller.id, data: { object: { id: jobId, status: 'pending', attempts: 0, externalOrderId: orderId, fulfillments: [] } } });
+    // The same routing's order.unmatched still goes through the outbox, to the endpoint that wants it.
+    expect((await waitForEvent(shop.path, 'order.unmatched', orderId)).verifiedBy).toEqual([0]);
+    const deliveries = `select d.id from webhook_deliveries d join events e on e.id = d.event_id where e.type = $1 and e.reseller_store_id = $2`;
+    expect(await queryRows(service.databaseUrl, deliveries, ['sync_job.created', shop.reseller.id])).toEqual([]);
+
+    // A redelivery of the order creates no job, so no second event.
+    const again = await sendWebhook({ targetUrl: `${service.url}${ORDERS_PATH}`, shopDomain: shop.reseller.shopDomain, secret: shop.resellerSecret, topic: 'orders/create', payload: sandbox.buildOrderPayload('platform_a', { id: Number(orderId), lines: [{ sku: 'A-1', title: 'Anvil', vendor: shop.supplier.vendorTag, quantity: 1, price: '25.00' }] }) });
+    expect(again.status).toBe(200);
+    expect((await listed()).map((event: { id: string }) => event.id)).toEqual([created.id]);
+  });
+
   it('sync_job.failed on every failed attempt, sync_job.dead after the last, sync_job.retried by hand', async ({ api, sandbox, openShop, postOrder, eventsAt, waitForEvent, getJob }) => {
     const shop = await openShop();
     sandbox.setFaults(shop.supplier.shopDomain, { alwaysFail: true, status: 503 });

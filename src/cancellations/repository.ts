@@ -43,6 +43,9 @@ const CANCELLATION_TARGET: AttemptTarget = { name: 'cancellation', table: 'cance
 
 const cancelLockKey = (order: OrderRef) => `cancel:${order.resellerStoreId}:${order.externalOrderId}`;
 
+/** The keys of these orders' cancellation locks (`lockOrders`), sorted: for a statement that takes them as a step (src/db/locks.ts `locksAfterStep`). */
+export const orderLockKeys = (orders: OrderRef[]): string[] => [...new Set(orders.map(cancelLockKey))].sort();
+
 /** Every statement on cancellations and order_cancellations. */
 export class CancellationRepository {
   /** The intake's hot reads, each built once (src/db/statement-shapes.ts). */
@@ -64,7 +67,7 @@ export class CancellationRepository {
    * on each other's.
    */
   async lockOrders(trx: Trx, orders: OrderRef[]): Promise<void> {
-    const keys = [...new Set(orders.map(cancelLockKey))].sort();
+    const keys = orderLockKeys(orders);
     await sql`select pg_advisory_xact_lock(hashtext(key)) from (select key from unnest(${keys}::text[]) as key order by key) as ordered ${PREPARED}`.execute(trx);
   }
 

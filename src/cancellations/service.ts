@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Metrics } from '../metrics/index.ts';
 import { linePosition, type CancelledBefore } from '../orders/types.ts';
-import type { CancellationVia, CancelledOrderLine, OrderAtRouting, OrderCancellations, OrderCancelled, OrderStore, StorefrontCancellation } from '../orders/port.ts';
+import type { CancellationVia, CancelledOrderLine, OrderAtRouting, OrderCancellations, OrderCancelled, OrderRef, OrderStore, StorefrontCancellation } from '../orders/port.ts';
 import type { Trx } from '../db/sql.ts';
 import type { Outbox } from '../events/outbox.ts';
 import type { NewEvent } from '../events/types.ts';
@@ -28,7 +28,7 @@ import { voidJobsIn } from './attempt.ts';
 import { cancellationAuditRecord } from './audit.ts';
 import type { Cancellation, CancelledLine, OrderCancellation } from './entity.ts';
 import { cancellationsOfJob, jobEventIn, jobEventsIn } from './events.ts';
-import type { CancellationRepository, HeldCancellationRow, HeldSupplierCancellationRepository } from './repository.ts';
+import { orderLockKeys, type CancellationRepository, type HeldCancellationRow, type HeldSupplierCancellationRepository } from './repository.ts';
 import { cancellationStats, type CancellationStats } from './stats.ts';
 import { cancellationKind } from './kind.ts';
 import { acceptedThenShipped, shippedAnywayIn, shippedAnywayReason } from './too-late.ts';
@@ -276,17 +276,23 @@ export class CancellationService implements OrderCancellations, SupplierCancella
     return undefined;
   }
 
+  /** The keys of these orders' cancellation locks, for the routing's job insert to take them (see `applyAtRouting`). */
+  lockKeysOf(orders: OrderRef[]): string[] {
+    return orderLockKeys(orders);
+  }
+
   /**
    * Inside the routing transaction of these orders, once their jobs are inserted: under each order's
    * cancellation lock (taken for every order, in a fixed order, so a cancellation received while the
    * order is being routed is either seen here or sees the jobs once they are committed), the
    * cancellations recorded before are applied to the new jobs, so a job of an order cancelled first
-   * ends at once (`not_placed`, never placed) or is placed without its cancelled lines. One lock
-   * statement and one read when no order of the group was cancelled.
+   * ends at once (`not_placed`, never placed) or is placed without its cancelled lines. One read when
+   * no order of the group was cancelled, and one lock statement unless `locked`: the routing's job
+   * insert took the locks already (`lockKeysOf`).
    */
-  async applyAtRouting(trx: Trx, orders: OrderAtRouting[]): Promise<void> {
+  async applyAtRouting(trx: Trx, orders: OrderAtRouting[], { locked = false }: { locked?: boolean } = {}): Promise<void> {
     if (orders.length === 0) return;
-    await this.repository.lockOrders(trx, orders);
+    if (!locked) await this.repository.lockOrders(trx, orders);
     const listed = await this.recordListed(trx, orders);
     const signals = await this.repository.signalsOfOrders(trx, orders);
     // A partial cancellation made before the order routing read is among the lines it listed cancelled: applied once, by the listed signal.

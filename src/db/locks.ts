@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { sql, type RawBuilder } from 'kysely';
 import type { Db, Trx } from './sql.ts';
 
 /**
@@ -20,6 +20,20 @@ export async function holdLock(trx: Trx, key: string): Promise<void> {
 export async function holdLocks(trx: Trx, keys: string[]): Promise<void> {
   if (keys.length === 0) return;
   await sql`select pg_advisory_xact_lock(hashtext(k)) from (select distinct unnest(${keys}::text[]) as k order by k) as keys`.execute(trx);
+}
+
+/**
+ * `holdLocks` as a step of another statement: the locks on `keys` (a text[] value; none when empty)
+ * are taken once that statement's relation `after` is complete (the rows it writes, say), so they come
+ * after those writes as they would in a statement of their own, saving the round trip. A step whose
+ * output nothing reads is not run: the statement must read it, e.g. `where (select locks from step) >= 0`,
+ * which PostgreSQL evaluates once, before its first row, even when the statement returns none.
+ */
+export function locksAfterStep(keys: unknown, after: string): RawBuilder<{ locks: number }> {
+  return sql`(
+    select count(*) as locks from (
+      select pg_advisory_xact_lock(hashtext(k)) from (select distinct unnest(${keys}::text[]) as k order by k) as keys
+      where (select count(*) from ${sql.table(after)}) >= 0) as taken)`;
 }
 
 /**

@@ -93,6 +93,27 @@ export function insertReadyEventsStep(source: RawBuilder<unknown>): RawBuilder<u
 }
 
 /**
+ * A relation of ready events, each with the id of the row it is about (`about`), read from a jsonb
+ * array once: for a statement that writes those rows and, when `noEndpointSubscribes`, their events
+ * (`insertReadyEventRowsStep`), so the events need no round trip of their own.
+ */
+export function readyEventsAbout(json: unknown): RawBuilder<ReadyEvent & { about: string }> {
+  return sql`(select * from jsonb_to_recordset(${json}::jsonb) as e(id text, owner_id text, reseller_store_id text, type text, payload text, created_at timestamptz, about text))`;
+}
+
+/** SQL condition: no endpoint subscribes to any event of the relation named `events` (see `readyEventsAbout`). */
+export function noEndpointSubscribes(events: string): RawBuilder<boolean> {
+  return sql<boolean>`not exists (select 1 from ${sql.table(events)} as e join webhook_endpoints w on w.owner_id = e.owner_id where ${SUBSCRIBED})`;
+}
+
+/** A step of another statement inserting the ready events `source` selects (with the columns of `readyEventsAbout`). */
+export function insertReadyEventRowsStep(source: RawBuilder<unknown>): RawBuilder<unknown> {
+  return sql`(
+    insert into events (id, owner_id, reseller_store_id, type, payload, created_at)
+    select e.id, e.owner_id, e.reseller_store_id, e.type, e.payload, e.created_at from (${source}) as e)`;
+}
+
+/**
  * One statement: the events, and one pending delivery per event and enabled endpoint of its owner
  * subscribed to its type (or, with `onlyEndpointId`, to that endpoint alone: a test send). Returns
  * the deliveries, whose queue messages the caller inserts in the same transaction.

@@ -84,8 +84,12 @@ function matchLines(lines: OrderLine[], sources: RoutableSource[]): { matched: R
  *
  * This is the order webhook's hot path: orders arriving while routing transactions are in flight
  * are routed together in the next (group commit, src/db/group-commit.ts): one statement records
- * the orders, one inserts the jobs with their audit entries, pg-boss's insert their messages, and
- * two more per order with unmatched lines, rather than through the unit of work.
+ * the orders, one inserts the jobs with their audit entries and events (unless an endpoint
+ * subscribes: the outbox then writes them with their deliveries) and takes the orders' cancellation
+ * locks, pg-boss's insert their messages, one reads the orders' cancellations, and two more per
+ * order with unmatched lines, rather than through the unit of work. Each round trip counts: under
+ * load a reply from PostgreSQL waits while the process verifies the webhooks that arrived together
+ * (README "Performance").
  *
  * One routing transaction at a time per process: the orders that arrive meanwhile wait for it and go
  * together in the next, so the busier the process, the more orders a transaction carries. With four
@@ -162,7 +166,9 @@ export class OrderRouter implements OrderRouting, OrderCancelling {
       // First, in key order: concurrent routings of one order queue up here, before any job insert.
       const first = await this.deps.routedOrders.recordIn(trx, requests.map(({ order, source }) => ({ ...order, source })), now);
       const routing = requests.filter((_, index) => first[index]);
-      const created = await this.syncJobs.createIn(trx, routing, now);
+      // The job insert also takes the orders' cancellation locks (one round trip less), as `applyAtRouting` would.
+      const lockKeys = this.cancellations.lockKeysOf(routing.map(({ order }) => order));
+      const created = await this.syncJobs.createIn(trx, routing, now, lockKeys);
       const jobsOf = new Map(routing.map((request, index) => [request, created.jobs[index]!]));
       // After the inserts, so an order routed twice in this group finds the jobs its first routing made.
       const repeated = await this.jobsOfRoutedOrders(trx, requests.filter((request) => !jobsOf.has(request)));
@@ -180,7 +186,7 @@ export class OrderRouter implements OrderRouting, OrderCancelling {
       await this.deps.outbox.append(trx, events);
       // An order cancelled before it was routed: its new jobs end (not_placed) or are cut here, in this
       // transaction, before any worker can take them (src/cancellations/service.ts `applyAtRouting`).
-      await this.cancellations.applyAtRouting(trx, routing.map(({ order, cancelledBefore }) => ({ ...order, cancelledBefore })));
+      await this.cancellations.applyAtRouting(trx, routing.map(({ order, cancelledBefore }) => ({ ...order, cancelledBefore })), { locked: routing.length > 0 });
       return requests.map((request, index) => ({
         jobs: jobsOf.get(request)?.map(({ id, created }) => ({ id, created })) ?? repeated.get(orderKey(request.order)) ?? [],
         firstRouting: first[index] ?? false,

@@ -13,7 +13,10 @@ import { SourceStore } from '../source-stores/entity.ts';
 import { findPage } from '../db/paging.ts';
 import { columnsOf, rowMapper } from '../db/row-mapper.ts';
 import { StatementShapes, type Slot, type SlotsOf } from '../db/statement-shapes.ts';
+import { locksAfterStep } from '../db/locks.ts';
 import { PREPARED } from '../db/prepared.ts';
+import { insertReadyEventRowsStep, noEndpointSubscribes, readyEvents, readyEventsAbout } from '../events/repository.ts';
+import type { NewEvent } from '../events/types.ts';
 import type { Page, PageQuery } from '../shared/paging.ts';
 import { type OrderFoundBy, type SupplierCancelled, SyncJob } from './entity.ts';
 
@@ -64,6 +67,8 @@ export interface JobCandidate {
   audit_id: string;
   audit_metadata: Record<string, unknown>;
   actor_id: string;
+  /** Its `sync_job.created` event, built before the insert: written with the job when no endpoint subscribes (`insertNew`). */
+  events: NewEvent[];
 }
 
 /** A candidate's job: inserted for it (`insertNew`), or found existing after the insert (`created: false`, no queue message of its own). */
@@ -72,6 +77,8 @@ export interface CandidateJob {
   id: string;
   queueMessageId: string | null;
   created: boolean;
+  /** Whether its candidate's events were written with it; false when an endpoint subscribes to them (they need deliveries). */
+  eventsWritten: boolean;
 }
 
 /** The lifecycle columns every new job starts with (`syncJobKind.initialColumns`). */
@@ -290,15 +297,23 @@ export class SyncJobRepository {
   /**
    * One statement for every candidate: insert the jobs that do not exist yet with their audit
    * entries (`on conflict do nothing` on the unique (order, source store) index decides which are
-   * new). Returns the candidates inserted; the caller reads the jobs of the others (`findByOrderKeys`).
+   * new). The inserted jobs' `sync_job.created` events are written by the same statement when no
+   * endpoint subscribes to any of the candidates' events (as an attempt's outcome writes its own,
+   * src/attempts/repository.ts), so the routing transaction makes no round trip for them; otherwise
+   * `eventsWritten` is false and the caller appends them to the outbox, with their deliveries.
+   * The locks on `lockKeys` are taken by the same statement once the jobs are inserted, as a
+   * statement of their own after it would (the routing's cancellation locks, src/cancellations/).
+   * Returns the candidates inserted; the caller reads the jobs of the others (`findByOrderKeys`).
    * It reads no table, so its plan does not depend on sync_jobs' size, and it is prepared
    * (src/db/prepared.ts): planning it cost 0.37 ms a call, half its execution, on the ingest path.
    * (It used to join the candidates to sync_jobs to find the existing jobs too, which a generic plan
    * made on a young table did with a scan of the whole table.)
    */
-  async insertNew(trx: Trx, candidates: JobCandidate[], initial: InitialJobColumns, now: Date): Promise<CandidateJob[]> {
+  async insertNew(trx: Trx, candidates: JobCandidate[], initial: InitialJobColumns, now: Date, lockKeys: string[] = []): Promise<CandidateJob[]> {
     return this.#statements.rows(trx, 'insert', (slots) => this.#insertStatement(trx, slots), [
-      JSON.stringify([...candidates].sort(byJobKey)),
+      JSON.stringify([...candidates].sort(byJobKey).map(({ events: _events, ...candidate }) => candidate)),
+      JSON.stringify(candidates.flatMap((candidate) => readyEvents(candidate.events, now).map((event) => ({ ...event, about: candidate.id })))),
+      lockKeys,
       initial.status,
       initial.attempts,
       initial.retriesLeft,
@@ -306,8 +321,8 @@ export class SyncJobRepository {
     ]);
   }
 
-  /** `insertNew`'s statement, its candidates (a JSON array), initial columns and time in slots. */
-  #insertStatement(trx: Trx, [candidates, status, attempts, retriesLeft, now]: SlotsOf<[string, string, number, number, Date]>) {
+  /** `insertNew`'s statement, its candidates and their events (JSON arrays), lock keys, initial columns and time in slots. */
+  #insertStatement(trx: Trx, [candidates, events, lockKeys, status, attempts, retriesLeft, now]: SlotsOf<[string, string, string[], string, number, number, Date]>) {
     return trx
       // (A raw CTE body is not parenthesised by Kysely, hence the parentheses.)
       .with(
@@ -317,6 +332,9 @@ export class SyncJobRepository {
             id text, owner_id text, reseller_store_id text, source_store_id text, external_order_id text, origin text,
             "order" jsonb, queue_message_id text, audit_id text, audit_metadata jsonb, actor_id text))`,
       )
+      .with('event', () => readyEventsAbout(events))
+      // Uncorrelated, so evaluated once: whether the events may be written here (none needs a delivery).
+      .with('unsubscribed', () => sql<{ free: boolean }>`(select ${noEndpointSubscribes('event')} as free)`)
       .with('inserted', (db) =>
         db
           .insertInto('sync_jobs')
@@ -361,8 +379,18 @@ export class SyncJobRepository {
             ]),
         ),
       )
+      .with('ready_events', () => sql<{ id: string }>`${insertReadyEventRowsStep(sql`select e.* from event e join inserted i on i.id = e.about where (select free from unsubscribed)`)}`)
+      .with('locked', () => locksAfterStep(lockKeys, 'inserted'))
       .selectFrom('inserted')
-      .select(['id as candidate', 'id', 'queue_message_id as queueMessageId', sql<boolean>`true`.as('created')])
+      // Read once, before the first row (even when there is none): the locks are taken.
+      .where(sql<boolean>`(select locks from locked) >= 0`)
+      .select([
+        'id as candidate',
+        'id',
+        'queue_message_id as queueMessageId',
+        sql<boolean>`true`.as('created'),
+        sql<boolean>`(select free from unsubscribed)`.as('eventsWritten'),
+      ])
       .modifyEnd(PREPARED);
   }
 

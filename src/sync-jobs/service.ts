@@ -53,7 +53,10 @@ export interface JobsRequest {
   creator: JobCreator;
 }
 
-/** What `createIn` wrote: each request's jobs (inserted or found) and the `sync_job.created` events to append. */
+/**
+ * What `createIn` wrote: each request's jobs (inserted or found), and the `sync_job.created` events
+ * left to append: none unless an endpoint subscribes to them (the insert writes them otherwise).
+ */
 export interface CreatedJobs {
   jobs: CandidateJob[][];
   events: NewEvent[];
@@ -149,15 +152,18 @@ export class SyncJobService {
   /**
    * In the caller's transaction (the routing's, src/orders/routing.ts, on the order webhook's hot
    * path): every request's jobs inserted unless they exist, in one statement with their audit
-   * entries, and the new jobs' queue messages in one more. Returns the jobs and their
-   * `sync_job.created` events, for the caller to append with its own (and to count the new jobs in
-   * `attempt_transitions_total` once it committed).
+   * entries and, when no endpoint subscribes to them, their `sync_job.created` events; the new jobs'
+   * queue messages in one more. Returns the jobs and the events the insert could not write (they
+   * need deliveries), for the caller to append with its own (and to count the new jobs in
+   * `attempt_transitions_total` once it committed). The insert takes the locks on `lockKeys` after
+   * the jobs (the routing's cancellation locks) when there is any request.
    */
-  async createIn(trx: Trx, requests: JobsRequest[], now: Date): Promise<CreatedJobs> {
-    const jobs = await this.insertJobs(trx, requests, now);
+  async createIn(trx: Trx, requests: JobsRequest[], now: Date, lockKeys: string[] = []): Promise<CreatedJobs> {
+    const { jobs, events } = await this.insertJobs(trx, requests, now, lockKeys);
     const created = jobs.flat().filter((job) => job.created);
     await this.deps.queue.insertIn(trx, syncJobKind.queue, created.map((job) => ({ id: job.queueMessageId!, message: syncJobKind.message(job.id) })));
-    return { jobs, events: createdJobEvents(requests, jobs, now) };
+    // Written by the insert unless an endpoint subscribes to them (they need deliveries: the outbox's).
+    return { jobs, events: created.filter((job) => !job.eventsWritten).flatMap((job) => events.get(job.candidate)!) };
   }
 
   /** The jobs of these orders, oldest first (the order their routing made them in), by order. */
@@ -167,26 +173,33 @@ export class SyncJobService {
     return rows.map((row) => ({ resellerStoreId: row.reseller_store_id, externalOrderId: row.external_order_id, id: row.id }));
   }
 
-  /** Every request's jobs, in the order of its source stores: inserted, or found existing. */
-  private async insertJobs(trx: Trx, requests: JobsRequest[], now: Date): Promise<CandidateJob[][]> {
-    if (requests.length === 0) return [];
+  /**
+   * Every request's jobs, in the order of its source stores: inserted, or found existing; and each
+   * candidate's `sync_job.created` event, by candidate.
+   */
+  private async insertJobs(trx: Trx, requests: JobsRequest[], now: Date, lockKeys: string[]): Promise<{ jobs: CandidateJob[][]; events: Map<string, NewEvent[]> }> {
+    if (requests.length === 0) return { jobs: [], events: new Map() };
     const initial = syncJobKind.initialColumns(now) as SyncJob;
     const candidates: JobCandidate[][] = requests.map(({ order, sourceStoreIds, creator }) =>
-      sourceStoreIds.map((sourceStoreId) => ({
-        id: newId('syncJob'),
-        owner_id: order.ownerId,
-        reseller_store_id: order.resellerStoreId,
-        source_store_id: sourceStoreId,
-        external_order_id: order.externalOrderId,
-        origin: order.order ? 'webhook' : 'manual',
-        order: order.order,
-        queue_message_id: newMessageId(),
-        audit_id: newId('auditEntry'),
-        audit_metadata: { externalOrderId: order.externalOrderId, sourceStoreId, ...creator.metadata },
-        actor_id: creator.actorId,
-      })),
+      sourceStoreIds.map((sourceStoreId) => {
+        const id = newId('syncJob');
+        return {
+          id,
+          owner_id: order.ownerId,
+          reseller_store_id: order.resellerStoreId,
+          source_store_id: sourceStoreId,
+          external_order_id: order.externalOrderId,
+          origin: order.order ? 'webhook' : 'manual',
+          order: order.order,
+          queue_message_id: newMessageId(),
+          audit_id: newId('auditEntry'),
+          audit_metadata: { externalOrderId: order.externalOrderId, sourceStoreId, ...creator.metadata },
+          actor_id: creator.actorId,
+          events: [createdJobEvent(initial, order, sourceStoreId, id, now)],
+        };
+      }),
     );
-    const found = new Map((await this.jobs.insertNew(trx, candidates.flat(), initial, now)).map((row) => [row.candidate, row]));
+    const found = new Map((await this.jobs.insertNew(trx, candidates.flat(), initial, now, lockKeys)).map((row) => [row.candidate, row]));
     // The jobs not inserted exist: before this delivery (a redelivery), committed by a concurrent one
     // while this insert waited on the unique index, or inserted by another request of this group.
     // Read after the insert, they are all seen: committed by now, or this transaction's own.
@@ -195,16 +208,17 @@ export class SyncJobService {
       const late = await this.jobs.findByOrderKeys(trx, missing);
       for (const candidate of missing) {
         const job = late.find((row) => row.external_order_id === candidate.external_order_id && row.source_store_id === candidate.source_store_id);
-        if (job) found.set(candidate.id, { candidate: candidate.id, id: job.id, queueMessageId: null, created: false });
+        if (job) found.set(candidate.id, { candidate: candidate.id, id: job.id, queueMessageId: null, created: false, eventsWritten: false });
       }
     }
-    return candidates.map((forRequest) =>
+    const jobs = candidates.map((forRequest) =>
       forRequest.map((candidate) => {
         const job = found.get(candidate.id);
         if (!job) throw new Error(`no sync job for order ${candidate.external_order_id} and source store ${candidate.source_store_id}`);
         return job;
       }),
     );
+    return { jobs, events: new Map(candidates.flat().map((candidate) => [candidate.id, candidate.events])) };
   }
 
   async get(principal: Principal, id: string): Promise<JobWithFulfillments> {
@@ -296,14 +310,8 @@ export class SyncJobService {
   }
 }
 
-/** `sync_job.created` for each job the routing inserted, as the job's GET shows it then: just created, no fulfillments. */
-function createdJobEvents(requests: JobsRequest[], routed: CandidateJob[][], now: Date): NewEvent[] {
-  const initial = syncJobKind.initialColumns(now);
-  return requests.flatMap(({ order, sourceStoreIds }, i) =>
-    routed[i]!.flatMap((job, j) => {
-      if (!job.created) return [];
-      const created = { ...initial, id: job.id, ownerId: order.ownerId, resellerStoreId: order.resellerStoreId, sourceStoreId: sourceStoreIds[j]!, externalOrderId: order.externalOrderId, sourceOrderId: null, createdAt: now, updatedAt: now };
-      return [syncJobEvent('sync_job.created', created as SyncJob)];
-    }),
-  );
+/** `sync_job.created` of a job the routing is about to insert, as the job's GET shows it then: just created, no fulfillments. */
+function createdJobEvent(initial: SyncJob, order: JobsRequest['order'], sourceStoreId: string, id: string, now: Date): NewEvent {
+  const created = { ...initial, id, ownerId: order.ownerId, resellerStoreId: order.resellerStoreId, sourceStoreId, externalOrderId: order.externalOrderId, sourceOrderId: null, createdAt: now, updatedAt: now };
+  return syncJobEvent('sync_job.created', created as SyncJob);
 }
