@@ -10,27 +10,22 @@
  * - a bulk retry that fails partway says how many jobs it retried, then the error;
  * - stores and suppliers cut at their cap of 500 say that more exist.
  */
-import { existsSync } from 'node:fs';
-import { chromium, type Browser, type BrowserContext, type Page, type Route } from 'playwright-core';
+import type { Browser, BrowserContext, Page, Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../sandbox/server.ts';
 import type { TestUser } from '../support/factories.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 import { addSupplier, createJob, lineOf, openShop, seedResellerOrder, waitForJob } from '../support/sync-jobs.ts';
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
+import { launchChromium, openLoopbackTab, signIn as signInAt, view } from './chromium.ts';
 
 let sandbox: Sandbox;
 let service: TestService;
 let browser: Browser;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does it)`);
   sandbox = await startSandbox();
   service = await startTestService({ PLATFORM_BASE_URL: sandbox.baseUrlTemplate });
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS, headless: true, chromiumSandbox: false });
+  browser = await launchChromium();
 });
 afterAll(async () => {
   await browser?.close();
@@ -38,30 +33,8 @@ afterAll(async () => {
   await sandbox?.close();
 });
 
-async function openTab(): Promise<{ context: BrowserContext; page: Page; problems: string[] }> {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  const problems: string[] = [];
-  const page = await context.newPage();
-  await page.route('**/*', (route) => {
-    const url = new URL(route.request().url());
-    if (LOOPBACK_HOSTS.has(url.hostname)) return route.fallback();
-    problems.push(`request left loopback: ${url.href}`);
-    return route.abort('blockedbyclient');
-  });
-  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-  return { context, page, problems };
-}
-
-async function signIn(page: Page, user: TestUser): Promise<void> {
-  await page.goto(`${service.url}/console`);
-  await page.getByLabel('Email').fill(user.email);
-  await page.getByLabel('Password').fill(user.password);
-  await page.getByLabel('Password').press('Enter');
-  await page.getByRole('heading', { level: 1, name: 'Needs attention' }).waitFor();
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
-}
-
-const view = (page: Page, name: string | RegExp) => page.getByRole('heading', { level: 1, name }).waitFor();
+const openTab = () => openLoopbackTab(browser);
+const signIn = (page: Page, user: TestUser) => signInAt(page, user, service.url);
 const json = (body: unknown) => ({ status: 200, contentType: 'application/json', body: JSON.stringify(body) });
 
 /** A store with a supplier down and one of its jobs dead (a `job_dead` divergence on the list). */

@@ -11,27 +11,22 @@
  *   presented again revokes the whole session);
  * - a paged view shows the page its URL names when an earlier page's answer lands late.
  */
-import { existsSync } from 'node:fs';
-import { chromium, type Browser, type BrowserContext, type Page, type Route } from 'playwright-core';
+import type { Browser, BrowserContext, Page, Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSandbox, type Sandbox } from '../sandbox/server.ts';
 import type { TestUser } from '../support/factories.ts';
 import { startTestService, type TestService } from '../support/service.ts';
 import { addSupplier, createJob, lineOf, openShop, seedResellerOrder, waitForJob } from '../support/sync-jobs.ts';
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
+import { launchChromium, openLoopbackTab, signIn as signInAt, view } from './chromium.ts';
 
 let sandbox: Sandbox;
 let service: TestService;
 let browser: Browser;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does it)`);
   sandbox = await startSandbox();
   service = await startTestService({ PLATFORM_BASE_URL: sandbox.baseUrlTemplate });
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS, headless: true, chromiumSandbox: false });
+  browser = await launchChromium();
 });
 afterAll(async () => {
   await browser?.close();
@@ -39,32 +34,8 @@ afterAll(async () => {
   await sandbox?.close();
 });
 
-async function openTab(context?: BrowserContext): Promise<{ context: BrowserContext; page: Page; problems: string[]; requests: string[] }> {
-  const ctx = context ?? (await browser.newContext({ viewport: { width: 1280, height: 900 } }));
-  const problems: string[] = [];
-  const requests: string[] = [];
-  const page = await ctx.newPage();
-  await page.route('**/*', (route) => {
-    const url = new URL(route.request().url());
-    requests.push(`${route.request().method()} ${url.pathname}`);
-    if (LOOPBACK_HOSTS.has(url.hostname)) return route.fallback();
-    problems.push(`request left loopback: ${url.href}`);
-    return route.abort('blockedbyclient');
-  });
-  page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
-  return { context: ctx, page, problems, requests };
-}
-
-async function signIn(page: Page, user: TestUser, baseUrl = service.url): Promise<void> {
-  await page.goto(`${baseUrl}/console`);
-  await page.getByLabel('Email').fill(user.email);
-  await page.getByLabel('Password').fill(user.password);
-  await page.getByLabel('Password').press('Enter');
-  await page.getByRole('heading', { level: 1, name: 'Needs attention' }).waitFor();
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
-}
-
-const view = (page: Page, name: string | RegExp) => page.getByRole('heading', { level: 1, name }).waitFor();
+const openTab = (context?: BrowserContext) => openLoopbackTab(browser, context);
+const signIn = (page: Page, user: TestUser, baseUrl = service.url) => signInAt(page, user, baseUrl);
 const hash = (page: Page) => new URL(page.url()).hash;
 
 describe('the operator console (review 18)', () => {

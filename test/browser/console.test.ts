@@ -12,10 +12,10 @@
  * checks every view (no serious or critical violation) and screenshots at 1280 and 390 px are
  * written to test/browser/screenshots/ (git-ignored) for a reviewer to look at.
  */
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildFulfillmentPayload, sendWebhook, startSandbox, type Sandbox } from '../sandbox/server.ts';
 import type { TestUser } from '../support/factories.ts';
@@ -23,13 +23,10 @@ import { startTestService, type TestService } from '../support/service.ts';
 import { addSupplier, createJob, lineOf, openShop, seedResellerOrder, waitForJob, type Shop, type Supplier } from '../support/sync-jobs.ts';
 import { waitFor } from '../support/wait.ts';
 import { WebhookReceiver } from '../support/webhook-receiver.ts';
+import { DESKTOP, keepToLoopback, launchChromium, signIn as signInAt, view } from './chromium.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const CHROMIUM_FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
 const SCREENSHOTS = path.join(import.meta.dirname, 'screenshots');
 const AXE_SOURCE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-const DESKTOP = { width: 1280, height: 900 };
 const PHONE = { width: 390, height: 844 };
 /** `25 Nov 18:07:31`: the console's one-line dates. */
 const COMPACT_DATE = /^\d{1,2} [A-Z][a-z]{2}( \d{4})? \d{2}:\d{2}:\d{2}$/;
@@ -41,13 +38,12 @@ let receiver: WebhookReceiver;
 let browser: Browser;
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does it)`);
   mkdirSync(SCREENSHOTS, { recursive: true });
   sandbox = await startSandbox();
   receiver = await WebhookReceiver.start();
   // Two quick delivery attempts, so a delivery to a receiver that is down fails within the test.
   service = await startTestService({ PLATFORM_BASE_URL: sandbox.baseUrlTemplate, WEBHOOK_DELIVERY_SCHEDULE_MS: '0,100' });
-  browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS, headless: true, chromiumSandbox: false });
+  browser = await launchChromium();
 });
 afterAll(async () => {
   await browser?.close();
@@ -59,15 +55,7 @@ afterAll(async () => {
 /** A browser tab that may only reach the service, and that records what went wrong in it. */
 async function openTab(viewport = DESKTOP): Promise<{ context: BrowserContext; page: Page; problems: string[]; requests: string[] }> {
   const context = await browser.newContext({ viewport });
-  const problems: string[] = [];
-  const requests: string[] = [];
-  await context.route('**/*', (route) => {
-    const url = new URL(route.request().url());
-    requests.push(`${route.request().method()} ${url.pathname}`);
-    if (LOOPBACK_HOSTS.has(url.hostname)) return route.continue();
-    problems.push(`request left loopback: ${url.href}`);
-    return route.abort('blockedbyclient');
-  });
+  const { problems, requests } = await keepToLoopback(context);
   const page = await context.newPage();
   page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
   page.on('console', (message) => {
@@ -104,20 +92,9 @@ const hash = (page: Page) => new URL(page.url()).hash;
 /** The store picker of the top bar (views have store filters of their own). */
 const storePicker = (page: Page) => page.getByRole('banner').getByLabel('Store');
 
-async function signIn(page: Page, user: TestUser, baseUrl = service.url): Promise<void> {
-  await page.goto(`${baseUrl}/console`);
-  await page.getByLabel('Email').fill(user.email);
-  await page.getByLabel('Password').fill(user.password);
-  // By keyboard: Enter in the form submits it.
-  await page.getByLabel('Password').press('Enter');
-  await page.getByRole('heading', { level: 1, name: 'Needs attention' }).waitFor();
-  await page.getByRole('button', { name: 'Sign out' }).waitFor();
-}
+const signIn = (page: Page, user: TestUser, baseUrl = service.url) => signInAt(page, user, baseUrl);
 
 /** A view's heading, waited for. */
-const view = async (page: Page, name: string | RegExp) => {
-  await page.getByRole('heading', { level: 1, name }).waitFor();
-};
 
 interface Scene {
   user: TestUser;

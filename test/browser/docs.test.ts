@@ -3,28 +3,15 @@
  * reference renders from /openapi.json with every operation listed, and the page never reaches
  * past loopback (its assets are served by the service itself).
  */
-import { existsSync } from 'node:fs';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { describe, expect } from 'vitest';
 import { test } from '../support/fixtures.ts';
+import { launchChromium, LOOPBACK_HOSTS } from './chromium.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const CHROMIUM_FLAGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
-const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
 
 /** Headless Chromium, closed after the file (before the service stops). */
 const it = test.extend('browser', { scope: 'file' }, async ({}, { onCleanup }): Promise<Browser> => {
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: apt-get install -y chromium (.ci/run does it)`);
-  const browser = await chromium.launch({ executablePath: CHROMIUM, args: CHROMIUM_FLAGS, headless: true, chromiumSandbox: false });
+  const browser = await launchChromium();
   onCleanup(() => browser.close());
   return browser;
 });
