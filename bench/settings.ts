@@ -31,7 +31,7 @@ export const PLAN = {
   fairness: { backlog: QUICK ? 1_000 : 5_000, quietRate: 4, seconds: QUICK ? 8 : 25 },
   /** Orders routed then cancelled per run: `rate` orders/cancelled webhooks a second for `seconds`. */
   cancellation: { rate: 100, seconds: QUICK ? 4 : 10, raceSeconds: QUICK ? 2 : 5, latencyMs: 20 },
-  capacity: { rates: QUICK ? [100, 200] : [100, 150, 200, 250, 300, 350, 400, 450, 500], seconds: QUICK ? 4 : 10, p99Ms: 1_000, latencyMs: 20 },
+  capacity: { rates: QUICK ? [100, 200] : [100, 150, 200, 250, 300, 350, 400, 450, 500, 550, 600, 650, 700], seconds: QUICK ? 4 : 10, p99Ms: 1_000, latencyMs: 20 },
 };
 
 export const TARGETS: Record<string, { op: '>=' | '<='; value: number }> = {
