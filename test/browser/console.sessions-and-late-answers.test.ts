@@ -9,7 +9,9 @@
  *   not sign the operator out of a session that is still valid;
  * - two tabs renewing the session at the same time do not revoke it (a rotated refresh token
  *   presented again revokes the whole session);
- * - a paged view shows the page its URL names when an earlier page's answer lands late.
+ * - a paged view shows the page its URL names when an earlier page's answer lands late;
+ * - what the operator types into the search box as soon as Back has shown the view is kept (the box
+ *   was reset from the URL a frame later, which made a search typed at once search the old words).
  */
 import type { Browser, BrowserContext, Page, Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -210,6 +212,40 @@ describe('the operator console (review 18)', () => {
     // The URL is the newest page: so are the rows (and the pager's links, made from them).
     await expect(table.locator('tbody tr').count()).resolves.toBe(10);
     await expect(table.locator('tbody tr').first().textContent()).resolves.toContain(newest.resourceId);
+    expect(problems).toEqual([]);
+    await context.close();
+  }, 60_000);
+
+  it('keeps what the operator types into the search box as soon as Back has shown the results', async () => {
+    const shop = await openShop(service.api, { name: 'Quick Typist Shop' });
+    const supplier = await addSupplier(service.api, shop, { name: 'Quill Supply', vendorTag: 'Quill' });
+    const job = await createJob(service.api, shop.user.token, supplier.id, seedResellerOrder(sandbox, shop, [lineOf('Quill')]));
+
+    const { context, page, problems } = await openTab();
+    await signIn(page, shop.user);
+    const search = page.getByRole('searchbox', { name: 'Search by order number, job id or supplier' });
+    await search.fill(job.externalOrderId);
+    await search.press('Enter');
+    await view(page, `Search results for “${job.externalOrderId}”`);
+    await page.getByRole('link', { name: 'Jobs', exact: true }).click();
+    await view(page, 'Jobs');
+
+    // The moment Back has drawn the results' heading, the operator types (before the next frame).
+    await page.evaluate((heading) => {
+      new MutationObserver((_, observer) => {
+        if (document.querySelector('h1')?.textContent !== heading) return;
+        observer.disconnect();
+        const box = document.querySelector<HTMLInputElement>('#search')!;
+        box.value = 'quill';
+        box.dispatchEvent(new Event('input', { bubbles: true }));
+      }).observe(document.body, { childList: true, subtree: true, characterData: true });
+    }, `Search results for “${job.externalOrderId}”`);
+    await page.goBack();
+    await view(page, `Search results for “${job.externalOrderId}”`);
+    await page.waitForTimeout(300);
+    await expect(search.inputValue()).resolves.toBe('quill');
+    await search.press('Enter');
+    await view(page, 'Search results for “quill”');
     expect(problems).toEqual([]);
     await context.close();
   }, 60_000);

@@ -1,7 +1,7 @@
 // The operator console (GET /console): plain ES modules, no build step. It talks only to the
 // public API, as any client would. This module is the shell: signing in, the stores the views
 // share (with their counts), the navigation, the search box and the router.
-import { html, render, useCallback, useEffect, useMemo, useState } from '/console/assets/preact-htm.js';
+import { html, render, useCallback, useEffect, useLayoutEffect, useMemo, useState } from '/console/assets/preact-htm.js';
 import { api, href, LISTED_STORES, StoresCutOption, LISTED_SUPPLIERS_PER_STORE, listUpTo, navigate, number, plainWords, POLL_MS, refreshSession, send, session, useLatest, useRoute } from './lib.js';
 import { AttentionView } from './attention.js';
 import { JobsView, SearchView, StoreView } from './jobs.js';
@@ -243,7 +243,9 @@ function StorePicker({ dir, current }) {
 function SearchBox({ route }) {
   const asked = route.parts[0] === 'search' ? route.params.get('q') ?? '' : '';
   const [text, setText] = useState(asked);
-  useEffect(() => setText(asked), [asked]);
+  // A layout effect runs with the render that changed the URL, so what the operator types right
+  // after a navigation (Back, a link) is not overwritten by a reset that a passive effect runs later.
+  useLayoutEffect(() => setText(asked), [asked]);
   const submit = (event) => {
     event.preventDefault();
     const q = text.trim();

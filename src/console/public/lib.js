@@ -1,6 +1,6 @@
 // The console's shared pieces: the public-API client, plain-words errors, the hash router,
 // formatting and the small components every view uses. Plain ES module, no build step.
-import { html, useCallback, useEffect, useRef, useState } from '/console/assets/preact-htm.js';
+import { html, useCallback, useEffect, useLayoutEffect, useRef, useState } from '/console/assets/preact-htm.js';
 
 export const POLL_MS = 5000;
 export const JOB_POLL_MS = 2000;
@@ -478,7 +478,8 @@ export async function loadDivergences(storeIds) {
 export function useDraft(values) {
   const [draft, setDraft] = useState(values);
   const key = JSON.stringify(values);
-  useEffect(() => setDraft(values), [key]);
+  // In the render's own task (see SearchBox): an edit made right after Back is not lost to a late reset.
+  useLayoutEffect(() => setDraft(values), [key]);
   return [draft, useCallback((change) => setDraft((before) => ({ ...before, ...change })), [])];
 }
 
