@@ -231,15 +231,13 @@ describe('the operator console (review 18)', () => {
     await view(page, 'Jobs');
 
     // The moment Back has drawn the results' heading, the operator types (before the next frame).
-    await page.evaluate((heading) => {
-      new MutationObserver((_, observer) => {
-        if (document.querySelector('h1')?.textContent !== heading) return;
-        observer.disconnect();
-        const box = document.querySelector<HTMLInputElement>('#search')!;
-        box.value = 'quill';
-        box.dispatchEvent(new Event('input', { bubbles: true }));
-      }).observe(document.body, { childList: true, subtree: true, characterData: true });
-    }, `Search results for “${job.externalOrderId}”`);
+    await page.evaluate(`new MutationObserver((_, observer) => {
+      if (document.querySelector('h1')?.textContent !== ${JSON.stringify(`Search results for “${job.externalOrderId}”`)}) return;
+      observer.disconnect();
+      const box = document.querySelector('#search');
+      box.value = 'quill';
+      box.dispatchEvent(new Event('input', { bubbles: true }));
+    }).observe(document.body, { childList: true, subtree: true, characterData: true })`);
     await page.goBack();
     await view(page, `Search results for “${job.externalOrderId}”`);
     await page.waitForTimeout(300);
