@@ -9,6 +9,7 @@ import type { Fulfillment } from '../fulfillments/entity.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
 import { Cancellation, OrderCancellation, type CancelledLine } from './entity.ts';
+import { holdLocks } from '../db/locks.ts';
 import { PREPARED } from '../db/prepared.ts';
 import { StatementShapes } from '../db/statement-shapes.ts';
 
@@ -43,8 +44,8 @@ const CANCELLATION_TARGET: AttemptTarget = { name: 'cancellation', table: 'cance
 
 const cancelLockKey = (order: OrderRef) => `cancel:${order.resellerStoreId}:${order.externalOrderId}`;
 
-/** The keys of these orders' cancellation locks (`lockOrders`), sorted: for a statement that takes them as a step (src/db/locks.ts `locksAfterStep`). */
-export const orderLockKeys = (orders: OrderRef[]): string[] => [...new Set(orders.map(cancelLockKey))].sort();
+/** The keys of these orders' cancellation locks (`lockOrders`), also for a statement that takes them as a step (src/db/locks.ts `locksAfterStep`). */
+export const orderLockKeys = (orders: OrderRef[]): string[] => orders.map(cancelLockKey);
 
 /** Every statement on cancellations and order_cancellations. */
 export class CancellationRepository {
@@ -67,8 +68,7 @@ export class CancellationRepository {
    * on each other's.
    */
   async lockOrders(trx: Trx, orders: OrderRef[]): Promise<void> {
-    const keys = orderLockKeys(orders);
-    await sql`select pg_advisory_xact_lock(hashtext(key)) from (select key from unnest(${keys}::text[]) as key order by key) as ordered ${PREPARED}`.execute(trx);
+    await holdLocks(trx, orderLockKeys(orders), PREPARED);
   }
 
   /** The signals recorded for any of these orders, oldest first (one indexed read). */

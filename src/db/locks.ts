@@ -16,10 +16,18 @@ export async function holdLock(trx: Trx, key: string): Promise<void> {
   await sql`select pg_advisory_xact_lock(hashtext(${key}))`.execute(trx);
 }
 
-/** `holdLock` for several keys, taken in one order whoever asks, so two holders never wait on each other. */
-export async function holdLocks(trx: Trx, keys: string[]): Promise<void> {
+/** The query taking the locks on `keys` (a text[] value), each once and in key order: every multi-key lock runs it. */
+export function takeLocks(keys: unknown): RawBuilder<unknown> {
+  return sql`select pg_advisory_xact_lock(hashtext(k)) from (select distinct unnest(${keys}::text[]) as k order by k) as keys`;
+}
+
+/**
+ * `holdLock` for several keys, taken in one order whoever asks, so two holders never wait on each
+ * other. `statementEnd` ends the statement's text (the PREPARED mark of a hot path).
+ */
+export async function holdLocks(trx: Trx, keys: string[], statementEnd: RawBuilder<unknown> = sql``): Promise<void> {
   if (keys.length === 0) return;
-  await sql`select pg_advisory_xact_lock(hashtext(k)) from (select distinct unnest(${keys}::text[]) as k order by k) as keys`.execute(trx);
+  await sql`${takeLocks(keys)}${statementEnd}`.execute(trx);
 }
 
 /**
@@ -31,9 +39,7 @@ export async function holdLocks(trx: Trx, keys: string[]): Promise<void> {
  */
 export function locksAfterStep(keys: unknown, after: string): RawBuilder<{ locks: number }> {
   return sql`(
-    select count(*) as locks from (
-      select pg_advisory_xact_lock(hashtext(k)) from (select distinct unnest(${keys}::text[]) as k order by k) as keys
-      where (select count(*) from ${sql.table(after)}) >= 0) as taken)`;
+    select count(*) as locks from (${takeLocks(keys)} where (select count(*) from ${sql.table(after)}) >= 0) as taken)`;
 }
 
 /**

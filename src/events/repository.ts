@@ -74,11 +74,11 @@ const READY_COLUMNS = sql`(id text, owner_id text, reseller_store_id text, type 
  * must not insert them: the caller appends them to the outbox instead (`Outbox.append`).
  */
 export function subscribedToAny(events: RawBuilder<unknown>): RawBuilder<boolean> {
-  return sql<boolean>`exists (
-    select 1 from jsonb_to_recordset(${events}) as e${READY_COLUMNS}
-    join webhook_endpoints w on w.owner_id = e.owner_id
-    where ${SUBSCRIBED})`;
+  return sql<boolean>`exists ${subscriptionsTo(sql`jsonb_to_recordset(${events}) as e${READY_COLUMNS}`)}`;
 }
+
+/** The subscriptions of endpoints to the events of `events` (a relation aliased `e`, with `owner_id` and `type`), for `exists`. */
+const subscriptionsTo = (events: RawBuilder<unknown>) => sql`(select 1 from ${events} join webhook_endpoints w on w.owner_id = e.owner_id where ${SUBSCRIBED})`;
 
 /**
  * A step of another statement inserting ready events no endpoint is subscribed to (the
@@ -103,7 +103,7 @@ export function readyEventsAbout(json: unknown): RawBuilder<ReadyEvent & { about
 
 /** SQL condition: no endpoint subscribes to any event of the relation named `events` (see `readyEventsAbout`). */
 export function noEndpointSubscribes(events: string): RawBuilder<boolean> {
-  return sql<boolean>`not exists (select 1 from ${sql.table(events)} as e join webhook_endpoints w on w.owner_id = e.owner_id where ${SUBSCRIBED})`;
+  return sql<boolean>`not exists ${subscriptionsTo(sql`${sql.table(events)} as e`)}`;
 }
 
 /** A step of another statement inserting the ready events `source` selects (with the columns of `readyEventsAbout`). */
