@@ -68,6 +68,16 @@ export interface AttemptState<TResultKey extends string> extends PersistedAttemp
   snapshot: unknown;
 }
 
+/**
+ * Whether dead work died of a failed attempt (its last automatic one failed, or was lost), not of an
+ * ABANDON: the FAIL or LOSE records `failedAt` and the eventless move to `dead` records `deadAt`,
+ * both the event's `at`, while ABANDON records only `deadAt`. Compared as instants (a row keeps dates).
+ */
+export function diedOfFailedAttempt(state: { status: AttemptStatus; failedAt?: string | Date | null; deadAt?: string | Date | null }): boolean {
+  if (state.status !== 'dead' || !state.failedAt || !state.deadAt) return false;
+  return new Date(state.failedAt).getTime() === new Date(state.deadAt).getTime();
+}
+
 /** Exponential backoff before the next automatic retry: base, 2 × base, 4 × base. */
 export function nextRetryDelayMs(baseDelayMs: number, context: Pick<AttemptBookkeeping, 'retriesLeft'>): number {
   const retriesUsed = MAX_AUTO_RETRIES - context.retriesLeft;

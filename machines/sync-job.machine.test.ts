@@ -12,7 +12,7 @@ import {
   type SyncJobEvent,
   type SyncJobState,
 } from './sync-job.machine.ts';
-import type { AttemptStatus as LifecycleStatus } from './attempt.machine.ts';
+import { diedOfFailedAttempt, type AttemptStatus as LifecycleStatus } from './attempt.machine.ts';
 
 /** The shared lifecycle's every state (a sync job never reaches `skipped`, but its machine is the shared one). */
 type SyncJobStatus = LifecycleStatus;
@@ -281,4 +281,20 @@ describe('sync job machine', () => {
     expect(restored.context.attempts).toBe(1);
     expect(restored.can(events.SUCCEED)).toBe(true);
   });
+
+  it('tells a death by a failed attempt (the last FAIL or LOSE) from one by ABANDON', () => {
+    const died = (state: PersistedSyncJob) => diedOfFailedAttempt({ status: state.status, ...state.context });
+    const failedThrice = replay(initialSyncJob(), [take, fail, take, fail, take, fail, take]);
+    expect(died(mustApply(failedThrice, events.FAIL))).toBe(true);
+    expect(died(mustApply(failedThrice, events.LOSE))).toBe(true);
+    // ABANDON comes later than the failure before it (the sweep gives up on a message long after).
+    const abandoned = mustApply(failedThrice, { ...events.ABANDON, at: '2026-11-02T10:00:00.000Z' });
+    expect(abandoned.status).toBe('dead');
+    expect(died(abandoned)).toBe(false);
+    // Read back from a row: the same instants as dates.
+    const fromRow = mustApply(failedThrice, events.FAIL).context;
+    expect(diedOfFailedAttempt({ status: 'dead', failedAt: new Date(fromRow.failedAt!), deadAt: new Date(fromRow.deadAt!) })).toBe(true);
+    expect(died(jobIn.failed)).toBe(false);
+  });
 });
+

@@ -126,9 +126,16 @@ describe('every event type, delivered and verified', () => {
     expect(dead.event!.data.object).toMatchObject({ id: jobId, status: 'dead', attempts: 4, errorMessage: expect.stringContaining('503') });
     expect(dead.event!.data.object).toEqual(await getJob(shop, jobId!));
     // Deliveries of one endpoint run side by side: the last failure's may land after the death's.
-    const failed = await waitFor(async () => (eventsAt(shop.path, 'sync_job.failed').length >= 3 ? eventsAt(shop.path, 'sync_job.failed') : null), 15_000, 'three sync_job.failed');
-    expect(failed.map((delivery) => delivery.event!.data.object.attempts).sort()).toEqual([1, 2, 3]);
-    expect(failed.every((delivery) => delivery.verifiedBy.length === 1 && delivery.event!.data.object.status === 'failed')).toBe(true);
+    const failed = await waitFor(async () => (eventsAt(shop.path, 'sync_job.failed').length >= 4 ? eventsAt(shop.path, 'sync_job.failed') : null), 15_000, 'four sync_job.failed');
+    const byAttempt = failed.map((delivery) => delivery.event!.data.object).sort((a, b) => a.attempts - b.attempts);
+    expect(byAttempt.map((job) => job.attempts)).toEqual([1, 2, 3, 4]);
+    expect(failed.every((delivery) => delivery.verifiedBy.length === 1)).toBe(true);
+    // The last failed attempt's event is the job as that failure left it: dead, as sync_job.dead shows it.
+    expect(byAttempt.map((job) => job.status)).toEqual(['failed', 'failed', 'failed', 'dead']);
+    expect(byAttempt[3]).toEqual(dead.event!.data.object);
+    const listed = await api.get(`/v1/events?reseller_store_id=${shop.reseller.id}`, { token: shop.user.token });
+    const ofJob = listed.body.data.filter((event: { data: { object: { id: string } } }) => event.data.object.id === jobId).reverse();
+    expect(ofJob.map((event: { type: string }) => event.type)).toEqual(['sync_job.created', 'sync_job.failed', 'sync_job.failed', 'sync_job.failed', 'sync_job.failed', 'sync_job.dead']);
 
     sandbox.clearFaults(shop.supplier.shopDomain);
     const retry = await api.post(`/v1/sync_jobs/${jobId}/retry`, { token: shop.user.token });

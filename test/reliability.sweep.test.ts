@@ -103,6 +103,9 @@ describe('the sweep', () => {
     expect(dead.errorMessage).toContain('delivered 4 times');
     expect((await deadEntry(shop.user.token, job.id))?.metadata).toMatchObject({ reason: 'delivery_exhausted', attempts: 0 });
     expect(orderPosts(sandbox, supplier.shopDomain)).toHaveLength(0);
+    // No attempt failed: its death alone.
+    const events = await api.get(`/v1/events?reseller_store_id=${shop.reseller.id}`, { token: shop.user.token });
+    expect(events.body.data.map((event: any) => event.type).filter((type: string) => type !== 'sync_job.created')).toEqual(['sync_job.dead']);
   });
 
   it('queues a fulfillment whose message was lost again, and it reaches the customer once', async ({ service, api, sandbox, sql, startSweepingWorker }) => {
@@ -194,6 +197,9 @@ describe('redelivered messages', () => {
     // Its event with it, as when the sweep finds the same death.
     const events = await api.get(`/v1/events?type=sync_job.dead&reseller_store_id=${shop.reseller.id}`, { token: shop.user.token });
     expect(events.body.data.map((event: any) => event.data.object)).toMatchObject([{ id: job.id, status: 'dead', errorMessage: WORKER_LOST_ERROR }]);
+    // The lost attempt was a failed attempt (events.md: sync_job.failed on every one), the last one.
+    const all = await api.get(`/v1/events?reseller_store_id=${shop.reseller.id}`, { token: shop.user.token });
+    expect(all.body.data.map((event: any) => event.type).reverse().filter((type: string) => type !== 'sync_job.created')).toEqual(['sync_job.failed', 'sync_job.dead']);
   });
 
   it('count the lost attempt as a failed one, with its sync_job.failed event, when it had retries left', async ({ api, sandbox, pendingJob, strand, startSweepingWorker }) => {

@@ -110,7 +110,7 @@ describe('SDK generated from openapi.json', () => {
     // The job's story as events, listed and delivered, each delivery verified by the stock receiver.
     expect(result.webhookEndpoint.secretShownOnce).toBe(true);
     const story = ['sync_job.created', 'sync_job.failed', 'sync_job.dead', 'sync_job.retried', 'sync_job.completed'];
-    expect(result.eventTypes.filter((type: string) => story.includes(type))).toEqual(['sync_job.created', 'sync_job.failed', 'sync_job.failed', 'sync_job.failed', 'sync_job.dead', 'sync_job.retried', 'sync_job.completed']);
+    expect(result.eventTypes.filter((type: string) => story.includes(type))).toEqual(['sync_job.created', 'sync_job.failed', 'sync_job.failed', 'sync_job.failed', 'sync_job.failed', 'sync_job.dead', 'sync_job.retried', 'sync_job.completed']);
     const delivered = await waitFor(async () => {
       const deliveries = receiver.at('/sdk');
       return deliveries.length >= result.eventTypes.length && deliveries;

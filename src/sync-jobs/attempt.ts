@@ -16,6 +16,7 @@ import { syncJobEvent, syncJobEventsIn } from './events.ts';
 import type { SyncJobRepository, JobWithSource } from './repository.ts';
 import type { PlacedManualJobs, SupplierSuccessors, SupplierTwins } from './ports.ts';
 import { answeringFor } from '../source-stores/former-records.ts';
+import { diedOfFailedAttempt } from '../../machines/attempt.machine.ts';
 
 /** What a sync job's attempt needs, built once per process (src/workers/kinds.ts hands them over). */
 export interface SyncJobAttemptDeps {
@@ -288,9 +289,10 @@ export const jobOutcomeAudit = (job: SyncJob, reason?: DeathReason): AuditRecord
   });
 
 /**
- * `sync_job.completed`, `sync_job.failed` (an attempt failed and another is scheduled) or
- * `sync_job.dead` (the last one failed), with the job's cancellations as the outcome's transaction
- * sees them. A job has no fulfillments before it completes (see syncJobEvent).
+ * `sync_job.completed`, `sync_job.failed` (an attempt failed: every failed attempt, events.md) or
+ * `sync_job.dead` (no automatic retry is left), with the job's cancellations as the outcome's
+ * transaction sees them: a last attempt that failed gives both, `sync_job.failed` first. A job has
+ * no fulfillments before it completes (see syncJobEvent).
  */
 export const jobOutcomeEvents = (trx: Trx, jobs: SyncJob[]): Promise<NewEvent[]> => syncJobEventsIn(trx, outcomesOf(jobs));
 
@@ -301,4 +303,7 @@ export const jobOutcomeEvents = (trx: Trx, jobs: SyncJob[]): Promise<NewEvent[]>
 export const jobOutcomeEventsOf = (jobs: SyncJob[]): NewEvent[] => outcomesOf(jobs).map(({ type, job }) => syncJobEvent(type, job));
 
 const outcomesOf = (jobs: SyncJob[]) =>
-  jobs.flatMap((job) => (job.status === 'completed' || job.status === 'failed' || job.status === 'dead' ? [{ type: `sync_job.${job.status}` as const, job }] : []));
+  jobs.flatMap((job) => {
+    if (job.status === 'dead' && diedOfFailedAttempt(job)) return [{ type: 'sync_job.failed' as const, job }, { type: 'sync_job.dead' as const, job }];
+    return job.status === 'completed' || job.status === 'failed' || job.status === 'dead' ? [{ type: `sync_job.${job.status}` as const, job }] : [];
+  });
