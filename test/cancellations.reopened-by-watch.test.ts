@@ -6,13 +6,17 @@
  * that order is still open at the supplier, nothing cancelled it: the supplier would ship an order
  * the customer cancelled. A divergence-watch pass that lists it (its reference names the job)
  * records it on the job and asks for a new whole-order cancellation, which cancels it at the
- * supplier through the normal retried work.
+ * supplier through the normal retried work. Should the supplier ship while that cancellation is
+ * being made, the shipment is reported once, by it (`cancellation.too_late`), not a second time on
+ * the cancellation that missed the order.
  */
 import { expect } from 'vitest';
 import { queryRows } from './support/database.ts';
-import { ANVIL, createShop, placeWithAnswerLost, sendStorefrontWebhook, settled } from './support/cancellations.ts';
+import { sendWebhook } from './sandbox/server.ts';
+import { ANVIL, createShop, placeWithAnswerLost, sendStorefrontWebhook, settled, type Shop } from './support/cancellations.ts';
 import { test } from './support/fixtures.ts';
 import { auditOf, waitForJob } from './support/sync-jobs.ts';
+import { FULFILLMENTS_PATH } from './support/webhooks.ts';
 import { check, type Tenant } from './support/watch.ts';
 
 test.override('serviceEnv', { SYNC_RETRY_BASE_DELAY_MS: '50', SWEEP_INTERVAL_MS: '300', RECONCILE_INTERVAL_MS: '0', DIVERGENCE_INTERVAL_MS: '0' });
@@ -69,3 +73,42 @@ it('a pass that lists the still-open supplier order of a job whose cancellation 
   const todo = (await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token })).body.data;
   expect(todo.filter((entry: { syncJobId: string }) => entry.syncJobId === jobId)).toEqual([]);
 }, 90_000);
+
+it('a shipment while the cancellation asked again is being made is reported once, by that cancellation', async ({ api, sandbox, service }) => {
+  const shop = await createShop(api, 'custom', 'custom');
+  const order = sandbox.buildOrderPayload('custom', { id: `ro-${nextOrderId++}`, lines: [{ ...ANVIL, quantity: 1 }] });
+  const { jobId, held: placed } = await placeWithAnswerLost(api, sandbox, service.url, shop, order);
+  const sourceOrderId = String(placed.id);
+  const stored = sandbox.orderOf(shop.acme.shopDomain, 'custom', sourceOrderId)!;
+  sandbox.seedOrder(shop.acme.shopDomain, 'custom', { ...stored, createdAt: new Date(Date.now() - 24 * 60 * 60_000).toISOString() });
+  await sendStorefrontWebhook(service.url, shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString() });
+  const ended = await waitForJob(api, shop.user.token, jobId, settled);
+  expect(ended.cancellations).toMatchObject([{ status: 'completed', outcome: 'not_placed', scope: 'order' }]);
+
+  // The supplier answers slowly: the cancellation the pass asks for is still being made when the supplier ships.
+  sandbox.setFaults(shop.acme.shopDomain, { latencyMs: 2_500 });
+  const tenant = { target: { api, url: service.url, databaseUrl: service.databaseUrl }, user: shop.user, reseller: { ...shop.reseller, secret: shop.reseller.secret }, suppliers: [] } as unknown as Tenant;
+  expect(await check(tenant)).toMatchObject({ status: 'succeeded', error: null });
+  const [shipment] = sandbox.shipOrder(shop.acme.shopDomain, 'custom', sourceOrderId, { trackingNumbers: ['ASKED-AGAIN-TRK'] });
+  const recorded = await supplierSends(service.url, shop, shipment);
+  expect(recorded.body).toMatchObject({ syncJobIds: [jobId] });
+  const asking = await waitForJob(api, shop.user.token, jobId, () => true);
+  expect(asking.cancellations[1]).toMatchObject({ scope: 'order' });
+  expect(asking.cancellations[1].status).not.toBe('completed');
+
+  const done = await waitForJob(api, shop.user.token, jobId, (job) => job.cancellations[1]?.status === 'completed', 30_000, 'second cancellation of');
+  expect(done.cancellations).toMatchObject([
+    { status: 'completed', outcome: 'not_placed' },
+    { status: 'completed', outcome: 'too_late' },
+  ]);
+  const tooLate = await queryRows<{ type: string }>(service.databaseUrl, "select type from events where reseller_store_id = $1 and type = 'cancellation.too_late'", [shop.reseller.id]);
+  expect(tooLate).toHaveLength(1);
+  const todo = (await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token })).body.data;
+  expect(todo.filter((entry: { type: string }) => entry.type === 'too_late')).toMatchObject([{ syncJobId: jobId, subjectId: done.cancellations[1].id }]);
+  sandbox.clearFaults(shop.acme.shopDomain);
+}, 90_000);
+
+/** A fulfillments/create webhook from Acme, signed with its secret. */
+function supplierSends(serviceUrl: string, shop: Shop, payload: unknown) {
+  return sendWebhook({ targetUrl: `${serviceUrl}${FULFILLMENTS_PATH}`, shopDomain: shop.acme.shopDomain, secret: shop.acme.secret, topic: 'fulfillments/create', payload });
+}

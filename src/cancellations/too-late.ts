@@ -30,16 +30,23 @@ export interface TooLateWriting {
 export const endsWholeOrder = (c: Cancellation): boolean =>
   c.status === 'completed' && ((c.scope === 'order' && (c.outcome === 'cancelled' || c.outcome === 'not_placed')) || (c.closesOrder && c.outcome === 'cancelled'));
 
+/** A whole-order cancellation still being made (pending, processing, or failed and waiting for its retry). */
+const wholeOrderInFlight = (c: Cancellation): boolean => c.scope === 'order' && (c.status === 'pending' || c.status === 'processing' || c.status === 'failed');
+
 /**
  * The supplier shipped a job whose whole order a cancellation ended `cancelled` or `not_placed`: the
  * latest such cancellation becomes `too_late` (audit and event `cancellation.too_late`, a `too_late`
  * entry on the to-do list), once per job. Runs in `trx`, under the job's placed-job lock
  * (src/sync-jobs/placed-lock.ts), which both a fulfillment's recording and such a cancellation's
- * outcome hold: whichever commits second sees the other. Returns whether it marked one.
+ * outcome hold: whichever commits second sees the other. Not while a later whole-order cancellation
+ * is still being made (the order asked again once found: `askWholeOrderAgainIn`): its own outcome
+ * tells of the shipment (the supplier answers that it shipped, or the outcome finds this
+ * fulfillment), so the shipment is reported once, by it. Returns whether it marked one.
  */
 export async function shippedAnywayIn(trx: Trx, deps: TooLateWriting, syncJobId: string, reason: string): Promise<boolean> {
   const cancellations = await deps.repository.forJobsIn(trx, [syncJobId]);
   if (cancellations.some((c) => c.outcome === 'too_late')) return false;
+  if (cancellations.some(wholeOrderInFlight)) return false;
   // One that left nothing to ship: lines cancelled or cut leave the rest to ship, and its shipment is no news.
   const latest = cancellations.findLast(endsWholeOrder);
   if (!latest || !(await deps.repository.markTooLate(trx, latest, reason))) return false;
