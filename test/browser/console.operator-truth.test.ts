@@ -242,8 +242,9 @@ describe('the operator console tells the operator what it does not know (review 
     await context.close();
   }, 60_000);
 
-  it('says that only the first 500 stores are listed when there are more', async () => {
-    const shop = await openShop(service.api, { name: 'Many Stores' });
+  it('says that only the first 500 stores are listed when there are more, and counts no dead jobs it cannot see', async () => {
+    // Its own store is past the first 500 listed: its dead job is in none of the listed stores' counts.
+    const { shop, job } = await storeWithDeadJob('Many Stores');
     const { context, page, problems } = await openTab();
     // Every page of the stores is full, and more follow; the stub stores have nothing in them.
     await page.route('**/v1/reseller_stores?*', (route) => {
@@ -263,6 +264,14 @@ describe('the operator console tells the operator what it does not know (review 
     await expect.poll(() => picker.locator('option').count(), { timeout: 10_000 }).toBeGreaterThan(500);
     await expect(picker.locator('option').last().textContent()).resolves.toBe('First 500 stores shown; more exist');
     await page.getByText('First 500 stores shown; more exist.').waitFor();
+    // The bulk retry covers every store: not a count of the listed ones (0 here), nor disabled by it.
+    await page.getByText('Counted in the first 500 stores only').waitFor();
+    const retryAll = page.getByRole('button', { name: 'Retry all dead jobs', exact: true });
+    await expect.poll(() => retryAll.isEnabled()).toBe(true);
+    await retryAll.click();
+    await expect.poll(() => page.getByRole('status').first().textContent(), { timeout: 10_000 }).toContain('Retried 1 dead job');
+    const retried = await service.api.get(`/v1/events?type=sync_job.retried&reseller_store_id=${shop.reseller.id}`, { token: shop.user.token });
+    expect(retried.body.data.map((event: { data: { object: { id: string } } }) => event.data.object.id)).toEqual([job.id]);
 
     await page.evaluate(`location.hash = '#/jobs'`);
     await view(page, 'Jobs');

@@ -74,21 +74,24 @@ function ProblemJobs({ jobs, totals, dir, action }) {
   if (jobs === null) return html`<${Loading} what="dead and failed jobs" />`;
   if (jobs.length === 0) return html`<section aria-labelledby="problems-heading"><h2 id="problems-heading">Dead and failed jobs</h2><p>No dead or failed jobs. Everything is moving.</p></section>`;
   const total = totals.dead + totals.failed;
+  // Past LISTED_STORES the totals are of the listed stores only, while the bulk retry covers every store.
+  const counted = !dir.storesCut;
   const retrySelected = () => action.run('retry the selected jobs', () => retryJobs(selection.chosen()).finally(selection.clear));
   const retryAllDead = () => action.run('retry the dead jobs', () => bulkRetry({ status: 'dead' }));
   return html`
     <section aria-labelledby="problems-heading">
       <h2 id="problems-heading">Dead and failed jobs</h2>
       <p class="muted">
-        ${total > jobs.length ? `The ${jobs.length} most recent of ${number.format(total)}. ` : ''}
+        ${counted && total > jobs.length ? `The ${jobs.length} most recent of ${number.format(total)}. ` : ''}
+        ${counted ? '' : `Counted in the first ${number.format(LISTED_STORES)} stores only; "Retry all dead jobs" retries those of every store. `}
         Dead jobs wait for you; failed ones will be retried automatically.${' '}
         <a href=${href('/jobs', { status: 'dead' })}>All dead jobs</a> · <a href=${href('/jobs', { status: 'failed' })}>All failed jobs</a>
       </p>
       <div class="actions">
         <button type="button" onClick=${retrySelected} disabled=${action.busy !== null || selection.count === 0}
           aria-busy=${action.busy === 'retry the selected jobs' ? 'true' : 'false'}>Retry selected (${selection.count})</button>
-        <button type="button" class="secondary" onClick=${retryAllDead} disabled=${action.busy !== null || totals.dead === 0}
-          aria-busy=${action.busy === 'retry the dead jobs' ? 'true' : 'false'}>Retry all dead jobs (${number.format(totals.dead)})</button>
+        <button type="button" class="secondary" onClick=${retryAllDead} disabled=${action.busy !== null || (counted && totals.dead === 0)}
+          aria-busy=${action.busy === 'retry the dead jobs' ? 'true' : 'false'}>Retry all dead jobs${counted ? ` (${number.format(totals.dead)})` : ''}</button>
       </div>
       <${JobsTable} jobs=${jobs} dir=${dir} showStore=${true} selection=${selection} busy=${action.busy}
         onRetry=${(job) => action.run('retry the job', () => retryJobs([job]))}
