@@ -108,6 +108,36 @@ it('a shipment while the cancellation asked again is being made is reported once
   sandbox.clearFaults(shop.acme.shopDomain);
 }, 90_000);
 
+it('a shipment while the cancellation asked again is being made is reported once even when that cancellation dies: on the one before it', async ({ api, sandbox, service }) => {
+  const shop = await createShop(api, 'custom', 'custom');
+  const order = sandbox.buildOrderPayload('custom', { id: `ro-${nextOrderId++}`, lines: [{ ...ANVIL, quantity: 1 }] });
+  const { jobId, held: placed } = await placeWithAnswerLost(api, sandbox, service.url, shop, order);
+  const sourceOrderId = String(placed.id);
+  const stored = sandbox.orderOf(shop.acme.shopDomain, 'custom', sourceOrderId)!;
+  sandbox.seedOrder(shop.acme.shopDomain, 'custom', { ...stored, createdAt: new Date(Date.now() - 24 * 60 * 60_000).toISOString() });
+  await sendStorefrontWebhook(service.url, shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString() });
+  await waitForJob(api, shop.user.token, jobId, settled);
+
+  sandbox.setFaults(shop.acme.shopDomain, { latencyMs: 2_500 });
+  const tenant = { target: { api, url: service.url, databaseUrl: service.databaseUrl }, user: shop.user, reseller: { ...shop.reseller, secret: shop.reseller.secret }, suppliers: [] } as unknown as Tenant;
+  expect(await check(tenant)).toMatchObject({ status: 'succeeded', error: null });
+  const [shipment] = sandbox.shipOrder(shop.acme.shopDomain, 'custom', sourceOrderId, { trackingNumbers: ['ASKED-AGAIN-DIES'] });
+  expect((await supplierSends(service.url, shop, shipment)).body).toMatchObject({ syncJobIds: [jobId] });
+  // The supplier stops answering: the second cancellation dies without learning of the shipment.
+  sandbox.setFaults(shop.acme.shopDomain, { alwaysFail: true, status: 503 });
+
+  const done = await waitForJob(api, shop.user.token, jobId, (job) => job.cancellations[1]?.status === 'dead', 30_000, 'second cancellation dead of');
+  expect(done.cancellations).toMatchObject([
+    { status: 'completed', outcome: 'too_late', reason: expect.stringContaining('while the cancellation was being made') },
+    { status: 'dead' },
+  ]);
+  const tooLate = await queryRows<{ type: string }>(service.databaseUrl, "select type from events where reseller_store_id = $1 and type = 'cancellation.too_late'", [shop.reseller.id]);
+  expect(tooLate).toHaveLength(1);
+  const todo = (await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token })).body.data;
+  expect(todo.filter((entry: { type: string }) => entry.type === 'too_late')).toMatchObject([{ syncJobId: jobId, subjectId: done.cancellations[0].id }]);
+  sandbox.clearFaults(shop.acme.shopDomain);
+}, 90_000);
+
 /** A fulfillments/create webhook from Acme, signed with its secret. */
 function supplierSends(serviceUrl: string, shop: Shop, payload: unknown) {
   return sendWebhook({ targetUrl: `${serviceUrl}${FULFILLMENTS_PATH}`, shopDomain: shop.acme.shopDomain, secret: shop.acme.secret, topic: 'fulfillments/create', payload });

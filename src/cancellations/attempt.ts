@@ -357,7 +357,7 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
      * a fulfillment's recording holds too: tracking recorded while the cancel call was in flight (its
      * own check then saw the cancellation still processing) is committed and found here.
      */
-    outcomeLocks: (rows) => rows.filter(endsWholeOrder).map((row) => placedJobLockKey(row.syncJobId)),
+    outcomeLocks: (rows) => rows.filter((row) => endsWholeOrder(row) || diesWholeOrder(row)).map((row) => placedJobLockKey(row.syncJobId)),
 
     /**
      * A whole order cancelled (or its last open lines) while a fulfillment of it was recorded: `too_late`.
@@ -367,7 +367,10 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
      * (scope `order`), so is its `supplier_cancelled` entry (not for some lines: the rest still needs them).
      */
     async outcomesWrittenIn(trx, rows) {
-      const jobIds = [...new Set(rows.filter(endsWholeOrder).map((row) => row.syncJobId))];
+      // A whole-order cancellation that dies was the one a fulfillment recorded meanwhile left the
+      // shipment to (`shippedAnywayIn` waits for one still being made): it is reported now, on the
+      // cancellation before it that ended the order (one asked again after a `not_placed`).
+      const jobIds = [...new Set(rows.filter((row) => endsWholeOrder(row) || diesWholeOrder(row)).map((row) => row.syncJobId))];
       if (jobIds.length === 0) return;
       const shipped = await ctx.shipments.jobsShippedIn(trx, jobIds);
       const writing = { repository, divergences: ctx.divergences, outbox: ctx.outbox };
@@ -383,6 +386,9 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
 }
 
 const SHIPPED_WHILE_CANCELLING = shippedAnywayReason('a fulfillment arrived while the cancellation was being made');
+
+/** A whole-order cancellation that died (its last automatic attempt failed). */
+const diesWholeOrder = (row: Cancellation): boolean => row.scope === 'order' && row.status === 'dead';
 
 /** The to-do list's entries about cancelling part of a supplier order, moot once the order is cancelled whole. */
 const MOOT_ONCE_CANCELLED = ['cancellation_dead', 'unsupported'] as const;
