@@ -22,7 +22,7 @@ export const EventTypeSchema = z.enum(EVENT_TYPES).describe(
     '`sync_job.created`: a job was created (by an order webhook, reconciliation or the API).',
     '`sync_job.completed`: its order was placed on the source store.',
     '`sync_job.failed`: an attempt failed (one event per failed attempt, the last one included: then the object is already `dead`, and `sync_job.dead` follows).',
-    '`sync_job.dead`: the last automatic attempt failed; the job waits for a manual retry.',
+    '`sync_job.dead`: no automatic attempt is left (the last one failed, or the job\'s queue message could not be delivered); the job waits for a manual retry.',
     '`sync_job.retried`: a failed or dead job was retried by hand.',
     '`fulfillment.completed`: tracking reached the reseller order (the customer was notified).',
     '`fulfillment.dead`: tracking could not be added after every automatic attempt.',
