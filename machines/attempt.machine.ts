@@ -69,9 +69,10 @@ export interface AttemptState<TResultKey extends string> extends PersistedAttemp
 }
 
 /**
- * Whether dead work died of a failed attempt (its last automatic one failed, or was lost), not of an
- * ABANDON: the FAIL or LOSE records `failedAt` and the eventless move to `dead` records `deadAt`,
- * both the event's `at`, while ABANDON records only `deadAt`. Compared as instants (a row keeps dates).
+ * Whether dead work died of a failed attempt: its last automatic one failed or was lost, or the
+ * attempt in progress was abandoned with it. The FAIL or LOSE records `failedAt` and the eventless
+ * move to `dead` records `deadAt`, both the event's `at`, as ABANDON does from `processing`; an
+ * ABANDON of work waiting for an attempt records only `deadAt`. Compared as instants (a row keeps dates).
  */
 export function diedOfFailedAttempt(state: { status: AttemptStatus; failedAt?: string | Date | null; deadAt?: string | Date | null }): boolean {
   if (state.status !== 'dead' || !state.failedAt || !state.deadAt) return false;
@@ -126,6 +127,11 @@ function createAttemptMachine<const TResultKey extends string>(id: string, resul
         if (event.type !== 'ABANDON') return context;
         return { ...context, errorMessage: event.error, deadAt: event.at };
       }),
+      // The attempt in progress is given up on with the work: it failed (its timeline entry says so).
+      recordAbandonedAttempt: assign(({ context, event }) => {
+        if (event.type !== 'ABANDON') return context;
+        return { ...context, errorMessage: event.error, failedAt: event.at, deadAt: event.at };
+      }),
       recordSkip: assign(({ context, event }) => {
         if (event.type !== 'SKIP') return context;
         return { ...context, errorMessage: event.reason };
@@ -159,7 +165,7 @@ function createAttemptMachine<const TResultKey extends string>(id: string, resul
           // A message redelivered after its worker died, or a sweep finding the attempt abandoned,
           // is not a new attempt on top of the lost one: the lost one failed.
           LOSE: { target: 'failed', actions: 'recordFailure' },
-          ABANDON: { target: 'dead', actions: 'recordAbandonment' },
+          ABANDON: { target: 'dead', actions: 'recordAbandonedAttempt' },
         },
       },
       failed: {

@@ -83,7 +83,8 @@ const expected: Record<SyncJobStatus, Record<SyncJobEvent['type'], Outcome>> = {
     SUCCEED: { status: 'completed', changes: { sourceOrderId: '7001', completedAt: NOW, errorMessage: null } },
     FAIL: { status: 'failed', changes: { errorMessage: 'timeout', failedAt: NOW } },
     LOSE: { status: 'failed', changes: { errorMessage: WORKER_LOST_ERROR, failedAt: NOW, attempts: 2, retriesLeft: 2 } },
-    ABANDON: { status: 'dead', changes: { errorMessage: 'abandoned', deadAt: NOW } },
+    // The attempt in progress fails with it.
+    ABANDON: { status: 'dead', changes: { errorMessage: 'abandoned', failedAt: NOW, deadAt: NOW } },
     SKIP: 'refused',
     VOID: 'refused',
     RETRY: 'refused',
@@ -282,15 +283,19 @@ describe('sync job machine', () => {
     expect(restored.can(events.SUCCEED)).toBe(true);
   });
 
-  it('tells a death by a failed attempt (the last FAIL or LOSE) from one by ABANDON', () => {
+  it('tells a death by a failed attempt (the last FAIL or LOSE, or one abandoned in progress) from an ABANDON of waiting work', () => {
     const died = (state: PersistedSyncJob) => diedOfFailedAttempt({ status: state.status, ...state.context });
     const failedThrice = replay(initialSyncJob(), [take, fail, take, fail, take, fail, take]);
     expect(died(mustApply(failedThrice, events.FAIL))).toBe(true);
     expect(died(mustApply(failedThrice, events.LOSE))).toBe(true);
     // ABANDON comes later than the failure before it (the sweep gives up on a message long after).
-    const abandoned = mustApply(failedThrice, { ...events.ABANDON, at: '2026-11-02T10:00:00.000Z' });
+    const later = { ...events.ABANDON, at: '2026-11-02T10:00:00.000Z' };
+    expect(died(mustApply(failedThrice, later))).toBe(true);
+    const waiting = replay(initialSyncJob(), [take, fail]);
+    const abandoned = mustApply(waiting, later);
     expect(abandoned.status).toBe('dead');
     expect(died(abandoned)).toBe(false);
+    expect(died(mustApply(jobIn.pending, later))).toBe(false);
     // Read back from a row: the same instants as dates.
     const fromRow = mustApply(failedThrice, events.FAIL).context;
     expect(diedOfFailedAttempt({ status: 'dead', failedAt: new Date(fromRow.failedAt!), deadAt: new Date(fromRow.deadAt!) })).toBe(true);

@@ -185,6 +185,19 @@ describe('the sweep', () => {
 });
 
 describe('redelivered messages', () => {
+  it('counts the attempt in progress of a job whose message the queue gave up on as failed: sync_job.failed, then sync_job.dead', async ({ api, sandbox, pendingJob, strand, deadEntry, startSweepingWorker }) => {
+    const { shop, supplier, job, messageId } = await pendingJob();
+    await strand(job.id, messageId, { status: 'processing', attempts: 2, retriesLeft: 2 }, 'failed');
+    await startSweepingWorker();
+    const dead = await settled(api, shop.user.token, job.id);
+    expect(dead).toMatchObject({ status: 'dead', attempts: 2 });
+    expect(dead.failedAt).toBe(dead.deadAt);
+    expect((await deadEntry(shop.user.token, job.id))?.metadata).toMatchObject({ reason: 'delivery_exhausted', attempts: 2 });
+    expect(orderPosts(sandbox, supplier.shopDomain)).toHaveLength(0);
+    const events = await api.get(`/v1/events?reseller_store_id=${shop.reseller.id}`, { token: shop.user.token });
+    expect(events.body.data.map((event: any) => event.type).reverse().filter((type: string) => type !== 'sync_job.created')).toEqual(['sync_job.failed', 'sync_job.dead']);
+  });
+
   it('never attempt a job more often than the policy allows: a redelivery on the last retry is the death of the lost attempt, not a fifth call', async ({ api, sandbox, pendingJob, strand, deadEntry, startSweepingWorker }) => {
     const { shop, supplier, job, messageId } = await pendingJob();
     // The worker that took attempt 4 died; pg-boss redelivers its message.
