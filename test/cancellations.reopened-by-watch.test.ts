@@ -12,7 +12,8 @@
  */
 import { expect } from 'vitest';
 import { queryRows } from './support/database.ts';
-import { sendWebhook } from './sandbox/server.ts';
+import { sendWebhook, type Sandbox } from './sandbox/server.ts';
+import type { ApiClient } from './support/api.ts';
 import { ANVIL, createShop, placeWithAnswerLost, sendStorefrontWebhook, settled, type Shop } from './support/cancellations.ts';
 import { test } from './support/fixtures.ts';
 import { auditOf, waitForJob } from './support/sync-jobs.ts';
@@ -25,21 +26,10 @@ const it = test;
 let nextOrderId = 5_370_000 + Math.floor(Math.random() * 10_000) * 10;
 
 it('a pass that lists the still-open supplier order of a job whose cancellation ended not_placed records it on the job and cancels it at the supplier', async ({ api, sandbox, service }) => {
-  const shop = await createShop(api, 'custom', 'custom');
-  // Every answer lost: the supplier holds the order, the job never learns it and dies.
-  const order = sandbox.buildOrderPayload('custom', { id: `ro-${nextOrderId++}`, lines: [{ ...ANVIL, quantity: 1 }] });
-  const { jobId, held: placed } = await placeWithAnswerLost(api, sandbox, service.url, shop, order);
-  const sourceOrderId = String(placed.id);
-  // The supplier's list shows the order as created a day before: the cancellation's lookup of the orders created since the job misses it.
-  const stored = sandbox.orderOf(shop.acme.shopDomain, 'custom', sourceOrderId)!;
-  sandbox.seedOrder(shop.acme.shopDomain, 'custom', { ...stored, createdAt: new Date(Date.now() - 24 * 60 * 60_000).toISOString() });
-  await sendStorefrontWebhook(service.url, shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString() });
-  const ended = await waitForJob(api, shop.user.token, jobId, settled);
-  expect(ended).toMatchObject({ status: 'completed', sourceOrderId: null, cancellations: [{ status: 'completed', outcome: 'not_placed', scope: 'order' }] });
+  const { shop, jobId, sourceOrderId, ended, tenant } = await cancellationMissedTheOrder({ api, sandbox, service });
   // The order is still open at the supplier: it would be shipped.
   expect(sandbox.orderOf(shop.acme.shopDomain, 'custom', sourceOrderId)?.status).not.toBe('cancelled');
 
-  const tenant = { target: { api, url: service.url, databaseUrl: service.databaseUrl }, user: shop.user, reseller: { ...shop.reseller, secret: shop.reseller.secret }, suppliers: [] } as unknown as Tenant;
   const pass = await check(tenant);
   expect(pass).toMatchObject({ status: 'succeeded', error: null });
   expect(pass.repairs).toBeGreaterThanOrEqual(1);
@@ -75,19 +65,9 @@ it('a pass that lists the still-open supplier order of a job whose cancellation 
 }, 90_000);
 
 it('a shipment while the cancellation asked again is being made is reported once, by that cancellation', async ({ api, sandbox, service }) => {
-  const shop = await createShop(api, 'custom', 'custom');
-  const order = sandbox.buildOrderPayload('custom', { id: `ro-${nextOrderId++}`, lines: [{ ...ANVIL, quantity: 1 }] });
-  const { jobId, held: placed } = await placeWithAnswerLost(api, sandbox, service.url, shop, order);
-  const sourceOrderId = String(placed.id);
-  const stored = sandbox.orderOf(shop.acme.shopDomain, 'custom', sourceOrderId)!;
-  sandbox.seedOrder(shop.acme.shopDomain, 'custom', { ...stored, createdAt: new Date(Date.now() - 24 * 60 * 60_000).toISOString() });
-  await sendStorefrontWebhook(service.url, shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString() });
-  const ended = await waitForJob(api, shop.user.token, jobId, settled);
-  expect(ended.cancellations).toMatchObject([{ status: 'completed', outcome: 'not_placed', scope: 'order' }]);
-
+  const { shop, jobId, sourceOrderId, tenant } = await cancellationMissedTheOrder({ api, sandbox, service });
   // The supplier answers slowly: the cancellation the pass asks for is still being made when the supplier ships.
   sandbox.setFaults(shop.acme.shopDomain, { latencyMs: 2_500 });
-  const tenant = { target: { api, url: service.url, databaseUrl: service.databaseUrl }, user: shop.user, reseller: { ...shop.reseller, secret: shop.reseller.secret }, suppliers: [] } as unknown as Tenant;
   expect(await check(tenant)).toMatchObject({ status: 'succeeded', error: null });
   const [shipment] = sandbox.shipOrder(shop.acme.shopDomain, 'custom', sourceOrderId, { trackingNumbers: ['ASKED-AGAIN-TRK'] });
   const recorded = await supplierSends(service.url, shop, shipment);
@@ -109,17 +89,8 @@ it('a shipment while the cancellation asked again is being made is reported once
 }, 90_000);
 
 it('a shipment while the cancellation asked again is being made is reported once even when that cancellation dies: on the one before it', async ({ api, sandbox, service }) => {
-  const shop = await createShop(api, 'custom', 'custom');
-  const order = sandbox.buildOrderPayload('custom', { id: `ro-${nextOrderId++}`, lines: [{ ...ANVIL, quantity: 1 }] });
-  const { jobId, held: placed } = await placeWithAnswerLost(api, sandbox, service.url, shop, order);
-  const sourceOrderId = String(placed.id);
-  const stored = sandbox.orderOf(shop.acme.shopDomain, 'custom', sourceOrderId)!;
-  sandbox.seedOrder(shop.acme.shopDomain, 'custom', { ...stored, createdAt: new Date(Date.now() - 24 * 60 * 60_000).toISOString() });
-  await sendStorefrontWebhook(service.url, shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString() });
-  await waitForJob(api, shop.user.token, jobId, settled);
-
+  const { shop, jobId, sourceOrderId, tenant } = await cancellationMissedTheOrder({ api, sandbox, service });
   sandbox.setFaults(shop.acme.shopDomain, { latencyMs: 2_500 });
-  const tenant = { target: { api, url: service.url, databaseUrl: service.databaseUrl }, user: shop.user, reseller: { ...shop.reseller, secret: shop.reseller.secret }, suppliers: [] } as unknown as Tenant;
   expect(await check(tenant)).toMatchObject({ status: 'succeeded', error: null });
   const [shipment] = sandbox.shipOrder(shop.acme.shopDomain, 'custom', sourceOrderId, { trackingNumbers: ['ASKED-AGAIN-DIES'] });
   expect((await supplierSends(service.url, shop, shipment)).body).toMatchObject({ syncJobIds: [jobId] });
@@ -137,6 +108,27 @@ it('a shipment while the cancellation asked again is being made is reported once
   expect(todo.filter((entry: { type: string }) => entry.type === 'too_late')).toMatchObject([{ syncJobId: jobId, subjectId: done.cancellations[0].id }]);
   sandbox.clearFaults(shop.acme.shopDomain);
 }, 90_000);
+
+/**
+ * A job whose placement answer was lost, its whole storefront order then cancelled: the
+ * cancellation's lookup misses the supplier's order (its list shows it created a day before the job)
+ * and ends `not_placed`, while the order is still open at the supplier. With the watch's tenant.
+ */
+async function cancellationMissedTheOrder({ api, sandbox, service }: { api: ApiClient; sandbox: Sandbox; service: { url: string; databaseUrl: string } }) {
+  const shop = await createShop(api, 'custom', 'custom');
+  // Every answer lost: the supplier holds the order, the job never learns it and dies.
+  const order = sandbox.buildOrderPayload('custom', { id: `ro-${nextOrderId++}`, lines: [{ ...ANVIL, quantity: 1 }] });
+  const { jobId, held: placed } = await placeWithAnswerLost(api, sandbox, service.url, shop, order);
+  const sourceOrderId = String(placed.id);
+  // The supplier's list shows the order as created a day before: the cancellation's lookup of the orders created since the job misses it.
+  const stored = sandbox.orderOf(shop.acme.shopDomain, 'custom', sourceOrderId)!;
+  sandbox.seedOrder(shop.acme.shopDomain, 'custom', { ...stored, createdAt: new Date(Date.now() - 24 * 60 * 60_000).toISOString() });
+  await sendStorefrontWebhook(service.url, shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString() });
+  const ended = await waitForJob(api, shop.user.token, jobId, settled);
+  expect(ended).toMatchObject({ status: 'completed', sourceOrderId: null, cancellations: [{ status: 'completed', outcome: 'not_placed', scope: 'order' }] });
+  const tenant = { target: { api, url: service.url, databaseUrl: service.databaseUrl }, user: shop.user, reseller: { ...shop.reseller, secret: shop.reseller.secret }, suppliers: [] } as unknown as Tenant;
+  return { shop, jobId, sourceOrderId, ended, tenant };
+}
 
 /** A fulfillments/create webhook from Acme, signed with its secret. */
 function supplierSends(serviceUrl: string, shop: Shop, payload: unknown) {
