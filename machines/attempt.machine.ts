@@ -37,7 +37,8 @@ export const WORKER_LOST_ERROR = 'worker lost: the attempt ended without reporti
  * - LOSE: the attempt in progress was lost (its worker died, or its outcome could not be recorded):
  *   a failed attempt like any other, so it spends a retry, and the work dies when none is left.
  * - ABANDON: the work can no longer be moved by its queue (its message was delivered as often as
- *   the policy allows without an outcome): dead at once, with `error` saying why.
+ *   the policy allows without an outcome): dead at once, with `error` saying why; from `processing`
+ *   the attempt in progress counts as failed (`failedAt` too).
  * - SKIP: the work must not be attempted (e.g. tracking without a number for a platform that needs
  *   one): skipped, terminal, `reason` kept as its error message; never retried.
  * - VOID: the work is no longer wanted before it succeeded (a sync job whose order was cancelled

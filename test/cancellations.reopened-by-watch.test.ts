@@ -109,6 +109,34 @@ it('a shipment while the cancellation asked again is being made is reported once
   sandbox.clearFaults(shop.acme.shopDomain);
 }, 90_000);
 
+it.for([
+  { finder: 'the sweep', messageState: 'completed' },
+  { finder: 'its redelivered message', messageState: 'retry' },
+] as const)('a shipment left to the cancellation asked again is reported when $finder finds that cancellation lost on its last retry', { timeout: 90_000 }, async ({ messageState }, { api, sandbox, service }) => {
+  const { shop, jobId, sourceOrderId, tenant } = await cancellationMissedTheOrder({ api, sandbox, service });
+  sandbox.setFaults(shop.acme.shopDomain, { latencyMs: 2_500 });
+  expect(await check(tenant)).toMatchObject({ status: 'succeeded', error: null });
+  const [shipment] = sandbox.shipOrder(shop.acme.shopDomain, 'custom', sourceOrderId, { trackingNumbers: ['ASKED-AGAIN-LOST'] });
+  expect((await supplierSends(service.url, shop, shipment)).body).toMatchObject({ syncJobIds: [jobId] });
+  const asking = (await waitForJob(api, shop.user.token, jobId, (job) => job.cancellations.length === 2)).cancellations[1];
+  expect(asking.status).not.toBe('completed');
+  // Its worker dies on its last retry: the row stays processing (the attempt in flight now finds it moved), its
+  // message done with (the sweep finds the row) or delivered again (the worker's take finds the attempt lost).
+  const [row] = await queryRows<{ queue_message_id: string }>(
+    service.databaseUrl,
+    `update cancellations set status = 'processing', attempts = 4, retries_left = 0, version = version + 1, updated_at = now() - interval '1 hour'
+     where id = $1 returning queue_message_id`,
+    [asking.id],
+  );
+  await queryRows(service.databaseUrl, `update pgboss.job set state = $2, start_after = now() where id = $1`, [row!.queue_message_id, messageState]);
+
+  const done = await waitForJob(api, shop.user.token, jobId, (job) => job.cancellations[1]?.status === 'dead', 30_000, 'second cancellation dead of');
+  expect(done.cancellations).toMatchObject([{ status: 'completed', outcome: 'too_late' }, { status: 'dead', attempts: 4 }]);
+  const tooLate = await queryRows<{ type: string }>(service.databaseUrl, "select type from events where reseller_store_id = $1 and type = 'cancellation.too_late'", [shop.reseller.id]);
+  expect(tooLate).toHaveLength(1);
+  sandbox.clearFaults(shop.acme.shopDomain);
+});
+
 /**
  * A job whose placement answer was lost, its whole storefront order then cancelled: the
  * cancellation's lookup misses the supplier's order (its list shows it created a day before the job)

@@ -4,7 +4,7 @@ import { sqlOf, type Trx } from '../db/sql.ts';
 import { newMessageId } from '../queue/queue.ts';
 import { every } from '../shared/periodic.ts';
 import type { Attempt, AttemptKind, AttemptRow, AttemptRuntime, DeathReason } from './kind.ts';
-import { takeTurn } from '../db/locks.ts';
+import { holdLocks, takeTurn } from '../db/locks.ts';
 import { findStranded, writeAttemptTransitions, type AttemptWrite } from './repository.ts';
 import { LOST_ATTEMPT } from './worker.ts';
 
@@ -18,7 +18,7 @@ type AnyKind = AttemptKind<AttemptRow, string, object, { row: AttemptRow }, neve
 /** A kind as the sweep is handed it: its definition and what reads its rows (`attempt.load`). */
 export interface SweptKind {
   kind: AnyKind;
-  attempt: Pick<Attempt<{ row: AttemptRow }>, 'load'>;
+  attempt: Pick<Attempt<{ row: AttemptRow }>, 'load' | 'outcomeLocks' | 'outcomesWrittenIn'>;
 }
 
 /**
@@ -105,12 +105,18 @@ export class Sweeper {
       audit,
       ...(rescue.action !== 'requeued' && { timeline: LOST_ATTEMPT }),
     }));
+    // Rows moved to dead are outcomes like the worker's: under the kind's locks, with its writes.
+    const dying = rescues.filter(({ rescue }) => rescue.action === 'dead').map(({ row }) => row);
+    const locks = dying.length > 0 ? (attempt.outcomeLocks?.(dying) ?? []) : [];
+    if (locks.length > 0) await holdLocks(trx, locks);
     const written = await writeAttemptTransitions(trx, kind, writes);
     const moved = rescues.filter((_, i) => written[i]);
     // The events of the rows this pass settled or failed (sync_job.dead, .failed, …), in this
     // transaction beside their audit entries, as the worker's transitions do.
     const settled = moved.filter(({ rescue }) => rescue.action !== 'requeued').map(({ row }) => row);
     if (settled.length > 0) await this.ctx.outbox.append(trx, await kind.outcomeEvents(trx, settled));
+    const dead = moved.filter(({ rescue }) => rescue.action === 'dead').map(({ row }) => row);
+    if (dead.length > 0) await attempt.outcomesWrittenIn?.(trx, dead);
     const messages = moved.flatMap(({ row, rescue }) =>
       rescue.action === 'dead' ? [] : [{ id: row.queueMessageId!, message: kind.message(row.id), startAfter: rescue.startAfter }],
     );

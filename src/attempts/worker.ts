@@ -534,9 +534,15 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
     return sqlOf(this.ctx.orm)
       .transaction()
       .execute(async (trx) => {
+        // The rows now dead are outcomes like any other: under their locks, with the kind's writes.
+        const dead = reported.filter((row): row is R => row?.status === 'dead');
+        const locks = dead.length > 0 ? (this.attempt.outcomeLocks?.(dead as RowOf<W>[]) ?? []) : [];
+        if (locks.length > 0) await holdLocks(trx, locks);
         const written = await this.write(trx, writes, stale);
         const rows = reported.filter((row, i): row is R => row !== null && written[i] === true);
         if (rows.length > 0) await this.ctx.outbox.append(trx, await this.kind.outcomeEvents(trx, rows));
+        const writtenDead = rows.filter((row) => row.status === 'dead');
+        if (writtenDead.length > 0) await this.attempt.outcomesWrittenIn?.(trx, writtenDead as RowOf<W>[]);
         return written;
       });
   }

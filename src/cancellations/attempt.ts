@@ -353,14 +353,16 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
     },
 
     /**
-     * A whole order cancelled (or found never placed) is written under its job's placed-job lock, which
-     * a fulfillment's recording holds too: tracking recorded while the cancel call was in flight (its
-     * own check then saw the cancellation still processing) is committed and found here.
+     * A whole order cancelled (or found never placed), or a whole-order cancellation dead (by the worker,
+     * its lost last attempt or the sweep), is written under its job's placed-job lock, which a
+     * fulfillment's recording holds too: tracking recorded while the cancel call was in flight (its own
+     * check then saw the cancellation still being made) is committed and found here.
      */
     outcomeLocks: (rows) => rows.filter((row) => endsWholeOrder(row) || diesWholeOrder(row)).map((row) => placedJobLockKey(row.syncJobId)),
 
     /**
-     * A whole order cancelled (or its last open lines) while a fulfillment of it was recorded: `too_late`.
+     * A whole order cancelled (or its last open lines) while a fulfillment of it was recorded: `too_late`;
+     * so is the cancellation before a dead whole-order one that ended the order (see `shippedAnywayIn`).
      * Else nothing of the supplier order is left to cancel: the job's entries about cancelling some of
      * it (a cancellation that died, lines its platform could not cancel alone) are resolved, as nothing
      * is left for the reseller to do about them; and when the storefront cancelled the job's whole part
