@@ -30,6 +30,19 @@ export type SweepHook = () => Promise<Record<string, number>>;
 /** What the sweep did to one row. */
 type Rescue = { action: 'requeued' | 'lost'; startAfter: Date } | { action: 'dead'; reason: DeathReason };
 
+/** A stranded row and its rescue, with the audit entry of a death. */
+interface PlannedRescue {
+  row: AttemptRow;
+  rescue: Rescue;
+  audit?: AuditRecord;
+}
+
+/** What a pass does to one kind's stranded rows. */
+interface SweepPlan {
+  swept: SweptKind;
+  rescues: PlannedRescue[];
+}
+
 export interface SweepCounts {
   /** Rows re-enqueued as they were (their message was gone). */
   requeued: number;
@@ -77,7 +90,16 @@ export class Sweeper {
       .execute(async (trx) => {
         if (!(await takeTurn(trx, 'attempts.sweep'))) return null;
         const counts = { requeued: 0, lost: 0, dead: 0 };
-        for (const swept of this.kinds) await this.sweepKind(trx, swept, staleBefore, now, counts);
+        const plans: SweepPlan[] = [];
+        for (const swept of this.kinds) plans.push({ swept, rescues: await this.rescuesOf(trx, swept, staleBefore, now) });
+        // Rows moved to dead are outcomes like the worker's, under their kind's locks. Every kind's are
+        // taken before any row is written, as every other holder of them does (locks, then rows).
+        const locks = plans.flatMap(({ swept, rescues }) => {
+          const dying = rescues.filter(({ rescue }) => rescue.action === 'dead').map(({ row }) => row);
+          return dying.length > 0 ? (swept.attempt.outcomeLocks?.(dying) ?? []) : [];
+        });
+        if (locks.length > 0) await holdLocks(trx, locks);
+        for (const plan of plans) await this.apply(trx, plan, counts);
         return counts;
       });
     if (!report) return null;
@@ -86,10 +108,11 @@ export class Sweeper {
     return reported;
   }
 
-  private async sweepKind(trx: Trx, { kind, attempt }: SweptKind, staleBefore: Date, now: Date, counts: SweepCounts): Promise<void> {
+  /** A kind's stranded rows, each with what to do with it (applied to the row, not yet written). */
+  private async rescuesOf(trx: Trx, { kind, attempt }: SweptKind, staleBefore: Date, now: Date): Promise<PlannedRescue[]> {
     const stranded = new Map((await findStranded(trx, kind.table, kind.queue.name, staleBefore, ROWS_PER_PASS)).map((row) => [row.id, row]));
-    if (stranded.size === 0) return;
-    const rescues: { row: AttemptRow; rescue: Rescue; audit?: AuditRecord }[] = [];
+    if (stranded.size === 0) return [];
+    const rescues: PlannedRescue[] = [];
     for (const { row } of await attempt.load([...stranded.keys()])) {
       const seen = stranded.get(row.id)!;
       // Moved since it was found (a manual retry, a late worker): no longer stranded.
@@ -98,6 +121,12 @@ export class Sweeper {
       if (!rescue) continue;
       rescues.push({ row, rescue, ...(rescue.action === 'dead' && { audit: kind.outcomeAudit(row, rescue.reason) }) });
     }
+    return rescues;
+  }
+
+  /** Writes a kind's rescues (version-checked), their events and queue messages, and runs its hooks for the rows now dead. */
+  private async apply(trx: Trx, { swept: { kind, attempt }, rescues }: SweepPlan, counts: SweepCounts): Promise<void> {
+    if (rescues.length === 0) return;
     // A lost or abandoned attempt's timeline entry, if one is open, is closed as failed.
     const writes: AttemptWrite[] = rescues.map(({ row, rescue, audit }) => ({
       row,
@@ -105,10 +134,6 @@ export class Sweeper {
       audit,
       ...(rescue.action !== 'requeued' && { timeline: LOST_ATTEMPT }),
     }));
-    // Rows moved to dead are outcomes like the worker's: under the kind's locks, with its writes.
-    const dying = rescues.filter(({ rescue }) => rescue.action === 'dead').map(({ row }) => row);
-    const locks = dying.length > 0 ? (attempt.outcomeLocks?.(dying) ?? []) : [];
-    if (locks.length > 0) await holdLocks(trx, locks);
     const written = await writeAttemptTransitions(trx, kind, writes);
     const moved = rescues.filter((_, i) => written[i]);
     // The events of the rows this pass settled or failed (sync_job.dead, .failed, …), in this
