@@ -94,10 +94,7 @@ export class Sweeper {
         for (const swept of this.kinds) plans.push({ swept, rescues: await this.rescuesOf(trx, swept, staleBefore, now) });
         // Rows moved to dead are outcomes like the worker's, under their kind's locks. Every kind's are
         // taken before any row is written, as every other holder of them does (locks, then rows).
-        const locks = plans.flatMap(({ swept, rescues }) => {
-          const dying = rescues.filter(({ rescue }) => rescue.action === 'dead').map(({ row }) => row);
-          return dying.length > 0 ? (swept.attempt.outcomeLocks?.(dying) ?? []) : [];
-        });
+        const locks = plans.flatMap(({ swept, rescues }) => swept.attempt.outcomeLocks?.(rescues.filter(({ rescue }) => rescue.action === 'dead').map(({ row }) => row)) ?? []);
         if (locks.length > 0) await holdLocks(trx, locks);
         for (const plan of plans) await this.apply(trx, plan, counts);
         return counts;

@@ -509,12 +509,11 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
     return sqlOf(this.ctx.orm)
       .transaction()
       .execute(async (trx) => {
-        const locks = this.attempt.outcomeLocks?.(writes.map(({ row }) => row as RowOf<W>)) ?? [];
-        if (locks.length > 0) await holdLocks(trx, locks);
+        await this.holdOutcomeLocks(trx, writes.map(({ row }) => row));
         const written = await this.write(trx, writes);
         const rows = writes.filter((_, i) => written[i]).map(({ row }) => row);
         await this.ctx.outbox.append(trx, await this.kind.outcomeEvents(trx, rows));
-        if (rows.length > 0) await this.attempt.outcomesWrittenIn?.(trx, rows as RowOf<W>[]);
+        await this.outcomesWrittenIn(trx, rows);
         if (watchdog && written[0]) await this.ctx.queue.discardIn(trx, this.kind.queue, [watchdog]);
         return written;
       });
@@ -535,16 +534,24 @@ export class AttemptWorker<R extends AttemptRow, K extends string, Q extends obj
       .transaction()
       .execute(async (trx) => {
         // The rows now dead are outcomes like any other: under their locks, with the kind's writes.
-        const dead = reported.filter((row): row is R => row?.status === 'dead');
-        const locks = dead.length > 0 ? (this.attempt.outcomeLocks?.(dead as RowOf<W>[]) ?? []) : [];
-        if (locks.length > 0) await holdLocks(trx, locks);
+        await this.holdOutcomeLocks(trx, reported.filter((row): row is R => row?.status === 'dead'));
         const written = await this.write(trx, writes, stale);
         const rows = reported.filter((row, i): row is R => row !== null && written[i] === true);
         if (rows.length > 0) await this.ctx.outbox.append(trx, await this.kind.outcomeEvents(trx, rows));
-        const writtenDead = rows.filter((row) => row.status === 'dead');
-        if (writtenDead.length > 0) await this.attempt.outcomesWrittenIn?.(trx, writtenDead as RowOf<W>[]);
+        await this.outcomesWrittenIn(trx, rows.filter((row) => row.status === 'dead'));
         return written;
       });
+  }
+
+  /** The kind's locks for these completed or dead rows (`Attempt.outcomeLocks`), taken before they are written. */
+  private async holdOutcomeLocks(trx: Trx, rows: R[]): Promise<void> {
+    const locks = this.attempt.outcomeLocks?.(rows as RowOf<W>[]) ?? [];
+    if (locks.length > 0) await holdLocks(trx, locks);
+  }
+
+  /** The kind's writes for these completed or dead rows once written (`Attempt.outcomesWrittenIn`). */
+  private async outcomesWrittenIn(trx: Trx, rows: R[]): Promise<void> {
+    if (rows.length > 0) await this.attempt.outcomesWrittenIn?.(trx, rows as RowOf<W>[]);
   }
 
   /** Writes the transitions, settling the queue messages they name and `stale` ones. */

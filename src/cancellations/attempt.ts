@@ -389,7 +389,7 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
 
 const SHIPPED_WHILE_CANCELLING = shippedAnywayReason('a fulfillment arrived while the cancellation was being made');
 
-/** A whole-order cancellation that died (its last automatic attempt failed). */
+/** A whole-order cancellation that died (its last attempt failed or was lost, or the sweep gave it up). */
 const diesWholeOrder = (row: Cancellation): boolean => row.scope === 'order' && row.status === 'dead';
 
 /** The to-do list's entries about cancelling part of a supplier order, moot once the order is cancelled whole. */

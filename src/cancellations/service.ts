@@ -286,13 +286,11 @@ export class CancellationService implements OrderCancellations, SupplierCancella
    * cancellation lock (taken for every order, in a fixed order, so a cancellation received while the
    * order is being routed is either seen here or sees the jobs once they are committed), the
    * cancellations recorded before are applied to the new jobs, so a job of an order cancelled first
-   * ends at once (`not_placed`, never placed) or is placed without its cancelled lines. One read when
-   * no order of the group was cancelled, and one lock statement unless `locked`: the routing's job
-   * insert took the locks already (`lockKeysOf`).
+   * ends at once (`not_placed`, never placed) or is placed without its cancelled lines. The routing's
+   * job insert took the locks (`lockKeysOf`); one read when no order of the group was cancelled.
    */
-  async applyAtRouting(trx: Trx, orders: OrderAtRouting[], { locked = false }: { locked?: boolean } = {}): Promise<void> {
+  async applyAtRouting(trx: Trx, orders: OrderAtRouting[]): Promise<void> {
     if (orders.length === 0) return;
-    if (!locked) await this.repository.lockOrders(trx, orders);
     const listed = await this.recordListed(trx, orders);
     const signals = await this.repository.signalsOfOrders(trx, orders);
     // A partial cancellation made before the order routing read is among the lines it listed cancelled: applied once, by the listed signal.

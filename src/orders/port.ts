@@ -118,13 +118,13 @@ export interface OrderCancelling {
  */
 export interface OrderCancellations {
   cancelOrder(store: OrderStore, cancellation: StorefrontCancellation, via: CancellationVia): Promise<OrderCancelled>;
-  /** The keys of these orders' cancellation locks, which the routing's job insert takes (`locked` below). */
+  /** The keys of these orders' cancellation locks, which the routing's job insert takes (see `applyAtRouting`). */
   lockKeysOf(orders: OrderRef[]): string[];
   /**
    * Called by the routing transaction once these orders' jobs are inserted (orders routed for the
-   * first time): takes each order's cancellation lock (unless the job insert did, `locked`) and
-   * applies the cancellations recorded for it, so a job of an order cancelled first is never placed
-   * (ended `not_placed`, or cut by its lines).
+   * first time), the insert having taken each order's cancellation lock (`lockKeysOf`): applies the
+   * cancellations recorded for it, so a job of an order cancelled first is never placed (ended
+   * `not_placed`, or cut by its lines).
    */
-  applyAtRouting(trx: Trx, orders: OrderAtRouting[], options?: { locked?: boolean }): Promise<void>;
+  applyAtRouting(trx: Trx, orders: OrderAtRouting[]): Promise<void>;
 }

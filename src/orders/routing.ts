@@ -186,7 +186,7 @@ export class OrderRouter implements OrderRouting, OrderCancelling {
       await this.deps.outbox.append(trx, events);
       // An order cancelled before it was routed: its new jobs end (not_placed) or are cut here, in this
       // transaction, before any worker can take them (src/cancellations/service.ts `applyAtRouting`).
-      await this.cancellations.applyAtRouting(trx, routing.map(({ order, cancelledBefore }) => ({ ...order, cancelledBefore })), { locked: routing.length > 0 });
+      await this.cancellations.applyAtRouting(trx, routing.map(({ order, cancelledBefore }) => ({ ...order, cancelledBefore })));
       return requests.map((request, index) => ({
         jobs: jobsOf.get(request)?.map(({ id, created }) => ({ id, created })) ?? repeated.get(orderKey(request.order)) ?? [],
         firstRouting: first[index] ?? false,

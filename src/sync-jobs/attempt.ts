@@ -304,6 +304,6 @@ export const jobOutcomeEventsOf = (jobs: SyncJob[]): NewEvent[] => outcomesOf(jo
 
 const outcomesOf = (jobs: SyncJob[]) =>
   jobs.flatMap((job) => {
-    if (job.status === 'dead' && diedOfFailedAttempt(job)) return [{ type: 'sync_job.failed' as const, job }, { type: 'sync_job.dead' as const, job }];
+    if (diedOfFailedAttempt(job)) return [{ type: 'sync_job.failed' as const, job }, { type: 'sync_job.dead' as const, job }];
     return job.status === 'completed' || job.status === 'failed' || job.status === 'dead' ? [{ type: `sync_job.${job.status}` as const, job }] : [];
   });
