@@ -65,13 +65,9 @@ it('a pass that lists the still-open supplier order of a job whose cancellation 
 }, 90_000);
 
 it('a shipment while the cancellation asked again is being made is reported once, by that cancellation', async ({ api, sandbox, service }) => {
-  const { shop, jobId, sourceOrderId, tenant } = await cancellationMissedTheOrder({ api, sandbox, service });
-  // The supplier answers slowly: the cancellation the pass asks for is still being made when the supplier ships.
-  sandbox.setFaults(shop.acme.shopDomain, { latencyMs: 2_500 });
-  expect(await check(tenant)).toMatchObject({ status: 'succeeded', error: null });
-  const [shipment] = sandbox.shipOrder(shop.acme.shopDomain, 'custom', sourceOrderId, { trackingNumbers: ['ASKED-AGAIN-TRK'] });
-  const recorded = await supplierSends(service.url, shop, shipment);
-  expect(recorded.body).toMatchObject({ syncJobIds: [jobId] });
+  const missed = await cancellationMissedTheOrder({ api, sandbox, service });
+  const { shop, jobId } = missed;
+  await shipWhileAskedAgain({ sandbox, service }, missed, 'ASKED-AGAIN-TRK');
   const asking = await waitForJob(api, shop.user.token, jobId, () => true);
   expect(asking.cancellations[1]).toMatchObject({ scope: 'order' });
   expect(asking.cancellations[1].status).not.toBe('completed');
@@ -81,19 +77,16 @@ it('a shipment while the cancellation asked again is being made is reported once
     { status: 'completed', outcome: 'not_placed' },
     { status: 'completed', outcome: 'too_late' },
   ]);
-  const tooLate = await queryRows<{ type: string }>(service.databaseUrl, "select type from events where reseller_store_id = $1 and type = 'cancellation.too_late'", [shop.reseller.id]);
-  expect(tooLate).toHaveLength(1);
-  const todo = (await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token })).body.data;
-  expect(todo.filter((entry: { type: string }) => entry.type === 'too_late')).toMatchObject([{ syncJobId: jobId, subjectId: done.cancellations[1].id }]);
+  const reported = await tooLateReports({ api, service }, shop);
+  expect(reported.events).toHaveLength(1);
+  expect(reported.todo).toMatchObject([{ syncJobId: jobId, subjectId: done.cancellations[1].id }]);
   sandbox.clearFaults(shop.acme.shopDomain);
 }, 90_000);
 
 it('a shipment while the cancellation asked again is being made is reported once even when that cancellation dies: on the one before it', async ({ api, sandbox, service }) => {
-  const { shop, jobId, sourceOrderId, tenant } = await cancellationMissedTheOrder({ api, sandbox, service });
-  sandbox.setFaults(shop.acme.shopDomain, { latencyMs: 2_500 });
-  expect(await check(tenant)).toMatchObject({ status: 'succeeded', error: null });
-  const [shipment] = sandbox.shipOrder(shop.acme.shopDomain, 'custom', sourceOrderId, { trackingNumbers: ['ASKED-AGAIN-DIES'] });
-  expect((await supplierSends(service.url, shop, shipment)).body).toMatchObject({ syncJobIds: [jobId] });
+  const missed = await cancellationMissedTheOrder({ api, sandbox, service });
+  const { shop, jobId } = missed;
+  await shipWhileAskedAgain({ sandbox, service }, missed, 'ASKED-AGAIN-DIES');
   // The supplier stops answering: the second cancellation dies without learning of the shipment.
   sandbox.setFaults(shop.acme.shopDomain, { alwaysFail: true, status: 503 });
 
@@ -102,10 +95,9 @@ it('a shipment while the cancellation asked again is being made is reported once
     { status: 'completed', outcome: 'too_late', reason: expect.stringContaining('while the cancellation was being made') },
     { status: 'dead' },
   ]);
-  const tooLate = await queryRows<{ type: string }>(service.databaseUrl, "select type from events where reseller_store_id = $1 and type = 'cancellation.too_late'", [shop.reseller.id]);
-  expect(tooLate).toHaveLength(1);
-  const todo = (await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token })).body.data;
-  expect(todo.filter((entry: { type: string }) => entry.type === 'too_late')).toMatchObject([{ syncJobId: jobId, subjectId: done.cancellations[0].id }]);
+  const reported = await tooLateReports({ api, service }, shop);
+  expect(reported.events).toHaveLength(1);
+  expect(reported.todo).toMatchObject([{ syncJobId: jobId, subjectId: done.cancellations[0].id }]);
   sandbox.clearFaults(shop.acme.shopDomain);
 }, 90_000);
 
@@ -113,11 +105,9 @@ it.for([
   { finder: 'the sweep', messageState: 'completed' },
   { finder: 'its redelivered message', messageState: 'retry' },
 ] as const)('a shipment left to the cancellation asked again is reported when $finder finds that cancellation lost on its last retry', { timeout: 90_000 }, async ({ messageState }, { api, sandbox, service }) => {
-  const { shop, jobId, sourceOrderId, tenant } = await cancellationMissedTheOrder({ api, sandbox, service });
-  sandbox.setFaults(shop.acme.shopDomain, { latencyMs: 2_500 });
-  expect(await check(tenant)).toMatchObject({ status: 'succeeded', error: null });
-  const [shipment] = sandbox.shipOrder(shop.acme.shopDomain, 'custom', sourceOrderId, { trackingNumbers: ['ASKED-AGAIN-LOST'] });
-  expect((await supplierSends(service.url, shop, shipment)).body).toMatchObject({ syncJobIds: [jobId] });
+  const missed = await cancellationMissedTheOrder({ api, sandbox, service });
+  const { shop, jobId } = missed;
+  await shipWhileAskedAgain({ sandbox, service }, missed, 'ASKED-AGAIN-LOST');
   const asking = (await waitForJob(api, shop.user.token, jobId, (job) => job.cancellations.length === 2)).cancellations[1];
   expect(asking.status).not.toBe('completed');
   // Its worker dies on its last retry: the row stays processing (the attempt in flight now finds it moved), its
@@ -132,8 +122,7 @@ it.for([
 
   const done = await waitForJob(api, shop.user.token, jobId, (job) => job.cancellations[1]?.status === 'dead', 30_000, 'second cancellation dead of');
   expect(done.cancellations).toMatchObject([{ status: 'completed', outcome: 'too_late' }, { status: 'dead', attempts: 4 }]);
-  const tooLate = await queryRows<{ type: string }>(service.databaseUrl, "select type from events where reseller_store_id = $1 and type = 'cancellation.too_late'", [shop.reseller.id]);
-  expect(tooLate).toHaveLength(1);
+  expect((await tooLateReports({ api, service }, shop)).events).toHaveLength(1);
   sandbox.clearFaults(shop.acme.shopDomain);
 });
 
@@ -156,6 +145,25 @@ async function cancellationMissedTheOrder({ api, sandbox, service }: { api: ApiC
   expect(ended).toMatchObject({ status: 'completed', sourceOrderId: null, cancellations: [{ status: 'completed', outcome: 'not_placed', scope: 'order' }] });
   const tenant = { target: { api, url: service.url, databaseUrl: service.databaseUrl }, user: shop.user, reseller: { ...shop.reseller, secret: shop.reseller.secret }, suppliers: [] } as unknown as Tenant;
   return { shop, jobId, sourceOrderId, ended, tenant };
+}
+
+/**
+ * The supplier answers slowly (2.5 s a call), so the whole-order cancellation the watch's pass asks
+ * for again is still being made when the supplier ships the order: its fulfillment is recorded for the job.
+ */
+async function shipWhileAskedAgain({ sandbox, service }: { sandbox: Sandbox; service: { url: string } }, missed: Awaited<ReturnType<typeof cancellationMissedTheOrder>>, trackingNumber: string) {
+  const { shop, jobId, sourceOrderId, tenant } = missed;
+  sandbox.setFaults(shop.acme.shopDomain, { latencyMs: 2_500 });
+  expect(await check(tenant)).toMatchObject({ status: 'succeeded', error: null });
+  const [shipment] = sandbox.shipOrder(shop.acme.shopDomain, 'custom', sourceOrderId, { trackingNumbers: [trackingNumber] });
+  expect((await supplierSends(service.url, shop, shipment)).body).toMatchObject({ syncJobIds: [jobId] });
+}
+
+/** What told the reseller of a shipment too late: the `cancellation.too_late` events and the `too_late` to-do entries. */
+async function tooLateReports({ api, service }: { api: ApiClient; service: { databaseUrl: string } }, shop: Shop) {
+  const events = await queryRows<{ type: string }>(service.databaseUrl, "select type from events where reseller_store_id = $1 and type = 'cancellation.too_late'", [shop.reseller.id]);
+  const todo = (await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token })).body.data as { type: string }[];
+  return { events, todo: todo.filter((entry) => entry.type === 'too_late') };
 }
 
 /** A fulfillments/create webhook from Acme, signed with its secret. */
