@@ -83,7 +83,7 @@ it('a shipment while the cancellation asked again is being made is reported once
   sandbox.clearFaults(shop.acme.shopDomain);
 }, 90_000);
 
-it('a shipment while the cancellation asked again is being made is reported once even when that cancellation dies: on the one before it', async ({ api, sandbox, service }) => {
+it('a shipment while the cancellation asked again is being made is reported once even when that cancellation dies (on the one before it), and again once it is retried by hand', async ({ api, sandbox, service }) => {
   const missed = await cancellationMissedTheOrder({ api, sandbox, service });
   const { shop, jobId } = missed;
   await shipWhileAskedAgain({ sandbox, service }, missed, 'ASKED-AGAIN-DIES');
@@ -98,7 +98,22 @@ it('a shipment while the cancellation asked again is being made is reported once
   const reported = await tooLateReports({ api, service }, shop);
   expect(reported.events).toHaveLength(1);
   expect(reported.todo).toMatchObject([{ syncJobId: jobId, subjectId: done.cancellations[0].id }]);
+
+  // Retried by hand (its to-do entry asks for it), it learns of the shipment: it ends too_late, and
+  // the shipment, reported already, is not reported again.
   sandbox.clearFaults(shop.acme.shopDomain);
+  const retried = done.cancellations[1];
+  expect((await api.post(`/v1/sync_jobs/${jobId}/cancellations/${retried.id}/retry`, { token: shop.user.token })).status).toBe(200);
+  const after = await waitForJob(api, shop.user.token, jobId, (job) => job.cancellations[1]?.status === 'completed', 30_000, 'retried cancellation of');
+  expect(after.cancellations).toMatchObject([{ outcome: 'too_late' }, { id: retried.id, outcome: 'too_late' }]);
+  const again = await tooLateReports({ api, service }, shop);
+  expect(again.events).toHaveLength(1);
+  expect(again.todo).toMatchObject([{ subjectId: done.cancellations[0].id }]);
+  // Its own outcome is still told (`cancellation.completed`), and its dead entry is resolved.
+  const events = await queryRows<{ type: string }>(service.databaseUrl, "select type from events where reseller_store_id = $1 and type like 'cancellation.%' order by created_at", [shop.reseller.id]);
+  expect(events.map((event) => event.type)).toEqual(['cancellation.completed', 'cancellation.dead', 'cancellation.too_late', 'cancellation.retried', 'cancellation.completed']);
+  const todo = (await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token })).body.data as { type: string }[];
+  expect(todo.map((entry) => entry.type)).toEqual(['too_late']);
 }, 90_000);
 
 it.for([

@@ -15,10 +15,10 @@ import type { SourceStore } from '../source-stores/entity.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
 import { jobAuditRecord } from '../sync-jobs/attempt.ts';
 import type { Cancellation, CancelledLine } from './entity.ts';
-import type { CancellationRepository, CancellationWork } from './repository.ts';
+import { cancellationsIn, type CancellationRepository, type CancellationWork } from './repository.ts';
 import { jobEventsIn } from './events.ts';
 import type { CancelledJobs, DivergenceRaising, RecordedShipments, SupplierSuccessors } from './ports.ts';
-import { endsWholeOrder, shippedAnywayIn, shippedAnywayReason } from './too-late.ts';
+import { acceptedThenShipped, endsWholeOrder, shippedAnywayIn, shippedAnywayReason } from './too-late.ts';
 import { cancellationAuditRecord } from './audit.ts';
 import { placedJobLockKey } from '../sync-jobs/placed-lock.ts';
 import { CUT_BEFORE_PLACEMENT, cutOrder } from './cut.ts';
@@ -540,8 +540,30 @@ export const cancellationOutcomeAudit = (cancellation: Cancellation, reason?: De
  * beside it for those (the reseller must act); `cancellation.dead`. A failed attempt that will be
  * retried raises none. `data.object` is the sync job with its cancellations.
  */
-export function cancellationOutcomeEvents(trx: Trx, cancellations: Cancellation[]): Promise<NewEvent[]> {
-  return jobEventsIn(trx, cancellations.flatMap((cancellation) => outcomeEventTypes(cancellation).map((type) => ({ type, syncJobId: cancellation.syncJobId }))));
+export async function cancellationOutcomeEvents(trx: Trx, cancellations: Cancellation[]): Promise<NewEvent[]> {
+  const reported = await shipmentsReportedIn(trx, cancellations);
+  return jobEventsIn(
+    trx,
+    cancellations.flatMap((cancellation) =>
+      outcomeEventTypes(cancellation)
+        .filter((type) => type !== 'cancellation.too_late' || !reported.has(cancellation.id))
+        .map((type) => ({ type, syncJobId: cancellation.syncJobId })),
+    ),
+  );
+}
+
+/**
+ * Of these whole-order cancellations ended `too_late`, those whose job's shipment was already
+ * reported on an earlier cancellation made `too_late` by it (`acceptedThenShipped`: the one before a
+ * whole-order cancellation that died, see `shippedAnywayIn`): the same shipment, whose
+ * `cancellation.too_late` was sent then, and whose to-do entry is that cancellation's. Such a one is
+ * a dead cancellation retried by hand. One read, only when one ended `too_late`.
+ */
+async function shipmentsReportedIn(trx: Trx, cancellations: Cancellation[]): Promise<Set<string>> {
+  const tooLate = cancellations.filter((c) => c.status === 'completed' && c.outcome === 'too_late' && c.scope === 'order');
+  if (tooLate.length === 0) return new Set();
+  const ofJobs = await cancellationsIn(trx, [...new Set(tooLate.map((c) => c.syncJobId))]);
+  return new Set(tooLate.filter((c) => ofJobs.some((other) => other.syncJobId === c.syncJobId && other.id < c.id && acceptedThenShipped(other))).map((c) => c.id));
 }
 
 function outcomeEventTypes(cancellation: Cancellation): EventType[] {
