@@ -219,6 +219,41 @@ describe('some lines on other platforms', () => {
     expect(todo.body.data).toMatchObject([{ type: 'unsupported', syncJobId: acmeJob.id, subjectId: job.cancellations[0].id, status: 'open' }]);
   });
 
+  it('platform_b: lines cancelled one refund at a time until none is left cancel the whole order, and the lines to handle by hand are no longer asked', async ({ api, sandbox, shopWith, placed, storefront }) => {
+    const shop = await shopWith('platform_a', 'platform_b');
+    const { order, acmeJob } = await placed(shop);
+    await storefront(shop, 'refunds/create', refundOf(order, [{ sku: 'A-1', quantity: 2 }]));
+    const first = await waitForJob(api, shop.user.token, acmeJob.id, settled);
+    expect(first.cancellations).toMatchObject([{ outcome: 'unsupported' }]);
+    // The last open line: with the anvils asked before, every line the supplier holds is cancelled at the storefront.
+    await storefront(shop, 'refunds/create', refundOf(order, [{ sku: 'B-1', quantity: 3 }]));
+    const job = await waitForJob(api, shop.user.token, acmeJob.id, (j) => j.cancellations.length === 2 && settled(j));
+    expect(job.cancellations).toMatchObject([
+      { outcome: 'unsupported', scope: 'lines' },
+      { status: 'completed', outcome: 'cancelled', scope: 'lines', lines: [{ sku: 'B-1', quantity: 3 }], reason: expect.stringContaining('the whole order was cancelled') },
+    ]);
+    expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toMatchObject([{ orderId: acmeJob.sourceOrderId, lines: null }]);
+    expect((sandbox.orderOf(shop.acme.shopDomain, 'platform_b', acmeJob.sourceOrderId) as any).status).toBe('cancelled');
+    // Nothing is left for the reseller to cancel by hand.
+    const todo = await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token });
+    expect(todo.body.data.filter((entry: { syncJobId: string }) => entry.syncJobId === acmeJob.id)).toEqual([]);
+  });
+
+  it('platform_b: a refund of the last open lines while the one before is still being made cancels the whole order once', async ({ api, sandbox, shopWith, placed, storefront }) => {
+    const shop = await shopWith('platform_a', 'platform_b');
+    const { order, acmeJob } = await placed(shop);
+    // The supplier answers slowly, so the second refund arrives while the first cancellation reads the order.
+    sandbox.setFaults(shop.acme.shopDomain, { latencyMs: 1_000 });
+    await storefront(shop, 'refunds/create', refundOf(order, [{ sku: 'A-1', quantity: 2 }]));
+    await storefront(shop, 'refunds/create', refundOf(order, [{ sku: 'B-1', quantity: 3 }]));
+    const job = await waitForJob(api, shop.user.token, acmeJob.id, (j) => j.cancellations.length === 2 && settled(j), 20_000);
+    sandbox.clearFaults(shop.acme.shopDomain);
+    expect(job.cancellations.map((c: { outcome: string }) => c.outcome)).toEqual(['cancelled', 'cancelled']);
+    expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toMatchObject([{ orderId: acmeJob.sourceOrderId, lines: null }]);
+    const todo = await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token });
+    expect(todo.body.data.filter((entry: { syncJobId: string }) => entry.syncJobId === acmeJob.id)).toEqual([]);
+  });
+
   it('a partly shipped platform_a order cancelled as a whole: the unfulfilled rest is cancelled, too_late names the shipped lines', async ({ api, sandbox, shopWith, placed, storefront }) => {
     const shop = await shopWith('custom', 'platform_a');
     const { order, acmeJob } = await placed(shop);

@@ -268,6 +268,33 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
   }
 
   /**
+   * Whether these lines and those the storefront asked of the job before that its supplier still
+   * holds (cancellations of some lines ended `unsupported`, or still being made or dead) leave
+   * nothing of the supplier order open, nothing of it shipped: every line the supplier holds was
+   * cancelled at the storefront, so the whole order can go (order-changes.md: "a job whose every line
+   * is cancelled is cancelled as a whole"), though each signal asked for some lines only. One read,
+   * on a platform that cannot cancel some lines alone only.
+   */
+  async function everyOpenLineAsked(cancellation: Cancellation, job: SyncJob, state: SupplierOrderState, source: SourceStore): Promise<boolean> {
+    const stillHeld = (other: Cancellation) =>
+      other.id !== cancellation.id && other.scope === 'lines' && other.reason !== CUT_BEFORE_PLACEMENT && (other.status !== 'completed' || other.outcome === 'unsupported');
+    const earlier = (await repository.listForJob(job.id)).filter(stillHeld);
+    if (earlier.length === 0) return false;
+    return leavesNothingOpen(state, linesToCancel(state, [...cancellation.lines, ...earlier.flatMap((other) => other.lines)], source).toCancel);
+  }
+
+  /** The whole supplier order cancelled for lines that, with those asked before, are all of it (`everyOpenLineAsked`). */
+  async function cancelWholeForLines(cancellation: Cancellation, platform: PlatformAdapter, store: StoreConnection, orderId: string): Promise<Decision> {
+    try {
+      const { status } = await platform.cancelSupplierOrder(store, orderId, cancellationKey(cancellation, 'order'));
+      const reason = `every line the supplier holds is cancelled at the storefront; ${platform.platform} cannot cancel some lines only, so the whole order was cancelled`;
+      return { outcome: 'cancelled', reason, platformStatus: status, closesOrder: true };
+    } catch (error) {
+      return refusal(error, platform, store, orderId, cancellation.lines);
+    }
+  }
+
+  /**
    * Some lines: the supplier order is read first, whatever the platform, so the outcome says where it
    * stands (cancelled, shipped); only lines still open on a platform that cannot cancel some lines
    * alone are `unsupported`.
@@ -277,6 +304,7 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
     if (state.cancelled) return { outcome: 'cancelled', reason: null, platformStatus: 200, closesOrder: true };
     const { toCancel, shipped, missing } = linesToCancel(state, cancellation.lines, source);
     if (!platform.cancelSupplierLines && toCancel.length > 0) {
+      if (shipped.length === 0 && (await everyOpenLineAsked(cancellation, job, state, source))) return cancelWholeForLines(cancellation, platform, store, orderId);
       // Only what is still open is for the reseller to cancel by hand; what shipped is said apart.
       const open = describeLines(toCancel.map(({ sku, quantity }) => ({ sku, quantity })));
       const reason = [`${platform.platform} cannot cancel some lines of an order only; cancel these by hand: ${open}`, shipped.length > 0 && `already shipped by the supplier: ${describeLines(shipped)}`];
