@@ -173,7 +173,7 @@ export const syncJobsContract = c.router(
       responses: { 201: SyncJob, 200: SyncJob, 400: errorResponse(400), 409: errorResponse(409), ...bodyErrors },
       summary: 'Create a sync job',
       description:
-        'Places the source store\'s part of a reseller order. Idempotent: when a job already exists for the order and source store, it is returned with 200. ' +
+        'Places the source store\'s part of a reseller order. Idempotent: when a job already exists for the order and source store, it is returned with 200, also after the source store was deleted (a new job needs an active source store: an unknown, another user\'s or a deleted one is 400 `validation_failed` on `source_store_id`). ' +
         'A source store whose vendor tag matches the same lines as another active source store\'s of its reseller store (two suppliers added before vendor tags were compared in their folded form, e.g. `Straße` and `STRAẞE`) gets no new job: 409 `conflict`, `details.reason` `vendor_tag_ambiguous`, `details.sourceStoreIds` naming the suppliers that share the tag, since a job for each would place the same lines twice. Routing places such lines on neither and reports them (`order.unmatched`). Delete one of the two, then create the job. A job that existed before is still returned, and places nothing while both are active (it fails with the reason, then is `dead`, until a retry after the deletion).',
     },
     list: {

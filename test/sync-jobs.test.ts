@@ -219,6 +219,27 @@ describe('POST /v1/sync_jobs validation', () => {
       expect(listed.body.data).toEqual([]);
     }
   });
+
+  it('answers a repeat with the existing job after its source store was deleted (idempotent), and nothing new', async ({ api }) => {
+    const deletedLater = await addSupplier(api, shop);
+    const orderId = newOrderId();
+    const first = await post(api, { source_store_id: deletedLater.id, external_order_id: orderId });
+    expect(first.status).toBe(201);
+    const removed = await api.delete(`/v1/reseller_stores/${shop.reseller.id}/source_stores/${deletedLater.id}`, { token: shop.user.token });
+    expect(removed.status).toBe(204);
+    // The repeat (a retry after a timeout), with the order id written as the storefront numbers it or not.
+    for (const written of [orderId, `00${orderId}`]) {
+      const repeat = await post(api, { source_store_id: deletedLater.id, external_order_id: written });
+      expect(repeat.status).toBe(200);
+      expect(repeat.body).toMatchObject({ id: first.body.id, sourceStoreId: deletedLater.id, externalOrderId: orderId });
+    }
+    // Another order of the deleted store is still refused, and another user gets nothing of it.
+    expectError(await post(api, { source_store_id: deletedLater.id, external_order_id: newOrderId() }), 400, 'validation_failed', 'source_store_id');
+    const stranger = await openShop(api);
+    expectError(await post(api, { source_store_id: deletedLater.id, external_order_id: orderId }, stranger.user.token), 400, 'validation_failed', 'source_store_id');
+    const listed = await api.get(`/v1/sync_jobs?external_order_id=${orderId}`, { token: shop.user.token });
+    expect(listed.body.data.map((job: { id: string }) => job.id)).toEqual([first.body.id]);
+  });
 });
 
 describe('POST /v1/sync_jobs/{id}/retry refusals', () => {

@@ -70,6 +70,11 @@ export class SourceStoreRepository {
     return this.orm.em.findOne(SourceStore, { id, resellerStoreId, ownerId });
   }
 
+  /** A source store of the user, by id alone, deleted ones included. */
+  findOwnedById(ownerId: string, id: string): Promise<SourceStore | null> {
+    return this.orm.em.findOne(SourceStore, { id, ownerId });
+  }
+
   /** An active source store of the user, by id alone. */
   findActiveOwned(ownerId: string, id: string): Promise<SourceStore | null> {
     return this.orm.em.findOne(SourceStore, { id, ownerId, deletedAt: null });

@@ -95,6 +95,11 @@ export class SourceStoreService {
     return this.stores.findActiveOwned(principal.userId, id);
   }
 
+  /** A source store of the caller by id alone, deleted ones included (a repeated POST /v1/sync_jobs finds its job). */
+  async findOwnedById(principal: Principal, id: string): Promise<SourceStore | null> {
+    return this.stores.findOwnedById(principal.userId, id);
+  }
+
   /**
    * The other active suppliers of the source store's reseller store whose vendor tag folds like its
    * own (src/source-stores/twins.ts), sorted; empty for nearly every store.

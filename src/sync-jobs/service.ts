@@ -88,7 +88,7 @@ export class SyncJobService {
   /** POST /v1/sync_jobs: the existing job for the order and source store, or a new one. */
   async createManual(principal: Principal, sourceStoreId: string, externalOrderId: string): Promise<JobWithFulfillments & { created: boolean }> {
     const source = await this.sourceStores.findActiveById(principal, sourceStoreId);
-    if (!source) throw validationFailed('source_store_id', 'No active source store with this id.');
+    if (!source) return this.repeatForDeletedSupplier(principal, sourceStoreId, externalOrderId);
     const platform = await this.sourceStores.storefrontPlatformOf(principal, source);
     // The contract took any id the service keeps (a custom storefront's are strings); platform_a
     // and platform_b number their orders.
@@ -106,6 +106,23 @@ export class SyncJobService {
       { actorId: actorOf(principal), metadata: { origin: 'manual', ...auditContext(principal) } },
     );
     return { ...(await this.get(principal, result!.id)), created: result!.created };
+  }
+
+  /**
+   * POST /v1/sync_jobs for a source store that is not active: a repeat of a POST made before the
+   * store was deleted gets that job back (the POST is idempotent, interface.md 4.8: a client
+   * retrying after a timeout must not be told its job does not exist); anything else, an unknown,
+   * another user's or a deleted store with no job for the order, is 400 alike, and nothing is made.
+   */
+  private async repeatForDeletedSupplier(principal: Principal, sourceStoreId: string, externalOrderId: string): Promise<JobWithFulfillments & { created: boolean }> {
+    const refused = validationFailed('source_store_id', 'No active source store with this id.');
+    const deleted = await this.sourceStores.findOwnedById(principal, sourceStoreId);
+    if (!deleted) throw refused;
+    const platform = await this.sourceStores.storefrontPlatformOf(principal, deleted).catch(() => null);
+    const orderId = platform && canonicalOrderId(platform, externalOrderId);
+    const job = orderId ? await this.jobs.findOwnedOfOrder(principal.userId, orderId, deleted.id) : null;
+    if (!job) throw refused;
+    return { ...(await this.get(principal, job.id)), created: false };
   }
 
   /**
