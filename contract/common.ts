@@ -156,18 +156,20 @@ export const PlatformSchema = z.enum(PLATFORMS);
  * Cursor paging shared by every list endpoint: newest first, the cursors the ids of the list's
  * items (of `kind`). A cursor of another shape was never issued by the list: 400, not a page (an
  * empty one reads as the end, one from the start as new items). A well-formed id of an item since
- * gone still pages from where it was.
+ * gone still pages from where it was. A parameter the list does not take is 400 `validation_failed`
+ * naming it.
  */
 export const pageQuery = (kind: IdKind) => {
   const example = `${ID_PREFIXES[kind]}_0192f3a1c5e27b4d9a6f0c3e8b1d2a47`;
   const cursor = z
     .string()
     .regex(idPattern(kind), `must be the id of an item of this list (${ID_PREFIXES[kind]}_ and 32 hex digits)`);
+  // Strict, as bodies are: a misspelt filter (`stauts=dead`) is 400 naming it, not a list of everything.
   return z.object({
     limit: z.coerce.number().int().min(1).max(100).default(20).describe('Page size, 1 to 100.'),
     starting_after: cursor.optional().describe(`Return the page after this item (older items): the \`id\` of an item of this list, e.g. \`${example}\`. Any other value is 400 \`validation_failed\`.`),
     ending_before: cursor.optional().describe(`Return the page before this item (newer items): the \`id\` of an item of this list. Any other value is 400 \`validation_failed\`.`),
-  });
+  }).strict();
 };
 
 export function listOf<T extends z.ZodTypeAny>(item: T, title: string) {

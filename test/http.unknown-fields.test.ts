@@ -92,3 +92,44 @@ describe('an unknown body field', () => {
     expect(source.status, JSON.stringify(source.body)).toBe(201);
   });
 });
+
+/**
+ * A list's query parameters are strict too: a misspelt filter (`stauts=dead`) or another list's
+ * (`resellerStoreId`, camel-cased) is 400 naming it, where it used to be dropped and the list answered
+ * with every item: a script counting dead jobs, or feeding a bulk action, acted on the wrong set.
+ */
+describe('an unknown query parameter of a list', () => {
+  let shop: Shop;
+  it.beforeAll(async ({ api }) => {
+    shop = await openShop(api);
+    await addSupplier(api, shop, { vendorTag: 'Acme' });
+  });
+
+  it('is refused by every list, naming the parameter', async ({ api }) => {
+    const token = shop.user.token;
+    const lists = [
+      '/v1/sync_jobs?stauts=dead',
+      `/v1/sync_jobs?resellerStoreId=${shop.reseller.id}`,
+      '/v1/audit_log?actions=sync_job.dead',
+      '/v1/events?since=2026-01-01',
+      '/v1/api_keys?environment=live',
+      '/v1/reseller_stores?platform=custom',
+      `/v1/reseller_stores/${shop.reseller.id}/source_stores?vendor=Acme`,
+      `/v1/reseller_stores/${shop.reseller.id}/divergences?type=too_late`,
+      '/v1/webhook_endpoints?enabled=true',
+    ];
+    for (const path of lists) {
+      const param = new URL(path, 'http://x').searchParams.keys().next().value!;
+      expectError(await api.get(path, { token }), 400, 'validation_failed', param);
+    }
+  });
+
+  it('leaves the lists asked with their own parameters as they were', async ({ api }) => {
+    const token = shop.user.token;
+    const jobs = await api.get(`/v1/sync_jobs?status=dead&reseller_store_id=${shop.reseller.id}&limit=5`, { token });
+    expect(jobs.status).toBe(200);
+    expect(jobs.body).toMatchObject({ object: 'list', data: [] });
+    expect((await api.get('/v1/audit_log?limit=1', { token })).status).toBe(200);
+    expect((await api.get(`/v1/reseller_stores/${shop.reseller.id}/source_stores?limit=1`, { token })).body.data).toHaveLength(1);
+  });
+});
