@@ -143,6 +143,7 @@ export function createServices(infrastructure: Infrastructure) {
       const result = await cancellations.recordSupplierCancellation({ sourceStoreIds: [job.sourceStoreId], sourceOrderId: found.sourceOrderId, syncJob: job, reason: found.reason, at: found.listedAt, via });
       return result?.recorded ?? false;
     },
+    supplierLinesCancelled: (job, found) => cancellations.recordShownSupplierLines(job, found),
     storefrontCancelled: async (store, externalOrderId, watchPassId) => {
       const signal = { externalOrderId, scope: 'order' as const, lines: [], dedupeKey: watchSignalKey(externalOrderId) };
       const { recorded, syncJobIds } = await routing.cancel(store, signal, { source: 'watch', watchPassId });

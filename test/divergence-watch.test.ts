@@ -23,6 +23,7 @@ import {
   fulfillmentsOf,
   openTenant,
   placeOrder,
+  placedJobOf,
   pushedTracking,
   requestCheck,
   watermarkOf,
@@ -375,6 +376,42 @@ describe('the to-do list', () => {
     expect(await divergencesOf(tenant)).toEqual([]);
     expect(await check(tenant)).toMatchObject({ status: 'succeeded' });
     expect(await divergencesOf(tenant)).toEqual([]);
+  });
+
+  it("a supplier cancelling some lines itself, its webhook lost, is recorded once with those lines; the lines the service had it cancel are not its own", async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, 'custom', ['custom']);
+    const supplier = tenant.suppliers[0]!;
+    const order = sandbox.buildOrderPayload('custom', {
+      id: `wo-own-lines-${Date.now()}`,
+      lines: [
+        { sku: 'WCH-A', title: 'Anvil', vendor: supplier.vendorTag, quantity: 2, price: '30.00' },
+        { sku: 'WCH-B', title: 'Bell', vendor: supplier.vendorTag, quantity: 3, price: '12.00' },
+      ],
+    });
+    expect(await sandbox.placeCustomerOrder(tenant.reseller.shopDomain, 'custom', order)).toMatchObject({ delivered: { status: 200 } });
+    const { jobId, sourceOrderId } = await placedJobOf(tenant, String(order.id));
+    // The storefront cancels one anvil: the service cancels it at the supplier, whose order then shows it cancelled.
+    await sendWebhook({ targetUrl: `${target.url}${ORDERS_PATH}`, shopDomain: tenant.reseller.shopDomain, secret: tenant.reseller.secret, topic: 'orders/cancelled',
+      payload: { id: order.id, cancelledAt: new Date().toISOString(), lines: [{ sku: 'WCH-A', quantity: 1 }] } });
+    await waitFor(async () => (await queryRows<{ outcome: string | null }>(target.databaseUrl, 'select outcome from cancellations where sync_job_id = $1', [jobId]))[0]?.outcome === 'cancelled', 20_000, 'the anvil cancelled at the supplier');
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', repairs: 0 });
+    expect(await auditOf(tenant, 'sync_job.supplier_cancelled')).toEqual([]);
+
+    // Out of stock, the supplier cancels two bells itself; its webhook is lost.
+    const held = sandbox.orderOf(supplier.shopDomain, 'custom', sourceOrderId) as { lines: { sku: string; cancelledQuantity?: number }[] };
+    const lines = held.lines.map((line) => (line.sku === 'WCH-B' ? { ...line, cancelledQuantity: 2 } : line));
+    sandbox.seedOrder(supplier.shopDomain, 'custom', { ...held, lines, updatedAt: new Date().toISOString() });
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', repairs: 1 });
+    expect(await auditOf(tenant, 'sync_job.supplier_cancelled')).toEqual([
+      { resource_id: jobId, metadata: expect.objectContaining({ source: 'watch', sourceOrderId, lines: [{ sku: 'WCH-B', quantity: 2 }] }) },
+    ]);
+    expect((await divergencesOf(tenant)).map((entry) => [entry.type, entry.syncJobId])).toEqual([['supplier_cancelled', jobId]]);
+    const [job] = await queryRows<{ supplier_cancelled_at: Date | null; status: string }>(target.databaseUrl, 'select supplier_cancelled_at, status from sync_jobs where id = $1', [jobId]);
+    expect(job).toMatchObject({ status: 'completed', supplier_cancelled_at: expect.any(Date) });
+    // Listed again unchanged: nothing more.
+    sandbox.seedOrder(supplier.shopDomain, 'custom', { ...held, lines, updatedAt: new Date().toISOString() });
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded', repairs: 0 });
+    expect(await auditOf(tenant, 'sync_job.supplier_cancelled')).toHaveLength(1);
   });
 
   it('no stale entry is raised beside a supplier cancellation being recorded at that moment: the pass waits for the job, then decides', async ({ sandbox, target }) => {

@@ -74,6 +74,11 @@ export interface SupplierCancellationReport {
    * order (`claimHeld`), as a shipment is. The watch, which finds the job itself, gives none.
    */
   senders?: SupplierCancellationSender[];
+  /**
+   * The lines are what the supplier shows cancelled beyond what the service asked of the job (the
+   * watch worked that out: `recordShownSupplierLines`), so they are not compared with its asks again.
+   */
+  beyondAsked?: boolean;
 }
 
 /** A source store record a supplier's cancellation webhook came from, as a held cancellation names it. */
@@ -624,7 +629,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
   async recordSupplierCancellation(report: SupplierCancellationReport): Promise<SupplierCancellationRecorded | null> {
     const job = report.syncJob ?? (await this.deps.jobs.findBySourceOrder(report.sourceStoreIds, report.sourceOrderId));
     if (!job) return report.senders ? this.holdUnlessUnowned(report, report.senders) : null;
-    if (await this.askedFor(job, report.lines)) return { syncJobId: job.id, recorded: false };
+    if (!report.beyondAsked && (await this.askedFor(job, report.lines))) return { syncJobId: job.id, recorded: false };
     const at = report.at ?? new Date();
     const recorded = await this.repository.transaction(async (trx) => {
       // After a stale entry being raised for the job now (the watch), which this resolves: never one left beside it.
@@ -797,6 +802,31 @@ export class CancellationService implements OrderCancellations, SupplierCancella
       }
       return raised;
     });
+  }
+
+  /**
+   * The divergence watch lists a supplier order the service placed, not cancelled whole, showing some
+   * of its lines cancelled (`shown`, per supplier SKU, every cancellation of them until `listedAt`):
+   * what it shows beyond what the service asked of the job (the cancellations `askedFor` counts) the
+   * supplier cancelled itself, its webhook lost (order-changes.md: "Cancelled at the supplier: as a
+   * supplier's own cancellation"). That is recorded as its webhook would have been
+   * (`recordSupplierCancellation`, with those lines). Nothing while a whole-order cancellation of the
+   * service's is asked (the order is cancelled, or about to be, by it). Returns whether anything new
+   * was recorded: a later pass showing the same lines records nothing more.
+   */
+  async recordShownSupplierLines(job: SyncJob, found: { sourceOrderId: string; shown: CancelledLine[]; listedAt: Date; watchPassId: string }): Promise<boolean> {
+    const asked = (await this.repository.listForJob(job.id)).filter((c) => c.status !== 'completed' || c.outcome === 'cancelled' || acceptedThenShipped(c));
+    if (asked.some((c) => c.scope === 'order')) return false;
+    const terms = await this.deps.vendorTags.supplierTermsOf(job.sourceStoreId);
+    // Cuts never reached the supplier; the rest asked for its lines by the SKU its pricing made.
+    const lineAsks = asked.filter((c) => c.scope === 'lines' && !isCut(c)).flatMap((c) => c.lines);
+    const askedOf = (sku: string) =>
+      lineAsks.filter((line) => line.sku === sku || (terms !== null && supplierSku(line.sku, terms.pricingConfig) === sku)).reduce((sum, line) => sum + line.quantity, 0);
+    const own = found.shown.map(({ sku, quantity }) => ({ sku, quantity: quantity - askedOf(sku) })).filter((line) => line.quantity > 0);
+    if (own.length === 0) return false;
+    const via = { source: 'watch', watchPassId: found.watchPassId };
+    const result = await this.recordSupplierCancellation({ sourceStoreIds: [job.sourceStoreId], sourceOrderId: found.sourceOrderId, syncJob: job, reason: null, at: found.listedAt, lines: own, via, beyondAsked: true });
+    return result?.recorded ?? false;
   }
 
   /**

@@ -27,6 +27,13 @@ export interface WatchRepairs {
    */
   supplierCancelled(job: SyncJob, found: SupplierCancellationFound): Promise<boolean>;
   /**
+   * A supplier order the service placed is listed open, showing some of its lines cancelled
+   * (`shown`: per supplier SKU, the quantity cancelled): what it shows beyond what the service asked
+   * of the job is recorded as the supplier's own cancellation of those lines, as its webhook would be.
+   * Returns whether anything new was recorded (a repair).
+   */
+  supplierLinesCancelled(job: SyncJob, found: Omit<SupplierCancellationFound, 'reason'> & { shown: { sku: string; quantity: number }[] }): Promise<boolean>;
+  /**
    * A routed storefront order is listed cancelled: treat it as its orders/cancelled webhook.
    * Returns whether anything new was recorded (a repair).
    */

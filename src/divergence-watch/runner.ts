@@ -278,6 +278,10 @@ export class WatchRunner {
       if (order.cancelled && (await this.repairs.supplierCancelled(job, { sourceOrderId: order.externalOrderId, reason, listedAt: order.updatedAt, watchPassId: pass.id }))) {
         repairs += this.repaired('supplier_cancelled');
       }
+      const shown = order.cancelled ? [] : cancelledBySku(order);
+      if (shown.length > 0 && (await this.repairs.supplierLinesCancelled(job, { sourceOrderId: order.externalOrderId, shown, listedAt: order.updatedAt, watchPassId: pass.id }))) {
+        repairs += this.repaired('supplier_cancelled');
+      }
       const shipments = order.shipments ?? (await this.paced(() => this.deps.platforms[supplier.platform].listShipments(connection, order.externalOrderId), lease, tally));
       for (const shipment of shipments) {
         // Its webhook would have been refused (400): a pass that stored it would fail at every attempt.
@@ -469,3 +473,13 @@ async function mapLimit<T, R>(items: T[], limit: number, work: (item: T) => Prom
 
 /** An id no job or order can have (a NUL, an unpaired surrogate): a query naming it would fail the pass at every attempt. */
 const storableId = (order: UpdatedOrder) => unstorablePathIn(order.externalOrderId) === null;
+
+/** What a listed order shows cancelled of its lines, per SKU (its lines of one SKU summed), storable SKUs only. */
+function cancelledBySku(order: UpdatedOrder): { sku: string; quantity: number }[] {
+  const sums = new Map<string, number>();
+  for (const line of order.cancelledLines?.lines ?? []) {
+    if (line.sku === '' || unstorablePathIn(line.sku) !== null) continue;
+    sums.set(line.sku, (sums.get(line.sku) ?? 0) + line.quantity);
+  }
+  return [...sums].map(([sku, quantity]) => ({ sku, quantity }));
+}
