@@ -264,6 +264,29 @@ describe('some lines on other platforms', () => {
     expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toMatchObject([{ lines: [{ sku: 'B-1', quantity: 3 }] }]);
   });
 
+  it('a partly shipped custom order cancelled as a whole: its refusal names the shipped units, the rest is cancelled', async ({ api, sandbox, shopWith, placed, storefront }) => {
+    const shop = await shopWith('custom', 'custom');
+    const { order, acmeJob } = await placed(shop);
+    // Both anvils shipped; the order still shows open (custom shows no shipped quantities), and its cancel refuses them.
+    sandbox.fulfilLines(shop.acme.shopDomain, 'custom', acmeJob.sourceOrderId, [{ sku: 'A-1', quantity: 2 }]);
+    await storefront(shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString() });
+    const job = await waitForJob(api, shop.user.token, acmeJob.id, settled);
+    expect(job.cancellations[0]).toMatchObject({ status: 'completed', outcome: 'too_late', scope: 'order', reason: 'already shipped by the supplier: A-1 × 2; the rest was cancelled: B-1 × 3' });
+    expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toMatchObject([{ orderId: acmeJob.sourceOrderId, lines: [{ sku: 'B-1', quantity: 3 }] }]);
+    const held = sandbox.orderOf(shop.acme.shopDomain, 'custom', acmeJob.sourceOrderId) as any;
+    expect(held.lines.map((line: any) => [line.sku, line.cancelledQuantity ?? 0])).toEqual([['A-1', 0], ['B-1', 3]]);
+  });
+
+  it('custom lines some of which shipped: the shipped units are named too late, the rest of the lines asked is cancelled', async ({ api, sandbox, shopWith, placed, storefront }) => {
+    const shop = await shopWith('custom', 'custom');
+    const { order, acmeJob } = await placed(shop);
+    sandbox.fulfilLines(shop.acme.shopDomain, 'custom', acmeJob.sourceOrderId, [{ sku: 'A-1', quantity: 1 }]);
+    await storefront(shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString(), lines: [{ sku: 'A-1', quantity: 2 }, { sku: 'B-1', quantity: 1 }] });
+    const job = await waitForJob(api, shop.user.token, acmeJob.id, settled);
+    expect(job.cancellations[0]).toMatchObject({ status: 'completed', outcome: 'too_late', scope: 'lines', reason: 'already shipped by the supplier: A-1 × 1; the rest was cancelled: A-1 × 1, B-1 × 1' });
+    expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toMatchObject([{ lines: [{ sku: 'A-1', quantity: 1 }, { sku: 'B-1', quantity: 1 }] }]);
+  });
+
   it('a job not placed yet, cut by some lines, is placed without them', async ({ api, sandbox, shopWith, storefront }) => {
     const shop = await shopWith('custom', 'custom');
     const id = `ord_${nextOrderId++}`;

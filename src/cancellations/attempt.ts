@@ -235,7 +235,10 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
       if (!isRefusal(error)) throw error;
       const state = await readOrder(job, platform, store, orderId);
       if (state.cancelled || state.fulfillment !== 'none') return fromOrderState(state, error.status, cancellation, platform, store, orderId);
-      // custom's 409 names fulfilled quantities its order does not show; any other refusal is unexplained.
+      // custom's 409 names fulfilled quantities its order does not show: the rest is still cancelled.
+      const fulfilled = platform.fulfilledIn?.(error);
+      if (fulfilled?.length) return fromOrderState(withFulfilled(state, fulfilled), error.status, cancellation, platform, store, orderId);
+      // Any other refusal is unexplained.
       if (error.status !== 409) throw error;
       return { outcome: 'too_late', reason: `already shipped by the supplier: ${describeLines(cancellation.lines)}`, platformStatus: error.status };
     }
@@ -263,6 +266,30 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
     return {
       outcome: 'too_late',
       reason: `already shipped by the supplier: ${describeLines(shipped)}${cancelled.length > 0 ? `; the rest was cancelled: ${describeLines(cancelled)}` : ''}`,
+      platformStatus,
+    };
+  }
+
+  /**
+   * Lines refused because some of them shipped, the supplier's refusal naming what (custom's 409, whose
+   * order shows no fulfilled quantities): what is still open of the lines asked is cancelled, and the
+   * outcome is `too_late` naming the shipped lines, as for a partly shipped platform_a order.
+   */
+  async function cancelUnfulfilledLines(cancellation: Cancellation, platform: PlatformAdapter, store: StoreConnection, orderId: string, source: SourceStore, state: SupplierOrderState, refusedWith: number | null): Promise<Decision> {
+    const { toCancel, shipped } = linesToCancel(state, cancellation.lines, source);
+    let platformStatus = refusedWith;
+    if (toCancel.length > 0 && platform.cancelSupplierLines) {
+      try {
+        platformStatus = (await platform.cancelSupplierLines(store, orderId, toCancel, cancellationKey(cancellation, 'open-lines'))).status;
+      } catch (error) {
+        return refusal(error, platform, store, orderId, cancellation.lines);
+      }
+    }
+    const cancelled = toCancel.map(({ sku, quantity }) => ({ sku, quantity }));
+    const said = shipped.length > 0 ? shipped : shippedOf(state, cancellation.lines);
+    return {
+      outcome: 'too_late',
+      reason: `already shipped by the supplier: ${describeLines(said)}${cancelled.length > 0 ? `; the rest was cancelled: ${describeLines(cancelled)}` : ''}`,
       platformStatus,
     };
   }
@@ -315,7 +342,9 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
       try {
         status = (await platform.cancelSupplierLines(store, orderId, toCancel, cancellationKey(cancellation, 'lines'))).status;
       } catch (error) {
-        return refusal(error, platform, store, orderId, cancellation.lines);
+        const fulfilled = isRefusal(error) ? platform.fulfilledIn?.(error) : null;
+        if (!isRefusal(error) || !fulfilled?.length) return refusal(error, platform, store, orderId, cancellation.lines);
+        return cancelUnfulfilledLines(cancellation, platform, store, orderId, source, withFulfilled(state, fulfilled), error.status);
       }
     }
     // Never `cancelled` for lines that were not: they go to the reseller's to-do list.
@@ -491,6 +520,24 @@ function openLines(state: SupplierOrderState): LineToCancel[] {
     const quantity = Math.max(0, line.quantity - line.cancelledQuantity - line.fulfilledQuantity);
     return quantity > 0 ? [{ lineId: line.lineId, sku: line.sku, quantity }] : [];
   });
+}
+
+/**
+ * The order with the quantities a refusal said are fulfilled (per supplier SKU, `fulfilledIn`) on its
+ * lines of that SKU, in order, each up to what it has not cancelled; `partial` unless nothing is left open.
+ */
+function withFulfilled(state: SupplierOrderState, fulfilled: { sku: string; quantity: number }[]): SupplierOrderState {
+  const left = new Map<string, number>();
+  for (const { sku, quantity } of fulfilled) left.set(sku, (left.get(sku) ?? 0) + quantity);
+  const lines = state.lines.map((line) => {
+    const open = Math.max(0, line.quantity - line.cancelledQuantity - line.fulfilledQuantity);
+    const more = Math.min(open, left.get(line.sku) ?? 0);
+    left.set(line.sku, (left.get(line.sku) ?? 0) - more);
+    return { ...line, fulfilledQuantity: line.fulfilledQuantity + more };
+  });
+  const shippedSome = lines.some((line) => line.fulfilledQuantity > 0);
+  const full = shippedSome && lines.every((line) => line.quantity - line.cancelledQuantity - line.fulfilledQuantity <= 0);
+  return { ...state, lines, fulfillment: full ? 'full' : shippedSome ? 'partial' : 'none' };
 }
 
 /** The shipped quantities among the lines asked (every shipped line when none match). */

@@ -253,6 +253,9 @@ const orderC = z.object({
   lines: z.array(z.object({ sku: text, quantity: lenientQuantity, cancelledQuantity: lenientQuantity })),
 });
 
+/** custom's 409 when (some of) the quantities asked are fulfilled already: those quantities (platforms.md). */
+const alreadyFulfilledC = z.object({ error: z.literal('already_fulfilled'), lines: z.array(z.object({ sku: text, quantity: lenientQuantity })) });
+
 function readOrderC(body: unknown): SupplierOrderState {
   const order = parsePayload(orderC, body, 'custom order');
   const fulfilled = order.status === 'fulfilled';
@@ -280,6 +283,11 @@ export function customCancelling(http: PlatformHttpClient): CancellingAdapter {
     cancelSupplierOrder: (store, orderId, idempotencyKey) => cancel(store, orderId, null, idempotencyKey),
     cancelOverwritesStatus: false,
     cancelSupplierLines: (store, orderId, lines, idempotencyKey) => cancel(store, orderId, lines, idempotencyKey),
+    fulfilledIn: (refusal) => {
+      if (refusal.status !== 409) return null;
+      const said = alreadyFulfilledC.safeParse(refusal.answer);
+      return said.success ? said.data.lines.filter((line) => line.quantity > 0) : null;
+    },
     // From no cursor (''), then each answer's `nextCursor`.
     findOrderByReference: (store, reference, since, whenCut) =>
       lookUp<string>(store, reference, whenCut, LOOKUP_LIMIT_C, '', (order) => (order as { reference?: unknown } | null)?.reference, (cursor, size) => {

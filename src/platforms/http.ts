@@ -82,6 +82,8 @@ interface ErrorFields {
   retryAfterMs?: number | null;
   /** False when the request never left: its turn was too far away. */
   sent?: boolean;
+  /** A refusal's JSON body (`PlatformError.answer`). */
+  answer?: unknown;
 }
 
 const MAX_INLINE_RETRIES = 3;
@@ -313,6 +315,7 @@ export class PlatformHttpClient {
       retryable: status === 429 || status >= 500,
       status,
       retryAfterMs: askedMs === null ? null : Math.min(askedMs, this.options.maxRetryAfterMs),
+      answer: status >= 400 && status < 500 && status !== 429 ? jsonOf(response.text) : undefined,
     });
   }
 
@@ -325,9 +328,23 @@ export class PlatformHttpClient {
       fields.status ?? null,
       fields.retryAfterMs ?? null,
       fields.sent ?? true,
+      fields.answer,
     );
   }
 }
+
+/** A refusal's body as JSON, when it is JSON of at most REFUSAL_ANSWER_MAX_BYTES (else undefined). */
+function jsonOf(text: string): unknown {
+  if (text === '' || text.length > REFUSAL_ANSWER_MAX_BYTES) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** A refusal body longer than this is not parsed for what it says (its detail is still described). */
+const REFUSAL_ANSWER_MAX_BYTES = 64 * 1024;
 
 /** How much of an oversized answer is kept as text: far more than any error detail keeps (MAX_DETAIL_LENGTH). */
 const OVERSIZED_TEXT_BYTES = 64 * 1024;

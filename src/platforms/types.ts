@@ -122,6 +122,12 @@ export interface CancellingAdapter {
    * nothing on a cancelled order and refuses a shipped one.
    */
   readonly cancelOverwritesStatus: boolean;
+  /**
+   * The quantities a refused cancel says are fulfilled already, per supplier SKU (custom's 409
+   * `already_fulfilled` names them; its order shows no fulfilled quantities of its own), or null when
+   * the refusal says none. Absent where a refusal never names them.
+   */
+  fulfilledIn?(refusal: PlatformError): { sku: string; quantity: number }[] | null;
   /** Cancels these quantities of these lines; null when the platform cannot cancel some lines only. */
   readonly cancelSupplierLines: ((store: StoreConnection, orderId: string, lines: LineToCancel[], idempotencyKey: string) => Promise<CancelAnswer>) | null;
   /**
@@ -190,6 +196,8 @@ export class PlatformError extends Error {
     readonly retryAfterMs: number | null = null,
     /** False when the request was never sent (the store's turn was too far away): nothing happened on the platform. */
     readonly sent: boolean = true,
+    /** A refusal's JSON body (a 4xx answer's), for an adapter that reads what it says (`fulfilledIn`); undefined otherwise. */
+    readonly answer: unknown = undefined,
   ) {
     super(message);
     this.name = 'PlatformError';

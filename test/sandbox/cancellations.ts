@@ -92,11 +92,18 @@ export function answerCancelCall(store: StoreState, call: CancelCall): Reply | n
     if (!order) return NOT_FOUND;
     const request = accept(customCancelRequest, jsonBody(call.text));
     const lines = (order.lines as Line[]).map((line) => ({ ...line, cancelledQuantity: line.cancelledQuantity ?? 0 }));
-    if (order.status === 'fulfilled') {
-      const asked = request.lines ?? lines.map(({ sku, quantity, cancelledQuantity }) => ({ sku, quantity: quantity - cancelledQuantity }));
-      return { status: 409, body: { error: 'already_fulfilled', lines: asked } };
-    }
     if (order.status === 'cancelled') return { status: 200, body: order };
+    // Shipped units (all of a fulfilled order's; those `shipOrder` shipped of an open one) cannot be
+    // cancelled: asked for, the whole request is refused naming them, and nothing is cancelled.
+    const fulfilledOf = (line: Line) => (line as { fulfilledQuantity?: number }).fulfilledQuantity ?? (order.status === 'fulfilled' ? line.quantity - (line.cancelledQuantity ?? 0) : 0);
+    const wanted = request.lines ?? lines.map(({ sku, quantity, cancelledQuantity }) => ({ sku, quantity: quantity - cancelledQuantity }));
+    const shipped = wanted.flatMap((asked) => {
+      const line = lines.find((candidate) => candidate.sku === asked.sku);
+      if (!line) return [];
+      const fulfilled = fulfilledOf(line);
+      return fulfilled > 0 && asked.quantity > line.quantity - line.cancelledQuantity - fulfilled ? [{ sku: asked.sku, quantity: Math.min(asked.quantity, fulfilled) }] : [];
+    });
+    if (shipped.length > 0) return { status: 409, body: { error: 'already_fulfilled', lines: shipped } };
     for (const asked of request.lines ?? lines.map(({ sku, quantity, cancelledQuantity }) => ({ sku, quantity: quantity - cancelledQuantity }))) {
       const line = lines.find((candidate) => candidate.sku === asked.sku);
       if (!line) return { status: 422, body: { errors: `no line ${asked.sku}` } };
@@ -113,8 +120,9 @@ export function answerCancelCall(store: StoreState, call: CancelCall): Reply | n
 }
 
 /**
- * The supplier ships an order it holds (all of it, or these quantities of these lines on
- * platform_a): its GET then shows it fulfilled, so a cancellation comes too late.
+ * The supplier ships an order it holds (all of it, or these quantities of these lines on platform_a
+ * and custom): its GET then shows it fulfilled (custom: only once every unit shipped; its cancel
+ * refuses the shipped ones), so a cancellation comes too late.
  */
 export function shipOrder(store: StoreState, platform: Platform, id: string, lines?: { sku: string; quantity: number }[]): JsonObject {
   const order = store.order(platform, id);
@@ -136,6 +144,15 @@ export function shipOrder(store: StoreState, platform: Platform, id: string, lin
     shipped = { ...order, line_items: items, fulfillments, fulfillment_status: allShipped ? 'fulfilled' : 'partial', updated_at: now };
   } else if (platform === 'platform_b') {
     shipped = { ...order, status: 'completed', date_modified_gmt: now.slice(0, 19) };
+  } else if (lines) {
+    // Some units shipped: the order stays open (custom shows no shipped quantities), its cancel refuses them.
+    const items = (order.lines as (Line & { fulfilledQuantity?: number })[]).map((line) => {
+      const open = line.quantity - (line.cancelledQuantity ?? 0) - (line.fulfilledQuantity ?? 0);
+      const quantity = Math.min(open, lines.find((l) => l.sku === line.sku)?.quantity ?? 0);
+      return { ...line, fulfilledQuantity: (line.fulfilledQuantity ?? 0) + quantity };
+    });
+    const allShipped = items.every((line) => line.quantity - (line.cancelledQuantity ?? 0) - line.fulfilledQuantity <= 0);
+    shipped = { ...order, lines: items, ...(allShipped && { status: 'fulfilled' }), updatedAt: now };
   } else {
     shipped = { ...order, status: 'fulfilled', updatedAt: now };
   }
