@@ -219,7 +219,7 @@ describe('some lines on other platforms', () => {
     expect(todo.body.data).toMatchObject([{ type: 'unsupported', syncJobId: acmeJob.id, subjectId: job.cancellations[0].id, status: 'open' }]);
   });
 
-  it('platform_b: lines cancelled one refund at a time until none is left cancel the whole order, and the lines to handle by hand are no longer asked', async ({ api, sandbox, shopWith, placed, storefront }) => {
+  it('platform_b: lines cancelled one refund at a time until none is left cancel the whole order, and the lines to handle by hand are no longer asked', async ({ api, sandbox, service, shopWith, placed, storefront }) => {
     const shop = await shopWith('platform_a', 'platform_b');
     const { order, acmeJob } = await placed(shop);
     await storefront(shop, 'refunds/create', refundOf(order, [{ sku: 'A-1', quantity: 2 }]));
@@ -237,6 +237,18 @@ describe('some lines on other platforms', () => {
     // Nothing is left for the reseller to cancel by hand.
     const todo = await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token });
     expect(todo.body.data.filter((entry: { syncJobId: string }) => entry.syncJobId === acmeJob.id)).toEqual([]);
+    // The supplier reports the order cancelled: the service asked for it, so it is not the supplier's own cancellation.
+    const echoed = await sendWebhook({ targetUrl: `${service.url}${FULFILLMENTS_PATH}`, shopDomain: shop.acme.shopDomain, secret: shop.acme.secret, topic: 'orders/updated',
+      payload: sandbox.orderOf(shop.acme.shopDomain, 'platform_b', acmeJob.sourceOrderId) });
+    expect(echoed.status).toBe(200);
+    // And the storefront cancelling the whole order after its refunds finds nothing left open: no cancellation, no call.
+    await storefront(shop, 'orders/cancelled', { ...order, cancelled_at: new Date().toISOString() });
+    const after = await getJob(api, shop.user.token, acmeJob.id);
+    expect(after.supplierCancelledAt ?? null).toBeNull();
+    expect(after.cancellations).toHaveLength(2);
+    expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toHaveLength(1);
+    const todoAfter = await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token });
+    expect(todoAfter.body.data.filter((entry: { syncJobId: string }) => entry.syncJobId === acmeJob.id)).toEqual([]);
   });
 
   it('platform_b: a refund of the last open lines while the one before is still being made cancels the whole order once', async ({ api, sandbox, shopWith, placed, storefront }) => {

@@ -414,6 +414,33 @@ describe('the to-do list', () => {
     expect(await auditOf(tenant, 'sync_job.supplier_cancelled')).toHaveLength(1);
   });
 
+  it('the rest of a partly shipped order the service cancelled is not taken for the supplier\'s own cancellation', async ({ sandbox, target }) => {
+    const tenant = await openTenant(sandbox, target, 'custom', ['custom']);
+    const supplier = tenant.suppliers[0]!;
+    const order = sandbox.buildOrderPayload('custom', {
+      id: `wo-rest-${Date.now()}`,
+      lines: [
+        { sku: 'WCH-A', title: 'Anvil', vendor: supplier.vendorTag, quantity: 2, price: '30.00' },
+        { sku: 'WCH-B', title: 'Bell', vendor: supplier.vendorTag, quantity: 3, price: '12.00' },
+      ],
+    });
+    expect(await sandbox.placeCustomerOrder(tenant.reseller.shopDomain, 'custom', order)).toMatchObject({ delivered: { status: 200 } });
+    const { jobId, sourceOrderId } = await placedJobOf(tenant, String(order.id));
+    // The anvils shipped; the storefront cancels the order: the bells are cancelled, the outcome too_late.
+    sandbox.fulfilLines(supplier.shopDomain, 'custom', sourceOrderId, [{ sku: 'WCH-A', quantity: 2 }]);
+    await sendWebhook({ targetUrl: `${target.url}${ORDERS_PATH}`, shopDomain: tenant.reseller.shopDomain, secret: tenant.reseller.secret, topic: 'orders/cancelled',
+      payload: { id: order.id, cancelledAt: new Date().toISOString() } });
+    await waitFor(async () => (await queryRows<{ outcome: string | null }>(target.databaseUrl, 'select outcome from cancellations where sync_job_id = $1', [jobId]))[0]?.outcome === 'too_late', 20_000, 'the rest cancelled at the supplier');
+    expect((sandbox.orderOf(supplier.shopDomain, 'custom', sourceOrderId) as { lines: { sku: string; cancelledQuantity?: number }[] }).lines.map((line) => line.cancelledQuantity ?? 0)).toEqual([0, 3]);
+    expect(await check(tenant)).toMatchObject({ status: 'succeeded' });
+    expect(await auditOf(tenant, 'sync_job.supplier_cancelled')).toEqual([]);
+    const [tooLate, ...others] = await divergencesOf(tenant);
+    expect(others).toEqual([]);
+    expect(tooLate).toMatchObject({ type: 'too_late', syncJobId: jobId });
+    // Dismissed (the reseller arranges the return), so the file's metrics count no open too_late.
+    expect((await tenant.target.api.post(`/v1/reseller_stores/${tenant.reseller.id}/divergences/${tooLate.id}/dismiss`, { token: tenant.user.token })).status).toBe(200);
+  });
+
   it('no stale entry is raised beside a supplier cancellation being recorded at that moment: the pass waits for the job, then decides', async ({ sandbox, target }) => {
     const tenant = await openTenant(sandbox, target, 'platform_a', ['custom']);
     const placed = await placeOrder(sandbox, tenant, tenant.suppliers[0]!);

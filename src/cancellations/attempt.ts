@@ -18,7 +18,7 @@ import type { Cancellation, CancelledLine } from './entity.ts';
 import { cancellationsIn, type CancellationRepository, type CancellationWork } from './repository.ts';
 import { jobEventsIn } from './events.ts';
 import type { CancelledJobs, DivergenceRaising, RecordedShipments, SupplierSuccessors } from './ports.ts';
-import { acceptedThenShipped, endsWholeOrder, shippedAnywayIn, shippedAnywayReason } from './too-late.ts';
+import { acceptedThenShipped, endsWholeOrder, shippedAnywayIn, shippedAnywayReason, WHOLE_FOR_LINES } from './too-late.ts';
 import { cancellationAuditRecord } from './audit.ts';
 import { placedJobLockKey } from '../sync-jobs/placed-lock.ts';
 import { CUT_BEFORE_PLACEMENT, cutOrder } from './cut.ts';
@@ -314,7 +314,7 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
   async function cancelWholeForLines(cancellation: Cancellation, platform: PlatformAdapter, store: StoreConnection, orderId: string): Promise<Decision> {
     try {
       const { status } = await platform.cancelSupplierOrder(store, orderId, cancellationKey(cancellation, 'order'));
-      const reason = `every line the supplier holds is cancelled at the storefront; ${platform.platform} cannot cancel some lines only, so the whole order was cancelled`;
+      const reason = `${WHOLE_FOR_LINES}; ${platform.platform} cannot cancel some lines only, so the whole order was cancelled`;
       return { outcome: 'cancelled', reason, platformStatus: status, closesOrder: true };
     } catch (error) {
       return refusal(error, platform, store, orderId, cancellation.lines);

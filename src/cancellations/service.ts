@@ -31,7 +31,7 @@ import { cancellationsOfJob, jobEventIn, jobEventsIn } from './events.ts';
 import { orderLockKeys, type CancellationRepository, type HeldCancellationRow, type HeldSupplierCancellationRepository } from './repository.ts';
 import { cancellationStats, type CancellationStats } from './stats.ts';
 import { cancellationKind } from './kind.ts';
-import { acceptedThenShipped, shippedAnywayIn, shippedAnywayReason } from './too-late.ts';
+import { acceptedThenShipped, cancelledWhole, shippedAnywayIn, shippedAnywayReason } from './too-late.ts';
 import { retryByHand } from '../attempts/manual-retry.ts';
 import type { CancellationView } from './present.ts';
 
@@ -807,16 +807,18 @@ export class CancellationService implements OrderCancellations, SupplierCancella
   /**
    * The divergence watch lists a supplier order the service placed, not cancelled whole, showing some
    * of its lines cancelled (`shown`, per supplier SKU, every cancellation of them until `listedAt`):
-   * what it shows beyond what the service asked of the job (the cancellations `askedFor` counts) the
-   * supplier cancelled itself, its webhook lost (order-changes.md: "Cancelled at the supplier: as a
-   * supplier's own cancellation"). That is recorded as its webhook would have been
-   * (`recordSupplierCancellation`, with those lines). Nothing while a whole-order cancellation of the
-   * service's is asked (the order is cancelled, or about to be, by it). Returns whether anything new
+   * what it shows beyond every quantity the service asked of the job (its lines cancellations but cuts,
+   * whatever they ended with) the supplier cancelled itself, its webhook lost (order-changes.md:
+   * "Cancelled at the supplier: as a supplier's own cancellation"). That is recorded as its webhook
+   * would have been (`recordSupplierCancellation`, with those lines). Nothing once the service asked for
+   * the whole order (it cancelled what was open of it, or is about to). Returns whether anything new
    * was recorded: a later pass showing the same lines records nothing more.
    */
   async recordShownSupplierLines(job: SyncJob, found: { sourceOrderId: string; shown: CancelledLine[]; listedAt: Date; watchPassId: string }): Promise<boolean> {
-    const asked = (await this.repository.listForJob(job.id)).filter((c) => c.status !== 'completed' || c.outcome === 'cancelled' || acceptedThenShipped(c));
-    if (asked.some((c) => c.scope === 'order')) return false;
+    // Every ask counts, whatever it ended with: one ended too_late or unsupported may have cancelled the
+    // rest of its lines (what was still open) before saying so.
+    const asked = await this.repository.listForJob(job.id);
+    if (asked.some(cancelledWhole)) return false;
     const terms = await this.deps.vendorTags.supplierTermsOf(job.sourceStoreId);
     // Cuts never reached the supplier; the rest asked for its lines by the SKU its pricing made.
     const lineAsks = asked.filter((c) => c.scope === 'lines' && !isCut(c)).flatMap((c) => c.lines);
@@ -839,7 +841,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
    */
   private async askedFor(job: SyncJob, reported: CancelledLine[] | undefined): Promise<boolean> {
     const asked = (await this.repository.listForJob(job.id)).filter((c) => c.status !== 'completed' || c.outcome === 'cancelled' || acceptedThenShipped(c));
-    if (asked.some((c) => c.scope === 'order')) return true;
+    if (asked.some(cancelledWhole)) return true;
     // Cuts never reached the supplier: the order was placed without those quantities.
     const lineAsks = asked.filter((c) => c.scope === 'lines' && !isCut(c));
     if (lineAsks.length === 0) return false;
@@ -1035,10 +1037,10 @@ function planFor(job: SyncJob, vendorTag: string | null, existing: Cancellation[
     // A manual job not placed yet (no stored order): only the whole order can be cancelled, once. Its
     // attempt places what the storefront order still shows open, and its placement applies the lines
     // signals received meanwhile (`applyToPlacedIn`).
-    if (signal.scope !== 'order' || holding.some((c) => c.scope === 'order')) return null;
+    if (signal.scope !== 'order' || holding.some(cancelledWhole)) return null;
     return { job, vendorTag, scope: 'order', lines: [] };
   }
-  if (holding.some((c) => c.scope === 'order')) return null;
+  if (holding.some(cancelledWhole)) return null;
   const asked =
     signal.scope === 'order'
       ? open
@@ -1061,7 +1063,7 @@ function openLinesOf(job: SyncJob, vendorTag: string | null, existing: Cancellat
   const ordered = supplierLinesOf(job, vendorTag);
   if (ordered === null) return null;
   // A whole-order cancellation holds every line (also one asked before a manual job had lines).
-  if (existing.some((c) => holdsQuantity(c) && c.scope === 'order')) return ordered.map(({ sku }) => ({ sku, quantity: 0 }));
+  if (existing.some((c) => holdsQuantity(c) && cancelledWhole(c))) return ordered.map(({ sku }) => ({ sku, quantity: 0 }));
   // A cut (at the signal or by its attempt) already left the stored order; it holds nothing more.
   const holding = existing.filter((c) => holdsQuantity(c) && !isCut(c));
   return ordered.map(({ sku, quantity }) => {

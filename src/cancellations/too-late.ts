@@ -16,6 +16,21 @@ export const shippedAnywayReason = (when: string): string => `${SHIPPED_ANYWAY}:
 /** A cancellation the supplier had accepted (`cancelled`) before a fulfillment of the order made it `too_late`. */
 export const acceptedThenShipped = (c: Cancellation): boolean => c.outcome === 'too_late' && (c.reason?.startsWith(`${SHIPPED_ANYWAY}:`) ?? false);
 
+/**
+ * How the reason of a lines cancellation that cancelled the whole supplier order begins: on a platform
+ * that cannot cancel some lines only, its lines and those asked before were every open line
+ * (src/cancellations/attempt.ts `cancelWholeForLines`).
+ */
+export const WHOLE_FOR_LINES = 'every line the supplier holds is cancelled at the storefront';
+
+/**
+ * A cancellation that cancelled the whole supplier order, whatever its scope: one of scope `order`, or
+ * a lines cancellation that cancelled it whole (`WHOLE_FOR_LINES`). Counted as a whole-order one when
+ * the order is reported back cancelled, and when a later signal looks for lines still open.
+ */
+export const cancelledWhole = (c: Cancellation): boolean =>
+  c.scope === 'order' || (c.status === 'completed' && c.outcome === 'cancelled' && (c.reason?.startsWith(WHOLE_FOR_LINES) ?? false));
+
 /** What marking a cancellation too late writes with. */
 export interface TooLateWriting {
   repository: CancellationRepository;
