@@ -251,6 +251,24 @@ describe('some lines on other platforms', () => {
     expect(todoAfter.body.data.filter((entry: { syncJobId: string }) => entry.syncJobId === acmeJob.id)).toEqual([]);
   });
 
+  it('platform_b: the whole order cancelled for the last lines, its answer lost, is still that cancellation when the retry finds it cancelled', async ({ api, sandbox, service, shopWith, placed, storefront }) => {
+    const shop = await shopWith('platform_a', 'platform_b');
+    const { order, acmeJob } = await placed(shop);
+    await storefront(shop, 'refunds/create', refundOf(order, [{ sku: 'A-1', quantity: 2 }]));
+    expect((await waitForJob(api, shop.user.token, acmeJob.id, settled)).cancellations).toMatchObject([{ outcome: 'unsupported' }]);
+    // The read is answered; the PUT that cancels the order is carried out and its answer lost.
+    sandbox.setFaults(shop.acme.shopDomain, { faultsAfter: 1, acceptThenDropNext: 1 });
+    await storefront(shop, 'refunds/create', refundOf(order, [{ sku: 'B-1', quantity: 3 }]));
+    const job = await waitForJob(api, shop.user.token, acmeJob.id, (j) => j.cancellations.length === 2 && settled(j), 20_000);
+    sandbox.clearFaults(shop.acme.shopDomain);
+    expect(job.cancellations[1]).toMatchObject({ outcome: 'cancelled', attempts: 2, reason: expect.stringContaining('the whole order was cancelled') });
+    // Reported back cancelled, the order is the service's doing.
+    const echoed = await sendWebhook({ targetUrl: `${service.url}${FULFILLMENTS_PATH}`, shopDomain: shop.acme.shopDomain, secret: shop.acme.secret, topic: 'orders/updated',
+      payload: sandbox.orderOf(shop.acme.shopDomain, 'platform_b', acmeJob.sourceOrderId) });
+    expect(echoed.status).toBe(200);
+    expect((await getJob(api, shop.user.token, acmeJob.id)).supplierCancelledAt ?? null).toBeNull();
+  });
+
   it('platform_b: a refund of the last open lines while the one before is still being made cancels the whole order once', async ({ api, sandbox, shopWith, placed, storefront }) => {
     const shop = await shopWith('platform_a', 'platform_b');
     const { order, acmeJob } = await placed(shop);
@@ -276,7 +294,7 @@ describe('some lines on other platforms', () => {
     expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toMatchObject([{ lines: [{ sku: 'B-1', quantity: 3 }] }]);
   });
 
-  it('a partly shipped custom order cancelled as a whole: its refusal names the shipped units, the rest is cancelled', async ({ api, sandbox, shopWith, placed, storefront }) => {
+  it('a partly shipped custom order cancelled as a whole: its refusal names the shipped units, the rest is cancelled', async ({ api, sandbox, service, shopWith, placed, storefront }) => {
     const shop = await shopWith('custom', 'custom');
     const { order, acmeJob } = await placed(shop);
     // Both anvils shipped; the order still shows open (custom shows no shipped quantities), and its cancel refuses them.
@@ -287,6 +305,13 @@ describe('some lines on other platforms', () => {
     expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toMatchObject([{ orderId: acmeJob.sourceOrderId, lines: [{ sku: 'B-1', quantity: 3 }] }]);
     const held = sandbox.orderOf(shop.acme.shopDomain, 'custom', acmeJob.sourceOrderId) as any;
     expect(held.lines.map((line: any) => [line.sku, line.cancelledQuantity ?? 0])).toEqual([['A-1', 0], ['B-1', 3]]);
+    // The supplier's webhook tells of the rest cancelled: the service asked for it, so it is not the supplier's own.
+    const echoed = await sendWebhook({ targetUrl: `${service.url}${FULFILLMENTS_PATH}`, shopDomain: shop.acme.shopDomain, secret: shop.acme.secret, topic: 'orders/cancelled',
+      payload: { id: acmeJob.sourceOrderId, cancelledAt: new Date().toISOString(), lines: [{ sku: 'B-1', quantity: 3 }] } });
+    expect(echoed.status).toBe(200);
+    expect((await getJob(api, shop.user.token, acmeJob.id)).supplierCancelledAt ?? null).toBeNull();
+    const todo = await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token });
+    expect(todo.body.data.filter((entry: { syncJobId: string; type: string }) => entry.syncJobId === acmeJob.id).map((entry: { type: string }) => entry.type)).toEqual(['too_late']);
   });
 
   it('custom lines some of which shipped: the shipped units are named too late, the rest of the lines asked is cancelled', async ({ api, sandbox, shopWith, placed, storefront }) => {

@@ -212,7 +212,9 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
     const state = await platform.readSupplierOrder(store, orderId);
     if (state.cancelled) return { outcome: 'cancelled', reason: null, platformStatus: error.status };
     if (state.fulfillment === 'none' && error.status !== 409) throw error;
-    const shipped = shippedOf(state, asked);
+    // custom's 409 names what shipped, which its order does not show.
+    const said = platform.fulfilledIn?.(error);
+    const shipped = said?.length ? said : shippedOf(state, asked);
     return { outcome: 'too_late', reason: `already shipped by the supplier: ${describeLines(shipped.length > 0 ? shipped : asked)}`, platformStatus: error.status };
   }
 
@@ -312,9 +314,12 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
 
   /** The whole supplier order cancelled for lines that, with those asked before, are all of it (`everyOpenLineAsked`). */
   async function cancelWholeForLines(cancellation: Cancellation, platform: PlatformAdapter, store: StoreConnection, orderId: string): Promise<Decision> {
+    const reason = `${WHOLE_FOR_LINES}; ${platform.platform} cannot cancel some lines only, so the whole order was cancelled`;
+    // Kept before the call: a retry whose read finds the order cancelled (this call's answer lost) knows it was this one.
+    await repository.recordDetail(cancellation.id, cancellation.version, { reason });
+    cancellation.reason = reason;
     try {
       const { status } = await platform.cancelSupplierOrder(store, orderId, cancellationKey(cancellation, 'order'));
-      const reason = `${WHOLE_FOR_LINES}; ${platform.platform} cannot cancel some lines only, so the whole order was cancelled`;
       return { outcome: 'cancelled', reason, platformStatus: status, closesOrder: true };
     } catch (error) {
       return refusal(error, platform, store, orderId, cancellation.lines);
@@ -328,7 +333,9 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
    */
   async function cancelLines(cancellation: Cancellation, job: SyncJob, platform: PlatformAdapter, store: StoreConnection, orderId: string, source: SourceStore): Promise<Decision> {
     const state = await readOrder(job, platform, store, orderId);
-    if (state.cancelled) return { outcome: 'cancelled', reason: null, platformStatus: 200, closesOrder: true };
+    // Found cancelled by a retry of one that cancelled the order whole (its answer lost): still that one.
+    const wholeBefore = cancellation.reason?.startsWith(WHOLE_FOR_LINES) ? cancellation.reason : null;
+    if (state.cancelled) return { outcome: 'cancelled', reason: wholeBefore, platformStatus: 200, closesOrder: true };
     const { toCancel, shipped, missing } = linesToCancel(state, cancellation.lines, source);
     if (!platform.cancelSupplierLines && toCancel.length > 0) {
       if (shipped.length === 0 && (await everyOpenLineAsked(cancellation, job, state, source))) return cancelWholeForLines(cancellation, platform, store, orderId);
@@ -516,10 +523,16 @@ function leavesNothingOpen(state: SupplierOrderState, toCancel: LineToCancel[]):
 
 /** The open quantities of a partly shipped order, line by line. */
 function openLines(state: SupplierOrderState): LineToCancel[] {
-  return state.lines.flatMap((line) => {
+  const open: LineToCancel[] = [];
+  for (const line of state.lines) {
     const quantity = Math.max(0, line.quantity - line.cancelledQuantity - line.fulfilledQuantity);
-    return quantity > 0 ? [{ lineId: line.lineId, sku: line.sku, quantity }] : [];
-  });
+    if (quantity === 0) continue;
+    // A platform that names lines by SKU alone (no line ids) is asked once per SKU, as `linesToCancel` asks.
+    const same = line.lineId === null ? open.find((o) => o.lineId === null && o.sku === line.sku) : undefined;
+    if (same) same.quantity += quantity;
+    else open.push({ lineId: line.lineId, sku: line.sku, quantity });
+  }
+  return open;
 }
 
 /**

@@ -31,7 +31,7 @@ import { cancellationsOfJob, jobEventIn, jobEventsIn } from './events.ts';
 import { orderLockKeys, type CancellationRepository, type HeldCancellationRow, type HeldSupplierCancellationRepository } from './repository.ts';
 import { cancellationStats, type CancellationStats } from './stats.ts';
 import { cancellationKind } from './kind.ts';
-import { acceptedThenShipped, cancelledWhole, shippedAnywayIn, shippedAnywayReason } from './too-late.ts';
+import { cancelledWhole, shippedAnywayIn, shippedAnywayReason } from './too-late.ts';
 import { retryByHand } from '../attempts/manual-retry.ts';
 import type { CancellationView } from './present.ts';
 
@@ -832,15 +832,17 @@ export class CancellationService implements OrderCancellations, SupplierCancella
   }
 
   /**
-   * Whether the service asked for what the supplier reports cancelled. Asked for: a cancellation still
-   * being made or retried (a request that timed out may have landed), one that died asking (its entry
-   * is on the to-do list; a retry will find the order cancelled), or one that cancelled (also when a
-   * fulfillment then made it `too_late`: the supplier had accepted it, and may echo it late). A whole-order
-   * one covers any report; lines cancelled cover a report of those lines, or of the whole order once
-   * they cover every line of the job (the supplier closes an order with nothing left in it).
+   * Whether the service asked for what the supplier reports cancelled. Asked for: any cancellation of
+   * the job but a cut, whatever it came to: one still being made or retried (a request that timed out
+   * may have landed), one that died asking (a retry will find the order cancelled), one that cancelled
+   * (also when a fulfillment then made it `too_late`: the supplier had accepted it, and may echo it
+   * late), and one that ended `too_late` or `unsupported` after cancelling what was still open of it
+   * ("the rest was cancelled"), whose echo names that rest. A whole-order one (`cancelledWhole`)
+   * covers any report; lines asked cover a report of those lines, or of the whole order once they
+   * cover every line of the job (the supplier closes an order with nothing left in it).
    */
   private async askedFor(job: SyncJob, reported: CancelledLine[] | undefined): Promise<boolean> {
-    const asked = (await this.repository.listForJob(job.id)).filter((c) => c.status !== 'completed' || c.outcome === 'cancelled' || acceptedThenShipped(c));
+    const asked = await this.repository.listForJob(job.id);
     if (asked.some(cancelledWhole)) return true;
     // Cuts never reached the supplier: the order was placed without those quantities.
     const lineAsks = asked.filter((c) => c.scope === 'lines' && !isCut(c));

@@ -82,7 +82,7 @@ interface ErrorFields {
   retryAfterMs?: number | null;
   /** False when the request never left: its turn was too far away. */
   sent?: boolean;
-  /** A refusal's JSON body (`PlatformError.answer`). */
+  /** A 409's JSON body (`PlatformError.answer`). */
   answer?: unknown;
 }
 
@@ -315,7 +315,7 @@ export class PlatformHttpClient {
       retryable: status === 429 || status >= 500,
       status,
       retryAfterMs: askedMs === null ? null : Math.min(askedMs, this.options.maxRetryAfterMs),
-      answer: status >= 400 && status < 500 && status !== 429 ? jsonOf(response.text) : undefined,
+      answer: status === 409 ? jsonOf(response.text) : undefined,
     });
   }
 

@@ -196,12 +196,19 @@ export class PlatformError extends Error {
     readonly retryAfterMs: number | null = null,
     /** False when the request was never sent (the store's turn was too far away): nothing happened on the platform. */
     readonly sent: boolean = true,
-    /** A refusal's JSON body (a 4xx answer's), for an adapter that reads what it says (`fulfilledIn`); undefined otherwise. */
-    readonly answer: unknown = undefined,
+    /**
+     * A 409's JSON body, for an adapter that reads what it says (`fulfilledIn`); undefined otherwise.
+     * Not redacted, so not enumerable: a logged error (pino's `err`) never carries it.
+     */
+    answer: unknown = undefined,
   ) {
     super(message);
     this.name = 'PlatformError';
+    Object.defineProperty(this, 'answer', { value: answer, enumerable: false, writable: false });
   }
+
+  /** See the constructor's `answer`. */
+  declare readonly answer: unknown;
 }
 
 /**
