@@ -212,9 +212,7 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
     const state = await platform.readSupplierOrder(store, orderId);
     if (state.cancelled) return { outcome: 'cancelled', reason: null, platformStatus: error.status };
     if (state.fulfillment === 'none' && error.status !== 409) throw error;
-    // custom's 409 names what shipped, which its order does not show.
-    const said = platform.fulfilledIn?.(error);
-    const shipped = said?.length ? said : shippedOf(state, asked);
+    const shipped = shippedOf(state, asked);
     return { outcome: 'too_late', reason: `already shipped by the supplier: ${describeLines(shipped.length > 0 ? shipped : asked)}`, platformStatus: error.status };
   }
 
@@ -316,7 +314,7 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
   async function cancelWholeForLines(cancellation: Cancellation, platform: PlatformAdapter, store: StoreConnection, orderId: string): Promise<Decision> {
     const reason = `${WHOLE_FOR_LINES}; ${platform.platform} cannot cancel some lines only, so the whole order was cancelled`;
     // Kept before the call: a retry whose read finds the order cancelled (this call's answer lost) knows it was this one.
-    await repository.recordDetail(cancellation.id, cancellation.version, { reason });
+    if (!(await repository.recordIntent(cancellation.id, reason))) throw new JobFailure('the cancellation moved while it was being made; trying again');
     cancellation.reason = reason;
     try {
       const { status } = await platform.cancelSupplierOrder(store, orderId, cancellationKey(cancellation, 'order'));

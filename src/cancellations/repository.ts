@@ -225,6 +225,16 @@ export class CancellationRepository {
     return Number(result.numUpdatedRows) === 1;
   }
 
+  /**
+   * Keeps the reason of what an attempt is about to do (a lines cancellation cancelling the whole
+   * order) while it holds the row (`processing`), so a retry after the call's answer was lost knows.
+   * Not version-checked, as `markCut`. False when the row is no longer being attempted.
+   */
+  async recordIntent(cancellationId: string, reason: string): Promise<boolean> {
+    const result = await this.db.updateTable('cancellations').set({ reason }).where('id', '=', cancellationId).where('status', '=', 'processing').executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
+  }
+
   writeTransitions(db: Db | Trx, writes: AttemptWrite<Cancellation>[]): Promise<boolean[]> {
     return writeAttemptTransitions(db, CANCELLATION_TARGET, writes);
   }
