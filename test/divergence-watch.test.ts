@@ -10,7 +10,7 @@ import { expectError } from './support/assertions.ts';
 import { queryRows } from './support/database.ts';
 import { registerUser } from './support/factories.ts';
 import { test } from './support/fixtures.ts';
-import { sendWebhook } from './sandbox/server.ts';
+import { sendWebhook, type Sandbox } from './sandbox/server.ts';
 import { waitFor } from './support/wait.ts';
 import { ORDERS_PATH } from './support/webhooks.ts';
 import {
@@ -28,6 +28,7 @@ import {
   requestCheck,
   watermarkOf,
   type Target,
+  type Tenant,
 } from './support/watch.ts';
 
 // Passes run only when asked; failed jobs die fast.
@@ -344,18 +345,7 @@ describe('the to-do list', () => {
 
   it('a stale job whose lines the storefront cancels one by one: the last cancelled at the supplier resolves the entry, and it is not raised again', async ({ sandbox, target }) => {
     const tenant = await openTenant(sandbox, target, 'custom', ['custom']);
-    const supplier = tenant.suppliers[0]!;
-    const order = sandbox.buildOrderPayload('custom', {
-      id: `wo-lines-${Date.now()}`,
-      lines: [
-        { sku: 'WCH-A', title: 'Anvil', vendor: supplier.vendorTag, quantity: 2, price: '30.00' },
-        { sku: 'WCH-B', title: 'Bell', vendor: supplier.vendorTag, quantity: 1, price: '12.00' },
-      ],
-    });
-    expect(await sandbox.placeCustomerOrder(tenant.reseller.shopDomain, 'custom', order)).toMatchObject({ delivered: { status: 200 } });
-    const jobOf = async () => (await queryRows<{ id: string; status: string }>(target.databaseUrl, 'select id, status from sync_jobs where external_order_id = $1', [String(order.id)]))[0];
-    await waitFor(async () => (await jobOf())?.status === 'completed', 20_000, 'the order placed');
-    const jobId = (await jobOf())!.id;
+    const { order, jobId } = await placeAnvilsAndBells(sandbox, tenant, 'lines', 1);
     await queryRows(target.databaseUrl, "update sync_jobs set completed_at = now() - interval '8 days' where id = $1", [jobId]);
     expect(await check(tenant)).toMatchObject({ status: 'succeeded', repairs: 1 });
     expect((await divergencesOf(tenant)).map((entry) => entry.type)).toEqual(['stale']);
@@ -380,16 +370,7 @@ describe('the to-do list', () => {
 
   it("a supplier cancelling some lines itself, its webhook lost, is recorded once with those lines; the lines the service had it cancel are not its own", async ({ sandbox, target }) => {
     const tenant = await openTenant(sandbox, target, 'custom', ['custom']);
-    const supplier = tenant.suppliers[0]!;
-    const order = sandbox.buildOrderPayload('custom', {
-      id: `wo-own-lines-${Date.now()}`,
-      lines: [
-        { sku: 'WCH-A', title: 'Anvil', vendor: supplier.vendorTag, quantity: 2, price: '30.00' },
-        { sku: 'WCH-B', title: 'Bell', vendor: supplier.vendorTag, quantity: 3, price: '12.00' },
-      ],
-    });
-    expect(await sandbox.placeCustomerOrder(tenant.reseller.shopDomain, 'custom', order)).toMatchObject({ delivered: { status: 200 } });
-    const { jobId, sourceOrderId } = await placedJobOf(tenant, String(order.id));
+    const { order, supplier, jobId, sourceOrderId } = await placeAnvilsAndBells(sandbox, tenant, 'own-lines', 3);
     // The storefront cancels one anvil: the service cancels it at the supplier, whose order then shows it cancelled.
     await sendWebhook({ targetUrl: `${target.url}${ORDERS_PATH}`, shopDomain: tenant.reseller.shopDomain, secret: tenant.reseller.secret, topic: 'orders/cancelled',
       payload: { id: order.id, cancelledAt: new Date().toISOString(), lines: [{ sku: 'WCH-A', quantity: 1 }] } });
@@ -416,16 +397,7 @@ describe('the to-do list', () => {
 
   it('the rest of a partly shipped order the service cancelled is not taken for the supplier\'s own cancellation', async ({ sandbox, target }) => {
     const tenant = await openTenant(sandbox, target, 'custom', ['custom']);
-    const supplier = tenant.suppliers[0]!;
-    const order = sandbox.buildOrderPayload('custom', {
-      id: `wo-rest-${Date.now()}`,
-      lines: [
-        { sku: 'WCH-A', title: 'Anvil', vendor: supplier.vendorTag, quantity: 2, price: '30.00' },
-        { sku: 'WCH-B', title: 'Bell', vendor: supplier.vendorTag, quantity: 3, price: '12.00' },
-      ],
-    });
-    expect(await sandbox.placeCustomerOrder(tenant.reseller.shopDomain, 'custom', order)).toMatchObject({ delivered: { status: 200 } });
-    const { jobId, sourceOrderId } = await placedJobOf(tenant, String(order.id));
+    const { order, supplier, jobId, sourceOrderId } = await placeAnvilsAndBells(sandbox, tenant, 'rest', 3);
     // The anvils shipped; the storefront cancels the order: the bells are cancelled, the outcome too_late.
     sandbox.fulfilLines(supplier.shopDomain, 'custom', sourceOrderId, [{ sku: 'WCH-A', quantity: 2 }]);
     await sendWebhook({ targetUrl: `${target.url}${ORDERS_PATH}`, shopDomain: tenant.reseller.shopDomain, secret: tenant.reseller.secret, topic: 'orders/cancelled',
@@ -600,3 +572,17 @@ it('exposes passes by outcome, repairs by type, open divergences by type and the
   expect(metrics).toMatch(/^divergences_open\{type="too_late"\} 0$/m);
   expect(metrics).toMatch(/^divergence_oldest_open_age_seconds \d+(\.\d+)?(e[-+]\d+)?$/m);
 });
+
+/** A custom storefront's order of two anvils (WCH-A) and `bells` bells (WCH-B) from its one custom supplier, placed there: the order, the supplier and the job. */
+async function placeAnvilsAndBells(sandbox: Sandbox, tenant: Tenant, name: string, bells: number) {
+  const supplier = tenant.suppliers[0]!;
+  const order = sandbox.buildOrderPayload('custom', {
+    id: `wo-${name}-${Date.now()}`,
+    lines: [
+      { sku: 'WCH-A', title: 'Anvil', vendor: supplier.vendorTag, quantity: 2, price: '30.00' },
+      { sku: 'WCH-B', title: 'Bell', vendor: supplier.vendorTag, quantity: bells, price: '12.00' },
+    ],
+  });
+  expect(await sandbox.placeCustomerOrder(tenant.reseller.shopDomain, 'custom', order)).toMatchObject({ delivered: { status: 200 } });
+  return { order, supplier, ...(await placedJobOf(tenant, String(order.id))) };
+}

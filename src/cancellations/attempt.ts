@@ -253,16 +253,23 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
     const shipped = shippedOf(state, cancellation.lines);
     if (state.fulfillment === 'full') return { outcome: 'too_late', reason: `already shipped by the supplier: ${describeLines(shipped)}`, platformStatus: status };
     // Only what is still open can be cancelled (platform_a: a refund with restock_type cancel).
-    const open = openLines(state);
-    let platformStatus: number | null = status;
-    if (open.length > 0 && platform.cancelSupplierLines) {
+    return cancelTheRest(cancellation, platform, store, orderId, openLines(state), shipped, status);
+  }
+
+  /**
+   * Some of what was asked shipped: `rest` (what is still open of it) is cancelled, and the outcome is
+   * `too_late` naming the `shipped` lines and the rest cancelled; a refusal of the rest is read as any.
+   */
+  async function cancelTheRest(cancellation: Cancellation, platform: PlatformAdapter, store: StoreConnection, orderId: string, rest: LineToCancel[], shipped: CancelledLine[], status: number | null): Promise<Decision> {
+    let platformStatus = status;
+    if (rest.length > 0 && platform.cancelSupplierLines) {
       try {
-        platformStatus = (await platform.cancelSupplierLines(store, orderId, open, cancellationKey(cancellation, 'open-lines'))).status;
-      } catch (linesError) {
-        return refusal(linesError, platform, store, orderId, cancellation.lines);
+        platformStatus = (await platform.cancelSupplierLines(store, orderId, rest, cancellationKey(cancellation, 'open-lines'))).status;
+      } catch (error) {
+        return refusal(error, platform, store, orderId, cancellation.lines);
       }
     }
-    const cancelled = open.map(({ sku, quantity }) => ({ sku, quantity }));
+    const cancelled = rest.map(({ sku, quantity }) => ({ sku, quantity }));
     return {
       outcome: 'too_late',
       reason: `already shipped by the supplier: ${describeLines(shipped)}${cancelled.length > 0 ? `; the rest was cancelled: ${describeLines(cancelled)}` : ''}`,
@@ -277,21 +284,7 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
    */
   async function cancelUnfulfilledLines(cancellation: Cancellation, platform: PlatformAdapter, store: StoreConnection, orderId: string, source: SourceStore, state: SupplierOrderState, refusedWith: number | null): Promise<Decision> {
     const { toCancel, shipped } = linesToCancel(state, cancellation.lines, source);
-    let platformStatus = refusedWith;
-    if (toCancel.length > 0 && platform.cancelSupplierLines) {
-      try {
-        platformStatus = (await platform.cancelSupplierLines(store, orderId, toCancel, cancellationKey(cancellation, 'open-lines'))).status;
-      } catch (error) {
-        return refusal(error, platform, store, orderId, cancellation.lines);
-      }
-    }
-    const cancelled = toCancel.map(({ sku, quantity }) => ({ sku, quantity }));
-    const said = shipped.length > 0 ? shipped : shippedOf(state, cancellation.lines);
-    return {
-      outcome: 'too_late',
-      reason: `already shipped by the supplier: ${describeLines(said)}${cancelled.length > 0 ? `; the rest was cancelled: ${describeLines(cancelled)}` : ''}`,
-      platformStatus,
-    };
+    return cancelTheRest(cancellation, platform, store, orderId, toCancel, shipped.length > 0 ? shipped : shippedOf(state, cancellation.lines), refusedWith);
   }
 
   /**
