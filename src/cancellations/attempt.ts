@@ -340,8 +340,9 @@ export function cancelSupplierOrder(ctx: CancellationAttemptDeps): Attempt<Cance
       try {
         status = (await platform.cancelSupplierLines(store, orderId, toCancel, cancellationKey(cancellation, 'lines'))).status;
       } catch (error) {
-        const fulfilled = isRefusal(error) ? platform.fulfilledIn?.(error) : null;
-        if (!isRefusal(error) || !fulfilled?.length) return refusal(error, platform, store, orderId, cancellation.lines);
+        if (!isRefusal(error)) throw error;
+        const fulfilled = platform.fulfilledIn?.(error);
+        if (!fulfilled?.length) return refusal(error, platform, store, orderId, cancellation.lines);
         return cancelUnfulfilledLines(cancellation, platform, store, orderId, source, withFulfilled(state, fulfilled), error.status);
       }
     }
@@ -485,7 +486,7 @@ function linesToCancel(state: SupplierOrderState, asked: CancelledLine[], source
     }
     let wanted = ask.quantity;
     for (const line of lines) {
-      const open = Math.max(0, line.quantity - line.cancelledQuantity - line.fulfilledQuantity - (taken.get(line) ?? 0));
+      const open = Math.max(0, openOf(line) - (taken.get(line) ?? 0));
       const quantity = Math.min(wanted, open);
       if (quantity > 0) taken.set(line, (taken.get(line) ?? 0) + quantity);
       wanted -= quantity;
@@ -512,11 +513,14 @@ function leavesNothingOpen(state: SupplierOrderState, toCancel: LineToCancel[]):
   return [...open.values()].every((quantity) => quantity <= 0);
 }
 
+/** What of a supplier line is still open: neither cancelled nor shipped. */
+const openOf = (line: SupplierOrderState['lines'][number]): number => Math.max(0, line.quantity - line.cancelledQuantity - line.fulfilledQuantity);
+
 /** The open quantities of a partly shipped order, line by line. */
 function openLines(state: SupplierOrderState): LineToCancel[] {
   const open: LineToCancel[] = [];
   for (const line of state.lines) {
-    const quantity = Math.max(0, line.quantity - line.cancelledQuantity - line.fulfilledQuantity);
+    const quantity = openOf(line);
     if (quantity === 0) continue;
     // A platform that names lines by SKU alone (no line ids) is asked once per SKU, as `linesToCancel` asks.
     const same = line.lineId === null ? open.find((o) => o.lineId === null && o.sku === line.sku) : undefined;
@@ -534,13 +538,12 @@ function withFulfilled(state: SupplierOrderState, fulfilled: { sku: string; quan
   const left = new Map<string, number>();
   for (const { sku, quantity } of fulfilled) left.set(sku, (left.get(sku) ?? 0) + quantity);
   const lines = state.lines.map((line) => {
-    const open = Math.max(0, line.quantity - line.cancelledQuantity - line.fulfilledQuantity);
-    const more = Math.min(open, left.get(line.sku) ?? 0);
+    const more = Math.min(openOf(line), left.get(line.sku) ?? 0);
     left.set(line.sku, (left.get(line.sku) ?? 0) - more);
     return { ...line, fulfilledQuantity: line.fulfilledQuantity + more };
   });
   const shippedSome = lines.some((line) => line.fulfilledQuantity > 0);
-  const full = shippedSome && lines.every((line) => line.quantity - line.cancelledQuantity - line.fulfilledQuantity <= 0);
+  const full = shippedSome && lines.every((line) => openOf(line) === 0);
   return { ...state, lines, fulfillment: full ? 'full' : shippedSome ? 'partial' : 'none' };
 }
 

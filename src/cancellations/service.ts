@@ -815,16 +815,9 @@ export class CancellationService implements OrderCancellations, SupplierCancella
    * was recorded: a later pass showing the same lines records nothing more.
    */
   async recordShownSupplierLines(job: SyncJob, found: { sourceOrderId: string; shown: CancelledLine[]; listedAt: Date; watchPassId: string }): Promise<boolean> {
-    // Every ask counts, whatever it ended with: one ended too_late or unsupported may have cancelled the
-    // rest of its lines (what was still open) before saying so.
-    const asked = await this.repository.listForJob(job.id);
-    if (asked.some(cancelledWhole)) return false;
-    const terms = await this.deps.vendorTags.supplierTermsOf(job.sourceStoreId);
-    // Cuts never reached the supplier; the rest asked for its lines by the SKU its pricing made.
-    const lineAsks = asked.filter((c) => c.scope === 'lines' && !isCut(c)).flatMap((c) => c.lines);
-    const askedOf = (sku: string) =>
-      lineAsks.filter((line) => line.sku === sku || (terms !== null && supplierSku(line.sku, terms.pricingConfig) === sku)).reduce((sum, line) => sum + line.quantity, 0);
-    const own = found.shown.map(({ sku, quantity }) => ({ sku, quantity: quantity - askedOf(sku) })).filter((line) => line.quantity > 0);
+    const asks = await this.asksOf(job);
+    if (asks.whole) return false;
+    const own = found.shown.map(({ sku, quantity }) => ({ sku, quantity: quantity - asks.askedOf(sku) })).filter((line) => line.quantity > 0);
     if (own.length === 0) return false;
     const via = { source: 'watch', watchPassId: found.watchPassId };
     const result = await this.recordSupplierCancellation({ sourceStoreIds: [job.sourceStoreId], sourceOrderId: found.sourceOrderId, syncJob: job, reason: null, at: found.listedAt, lines: own, via, beyondAsked: true });
@@ -832,32 +825,44 @@ export class CancellationService implements OrderCancellations, SupplierCancella
   }
 
   /**
-   * Whether the service asked for what the supplier reports cancelled. Asked for: any cancellation of
-   * the job but a cut, whatever it came to: one still being made or retried (a request that timed out
-   * may have landed), one that died asking (a retry will find the order cancelled), one that cancelled
-   * (also when a fulfillment then made it `too_late`: the supplier had accepted it, and may echo it
-   * late), and one that ended `too_late` or `unsupported` after cancelling what was still open of it
-   * ("the rest was cancelled"), whose echo names that rest. A whole-order one (`cancelledWhole`)
+   * Whether the service asked for what the supplier reports cancelled (`asksOf`): a whole-order ask
    * covers any report; lines asked cover a report of those lines, or of the whole order once they
    * cover every line of the job (the supplier closes an order with nothing left in it).
    */
   private async askedFor(job: SyncJob, reported: CancelledLine[] | undefined): Promise<boolean> {
-    const asked = await this.repository.listForJob(job.id);
-    if (asked.some(cancelledWhole)) return true;
+    const asks = await this.asksOf(job);
+    if (asks.whole) return true;
+    if (!asks.lines) return false;
+    if (reported !== undefined && reported.length > 0) return reported.every(({ sku, quantity }) => asks.askedOf(sku) >= quantity);
+    const ordered = supplierLinesOf(job, asks.vendorTag);
+    return ordered !== null && ordered.length > 0 && ordered.every(({ sku, quantity }) => asks.askedOf(sku, 'as ordered') >= quantity);
+  }
+
+  /**
+   * What the service asked of the job's supplier order: any cancellation of the job but a cut,
+   * whatever it came to: one still being made or retried (a request that timed out may have landed),
+   * one that died asking (a retry will find the order cancelled), one that cancelled (also when a
+   * fulfillment then made it `too_late`: the supplier had accepted it, and may echo it late), and one
+   * that ended `too_late` or `unsupported` after cancelling what was still open of it ("the rest was
+   * cancelled"). `whole` when one was of the whole order (`cancelledWhole`); else whether any lines
+   * were asked, and the quantity asked of a SKU, by the name a supplier gives it (the storefront's or
+   * the one its pricing made, as the attempt asked), or only as the job's order names it. The supplier's
+   * terms are read only when lines were asked.
+   */
+  private async asksOf(job: SyncJob): Promise<{ whole: true } | { whole: false; lines: boolean; vendorTag: string | null; askedOf: (sku: string, named?: 'as ordered') => number }> {
+    const cancellations = await this.repository.listForJob(job.id);
+    if (cancellations.some(cancelledWhole)) return { whole: true };
     // Cuts never reached the supplier: the order was placed without those quantities.
-    const lineAsks = asked.filter((c) => c.scope === 'lines' && !isCut(c));
-    if (lineAsks.length === 0) return false;
-    const terms = await this.deps.vendorTags.supplierTermsOf(job.sourceStoreId);
-    /** The quantity the line cancellations asked for of the (storefront) SKUs `matches` accepts. */
-    const askedOf = (matches: (askedSku: string) => boolean) =>
-      lineAsks.reduce((sum, c) => sum + c.lines.filter((line) => matches(line.sku)).reduce((lines, line) => lines + line.quantity, 0), 0);
-    if (reported !== undefined && reported.length > 0) {
-      // The supplier names a line by its storefront SKU or by the one its pricing made (as the attempt asked).
-      const named = (sku: string) => (asked: string) => asked === sku || (terms !== null && supplierSku(asked, terms.pricingConfig) === sku);
-      return reported.every(({ sku, quantity }) => askedOf(named(sku)) >= quantity);
-    }
-    const ordered = supplierLinesOf(job, terms?.vendorTag ?? null);
-    return ordered !== null && ordered.length > 0 && ordered.every(({ sku, quantity }) => askedOf((asked) => asked === sku) >= quantity);
+    const lines = cancellations.filter((c) => c.scope === 'lines' && !isCut(c)).flatMap((c) => c.lines);
+    const terms = lines.length > 0 ? await this.deps.vendorTags.supplierTermsOf(job.sourceStoreId) : null;
+    const names = (line: CancelledLine, sku: string, named?: 'as ordered') =>
+      line.sku === sku || (named === undefined && terms !== null && supplierSku(line.sku, terms.pricingConfig) === sku);
+    return {
+      whole: false,
+      lines: lines.length > 0,
+      vendorTag: terms?.vendorTag ?? null,
+      askedOf: (sku, named) => lines.filter((line) => names(line, sku, named)).reduce((sum, line) => sum + line.quantity, 0),
+    };
   }
 
   /**
