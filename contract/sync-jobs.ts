@@ -87,7 +87,7 @@ export const CancellationSchema = openApi(z.object({
     .describe('`cancelled`: the supplier accepted. `not_placed`: no supplier order exists (the job was never placed, or placed without these lines). `too_late`: the supplier had already shipped: the goods need a return. `unsupported`: the supplier\'s platform cannot cancel some lines only: handle them by hand. Null until completed.'),
   scope: z.enum(CANCELLATION_SCOPES).describe('`order`: the whole supplier order; `lines`: some of its lines.'),
   lines: z.array(z.object({ sku: z.string(), quantity: z.number().int() })).describe('The supplier lines cancelled, by the SKU the service placed them with.'),
-  reason: z.string().nullable().describe('What the outcome needs said: the shipped lines of a `too_late`, the lines to handle by hand of an `unsupported`.'),
+  reason: z.string().nullable().describe('What the outcome needs said: the shipped lines of a `too_late`, the lines to handle by hand of an `unsupported`. Null until an outcome is reached.'),
   attempts: z.number().int(),
   errorMessage: z.string().nullable().describe('Why the last attempt failed; cleared on retry.'),
   requestedAt: Timestamp,

@@ -269,6 +269,23 @@ describe('some lines on other platforms', () => {
     expect((await getJob(api, shop.user.token, acmeJob.id)).supplierCancelledAt ?? null).toBeNull();
   });
 
+  it('platform_b: the whole order cancelled for the last lines says so only once it is: failed and dead, the cancellation has no reason', async ({ api, sandbox, shopWith, placed, storefront }) => {
+    const shop = await shopWith('platform_a', 'platform_b');
+    const { order, acmeJob } = await placed(shop);
+    await storefront(shop, 'refunds/create', refundOf(order, [{ sku: 'A-1', quantity: 2 }]));
+    expect((await waitForJob(api, shop.user.token, acmeJob.id, settled)).cancellations).toMatchObject([{ outcome: 'unsupported' }]);
+    // The read is answered; the PUT that would cancel the order, and everything after it, fails.
+    sandbox.setFaults(shop.acme.shopDomain, { faultsAfter: 1, alwaysFail: true, status: 500 });
+    await storefront(shop, 'refunds/create', refundOf(order, [{ sku: 'B-1', quantity: 3 }]));
+    const dead = await waitForJob(api, shop.user.token, acmeJob.id, (j) => j.cancellations[1]?.status === 'dead', 20_000);
+    expect(dead.cancellations[1]).toMatchObject({ status: 'dead', outcome: null, reason: null });
+    expect((sandbox.orderOf(shop.acme.shopDomain, 'platform_b', acmeJob.sourceOrderId) as any).status).not.toBe('cancelled');
+    sandbox.clearFaults(shop.acme.shopDomain);
+    expect((await api.post(`/v1/sync_jobs/${acmeJob.id}/cancellations/${dead.cancellations[1].id}/retry`, { token: shop.user.token })).status).toBe(200);
+    const job = await waitForJob(api, shop.user.token, acmeJob.id, (j) => j.cancellations[1]?.status === 'completed');
+    expect(job.cancellations[1]).toMatchObject({ outcome: 'cancelled', reason: expect.stringContaining('the whole order was cancelled') });
+  });
+
   it('platform_b: a refund of the last open lines while the one before is still being made cancels the whole order once', async ({ api, sandbox, shopWith, placed, storefront }) => {
     const shop = await shopWith('platform_a', 'platform_b');
     const { order, acmeJob } = await placed(shop);

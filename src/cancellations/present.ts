@@ -23,7 +23,8 @@ export function presentCancellation({ cancellation, timeline }: CancellationView
     outcome: (cancellation.outcome ?? null) as CancellationOutcome | null,
     scope: cancellation.scope,
     lines: cancellation.lines.map(({ sku, quantity }) => ({ sku, quantity })),
-    reason: cancellation.reason ?? null,
+    // Written before a platform_b whole-order PUT (WHOLE_FOR_LINES): said only once the outcome it explains is reached.
+    reason: cancellation.outcome === null ? null : (cancellation.reason ?? null),
     attempts: cancellation.attempts,
     errorMessage: cancellation.errorMessage ?? null,
     requestedAt: iso(cancellation.createdAt),
