@@ -357,15 +357,30 @@ describe('some lines on other platforms', () => {
     expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toEqual([]);
   });
 
-  it('a supplier whose pricing rules change the SKU is asked for its own SKU', async ({ api, sandbox, placed, storefront }) => {
+  it('a supplier whose pricing rules change the SKU is asked for its own SKU, and the cancellation names that SKU', async ({ api, sandbox, placed, storefront }) => {
     const shop = await createShop(api, 'custom', 'custom', 'custom', { pricingMode: 'field_rules', pricingConfig: { type: 'field_rules', rules: [{ field: 'sku', op: 'prefix', value: 'AC-' }] } });
     const { order, acmeJob } = await placed(shop);
     await storefront(shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString(), lines: [{ sku: 'A-1', quantity: 1 }] });
     const job = await waitForJob(api, shop.user.token, acmeJob.id, settled);
-    expect(job.cancellations).toMatchObject([{ outcome: 'cancelled', scope: 'lines', lines: [{ sku: 'A-1', quantity: 1 }] }]);
+    // "By the SKU the service placed them with" (order-changes.md): the supplier's, not the storefront's.
+    expect(job.cancellations).toMatchObject([{ outcome: 'cancelled', scope: 'lines', lines: [{ sku: 'AC-A-1', quantity: 1 }] }]);
     expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toMatchObject([{ lines: [{ sku: 'AC-A-1', quantity: 1 }] }]);
     const supplierOrder = sandbox.orderOf(shop.acme.shopDomain, 'custom', acmeJob.sourceOrderId) as any;
     expect(supplierOrder.lines.map((line: any) => [line.sku, line.cancelledQuantity])).toEqual([['AC-A-1', 1], ['AC-B-1', 0]]);
+  });
+
+  it("a whole-order cancellation names every line by the supplier's SKU, in its GET and in its events", async ({ api, sandbox, placed, storefront }) => {
+    const shop = await createShop(api, 'custom', 'custom', 'custom', { pricingMode: 'field_rules', pricingConfig: { type: 'field_rules', rules: [{ field: 'sku', op: 'prefix', value: 'AC-' }] } });
+    const { order, acmeJob } = await placed(shop);
+    await storefront(shop, 'orders/cancelled', { id: order.id, cancelledAt: new Date().toISOString() });
+    const job = await waitForJob(api, shop.user.token, acmeJob.id, settled);
+    const named = [{ sku: 'AC-A-1', quantity: 2 }, { sku: 'AC-B-1', quantity: 3 }];
+    expect(job.cancellations).toMatchObject([{ outcome: 'cancelled', scope: 'order', lines: named }]);
+    expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toMatchObject([{ orderId: acmeJob.sourceOrderId }]);
+    const events = await api.get('/v1/events?type=cancellation.completed', { token: shop.user.token });
+    expect(events.status, JSON.stringify(events.body)).toBe(200);
+    const completed = events.body.data.find((event: any) => event.data.object.id === acmeJob.id);
+    expect(completed?.data.object.cancellations).toMatchObject([{ scope: 'order', lines: named }]);
   });
 
   it('a line the supplier order does not have is never reported cancelled: unsupported, on the to-do list', async ({ api, sandbox, placed, storefront }) => {

@@ -2,10 +2,16 @@ import { defineEntity, p, type InferEntity } from '@mikro-orm/core';
 import { CANCELLATION_OUTCOMES, CANCELLATION_SCOPES, CANCELLATION_STATUSES } from '../../contract/enums.ts';
 import type { CancelledOrderLine } from '../orders/port.ts';
 
-/** A supplier line by the SKU the service placed it with, and a quantity of it. */
+/** A line of a job's part of the order, by its storefront SKU, and a quantity of it. */
 export interface CancelledLine {
   sku: string;
   quantity: number;
+  /**
+   * The SKU the supplier holds the line under, when its pricing (`field_rules` on `sku`) made another
+   * one, as that pricing was when the cancellation was asked for; absent when it is the storefront's.
+   * What the API shows (order-changes.md: "by the SKU the service placed them with").
+   */
+  supplierSku?: string;
 }
 
 /**

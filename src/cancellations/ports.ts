@@ -97,9 +97,16 @@ export interface CancelledJobs {
 
 /** The suppliers' vendor tags, as a cancellation matches lines to jobs: the source stores' repository, handed in by the composition root. */
 export interface SupplierVendorTags {
-  vendorTagsIn(trx: Trx, sourceStoreIds: string[]): Promise<Map<string, string>>;
+  /** The vendor tags and pricing of these suppliers, by id, as this transaction sees them. */
+  supplierTermsIn(trx: Trx, sourceStoreIds: string[]): Promise<Map<string, SupplierTerms>>;
   /** A supplier's vendor tag and pricing (its `field_rules` may change a line's SKU on its orders); null when it is gone. */
-  supplierTermsOf(sourceStoreId: string): Promise<{ vendorTag: string; pricingConfig: PricingConfig } | null>;
+  supplierTermsOf(sourceStoreId: string): Promise<SupplierTerms | null>;
+}
+
+/** A supplier's vendor tag (its lines of an order) and pricing (its `field_rules` may change a line's SKU on its orders). */
+export interface SupplierTerms {
+  vendorTag: string;
+  pricingConfig: PricingConfig;
 }
 
 /** The fulfillments recorded for jobs, as a cancellation's outcome checks them: the fulfillments' repository, handed in by the composition root. */

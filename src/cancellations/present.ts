@@ -22,7 +22,8 @@ export function presentCancellation({ cancellation, timeline }: CancellationView
     status: cancellation.status,
     outcome: (cancellation.outcome ?? null) as CancellationOutcome | null,
     scope: cancellation.scope,
-    lines: cancellation.lines.map(({ sku, quantity }) => ({ sku, quantity })),
+    // By the SKU the supplier holds each line under (order-changes.md), as its pricing made it.
+    lines: cancellation.lines.map(({ sku, quantity, supplierSku }) => ({ sku: supplierSku ?? sku, quantity })),
     // Written before a platform_b whole-order PUT (WHOLE_FOR_LINES): said only once the outcome it explains is reached.
     reason: cancellation.outcome === null ? null : (cancellation.reason ?? null),
     attempts: cancellation.attempts,

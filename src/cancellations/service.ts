@@ -1,4 +1,5 @@
-import type { AttemptTimelines, CancelledJobs, DivergenceRaising, SupplierFormerRecords, SupplierVendorTags } from './ports.ts';
+import type { AttemptTimelines, CancelledJobs, DivergenceRaising, SupplierFormerRecords, SupplierTerms, SupplierVendorTags } from './ports.ts';
+import type { PricingConfig } from '../../contract/pricing.ts';
 import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
 import { insertAudit, insertAuditOnce, SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
 import { createHash } from 'node:crypto';
@@ -365,13 +366,13 @@ export class CancellationService implements OrderCancellations, SupplierCancella
    */
   private async apply(trx: Trx, signal: OrderCancellation, jobs: SyncJob[], plannable?: ReadonlySet<string>): Promise<Applied> {
     const existing = await this.repository.forJobsIn(trx, jobs.map((job) => job.id));
-    const vendorTags = await this.vendorTags(trx, jobs);
+    const terms = await this.supplierTerms(trx, jobs);
     const reachedBefore = reachedBy(signal, existing);
     // A manual job placed what its read of the storefront order showed open: the order's signals that read counts are not its to apply.
     const orderSignals =
       signal.scope === 'lines' && (jobs.some((job) => readOf(job)) || isListedSignal(signal.dedupeKey)) ? await this.repository.signalsOf(trx, signal.resellerStoreId, signal.externalOrderId) : [];
     const candidates = jobs.map((job) => {
-      const vendorTag = vendorTags.get(job.sourceStoreId) ?? null;
+      const vendorTag = terms.get(job.sourceStoreId)?.vendorTag ?? null;
       const ofJob = existing.filter((c) => c.syncJobId === job.id);
       const heldByRead = heldByJobRead(job, vendorTag, orderSignals).has(signal.id);
       const planned = !reachedBefore.has(job.id) && !heldByRead && (plannable?.has(job.id) ?? true);
@@ -400,7 +401,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
     const settled: Cancellation[] = [];
     const unplaced = (job: SyncJob) => job.status === 'pending' || job.status === 'failed' || job.status === 'dead';
     for (const plan of plans) {
-      const row = newCancellation(signal, plan, now);
+      const row = newCancellation(signal, plan, now, terms.get(plan.job.sourceStoreId)?.pricingConfig ?? null);
       if (plan.scope === 'lines' && unplaced(plan.job) && plan.job.order && plan.job.attempts === 0 && (await this.cut(trx, plan))) {
         // Placed without those lines: nothing reaches the supplier, so the outcome is known now.
         Object.assign(row, { status: 'completed', outcome: 'not_placed', completedAt: now, queueMessageId: null, reason: CUT_BEFORE_PLACEMENT });
@@ -610,8 +611,12 @@ export class CancellationService implements OrderCancellations, SupplierCancella
     return this.deps.jobs.replaceOrderIn(trx, plan.job);
   }
 
-  private vendorTags(trx: Trx, jobs: SyncJob[]): Promise<Map<string, string>> {
-    return this.deps.vendorTags.vendorTagsIn(trx, [...new Set(jobs.map((job) => job.sourceStoreId))]);
+  private supplierTerms(trx: Trx, jobs: SyncJob[]): Promise<Map<string, SupplierTerms>> {
+    return this.deps.vendorTags.supplierTermsIn(trx, [...new Set(jobs.map((job) => job.sourceStoreId))]);
+  }
+
+  private async vendorTags(trx: Trx, jobs: SyncJob[]): Promise<Map<string, string>> {
+    return new Map([...(await this.supplierTerms(trx, jobs))].map(([id, { vendorTag }]) => [id, vendorTag]));
   }
 
   /**
@@ -1148,7 +1153,12 @@ function unnamedSpentBy(signal: OrderCancellation, vendorTag: string | null, can
   });
 }
 
-function newCancellation(signal: OrderCancellation, plan: JobPlan, now: Date): Cancellation {
+/**
+ * A new cancellation of the plan's lines. With the supplier's pricing (`pricing`), each line also
+ * names the SKU the supplier holds it under when that pricing makes another one (`supplierSku`);
+ * without (a cancellation asked again, of lines that name it already), the lines are kept as they are.
+ */
+function newCancellation(signal: OrderCancellation, plan: JobPlan, now: Date, pricing: PricingConfig | null = null): Cancellation {
   return {
     ...cancellationKind.initialColumns(now),
     id: newId('cancellation'),
@@ -1157,7 +1167,7 @@ function newCancellation(signal: OrderCancellation, plan: JobPlan, now: Date): C
     syncJobId: plan.job.id,
     signalId: signal.id,
     scope: plan.scope,
-    lines: plan.lines,
+    lines: pricing ? plan.lines.map((line) => withSupplierSku(line, pricing)) : plan.lines,
     outcome: null,
     reason: null,
     queueMessageId: newMessageId(),
@@ -1165,6 +1175,12 @@ function newCancellation(signal: OrderCancellation, plan: JobPlan, now: Date): C
     createdAt: now,
     updatedAt: now,
   } as Cancellation;
+}
+
+/** The line, naming the SKU its supplier holds it under when the supplier's pricing makes another one. */
+function withSupplierSku({ sku, quantity }: CancelledLine, pricing: PricingConfig): CancelledLine {
+  const supplier = supplierSku(sku, pricing);
+  return supplier === sku ? { sku, quantity } : { sku, quantity, supplierSku: supplier };
 }
 
 /** The `order.cancelled` event of a storefront signal. */

@@ -203,10 +203,10 @@ export class SourceStoreRepository {
     return row ? { vendorTag: row.vendor_tag, pricingConfig: row.pricing_config as PricingConfig } : null;
   }
 
-  /** The vendor tags of these source stores, by id, as this transaction sees them (the cancellations feature's port `SupplierVendorTags`). */
-  async vendorTagsIn(trx: Trx, sourceStoreIds: string[]): Promise<Map<string, string>> {
+  /** The vendor tags and pricing of these source stores, by id, as this transaction sees them (the cancellations feature's port `SupplierVendorTags`). */
+  async supplierTermsIn(trx: Trx, sourceStoreIds: string[]): Promise<Map<string, { vendorTag: string; pricingConfig: PricingConfig }>> {
     if (sourceStoreIds.length === 0) return new Map();
-    const rows = await trx.selectFrom('source_stores').select(['id', 'vendor_tag']).where('id', 'in', sourceStoreIds).execute();
-    return new Map(rows.map((row) => [row.id, row.vendor_tag]));
+    const rows = await trx.selectFrom('source_stores').select(['id', 'vendor_tag', 'pricing_config']).where('id', 'in', sourceStoreIds).execute();
+    return new Map(rows.map((row) => [row.id, { vendorTag: row.vendor_tag, pricingConfig: row.pricing_config as PricingConfig }]));
   }
 }
