@@ -115,7 +115,9 @@ describe('in production', () => {
         const [row] = await queryRows<{ attempts: number; last_error: string | null }>(service.databaseUrl, 'select attempts, last_error from webhook_deliveries where id = $1', [queued.body.id]);
         return row && row.attempts > 0 && [row];
       }, 10_000, 'the first attempt');
-      expect(delivery!.last_error).toMatch(host === 'localhost' ? /^refused to connect to localhost, which resolves to 127\.0\.0\.1 \(loopback address\)/ : /^refused to connect to 127\.0\.0\.1 \(loopback address\)/);
+      expect(delivery!.last_error).toMatch(host === 'localhost' ? /^refused to connect to localhost, which resolves to a loopback address/ : /^refused to connect to 127\.0\.0\.1 \(loopback address\)/);
+      // A host name's address is never said: a tenant could map the internal network through it.
+      if (host === 'localhost') expect(delivery!.last_error).not.toMatch(/127\.0\.0\.1|::1/);
       expect(receiver.at(path)).toEqual([]);
     }
   });

@@ -30,8 +30,12 @@ export class UnsafeAddressError extends Error {
   }
 }
 
+/**
+ * A host name's address is not said: these texts reach API callers (a 400, a delivery's `lastError`, a
+ * job's `errorMessage`), and a tenant must not map the service's internal network through its resolver.
+ */
 const describeAddress = (host: string, address: string, range: string) =>
-  host === address ? `${address} (${range} address)` : `${host}, which resolves to ${address} (${range} address)`;
+  host === address ? `${address} (${range} address)` : `${host}, which resolves to a ${range} address`;
 
 /**
  * Null for a public unicast address; otherwise the name of its range (`loopback`, `private`,
