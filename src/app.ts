@@ -8,6 +8,7 @@ import { buildOpenApiDocument } from '../contract/openapi.ts';
 import { apiKeyRoutes } from './api-keys/routes.ts';
 import { auditLogRoutes } from './audit-log/routes.ts';
 import { authRoutes } from './auth/routes.ts';
+import type { Config } from './config/index.ts';
 import { consoleRoutes } from './console/routes.ts';
 import { docsRoutes } from './docs/routes.ts';
 import { eventRoutes } from './events/routes.ts';
@@ -39,9 +40,14 @@ import { webhookRoutes } from './webhooks/routes.ts';
 
 /**
  * GET /metrics. With METRICS_TOKEN, only to `Authorization: Bearer <token>` (compared in constant
- * time): its series name stores and their activity, and a scrape runs queries.
+ * time): its series name stores and their activity, and a scrape runs queries. Without it, open
+ * outside production and closed in production (secure by default: the operator sets a token).
  */
-const serveMetrics = (metrics: Metrics, token: string | null) => async (req: express.Request, res: express.Response, next: express.NextFunction) => {
+const serveMetrics = (metrics: Metrics, { metricsToken: token, production }: Config) => async (req: express.Request, res: express.Response, next: express.NextFunction) => {
+  if (token === null && production) {
+    next(new AppError('unauthorized', { message: 'GET /metrics is closed in production until METRICS_TOKEN is set; scrape it with Authorization: Bearer <METRICS_TOKEN>.' }));
+    return;
+  }
   if (token !== null && !bearerMatches(req.headers.authorization, token)) {
     next(new AppError('unauthorized', { message: 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>.' }));
     return;
@@ -65,7 +71,7 @@ export function createOperationsApp(ctx: Infrastructure): Express {
   const app = express();
   app.disable('x-powered-by');
   app.use(requestId, requireHost);
-  app.get('/metrics', serveMetrics(ctx.metrics, ctx.config.metricsToken));
+  app.get('/metrics', serveMetrics(ctx.metrics, ctx.config));
   createExpressEndpoints(contract.health, readiness(ctx), app, { responseValidation: true });
   app.use(notFoundHandler);
   app.use(errorHandler(ctx.logger));
@@ -103,7 +109,7 @@ export function createApp(ctx: Infrastructure, services: Services): Express {
   // fulfillments path, with its parameter, keeps one: harmless, only not saved).
   app.use(requestScope(ctx.orm, new Set([contract.webhooks.orders.path, contract.webhooks.fulfillments.path])));
 
-  app.get('/metrics', serveMetrics(ctx.metrics, ctx.config.metricsToken));
+  app.get('/metrics', serveMetrics(ctx.metrics, ctx.config));
 
   const openApiDocument = buildOpenApiDocument();
   app.get('/openapi.json', (_req, res) => {

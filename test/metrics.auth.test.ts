@@ -1,6 +1,7 @@
 /**
  * METRICS_TOKEN: GET /metrics answers only the scraper holding it (its series name stores and their
- * activity); without the variable it stays open (test/operations.test.ts scrapes it so).
+ * activity); without the variable it stays open outside production (test/operations.test.ts scrapes
+ * it so) and is closed in production (test/url-safety.test.ts, whose service runs in production).
  */
 import { expect } from 'vitest';
 import { expectError } from './support/assertions.ts';

@@ -86,6 +86,13 @@ describe('in production', () => {
     await service?.stop();
   });
 
+  // Not a URL rule, but this is the file's production service: /metrics is closed there without a token.
+  it('closes GET /metrics in production when METRICS_TOKEN is not set, saying what to set', async () => {
+    const refused = await service.api.get('/metrics', { headers: { authorization: 'Bearer anything-at-all-0123456789' } });
+    expect(refused.status).toBe(401);
+    expect(refused.body.error).toMatchObject({ code: 'unauthorized', message: expect.stringContaining('METRICS_TOKEN') });
+  });
+
   it('refuses webhook endpoints on http:// or on private addresses with 400, also when the URL is changed', async () => {
     const http = await service.api.post('/v1/webhook_endpoints', { token: user.token, body: { url: 'http://hooks.example.com/in', enabledEvents: ['*'] } });
     expect(http.status).toBe(400);
