@@ -102,9 +102,10 @@ describe('a whole-order cancellation', () => {
       expect(answer.syncJobIds).toEqual([jobId]);
       const job = await waitForJob(api, shop.user.token, jobId, finished);
       // One call to the supplier: the cancel itself, no read of the order before it; platform_b's
-      // cancel sets the status whatever it was, so its order is read first.
+      // cancel sets the status whatever it was, so its order is read first, with its shipment
+      // trackings beside it (an open order can carry some: shipped, it must not be reported stopped).
       expect(callsOn(sandbox, shop, placed.sourceOrderId)).toEqual(
-        supplierPlatform === 'platform_b' ? [{ method: 'GET', status: 200 }, { method: 'PUT', status: 200 }] : [{ method: 'POST', status: 200 }],
+        supplierPlatform === 'platform_b' ? [{ method: 'GET', status: 200 }, { method: 'GET', status: 200 }, { method: 'PUT', status: 200 }] : [{ method: 'POST', status: 200 }],
       );
       expect(job.status).toBe('completed');
       expect(job.sourceOrderId).toBe(placed.sourceOrderId);
@@ -146,7 +147,7 @@ describe('a whole-order cancellation', () => {
       // first, and no cancel call for an order it shows shipped).
       const refusedWith = supplierPlatform === 'custom' ? 409 : 422;
       expect(callsOn(sandbox, shop, placed.sourceOrderId)).toEqual(
-        supplierPlatform === 'platform_b' ? [{ method: 'GET', status: 200 }] : [{ method: 'POST', status: refusedWith }, { method: 'GET', status: 200 }],
+        supplierPlatform === 'platform_b' ? [{ method: 'GET', status: 200 }, { method: 'GET', status: 200 }] : [{ method: 'POST', status: refusedWith }, { method: 'GET', status: 200 }],
       );
       const events = await api.get(`/v1/events?type=cancellation.too_late&reseller_store_id=${shop.reseller.id}`, { token: shop.user.token });
       expect(events.body.data).toHaveLength(1);
@@ -314,6 +315,27 @@ describe('a whole-order cancellation', () => {
     expect(sandbox.ordersFor(shop.supplier.shopDomain)).toEqual([]);
   });
 
+  it('is too late for a platform_b order left processing with shipment tracking no webhook brought: nothing cancelled, the watch pushes the tracking', async ({ api, sandbox, shopWith, routed, storefront }) => {
+    const shop = await shopWith('platform_a', 'platform_b');
+    const { order, jobId, job: placed } = await routed(shop);
+    // The supplier adds tracking and leaves the order processing; its fulfillments webhook is lost.
+    sandbox.shipOrder(shop.supplier.shopDomain, 'platform_b', placed.sourceOrderId, { trackingNumbers: ['1Z-OPEN-CANCEL'], keepOpen: true });
+    expect((sandbox.orderOf(shop.supplier.shopDomain, 'platform_b', placed.sourceOrderId) as any).status).toBe('processing');
+    await cancelWhole(storefront, shop, order);
+    const job = await waitForJob(api, shop.user.token, jobId, finished);
+    // platform_b would have accepted the cancel: the parcel is on its way all the same, so the reseller is told.
+    expect(job.cancellations).toMatchObject([{ status: 'completed', outcome: 'too_late', reason: expect.stringContaining('already shipped by the supplier: A-1 × 2') }]);
+    expect(sandbox.cancellationsFor(shop.supplier.shopDomain)).toEqual([]);
+    expect((sandbox.orderOf(shop.supplier.shopDomain, 'platform_b', placed.sourceOrderId) as any).status).toBe('processing');
+    const todo = await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token });
+    expect(todo.body.data).toMatchObject([{ type: 'too_late', syncJobId: jobId }]);
+    // The order is still open at the supplier, so a divergence-watch pass reads its trackings and pushes them.
+    const pass = await api.post(`/v1/reseller_stores/${shop.reseller.id}/divergence_checks`, { token: shop.user.token });
+    expect(pass.status, JSON.stringify(pass.body)).toBe(202);
+    const tracked = await waitForJob(api, shop.user.token, jobId, (j) => j.fulfillments.length > 0 && j.fulfillments[0].status === 'completed', 20_000);
+    expect(tracked.fulfillments).toMatchObject([{ trackingNumbers: ['1Z-OPEN-CANCEL'] }]);
+  });
+
   it("leaves a platform_b order its supplier closed as it is: read first, no status written", async ({ api, sandbox, shopWith, routed, storefront }) => {
     const shop = await shopWith('platform_a', 'platform_b');
     const { order, jobId, job: placed } = await routed(shop);
@@ -322,7 +344,8 @@ describe('a whole-order cancellation', () => {
     await cancelWhole(storefront, shop, order);
     const job = await waitForJob(api, shop.user.token, jobId, finished);
     expect(job.cancellations).toMatchObject([{ status: 'completed', outcome: 'cancelled', timeline: [expect.objectContaining({ platformStatus: 200 })] }]);
-    expect(callsOn(sandbox, shop, placed.sourceOrderId)).toEqual([{ method: 'GET', status: 200 }]);
+    // The order and its shipment trackings, read together.
+    expect(callsOn(sandbox, shop, placed.sourceOrderId)).toEqual([{ method: 'GET', status: 200 }, { method: 'GET', status: 200 }]);
   });
 });
 

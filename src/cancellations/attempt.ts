@@ -57,9 +57,9 @@ export interface CancellationAttemptDeps extends JobVoiding {
 /**
  * The turns of the source store an attempt waits for before it is taken: the cancel call of a whole
  * order (its read only follows a refusal, or comes first where the cancel overwrites the status);
- * the order's read and the cancel call of some lines.
+ * the order's read (its calls) and the cancel call of some lines.
  */
-const callsOf = (cancellation: Cancellation, platform: PlatformAdapter) => (cancellation.scope === 'order' && !platform.cancelOverwritesStatus ? 1 : 2);
+const callsOf = (cancellation: Cancellation, platform: PlatformAdapter) => (cancellation.scope === 'order' && !platform.cancelOverwritesStatus ? 1 : platform.readCalls + 1);
 /**
  * The turns to wait for before the attempt is taken: none when, as the row and its job stand then, no
  * supplier call is expected (the job was never attempted, or the cancellation already cut it): the

@@ -8,6 +8,7 @@ import { LIST_PAGE, type PlatformHttpClient, type ResponseHeaders } from './http
 import { nextLink, pageEntries, readShrinking, totalPagesOf, withLimit } from './listing.ts';
 import { wellFormed } from '../shared/text.ts';
 import { anyId, parsePayload, platformAFulfillmentShipped } from './payload.ts';
+import { listShipmentsPlatformB, platformBMayHaveShippedOpen } from './updated.ts';
 import { type CancellingAdapter, type LineToCancel, type LookupCut, PlatformError, type StoreConnection, type SupplierLine, type SupplierOrderLineState, type SupplierOrderState } from './types.ts';
 
 /** Older orders are listed too: the platform's clock and ours may differ a little. */
@@ -167,6 +168,7 @@ const referenceOfA = (order: unknown) =>
 export function platformACancelling(http: PlatformHttpClient): CancellingAdapter {
   return {
     readSupplierOrder: (store, orderId) => http.get(store, `${API_A}/orders/${encodeURIComponent(orderId)}.json`, readOrderA),
+    readCalls: 1,
     cancelSupplierOrder: (store, orderId, idempotencyKey) =>
       http.post(store, `${API_A}/orders/${encodeURIComponent(orderId)}/cancel.json`, { reason: 'customer', email: false }, idempotencyKey, statusOnly),
     cancelOverwritesStatus: false,
@@ -204,7 +206,7 @@ const orderB = z.object({
   line_items: z.array(z.object({ id: anyId.nullish(), sku: text, quantity: lenientQuantity })),
 });
 
-function readOrderB(body: unknown): SupplierOrderState {
+function readOrderB(body: unknown): SupplierOrderState & { status: string } {
   const order = parsePayload(orderB, body, 'platform_b order');
   const completed = order.status === 'completed';
   const lines = order.line_items.map((line) => ({
@@ -214,7 +216,24 @@ function readOrderB(body: unknown): SupplierOrderState {
     cancelledQuantity: 0,
     fulfilledQuantity: completed ? line.quantity : 0,
   }));
-  return { id: order.id, cancelled: order.status === 'cancelled' || order.status === 'refunded', fulfillment: completed ? 'full' : 'none', lines };
+  return { id: order.id, status: order.status, cancelled: order.status === 'cancelled' || order.status === 'refunded', fulfillment: completed ? 'full' : 'none', lines };
+}
+
+/**
+ * A platform_b order as a cancellation must see it. A supplier can add shipment tracking to an order
+ * it leaves `processing` or `on-hold` (its webhook may be lost), and platform_b cancels such an order
+ * all the same: the goods would be on their way while the service reported them stopped. So an open
+ * order's trackings are read too, and one with any is shipped (platform_b ships a whole order: the
+ * cancellation is `too_late`, and the divergence watch records the tracking).
+ */
+async function readSupplierOrderB(http: PlatformHttpClient, store: StoreConnection, orderId: string): Promise<SupplierOrderState> {
+  // Both at once (the order's status decides whether the trackings count): a cancellation waits for one round trip, not two.
+  const [{ status, ...state }, trackings] = await Promise.all([
+    http.get(store, `${API_B}/orders/${encodeURIComponent(orderId)}`, readOrderB),
+    listShipmentsPlatformB(http, store, orderId),
+  ]);
+  if (!platformBMayHaveShippedOpen(status) || trackings.length === 0) return state;
+  return { ...state, fulfillment: 'full', lines: state.lines.map((line) => ({ ...line, fulfilledQuantity: line.quantity })) };
 }
 
 const referenceOfB = (order: unknown) =>
@@ -222,7 +241,8 @@ const referenceOfB = (order: unknown) =>
 
 export function platformBCancelling(http: PlatformHttpClient): CancellingAdapter {
   return {
-    readSupplierOrder: (store, orderId) => http.get(store, `${API_B}/orders/${encodeURIComponent(orderId)}`, readOrderB),
+    readSupplierOrder: (store, orderId) => readSupplierOrderB(http, store, orderId),
+    readCalls: 2,
     cancelSupplierOrder: (store, orderId) => http.put(store, `${API_B}/orders/${encodeURIComponent(orderId)}`, { status: 'cancelled' }, statusOnly),
     cancelOverwritesStatus: true,
     // The platform cannot cancel some lines only.
@@ -280,6 +300,7 @@ export function customCancelling(http: PlatformHttpClient): CancellingAdapter {
     );
   return {
     readSupplierOrder: (store, orderId) => http.get(store, `/orders/${encodeURIComponent(orderId)}`, readOrderC),
+    readCalls: 1,
     cancelSupplierOrder: (store, orderId, idempotencyKey) => cancel(store, orderId, null, idempotencyKey),
     cancelOverwritesStatus: false,
     cancelSupplierLines: (store, orderId, lines, idempotencyKey) => cancel(store, orderId, lines, idempotencyKey),

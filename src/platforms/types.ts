@@ -114,6 +114,8 @@ export interface CancelAnswer {
 export interface CancellingAdapter {
   /** Reads the order's cancellation-relevant state. */
   readSupplierOrder(store: StoreConnection, orderId: string): Promise<SupplierOrderState>;
+  /** The calls `readSupplierOrder` makes (platform_b reads an open order's shipment trackings beside it), for the turns an attempt books. */
+  readonly readCalls: number;
   /** Cancels the whole order. */
   cancelSupplierOrder(store: StoreConnection, orderId: string, idempotencyKey: string): Promise<CancelAnswer>;
   /**

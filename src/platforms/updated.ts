@@ -70,6 +70,9 @@ const platformBOrder = z.object({
  */
 const PLATFORM_B_UNSHIPPED: ReadonlySet<string> = new Set(['pending', 'failed', 'cancelled', 'refunded']);
 
+/** Whether a platform_b order of this status may carry shipment trackings without being `completed` (see PLATFORM_B_UNSHIPPED). */
+export const platformBMayHaveShippedOpen = (status: string) => status !== 'completed' && !PLATFORM_B_UNSHIPPED.has(status);
+
 const platformBTracking = z.object({ tracking_provider: optionalText, tracking_number: optionalText, tracking_link: optionalText });
 
 const customOrder = z.object({
