@@ -214,9 +214,18 @@ describe('some lines on other platforms', () => {
     expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toEqual([]);
     const events = await api.get(`/v1/events?type=cancellation.unsupported&reseller_store_id=${shop.reseller.id}`, { token: shop.user.token });
     expect(events.body.data).toHaveLength(1);
-    // The lines to handle by hand are on the reseller's to-do list.
+    // The lines to handle by hand are on the reseller's to-do list, named in its detail.
     const todo = await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token });
     expect(todo.body.data).toMatchObject([{ type: 'unsupported', syncJobId: acmeJob.id, subjectId: job.cancellations[0].id, status: 'open' }]);
+    expect(todo.body.data[0].detail).toContain(`${job.cancellations[0].id}: ${job.cancellations[0].reason}`);
+    // Another line refunded later, also unsupported: the job's one open entry names it too, not only the first.
+    await storefront(shop, 'refunds/create', refundOf(order, [{ sku: 'A-1', quantity: 1 }]));
+    const again = await waitForJob(api, shop.user.token, acmeJob.id, (j) => j.cancellations.length === 2 && settled(j));
+    expect(again.cancellations[1]).toMatchObject({ outcome: 'unsupported', reason: expect.stringContaining('A-1 × 1') });
+    const todoAfter = await api.get(`/v1/reseller_stores/${shop.reseller.id}/divergences`, { token: shop.user.token });
+    expect(todoAfter.body.data).toMatchObject([{ type: 'unsupported', subjectId: job.cancellations[0].id }]);
+    expect(todoAfter.body.data[0].detail).toContain(`${job.cancellations[0].id}: ${job.cancellations[0].reason}`);
+    expect(todoAfter.body.data[0].detail).toContain(`${again.cancellations[1].id}: ${again.cancellations[1].reason}`);
   });
 
   it('platform_b: lines cancelled one refund at a time until none is left cancel the whole order, and the lines to handle by hand are no longer asked', async ({ api, sandbox, service, shopWith, placed, storefront }) => {

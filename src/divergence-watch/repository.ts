@@ -422,21 +422,37 @@ function resolveOrPassOnStep(type: DivergenceType, table: string): SettledStep {
     returning d.id)`;
 }
 
+/** The longest `detail` a cancellation's entry grows to as later cancellations of its job add their reasons. */
+const MAX_CANCELLATION_DETAIL = 2_000;
+
 /**
  * The cancellation kind's own entries, in its transition statement like `settledSteps`: a
  * cancellation completed `too_late` (the supplier had shipped) or `unsupported` (lines a platform
  * cannot cancel alone) raises an entry of that type: the goods need a return, or the lines need
- * handling by hand. A whole-order cancellation completed `cancelled` resolves its job's `stale` entry.
+ * handling by hand, its detail naming the cancellation and its reason (which lines), recorded before
+ * the outcome. A job has one open entry of a type, so a later cancellation of the job with the same
+ * outcome adds its own to that entry's detail rather than go unlisted (a dismissed entry stays as it
+ * is: it is not raised again). A whole-order cancellation completed `cancelled` resolves its job's
+ * `stale` entry.
  */
 export function cancellationOutcomeSteps(): SettledStep[] {
+  const named = sql`coalesce(' ' || x.id || ': ' || x.reason || '.', '')`;
   return [
     sql`(
+      update divergences d set detail = left(d.detail || ${named}, ${MAX_CANCELLATION_DETAIL})
+      from settled s
+      join cancellations x on x.id = s.id
+      where s.status = 'completed' and s.result in ('too_late', 'unsupported') and x.reason is not null
+        and d.sync_job_id = x.sync_job_id and d.type = s.result and d.status = 'open' and d.subject_id <> x.id
+      returning d.id)`,
+    sql`(
       insert into divergences (id, owner_id, reseller_store_id, sync_job_id, type, status, subject_id, detail, since)
-      select ${sql.raw(SQL_DIVERGENCE_ID)}, s.owner_id, s.reseller_store_id, (select x.sync_job_id from cancellations x where x.id = s.id), s.result, 'open', s.id,
-        case s.result when 'too_late' then 'The supplier had already shipped: the goods need a return.'
-          else 'The supplier cannot cancel some lines only: they need handling by hand.' end,
+      select ${sql.raw(SQL_DIVERGENCE_ID)}, s.owner_id, s.reseller_store_id, x.sync_job_id, s.result, 'open', s.id,
+        left(case s.result when 'too_late' then 'The supplier had already shipped: the goods need a return.'
+          else 'The supplier cannot cancel some lines only: they need handling by hand.' end || ${named}, ${MAX_CANCELLATION_DETAIL}),
         s.updated_at
       from settled s
+      join cancellations x on x.id = s.id
       where s.status = 'completed' and s.result in ('too_late', 'unsupported')
       on conflict ${ONE_PER_JOB_AND_TYPE} do nothing
       returning id)`,
