@@ -8,6 +8,7 @@ import type { Platform } from '../src/orders/types.ts';
 import { test } from './support/fixtures.ts';
 import { ANVIL, BELL, NUT, createShop, sendStorefrontWebhook, settled, type Shop } from './support/cancellations.ts';
 import { getJob, waitForJob } from './support/sync-jobs.ts';
+import { queryRows } from './support/database.ts';
 import { buildFulfillmentPayload, sendWebhook } from './sandbox/server.ts';
 import { FULFILLMENTS_PATH } from './support/webhooks.ts';
 
@@ -265,8 +266,8 @@ describe('some lines on other platforms', () => {
     const { order, acmeJob } = await placed(shop);
     await storefront(shop, 'refunds/create', refundOf(order, [{ sku: 'A-1', quantity: 2 }]));
     expect((await waitForJob(api, shop.user.token, acmeJob.id, settled)).cancellations).toMatchObject([{ outcome: 'unsupported' }]);
-    // The read is answered; the PUT that cancels the order is carried out and its answer lost.
-    sandbox.setFaults(shop.acme.shopDomain, { faultsAfter: 1, acceptThenDropNext: 1 });
+    // The read (the order and its trackings) is answered; the PUT that cancels the order is carried out and its answer lost.
+    sandbox.setFaults(shop.acme.shopDomain, { faultsAfter: 2, acceptThenDropNext: 1 });
     await storefront(shop, 'refunds/create', refundOf(order, [{ sku: 'B-1', quantity: 3 }]));
     const job = await waitForJob(api, shop.user.token, acmeJob.id, (j) => j.cancellations.length === 2 && settled(j), 20_000);
     sandbox.clearFaults(shop.acme.shopDomain);
@@ -278,16 +279,19 @@ describe('some lines on other platforms', () => {
     expect((await getJob(api, shop.user.token, acmeJob.id)).supplierCancelledAt ?? null).toBeNull();
   });
 
-  it('platform_b: the whole order cancelled for the last lines says so only once it is: failed and dead, the cancellation has no reason', async ({ api, sandbox, shopWith, placed, storefront }) => {
+  it('platform_b: the whole order cancelled for the last lines says so only once it is: failed and dead, the cancellation has no reason', async ({ api, service, sandbox, shopWith, placed, storefront }) => {
     const shop = await shopWith('platform_a', 'platform_b');
     const { order, acmeJob } = await placed(shop);
     await storefront(shop, 'refunds/create', refundOf(order, [{ sku: 'A-1', quantity: 2 }]));
     expect((await waitForJob(api, shop.user.token, acmeJob.id, settled)).cancellations).toMatchObject([{ outcome: 'unsupported' }]);
-    // The read is answered; the PUT that would cancel the order, and everything after it, fails.
-    sandbox.setFaults(shop.acme.shopDomain, { faultsAfter: 1, alwaysFail: true, status: 500 });
+    // The read (the order and its trackings) is answered; the PUT that would cancel the order, and everything after it, fails.
+    sandbox.setFaults(shop.acme.shopDomain, { faultsAfter: 2, alwaysFail: true, status: 500 });
     await storefront(shop, 'refunds/create', refundOf(order, [{ sku: 'B-1', quantity: 3 }]));
     const dead = await waitForJob(api, shop.user.token, acmeJob.id, (j) => j.cancellations[1]?.status === 'dead', 20_000);
     expect(dead.cancellations[1]).toMatchObject({ status: 'dead', outcome: null, reason: null });
+    // The intent was kept (so a retry after a lost answer is still it): it is the presentation that holds it back.
+    const [kept] = await queryRows<{ reason: string | null }>(service.databaseUrl, 'select reason from cancellations where id = $1', [dead.cancellations[1].id]);
+    expect(kept!.reason).toContain('the whole order was cancelled');
     expect((sandbox.orderOf(shop.acme.shopDomain, 'platform_b', acmeJob.sourceOrderId) as any).status).not.toBe('cancelled');
     sandbox.clearFaults(shop.acme.shopDomain);
     expect((await api.post(`/v1/sync_jobs/${acmeJob.id}/cancellations/${dead.cancellations[1].id}/retry`, { token: shop.user.token })).status).toBe(200);

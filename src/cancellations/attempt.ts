@@ -14,7 +14,7 @@ import type { SecretBox } from '../shared/secrets.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
 import { jobAuditRecord } from '../sync-jobs/attempt.ts';
-import type { Cancellation, CancelledLine } from './entity.ts';
+import { shownSku, type Cancellation, type CancelledLine } from './entity.ts';
 import { cancellationsIn, type CancellationRepository, type CancellationWork } from './repository.ts';
 import { jobEventsIn } from './events.ts';
 import type { CancelledJobs, DivergenceRaising, RecordedShipments, SupplierSuccessors } from './ports.ts';
@@ -92,7 +92,8 @@ interface Decision {
   platformStatus: number | null;
 }
 
-const describeLines = (lines: CancelledLine[]) => lines.map((line) => `${line.sku} × ${line.quantity}`).join(', ');
+/** Lines in a reason, by the SKU the supplier holds them under (as the API shows a cancellation's lines). */
+const describeLines = (lines: CancelledLine[]) => lines.map((line) => `${shownSku(line)} × ${line.quantity}`).join(', ');
 
 /** The Idempotency-Key of a cancellation's calls: a repeat after a lost answer changes nothing more. */
 export const cancellationKey = (cancellation: Cancellation, call: string) => `cancellation:${cancellation.id}:${call}`;
@@ -477,9 +478,9 @@ function linesToCancel(state: SupplierOrderState, asked: CancelledLine[], source
   const shipped: CancelledLine[] = [];
   const missing: CancelledLine[] = [];
   for (const ask of asked) {
-    const sku = supplierSku(ask.sku, source.pricingConfig);
-    const bySupplierSku = state.lines.filter((line) => line.sku === sku);
-    const lines = bySupplierSku.length > 0 ? bySupplierSku : state.lines.filter((line) => line.sku === ask.sku);
+    // As the request named it, as the supplier's pricing names it now, else as the storefront does.
+    const names = [ask.supplierSku, supplierSku(ask.sku, source.pricingConfig), ask.sku];
+    const lines = names.map((sku) => state.lines.filter((line) => line.sku === sku)).find((found) => found.length > 0) ?? [];
     if (lines.length === 0) {
       missing.push(ask);
       continue;
@@ -492,7 +493,7 @@ function linesToCancel(state: SupplierOrderState, asked: CancelledLine[], source
       wanted -= quantity;
     }
     const fulfilled = lines.reduce((sum, line) => sum + line.fulfilledQuantity, 0);
-    if (wanted > 0 && fulfilled > 0) shipped.push({ sku: ask.sku, quantity: Math.min(wanted, fulfilled) });
+    if (wanted > 0 && fulfilled > 0) shipped.push({ ...ask, quantity: Math.min(wanted, fulfilled) });
   }
   // A platform that names lines by SKU alone (no line ids) is asked once per SKU.
   const toCancel: LineToCancel[] = [];
@@ -550,7 +551,7 @@ function withFulfilled(state: SupplierOrderState, fulfilled: { sku: string; quan
 /** The shipped quantities among the lines asked (every shipped line when none match). */
 function shippedOf(state: SupplierOrderState, asked: CancelledLine[]): CancelledLine[] {
   const shipped = state.lines.filter((line) => line.fulfilledQuantity > 0).map((line) => ({ sku: line.sku, quantity: line.fulfilledQuantity }));
-  const skus = new Set(asked.map((line) => line.sku));
+  const skus = new Set(asked.flatMap((line) => [line.sku, shownSku(line)]));
   const matching = shipped.filter((line) => skus.has(line.sku));
   return matching.length > 0 ? matching : shipped;
 }

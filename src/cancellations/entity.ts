@@ -14,6 +14,9 @@ export interface CancelledLine {
   supplierSku?: string;
 }
 
+/** The SKU a cancelled line is shown under: the supplier's (order-changes.md, "by the SKU the service placed them with"). */
+export const shownSku = (line: CancelledLine): string => line.supplierSku ?? line.sku;
+
 /**
  * One cancellation of a sync job's supplier order (or some of its lines): retried work like a
  * fulfillment (src/attempts/). Its lifecycle columns are the whole state of its machine

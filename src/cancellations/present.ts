@@ -2,7 +2,7 @@ import type { CancellationOutcome } from '../../contract/enums.ts';
 import type { AttemptEntry } from '../attempts/entity.ts';
 import { presentAttempt } from '../attempts/present.ts';
 import { iso, isoOrNull } from '../shared/time.ts';
-import type { Cancellation } from './entity.ts';
+import { shownSku, type Cancellation } from './entity.ts';
 
 /** A cancellation with its attempts' timeline (oldest first), as its job's GET shows it. */
 export interface CancellationView {
@@ -23,9 +23,9 @@ export function presentCancellation({ cancellation, timeline }: CancellationView
     outcome: (cancellation.outcome ?? null) as CancellationOutcome | null,
     scope: cancellation.scope,
     // By the SKU the supplier holds each line under (order-changes.md), as its pricing made it.
-    lines: cancellation.lines.map(({ sku, quantity, supplierSku }) => ({ sku: supplierSku ?? sku, quantity })),
+    lines: cancellation.lines.map((line) => ({ sku: shownSku(line), quantity: line.quantity })),
     // Written before a platform_b whole-order PUT (WHOLE_FOR_LINES): said only once the outcome it explains is reached.
-    reason: cancellation.outcome === null ? null : (cancellation.reason ?? null),
+    reason: cancellation.outcome == null ? null : (cancellation.reason ?? null),
     attempts: cancellation.attempts,
     errorMessage: cancellation.errorMessage ?? null,
     requestedAt: iso(cancellation.createdAt),

@@ -861,7 +861,7 @@ export class CancellationService implements OrderCancellations, SupplierCancella
     const lines = cancellations.filter((c) => c.scope === 'lines' && !isCut(c)).flatMap((c) => c.lines);
     const terms = lines.length > 0 ? await this.deps.vendorTags.supplierTermsOf(job.sourceStoreId) : null;
     const names = (line: CancelledLine, sku: string, named?: 'as ordered') =>
-      line.sku === sku || (named === undefined && terms !== null && supplierSku(line.sku, terms.pricingConfig) === sku);
+      line.sku === sku || (named === undefined && (line.supplierSku === sku || (terms !== null && supplierSku(line.sku, terms.pricingConfig) === sku)));
     return {
       whole: false,
       lines: lines.length > 0,

@@ -169,6 +169,7 @@ export function platformACancelling(http: PlatformHttpClient): CancellingAdapter
   return {
     readSupplierOrder: (store, orderId) => http.get(store, `${API_A}/orders/${encodeURIComponent(orderId)}.json`, readOrderA),
     readCalls: 1,
+    readSupplierLines: (store, orderId) => http.get(store, `${API_A}/orders/${encodeURIComponent(orderId)}.json`, readOrderA),
     cancelSupplierOrder: (store, orderId, idempotencyKey) =>
       http.post(store, `${API_A}/orders/${encodeURIComponent(orderId)}/cancel.json`, { reason: 'customer', email: false }, idempotencyKey, statusOnly),
     cancelOverwritesStatus: false,
@@ -219,20 +220,25 @@ function readOrderB(body: unknown): SupplierOrderState & { status: string } {
   return { id: order.id, status: order.status, cancelled: order.status === 'cancelled' || order.status === 'refunded', fulfillment: completed ? 'full' : 'none', lines };
 }
 
+const readOrderOnlyB = (http: PlatformHttpClient, store: StoreConnection, orderId: string) =>
+  http.get(store, `${API_B}/orders/${encodeURIComponent(orderId)}`, readOrderB);
+
 /**
  * A platform_b order as a cancellation must see it. A supplier can add shipment tracking to an order
- * it leaves `processing` or `on-hold` (its webhook may be lost), and platform_b cancels such an order
- * all the same: the goods would be on their way while the service reported them stopped. So an open
- * order's trackings are read too, and one with any is shipped (platform_b ships a whole order: the
- * cancellation is `too_late`, and the divergence watch records the tracking).
+ * it leaves open (`processing`, `on-hold`, a status its store adds: see PLATFORM_B_UNSHIPPED; its
+ * webhook may be lost), and platform_b cancels such an order all the same: the goods would be on
+ * their way while the service reported them stopped. So an open order's trackings count, and one
+ * with any is shipped (platform_b ships a whole order: the cancellation is `too_late`, and the
+ * divergence watch records the tracking). Both are read at once, so a cancellation waits for one
+ * round trip; the trackings' answer (or its failure) matters only for an open order.
  */
 async function readSupplierOrderB(http: PlatformHttpClient, store: StoreConnection, orderId: string): Promise<SupplierOrderState> {
-  // Both at once (the order's status decides whether the trackings count): a cancellation waits for one round trip, not two.
-  const [{ status, ...state }, trackings] = await Promise.all([
-    http.get(store, `${API_B}/orders/${encodeURIComponent(orderId)}`, readOrderB),
-    listShipmentsPlatformB(http, store, orderId),
-  ]);
-  if (!platformBMayHaveShippedOpen(status) || trackings.length === 0) return state;
+  const [order, trackings] = await Promise.allSettled([readOrderOnlyB(http, store, orderId), listShipmentsPlatformB(http, store, orderId)]);
+  if (order.status === 'rejected') throw order.reason;
+  const { status, ...state } = order.value;
+  if (!platformBMayHaveShippedOpen(status)) return state;
+  if (trackings.status === 'rejected') throw trackings.reason;
+  if (trackings.value.length === 0) return state;
   return { ...state, fulfillment: 'full', lines: state.lines.map((line) => ({ ...line, fulfilledQuantity: line.quantity })) };
 }
 
@@ -243,6 +249,10 @@ export function platformBCancelling(http: PlatformHttpClient): CancellingAdapter
   return {
     readSupplierOrder: (store, orderId) => readSupplierOrderB(http, store, orderId),
     readCalls: 2,
+    readSupplierLines: async (store, orderId) => {
+      const { status: _status, ...state } = await readOrderOnlyB(http, store, orderId);
+      return state;
+    },
     cancelSupplierOrder: (store, orderId) => http.put(store, `${API_B}/orders/${encodeURIComponent(orderId)}`, { status: 'cancelled' }, statusOnly),
     cancelOverwritesStatus: true,
     // The platform cannot cancel some lines only.
@@ -301,6 +311,7 @@ export function customCancelling(http: PlatformHttpClient): CancellingAdapter {
   return {
     readSupplierOrder: (store, orderId) => http.get(store, `/orders/${encodeURIComponent(orderId)}`, readOrderC),
     readCalls: 1,
+    readSupplierLines: (store, orderId) => http.get(store, `/orders/${encodeURIComponent(orderId)}`, readOrderC),
     cancelSupplierOrder: (store, orderId, idempotencyKey) => cancel(store, orderId, null, idempotencyKey),
     cancelOverwritesStatus: false,
     cancelSupplierLines: (store, orderId, lines, idempotencyKey) => cancel(store, orderId, lines, idempotencyKey),

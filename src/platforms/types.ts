@@ -114,8 +114,10 @@ export interface CancelAnswer {
 export interface CancellingAdapter {
   /** Reads the order's cancellation-relevant state. */
   readSupplierOrder(store: StoreConnection, orderId: string): Promise<SupplierOrderState>;
-  /** The calls `readSupplierOrder` makes (platform_b reads an open order's shipment trackings beside it), for the turns an attempt books. */
+  /** The calls `readSupplierOrder` makes (platform_b reads an order's shipment trackings beside it), for the turns an attempt books. */
   readonly readCalls: number;
+  /** The order's lines (and ids), in one call: what a placement needs to know of the order it holds; what shipped is not read. */
+  readSupplierLines(store: StoreConnection, orderId: string): Promise<SupplierOrderState>;
   /** Cancels the whole order. */
   cancelSupplierOrder(store: StoreConnection, orderId: string, idempotencyKey: string): Promise<CancelAnswer>;
   /**

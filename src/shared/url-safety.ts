@@ -35,7 +35,7 @@ export class UnsafeAddressError extends Error {
  * job's `errorMessage`), and a tenant must not map the service's internal network through its resolver.
  */
 const describeAddress = (host: string, address: string, range: string) =>
-  host === address ? `${address} (${range} address)` : `${host}, which resolves to a ${range} address`;
+  host === address ? `${address} (${range} address)` : `${host}, which resolves to an address in the ${range} range`;
 
 /**
  * Null for a public unicast address; otherwise the name of its range (`loopback`, `private`,

@@ -119,7 +119,7 @@ export function placeSupplierOrder(ctx: SyncJobAttemptDeps): Attempt<JobWithSour
     const byAnswer = answered === null ? undefined : candidates.findLast((candidate) => linesOf(candidate) === answered);
     if (byAnswer) return byAnswer;
     // On the attempt's connection: a turn its targets reserved and its lookup or create left, else one of its own.
-    const held = await ctx.platforms[source.platform].readSupplierOrder(connection, created.id);
+    const held = await ctx.platforms[source.platform].readSupplierLines(connection, created.id);
     const holds = sameLines(held.lines);
     return candidates.findLast((candidate) => linesOf(candidate) === holds) ?? candidates[0]!;
   }
