@@ -68,5 +68,6 @@ service = await startService(config, logger, { signal: starting.signal }).catch(
   process.exit(1);
 });
 logger.info({ role: config.role, url: service.url }, 'service started');
+if (config.production && config.metricsToken === null) logger.warn('METRICS_TOKEN is not set: GET /metrics refuses every scrape in production (401) until it is');
 // For the person at the terminal; the JSON lines above are for the log pipeline.
 if (service.url) console.error(`ready: API ${service.url}/v1 · docs ${service.url}/docs · console ${service.url}/console (Ctrl-C stops)`);
