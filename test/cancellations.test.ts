@@ -336,6 +336,33 @@ describe('a whole-order cancellation', () => {
     expect(tracked.fulfillments).toMatchObject([{ trackingNumbers: ['1Z-OPEN-CANCEL'] }]);
   });
 
+  it("is too late for a shipped platform_b order whose shipment trackings cannot be read: they matter only for an open order", async ({ api, sandbox, shopWith, routed, storefront }) => {
+    const shop = await shopWith('platform_a', 'platform_b');
+    const { order, jobId, job: placed } = await routed(shop);
+    sandbox.fulfilLines(shop.supplier.shopDomain, 'platform_b', placed.sourceOrderId);
+    sandbox.setFaults(shop.supplier.shopDomain, { failPathsEnding: '/shipment-trackings' });
+    await cancelWhole(storefront, shop, order);
+    const job = await waitForJob(api, shop.user.token, jobId, finished);
+    sandbox.clearFaults(shop.supplier.shopDomain);
+    expect(job.cancellations).toMatchObject([{ status: 'completed', outcome: 'too_late', attempts: 1 }]);
+    expect(callsOn(sandbox, shop, placed.sourceOrderId)).toEqual(expect.arrayContaining([{ method: 'GET', status: 500 }]));
+  });
+
+  it('never cancels an open platform_b order whose shipment trackings cannot be read: it fails and is retried, then cancels', async ({ api, sandbox, shopWith, routed, storefront }) => {
+    const shop = await shopWith('platform_a', 'platform_b');
+    const { order, jobId, job: placed } = await routed(shop);
+    sandbox.setFaults(shop.supplier.shopDomain, { failPathsEnding: '/shipment-trackings' });
+    await cancelWhole(storefront, shop, order);
+    const dead = await waitForJob(api, shop.user.token, jobId, (j) => j.cancellations[0]?.status === 'dead', 20_000);
+    expect(dead.cancellations[0]).toMatchObject({ outcome: null, errorMessage: expect.stringContaining('500') });
+    expect(sandbox.cancellationsFor(shop.supplier.shopDomain)).toEqual([]);
+    sandbox.clearFaults(shop.supplier.shopDomain);
+    expect((await api.post(`/v1/sync_jobs/${jobId}/cancellations/${dead.cancellations[0].id}/retry`, { token: shop.user.token })).status).toBe(200);
+    const job = await waitForJob(api, shop.user.token, jobId, (j) => j.cancellations[0]?.status === 'completed');
+    expect(job.cancellations[0]).toMatchObject({ outcome: 'cancelled' });
+    expect(sandbox.cancellationsFor(shop.supplier.shopDomain)).toMatchObject([{ orderId: placed.sourceOrderId }]);
+  });
+
   it("leaves a platform_b order its supplier closed as it is: read first, no status written", async ({ api, sandbox, shopWith, routed, storefront }) => {
     const shop = await shopWith('platform_a', 'platform_b');
     const { order, jobId, job: placed } = await routed(shop);

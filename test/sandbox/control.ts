@@ -32,6 +32,7 @@ const faultsSchema = z
     dropNext: count.optional(),
     acceptThenDropNext: count.optional(),
     alwaysFail: z.boolean().optional(),
+    failPathsEnding: z.string().min(1).optional(),
     dropWebhooksNext: count.optional(),
     holdWebhooksNext: count.optional(),
     nulErrorNext: count.optional(),

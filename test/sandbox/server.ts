@@ -101,7 +101,7 @@ async function servePlatform(
   if (store.faults.latencyMs) await delay(store.faults.latencyMs);
   await store.holdRequest();
   const cancelFault = isCancelCall(call.method, call.path) ? store.takeCancelFault() : null;
-  const fault = cancelFault ?? store.takeFault(call.request.headers['x-platform-access-token']?.toString() ?? call.request.headers.authorization ?? '');
+  const fault = cancelFault ?? store.takeFault(call.request.headers['x-platform-access-token']?.toString() ?? call.request.headers.authorization ?? '', call.path);
   if (fault?.kind === 'drop') {
     response.destroy();
     return { status: null, idempotentReplay: false };

@@ -26,6 +26,8 @@ export interface Faults {
   acceptThenDropNext?: number;
   /** Every request answers `status` until the faults are cleared (with `status: 429`, the 429 mode: Retry-After too). */
   alwaysFail?: boolean;
+  /** Every request whose path ends with this answers `status` (default 500) until the faults are cleared; the others as usual. */
+  failPathsEnding?: string;
   /** platform_b's list answers come without X-WP-Total and X-WP-TotalPages, as a proxy that drops them sends them. */
   omitListTotals?: boolean;
   /**
@@ -214,9 +216,13 @@ export class StoreState {
   }
 
   /** Consumes one injected fault for the request being handled (made with `token`), if any applies. */
-  takeFault(token: string, now = Date.now()): FaultAction | null {
+  takeFault(token: string, path: string, now = Date.now()): FaultAction | null {
     // The enforced rate limit is the platform's own, not an injected fault: faultsAfter does not defer it.
     if (this.#overLimit(token, now)) return { kind: 'reply', reply: this.#tooManyRequests() };
+    if (this.faults.failPathsEnding !== undefined && path.endsWith(this.faults.failPathsEnding)) {
+      const status = this.faults.status ?? 500;
+      return { kind: 'reply', reply: { status, body: { errors: `Simulated failure (${status})` } } };
+    }
     if (this.#consume('faultsAfter')) return null;
     if (this.#consume('dropNext')) return { kind: 'drop' };
     if (this.#consume('acceptThenDropNext')) return { kind: 'acceptThenDrop' };
