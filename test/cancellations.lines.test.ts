@@ -396,6 +396,21 @@ describe('some lines on other platforms', () => {
     expect(completed?.data.object.cancellations).toMatchObject([{ scope: 'order', lines: named }]);
   });
 
+  it('a line placed before the supplier had SKU rules is named, and cancelled, by the SKU it was placed with', async ({ api, sandbox, placed, storefront }) => {
+    const shop = await createShop(api, 'platform_a', 'platform_a', 'custom');
+    const { order, acmeJob } = await placed(shop);
+    // Rules added after the order was placed: the supplier holds the storefront's SKUs.
+    const changed = await api.patch(`/v1/reseller_stores/${shop.reseller.id}/source_stores/${shop.acme.id}`, {
+      token: shop.user.token,
+      body: { pricingMode: 'field_rules', pricingConfig: { type: 'field_rules', rules: [{ field: 'sku', op: 'prefix', value: 'AC-' }] } },
+    });
+    expect(changed.status, JSON.stringify(changed.body)).toBe(200);
+    await storefront(shop, 'refunds/create', refundOf(order, [{ sku: 'A-1', quantity: 1 }]));
+    const job = await waitForJob(api, shop.user.token, acmeJob.id, settled);
+    expect(job.cancellations).toMatchObject([{ outcome: 'cancelled', scope: 'lines', lines: [{ sku: 'A-1', quantity: 1 }] }]);
+    expect(sandbox.cancellationsFor(shop.acme.shopDomain)).toHaveLength(1);
+  });
+
   it('a line the supplier order does not have is never reported cancelled: unsupported, on the to-do list', async ({ api, sandbox, placed, storefront }) => {
     const shop = await createShop(api, 'custom', 'custom', 'custom', { pricingMode: 'field_rules', pricingConfig: { type: 'field_rules', rules: [{ field: 'sku', op: 'prefix', value: 'AC-' }] } });
     const { order, acmeJob } = await placed(shop);

@@ -1,5 +1,6 @@
 import type { AttemptTimelines, CancelledJobs, DivergenceRaising, SupplierFormerRecords, SupplierTerms, SupplierVendorTags } from './ports.ts';
 import type { PricingConfig } from '../../contract/pricing.ts';
+import type { SupplierLine } from '../platforms/types.ts';
 import { actorOf, auditContext, type Principal } from '../auth/principal.ts';
 import { insertAudit, insertAuditOnce, SYSTEM_ACTOR, type AuditRecord } from '../audit-log/repository.ts';
 import { createHash } from 'node:crypto';
@@ -1155,8 +1156,9 @@ function unnamedSpentBy(signal: OrderCancellation, vendorTag: string | null, can
 
 /**
  * A new cancellation of the plan's lines. With the supplier's pricing (`pricing`), each line also
- * names the SKU the supplier holds it under when that pricing makes another one (`supplierSku`);
- * without (a cancellation asked again, of lines that name it already), the lines are kept as they are.
+ * names the SKU the supplier holds it under when that pricing makes another one (`supplierSku`),
+ * checked against the SKUs the supplier order is known to hold (the job's `supplierLines`, when
+ * kept); without (a cancellation asked again, of lines that name it already), the lines are kept as they are.
  */
 function newCancellation(signal: OrderCancellation, plan: JobPlan, now: Date, pricing: PricingConfig | null = null): Cancellation {
   return {
@@ -1167,7 +1169,7 @@ function newCancellation(signal: OrderCancellation, plan: JobPlan, now: Date, pr
     syncJobId: plan.job.id,
     signalId: signal.id,
     scope: plan.scope,
-    lines: pricing ? plan.lines.map((line) => withSupplierSku(line, pricing)) : plan.lines,
+    lines: pricing ? plan.lines.map((line) => withSupplierSku(line, pricing, plan.job.supplierLines ?? null)) : plan.lines,
     outcome: null,
     reason: null,
     queueMessageId: newMessageId(),
@@ -1177,10 +1179,16 @@ function newCancellation(signal: OrderCancellation, plan: JobPlan, now: Date, pr
   } as Cancellation;
 }
 
-/** The line, naming the SKU its supplier holds it under when the supplier's pricing makes another one. */
-function withSupplierSku({ sku, quantity }: CancelledLine, pricing: PricingConfig): CancelledLine {
+/**
+ * The line, naming the SKU its supplier holds it under when the supplier's pricing makes another one.
+ * The pricing may have changed since the order was placed: where the supplier order's lines are known
+ * (`held`) and hold the storefront's SKU but not the one the pricing makes now, or neither, the SKU
+ * it was placed with is not known, and the line is named as the storefront names it.
+ */
+function withSupplierSku({ sku, quantity }: CancelledLine, pricing: PricingConfig, held: SupplierLine[] | null): CancelledLine {
   const supplier = supplierSku(sku, pricing);
-  return supplier === sku ? { sku, quantity } : { sku, quantity, supplierSku: supplier };
+  if (supplier === sku || (held !== null && !held.some((line) => line.sku === supplier))) return { sku, quantity };
+  return { sku, quantity, supplierSku: supplier };
 }
 
 /** The `order.cancelled` event of a storefront signal. */
