@@ -166,10 +166,12 @@ const referenceOfA = (order: unknown) =>
   (order as { note_attributes?: { name?: unknown; value?: unknown }[] } | null)?.note_attributes?.find((entry) => entry?.name === 'sync_reference')?.value;
 
 export function platformACancelling(http: PlatformHttpClient): CancellingAdapter {
+  // One read shows what shipped (the order's fulfillments) beside the lines.
+  const read = (store: StoreConnection, orderId: string) => http.get(store, `${API_A}/orders/${encodeURIComponent(orderId)}.json`, readOrderA);
   return {
-    readSupplierOrder: (store, orderId) => http.get(store, `${API_A}/orders/${encodeURIComponent(orderId)}.json`, readOrderA),
+    readSupplierOrder: read,
     readCalls: 1,
-    readSupplierLines: (store, orderId) => http.get(store, `${API_A}/orders/${encodeURIComponent(orderId)}.json`, readOrderA),
+    readSupplierLines: read,
     cancelSupplierOrder: (store, orderId, idempotencyKey) =>
       http.post(store, `${API_A}/orders/${encodeURIComponent(orderId)}/cancel.json`, { reason: 'customer', email: false }, idempotencyKey, statusOnly),
     cancelOverwritesStatus: false,
@@ -308,10 +310,11 @@ export function customCancelling(http: PlatformHttpClient): CancellingAdapter {
       idempotencyKey,
       statusOnly,
     );
+  const read = (store: StoreConnection, orderId: string) => http.get(store, `/orders/${encodeURIComponent(orderId)}`, readOrderC);
   return {
-    readSupplierOrder: (store, orderId) => http.get(store, `/orders/${encodeURIComponent(orderId)}`, readOrderC),
+    readSupplierOrder: read,
     readCalls: 1,
-    readSupplierLines: (store, orderId) => http.get(store, `/orders/${encodeURIComponent(orderId)}`, readOrderC),
+    readSupplierLines: read,
     cancelSupplierOrder: (store, orderId, idempotencyKey) => cancel(store, orderId, null, idempotencyKey),
     cancelOverwritesStatus: false,
     cancelSupplierLines: (store, orderId, lines, idempotencyKey) => cancel(store, orderId, lines, idempotencyKey),
