@@ -9,7 +9,7 @@ import type { Config } from '../config/index.ts';
 import type { Trx } from '../db/sql.ts';
 import type { Outbox } from '../events/outbox.ts';
 import type { EventType, NewEvent } from '../events/types.ts';
-import { PlatformError, type LineToCancel, type PlatformAdapter, type PlatformAdapters, type StoreConnection, type SupplierLine, type SupplierOrderState } from '../platforms/types.ts';
+import { PlatformError, type LineToCancel, type PlatformAdapter, type PlatformAdapters, type StoreConnection, type SupplierLine, type SupplierOrderLineState, type SupplierOrderState } from '../platforms/types.ts';
 import type { SecretBox } from '../shared/secrets.ts';
 import type { SourceStore } from '../source-stores/entity.ts';
 import type { SyncJob } from '../sync-jobs/entity.ts';
@@ -474,7 +474,7 @@ function isRefusal(error: unknown): error is PlatformError {
  * the rest was shipped; and what the order has no line for. Never more than is open, line by line.
  */
 function linesToCancel(state: SupplierOrderState, asked: CancelledLine[], source: SourceStore): { toCancel: LineToCancel[]; shipped: CancelledLine[]; missing: CancelledLine[] } {
-  const taken = new Map<SupplierOrderState['lines'][number], number>();
+  const taken = new Map<SupplierOrderLineState, number>();
   const shipped: CancelledLine[] = [];
   const missing: CancelledLine[] = [];
   for (const ask of asked) {
@@ -495,14 +495,21 @@ function linesToCancel(state: SupplierOrderState, asked: CancelledLine[], source
     const fulfilled = lines.reduce((sum, line) => sum + line.fulfilledQuantity, 0);
     if (wanted > 0 && fulfilled > 0) shipped.push({ ...ask, quantity: Math.min(wanted, fulfilled) });
   }
-  // A platform that names lines by SKU alone (no line ids) is asked once per SKU.
-  const toCancel: LineToCancel[] = [];
-  for (const [line, quantity] of taken) {
-    const same = line.lineId === null ? toCancel.find((c) => c.lineId === null && c.sku === line.sku) : undefined;
+  return { toCancel: callsFor(taken), shipped, missing };
+}
+
+/**
+ * What to ask the supplier to cancel, these quantities of these lines: a platform that names lines by
+ * SKU alone (no line ids) is asked once per SKU, its lines of that SKU summed.
+ */
+function callsFor(quantities: Iterable<[SupplierOrderLineState, number]>): LineToCancel[] {
+  const calls: LineToCancel[] = [];
+  for (const [line, quantity] of quantities) {
+    const same = line.lineId === null ? calls.find((c) => c.lineId === null && c.sku === line.sku) : undefined;
     if (same) same.quantity += quantity;
-    else toCancel.push({ lineId: line.lineId, sku: line.sku, quantity });
+    else calls.push({ lineId: line.lineId, sku: line.sku, quantity });
   }
-  return { toCancel, shipped, missing };
+  return calls;
 }
 
 /** Whether cancelling `toCancel` leaves nothing of the order open, with nothing of it shipped: the whole order is then cancelled. */
@@ -515,20 +522,11 @@ function leavesNothingOpen(state: SupplierOrderState, toCancel: LineToCancel[]):
 }
 
 /** What of a supplier line is still open: neither cancelled nor shipped. */
-const openOf = (line: SupplierOrderState['lines'][number]): number => Math.max(0, line.quantity - line.cancelledQuantity - line.fulfilledQuantity);
+const openOf = (line: SupplierOrderLineState): number => Math.max(0, line.quantity - line.cancelledQuantity - line.fulfilledQuantity);
 
 /** The open quantities of a partly shipped order, line by line. */
 function openLines(state: SupplierOrderState): LineToCancel[] {
-  const open: LineToCancel[] = [];
-  for (const line of state.lines) {
-    const quantity = openOf(line);
-    if (quantity === 0) continue;
-    // A platform that names lines by SKU alone (no line ids) is asked once per SKU, as `linesToCancel` asks.
-    const same = line.lineId === null ? open.find((o) => o.lineId === null && o.sku === line.sku) : undefined;
-    if (same) same.quantity += quantity;
-    else open.push({ lineId: line.lineId, sku: line.sku, quantity });
-  }
-  return open;
+  return callsFor(state.lines.map((line): [SupplierOrderLineState, number] => [line, openOf(line)]).filter(([, quantity]) => quantity > 0));
 }
 
 /**
