@@ -75,11 +75,6 @@ export class SourceStoreRepository {
     return this.orm.em.findOne(SourceStore, { id, ownerId });
   }
 
-  /** An active source store of the user, by id alone. */
-  findActiveOwned(ownerId: string, id: string): Promise<SourceStore | null> {
-    return this.orm.em.findOne(SourceStore, { id, ownerId, deletedAt: null });
-  }
-
   /** Reads the user's active store FOR UPDATE and applies what `plan` makes of it, in one transaction; null when there is none. */
   changeLocked(ownerId: string, resellerStoreId: string, id: string, plan: (store: SourceStore) => { changes: Partial<SourceStore>; audit: AuditRecord } | null): Promise<SourceStore | null> {
     return this.orm.em.transactional(async (em) => {

@@ -90,12 +90,7 @@ export class SourceStoreService {
     return store;
   }
 
-  /** An active source store of the caller, found by id alone (for POST /v1/sync_jobs). */
-  async findActiveById(principal: Principal, id: string): Promise<SourceStore | null> {
-    return this.stores.findActiveOwned(principal.userId, id);
-  }
-
-  /** A source store of the caller by id alone, deleted ones included (a repeated POST /v1/sync_jobs finds its job). */
+  /** A source store of the caller by id alone, deleted ones included (POST /v1/sync_jobs: a repeat after its deletion finds its job). */
   async findOwnedById(principal: Principal, id: string): Promise<SourceStore | null> {
     return this.stores.findOwnedById(principal.userId, id);
   }

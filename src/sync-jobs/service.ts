@@ -16,6 +16,7 @@ import { canonicalOrderId } from '../platforms/payload.ts';
 import { MAX_NUMERIC_ORDER_ID_DIGITS } from '../../contract/limits.ts';
 import { newMessageId, type Queue } from '../queue/queue.ts';
 import type { SourceStoreService } from '../source-stores/service.ts';
+import type { SourceStore } from '../source-stores/entity.ts';
 import { conflict, notFound, validationFailed } from '../shared/errors.ts';
 import { newId } from '../shared/ids.ts';
 import type { Page } from '../shared/paging.ts';
@@ -87,8 +88,8 @@ export class SyncJobService {
 
   /** POST /v1/sync_jobs: the existing job for the order and source store, or a new one. */
   async createManual(principal: Principal, sourceStoreId: string, externalOrderId: string): Promise<JobWithFulfillments & { created: boolean }> {
-    const source = await this.sourceStores.findActiveById(principal, sourceStoreId);
-    if (!source) return this.repeatForDeletedSupplier(principal, sourceStoreId, externalOrderId);
+    const source = await this.sourceStores.findOwnedById(principal, sourceStoreId);
+    if (!source || source.deletedAt) return this.repeatForDeletedSupplier(principal, source, externalOrderId);
     const platform = await this.sourceStores.storefrontPlatformOf(principal, source);
     // The contract took any id the service keeps (a custom storefront's are strings); platform_a
     // and platform_b number their orders.
@@ -114,9 +115,8 @@ export class SyncJobService {
    * retrying after a timeout must not be told its job does not exist); anything else, an unknown,
    * another user's or a deleted store with no job for the order, is 400 alike, and nothing is made.
    */
-  private async repeatForDeletedSupplier(principal: Principal, sourceStoreId: string, externalOrderId: string): Promise<JobWithFulfillments & { created: boolean }> {
+  private async repeatForDeletedSupplier(principal: Principal, deleted: SourceStore | null, externalOrderId: string): Promise<JobWithFulfillments & { created: boolean }> {
     const refused = validationFailed('source_store_id', 'No active source store with this id.');
-    const deleted = await this.sourceStores.findOwnedById(principal, sourceStoreId);
     if (!deleted) throw refused;
     const platform = await this.sourceStores.storefrontPlatformOf(principal, deleted).catch(() => null);
     const orderId = platform && canonicalOrderId(platform, externalOrderId);
